@@ -1,0 +1,1 @@
+"""dse: design-space exploration for AI chips."""

@@ -1,0 +1,96 @@
+"""One error type for bad input, and the one-line message format every entry point prints.
+
+A message names the file, the field path, the bad value and what is accepted, e.g.::
+
+    configs/npu.yaml: search.space.peak_tflops.low: got -5; accepted: a number > 0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+class DseError(Exception):
+    """Bad input: a wrong key, a value out of range, a missing file or name. Printed on one line."""
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.message = message
+        parts = [p for p in (file, field) if p]
+        super().__init__(": ".join([*parts, message]))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Walk ``loc`` through nested pydantic models and return the model that owns the last key."""
+    import typing
+
+    current: Any = model
+    for key in loc[:-1]:
+        if isinstance(key, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = current.model_fields.get(str(key))
+        if field is None:
+            return None
+        current = _unwrap(field.annotation, typing)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any, typing: Any) -> Any:
+    """Find the pydantic model inside ``list[X]``, ``X | None``, ``dict[str, X]`` and the like."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _unwrap(arg, typing)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return annotation
+
+
+def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
+    kind = err["type"]
+    ctx = err.get("ctx", {}) or {}
+    if kind == "extra_forbidden":
+        owner = _model_at(model, tuple(err["loc"])) if model else None
+        if owner is not None:
+            return "one of " + ", ".join(sorted(owner.model_fields))
+        return "no such key"
+    if kind == "missing":
+        return "this field is required"
+    if kind == "literal_error":
+        return f"one of {ctx.get('expected', '')}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        ops = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+        bound = next(iter(v for k, v in ctx.items() if k in ("gt", "ge", "lt", "le")), "")
+        return f"a number {ops[kind]} {bound}"
+    return err.get("msg", kind)
+
+
+def from_validation_error(
+    exc: ValidationError, *, file: str | None, model: type[BaseModel] | None = None, prefix: str = ""
+) -> DseError:
+    """Turn the first pydantic error into a one-line :class:`DseError` (others are counted)."""
+    errors = exc.errors()
+    err = errors[0]
+    loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
+    if prefix:
+        loc = f"{prefix}.{loc}" if loc else prefix
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown key; accepted: {_accepted(err, model)}{more}"
+    elif err["type"] == "missing":
+        msg = f"missing; {_accepted(err, model)}{more}"
+    elif err["type"] in ("value_error", "assertion_error"):
+        msg = f"got {_short(err.get('input'))}; {err['msg'].removeprefix('Value error, ')}{more}"
+    else:
+        msg = f"got {_short(err.get('input'))}; accepted: {_accepted(err, model)}{more}"
+    return DseError(msg, file=file, field=loc or None)

@@ -1,0 +1,179 @@
+"""The hardware description: one pydantic model per block, strict (``extra="forbid"``).
+
+A template (``hw_templates/*.yaml``) is a :class:`Hardware`; a process node
+(``hw_templates/nodes/*.yaml``) is a :class:`Node`. Every block carries a ``source`` that names where
+its numbers came from; node coefficients carry a source each. Fields carry their unit in the name;
+the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dse.units import DTYPES, GIB, MIB, TERA, Dtype
+
+
+class Strict(BaseModel):
+    """Base for every config block: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Fraction = float  # documented alias: 0 < x <= 1
+
+
+class ComputeUnit(Strict):
+    """One kind of execution unit (the MAC arrays, or the vector/SIMD units)."""
+
+    kind: Literal["matrix", "vector"] = Field(description="matrix: GEMM/conv/attention; vector: the rest")
+    peak_tflops: dict[Dtype, float] = Field(
+        description="Dense peak per dtype in TFLOP/s (TOP/s for ints), all cores together, no sparsity."
+    )
+    array_rows: int = Field(1, gt=0, description="MAC-array rows (M-side tile of one pass); 1 for vector units")
+    array_cols: int = Field(1, gt=0, description="MAC-array columns (N-side tile of one pass)")
+    efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of peak on large shapes")
+    source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
+
+    @model_validator(mode="after")
+    def _positive_peaks(self) -> ComputeUnit:
+        if not self.peak_tflops:
+            raise ValueError(f"peak_tflops is empty; accepted: a mapping of dtype ({', '.join(DTYPES)}) to > 0")
+        for dt, v in self.peak_tflops.items():
+            if not v > 0:
+                raise ValueError(f"peak_tflops.{dt} = {v}; accepted: a number > 0")
+        return self
+
+
+class Compute(Strict):
+    """Cores, clock and the two unit kinds."""
+
+    cores: int = Field(gt=0, description="Cores (SMs, TensorCores, NPU cores) sharing the outer levels")
+    clock_ghz: float = Field(gt=0, description="Clock the peaks assume, GHz")
+    register_kib_per_core: float = Field(
+        gt=0, description="Register file / accumulator storage per core (KiB): reuse capacity inside level 0"
+    )
+    launch_overhead_us: float = Field(
+        0.0, ge=0, description="Fixed time per operator launch/sync (us): the overhead ceiling"
+    )
+    matrix: ComputeUnit
+    vector: ComputeUnit
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _kinds(self) -> Compute:
+        if self.matrix.kind != "matrix" or self.vector.kind != "vector":
+            raise ValueError("compute.matrix must have kind: matrix and compute.vector kind: vector")
+        return self
+
+
+class MemoryLevel(Strict):
+    """One level of the memory hierarchy, listed from the compute outward."""
+
+    name: str = Field(min_length=1)
+    kind: Literal["sram", "dram"] = Field(description="sram: on chip; dram: off chip (HBM, GDDR, LPDDR)")
+    capacity_mib: float | None = Field(None, gt=0, description="Total capacity, MiB (give one capacity_*)")
+    capacity_gib: float | None = Field(None, gt=0, description="Total capacity, GiB")
+    capacity_gb: float | None = Field(None, gt=0, description="Total capacity, decimal GB (1e9 bytes)")
+    instances: int = Field(1, gt=0, description="Private copies (e.g. per core); capacity is split evenly")
+    bandwidth_tbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, TB/s (1e12 byte/s)")
+    bandwidth_gbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, GB/s (1e9 byte/s)")
+    efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of bandwidth")
+    stack_bandwidth_gbps: float | None = Field(
+        None, gt=0, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
+    )
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _one_each(self) -> MemoryLevel:
+        caps = [c for c in (self.capacity_mib, self.capacity_gib, self.capacity_gb) if c is not None]
+        if len(caps) != 1:
+            raise ValueError("give exactly one of capacity_mib, capacity_gib, capacity_gb")
+        bws = [b for b in (self.bandwidth_tbps, self.bandwidth_gbps) if b is not None]
+        if len(bws) != 1:
+            raise ValueError("give exactly one of bandwidth_tbps, bandwidth_gbps")
+        return self
+
+    @property
+    def capacity_bytes(self) -> float:
+        if self.capacity_mib is not None:
+            return self.capacity_mib * MIB
+        if self.capacity_gib is not None:
+            return self.capacity_gib * GIB
+        return float(self.capacity_gb) * 1e9  # type: ignore[arg-type]
+
+    @property
+    def bandwidth_bps(self) -> float:
+        if self.bandwidth_tbps is not None:
+            return self.bandwidth_tbps * TERA
+        return float(self.bandwidth_gbps) * 1e9  # type: ignore[arg-type]
+
+
+class Hardware(Strict):
+    """A chip: compute, an ordered memory hierarchy (inner to outer), and its process node."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    process_node: str = Field(description="Name of a node file in hw_templates/nodes/, e.g. 7nm")
+    reference_dtype: Dtype = Field("bf16", description="Dtype whose matrix peak is 'the' peak (ratio, area)")
+    compute: Compute
+    memory: list[MemoryLevel] = Field(min_length=1)
+    source: str = Field(min_length=3, description="Overall provenance of this template")
+
+    @model_validator(mode="after")
+    def _hierarchy(self) -> Hardware:
+        names = [m.name for m in self.memory]
+        if len(set(names)) != len(names):
+            raise ValueError(f"memory level names must be unique, got {names}")
+        kinds = [m.kind for m in self.memory]
+        if "dram" in kinds and kinds.index("dram") != len(kinds) - 1:
+            raise ValueError("only the outermost (last) memory level may be dram")
+        if self.reference_dtype not in self.compute.matrix.peak_tflops:
+            from dse.units import fallback_dtype
+
+            if fallback_dtype(self.reference_dtype, self.compute.matrix.peak_tflops) is None:
+                raise ValueError(f"matrix unit has no mode for reference_dtype {self.reference_dtype}")
+        return self
+
+    # Convenience views in SI units -------------------------------------------------------------
+    @property
+    def peak_flops(self) -> float:
+        """Matrix peak at ``reference_dtype`` in FLOP/s (falls back to the next wider native mode)."""
+        from dse.units import fallback_dtype
+
+        mode = fallback_dtype(self.reference_dtype, self.compute.matrix.peak_tflops)
+        return self.compute.matrix.peak_tflops[mode] * TERA  # type: ignore[index]
+
+    @property
+    def dram(self) -> MemoryLevel:
+        """The outermost memory level (DRAM/HBM, or the last SRAM for SRAM-only chips)."""
+        return self.memory[-1]
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """Compute:bandwidth ratio = peak FLOP/s / outermost-level byte/s (the ridge point)."""
+        return self.peak_flops / self.dram.bandwidth_bps
+
+
+class Coefficient(Strict):
+    """One sourced model coefficient: the value used, its unit, where it came from, how sure we are."""
+
+    value: float = Field(ge=0)
+    unit: str
+    source: str = Field(min_length=3)
+    confidence: Literal["high", "medium", "low", "derived"] = "medium"
+    range: tuple[float, float] | None = Field(None, description="Spread between sources, if known")
+
+
+class Node(Strict):
+    """Process-node coefficients used by the area model (``dse.cost.area``)."""
+
+    name: str
+    description: str = ""
+    compute_mm2_per_tflops: Coefficient
+    sram_mm2_per_mib: Coefficient
+    dram_phy_mm2_per_stack: Coefficient
+    dram_controller_mm2_per_stack: Coefficient
+    fixed_mm2: Coefficient
+    reticle_limit_mm2: Coefficient

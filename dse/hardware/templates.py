@@ -1,0 +1,79 @@
+"""Find, load and validate hardware templates and process nodes (validate first, then build)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dse.errors import DseError, from_validation_error
+from dse.hardware.schema import Hardware, Node
+from dse.units import repo_root
+from dse.yamlio import load_yaml
+
+
+def templates_dir() -> Path:
+    return repo_root() / "hw_templates"
+
+
+def list_templates() -> list[str]:
+    """Names of the shipped hardware templates."""
+    return sorted(p.stem for p in templates_dir().glob("*.yaml"))
+
+
+def list_nodes() -> list[str]:
+    return sorted(p.stem for p in (templates_dir() / "nodes").glob("*.yaml"))
+
+
+def hardware_from_mapping(data: Any, *, file: str | None = None, prefix: str = "") -> Hardware:
+    """Validate a mapping as a :class:`Hardware`; errors are one-line :class:`DseError`."""
+    if not isinstance(data, Mapping):
+        raise DseError(f"got {type(data).__name__}; accepted: a mapping (hardware template)", file=file)
+    try:
+        hw = Hardware.model_validate(dict(data))
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=file, model=Hardware, prefix=prefix) from None
+    load_node(hw.process_node, file=file, field=f"{prefix + '.' if prefix else ''}process_node")
+    return hw
+
+
+def load_hardware(spec: str | Path | Mapping[str, Any] | Hardware) -> Hardware:
+    """A template by name (``a100-80gb``), by YAML path, from a mapping, or passed through."""
+    if isinstance(spec, Hardware):
+        return spec
+    if isinstance(spec, Mapping):
+        return hardware_from_mapping(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return hardware_from_mapping(load_yaml(path), file=str(path))
+    return _load_named(str(spec))
+
+
+@lru_cache(maxsize=64)
+def _load_named(name: str) -> Hardware:
+    path = templates_dir() / f"{name}.yaml"
+    if not path.is_file():
+        raise DseError(
+            f"unknown hardware template {name!r}; accepted: {', '.join(list_templates())} or a YAML path"
+        )
+    return hardware_from_mapping(load_yaml(path), file=str(path))
+
+
+@lru_cache(maxsize=16)
+def _load_node_cached(name: str) -> Node:
+    path = templates_dir() / "nodes" / f"{name}.yaml"
+    data = load_yaml(path)
+    try:
+        return Node.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path), model=Node) from None
+
+
+def load_node(name: str, *, file: str | None = None, field: str | None = "process_node") -> Node:
+    """Process-node coefficients by name (``hw_templates/nodes/<name>.yaml``)."""
+    if not (templates_dir() / "nodes" / f"{name}.yaml").is_file():
+        raise DseError(f"got {name!r}; accepted: one of {', '.join(list_nodes())}", file=file, field=field)
+    return _load_node_cached(name)

@@ -1,0 +1,90 @@
+"""The hierarchical roofline: time of every op on every design, and which ceiling binds it.
+
+For op ``o`` on design ``d`` (``../shared/DESIGN.md``; Williams, Waterman & Patterson, CACM 2009;
+hierarchical form after Yang et al., "Hierarchical Roofline", 2020)::
+
+    t = max( FLOPs / (P_unit,dtype * eta_unit * u_array),
+             max_l traffic_l / (BW_l * eta_l) )  + t_overhead      (t_overhead = 0 for fused ops)
+
+``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
+``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row). The binding
+ceiling is the largest term; the overhead binds when it alone exceeds the roofline time.
+Everything is ``[D, O]`` numpy; there is no Python loop over designs or ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.hardware.designs import DesignBatch
+from dse.predict.traffic import OpArrays, traffic
+
+COMPUTE = 0  # bound code for compute; levels are 1..L; overhead is L+1
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per-op arrays ``[D, O]`` (time of ONE instance of the op) and ``[D, O, L]`` traffic."""
+
+    time: np.ndarray
+    t_compute: np.ndarray
+    t_memory: np.ndarray  # [D, O, L]
+    t_overhead: np.ndarray  # [D, O]
+    traffic: np.ndarray  # [D, O, L]
+    bound: np.ndarray  # [D, O] int: 0 compute, 1..L level, L+1 overhead
+    peak: np.ndarray  # [D, O] raw peak FLOP/s of the unit for the op's dtype
+    fill: np.ndarray  # [D, O] MAC-array fill
+
+
+def array_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[D, O] MAC-array fill for matrix ops (1 for vector ops)."""
+    r = d.array_rows[:, None]
+    c = d.array_cols[:, None]
+    M = o.M[None, :]
+    N = o.N[None, :]
+    fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
+    return np.where(o.matrix[None, :], fill, 1.0)
+
+
+def unit_peak(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
+    """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
+    peak = np.where(o.matrix[None, :], d.matrix_peak[:, o.dtype_idx], d.vector_peak[:, o.dtype_idx])
+    eff = np.where(o.matrix[None, :], d.matrix_eff[:, None], d.vector_eff[:, None])
+    return peak, eff
+
+
+def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
+    """Predict every op on every design (one instance each; multiply by ``o.count`` for totals)."""
+    peak, eff = unit_peak(o, d)
+    needs = (o.flops > 0)[None, :]
+    if np.isnan(peak).any(axis=0)[o.flops > 0].any():
+        raise ValueError("an op uses a dtype that its unit has no mode for (add it to peak_tflops)")
+    fill = array_fill(o, d)
+    t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
+    tr = traffic(d, o)
+    t_mem = tr / (d.bandwidth * d.bw_eff)[:, None, :]
+    t_roof = np.maximum(t_compute, t_mem.max(axis=2))
+    t_over = np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
+    time = t_roof + t_over
+    terms = np.concatenate([t_compute[:, :, None], t_mem], axis=2)
+    bound = terms.argmax(axis=2)
+    bound = np.where(t_over > t_roof, terms.shape[2], bound)
+    return BatchResult(time=time, t_compute=t_compute, t_memory=t_mem, t_overhead=t_over, traffic=tr,
+                       bound=bound, peak=peak, fill=fill)
+
+
+def evaluate_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
+    """[D, O] time of one instance of each op; the lean path used by search and sweeps."""
+    peak, eff = unit_peak(o, d)
+    fill = array_fill(o, d)
+    needs = o.flops > 0
+    denom = peak * eff * fill
+    t = np.zeros((d.n, o.n))
+    t[:, needs] = o.flops[None, needs] / denom[:, needs]
+    tr = traffic(d, o)
+    tr /= (d.bandwidth * d.bw_eff)[:, None, :]
+    np.maximum(t, tr.max(axis=2), out=t)
+    t += np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
+    return t

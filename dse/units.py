@@ -1,0 +1,65 @@
+"""Units, data types and the few constants the whole tool shares.
+
+Everything inside the code is in SI base units: FLOP, byte, second, FLOP/s, byte/s, mm^2.
+Config fields carry their unit in the name (``peak_tflops``, ``bandwidth_tbps``, ``capacity_mib``);
+the helpers here convert those to SI once, at load time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+TERA = 1e12
+GIGA = 1e9
+MEGA = 1e6
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+
+Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
+
+#: Bytes per element. tf32 is stored in 32-bit containers; int4 is packed two per byte.
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8.0,
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "fp16": 2.0,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
+
+#: Order used to index per-dtype arrays (narrow to wide). A unit without a native mode for a dtype
+#: runs it in the next wider mode it has (e.g. V100 runs bf16 GEMMs on its fp16 tensor cores,
+#: A100 runs fp8 in bf16); see :func:`fallback_dtype`.
+DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
+DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}
+
+
+def fallback_dtype(dtype: str, available: set[str] | dict[str, float]) -> str | None:
+    """Return the mode a unit uses for ``dtype``: itself if native, else the next wider native mode.
+
+    Widening order is ``DTYPES`` (int4 < int8 < fp8 < fp16 < bf16 < tf32 < fp32 < fp64). Returns
+    ``None`` when the unit has no mode at least as wide.
+    """
+    start = DTYPE_INDEX[dtype]
+    for d in DTYPES[start:]:
+        if d in available:
+            return d
+    return None
+
+
+def repo_root() -> Path:
+    """Folder that holds ``workloads/``, ``hw_templates/`` and ``configs/`` (the source checkout)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def fmt_si(value: float, unit: str, digits: int = 3) -> str:
+    """Format ``value`` with an SI prefix, e.g. ``fmt_si(3.1e14, 'FLOP/s') == '310 TFLOP/s'``."""
+    prefixes = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+    for scale, p in prefixes:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {p}{unit}"
+    return f"{value:.{digits}g} {unit}"

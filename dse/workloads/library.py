@@ -1,0 +1,170 @@
+"""The workload library: YAML model descriptions in ``workloads/`` expanded into operator tables.
+
+A description file holds a model's architecture hyperparameters with the public source of each,
+its family, and default scenario values. :func:`workload` validates the description and the
+scenario, then calls the family builder; the result is a :class:`Workload`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import Field, ValidationError
+
+from dse.errors import DseError, from_validation_error
+from dse.hardware.schema import Strict
+from dse.units import repo_root
+from dse.workloads import cnn, ops, transformer
+from dse.workloads.scenario import Scenario
+from dse.yamlio import load_yaml
+
+
+class ModelDescription(Strict):
+    """One file in ``workloads/``."""
+
+    name: str = Field(min_length=1)
+    family: Literal["transformer", "cnn"]
+    domain: str = Field("", description="e.g. vision, nlp, llm")
+    source: str = Field(min_length=3, description="Public source of the hyperparameters")
+    arch: dict[str, Any]
+    defaults: dict[str, Any] = Field(default_factory=dict, description="Default scenario values")
+
+
+ARCH_MODELS = {"transformer": transformer.TransformerArch, "cnn": cnn.CNNArch}
+BUILDERS = {"transformer": transformer.build, "cnn": cnn.build}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An operator table plus what produced it.
+
+    ``ops`` has one row per distinct operator (see :mod:`dse.workloads.ops` for the columns);
+    totals apply ``count``.
+    """
+
+    name: str
+    ops: pd.DataFrame
+    scenario: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def flops(self) -> float:
+        """Total FLOPs of one pass (counts applied)."""
+        return float((self.ops["flops"] * self.ops["count"]).sum())
+
+    @property
+    def bytes(self) -> float:
+        """Total compulsory bytes read + written (counts applied)."""
+        o = self.ops
+        return float(((o["bytes_read"] + o["bytes_written"]) * o["count"]).sum())
+
+    @property
+    def ai(self) -> float:
+        """Arithmetic intensity of the whole pass, FLOP/byte (compulsory traffic)."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def matrix_flops(self) -> float:
+        """FLOPs on the matrix unit (GEMM, conv, attention): comparable with published model FLOPs."""
+        o = self.ops[self.ops["unit"] == "matrix"]
+        return float((o["flops"] * o["count"]).sum())
+
+    def label(self) -> str:
+        s = self.scenario
+        bits = [s.get("phase", "")]
+        for key in ("batch", "seq", "context", "resolution"):
+            if s.get(key):
+                bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
+        bits.append(s.get("dtype", ""))
+        return f"{self.name}[{' '.join(b for b in bits if b)}]"
+
+
+def workloads_dir() -> Path:
+    return repo_root() / "workloads"
+
+
+@lru_cache(maxsize=256)
+def load_description(name: str) -> ModelDescription:
+    path = workloads_dir() / f"{name}.yaml"
+    if not path.is_file():
+        names = ", ".join(available())
+        raise DseError(f"unknown workload {name!r}; accepted: {names}, or gemm:MxNxK")
+    data = load_yaml(path)
+    try:
+        desc = ModelDescription.model_validate(data)
+        ARCH_MODELS[desc.family].model_validate(desc.arch)
+    except ValidationError as exc:
+        model = ModelDescription if "arch" not in str(exc) else ARCH_MODELS.get(data.get("family"))
+        raise from_validation_error(exc, file=str(path), model=model) from None
+    if desc.name != name:
+        raise DseError(f"name {desc.name!r} differs from the file name {name!r}", file=str(path), field="name")
+    return desc
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in workloads_dir().glob("*.yaml"))
+
+
+def workload(name: str, **scenario: Any) -> Workload:
+    """Expand a library model at a scenario, e.g. ``workload("llama2-7b", phase="decode", batch=1,
+    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK``."""
+    if name.startswith("gemm:"):
+        try:
+            m, n, k = (int(x) for x in name[5:].lower().split("x"))
+        except ValueError:
+            raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
+        return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
+    desc = load_description(name)
+    merged = {**desc.defaults, **{k: v for k, v in scenario.items() if v is not None}}
+    try:
+        sc = Scenario.model_validate(merged)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
+    arch = ARCH_MODELS[desc.family].model_validate(desc.arch)
+    try:
+        rows, facts = BUILDERS[desc.family](arch, sc, name)
+    except ValueError as exc:
+        raise DseError(f"{exc}", field=f"workload {name}") from None
+    facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
+             "fuse_elementwise": sc.fuse_elementwise}
+    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source)
+
+
+def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Workload:
+    """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example)."""
+    try:
+        ops.check_positive("gemm", M=M, N=N, K=K, batch=batch)
+        Scenario(dtype=dtype)  # validates the dtype name
+    except (ValueError, ValidationError) as exc:
+        raise DseError(str(exc).splitlines()[0]) from None
+    row = ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)
+    return Workload(name=f"gemm:{M}x{N}x{K}", ops=ops.table([row]),
+                    scenario={"phase": "forward", "batch": batch, "dtype": dtype}, source="synthetic")
+
+
+def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0, inputs: int = 1) -> Workload:
+    """A one-operator streaming workload, e.g. y = x + 1 over ``elems`` elements."""
+    ops.check_positive("elementwise", elems=elems)
+    row = ops.streaming("elementwise", kind="elementwise", elems=elems, flops_per_elem=flops_per_elem,
+                        inputs=inputs, dtype=dtype)
+    return Workload(name=f"elementwise:{elems}", ops=ops.table([row]),
+                    scenario={"phase": "forward", "dtype": dtype}, source="synthetic")
+
+
+def list_workloads() -> pd.DataFrame:
+    """What the library holds: one row per model with family, domain, default scenario and totals."""
+    recs = []
+    for name in available():
+        desc = load_description(name)
+        wl = workload(name)
+        recs.append({
+            "name": name, "family": desc.family, "domain": desc.domain,
+            "default_scenario": wl.label(), "params_m": wl.scenario.get("params", 0) / 1e6,
+            "gflop": wl.flops / 1e9, "mbyte": wl.bytes / 1e6, "ai_flop_per_byte": wl.ai,
+            "source": desc.source,
+        })
+    return pd.DataFrame(recs)

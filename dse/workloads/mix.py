@@ -1,0 +1,43 @@
+"""A workload mix: several workloads with weights, as one concatenated operator table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dse.workloads.library import Workload
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Workloads and their weights; ``ops`` carries a ``workload`` column (index into ``workloads``)."""
+
+    workloads: tuple[Workload, ...]
+    weights: np.ndarray  # [W], normalised to sum 1
+    ops: pd.DataFrame
+
+    @classmethod
+    def of(cls, workloads: list[Workload], weights: list[float] | None = None) -> Mix:
+        if not workloads:
+            raise ValueError("a mix needs at least one workload")
+        w = np.ones(len(workloads)) if weights is None else np.asarray(weights, dtype=float)
+        if w.shape != (len(workloads),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError("mix weights must be one non-negative number per workload, not all zero")
+        tables = []
+        for i, wl in enumerate(workloads):
+            t = wl.ops.copy()
+            t["workload"] = i
+            tables.append(t)
+        return cls(tuple(workloads), w / w.sum(), pd.concat(tables, ignore_index=True))
+
+    @property
+    def labels(self) -> list[str]:
+        return [w.label() for w in self.workloads]
+
+    def membership(self) -> np.ndarray:
+        """[O, W] matrix: count of op ``o`` in workload ``w`` (so times[D,O] @ it = time per workload)."""
+        m = np.zeros((len(self.ops), len(self.workloads)))
+        m[np.arange(len(self.ops)), self.ops["workload"].to_numpy()] = self.ops["count"].to_numpy()
+        return m

@@ -1,0 +1,219 @@
+"""Operator rows and the operator table (a pandas DataFrame, one row per distinct operator).
+
+Conventions (``../shared/DESIGN.md``):
+
+* FLOPs: a multiply-add is 2 FLOPs. ``flops`` is the work of one instance of the row, all of its
+  ``batch`` sub-problems included; ``count`` repeats the row (layers, repeated blocks).
+* Bytes: compulsory bytes read and written by one instance (each tensor once), so the arithmetic
+  intensity AI = flops / (bytes_read + bytes_written) counts writes too.
+* Shapes: a GEMM is ``batch`` independent products ``[M, K] x [K, N] -> [M, N]``. A conv is its
+  GEMM-equivalent (``M = N_img*Ho*Wo``, ``N = C_out/groups``, ``K = C_in/groups*kh*kw``,
+  ``batch = groups``) with ``a_bytes`` set to the true input tensor (no im2col blow-up). A fused
+  attention row is, per (sequence, KV head), ``M`` query rows (query heads of the group stacked),
+  ``N = head_dim`` and ``K`` keys.
+* ``reuse`` picks the traffic model in :mod:`dse.predict.traffic`: ``tiled`` (GEMM/conv),
+  ``attention`` (flash-style fused), ``stream`` (each byte once per level).
+* ``fused`` rows run inside their producer's kernel: no launch overhead, and their tensors never
+  reach off-chip memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from dse.units import DTYPE_BYTES
+
+#: Column order of an operator table. ``workload`` is filled when tables are combined into a mix.
+COLUMNS: list[str] = [
+    "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
+    "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
+    "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
+]
+
+KINDS = ("gemm", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "reduce", "pool",
+         "collective")
+
+#: FLOPs per output element of vector operators as common kernels compute them (approximate;
+#: the published model FLOP counts in ../shared/reference/model_flops.csv cover matrix work only).
+VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
+    "add": 1.0,          # residual add
+    "mul": 1.0,
+    "relu": 1.0,
+    "relu6": 2.0,        # max + min
+    "silu": 4.0,         # x * sigmoid(x): exp, add, div, mul
+    "gelu": 8.0,         # tanh approximation
+    "swiglu": 5.0,       # silu(gate) * up
+    "layernorm": 8.0,    # mean, variance (sub, square, add), normalise (sub, mul), affine (mul, add)
+    "rmsnorm": 4.0,      # square, add, scale by rsqrt, mul by gamma
+    "batchnorm": 2.0,    # inference: per-channel scale and shift
+    "softmax": 5.0,      # max, sub, exp, sum, div
+    "rope": 3.0,         # x*cos + rot(x)*sin
+    "copy": 0.0,
+}
+
+
+def _row(**kw: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
+        "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
+        "dtype_b": "", "dtype_out": "",
+    }
+    row.update(kw)
+    row.setdefault("dtype", row.get("dtype_a", "fp32"))
+    return row
+
+
+def gemm(
+    name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: str | None = None,
+    out_dtype: str | None = None, batch: int = 1, count: int = 1, kind: str = "gemm",
+) -> dict[str, Any]:
+    """``batch`` products [M,K]x[K,N]; A is the activation (``dtype``), B the weight (``weight_dtype``)."""
+    wdt = weight_dtype or dtype
+    odt = out_dtype or dtype
+    ba, bb, bc = DTYPE_BYTES[dtype], DTYPE_BYTES[wdt], DTYPE_BYTES[odt]
+    a, b, c = batch * M * K * ba, batch * K * N * bb, batch * M * N * bc
+    return _row(
+        name=name, kind=kind, unit="matrix", reuse="tiled", dtype=dtype, dtype_a=dtype, dtype_b=wdt,
+        dtype_out=odt, M=M, N=N, K=K, batch=batch, flops=2.0 * batch * M * N * K,
+        bytes_read=a + b, bytes_written=c, a_bytes=a, b_bytes=b, c_bytes=c,
+        elem_a=ba, elem_b=bb, elem_out=bc, count=count,
+    )
+
+
+def conv_out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:
+    """Output size of a convolution: floor((size + 2*pad - dilation*(k-1) - 1) / stride) + 1."""
+    return (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+
+
+def conv2d(
+    name: str, *, n: int, h: int, w: int, c_in: int, c_out: int, k: int, stride: int = 1,
+    pad: int | None = None, groups: int = 1, dtype: str, count: int = 1, bias: bool = False,
+) -> tuple[dict[str, Any], tuple[int, int, int]]:
+    """A 2-D convolution as its GEMM-equivalent row; returns the row and the output (h, w, c)."""
+    pad = k // 2 if pad is None else pad
+    ho, wo = conv_out(h, k, stride, pad), conv_out(w, k, stride, pad)
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"{name}: input {h}x{w} too small for kernel {k} stride {stride} pad {pad}")
+    if c_in % groups or c_out % groups:
+        raise ValueError(f"{name}: channels {c_in}->{c_out} not divisible by groups {groups}")
+    b = DTYPE_BYTES[dtype]
+    M, N, K = n * ho * wo, c_out // groups, (c_in // groups) * k * k
+    a = n * h * w * c_in * b
+    wts = c_out * (c_in // groups) * k * k * b + (c_out * b if bias else 0)
+    c = n * ho * wo * c_out * b
+    depthwise = groups > 1 and groups == c_in
+    row = _row(
+        name=name, kind="conv", unit="vector" if depthwise else "matrix", reuse="tiled", dtype=dtype,
+        dtype_a=dtype, dtype_b=dtype, dtype_out=dtype, M=M, N=N, K=K, batch=groups,
+        flops=2.0 * groups * M * N * K, bytes_read=a + wts, bytes_written=c, a_bytes=a, b_bytes=wts,
+        c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count,
+    )
+    return row, (ho, wo, c_out)
+
+
+def streaming(
+    name: str, *, kind: str, elems: float, flops_per_elem: float, inputs: float = 1.0,
+    dtype: str, count: int = 1, fused: bool = False, read_bytes: float | None = None,
+    write_bytes: float | None = None,
+) -> dict[str, Any]:
+    """A vector op that touches each byte once: ``inputs`` tensors of ``elems`` in, one out."""
+    b = DTYPE_BYTES[dtype]
+    rd = inputs * elems * b if read_bytes is None else read_bytes
+    wr = elems * b if write_bytes is None else write_bytes
+    return _row(
+        name=name, kind=kind, unit="vector", reuse="stream", dtype=dtype, dtype_a=dtype,
+        dtype_out=dtype, M=int(elems), flops=flops_per_elem * elems, bytes_read=rd, bytes_written=wr,
+        elem_a=b, elem_out=b, count=count, fused=fused,
+    )
+
+
+def embedding(name: str, *, tokens: int, dim: int, dtype: str, table_dtype: str | None = None,
+              count: int = 1) -> dict[str, Any]:
+    """Gather ``tokens`` rows of a ``dim``-wide table: bytes without FLOPs."""
+    tb = DTYPE_BYTES[table_dtype or dtype]
+    return streaming(name, kind="embedding", elems=tokens * dim, flops_per_elem=0.0, dtype=dtype,
+                     count=count, read_bytes=tokens * dim * tb)
+
+
+def attention(
+    name: str, *, batch: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
+    causal: bool, dtype: str, kv_dtype: str | None = None, fused: bool = True, count: int = 1,
+    fuse_elementwise: bool = False,
+) -> list[dict[str, Any]]:
+    """Scaled dot-product attention, grouped-query aware.
+
+    Fused (flash-style, Dao et al. 2022): one matrix row whose traffic model streams K and V once
+    per query tile, plus the softmax work as a fused vector row. Causal masking skips masked
+    blocks, so each query ``i`` (0-based, queries aligned to the end of the keys) attends
+    ``kv_len - q_len + i + 1`` keys.
+    Unfused: QK^T and PV as batched GEMMs with the score matrix written and read back, and the
+    softmax as a streaming row; masked scores are computed and discarded (full ``q_len*kv_len``).
+    """
+    if heads % kv_heads:
+        raise ValueError(f"{name}: heads {heads} not divisible by kv_heads {kv_heads}")
+    kvd = kv_dtype or dtype
+    bq, bkv = DTYPE_BYTES[dtype], DTYPE_BYTES[kvd]
+    group = heads // kv_heads
+    if fused:
+        keys = kv_len - (q_len - 1) / 2.0 if causal else float(kv_len)
+        pairs = batch * heads * q_len * keys
+        q = batch * heads * q_len * head_dim * bq
+        kv = 2 * batch * kv_heads * kv_len * head_dim * bkv
+        o = q
+        row = _row(
+            name=name, kind="attention", unit="matrix", reuse="attention", dtype=dtype, dtype_a=dtype,
+            dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
+            flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
+            c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count,
+        )
+        soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs,
+                         flops_per_elem=VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=count,
+                         fused=True, read_bytes=0.0, write_bytes=0.0)
+        return [row, soft]
+    bh = batch * heads
+    qk = gemm(f"{name}.qk", q_len, kv_len, head_dim, dtype=dtype, weight_dtype=kvd, batch=bh,
+              count=count, kind="attention")
+    soft = streaming(f"{name}.softmax", kind="softmax", elems=bh * q_len * kv_len,
+                     flops_per_elem=VECTOR_FLOPS_PER_ELEM["softmax"], dtype=dtype, count=count,
+                     fused=fuse_elementwise)
+    pv = gemm(f"{name}.pv", q_len, head_dim, kv_len, dtype=dtype, weight_dtype=kvd, batch=bh,
+              count=count, kind="attention")
+    return [qk, soft, pv]
+
+
+def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
+    """Build the operator table; with ``compact`` identical operators merge into one row (counts add)."""
+    df = pd.DataFrame(rows)
+    for col in COLUMNS:
+        if col not in df.columns:
+            df[col] = 0 if col not in ("fused",) else False
+    df = df[COLUMNS]
+    for col in ("M", "N", "K", "batch", "count"):
+        df[col] = df[col].astype("int64")
+    for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
+        df[col] = df[col].astype("float64")
+    df["fused"] = df["fused"].astype(bool)
+    if compact and len(df):
+        keys = [c for c in COLUMNS if c not in ("name", "count")]
+        df = (
+            df.groupby(keys, sort=False, dropna=False)
+            .agg(name=("name", _merged_name), count=("count", "sum"))
+            .reset_index()[COLUMNS]
+        )
+    return df.reset_index(drop=True)
+
+
+def _merged_name(names: pd.Series) -> str:
+    """Name of a compacted row: the first name, plus how many other same-shape ops it stands for."""
+    distinct = names.unique()
+    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]} (+{len(distinct) - 1} same shape)"
+
+
+def check_positive(name: str, **values: float) -> None:
+    """Raise ``ValueError`` naming the first non-positive shape value."""
+    for key, val in values.items():
+        if not (isinstance(val, int | float) and math.isfinite(val) and val > 0):
+            raise ValueError(f"{name}: {key} = {val!r}; accepted: a positive number")

@@ -1,0 +1,32 @@
+"""Scenario: how a model is run (phase, batch, sequence or resolution, dtypes, fusion)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dse.hardware.schema import Strict
+from dse.units import Dtype
+
+Phase = Literal["forward", "prefill", "decode"]
+
+
+class Scenario(Strict):
+    """One way to run a model. The same model at another scenario is another workload entry.
+
+    * ``forward``: one inference pass (CNNs, encoders, ViTs); ``prefill``: a decoder LLM ingests a
+      prompt of ``seq`` tokens; ``decode``: one new token per sequence against a KV cache of
+      ``context`` tokens.
+    """
+
+    phase: Phase | None = Field(None, description="forward | prefill | decode (default: the model's)")
+    batch: int = Field(1, gt=0, description="Sequences or images per pass")
+    seq: int | None = Field(None, gt=0, description="Tokens per sequence (forward/prefill)")
+    context: int | None = Field(None, gt=0, description="KV-cache length in tokens (decode)")
+    resolution: int | None = Field(None, gt=0, description="Image side in pixels (CNN/ViT)")
+    dtype: Dtype = Field("bf16", description="Activations and weights")
+    kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
+    fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
+    fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
+    logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
