@@ -1,1 +1,24 @@
-"""dse: design-space exploration for AI chips."""
+"""dse: design-space exploration for AI chips (hierarchical roofline, area, optuna search)."""
+
+from dse.api import (
+    AreaBreakdown,
+    DesignBatch,
+    Hardware,
+    Prediction,
+    Workload,
+    area,
+    elementwise,
+    gemm,
+    hardware,
+    list_hardware,
+    list_workloads,
+    predict,
+    workload,
+)
+from dse.errors import DseError
+
+__all__ = [
+    "AreaBreakdown", "DesignBatch", "DseError", "Hardware", "Prediction", "Workload", "area", "elementwise",
+    "gemm", "hardware", "list_hardware", "list_workloads", "predict", "workload",
+]
+__version__ = "0.1.0"

@@ -18,6 +18,9 @@ import yaml
 
 from dse.errors import DseError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that rejects duplicate mapping keys."""
@@ -64,6 +67,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

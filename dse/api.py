@@ -1,0 +1,49 @@
+"""The public API (a contract: tests and outside scripts call it).
+
+    import dse
+    wl = dse.workload("llama2-7b", phase="decode", batch=1, context=1024, dtype="bf16")
+    hw = dse.hardware("a100-80gb")          # template name, YAML path, or a mapping
+    p = dse.predict(wl, hw)                 # p.time_s, p.ops (per-operator DataFrame)
+    a = dse.area(hw)                        # a.total_mm2, a.breakdown
+    dse.list_workloads(); dse.gemm(1024, 1024, 1024, dtype="fp32")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dse.cost.area import AreaBreakdown
+from dse.cost.area import area as _area
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware
+from dse.hardware.templates import list_templates, load_hardware
+from dse.predict import Prediction
+from dse.predict import predict as _predict
+from dse.workloads.library import Workload, elementwise, gemm, list_workloads, workload
+
+__all__ = [
+    "AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "elementwise", "gemm",
+    "hardware", "list_hardware", "list_workloads", "predict", "workload",
+]
+
+
+def hardware(spec: str | Path | Mapping[str, Any] | Hardware) -> Hardware:
+    """A hardware template by name (``"a100-80gb"``), YAML path, or mapping (validated the same way)."""
+    return load_hardware(spec)
+
+
+def list_hardware() -> list[str]:
+    """Names of the shipped hardware templates."""
+    return list_templates()
+
+
+def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any]) -> Prediction:
+    """Predict one workload on one design: ``p.time_s`` and the per-operator ``p.ops``."""
+    return _predict(wl, hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))
+
+
+def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:
+    """Area of a design: ``a.total_mm2`` and ``a.breakdown`` (component -> mm^2)."""
+    return _area(hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))

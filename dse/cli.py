@@ -1,0 +1,121 @@
+"""Command line: ``dse run CONFIG`` (also ``python -m dse.run CONFIG``), ``dse workloads``,
+``dse hardware``, ``dse predict``. Bad input prints one line ``error: ...`` and exits 2;
+``--debug`` shows the traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from dse.errors import DseError
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
+    p.add_argument("--resume", action="store_true", help="continue the latest results/<name>* study to n_trials")
+    p.add_argument("--storage", help="optuna storage URL (default: sqlite file in the results folder)")
+    p.add_argument("--out", help="parent folder for results (default: output.dir of the config)")
+    p.add_argument("--trials", type=int, help="override search.n_trials")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dse.report.write import write_results
+    from dse.study import run_study
+
+    if args.trials is not None and args.trials <= 0:
+        raise DseError(f"got {args.trials}; accepted: a positive integer", field="--trials")
+    result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
+                       n_trials=args.trials, progress=not args.quiet)
+    print(write_results(result, plots_on=not args.no_plots))
+    return 0
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dse.workloads.library import list_workloads
+
+    df = list_workloads().drop(columns=["source"])
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    from dse.cost.area import area
+    from dse.hardware.templates import list_templates, load_hardware
+
+    print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}")
+    for name in list_templates():
+        hw = load_hardware(name)
+        print(f"{name:<12} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
+              f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dse.hardware.templates import load_hardware
+    from dse.predict import predict
+    from dse.workloads.library import workload
+
+    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype") if getattr(args, k) is not None}
+    wl = workload(args.workload, **scen)
+    p = predict(wl, load_hardware(args.hardware))
+    cols = ["name", "kind", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization", "region"]
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
+        print(p.ops[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"{wl.label()} on {p.hardware.name}: {p.time_s * 1e3:.4f} ms per pass, "
+          f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="dse", description="Design-space exploration for AI chips")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _add_run_args(sub.add_parser("run", help="run a study config"))
+    sub.add_parser("workloads", help="list the workload library")
+    sub.add_parser("hardware", help="list hardware templates")
+    pp = sub.add_parser("predict", help="predict one workload on one template")
+    pp.add_argument("workload")
+    pp.add_argument("hardware")
+    pp.add_argument("--phase")
+    pp.add_argument("--batch", type=int)
+    pp.add_argument("--seq", type=int)
+    pp.add_argument("--context", type=int)
+    pp.add_argument("--dtype")
+    return ap
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "predict": cmd_predict,
+}
+
+
+def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; bad input -> one line on stderr and exit 2 (traceback only with --debug)."""
+    try:
+        return fn(args)
+    except DseError as exc:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: completed trials are saved in the study storage; continue with --resume",
+              file=sys.stderr)
+        return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return guarded(COMMANDS[args.cmd], args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The root config of a study (``configs/*.yaml``): one strict pydantic model, validated first.
+
+Unknown keys are errors (``extra="forbid"`` everywhere); values carry units in their names.
+:func:`load_study` reads YAML safely (no code, no duplicate keys) and turns any validation failure
+into a one-line :class:`~dse.errors.DseError` naming file, field, value and what is accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from dse.errors import DseError, from_validation_error
+from dse.hardware.schema import Strict
+from dse.units import Dtype
+from dse.yamlio import load_yaml
+
+
+class WorkloadEntry(Strict):
+    """One workload of the mix: a library model at a scenario, with a weight."""
+
+    name: str = Field(min_length=1, description="Library model (see `dse workloads`) or gemm:MxNxK")
+    weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
+    phase: Literal["forward", "prefill", "decode"] | None = None
+    batch: int | None = Field(None, gt=0)
+    seq: int | None = Field(None, gt=0)
+    context: int | None = Field(None, gt=0)
+    resolution: int | None = Field(None, gt=0)
+    dtype: Dtype | None = None
+    kv_dtype: Dtype | None = None
+    fused_attention: bool | None = None
+    fuse_elementwise: bool | None = None
+    logits: Literal["last", "all"] | None = None
+
+    def scenario(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"name", "weight"}, exclude_none=True)
+
+
+class Range(Strict):
+    """A searched parameter: ``low`` to ``high``, log-uniform unless ``log: false``."""
+
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    log: bool = True
+
+    @model_validator(mode="after")
+    def _order(self) -> Range:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        return self
+
+
+class Space(Strict):
+    """The knobs searched on the base design (each optional; at least one)."""
+
+    peak_tflops: Range | None = Field(None, description="Matrix peak at the reference dtype, TFLOP/s")
+    dram_bandwidth_tbps: Range | None = Field(None, description="Outermost memory bandwidth, TB/s")
+    sram_mib: Range | None = Field(None, description="Capacity of the outermost on-chip level, MiB")
+
+    @model_validator(mode="after")
+    def _some(self) -> Space:
+        if not any((self.peak_tflops, self.dram_bandwidth_tbps, self.sram_mib)):
+            raise ValueError("give at least one of peak_tflops, dram_bandwidth_tbps, sram_mib")
+        return self
+
+    def knobs(self) -> dict[str, Range]:
+        return {k: v for k, v in (("peak_tflops", self.peak_tflops),
+                                  ("dram_bandwidth_tbps", self.dram_bandwidth_tbps),
+                                  ("sram_mib", self.sram_mib)) if v is not None}
+
+
+class Search(Strict):
+    n_trials: int = Field(200, gt=0, description="Total trials in the study (resume continues to it)")
+    batch_size: int = Field(16, gt=0, description="Trials asked, predicted together, then told")
+    sampler: Literal["tpe", "random", "qmc", "cmaes"] = "tpe"
+    seed: int = 0
+    objective: Literal["score", "score_per_mm2"] = "score"
+    area_budget_mm2: float | None = Field(None, gt=0, description="Designs above it are infeasible")
+    space: Space
+
+
+class Output(Strict):
+    dir: str = Field("results", description="Parent folder of results/<study-name>/")
+    plots: bool = True
+    heatmap_points: int = Field(24, ge=4, le=200, description="Grid side of the score heatmap")
+
+
+class StudyConfig(Strict):
+    """A study: a base design, a workload mix, a search, and where results go."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Study name (folder and optuna study)")
+    description: str = ""
+    base: str = Field(min_length=1, description="Hardware template name or YAML path (relative to this file)")
+    workloads: list[WorkloadEntry] = Field(min_length=1)
+    search: Search
+    output: Output = Output()
+
+
+def load_study(path: str | Path) -> tuple[StudyConfig, Path]:
+    """Load and validate a study config; returns it with the config's folder (to resolve paths)."""
+    path = Path(path)
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise DseError(f"got {type(data).__name__}; accepted: a mapping with keys name, base, workloads, "
+                       "search", file=str(path))
+    try:
+        cfg = StudyConfig.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path), model=StudyConfig) from None
+    return cfg, path.parent

@@ -1,0 +1,128 @@
+"""Figures for a study, each a pure function from data to a PNG (units on every axis)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from dse.hardware.designs import DesignBatch  # noqa: E402
+from dse.units import TERA  # noqa: E402
+from dse.yamlio import atomic_write  # noqa: E402
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
+    plt.close(fig)
+    return path
+
+
+def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
+    """Hierarchical roofline of design 0 with one dot per operator.
+
+    ``ops`` is a concatenation of per-op prediction tables (``dse.predict``) with a ``workload``
+    label column. x: FLOP per byte of DRAM traffic; y: achieved TFLOP/s; dot area ~ share of time.
+    """
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    outer = design.level_names[-1]
+    df = ops[(ops["flops"] > 0) & (ops[f"traffic_{outer}_bytes"] > 0)].copy()
+    x = df["flops"] / df[f"traffic_{outer}_bytes"]
+    lo = max(min(x.min() if len(x) else 1.0, 1.0) / 2, 1e-2)
+    hi = max(x.max() if len(x) else 1e3, 1e3) * 2
+    xs = np.logspace(np.log10(lo), np.log10(hi), 200)
+    peak = design.peak_flops[0]
+    colors = sns.color_palette("muted", len(design.level_names) + 1)
+    ax.plot(xs, np.full_like(xs, peak / TERA), color="k", lw=2,
+            label=f"matrix peak {peak / TERA:.0f} TFLOP/s ({design.base.reference_dtype})")
+    for j, lv in enumerate(design.level_names):
+        bw = design.bandwidth[0, j]
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, "--", color=colors[j], lw=1.2,
+                label=f"{lv} {bw / TERA:.2f} TB/s")
+    total = df["total_time_s"].sum()
+    wl_names = list(dict.fromkeys(df["workload"]))
+    pal = sns.color_palette("tab10", max(len(wl_names), 1))
+    for k, wl in enumerate(wl_names):
+        sel = df["workload"] == wl
+        sizes = 10 + 400 * df.loc[sel, "total_time_s"] / total
+        ax.scatter(x[sel], df.loc[sel, "achieved_flops"] / TERA, s=sizes, alpha=0.7, color=pal[k],
+                   edgecolor="k", lw=0.3, label=wl)
+    ridge = peak / design.dram_bandwidth[0]
+    ax.axvline(ridge, color="grey", lw=0.8, ls=":")
+    ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="grey")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"arithmetic intensity at {outer} (FLOP/byte of {outer} traffic)")
+    ax.set_ylabel("achieved throughput (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right", ncol=1)
+    return _save(fig, path)
+
+
+def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title: str) -> Path:
+    """Histogram of operator arithmetic intensity (compulsory bytes), stacked per workload, each
+    workload's ops weighted by FLOPs and scaled to the workload's mix weight (``mix_weight`` column);
+    vertical lines at the given designs' ridge points (FLOP/byte)."""
+    df = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)].copy()
+    df["ai"] = df["flops"] / (df["bytes_read"] + df["bytes_written"])
+    # Each workload contributes its mix weight, spread over its ops by FLOPs.
+    work = df["flops"] * df["count"]
+    df["share"] = work / work.groupby(df["workload"]).transform("sum") * df["mix_weight"]
+    df["share"] /= df["share"].sum()
+    ai_max = float(df["ai"].max()) if len(df) else 1e3
+    bins = np.logspace(-1, np.log10(max(ai_max, max(ridges.values(), default=1)) * 2), 40)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    wl_names = list(dict.fromkeys(df["workload"]))
+    pal = sns.color_palette("tab10", max(len(wl_names), 1))
+    ax.hist([df.loc[df["workload"] == w, "ai"] for w in wl_names], bins=bins, stacked=True,
+            weights=[df.loc[df["workload"] == w, "share"] for w in wl_names], color=pal[: len(wl_names)],
+            label=wl_names, edgecolor="white", linewidth=0.3)
+    ax.set_xscale("log")
+    ax.legend(fontsize=7, loc="upper left")
+    for k, (name, r) in enumerate(ridges.items()):
+        ax.axvline(r, color=["k", "crimson", "navy"][k % 3], ls="--", lw=1.2)
+        ax.text(r, ax.get_ylim()[1] * (0.95 - 0.08 * k), f" {name}: {r:.0f} FLOP/B", fontsize=8)
+    ax.set_xlabel("operator arithmetic intensity (FLOP/byte, compulsory DRAM bytes)")
+    ax.set_ylabel("share of FLOPs (fraction; workloads at mix weight)")
+    ax.set_title(title, fontsize=10)
+    return _save(fig, path)
+
+
+def score_heatmap(
+    peak_tflops: np.ndarray, bw_tbps: np.ndarray, score: np.ndarray, area_mm2: np.ndarray,
+    budget_mm2: float | None, best: tuple[float, float], base: tuple[float, float], path: Path, title: str,
+) -> Path:
+    """Score over a compute x bandwidth grid (score[i, j] at bw_tbps[i], peak_tflops[j]), with the
+    area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked."""
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    mesh = ax.pcolormesh(peak_tflops, bw_tbps, score, shading="nearest", cmap="viridis")
+    fig.colorbar(mesh, ax=ax, label="mix score (geomean speedup vs base, x)")
+    if budget_mm2 is not None and area_mm2.min() < budget_mm2 < area_mm2.max():
+        cs = ax.contour(peak_tflops, bw_tbps, area_mm2, levels=[budget_mm2], colors="w", linewidths=1.5)
+        ax.clabel(cs, fmt=lambda v: f"area budget {v:.0f} mm²", fontsize=7)
+    P, B = np.meshgrid(peak_tflops, bw_tbps)
+    ratio = P / B
+    levels = [r for r in (25, 50, 100, 200, 400, 800) if ratio.min() < r < ratio.max()]
+    if levels:
+        cr = ax.contour(peak_tflops, bw_tbps, ratio, levels=levels, colors="0.8", linewidths=0.6,
+                        linestyles=":")
+        ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
+    ax.plot(*best, marker="*", ms=16, color="red", mec="k", ls="none", label="best")
+    ax.plot(*base, marker="o", ms=8, color="white", mec="k", ls="none", label="base")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("peak compute (TFLOP/s)")
+    ax.set_ylabel("DRAM bandwidth (TB/s)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, path)

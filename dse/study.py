@@ -1,0 +1,157 @@
+"""One study from a validated config: prepare -> search -> write results.
+
+Stages (each a small function): :func:`prepare` builds the base design, the workload mix and the
+base times; :func:`make_evaluator` turns trial parameters into scores in one vectorized call;
+:func:`run_study` opens the optuna study, runs it and hands the outcome to :mod:`dse.report`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dse.config import StudyConfig, load_study
+from dse.cost.area import area
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware
+from dse.hardware.templates import load_hardware
+from dse.predict import mix_times
+from dse.score import Scored, constraints, mix_score, objective_value
+from dse.search import optimize
+from dse.search.space import designs_from_params
+from dse.workloads.library import workload
+from dse.workloads.mix import Mix
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every evaluation of this study shares."""
+
+    cfg: StudyConfig
+    base_hw: Hardware
+    base: DesignBatch
+    mix: Mix
+    base_times: np.ndarray  # [W] seconds per pass on the base design
+    base_area_mm2: float
+
+
+def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
+    spec = cfg.base
+    if spec.endswith((".yaml", ".yml")):
+        path = Path(spec) if Path(spec).is_absolute() else cfg_dir / spec
+        return load_hardware(path)
+    return load_hardware(spec)
+
+
+def build_mix(cfg: StudyConfig) -> Mix:
+    wls = []
+    for i, entry in enumerate(cfg.workloads):
+        try:
+            wls.append(workload(entry.name, **entry.scenario()))
+        except DseError as exc:
+            raise DseError(exc.message, field=f"workloads.{i}") from None
+    return Mix.of(wls, [e.weight for e in cfg.workloads])
+
+
+def prepare(cfg: StudyConfig, cfg_dir: Path) -> Context:
+    try:
+        base_hw = resolve_base(cfg, cfg_dir)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
+    base = DesignBatch.from_hardware(base_hw)
+    mix = build_mix(cfg)
+    base_times = mix_times(base, mix)[0]
+    return Context(cfg, base_hw, base, mix, base_times, float(area(base).total[0]))
+
+
+def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarray]:
+    """Score, objective, area and constraints of every design, plus its per-workload times [D, W]."""
+    times = mix_times(designs, ctx.mix)
+    s = mix_score(times, ctx.base_times, ctx.mix.weights)
+    ar = area(designs)
+    total = ar.total
+    search = ctx.cfg.search
+    obj = objective_value(s, total, ctx.base_area_mm2, search.objective)
+    c, reason = constraints(total, search.area_budget_mm2, ar.node.reticle_limit_mm2.value)
+    return Scored(score=s, objective=obj, area_mm2=total, constraint=c, reason=reason), times
+
+
+def make_evaluator(ctx: Context) -> optimize.Evaluator:
+    base_ridge = float(ctx.base.ridge[0])
+
+    def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], np.ndarray]:
+        designs = designs_from_params(ctx.base, params)
+        sc, _ = score_designs(ctx, designs)
+        ridge = designs.ridge
+        attrs = [
+            {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]),
+             "ridge_flop_per_byte": float(ridge[i]), "bw_per_flop_vs_base": float(base_ridge / ridge[i]),
+             "infeasible_reason": sc.reason[i]}
+            for i in range(designs.n)
+        ]
+        return sc.objective, attrs, sc.constraint
+
+    return evaluate
+
+
+def results_folder(root: Path, name: str, resume: bool) -> Path:
+    """``root/name`` for a new study; a new ``name-N`` if that exists; the latest one with ``resume``."""
+    existing = sorted(
+        [p for p in root.glob(f"{name}*") if p.is_dir() and (p.name == name or p.name[len(name):].lstrip("-").isdigit())],
+        key=lambda p: int(p.name[len(name):].lstrip("-") or 1),
+    )
+    if resume:
+        if not existing:
+            raise DseError(f"nothing to resume in {root}; accepted: run without --resume first",
+                           field=f"{root}/{name}")
+        return existing[-1]
+    if not existing:
+        return root / name
+    last = int(existing[-1].name[len(name):].lstrip("-") or 1)
+    return root / f"{name}-{last + 1}"
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    folder: Path
+    ctx: Context
+    best_params: dict[str, float]
+    best: DesignBatch
+    best_scored: Scored
+    best_times: np.ndarray  # [W]
+    study: object  # optuna.Study
+    n_trials: int
+    new_trials: int
+    recovered: int
+    storage: str
+
+
+def run_study(
+    config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
+    n_trials: int | None = None, progress: bool = True,
+) -> StudyResult:
+    """Run the study in ``config`` (results folder created, config copied); return the outcome.
+
+    :func:`dse.report.write.write_results` writes the tables, plots and summary from it."""
+    cfg, cfg_dir = load_study(config)
+    if n_trials is not None:
+        cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
+    ctx = prepare(cfg, cfg_dir)
+    root = Path(out) if out is not None else Path(cfg.output.dir)
+    folder = results_folder(root, cfg.name, resume)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        shutil.copyfile(config, folder / "config.yaml")
+    url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+    study, recovered = optimize.open_study(cfg.name, url, cfg.search, resume)
+    new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
+    best_trial = optimize.best_feasible(study)
+    best = designs_from_params(ctx.base, [best_trial.params])
+    scored, times = score_designs(ctx, best)
+    n_total = len(study.trials)
+    return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, n_total, new,
+                       recovered, url)
