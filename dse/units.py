@@ -31,24 +31,28 @@ DTYPE_BYTES: dict[str, float] = {
     "int4": 0.5,
 }
 
-#: Order used to index per-dtype arrays (narrow to wide). A unit without a native mode for a dtype
-#: runs it in the next wider mode it has (e.g. V100 runs bf16 GEMMs on its fp16 tensor cores,
-#: A100 runs fp8 in bf16); see :func:`fallback_dtype`.
+#: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
 DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}
 
+#: Modes a unit may use for a dtype it has no native mode for, in order of preference: the same
+#: width first (V100 runs bf16 GEMMs on its fp16 tensor cores), then wider floats (A100 runs fp8
+#: in bf16). A float never falls back to an integer mode.
+FALLBACK: dict[str, tuple[str, ...]] = {
+    "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
+    "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
+    "fp8": ("fp8", "fp16", "bf16", "fp32"),
+    "fp16": ("fp16", "bf16", "tf32", "fp32", "fp64"),
+    "bf16": ("bf16", "fp16", "tf32", "fp32", "fp64"),
+    "tf32": ("tf32", "fp32", "fp64"),
+    "fp32": ("fp32", "fp64"),
+    "fp64": ("fp64",),
+}
+
 
 def fallback_dtype(dtype: str, available: set[str] | dict[str, float]) -> str | None:
-    """Return the mode a unit uses for ``dtype``: itself if native, else the next wider native mode.
-
-    Widening order is ``DTYPES`` (int4 < int8 < fp8 < fp16 < bf16 < tf32 < fp32 < fp64). Returns
-    ``None`` when the unit has no mode at least as wide.
-    """
-    start = DTYPE_INDEX[dtype]
-    for d in DTYPES[start:]:
-        if d in available:
-            return d
-    return None
+    """Return the mode a unit uses for ``dtype``: the first of ``FALLBACK[dtype]`` it has, else None."""
+    return next((d for d in FALLBACK[dtype] if d in available), None)
 
 
 def repo_root() -> Path:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict.traffic import OpArrays, traffic
 
@@ -38,30 +39,37 @@ class BatchResult:
     fill: np.ndarray  # [D, O] MAC-array fill
 
 
-def array_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
-    """[D, O] MAC-array fill for matrix ops (1 for vector ops)."""
+def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[D, O] bool: the op runs on the MAC arrays. A matrix op whose dtype the arrays have no mode
+    for (e.g. an fp32 GEMM on an NPU with bf16/int8 arrays) runs on the vector units instead."""
+    return o.matrix[None, :] & ~np.isnan(d.matrix_peak[:, o.dtype_idx])
+
+
+def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[D, O] MAC-array fill for ops on the matrix unit (1 elsewhere)."""
     r = d.array_rows[:, None]
     c = d.array_cols[:, None]
     M = o.M[None, :]
     N = o.N[None, :]
     fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
-    return np.where(o.matrix[None, :], fill, 1.0)
+    return np.where(matrix, fill, 1.0)
 
 
-def unit_peak(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
+def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
-    peak = np.where(o.matrix[None, :], d.matrix_peak[:, o.dtype_idx], d.vector_peak[:, o.dtype_idx])
-    eff = np.where(o.matrix[None, :], d.matrix_eff[:, None], d.vector_eff[:, None])
+    peak = np.where(matrix, d.matrix_peak[:, o.dtype_idx], d.vector_peak[:, o.dtype_idx])
+    eff = np.where(matrix, d.matrix_eff[:, None], d.vector_eff[:, None])
+    if np.isnan(peak[:, o.flops > 0]).any():
+        raise DseError("an op uses a dtype that neither unit has a mode for; accepted: add it to peak_tflops")
     return peak, eff
 
 
 def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     """Predict every op on every design (one instance each; multiply by ``o.count`` for totals)."""
-    peak, eff = unit_peak(o, d)
+    matrix = on_matrix(o, d)
+    peak, eff = unit_peak(o, d, matrix)
     needs = (o.flops > 0)[None, :]
-    if np.isnan(peak).any(axis=0)[o.flops > 0].any():
-        raise ValueError("an op uses a dtype that its unit has no mode for (add it to peak_tflops)")
-    fill = array_fill(o, d)
+    fill = array_fill(o, d, matrix)
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)
     t_mem = tr / (d.bandwidth * d.bw_eff)[:, None, :]
@@ -77,8 +85,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
 
 def evaluate_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
     """[D, O] time of one instance of each op; the lean path used by search and sweeps."""
-    peak, eff = unit_peak(o, d)
-    fill = array_fill(o, d)
+    matrix = on_matrix(o, d)
+    peak, eff = unit_peak(o, d, matrix)
+    fill = array_fill(o, d, matrix)
     needs = o.flops > 0
     denom = peak * eff * fill
     t = np.zeros((d.n, o.n))

@@ -1,0 +1,41 @@
+"""Shared fixtures: a small study config written into a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+SMALL_STUDY = {
+    "name": "tiny",
+    "base": "npu-7nm",
+    "workloads": [
+        {"name": "resnet50", "batch": 8},
+        {"name": "llama2-7b", "phase": "decode", "batch": 1, "context": 512, "weight": 2},
+    ],
+    "search": {
+        "n_trials": 24,
+        "batch_size": 8,
+        "sampler": "tpe",
+        "seed": 3,
+        "area_budget_mm2": 750,
+        "space": {
+            "peak_tflops": {"low": 64, "high": 1024},
+            "dram_bandwidth_tbps": {"low": 0.4, "high": 4.0},
+            "sram_mib": {"low": 8, "high": 256},
+        },
+    },
+    "output": {"plots": False, "heatmap_points": 6},
+}
+
+
+def write_config(folder: Path, data: dict, name: str = "study.yaml") -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def small_config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, SMALL_STUDY)

@@ -1,0 +1,143 @@
+"""The roofline's textbook cases and its invariants (hypothesis property tests)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.hardware.designs import DesignBatch
+from dse.predict import OpArrays, evaluate, evaluate_times
+from dse.workloads import ops
+
+A100 = dse.hardware("a100-80gb")
+NPU = dse.hardware("npu-7nm")
+
+
+def test_elementwise_add_one_is_memory_bound_at_an_eighth() -> None:
+    p = dse.predict(dse.elementwise(2**20, dtype="fp32"), A100)
+    row = p.ops.iloc[0]
+    assert row["ai"] == pytest.approx(0.125)
+    assert row["bound"] in {lvl.name for lvl in A100.memory}
+    assert row["region"] in ("memory-bound", "far below roof")
+
+
+def test_large_gemm_is_compute_bound_near_the_measured_fraction() -> None:
+    # LLMCompass measured 8192^3 fp16 on A100 80GB at 277.6 TFLOP/s (measured_calibration.csv)
+    p = dse.predict(dse.gemm(8192, 8192, 8192, dtype="fp16"), A100)
+    row = p.ops.iloc[0]
+    assert row["bound"] == "compute"
+    assert row["region"] == "compute-bound"
+    assert p.achieved_flops / 1e12 == pytest.approx(312 * 0.869, rel=0.02)
+
+
+def test_decode_gemm_streams_weights_and_fills_one_row() -> None:
+    # M=64 x 12288^2 fp16 on A100: memory-bound on HBM (measured 0.19 ms, measured_calibration.csv)
+    p = dse.predict(dse.gemm(64, 12288, 12288, dtype="fp16"), A100)
+    row = p.ops.iloc[0]
+    assert row["bound"] == "hbm"
+    weights = 12288 * 12288 * 2
+    assert row["traffic_hbm_bytes"] >= weights
+    assert p.time_s == pytest.approx(weights / (2039e9 * 0.834), rel=0.05)
+    p1 = dse.predict(dse.gemm(1, 4096, 4096, dtype="bf16"), NPU)
+    assert p1.ops.iloc[0]["fill"] == pytest.approx(1 / 64)
+
+
+def test_traffic_shrinks_as_sram_grows_and_stays_above_compulsory() -> None:
+    wl = dse.gemm(4096, 4096, 4096, dtype="bf16")
+    o = OpArrays.from_table(wl.ops)
+    base = DesignBatch.stack([DesignBatch.from_hardware(NPU)] * 4)
+    d = base.with_knobs(sram_bytes=np.array([1, 4, 16, 64]) * 2**20)
+    tr = evaluate(d, o).traffic[:, 0, -1]
+    assert np.all(np.diff(tr) < 0)
+    assert tr[-1] >= wl.bytes
+
+
+def test_llama2_decode_on_a100_is_hbm_bound() -> None:
+    p = dse.predict(dse.workload("llama2-7b", phase="decode", batch=1, context=1024, dtype="bf16"), A100)
+    share = p.time_by_bound()
+    assert share["hbm"] > 0.8
+    weights = 6_738_415_616 * 2
+    # never faster than streaming the weights once at the full HBM bandwidth
+    assert p.time_s > weights / 2039e9
+
+
+# --------------------------------------------------------------------------- property tests
+dims = st.integers(1, 8192)
+dtypes = st.sampled_from(["bf16", "fp16", "fp32", "int8", "fp8"])
+
+
+@st.composite
+def op_tables(draw):
+    rows = []
+    for _ in range(draw(st.integers(1, 4))):
+        rows.append(ops.gemm("g", draw(dims), draw(dims), draw(dims), dtype=draw(dtypes),
+                             batch=draw(st.integers(1, 8))))
+    heads = draw(st.sampled_from([1, 8, 32]))
+    kv = draw(st.sampled_from([h for h in (1, 8, 32) if heads % h == 0]))
+    q = draw(st.integers(1, 2048))
+    rows += ops.attention("a", batch=draw(st.integers(1, 8)), heads=heads, kv_heads=kv, q_len=q,
+                          kv_len=q + draw(st.integers(0, 2048)), head_dim=draw(st.sampled_from([64, 128])),
+                          causal=draw(st.booleans()), dtype="bf16", fused=draw(st.booleans()))
+    rows.append(ops.streaming("e", kind="elementwise", elems=draw(st.integers(1, 10**7)), flops_per_elem=1.0,
+                              dtype="bf16", fused=draw(st.booleans())))
+    return ops.table(rows, compact=False)
+
+
+@st.composite
+def designs(draw, n: int = 3):
+    base = DesignBatch.stack([DesignBatch.from_hardware(NPU)] * n)
+    L = base.capacity.shape[1]
+    u = st.floats(0.05, 20.0)
+    pk = np.array([draw(u) for _ in range(n)])
+    bw = np.array([[draw(u) for _ in range(L)] for _ in range(n)])
+    cap = np.array([[draw(u) for _ in range(L)] for _ in range(n)])
+    return replace(base, matrix_peak=base.matrix_peak * pk[:, None], vector_peak=base.vector_peak * pk[:, None],
+                   bandwidth=base.bandwidth * bw, capacity=base.capacity * cap,
+                   reg_bytes=base.reg_bytes * np.array([draw(u) for _ in range(n)]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=op_tables(), d=designs())
+def test_no_op_exceeds_its_compute_roof_or_any_bandwidth_roof(table, d) -> None:
+    o = OpArrays.from_table(table)
+    r = evaluate(d, o)
+    achieved = o.flops[None, :] / r.time
+    assert np.all(achieved <= r.peak * (1 + 1e-9) + 1e-6)
+    with np.errstate(divide="ignore"):
+        bw_roof = d.bandwidth[:, None, :] * (o.flops[None, :, None] / r.traffic)
+    assert np.all(achieved[:, :, None] <= bw_roof * (1 + 1e-9) + 1e-6)
+    assert np.all(r.traffic >= 0)
+    # tiled and attention traffic never below compulsory bytes
+    reuse = np.concatenate([o.tiled, o.attn])
+    assert np.all(r.traffic[:, reuse, :] >= o.compulsory[None, reuse, None] * (1 - 1e-12))
+
+
+RESOURCES = ["matrix_peak", "vector_peak", "bandwidth", "capacity", "reg_bytes", "matrix_eff", "bw_eff"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=op_tables(), d=designs(), which=st.sampled_from(RESOURCES), level=st.integers(0, 2),
+       factor=st.floats(1.0, 16.0))
+def test_time_never_increases_when_a_resource_grows(table, d, which, level, factor) -> None:
+    o = OpArrays.from_table(table)
+    arr = getattr(d, which).copy()
+    if arr.ndim == 2 and which in ("bandwidth", "capacity", "bw_eff"):
+        arr[:, level] *= factor
+    else:
+        arr *= factor
+    if which.endswith("eff"):
+        arr = np.minimum(arr, 1.0)
+    grown = replace(d, **{which: arr})
+    t0 = evaluate_times(d, o)
+    t1 = evaluate_times(grown, o)
+    assert np.all(t1 <= t0 * (1 + 1e-12))
+
+
+@settings(max_examples=30, deadline=None)
+@given(table=op_tables(), d=designs())
+def test_lean_and_full_paths_agree(table, d) -> None:
+    o = OpArrays.from_table(table)
+    np.testing.assert_allclose(evaluate(d, o).time, evaluate_times(d, o), rtol=1e-12)

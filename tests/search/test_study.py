@@ -1,0 +1,124 @@
+"""End-to-end studies on a real SQLite optuna storage: results, repeatability, resume, crashes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+import yaml
+
+import dse
+from dse.cli import main
+from dse.report.write import write_results
+from dse.study import run_study
+from tests.conftest import SMALL_STUDY, write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _trials(folder: Path) -> list[optuna.trial.FrozenTrial]:
+    study = optuna.load_study(study_name="tiny", storage=f"sqlite:///{folder / 'study.db'}")
+    return study.get_trials(deepcopy=False)
+
+
+def test_study_writes_every_result_file(tmp_path: Path) -> None:
+    data = {**SMALL_STUDY, "output": {"plots": True, "heatmap_points": 6}}
+    cfg = write_config(tmp_path, data)
+    result = run_study(cfg, out=tmp_path / "res", progress=False)
+    summary = write_results(result, plots_on=True)
+    folder = tmp_path / "res" / "tiny"
+    for name in ("trials.csv", "best_design.yaml", "summary.md", "config.yaml", "study.db", "roofline_best.png",
+                 "roofline_base.png", "ai_histogram.png", "score_heatmap.png", "workloads.csv", "ops_best.csv"):
+        assert (folder / name).is_file(), name
+    trials = pd.read_csv(folder / "trials.csv")
+    assert len(trials) == 24 and {"peak_tflops", "dram_bandwidth_tbps", "sram_mib", "score", "area_mm2",
+                                  "ridge_flop_per_byte", "feasible"} <= set(trials.columns)
+    feasible = trials[trials["feasible"]]
+    assert (feasible["area_mm2"] <= 750).all()
+    assert result.best_scored.score[0] == pytest.approx(feasible["score"].max())
+    # best design loads as a template and reproduces the best trial's knobs
+    hw = dse.hardware(folder / "best_design.yaml")
+    assert hw.peak_flops / 1e12 == pytest.approx(result.best_params["peak_tflops"], rel=1e-6)
+    md = (folder / "summary.md").read_text()
+    assert "FLOP/byte" in md and "1:" in md and "mm²" in md and "speedup_x" in md
+    assert "ratio: ridge" in summary
+
+
+def test_seeded_runs_are_repeatable_and_get_their_own_folders(tmp_path: Path, small_config: Path) -> None:
+    a = run_study(small_config, out=tmp_path / "r", progress=False)
+    b = run_study(small_config, out=tmp_path / "r", progress=False)
+    assert a.folder.name == "tiny" and b.folder.name == "tiny-2"
+    pa = [t.params for t in _trials(a.folder)]
+    pb = [t.params for t in _trials(b.folder)]
+    assert pa == pb
+
+
+def test_resume_continues_to_the_total_without_duplicates(tmp_path: Path, small_config: Path) -> None:
+    run_study(small_config, out=tmp_path / "r", progress=False, n_trials=16)
+    r = run_study(small_config, out=tmp_path / "r", progress=False, n_trials=40, resume=True)
+    assert r.folder.name == "tiny" and r.new_trials == 24
+    trials = _trials(r.folder)
+    assert [t.number for t in trials] == list(range(40))
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+
+
+def test_kill_9_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
+    data = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "n_trials": 5000, "batch_size": 4}}
+    cfg = write_config(tmp_path, data)
+    out = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-m", "dse.run", str(cfg), "--out", str(out), "--quiet", "--no-plots"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = out / "tiny" / "study.db"
+    deadline = time.time() + 60
+    done = 0
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if db.exists():
+            try:
+                done = len([t for t in _trials(out / "tiny") if t.state == optuna.trial.TrialState.COMPLETE])
+            except Exception:
+                continue
+            if done >= 20:
+                break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert done >= 20, "the study did not progress before the kill"
+    before = {t.number: t.params for t in _trials(out / "tiny") if t.state == optuna.trial.TrialState.COMPLETE}
+    target = len(before) + 12
+    r = run_study(cfg, out=out, progress=False, resume=True, n_trials=target)
+    trials = _trials(r.folder)
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == target
+    numbers = [t.number for t in trials]
+    assert len(numbers) == len(set(numbers))
+    assert all(before[t.number] == t.params for t in complete if t.number in before)
+    assert all(t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL) for t in trials)
+
+
+def test_cli_run_prints_a_short_summary(tmp_path: Path, small_config: Path, capsys) -> None:
+    rc = main(["run", str(small_config), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "8"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "best score" in out and "FLOP/byte" in out and "TFLOP/s" in out
+
+
+def test_corrupt_study_database_is_a_one_line_error(tmp_path: Path, small_config: Path, capsys) -> None:
+    folder = tmp_path / "r" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "study.db").write_bytes(b"this is not a database" * 100)
+    rc = main(["run", str(small_config), "--out", str(tmp_path / "r"), "--resume", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "study.db" in err and "storage" in err
+
+
+def test_storage_url_option_uses_that_storage(tmp_path: Path, small_config: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    r = run_study(small_config, out=tmp_path / "r", progress=False, storage=url, n_trials=8)
+    assert r.storage == url and (tmp_path / "elsewhere.db").is_file()
+    assert not (r.folder / "study.db").exists()
+    assert yaml.safe_load((r.folder / "config.yaml").read_text())["name"] == "tiny"

@@ -1,0 +1,78 @@
+"""Bad input: one line naming file, field, value and what is accepted; exit 2; no traceback."""
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dse.cli import main
+from tests.conftest import SMALL_STUDY, write_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bad(**patch) -> dict:
+    data = copy.deepcopy(SMALL_STUDY)
+    for path, value in patch.items():
+        node = data
+        keys = path.split("__")
+        for k in keys[:-1]:
+            node = node[int(k)] if k.isdigit() else node[k]
+        node[keys[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("patch", "expect"),
+    [
+        ({"search__samplr": "tpe"}, ["search.samplr", "unknown key", "sampler", "n_trials"]),
+        ({"search__space__dram_bandwidth_tbps": {"low": -1, "high": 2}},
+         ["search.space.dram_bandwidth_tbps.low", "-1", "> 0"]),
+        ({"search__space__peak_tflops": {"low": 500, "high": 100}}, ["peak_tflops", "low (500.0) must be below"]),
+        ({"base": "npu-3nm"}, ["base", "npu-3nm", "npu-7nm"]),
+        ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "resnet50"]),
+        ({"workloads__0__dtype": "fp12"}, ["workloads.0.dtype", "fp12", "bf16"]),
+        ({"search__sampler": "bayes"}, ["search.sampler", "bayes", "tpe"]),
+    ],
+)
+def test_bad_config_gives_one_line(tmp_path: Path, capsys, patch: dict, expect: list[str]) -> None:
+    cfg = write_config(tmp_path, _bad(**patch))
+    rc = main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    for piece in expect:
+        assert piece in err, (piece, err)
+    if "base" not in patch and not any(k.startswith("workloads") for k in patch):
+        assert str(cfg) in err
+
+
+def test_missing_config_file(tmp_path: Path, capsys) -> None:
+    rc = main(["run", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nope.yaml" in err and "file not found" in err
+
+
+def test_duplicate_key_in_config(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "dup.yaml"
+    cfg.write_text("name: a\nname: b\n")
+    assert main(["run", str(cfg)]) == 2
+    assert "duplicate key 'name'" in capsys.readouterr().err
+
+
+def test_module_entry_exits_2_without_traceback_and_debug_shows_it(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, _bad(search__samplr="tpe"))
+    r = subprocess.run([sys.executable, "-m", "dse.run", str(cfg)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    r = subprocess.run([sys.executable, "-m", "dse.run", str(cfg), "--debug"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+def test_other_subcommands(capsys) -> None:
+    assert main(["hardware"]) == 0
+    assert "a100-80gb" in capsys.readouterr().out
+    assert main(["predict", "llama2-7b", "a100-80gb", "--context", "1024"]) == 0
+    assert "ms per pass" in capsys.readouterr().out
+    assert main(["predict", "llama2-7b", "a100-40gb"]) == 2

@@ -1,0 +1,51 @@
+from pathlib import Path
+
+import pytest
+
+from dse.errors import DseError
+from dse.yamlio import load_yaml, write_text
+
+
+def test_duplicate_key_is_an_error_naming_file_key_and_lines(tmp_path: Path) -> None:
+    p = tmp_path / "dup.yaml"
+    p.write_text("a: 1\nb:\n  c: 2\n  c: 3\n")
+    with pytest.raises(DseError) as ei:
+        load_yaml(p)
+    msg = str(ei.value)
+    assert str(p) in msg and "'c'" in msg and "line 4" in msg and "line 3" in msg
+
+
+def test_loader_never_constructs_python_objects(tmp_path: Path) -> None:
+    p = tmp_path / "evil.yaml"
+    p.write_text("x: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(DseError, match="not valid YAML"):
+        load_yaml(p)
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(DseError, match="file not found"):
+        load_yaml(tmp_path / "nope.yaml")
+
+
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    write_text(target, "first")
+    write_text(target, "second")
+    assert target.read_text() == "second"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
+    from dse.yamlio import atomic_write
+
+    target = tmp_path / "keep.txt"
+    write_text(target, "old")
+
+    def boom(p: Path) -> None:
+        p.write_text("partial")
+        raise RuntimeError("crash mid-write")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, boom)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]

@@ -1,0 +1,115 @@
+"""Operator tables against published FLOP and parameter counts (../shared/reference/model_flops.csv;
+torchvision's "GFLOPS" are multiply-adds, so they are doubled here)."""
+
+import pytest
+
+import dse
+from dse.errors import DseError
+from dse.workloads.ops import COLUMNS
+
+
+def test_every_library_model_expands_with_the_full_schema() -> None:
+    lib = dse.list_workloads()
+    assert {"resnet50", "mobilenet-v2", "bert-base", "gpt2", "llama2-7b", "vit-b16"} <= set(lib["name"])
+    for name in lib["name"]:
+        wl = dse.workload(name)
+        assert list(wl.ops.columns) == COLUMNS
+        assert (wl.ops["flops"] >= 0).all() and (wl.ops["count"] >= 1).all()
+        assert wl.flops > 0 and wl.bytes > 0
+    assert (lib["source"].str.len() > 20).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario", "gflops_ref", "rel"),
+    [
+        # torchvision resnet50 4.0892 GMACs (FlopCounterMode on meta: 8.1784 GFLOPs, ENVIRONMENT.md)
+        ("resnet50", {}, 8.1784, 1e-4),
+        # torchvision vit_b_16 17.56 GMACs
+        ("vit-b16", {}, 35.12, 2e-3),
+        # calflops LLaMA-2-7B (1,128) forward: 1700.06 GFLOPs (all logits, full attention matrix)
+        ("llama2-7b", {"phase": "prefill", "seq": 128, "fused_attention": False, "logits": "all"}, 1700.06, 1e-4),
+        # Megatron formula 12*(24*s*h^2 + 4*s^2*h): 22.35 GFLOPs at s=128, 96.64 at s=512
+        ("bert-base", {"seq": 128, "fused_attention": False}, 22.35, 1e-3),
+        ("bert-base", {"seq": 512, "fused_attention": False}, 96.64, 1e-3),
+    ],
+)
+def test_matrix_flops_match_published_counts(name: str, scenario: dict, gflops_ref: float, rel: float) -> None:
+    wl = dse.workload(name, **scenario)
+    assert wl.matrix_flops / 1e9 == pytest.approx(gflops_ref, rel=rel)
+
+
+def test_mobilenet_v2_conv_macs_match_torchvision() -> None:
+    wl = dse.workload("mobilenet-v2")
+    conv = wl.ops[wl.ops["kind"].isin(["conv", "gemm"])]
+    gmacs = (conv["flops"] * conv["count"]).sum() / 2e9
+    assert gmacs == pytest.approx(0.30, abs=0.006)  # torchvision: 0.30 GMACs (rounded to 2 digits)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("resnet50", 25_557_032), ("mobilenet-v2", 3_504_872), ("llama2-7b", 6_738_415_616)],
+)
+def test_parameter_counts_are_exact(name: str, params: int) -> None:
+    assert dse.workload(name).scenario["params"] == params
+
+
+def test_decode_flops_per_token_is_about_twice_the_parameters() -> None:
+    wl = dse.workload("llama2-7b", phase="decode", batch=1, context=2048)
+    # 2 FLOPs per weight (embeddings are lookups) + QK^T and PV over the context: 2 x 2*ctx*h per
+    # layer. Kaplan et al.'s C_fwd = 2N + 2*n_layer*n_ctx*d_attn counts one of the two products
+    # (model_flops.csv quotes 14.01 GFLOPs/token from it; the exact count is 14.29).
+    n_nonembed = 6_738_415_616 - 32000 * 4096
+    expected = 2 * n_nonembed + 4 * 32 * 2048 * 4096
+    assert wl.matrix_flops == pytest.approx(expected, rel=1e-4)
+
+
+def test_kv_cache_bytes_scale_with_context_and_gqa() -> None:
+    def attn_bytes(**kw) -> float:
+        wl = dse.workload("llama2-7b", phase="decode", **kw)
+        a = wl.ops[wl.ops["kind"] == "attention"].iloc[0]
+        return float(a["b_bytes"])
+
+    b1 = attn_bytes(context=1024)
+    assert b1 == pytest.approx(2 * 32 * 1024 * 128 * 2)  # K and V, 32 heads x 128, bf16, per layer
+    assert attn_bytes(context=2048) == pytest.approx(2 * b1)
+    assert attn_bytes(context=1024, kv_dtype="fp8") == pytest.approx(b1 / 2)
+
+
+def test_causal_fused_prefill_counts_half_the_attention_pairs() -> None:
+    fused = dse.workload("llama2-7b", phase="prefill", seq=1024)
+    unfused = dse.workload("llama2-7b", phase="prefill", seq=1024, fused_attention=False)
+    af = fused.ops[fused.ops["kind"] == "attention"]["flops"].sum()
+    au = unfused.ops[unfused.ops["kind"] == "attention"]["flops"].sum()
+    assert af / au == pytest.approx((1024 + 1) / 2 / 1024)
+    # unfused attention writes and re-reads the score matrix: more bytes
+    assert unfused.bytes > fused.bytes
+
+
+def test_textbook_gemm_intensity() -> None:
+    wl = dse.gemm(1024, 1024, 1024, dtype="fp32")
+    assert wl.flops == 2 * 1024**3
+    assert wl.ai == pytest.approx(2 * 1024**3 / (4 * 3 * 1024**2))
+    assert wl.ai == pytest.approx(170.67, abs=0.01)
+
+
+def test_elementwise_intensity_is_an_eighth() -> None:
+    wl = dse.elementwise(2**20, dtype="fp32")
+    assert wl.ai == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: dse.workload("llama3-8b"), "unknown workload 'llama3-8b'"),
+        (lambda: dse.workload("resnet50", phase="decode"), "accepted phase: forward"),
+        (lambda: dse.workload("gpt2", context=4096), "exceeds max_seq 1024"),
+        (lambda: dse.workload("bert-base", batch=0), "batch"),
+        (lambda: dse.workload("bert-base", dtype="fp7"), "dtype"),
+        (lambda: dse.gemm(0, 4, 4), "M = 0"),
+        (lambda: dse.workload("vit-b16", resolution=100), "not a multiple of patch"),
+    ],
+)
+def test_bad_scenarios_give_one_line_errors(call, match: str) -> None:
+    with pytest.raises(DseError, match=match) as ei:
+        call()
+    assert "\n" not in str(ei.value)
