@@ -52,31 +52,33 @@ class Prediction:
         return s / s.sum()
 
 
-def _single_table(wl: Workload, d: DesignBatch, r: BatchResult, o: OpArrays) -> pd.DataFrame:
+def _single_table(wl: Workload, d: DesignBatch, r: BatchResult) -> pd.DataFrame:
     levels = d.level_names
     names = bound_names(levels)
     df = wl.ops.copy()
+    flops = df["flops"].to_numpy(dtype=float)
+    compulsory = (df["bytes_read"] + df["bytes_written"]).to_numpy(dtype=float)
     t = r.time[0]
     df["time_s"] = t
-    df["total_time_s"] = t * o.count
+    df["total_time_s"] = t * df["count"].to_numpy()
     df["t_compute_s"] = r.t_compute[0]
     for j, lv in enumerate(levels):
         df[f"traffic_{lv}_bytes"] = r.traffic[0, :, j]
         df[f"t_{lv}_s"] = r.t_memory[0, :, j]
         with np.errstate(divide="ignore", invalid="ignore"):
-            df[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, o.flops / r.traffic[0, :, j], np.inf)
+            df[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, flops / r.traffic[0, :, j], np.inf)
     df["t_overhead_s"] = r.t_overhead[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        df["ai"] = np.where(o.compulsory > 0, o.flops / o.compulsory, np.inf)
+        df["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
     df["bound"] = [names[b] for b in r.bound[0]]
-    df["achieved_flops"] = o.flops / t
+    df["achieved_flops"] = flops / t
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).
     roof_times = np.concatenate([
-        np.where(o.flops > 0, o.flops / np.where(o.flops > 0, r.peak[0], 1.0), 0.0)[:, None],
+        np.where(flops > 0, flops / np.where(flops > 0, r.peak[0], 1.0), 0.0)[:, None],
         r.traffic[0] / d.bandwidth[0][None, :],
     ], axis=1)
     t_roof = roof_times.max(axis=1)
-    df["roof_flops"] = np.where(t_roof > 0, o.flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
+    df["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
     df["utilization"] = t_roof / t
     df["fill"] = r.fill[0]
     kind = np.where(df["bound"] == "compute", "compute-bound",
@@ -92,15 +94,15 @@ def predict(wl: Workload, hw: Hardware | DesignBatch) -> Prediction:
         raise ValueError("predict() takes one design; use evaluate() or mix_times() for batches")
     o = OpArrays.from_table(wl.ops)
     r = evaluate(d, o)
-    return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, r, o))
+    return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, r))
 
 
 def mix_times(d: DesignBatch, mix: Mix, chunk: int = 2048) -> np.ndarray:
     """[D, W] seconds per pass of each workload of ``mix`` on each design (chunked over designs)."""
     o = OpArrays.from_table(mix.ops)
-    member = mix.membership()
+    member = mix.membership()[o.perm]  # rows in the predictor's sorted op order
     out = np.empty((d.n, member.shape[1]))
     for start in range(0, d.n, chunk):
         sl = slice(start, min(start + chunk, d.n))
-        out[sl] = evaluate_times(d.take(sl), o) @ member
+        out[sl] = evaluate_times(d.take(sl), o, table_order=False) @ member
     return out

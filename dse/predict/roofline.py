@@ -20,7 +20,7 @@ import numpy as np
 
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.predict.traffic import OpArrays, traffic
+from dse.predict.traffic import OpArrays, max_memory_time, traffic
 
 COMPUTE = 0  # bound code for compute; levels are 1..L; overhead is L+1
 
@@ -46,9 +46,11 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
 
 
 def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
-    """[D, O] MAC-array fill for ops on the matrix unit (1 elsewhere)."""
-    r = d.array_rows[:, None]
-    c = d.array_cols[:, None]
+    """[D, O] (or [1, O] when every design has the same arrays) MAC-array fill; 1 off the matrix unit."""
+    r, c = d.array_rows, d.array_cols
+    if np.all(r == r[0]) and np.all(c == c[0]) and np.all(matrix == matrix[:1]):
+        r, c, matrix = r[:1], c[:1], matrix[:1]
+    r, c = r[:, None], c[:, None]
     M = o.M[None, :]
     N = o.N[None, :]
     fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
@@ -65,11 +67,13 @@ def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarr
 
 
 def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
-    """Predict every op on every design (one instance each; multiply by ``o.count`` for totals)."""
+    """Predict every op on every design (one instance each; multiply by ``o.count`` for totals).
+
+    Arrays come back in the operator table's row order."""
     matrix = on_matrix(o, d)
     peak, eff = unit_peak(o, d, matrix)
     needs = (o.flops > 0)[None, :]
-    fill = array_fill(o, d, matrix)
+    fill = np.broadcast_to(array_fill(o, d, matrix), peak.shape)
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)
     t_mem = tr / (d.bandwidth * d.bw_eff)[:, None, :]
@@ -79,21 +83,21 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     terms = np.concatenate([t_compute[:, :, None], t_mem], axis=2)
     bound = terms.argmax(axis=2)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
-    return BatchResult(time=time, t_compute=t_compute, t_memory=t_mem, t_overhead=t_over, traffic=tr,
-                       bound=bound, peak=peak, fill=fill)
+    back = o.to_table_order
+    return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
+                       traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill))
 
 
-def evaluate_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
-    """[D, O] time of one instance of each op; the lean path used by search and sweeps."""
+def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.ndarray:
+    """[D, O] time of one instance of each op; the lean path used by search and sweeps.
+
+    With ``table_order=False`` the columns stay in ``o``'s sorted order (see ``OpArrays.perm``)."""
     matrix = on_matrix(o, d)
     peak, eff = unit_peak(o, d, matrix)
     fill = array_fill(o, d, matrix)
-    needs = o.flops > 0
-    denom = peak * eff * fill
-    t = np.zeros((d.n, o.n))
-    t[:, needs] = o.flops[None, needs] / denom[:, needs]
-    tr = traffic(d, o)
-    tr /= (d.bandwidth * d.bw_eff)[:, None, :]
-    np.maximum(t, tr.max(axis=2), out=t)
-    t += np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
-    return t
+    rate = peak * eff
+    rate *= fill
+    t = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
+    max_memory_time(d, o, t)
+    t += np.where(o.fused, 0.0, d.overhead_s[:, None])
+    return o.to_table_order(t) if table_order else t

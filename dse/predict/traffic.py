@@ -13,6 +13,9 @@ of level ``l-1`` (a private L1 is per core, a shared L2 is whole). Models (``../
   stream K and V once each: ``traffic = Q + O + (K + V)*ceil(M/t_q)``.
 * ``stream`` (elementwise, norm, softmax, pool, embedding): every byte once at every level;
   an op fused into its producer never reaches off-chip levels.
+
+Ops are held sorted by traffic model so each model works on a contiguous slice (no gathers);
+``OpArrays.perm`` maps back to the table's row order.
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
 
 @dataclass(frozen=True)
 class OpArrays:
-    """The columns of an operator table the predictor needs, as float arrays of shape ``[O]``."""
+    """The operator-table columns the predictor needs, as ``[O]`` arrays sorted by traffic model.
 
+    Row ``i`` here is row ``perm[i]`` of the table; :meth:`to_table_order` undoes the sort.
+    """
+
+    perm: np.ndarray
     flops: np.ndarray
     count: np.ndarray
     M: np.ndarray
@@ -45,35 +52,46 @@ class OpArrays:
     matrix: np.ndarray  # bool: runs on the matrix unit
     dtype_idx: np.ndarray  # int index into DTYPES
     fused: np.ndarray  # bool
-    tiled: np.ndarray  # int indices of tiled ops
-    attn: np.ndarray  # int indices of attention ops
-    stream: np.ndarray  # int indices of streaming ops
+    tiled: slice
+    attn: slice
+    stream: slice
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
-        def f(col: str) -> np.ndarray:
-            return ops[col].to_numpy(dtype=float)
-
-        reuse = ops["reuse"].map(REUSE_CODES).to_numpy()
-        if np.isnan(reuse.astype(float)).any():
+        reuse = ops["reuse"].map(REUSE_CODES)
+        if reuse.isna().any():
             bad = sorted(set(ops["reuse"]) - set(REUSE_CODES))
             raise ValueError(f"unknown reuse model(s) {bad}; accepted: {sorted(REUSE_CODES)}")
+        codes = reuse.to_numpy(dtype=int)
+        perm = np.argsort(codes, kind="stable")
+        codes = codes[perm]
+        s = ops.iloc[perm]
+
+        def f(col: str) -> np.ndarray:
+            return s[col].to_numpy(dtype=float)
+
+        bounds = np.searchsorted(codes, [0, 1, 2, 3])
         return cls(
-            flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
+            perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
             a_bytes=f("a_bytes"), b_bytes=f("b_bytes"), c_bytes=f("c_bytes"),
             tile_elem_bytes=f("elem_a") + f("elem_b") + f("elem_out"),
             head_bytes=4.0 * f("N") * f("elem_a"),
             compulsory=f("bytes_read") + f("bytes_written"),
-            matrix=(ops["unit"] == "matrix").to_numpy(),
-            dtype_idx=ops["dtype"].map(DTYPE_INDEX).to_numpy(dtype=int),
-            fused=ops["fused"].to_numpy(dtype=bool),
-            tiled=np.flatnonzero(reuse == 0), attn=np.flatnonzero(reuse == 1),
-            stream=np.flatnonzero(reuse == 2),
+            matrix=(s["unit"] == "matrix").to_numpy(),
+            dtype_idx=s["dtype"].map(DTYPE_INDEX).to_numpy(dtype=int),
+            fused=s["fused"].to_numpy(dtype=bool),
+            tiled=slice(bounds[0], bounds[1]), attn=slice(bounds[1], bounds[2]), stream=slice(bounds[2], bounds[3]),
         )
 
     @property
     def n(self) -> int:
         return int(self.flops.shape[0])
+
+    def to_table_order(self, arr: np.ndarray, axis: int = 1) -> np.ndarray:
+        """Reorder an array whose ``axis`` runs over ops from sorted order back to table order."""
+        inv = np.empty_like(self.perm)
+        inv[self.perm] = np.arange(self.perm.size)
+        return np.take(arr, inv, axis=axis)
 
 
 def inner_capacity(d: DesignBatch) -> np.ndarray:
@@ -84,39 +102,51 @@ def inner_capacity(d: DesignBatch) -> np.ndarray:
     return inner
 
 
-def tiled_traffic(S: np.ndarray, o: OpArrays, idx: np.ndarray) -> np.ndarray:
-    """[D, len(idx), L] bytes for tiled ops ``idx`` given inner capacities ``S`` [D, L]."""
-    e = o.tile_elem_bytes[idx][None, :, None]
-    t = np.sqrt(S[:, None, :] / e)
-    np.maximum(t, 1.0, out=t)
-    M = o.M[idx][None, :, None]
-    N = o.N[idx][None, :, None]
-    a_passes = np.ceil(N / np.minimum(t, N))
-    b_passes = np.ceil(M / np.minimum(t, M))
-    return (o.a_bytes[idx][None, :, None] * a_passes + o.b_bytes[idx][None, :, None] * b_passes
-            + o.c_bytes[idx][None, :, None])
+def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
+    """[K, O] bytes crossing one level, for ``K`` inner capacities ``S`` [K] (bytes)."""
+    out = np.empty((S.shape[0], o.n))
+    Sc = S[:, None]
+    ti = o.tiled
+    if ti.stop > ti.start:
+        t = np.sqrt(Sc / o.tile_elem_bytes[ti])
+        np.maximum(t, 1.0, out=t)
+        M, N = o.M[ti], o.N[ti]
+        a_passes = np.ceil(N / np.minimum(t, N))
+        b_passes = np.ceil(M / np.minimum(t, M))
+        out[:, ti] = o.a_bytes[ti] * a_passes + o.b_bytes[ti] * b_passes + o.c_bytes[ti]
+    at = o.attn
+    if at.stop > at.start:
+        M = o.M[at]
+        tq = np.clip(Sc / o.head_bytes[at], 1.0, M)
+        out[:, at] = o.a_bytes[at] + o.c_bytes[at] + o.b_bytes[at] * np.ceil(M / tq)
+    st = o.stream
+    out[:, st] = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
+    return out
 
 
-def attention_traffic(S: np.ndarray, o: OpArrays, idx: np.ndarray) -> np.ndarray:
-    """[D, len(idx), L] bytes for fused attention ops ``idx``."""
-    tq = S[:, None, :] / o.head_bytes[idx][None, :, None]
-    M = o.M[idx][None, :, None]
-    np.clip(tq, 1.0, M, out=tq)
-    passes = np.ceil(M / tq)
-    return o.a_bytes[idx][None, :, None] + o.c_bytes[idx][None, :, None] + o.b_bytes[idx][None, :, None] * passes
+def _per_level(d: DesignBatch, o: OpArrays):
+    """Yield (level, traffic [D or 1, O]): levels whose inner capacity is the same for every design
+    are computed once and broadcast (the common case in a search that sizes one level)."""
+    S = inner_capacity(d)
+    for lv in range(S.shape[1]):
+        col = S[:, lv]
+        if np.all(col == col[0]):
+            yield lv, level_traffic(col[:1], o, bool(d.offchip[lv]))
+        else:
+            yield lv, level_traffic(col, o, bool(d.offchip[lv]))
 
 
 def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
-    """[D, O, L] bytes crossing each level for one instance of each op."""
-    S = inner_capacity(d)
-    L = S.shape[1]
-    out = np.empty((d.n, o.n, L))
-    if o.tiled.size:
-        out[:, o.tiled, :] = tiled_traffic(S, o, o.tiled)
-    if o.attn.size:
-        out[:, o.attn, :] = attention_traffic(S, o, o.attn)
-    if o.stream.size:
-        st = np.broadcast_to(o.compulsory[o.stream][:, None], (o.stream.size, L)).copy()
-        st[np.ix_(o.fused[o.stream], d.offchip)] = 0.0
-        out[:, o.stream, :] = st[None]
+    """[D, O, L] bytes crossing each level for one instance of each op (sorted op order)."""
+    out = np.empty((d.n, o.n, d.capacity.shape[1]))
+    for lv, tr in _per_level(d, o):
+        out[:, :, lv] = tr
+    return out
+
+
+def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray) -> np.ndarray:
+    """``out`` [D, O] <- max(out, max over levels of traffic / (BW * eta)); no [D, O, L] temporary."""
+    rate = d.bandwidth * d.bw_eff
+    for lv, tr in _per_level(d, o):
+        np.maximum(out, tr / rate[:, lv : lv + 1], out=out)
     return out
