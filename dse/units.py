@@ -7,6 +7,7 @@ the helpers here convert those to SI once, at load time.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -56,8 +57,10 @@ def fallback_dtype(dtype: str, available: set[str] | dict[str, float]) -> str | 
 
 
 def repo_root() -> Path:
-    """Folder that holds ``workloads/``, ``hw_templates/`` and ``configs/`` (the source checkout)."""
-    return Path(__file__).resolve().parent.parent
+    """Folder that holds ``workloads/``, ``hw_templates/`` and ``configs/``: ``$DSE_HOME`` if set,
+    else the source checkout this package was installed from (``pip install -e .``)."""
+    home = os.environ.get("DSE_HOME")
+    return Path(home) if home else Path(__file__).resolve().parent.parent
 
 
 def fmt_si(value: float, unit: str, digits: int = 3) -> str:
