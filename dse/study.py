@@ -7,7 +7,6 @@ base times; :func:`make_evaluator` turns trial parameters into scores in one vec
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from dse.search import optimize
 from dse.search.space import designs_from_params
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
+from dse.yamlio import write_text
 
 
 @dataclass(frozen=True)
@@ -140,12 +140,15 @@ def run_study(
     cfg, cfg_dir = load_study(config)
     if n_trials is not None:
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
-    ctx = prepare(cfg, cfg_dir)
+    try:
+        ctx = prepare(cfg, cfg_dir)
+    except DseError as exc:  # name the config file when the error came from one of its entries
+        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
     root = Path(out) if out is not None else Path(cfg.output.dir)
     folder = results_folder(root, cfg.name, resume)
     folder.mkdir(parents=True, exist_ok=True)
     if not resume:
-        shutil.copyfile(config, folder / "config.yaml")
+        write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     study, recovered = optimize.open_study(cfg.name, url, cfg.search, resume)
     new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)

@@ -122,3 +122,18 @@ def test_storage_url_option_uses_that_storage(tmp_path: Path, small_config: Path
     assert r.storage == url and (tmp_path / "elsewhere.db").is_file()
     assert not (r.folder / "study.db").exists()
     assert yaml.safe_load((r.folder / "config.yaml").read_text())["name"] == "tiny"
+
+
+def test_shipped_default_config_runs(tmp_path: Path, capsys) -> None:
+    rc = main(["run", str(ROOT / "configs" / "npu.yaml"), "--out", str(tmp_path), "--trials", "16", "--quiet",
+               "--no-plots"])
+    assert rc == 0 and "llama2-7b" in capsys.readouterr().out
+
+
+def test_base_may_be_a_template_file_next_to_the_config(tmp_path: Path) -> None:
+    hw = dse.hardware("npu-7nm").model_dump(mode="json", exclude_none=True)
+    hw["name"] = "my-chip"
+    (tmp_path / "chip.yaml").write_text(yaml.safe_dump(hw))
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "base": "chip.yaml"})
+    r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    assert r.ctx.base_hw.name == "my-chip"
