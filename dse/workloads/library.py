@@ -96,10 +96,13 @@ def load_description(name: str) -> ModelDescription:
     data = load_yaml(path)
     try:
         desc = ModelDescription.model_validate(data)
-        ARCH_MODELS[desc.family].model_validate(desc.arch)
     except ValidationError as exc:
-        model = ModelDescription if "arch" not in str(exc) else ARCH_MODELS.get(data.get("family"))
-        raise from_validation_error(exc, file=str(path), model=model) from None
+        raise from_validation_error(exc, file=str(path), model=ModelDescription) from None
+    arch_model = ARCH_MODELS[desc.family]
+    try:
+        arch_model.model_validate(desc.arch)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path), model=arch_model, prefix="arch") from None
     if desc.name != name:
         raise DseError(f"name {desc.name!r} differs from the file name {name!r}", file=str(path), field="name")
     return desc

@@ -113,3 +113,20 @@ def test_bad_scenarios_give_one_line_errors(call, match: str) -> None:
     with pytest.raises(DseError, match=match) as ei:
         call()
     assert "\n" not in str(ei.value)
+
+
+def test_bad_model_description_names_file_and_field(tmp_path, monkeypatch) -> None:
+    from dse.workloads import library
+
+    (tmp_path / "broken.yaml").write_text(
+        "name: broken\nfamily: transformer\nsource: test file\narch:\n  kind: decoder\n  layers: 2\n"
+        "  hidden: 64\n  heads: 4\n  ffn: 128\n  activation: gelu\n  norm: layernorm\n  hiddden: 3\n")
+    monkeypatch.setattr(library, "workloads_dir", lambda: tmp_path)
+    library.load_description.cache_clear()
+    try:
+        with pytest.raises(DseError) as ei:
+            library.workload("broken")
+    finally:
+        library.load_description.cache_clear()
+    msg = str(ei.value)
+    assert "broken.yaml" in msg and "arch.hiddden" in msg and "hidden" in msg
