@@ -56,6 +56,36 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_area(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dse.cost.area import COMPONENTS, area, calibration_table
+    from dse.cost.cost import unit_cost
+    from dse.cost.power import mix_energy
+    from dse.hardware.designs import DesignBatch
+    from dse.hardware.templates import list_templates, load_hardware
+    from dse.workloads.library import gemm
+    from dse.workloads.mix import Mix
+
+    rows = []
+    for name in list_templates():
+        hw = load_hardware(name)
+        d = DesignBatch.from_hardware(hw)
+        ar = area(d)
+        c = unit_cost(d, ar)
+        dt = "bf16" if "bf16" in hw.compute.matrix.peak_tflops else next(iter(hw.compute.matrix.peak_tflops))
+        p = mix_energy(d, Mix.of([gemm(8192, 8192, 8192, dtype=dt)]), node=ar.node).power_w[0, 0]
+        rows.append({"template": name, "node": hw.process_node, **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
+                     "total_mm2": ar.total[0], "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
+                     "gemm_power_w": p, "published_tdp_w": hw.published.tdp_w if hw.published and hw.published.tdp_w
+                     else float("nan")})
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print("\ndie area: predicted vs published")
+        print(calibration_table().to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -81,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(sub.add_parser("run", help="run a study config"))
     sub.add_parser("workloads", help="list the workload library")
     sub.add_parser("hardware", help="list hardware templates")
+    sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
     pp = sub.add_parser("predict", help="predict one workload on one template")
     pp.add_argument("workload")
     pp.add_argument("hardware")
@@ -93,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "predict": cmd_predict,
+    "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
 }
 
 

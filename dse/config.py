@@ -76,8 +76,11 @@ class Search(Strict):
     batch_size: int = Field(16, gt=0, description="Trials asked, predicted together, then told")
     sampler: Literal["tpe", "random", "qmc", "cmaes"] = "tpe"
     seed: int = 0
-    objective: Literal["score", "score_per_mm2"] = "score"
-    area_budget_mm2: float | None = Field(None, gt=0, description="Designs above it are infeasible")
+    objective: Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"] = "score"
+    area_budget_mm2: float | None = Field(None, gt=0, description="Die area budget; larger designs are infeasible")
+    cost_budget_usd: float | None = Field(None, gt=0, description="Unit cost budget (USD per good part)")
+    power_budget_w: float | None = Field(None, gt=0, description="Power budget (W): the mix's most power-hungry"
+                                         " workload must stay below it (a TDP)")
     space: Space
 
 

@@ -6,7 +6,9 @@ workloads ``w`` of throughput relative to the base design::
     score_d = exp( sum_w weight_w * ln(T_base,w / T_d,w) )       (weights sum to 1)
 
 so 1.10 means 10 % faster than the base on this mix (Fleming & Wallace, CACM 1986, on why the
-geometric mean is the right average of normalised performance).
+geometric mean is the right average of normalised performance). The per-resource objectives divide
+the score by the resource relative to the base (``score_per_mm2`` = score / (area / base area)),
+so 1.0 means "as efficient as the base".
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from typing import Literal
 
 import numpy as np
 
-Objective = Literal["score", "score_per_mm2"]
+Objective = Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"]
+
+#: objective -> the resource it divides by
+PER = {"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}
 
 
 def mix_score(times: np.ndarray, base_times: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -26,30 +31,53 @@ def mix_score(times: np.ndarray, base_times: np.ndarray, weights: np.ndarray) ->
 
 @dataclass(frozen=True)
 class Scored:
-    """Everything the search records per design: ``[D]`` arrays."""
+    """Everything the search records per design: ``[D]`` arrays, constraints by name (<= 0 feasible)."""
 
     score: np.ndarray
     objective: np.ndarray
     area_mm2: np.ndarray
-    constraint: np.ndarray  # <= 0 feasible (optuna's convention)
+    cost_usd: np.ndarray
+    power_w: np.ndarray
+    constraints: dict[str, np.ndarray]
     reason: list[str]
 
     @property
     def feasible(self) -> np.ndarray:
-        return self.constraint <= 0
+        if not self.constraints:
+            return np.ones(self.score.shape, dtype=bool)
+        return np.all([c <= 0 for c in self.constraints.values()], axis=0)
+
+    @property
+    def constraint(self) -> np.ndarray:
+        """[D] the largest constraint value (<= 0 when every constraint holds)."""
+        return np.max(list(self.constraints.values()), axis=0)
 
 
-def objective_value(score: np.ndarray, area_mm2: np.ndarray, base_area_mm2: float, kind: Objective) -> np.ndarray:
-    """``score``, or ``score_per_mm2`` = score / (area / base area) (perf per area relative to base)."""
+def objective_value(kind: Objective, score: np.ndarray, resources: dict[str, np.ndarray],
+                    base: dict[str, float]) -> np.ndarray:
+    """``score``, or score divided by a resource relative to the base design."""
     if kind == "score":
         return score
-    return score / (area_mm2 / base_area_mm2)
+    key = PER[kind]
+    return score / (resources[key] / base[key])
 
 
-def constraints(area_mm2: np.ndarray, budget_mm2: float | None, reticle_mm2: float) -> tuple[np.ndarray, list[str]]:
-    """Constraint value (<= 0 feasible) and a reason per design: area budget and reticle limit."""
-    limit = reticle_mm2 if budget_mm2 is None else min(budget_mm2, reticle_mm2)
-    c = area_mm2 - limit
-    name = "reticle limit" if budget_mm2 is None or reticle_mm2 < budget_mm2 else "area budget"
-    reason = ["" if v <= 0 else f"area {a:.0f} mm2 > {name} {limit:.0f} mm2" for v, a in zip(c, area_mm2, strict=True)]
-    return c, reason
+#: constraint name -> (resource key, label, unit)
+LIMITS = {
+    "reticle": ("area_mm2", "reticle limit", "mm2"),
+    "area": ("area_mm2", "area budget", "mm2"),
+    "cost": ("cost_usd", "cost budget", "USD"),
+    "power": ("power_w", "power budget", "W"),
+}
+
+
+def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Constraint values (resource - limit, <= 0 feasible) for each named limit, and a reason per design."""
+    values = {name: resources[LIMITS[name][0]] - lim for name, lim in limits.items()}
+    n = len(next(iter(resources.values())))
+    reasons = []
+    for i in range(n):
+        broken = [f"{LIMITS[k][0].split('_')[0]} {resources[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > "
+                  f"{LIMITS[k][1]} {lim:.4g} {LIMITS[k][2]}" for k, lim in limits.items() if values[k][i] > 0]
+        reasons.append("; ".join(broken))
+    return values, reasons

@@ -14,10 +14,12 @@ import numpy as np
 
 from dse.config import StudyConfig, load_study
 from dse.cost.area import area
+from dse.cost.cost import unit_cost
+from dse.cost.power import mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.hardware.schema import Hardware
-from dse.hardware.templates import load_hardware
+from dse.hardware.schema import Hardware, Node
+from dse.hardware.templates import load_hardware, load_node
 from dse.predict import mix_times
 from dse.score import Scored, constraints, mix_score, objective_value
 from dse.search import optimize
@@ -36,7 +38,12 @@ class Context:
     base: DesignBatch
     mix: Mix
     base_times: np.ndarray  # [W] seconds per pass on the base design
-    base_area_mm2: float
+    base_resources: dict[str, float]  # area_mm2, cost_usd, power_w of the base design
+    limits: dict[str, float]  # constraint name -> limit (reticle always; budgets from the config)
+
+    @property
+    def base_area_mm2(self) -> float:
+        return self.base_resources["area_mm2"]
 
 
 def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
@@ -57,6 +64,21 @@ def build_mix(cfg: StudyConfig) -> Mix:
     return Mix.of(wls, [e.weight for e in cfg.workloads])
 
 
+def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
+    """Constraint limits: the reticle always, and the config's budgets (a budget no design can meet,
+    one at or below the node's fixed area, is refused)."""
+    s = cfg.search
+    fixed = node.fixed_mm2.value
+    if s.area_budget_mm2 is not None and s.area_budget_mm2 <= fixed:
+        raise DseError(f"got {s.area_budget_mm2:g}; accepted: more than the fixed area of node {node.name} "
+                       f"({fixed:g} mm2)", field="search.area_budget_mm2")
+    limits = {"reticle": node.reticle_limit_mm2.value}
+    for name, value in (("area", s.area_budget_mm2), ("cost", s.cost_budget_usd), ("power", s.power_budget_w)):
+        if value is not None:
+            limits[name] = value
+    return limits
+
+
 def prepare(cfg: StudyConfig, cfg_dir: Path) -> Context:
     try:
         base_hw = resolve_base(cfg, cfg_dir)
@@ -64,36 +86,48 @@ def prepare(cfg: StudyConfig, cfg_dir: Path) -> Context:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
     mix = build_mix(cfg)
+    node = load_node(base_hw.process_node)
+    limits = study_limits(cfg, node)
     base_times = mix_times(base, mix)[0]
-    return Context(cfg, base_hw, base, mix, base_times, float(area(base).total[0]))
+    res = resources(base, mix, base_times[None, :])
+    return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits)
+
+
+def resources(designs: DesignBatch, mix: Mix, times: np.ndarray) -> dict[str, np.ndarray]:
+    """[D] area (mm2), unit cost (USD) and peak average power over the mix (W)."""
+    ar = area(designs)
+    return {
+        "area_mm2": ar.total,
+        "cost_usd": unit_cost(designs, ar).total,
+        "power_w": mix_energy(designs, mix, times=times, node=ar.node).peak_power_w,
+    }
 
 
 def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarray]:
-    """Score, objective, area and constraints of every design, plus its per-workload times [D, W]."""
+    """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]."""
     times = mix_times(designs, ctx.mix)
     s = mix_score(times, ctx.base_times, ctx.mix.weights)
-    ar = area(designs)
-    total = ar.total
-    search = ctx.cfg.search
-    obj = objective_value(s, total, ctx.base_area_mm2, search.objective)
-    c, reason = constraints(total, search.area_budget_mm2, ar.node.reticle_limit_mm2.value)
-    return Scored(score=s, objective=obj, area_mm2=total, constraint=c, reason=reason), times
+    res = resources(designs, ctx.mix, times)
+    obj = objective_value(ctx.cfg.search.objective, s, res, ctx.base_resources)
+    cons, reason = constraints(res, ctx.limits)
+    return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
+                  power_w=res["power_w"], constraints=cons, reason=reason), times
 
 
 def make_evaluator(ctx: Context) -> optimize.Evaluator:
     base_ridge = float(ctx.base.ridge[0])
 
-    def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], np.ndarray]:
+    def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], dict[str, np.ndarray]]:
         designs = designs_from_params(ctx.base, params)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
         attrs = [
-            {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]),
-             "ridge_flop_per_byte": float(ridge[i]), "bw_per_flop_vs_base": float(base_ridge / ridge[i]),
-             "infeasible_reason": sc.reason[i]}
+            {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
+             "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
+             "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i]}
             for i in range(designs.n)
         ]
-        return sc.objective, attrs, sc.constraint
+        return sc.objective, attrs, sc.constraints
 
     return evaluate
 

@@ -75,3 +75,6 @@ def test_other_subcommands(capsys) -> None:
     assert main(["predict", "llama2-7b", "a100-80gb", "--context", "1024"]) == 0
     assert "ms per pass" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "a100-40gb"]) == 2
+    assert main(["area"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted vs published" in out and "unit_cost_usd" in out and "v100-sxm" in out

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dse.score import constraints, mix_score, objective_value
+from dse.score import Scored, constraints, mix_score, objective_value
 
 
 def test_base_scores_one_and_uniform_speedup_scores_the_speedup() -> None:
@@ -14,12 +14,25 @@ def test_base_scores_one_and_uniform_speedup_scores_the_speedup() -> None:
     assert s[2] == pytest.approx(4.0**0.25)  # geometric mean: only the 0.25-weighted workload got 4x
 
 
-def test_score_per_mm2_and_constraints() -> None:
+def test_per_resource_objectives_are_relative_to_the_base() -> None:
     s = np.array([1.0, 2.0])
-    a = np.array([500.0, 1000.0])
-    assert list(objective_value(s, a, 500.0, "score_per_mm2")) == [1.0, 1.0]
-    c, reason = constraints(np.array([700.0, 800.0, 900.0]), 750.0, 858.0)
-    assert list(c <= 0) == [True, False, False]
-    assert reason[0] == "" and "area budget 750" in reason[1] and "area budget 750" in reason[2]
-    c, reason = constraints(np.array([900.0]), None, 858.0)
-    assert c[0] > 0 and "reticle limit 858" in reason[0]
+    res = {"area_mm2": np.array([500.0, 1000.0]), "cost_usd": np.array([100.0, 400.0]),
+           "power_w": np.array([300.0, 300.0])}
+    base = {"area_mm2": 500.0, "cost_usd": 100.0, "power_w": 150.0}
+    assert list(objective_value("score", s, res, base)) == [1.0, 2.0]
+    assert list(objective_value("score_per_mm2", s, res, base)) == [1.0, 1.0]
+    assert list(objective_value("score_per_usd", s, res, base)) == [1.0, 0.5]
+    assert list(objective_value("score_per_w", s, res, base)) == [0.5, 1.0]
+
+
+def test_constraints_name_every_broken_limit() -> None:
+    res = {"area_mm2": np.array([700.0, 800.0, 900.0]), "cost_usd": np.array([10.0, 10.0, 99.0]),
+           "power_w": np.array([1.0, 1.0, 1.0])}
+    cons, reason = constraints(res, {"reticle": 858.0, "area": 750.0, "cost": 50.0})
+    sc = Scored(score=np.ones(3), objective=np.ones(3), area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
+                power_w=res["power_w"], constraints=cons, reason=reason)
+    assert list(sc.feasible) == [True, False, False]
+    assert reason[0] == ""
+    assert "area budget 750" in reason[1] and "reticle" not in reason[1]
+    assert "reticle limit 858" in reason[2] and "cost budget 50" in reason[2]
+    assert sc.constraint[0] <= 0 < sc.constraint[1]

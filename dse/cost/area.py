@@ -1,14 +1,19 @@
 """Die area of a batch of designs, vectorized, with a per-component breakdown (mm^2).
 
-    area = compute + sram + dram_phy + dram_controller + fixed
-    compute         = matrix peak at the reference dtype (TFLOP/s) x node.compute_mm2_per_tflops
-    sram            = total on-chip capacity (MiB, all sram levels) x node.sram_mm2_per_mib
+    area = matrix + vector + sram + noc + dram_phy + dram_controller + serdes + fixed
+    matrix          = max over the MAC array's native modes d of peak_d (TFLOP/s) x dtype factor_d
+                      x node.matrix_mm2_per_tflops (a multi-precision array is sized by its most
+                      expensive mode; the factor is 1 for bf16/fp16, 0.5 for 8-bit, 2 for tf32 ...)
+    vector          = vector fp32 peak (TFLOP/s) x node.vector_mm2_per_tflops
+    sram            = on-chip capacity over all sram levels (MiB) x node.sram_mm2_per_mib
+    noc             = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
     dram_phy/ctrl   = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
-    fixed           = NoC, off-chip IO, control (node.fixed_mm2)
+    serdes          = chip-to-chip links x node.serdes_mm2_per_link
+    fixed           = control, IO and the rest (node.fixed_mm2)
 
-Coefficients and their sources live in ``hw_templates/nodes/*.yaml`` (A100 die-shot component areas
-from LLMCompass, Zhang et al., ISCA 2024; see each file). The compute term covers the vector units
-and register files too, as the A100 'cores' area it is calibrated on does.
+The 7 nm coefficients come from the A100 die-shot component areas (LLMCompass, Zhang et al.,
+ISCA 2024); other nodes scale them by logic density, and the 5 nm and 16 nm matrix coefficients are
+fitted on H100 and V100. Every coefficient and its source is in ``hw_templates/nodes/*.yaml``.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ import pandas as pd
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, Node
-from dse.hardware.templates import load_node
-from dse.units import MIB, TERA
+from dse.hardware.templates import list_templates, load_hardware, load_node
+from dse.units import DTYPE_INDEX, DTYPES, MIB, TERA
 
-COMPONENTS = ("compute", "sram", "dram_phy", "dram_controller", "fixed")
+COMPONENTS = ("matrix", "vector", "sram", "noc", "dram_phy", "dram_controller", "serdes", "fixed")
 
 
 @dataclass(frozen=True)
@@ -68,18 +73,54 @@ def dram_stacks(d: DesignBatch) -> np.ndarray:
     return np.ceil(d.dram_bandwidth / per_stack - 1e-9)
 
 
-def area(d: DesignBatch | Hardware) -> AreaBreakdown:
-    """Area of every design in ``d`` at the base template's process node."""
+def noc_bandwidth(d: DesignBatch) -> np.ndarray:
+    """[D] byte/s the on-chip network carries: the outermost shared (single-instance) on-chip level's
+    bandwidth, or the DRAM bandwidth when every on-chip level is private to a core (TPU VMEM)."""
+    shared = np.flatnonzero(~d.offchip & (d.instances == 1))
+    return d.bandwidth[:, shared[-1]] if shared.size else d.bandwidth[:, -1]
+
+
+def matrix_tflops_equivalent(d: DesignBatch, node: Node) -> np.ndarray:
+    """[D] bf16-equivalent TFLOP/s that sizes the MAC arrays: max over native modes of peak x factor."""
+    native = d.base.compute.matrix.peak_tflops
+    idx = [DTYPE_INDEX[dt] for dt in native]
+    factors = np.array([node.matrix_dtype_area_factor.values.get(dt, 1.0) for dt in native])
+    return (d.matrix_peak[:, idx] * factors[None, :]).max(axis=1) / TERA
+
+
+def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
+    """Area of every design in ``d`` at the base template's process node (or ``node``)."""
     if isinstance(d, Hardware):
         d = DesignBatch.from_hardware(d)
-    node = load_node(d.base.process_node)
+    node = node or load_node(d.base.process_node)
     stacks = dram_stacks(d)
-    sram_mib = (d.capacity[:, ~d.offchip]).sum(axis=1) / MIB
+    onchip = ~d.offchip
+    sram_mib = d.capacity[:, onchip].sum(axis=1) / MIB
+    noc_bw = noc_bandwidth(d) / TERA
+    vec_fp32 = np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA
+    links = d.base.network.links if d.base.network else 0
     parts = {
-        "compute": d.peak_flops / TERA * node.compute_mm2_per_tflops.value,
+        "matrix": matrix_tflops_equivalent(d, node) * node.matrix_mm2_per_tflops.value,
+        "vector": vec_fp32 * node.vector_mm2_per_tflops.value,
         "sram": sram_mib * node.sram_mm2_per_mib.value,
+        "noc": noc_bw * node.noc_mm2_per_tbps.value,
         "dram_phy": stacks * node.dram_phy_mm2_per_stack.value,
         "dram_controller": stacks * node.dram_controller_mm2_per_stack.value,
+        "serdes": np.full(d.n, links * node.serdes_mm2_per_link.value),
         "fixed": np.full(d.n, node.fixed_mm2.value),
     }
     return AreaBreakdown(node=node, parts=parts, dram_stacks=stacks)
+
+
+def calibration_table() -> pd.DataFrame:
+    """Predicted vs published die area for every shipped template that has one."""
+    rows = []
+    for name in list_templates():
+        hw = load_hardware(name)
+        if hw.published is None or hw.published.die_area_mm2 is None:
+            continue
+        pred = area(hw).total_mm2
+        actual = hw.published.die_area_mm2
+        rows.append({"die": name, "node": hw.process_node, "predicted_mm2": pred, "actual_mm2": actual,
+                     "error_pct": (pred / actual - 1) * 100})
+    return pd.DataFrame(rows)

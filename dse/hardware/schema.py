@@ -110,6 +110,22 @@ class MemoryLevel(Strict):
         return float(self.bandwidth_gbps) * 1e9  # type: ignore[arg-type]
 
 
+class Network(Strict):
+    """Chip-to-chip links (their area and SerDes energy; network ceilings come with multi-chip systems)."""
+
+    links: int = Field(ge=0, description="Links per chip")
+    link_bandwidth_gbps: float = Field(gt=0, description="Per link, per direction, GB/s")
+    source: str = Field(min_length=3)
+
+
+class Published(Strict):
+    """Public figures of a real chip, used to check the area and power models (not by the models)."""
+
+    die_area_mm2: float | None = Field(None, gt=0)
+    tdp_w: float | None = Field(None, gt=0)
+    source: str = Field(min_length=3)
+
+
 class Hardware(Strict):
     """A chip: compute, an ordered memory hierarchy (inner to outer), and its process node."""
 
@@ -119,6 +135,8 @@ class Hardware(Strict):
     reference_dtype: Dtype = Field("bf16", description="Dtype whose matrix peak is 'the' peak (ratio, area)")
     compute: Compute
     memory: list[MemoryLevel] = Field(min_length=1)
+    network: Network | None = None
+    published: Published | None = None
     source: str = Field(min_length=3, description="Overall provenance of this template")
 
     @model_validator(mode="after")
@@ -166,14 +184,75 @@ class Coefficient(Strict):
     range: tuple[float, float] | None = Field(None, description="Spread between sources, if known")
 
 
+class DtypeCoefficient(Strict):
+    """A sourced coefficient per dtype (e.g. energy per FLOP, area factor of a MAC mode)."""
+
+    values: dict[Dtype, float]
+    unit: str
+    source: str = Field(min_length=3)
+    confidence: Literal["high", "medium", "low", "derived"] = "medium"
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> DtypeCoefficient:
+        for dt, v in self.values.items():
+            if not v >= 0:
+                raise ValueError(f"values.{dt} = {v}; accepted: a number >= 0")
+        return self
+
+
 class Node(Strict):
-    """Process-node coefficients used by the area model (``dse.cost.area``)."""
+    """Process-node coefficients for area (``dse.cost.area``), cost (``dse.cost.cost``) and power
+    (``dse.cost.power``). Every coefficient carries its source and a confidence tag."""
 
     name: str
     description: str = ""
-    compute_mm2_per_tflops: Coefficient
+    # area
+    logic_density_mtr_per_mm2: Coefficient
+    matrix_mm2_per_tflops: Coefficient
+    matrix_dtype_area_factor: DtypeCoefficient
+    vector_mm2_per_tflops: Coefficient
     sram_mm2_per_mib: Coefficient
+    noc_mm2_per_tbps: Coefficient
     dram_phy_mm2_per_stack: Coefficient
     dram_controller_mm2_per_stack: Coefficient
+    serdes_mm2_per_link: Coefficient
     fixed_mm2: Coefficient
     reticle_limit_mm2: Coefficient
+    # energy and power
+    energy_pj_per_flop: DtypeCoefficient
+    energy_pj_per_byte_register: Coefficient
+    energy_pj_per_byte_sram_local: Coefficient
+    energy_pj_per_byte_sram_global: Coefficient
+    energy_pj_per_byte_dram: Coefficient
+    energy_pj_per_byte_serdes: Coefficient
+    leakage_fraction: Coefficient
+    # cost
+    wafer_cost_usd: Coefficient
+    defect_density_per_cm2: Coefficient
+    yield_alpha: Coefficient
+    dram_usd_per_gb: Coefficient
+    package_usd: Coefficient
+    interposer_usd_per_mm2: Coefficient
+    dram_stack_footprint_mm2: Coefficient
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Node:
+        for name in ("logic_density_mtr_per_mm2", "sram_mm2_per_mib", "matrix_mm2_per_tflops", "wafer_cost_usd",
+                     "yield_alpha", "reticle_limit_mm2"):
+            if not getattr(self, name).value > 0:
+                raise ValueError(f"{name}.value = {getattr(self, name).value}; accepted: a number > 0")
+        if not self.leakage_fraction.value < 1:
+            raise ValueError(f"leakage_fraction.value = {self.leakage_fraction.value}; accepted: 0 <= x < 1")
+        return self
+
+    def coefficients(self) -> list[tuple[str, str, str, str, str]]:
+        """(name, value, unit, confidence, source) for every coefficient, for reports."""
+        rows = []
+        for name in type(self).model_fields:
+            c = getattr(self, name)
+            if isinstance(c, Coefficient):
+                rows.append((name, f"{c.value:g}", c.unit, c.confidence, c.source))
+            elif isinstance(c, DtypeCoefficient):
+                vals = ", ".join(f"{k} {v:g}" for k, v in c.values.items())
+                rows.append((name, vals, c.unit, c.confidence, c.source))
+        return rows

@@ -124,7 +124,7 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     return out
 
 
-def _per_level(d: DesignBatch, o: OpArrays):
+def per_level(d: DesignBatch, o: OpArrays):
     """Yield (level, traffic [D or 1, O]): levels whose inner capacity is the same for every design
     are computed once and broadcast (the common case in a search that sizes one level)."""
     S = inner_capacity(d)
@@ -139,7 +139,7 @@ def _per_level(d: DesignBatch, o: OpArrays):
 def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
     """[D, O, L] bytes crossing each level for one instance of each op (sorted op order)."""
     out = np.empty((d.n, o.n, d.capacity.shape[1]))
-    for lv, tr in _per_level(d, o):
+    for lv, tr in per_level(d, o):
         out[:, :, lv] = tr
     return out
 
@@ -147,6 +147,6 @@ def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
 def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray) -> np.ndarray:
     """``out`` [D, O] <- max(out, max over levels of traffic / (BW * eta)); no [D, O, L] temporary."""
     rate = d.bandwidth * d.bw_eff
-    for lv, tr in _per_level(d, o):
+    for lv, tr in per_level(d, o):
         np.maximum(out, tr / rate[:, lv : lv + 1], out=out)
     return out

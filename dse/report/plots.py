@@ -126,3 +126,44 @@ def score_heatmap(
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, path)
+
+
+def stacked_bars(parts: dict[str, dict[str, float]], path: Path, title: str, ylabel: str) -> Path:
+    """One stacked bar per item (design or workload): ``parts[item][component] = value``."""
+    df = pd.DataFrame(parts).T.fillna(0.0)
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(df) + 3), 4.8))
+    bottom = np.zeros(len(df))
+    pal = sns.color_palette("tab20", len(df.columns))
+    for k, comp in enumerate(df.columns):
+        vals = df[comp].to_numpy()
+        ax.bar(df.index, vals, bottom=bottom, color=pal[k], label=comp, edgecolor="white", linewidth=0.5)
+        bottom += vals
+    for i, tot in enumerate(bottom):
+        ax.text(i, tot, f"{tot:.4g}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
+    return _save(fig, path)
+
+
+def cost_vs_area(area_mm2: np.ndarray, die_cost: np.ndarray, yield_: np.ndarray, marks: dict[str, tuple[float, float]],
+                 reticle_mm2: float, path: Path, title: str) -> Path:
+    """Die cost per good die (USD, log) and yield (%) against die area (mm^2): the yield cliff."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.plot(area_mm2, die_cost, color="C0", lw=2, label="die cost per good die")
+    ax.set_yscale("log")
+    ax.set_xlabel("die area (mm²)")
+    ax.set_ylabel("cost per good die (USD)", color="C0")
+    ax2 = ax.twinx()
+    ax2.plot(area_mm2, yield_ * 100, color="C3", lw=1.2, ls="--", label="yield")
+    ax2.set_ylabel("yield (%)", color="C3")
+    ax2.set_ylim(0, 100)
+    ax.axvline(reticle_mm2, color="k", lw=0.8, ls=":")
+    ax.text(reticle_mm2, ax.get_ylim()[1], " reticle", fontsize=8, va="top")
+    for k, (name, (a, c)) in enumerate(marks.items()):
+        ax.plot(a, c, marker="*o^s"[k % 4], ms=10, ls="none", label=name)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    return _save(fig, path)

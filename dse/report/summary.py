@@ -14,13 +14,15 @@ def ratio_label(base_ridge: float, ridge: float) -> str:
     return f"1:{base_ridge / ridge:.2f}"
 
 
-def workload_table(labels: list[str], weights, base_times, best_times, best_preds: list[Prediction]) -> pd.DataFrame:
+def workload_table(labels: list[str], weights, base_times, best_times, best_preds: list[Prediction],
+                   best_energy_j, best_power_w) -> pd.DataFrame:
     rows = []
-    for label, w, tb, t, p in zip(labels, weights, base_times, best_times, best_preds, strict=True):
+    for i, (label, w, tb, t, p) in enumerate(zip(labels, weights, base_times, best_times, best_preds, strict=True)):
         share = p.time_by_bound()
         rows.append({
             "workload": label, "weight": round(float(w), 4), "base_ms": tb * 1e3, "best_ms": t * 1e3,
             "speedup_x": tb / t, "best_achieved_tflops": p.achieved_flops / TERA,
+            "best_energy_mj_per_pass": float(best_energy_j[i]) * 1e3, "best_power_w": float(best_power_w[i]),
             "binding (time share)": ", ".join(f"{k} {v:.0%}" for k, v in share.sort_values(ascending=False).items()
                                               if v >= 0.01),
         })
@@ -36,37 +38,56 @@ def _md_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     return "\n".join(lines)
 
 
-def design_table(base, best, base_area, best_area) -> pd.DataFrame:
+def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
+    """Base vs best: knobs, ridge, area by component, cost by component, power.
+
+    ``costs[name] = (AreaBreakdown, CostBreakdown, MixEnergy)`` for "base" and "best"."""
     kb, kx = base_knobs(base), base_knobs(best)
+    (ab, cb, eb), (ax, cx, ex) = costs["base"], costs["best"]
     rows = [
         ("peak compute (TFLOP/s, " + base.base.reference_dtype + ")", kb["peak_tflops"], kx["peak_tflops"]),
         ("DRAM bandwidth (TB/s)", kb["dram_bandwidth_tbps"], kx["dram_bandwidth_tbps"]),
         (f"on-chip SRAM '{base.level_names[base.sram_level]}' (MiB)", kb["sram_mib"], kx["sram_mib"]),
         ("ridge point (FLOP/byte)", float(base.ridge[0]), float(best.ridge[0])),
-        ("DRAM stacks", float(base_area.dram_stacks[0]), float(best_area.dram_stacks[0])),
+        ("DRAM stacks", float(ab.dram_stacks[0]), float(ax.dram_stacks[0])),
     ]
-    rows += [(f"area: {c} (mm²)", float(base_area.parts[c][0]), float(best_area.parts[c][0]))
-             for c in base_area.parts]
-    rows.append(("area: total (mm²)", float(base_area.total[0]), float(best_area.total[0])))
+    rows += [(f"area: {c} (mm²)", float(ab.parts[c][0]), float(ax.parts[c][0])) for c in ab.parts]
+    rows.append(("area: total (mm²)", float(ab.total[0]), float(ax.total[0])))
+    rows.append(("yield (%)", float(cb.yield_[0]) * 100, float(cx.yield_[0]) * 100))
+    rows += [(f"cost: {c} (USD)", float(cb.parts[c][0]), float(cx.parts[c][0])) for c in cb.parts]
+    rows.append(("cost: total per good part (USD)", float(cb.total[0]), float(cx.total[0])))
+    rows.append(("static power (W)", float(eb.static_w[0]), float(ex.static_w[0])))
+    rows.append(("peak average power over the mix (W)", float(eb.peak_power_w[0]), float(ex.peak_power_w[0])))
     df = pd.DataFrame(rows, columns=["quantity", "base", "best"])
     df["change_%"] = (df["best"] / df["base"] - 1) * 100
     return df
 
 
-def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figures: list[str]) -> str:
+def coefficient_table(node) -> pd.DataFrame:
+    """Every node coefficient used, with its value, unit, confidence and source."""
+    return pd.DataFrame(node.coefficients(), columns=["coefficient", "value", "unit", "confidence", "source"])
+
+
+def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figures: list[str],
+                     coef_df: pd.DataFrame) -> str:
     ctx = result.ctx
     cfg = ctx.cfg
     base_ridge = float(ctx.base.ridge[0])
     ridge = float(result.best.ridge[0])
     s = result.best_scored
-    budget = f"{cfg.search.area_budget_mm2:.0f} mm²" if cfg.search.area_budget_mm2 else "none (reticle limit only)"
+    sr = cfg.search
+    budgets = [f"area {sr.area_budget_mm2:g} mm²" if sr.area_budget_mm2 else "",
+               f"cost {sr.cost_budget_usd:g} USD" if sr.cost_budget_usd else "",
+               f"power {sr.power_budget_w:g} W" if sr.power_budget_w else ""]
+    budget = ", ".join(b for b in budgets if b) or "none"
+    budget += f" (reticle limit {ctx.limits['reticle']:g} mm² always)"
     lines = [
         f"# Study `{cfg.name}`",
         "",
         cfg.description.strip(),
         "",
         f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node}); objective: `{cfg.search.objective}`;"
-        f" area budget: {budget}",
+        f" budgets: {budget}",
         f"- Trials: {result.n_trials} in the study ({result.new_trials} new this run"
         + (f", {result.recovered} interrupted trials marked failed" if result.recovered else "")
         + f"); sampler `{cfg.search.sampler}`, seed {cfg.search.seed}; storage `{result.storage}`",
@@ -77,7 +98,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         f"- **Compute:bandwidth ratio: ridge {ridge:.1f} FLOP/byte, {ratio_label(base_ridge, ridge)} relative"
         f" to the base** (base ridge {base_ridge:.1f} FLOP/byte; '1:2' = twice the bandwidth per FLOP)",
         f"- Area {float(s.area_mm2[0]):.1f} mm² ({(float(s.area_mm2[0]) / ctx.base_area_mm2 - 1) * 100:+.1f} % vs base),"
-        f" objective value {float(s.objective[0]):.4f}",
+        f" unit cost {float(s.cost_usd[0]):.0f} USD, peak power {float(s.power_w[0]):.0f} W;"
+        f" objective `{cfg.search.objective}` = {float(s.objective[0]):.4f}",
         "",
         _md_table(design_df),
         "",
@@ -92,7 +114,10 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "- `config.yaml`: the config this study ran; `study.db`: the optuna study (resume with `--resume`)",
         *[f"- `{f}`" for f in figures],
         "",
-        "Area coefficients are per process node in `hw_templates/nodes/`, each with its source.",
+        "",
+        f"## Coefficients used (node `{ctx.base_hw.process_node}`, `hw_templates/nodes/{ctx.base_hw.process_node}.yaml`)",
+        "",
+        _md_table(coef_df),
     ]
     return "\n".join(lines) + "\n"
 
@@ -106,7 +131,7 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
     out = [
         f"study {ctx.cfg.name}: {result.n_trials} trials, best score {float(s.score[0]):.4f}x vs {ctx.base_hw.name}",
         f"  best: {kx['peak_tflops']:.1f} TFLOP/s, {kx['dram_bandwidth_tbps']:.3f} TB/s, {kx['sram_mib']:.1f} MiB SRAM,"
-        f" area {float(s.area_mm2[0]):.0f} mm2",
+        f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {float(s.power_w[0]):.0f} W",
         f"  ratio: ridge {ridge:.1f} FLOP/byte = {ratio_label(base_ridge, ridge)} vs base ({base_ridge:.1f} FLOP/byte)",
     ]
     for _, r in wl_df.iterrows():

@@ -11,9 +11,17 @@ import numpy as np
 import pandas as pd
 
 from dse.cost.area import area
+from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
+from dse.cost.power import mix_energy
 from dse.predict import predict
 from dse.report import plots
-from dse.report.summary import design_table, summary_markdown, terminal_summary, workload_table
+from dse.report.summary import (
+    coefficient_table,
+    design_table,
+    summary_markdown,
+    terminal_summary,
+    workload_table,
+)
 from dse.search import optimize
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import StudyResult, score_designs
@@ -52,6 +60,30 @@ def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
     return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
 
 
+def cost_parts(d, mix) -> tuple:
+    """(AreaBreakdown, CostBreakdown, MixEnergy) of a one-design batch."""
+    ar = area(d)
+    return ar, unit_cost(d, ar), mix_energy(d, mix, node=ar.node)
+
+
+def power_parts(e, labels: list[str]) -> dict[str, dict[str, float]]:
+    """Workload -> component -> average watts (dynamic parts over the pass time, plus static)."""
+    out = {}
+    for w, lab in enumerate(labels):
+        t = float(e.time_s[0, w])
+        parts = {k: float(v[0, w]) / t for k, v in e.parts_j.items()}
+        parts["static"] = float(e.static_w[0])
+        out[lab] = parts
+    return out
+
+
+def cost_curve(result: StudyResult, node, n: int = 200) -> dict[str, np.ndarray]:
+    """Die cost per good die and yield over die areas from 50 mm^2 to 1.2x the reticle."""
+    a = np.linspace(50, 1.2 * node.reticle_limit_mm2.value, n)
+    y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value)
+    return {"area": a, "yield": y, "die_cost": node.wafer_cost_usd.value / (dies_per_wafer(a) * y)}
+
+
 def write_results(result: StudyResult, plots_on: bool = True) -> str:
     """Write everything; return the terminal summary."""
     folder = result.folder
@@ -65,7 +97,10 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
     labels = ctx.mix.labels
     best_preds = [predict(w, result.best) for w in wls]
     base_preds = [predict(w, ctx.base) for w in wls]
-    wl_df = workload_table(labels, ctx.mix.weights, ctx.base_times, result.best_times, best_preds)
+    costs = {name: cost_parts(d, ctx.mix) for name, d in (("base", ctx.base), ("best", result.best))}
+    e_best = costs["best"][2]
+    wl_df = workload_table(labels, ctx.mix.weights, ctx.base_times, result.best_times, best_preds,
+                           e_best.energy_j[0], e_best.power_w[0])
     write_csv(folder / "workloads.csv", wl_df)
     ops_best = pd.concat([p.ops.assign(workload=lab, mix_weight=w)
                           for p, lab, w in zip(best_preds, labels, ctx.mix.weights, strict=True)], ignore_index=True)
@@ -87,8 +122,19 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
                             (kx["peak_tflops"], kx["dram_bandwidth_tbps"]),
                             (kb["peak_tflops"], kb["dram_bandwidth_tbps"]), folder / "score_heatmap.png",
                             f"{ctx.cfg.name}: mix score at {kx['sram_mib']:.0f} MiB SRAM")
-        figures = ["roofline_best.png", "roofline_base.png", "ai_histogram.png", "score_heatmap.png"]
+        node = costs["base"][0].node
+        plots.stacked_bars({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},
+                           folder / "area_breakdown.png", f"{ctx.cfg.name}: die area by component", "area (mm²)")
+        plots.stacked_bars(power_parts(e_best, labels), folder / "power_breakdown.png",
+                           f"{ctx.cfg.name}: average power per workload on the best design", "power (W)")
+        curve = cost_curve(result, node)
+        marks = {n: (float(costs[n][0].total[0]), float(costs[n][1].parts["die"][0])) for n in costs}
+        plots.cost_vs_area(curve["area"], curve["die_cost"], curve["yield"], marks, node.reticle_limit_mm2.value,
+                           folder / "cost_vs_area.png", f"{ctx.cfg.name}: die cost and yield at {node.name}")
+        figures = ["roofline_best.png", "roofline_base.png", "ai_histogram.png", "score_heatmap.png",
+                   "area_breakdown.png", "power_breakdown.png", "cost_vs_area.png"]
 
-    design_df = design_table(ctx.base, result.best, area(ctx.base), area(result.best))
-    write_text(folder / "summary.md", summary_markdown(result, design_df, wl_df, figures))
+    design_df = design_table(ctx.base, result.best, costs)
+    coef_df = coefficient_table(costs["base"][0].node)
+    write_text(folder / "summary.md", summary_markdown(result, design_df, wl_df, figures, coef_df))
     return terminal_summary(result, wl_df)

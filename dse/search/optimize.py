@@ -20,10 +20,8 @@ from dse.config import Search
 from dse.errors import DseError
 from dse.search.space import distributions
 
-CONSTRAINT_KEY = "area"
-
-#: evaluate(list of param dicts) -> (objective [D], user attrs per design, constraint [D])
-Evaluator = Callable[[list[dict[str, float]]], tuple[np.ndarray, list[dict], np.ndarray]]
+#: evaluate(list of param dicts) -> (objective [D], user attrs per design, constraints by name [D])
+Evaluator = Callable[[list[dict[str, float]]], tuple[np.ndarray, list[dict], dict[str, np.ndarray]]]
 
 
 def constraint_value(trial: optuna.trial.FrozenTrial) -> float:
@@ -89,11 +87,12 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     while new < todo:
         k = min(search.batch_size, todo - new)
         trials = [study.ask(dists) for _ in range(k)]
-        values, attrs, constraint = evaluate([t.params for t in trials])
-        for trial, v, a, c in zip(trials, values, attrs, constraint, strict=True):
+        values, attrs, constraints = evaluate([t.params for t in trials])
+        for i, (trial, v, a) in enumerate(zip(trials, values, attrs, strict=True)):
             for key, val in a.items():
                 trial.set_user_attr(key, val)
-            trial.set_constraint(CONSTRAINT_KEY, float(c))
+            for key, c in constraints.items():
+                trial.set_constraint(key, float(c[i]))
             study.tell(trial, float(v))
         new += k
         bar.update(k)
@@ -113,6 +112,6 @@ def _best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
 def best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial:
     best = _best_feasible(study)
     if best is None:
-        raise DseError("no feasible design found (every trial broke the area budget or reticle limit); "
-                       "accepted: a larger search.area_budget_mm2 or smaller search.space ranges")
+        raise DseError("no feasible design found (every trial broke a budget or the reticle limit); "
+                       "accepted: larger search budgets or other search.space ranges")
     return best

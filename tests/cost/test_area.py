@@ -48,3 +48,36 @@ def test_area_never_decreases_when_a_resource_grows(which, level, factor, scale)
     assert a1.total[0] >= a0.total[0] - 1e-9
     for c in COMPONENTS:
         assert a1.parts[c][0] >= a0.parts[c][0] - 1e-9
+
+
+def test_calibration_table_lists_each_die_within_15_percent() -> None:
+    from dse.cost.area import calibration_table
+
+    t = calibration_table()
+    assert set(t["die"]) == set(DIES)
+    assert (t["error_pct"].abs() < 15).all()
+
+
+def test_node_files_have_sources_and_confidence_and_reject_bad_values(tmp_path, monkeypatch) -> None:
+    import yaml
+
+    from dse.errors import DseError
+    from dse.hardware import templates
+
+    for name in templates.list_nodes():
+        for coef, _value, unit, conf, src in templates.load_node(name).coefficients():
+            assert conf in ("high", "medium", "low", "derived") and unit and len(src) > 10, (name, coef)
+            assert "PROVISIONAL" not in src, (name, coef)
+    data = yaml.safe_load((templates.templates_dir() / "nodes" / "7nm.yaml").read_text())
+    data["sram_mm2_per_mib"]["value"] = -2.5
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "nodes" / "7nm.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(templates, "templates_dir", lambda: tmp_path)
+    templates._load_node_cached.cache_clear()
+    try:
+        with pytest.raises(DseError) as ei:
+            templates.load_node("7nm")
+    finally:
+        templates._load_node_cached.cache_clear()
+    msg = str(ei.value)
+    assert "7nm.yaml" in msg and "sram_mm2_per_mib.value" in msg and "-2.5" in msg and "\n" not in msg

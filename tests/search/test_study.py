@@ -137,3 +137,25 @@ def test_base_may_be_a_template_file_next_to_the_config(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, {**SMALL_STUDY, "base": "chip.yaml"})
     r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
     assert r.ctx.base_hw.name == "my-chip"
+
+
+@pytest.mark.parametrize("objective", ["score_per_mm2", "score_per_usd", "score_per_w"])
+def test_budgets_hold_for_every_objective(tmp_path: Path, objective: str) -> None:
+    search = {**SMALL_STUDY["search"], "objective": objective, "n_trials": 32, "area_budget_mm2": 800,
+              "cost_budget_usd": 900, "power_budget_w": 220}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": search})
+    r = run_study(cfg, out=tmp_path / "r", progress=False)
+    s = r.best_scored
+    assert s.area_mm2[0] <= 800 and s.cost_usd[0] <= 900 and s.power_w[0] <= 220
+    df = pd.DataFrame([{**t.user_attrs, "value": t.value} for t in _trials(r.folder)])
+    broken = df[(df["area_mm2"] > 800) | (df["cost_usd"] > 900) | (df["power_w"] > 220)]
+    assert (broken["infeasible_reason"].str.len() > 0).all()
+    ok = df[df["infeasible_reason"] == ""]
+    assert s.objective[0] == pytest.approx(ok["value"].max())
+
+
+def test_area_budget_below_the_fixed_area_is_refused(tmp_path: Path, capsys) -> None:
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "area_budget_mm2": 30}})
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "search.area_budget_mm2" in err and "fixed area" in err and str(cfg) in err and err.count("\n") == 1

@@ -1,0 +1,112 @@
+"""Energy and power of a batch of designs running a workload mix, vectorized.
+
+Dynamic energy of one pass (Horowitz, "Computing's energy problem", ISSCC 2014, for the
+per-operation and per-access view; coefficients per node in ``hw_templates/nodes/*.yaml``)::
+
+    E_dyn = sum_ops count * ( FLOPs * e_flop[dtype]
+                              + sum_levels traffic_l * e_byte[l]
+                              + traffic_0 * e_register )
+
+``traffic_l`` is the predictor's traffic across level ``l`` (``dse.predict.traffic``), so more
+on-chip reuse means less energy as well as less time. ``e_byte`` is the node's local-SRAM energy
+for private levels (``instances > 1``), global-SRAM energy for shared on-chip levels and DRAM energy
+for the off-chip level. Static power is the node's leakage fraction of the total at full activity::
+
+    P_static = f_leak / (1 - f_leak) * ( peak FLOP/s * e_flop[ref] + sum_l BW_l * e_byte[l] )
+
+Average power of a workload = E_dyn / time + P_static; energy per pass = E_dyn + P_static * time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Node
+from dse.hardware.templates import load_node
+from dse.predict import mix_times
+from dse.predict.traffic import OpArrays, per_level
+from dse.units import DTYPES
+from dse.workloads.mix import Mix
+
+PJ = 1e-12
+
+
+def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
+    """[L] joules per byte crossing each level."""
+    out = []
+    for level in d.base.memory:
+        if level.kind == "dram":
+            out.append(node.energy_pj_per_byte_dram.value)
+        elif level.instances > 1:
+            out.append(node.energy_pj_per_byte_sram_local.value)
+        else:
+            out.append(node.energy_pj_per_byte_sram_global.value)
+    return np.asarray(out) * PJ
+
+
+def flop_energy(node: Node) -> np.ndarray:
+    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one)."""
+    from dse.units import fallback_dtype
+
+    vals = node.energy_pj_per_flop.values
+    out = np.empty(len(DTYPES))
+    for i, dt in enumerate(DTYPES):
+        mode = fallback_dtype(dt, vals)
+        out[i] = vals[mode] if mode is not None else max(vals.values())
+    return out * PJ
+
+
+def static_power(d: DesignBatch, node: Node) -> np.ndarray:
+    """[D] watts of leakage: f/(1-f) x dynamic power with every unit and level at its peak rate."""
+    f = node.leakage_fraction.value
+    peak_dyn = d.peak_flops * flop_energy(node)[d.ref_index] + d.bandwidth @ level_energy_per_byte(d, node)
+    return f / (1.0 - f) * peak_dyn
+
+
+@dataclass(frozen=True)
+class MixEnergy:
+    """Per design and workload ``[D, W]``: time, dynamic energy by part, and static power ``[D]``."""
+
+    time_s: np.ndarray
+    parts_j: dict[str, np.ndarray]  # "compute", "register", one per memory level
+    static_w: np.ndarray
+
+    @property
+    def dynamic_j(self) -> np.ndarray:
+        return np.sum(list(self.parts_j.values()), axis=0)
+
+    @property
+    def energy_j(self) -> np.ndarray:
+        """[D, W] joules per pass including leakage over the pass."""
+        return self.dynamic_j + self.static_w[:, None] * self.time_s
+
+    @property
+    def power_w(self) -> np.ndarray:
+        """[D, W] average watts while running each workload."""
+        return self.energy_j / self.time_s
+
+    @property
+    def peak_power_w(self) -> np.ndarray:
+        """[D] the highest average power over the mix's workloads (what a TDP must cover)."""
+        return self.power_w.max(axis=1)
+
+
+def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None) -> MixEnergy:
+    """Energy of every workload of ``mix`` on every design (times from ``mix_times`` if not given)."""
+    node = node or load_node(d.base.process_node)
+    o = OpArrays.from_table(mix.ops)
+    member = mix.membership()[o.perm]
+    t = mix_times(d, mix) if times is None else times
+    e_level = level_energy_per_byte(d, node)
+    e_reg = node.energy_pj_per_byte_register.value * PJ
+    compute = (o.flops * flop_energy(node)[o.dtype_idx]) @ member
+    parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
+    for lv, tr in per_level(d, o):
+        per_wl = tr @ member  # [D or 1, W] bytes
+        if lv == 0:
+            parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
+        parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
+    return MixEnergy(time_s=t, parts_j=parts, static_w=static_power(d, node))

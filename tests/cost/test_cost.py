@@ -1,0 +1,56 @@
+"""Cost model: hand-computed dies-per-wafer and yield, monotonicity, and cost in studies."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.cost.area import area
+from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
+from dse.hardware.designs import DesignBatch
+from dse.hardware.templates import load_node
+
+
+def test_dies_per_wafer_by_hand() -> None:
+    # 826 mm2: pi*150^2/826 - pi*300/sqrt(1652) = 85.575 - 23.187 = 62.388 (ttm-cas derive.py: ~62.4)
+    assert dies_per_wafer(826.0) == pytest.approx(np.pi * 22500 / 826 - np.pi * 300 / np.sqrt(1652), rel=1e-12)
+    assert dies_per_wafer(826.0) == pytest.approx(62.388, abs=1e-3)
+    # 100 mm2: 706.858 - 66.643 = 640.215
+    assert dies_per_wafer(100.0) == pytest.approx(640.215, abs=1e-3)
+
+
+def test_negative_binomial_yield_by_hand() -> None:
+    # 826 mm2 at D0 0.15/cm2, alpha 3: (1 + 8.26*0.15/3)^-3 = 1.413^-3 = 0.35446 (ttm-cas: 0.354)
+    assert negative_binomial_yield(826.0, 0.15, 3.0) == pytest.approx(1.413 ** -3, rel=1e-12)
+    assert negative_binomial_yield(826.0, 0.15, 3.0) == pytest.approx(0.35446, abs=1e-5)
+    # alpha -> infinity tends to Poisson exp(-A*D0)
+    assert negative_binomial_yield(826.0, 0.15, 1e9) == pytest.approx(np.exp(-8.26 * 0.15), rel=1e-6)
+    assert negative_binomial_yield(0.0, 0.15, 3.0) == 1.0
+
+
+def test_a100_class_die_cost_matches_the_reference_example() -> None:
+    # ttm-cas derive.py example: 826 mm2 at 7 nm -> ~$423 per good die (wafer only)
+    node = load_node("7nm")
+    cost = node.wafer_cost_usd.value / (dies_per_wafer(826.0) * negative_binomial_yield(826.0, 0.15, 3.0))
+    assert cost == pytest.approx(423, abs=1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(which=st.sampled_from(["matrix_peak", "bandwidth", "capacity"]), level=st.integers(0, 2),
+       factor=st.floats(1.0, 10.0), scale=st.floats(0.2, 3.0))
+def test_cost_never_decreases_when_a_resource_grows(which, level, factor, scale) -> None:
+    d0 = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    d0 = replace(d0, matrix_peak=d0.matrix_peak * scale, bandwidth=d0.bandwidth * scale, capacity=d0.capacity * scale)
+    arr = getattr(d0, which).copy()
+    if which == "matrix_peak":
+        arr *= factor
+    else:
+        arr[:, level] *= factor
+    d1 = replace(d0, **{which: arr})
+    c0, c1 = unit_cost(d0, area(d0)), unit_cost(d1, area(d1))
+    assert c1.total[0] >= c0.total[0] * (1 - 1e-12)
+    for part in c0.parts:
+        assert c1.parts[part][0] >= c0.parts[part][0] * (1 - 1e-12)

@@ -1,0 +1,43 @@
+"""Energy accounting and power against published TDPs."""
+
+import numpy as np
+import pytest
+
+import dse
+from dse.cost.power import PJ, flop_energy, level_energy_per_byte, mix_energy, static_power
+from dse.hardware.designs import DesignBatch
+from dse.hardware.templates import load_node
+from dse.predict import OpArrays, evaluate
+from dse.units import DTYPE_INDEX
+from dse.workloads.mix import Mix
+
+
+def test_dynamic_energy_is_flops_plus_traffic_by_hand() -> None:
+    hw = dse.hardware("npu-7nm")
+    node = load_node(hw.process_node)
+    d = DesignBatch.from_hardware(hw)
+    wl = dse.gemm(2048, 2048, 2048, dtype="bf16")
+    e = mix_energy(d, Mix.of([wl]))
+    tr = evaluate(d, OpArrays.from_table(wl.ops)).traffic[0, 0]  # bytes per level
+    expect = (wl.flops * node.energy_pj_per_flop.values["bf16"] * PJ
+              + tr @ level_energy_per_byte(d, node) + tr[0] * node.energy_pj_per_byte_register.value * PJ)
+    assert e.dynamic_j[0, 0] == pytest.approx(expect, rel=1e-12)
+    assert e.energy_j[0, 0] == pytest.approx(expect + e.static_w[0] * e.time_s[0, 0], rel=1e-12)
+
+
+def test_static_power_is_the_leakage_share_at_full_activity() -> None:
+    hw = dse.hardware("a100-80gb")
+    node = load_node(hw.process_node)
+    d = DesignBatch.from_hardware(hw)
+    f = node.leakage_fraction.value
+    peak_dyn = d.peak_flops[0] * flop_energy(node)[DTYPE_INDEX["bf16"]] + d.bandwidth[0] @ level_energy_per_byte(d, node)
+    assert static_power(d, node)[0] / (static_power(d, node)[0] + peak_dyn) == pytest.approx(f)
+
+
+@pytest.mark.parametrize("name", ["a100-80gb", "h100-sxm", "v100-sxm"])
+def test_big_gemm_power_is_within_25_percent_of_tdp(name: str) -> None:
+    hw = dse.hardware(name)
+    dt = "fp16" if name == "v100-sxm" else "bf16"
+    e = mix_energy(DesignBatch.from_hardware(hw), Mix.of([dse.gemm(8192, 8192, 8192, dtype=dt)]))
+    assert e.power_w[0, 0] == pytest.approx(hw.published.tdp_w, rel=0.25)
+    assert np.all(e.power_w > 0)
