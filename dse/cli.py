@@ -14,7 +14,9 @@ from dse.errors import DseError
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
     p.add_argument("--resume", action="store_true", help="continue the latest results/<name>* study to n_trials")
-    p.add_argument("--storage", help="optuna storage URL (default: sqlite file in the results folder)")
+    p.add_argument("--storage", help="optuna storage: sqlite:///F.db (default: in the results folder), "
+                   "postgresql://USER@HOST:PORT/DB, journal:///F.log")
+    p.add_argument("--workers", type=int, default=1, help="worker processes sharing the study (default 1)")
     p.add_argument("--out", help="parent folder for results (default: output.dir of the config)")
     p.add_argument("--trials", type=int, help="override search.n_trials")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
@@ -28,7 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trials is not None and args.trials <= 0:
         raise DseError(f"got {args.trials}; accepted: a positive integer", field="--trials")
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
-                       n_trials=args.trials, progress=not args.quiet)
+                       n_trials=args.trials, progress=not args.quiet, workers=args.workers)
     print(write_results(result, plots_on=not args.no_plots))
     return 0
 

@@ -71,17 +71,36 @@ class Space(Strict):
                                   ("sram_mib", self.sram_mib)) if v is not None}
 
 
+ObjectiveName = Literal["score", "score_per_mm2", "score_per_usd", "score_per_w", "area_mm2", "cost_usd", "power_w"]
+
+
 class Search(Strict):
     n_trials: int = Field(200, gt=0, description="Total trials in the study (resume continues to it)")
     batch_size: int = Field(16, gt=0, description="Trials asked, predicted together, then told")
-    sampler: Literal["tpe", "random", "qmc", "cmaes"] = "tpe"
+    sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc", "grid"] | None = Field(
+        None, description="Default: tpe for one objective, nsga2 for several")
+    grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
     seed: int = 0
     objective: Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"] = "score"
+    objectives: list[ObjectiveName] | None = Field(
+        None, min_length=2, description="Several objectives -> a Pareto front (e.g. [score, area_mm2])")
     area_budget_mm2: float | None = Field(None, gt=0, description="Die area budget; larger designs are infeasible")
     cost_budget_usd: float | None = Field(None, gt=0, description="Unit cost budget (USD per good part)")
     power_budget_w: float | None = Field(None, gt=0, description="Power budget (W): the mix's most power-hungry"
                                          " workload must stay below it (a TDP)")
     space: Space
+
+    @model_validator(mode="after")
+    def _objectives(self) -> Search:
+        if self.objectives is not None and len(set(self.objectives)) != len(self.objectives):
+            raise ValueError(f"objectives repeat a name: {self.objectives}")
+        if self.sampler is None:
+            object.__setattr__(self, "sampler", "nsga2" if self.objectives else "tpe")
+        return self
+
+    @property
+    def objective_names(self) -> list[str]:
+        return list(self.objectives) if self.objectives else [self.objective]
 
 
 class Output(Strict):

@@ -7,10 +7,14 @@ base times; :func:`make_evaluator` turns trial parameters into scores in one vec
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import optuna
 
 from dse.config import StudyConfig, load_study
 from dse.cost.area import area
@@ -24,6 +28,7 @@ from dse.predict import mix_times
 from dse.score import Scored, constraints, mix_score, objective_value
 from dse.search import optimize
 from dse.search.space import designs_from_params
+from dse.search.storage import make_storage
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
 from dse.yamlio import write_text
@@ -114,6 +119,18 @@ def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarra
                   power_w=res["power_w"], constraints=cons, reason=reason), times
 
 
+def objective_columns(ctx: Context, sc: Scored) -> np.ndarray:
+    """[D, K] values of the configured objective(s), in ``search.objective_names`` order."""
+    res = {"area_mm2": sc.area_mm2, "cost_usd": sc.cost_usd, "power_w": sc.power_w}
+    cols = []
+    for name in ctx.cfg.search.objective_names:
+        if name in res:
+            cols.append(res[name])
+        else:
+            cols.append(objective_value(name, sc.score, res, ctx.base_resources))
+    return np.stack(cols, axis=1)
+
+
 def make_evaluator(ctx: Context) -> optimize.Evaluator:
     base_ridge = float(ctx.base.ridge[0])
 
@@ -127,9 +144,20 @@ def make_evaluator(ctx: Context) -> optimize.Evaluator:
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i]}
             for i in range(designs.n)
         ]
-        return sc.objective, attrs, sc.constraints
+        return objective_columns(ctx, sc), attrs, sc.constraints
 
     return evaluate
+
+
+def study_meta(cfg: StudyConfig) -> dict:
+    """What makes a study reproducible: package version, a hash of everything that defines the
+    search (not n_trials, batch size, output or description), and the seed."""
+    from dse import __version__
+
+    defining = cfg.model_dump(mode="json", exclude={"description": True, "output": True,
+                                                      "search": {"n_trials", "batch_size"}})
+    return {"dse_version": __version__, "config_sha256": optimize.config_hash(json.dumps(defining, sort_keys=True)),
+            "seed": cfg.search.seed, "created_utc": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
 def results_folder(root: Path, name: str, resume: bool) -> Path:
@@ -162,33 +190,66 @@ class StudyResult:
     new_trials: int
     recovered: int
     storage: str
+    meta: dict
+    workers: int = 1
 
 
-def run_study(
-    config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
-    n_trials: int | None = None, progress: bool = True,
-) -> StudyResult:
-    """Run the study in ``config`` (results folder created, config copied); return the outcome.
-
-    :func:`dse.report.write.write_results` writes the tables, plots and summary from it."""
+def _load(config: str | Path, n_trials: int | None) -> tuple[StudyConfig, Context]:
     cfg, cfg_dir = load_study(config)
     if n_trials is not None:
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
     try:
-        ctx = prepare(cfg, cfg_dir)
+        return cfg, prepare(cfg, cfg_dir)
     except DseError as exc:  # name the config file when the error came from one of its entries
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+
+
+def worker_main(config: str, url: str, n_trials: int | None, worker: int) -> int:
+    """One extra worker process: load the existing study and run until it holds n_trials."""
+    cfg, ctx = _load(config, n_trials)
+    search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
+    study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
+    return optimize.run(study, cfg.search, make_evaluator(ctx), progress=False)
+
+
+def run_study(
+    config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
+    n_trials: int | None = None, progress: bool = True, workers: int = 1,
+) -> StudyResult:
+    """Run the study in ``config`` (results folder created, config copied); return the outcome.
+
+    The study is created once here; with ``workers > 1`` that many processes (this one included)
+    share it through the storage. :func:`dse.report.write.write_results` writes the tables, plots
+    and summary from the result."""
+    if workers < 1:
+        raise DseError(f"got {workers}; accepted: a positive integer", field="--workers")
+    cfg, ctx = _load(config, n_trials)
     root = Path(out) if out is not None else Path(cfg.output.dir)
     folder = results_folder(root, cfg.name, resume)
     folder.mkdir(parents=True, exist_ok=True)
+    url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+    meta = study_meta(cfg)
+    study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
+                                           recover_stale=workers == 1)
     if not resume:
         write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
-    url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
-    study, recovered = optimize.open_study(cfg.name, url, cfg.search, resume)
+    write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
+                                                     "storage": url, "workers": workers}, indent=2) + "\n")
+    procs = []
+    if workers > 1:
+        mp = multiprocessing.get_context("spawn")
+        procs = [mp.Process(target=worker_main, args=(str(config), url, n_trials, k)) for k in range(1, workers)]
+        for p in procs:
+            p.start()
     new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
+    for p in procs:
+        p.join()
+    bad = [p.exitcode for p in procs if p.exitcode != 0]
+    if bad:
+        raise DseError(f"{len(bad)} worker process(es) failed (exit codes {bad}); completed trials are in the "
+                       "storage: continue with --resume", field="--workers")
     best_trial = optimize.best_feasible(study)
     best = designs_from_params(ctx.base, [best_trial.params])
     scored, times = score_designs(ctx, best)
-    n_total = len(study.trials)
-    return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, n_total, new,
-                       recovered, url)
+    return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, len(study.trials), new,
+                       recovered, url, meta, workers)

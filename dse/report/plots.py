@@ -167,3 +167,20 @@ def cost_vs_area(area_mm2: np.ndarray, die_cost: np.ndarray, yield_: np.ndarray,
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     return _save(fig, path)
+
+
+def pareto_chart(all_points: pd.DataFrame, front: pd.DataFrame, x: str, y: str, labels: dict[str, str],
+                 path: Path, title: str) -> Path:
+    """All trials (feasible and not) and the Pareto front in the plane of two objectives."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    feas = all_points["feasible"]
+    ax.scatter(all_points.loc[~feas, x], all_points.loc[~feas, y], s=10, color="0.75", label="infeasible")
+    ax.scatter(all_points.loc[feas, x], all_points.loc[feas, y], s=12, color="C0", alpha=0.6, label="feasible")
+    f = front.sort_values(x)
+    ax.plot(f[x], f[y], "-o", color="crimson", ms=5, lw=1.5, label=f"Pareto front ({len(f)} designs)")
+    ax.set_xlabel(labels.get(x, x))
+    ax.set_ylabel(labels.get(y, y))
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

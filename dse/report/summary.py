@@ -86,7 +86,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         cfg.description.strip(),
         "",
-        f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node}); objective: `{cfg.search.objective}`;"
+        f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node});"
+        f" objective(s): `{', '.join(cfg.search.objective_names)}`;"
         f" budgets: {budget}",
         f"- Trials: {result.n_trials} in the study ({result.new_trials} new this run"
         + (f", {result.recovered} interrupted trials marked failed" if result.recovered else "")
@@ -99,7 +100,11 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         f" to the base** (base ridge {base_ridge:.1f} FLOP/byte; '1:2' = twice the bandwidth per FLOP)",
         f"- Area {float(s.area_mm2[0]):.1f} mm² ({(float(s.area_mm2[0]) / ctx.base_area_mm2 - 1) * 100:+.1f} % vs base),"
         f" unit cost {float(s.cost_usd[0]):.0f} USD, peak power {float(s.power_w[0]):.0f} W;"
-        f" objective `{cfg.search.objective}` = {float(s.objective[0]):.4f}",
+        f" objective `{cfg.search.objective}` = {float(s.objective[0]):.4f}"
+        + (f"; Pareto front of {', '.join(cfg.search.objective_names)} in `pareto.csv` (this is its best-"
+           f"{cfg.search.objective_names[0]} point)" if len(cfg.search.objective_names) > 1 else ""),
+        f"- Reproducibility: dse {result.meta['dse_version']}, config hash `{result.meta['config_sha256']}`,"
+        f" seed {result.meta['seed']}, {result.workers} worker(s)",
         "",
         _md_table(design_df),
         "",

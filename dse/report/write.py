@@ -27,13 +27,27 @@ from dse.search.space import base_knobs, designs_from_params
 from dse.study import StudyResult, score_designs
 from dse.yamlio import atomic_write, write_text, write_yaml
 
+OBJECTIVE_LABELS = {
+    "objective_score": "mix score (x vs base)", "objective_score_per_mm2": "score per mm² (x vs base)",
+    "objective_score_per_usd": "score per USD (x vs base)", "objective_score_per_w": "score per W (x vs base)",
+    "objective_area_mm2": "die area (mm²)", "objective_cost_usd": "unit cost (USD)",
+    "objective_power_w": "peak average power (W)",
+}
+
 
 def trials_frame(study) -> pd.DataFrame:
-    df = study.trials_dataframe(attrs=("number", "state", "value", "params", "user_attrs"))
-    df.columns = [c.removeprefix("params_").removeprefix("user_attrs_") for c in df.columns]
-    df["constraint"] = [optimize.constraint_value(t) for t in study.get_trials(deepcopy=False)]
-    df["feasible"] = df["constraint"] <= 0
-    return df.rename(columns={"value": "objective"})
+    """One row per trial: number, state, objective value(s), knobs (config units), metrics, feasibility."""
+    trials = study.get_trials(deepcopy=False)
+    names = study.user_attrs.get("objective_names") or [f"{k}" for k in range(len(study.directions))]
+    rows = []
+    for t in trials:
+        vals = t.values or [None] * len(study.directions)
+        obj = {f"objective_{n}": v for n, v in zip(names, vals, strict=True)}
+        rows.append({"number": t.number, "state": t.state.name, **obj, **t.params, **optimize.metrics(t)})
+    df = pd.DataFrame(rows)
+    df["constraint"] = [optimize.constraint_value(t) for t in trials]
+    df["feasible"] = (df["constraint"] <= 0) & (df["state"] == "COMPLETE")
+    return df
 
 
 def write_csv(path: Path, df: pd.DataFrame) -> Path:
@@ -88,7 +102,14 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
     """Write everything; return the terminal summary."""
     folder = result.folder
     ctx = result.ctx
-    write_csv(folder / "trials.csv", trials_frame(result.study))
+    trials = trials_frame(result.study)
+    write_csv(folder / "trials.csv", trials)
+    names = ctx.cfg.search.objective_names
+    front_df = None
+    if len(names) > 1:
+        front = optimize.pareto_front(result.study)
+        front_df = trials[trials["number"].isin([t.number for t in front])].copy()
+        write_csv(folder / "pareto.csv", front_df)
     name = f"{ctx.cfg.name}-best"
     hw = result.best.to_hardware(0, name, note=f"best design of study {ctx.cfg.name}")
     write_yaml(folder / "best_design.yaml", hw.model_dump(mode="json", exclude_none=True))
@@ -133,6 +154,11 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
                            folder / "cost_vs_area.png", f"{ctx.cfg.name}: die cost and yield at {node.name}")
         figures = ["roofline_best.png", "roofline_base.png", "ai_histogram.png", "score_heatmap.png",
                    "area_breakdown.png", "power_breakdown.png", "cost_vs_area.png"]
+        if front_df is not None:
+            pts = trials[trials["state"] == "COMPLETE"]
+            plots.pareto_chart(pts, front_df, f"objective_{names[1]}", f"objective_{names[0]}", OBJECTIVE_LABELS,
+                               folder / "pareto.png", f"{ctx.cfg.name}: {names[0]} vs {names[1]}")
+            figures.append("pareto.png")
 
     design_df = design_table(ctx.base, result.best, costs)
     coef_df = coefficient_table(costs["base"][0].node)

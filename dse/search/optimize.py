@@ -1,117 +1,179 @@
-"""optuna driver: batched ask -> vectorized predict -> tell, with a real storage (SQLite by default).
+"""optuna driver: batched ask -> vectorized predict -> tell, on a real storage (SQLite by default).
 
-Each round asks ``batch_size`` trials, builds one DesignBatch from their parameters, predicts the
-whole mix on all of them in one call, and tells the results back; the sampler, not the model,
-sets the pace. Infeasible designs (area over budget or reticle) are kept, with their constraint
-value (``Trial.set_constraint``) and reason (a user attribute); optuna's constrained TPE steers
-away from them.
+Each round asks up to ``batch_size`` trials, builds one DesignBatch from their parameters, predicts
+the whole mix on all of them in one call and tells the results back; the sampler and the storage,
+not the model, set the pace. Several workers (processes or machines) may run :func:`run` on one
+study in a shared storage: each round asks only for what the study still lacks, counting every
+worker's complete and running trials (optuna's own distributed mode). Infeasible designs are kept,
+with their constraints (optuna's constraint attribute, read by TPE and NSGA-II) and reason.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import optuna
+from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
+from optuna.trial import TrialState
 from tqdm import tqdm
 
 from dse.config import Search
 from dse.errors import DseError
-from dse.search.space import distributions
+from dse.search.space import distributions, grid
 
-#: evaluate(list of param dicts) -> (objective [D], user attrs per design, constraints by name [D])
+#: evaluate(list of param dicts) -> (objective values [D, K], metrics per design, constraints by name [D])
 Evaluator = Callable[[list[dict[str, float]]], tuple[np.ndarray, list[dict], dict[str, np.ndarray]]]
+
+METRICS_ATTR = "metrics"
+META_ATTR = "dse"
+
+#: objective name -> optuna direction
+DIRECTIONS = {
+    "score": "maximize", "score_per_mm2": "maximize", "score_per_usd": "maximize", "score_per_w": "maximize",
+    "area_mm2": "minimize", "cost_usd": "minimize", "power_w": "minimize",
+}
+
+
+def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float]) -> None:
+    """Store a trial's metrics as one user attribute and its constraints as one system attribute
+    (optuna's list form of ``Trial.set_constraint``): two storage writes per trial, not one per value."""
+    trial.set_user_attr(METRICS_ATTR, metrics)
+    if constraints:
+        trial.storage.set_trial_system_attr(trial._trial_id, _CONSTRAINTS_KEY, constraints)
+
+
+def metrics(trial: optuna.trial.FrozenTrial) -> dict:
+    return trial.user_attrs.get(METRICS_ATTR, {})
 
 
 def constraint_value(trial: optuna.trial.FrozenTrial) -> float:
-    """The trial's constraint (<= 0 feasible); 0 when none was recorded."""
+    """The trial's largest constraint (<= 0 feasible); 0 when none was recorded."""
     return max(trial.constraints.values(), default=0.0)
 
 
-def make_sampler(search: Search) -> optuna.samplers.BaseSampler:
-    """The configured sampler, seeded for repeatable runs."""
-    s = search.seed
+def make_sampler(search: Search, worker: int = 0) -> optuna.samplers.BaseSampler:
+    """The configured sampler, seeded (``seed + worker``) for repeatable runs."""
+    s = search.seed + worker
+    multi = len(search.objective_names) > 1
     match search.sampler:
         case "tpe":
             return optuna.samplers.TPESampler(seed=s, constant_liar=True,
                                               n_startup_trials=min(20, max(search.n_trials // 5, 4)))
+        case "nsga2":
+            return optuna.samplers.NSGAIISampler(seed=s, population_size=max(search.batch_size, 8))
         case "random":
             return optuna.samplers.RandomSampler(seed=s)
         case "qmc":
-            return optuna.samplers.QMCSampler(seed=s, scramble=True)
+            return optuna.samplers.QMCSampler(seed=search.seed, scramble=True)
         case "cmaes":
+            if multi:
+                raise DseError("cmaes optimises one objective; accepted for several: tpe, nsga2, random, qmc",
+                               field="search.sampler")
             return optuna.samplers.CmaEsSampler(seed=s)
-    raise DseError(f"got {search.sampler!r}; accepted: tpe, random, qmc, cmaes", field="search.sampler")
+        case "grid":
+            return optuna.samplers.GridSampler(grid(search.space, search.grid_points), seed=s)
+    raise DseError(f"got {search.sampler!r}; accepted: tpe, nsga2, cmaes, random, qmc, grid", field="search.sampler")
 
 
-@dataclass(frozen=True)
-class SearchOutcome:
-    study: optuna.Study
-    new_trials: int
-    recovered: int  # stale RUNNING trials from an interrupted run, marked FAIL on resume
+def config_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def open_study(name: str, storage: str, search: Search, resume: bool) -> tuple[optuna.Study, int]:
-    """Create (or with ``resume`` load) the study; mark trials left RUNNING by a crash as FAIL."""
+def open_study(name: str, storage: optuna.storages.BaseStorage, search: Search, resume: bool, meta: dict,
+               recover_stale: bool = True) -> tuple[optuna.Study, int]:
+    """Create the study once (or with ``resume`` load it, refusing a changed config); trials left
+    RUNNING by a killed single-worker run are marked FAIL on resume (``recover_stale``)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        if resume:
-            study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(search))
-        else:
-            study = optuna.create_study(study_name=name, storage=storage, direction="maximize",
-                                        sampler=make_sampler(search))
-    except KeyError:
-        raise DseError(f"no study named {name!r} in the storage; accepted: run without --resume first",
-                       file=storage) from None
-    except optuna.exceptions.DuplicatedStudyError:
-        raise DseError(f"study {name!r} already exists in this storage; accepted: --resume, or a new name",
-                       file=storage) from None
-    except Exception as exc:  # sqlalchemy errors on a corrupt or unreadable database
-        raise DseError(f"cannot open the study storage ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
-                       "accepted: a readable optuna storage URL", file=storage) from None
-    stale = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))]
+    directions = [DIRECTIONS[o] for o in search.objective_names]
+    sampler = make_sampler(search)
+    if resume:
+        try:
+            study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        except KeyError:
+            raise DseError(f"no study named {name!r} in the storage; accepted: run without --resume first",
+                           field="--resume") from None
+        old = study.user_attrs.get(META_ATTR, {})
+        if old.get("config_sha256") not in (None, meta["config_sha256"]):
+            raise DseError(f"study {name!r} was created from another config (hash {old['config_sha256']} vs "
+                           f"{meta['config_sha256']}); accepted: the same workloads, base and search space, "
+                           "or a new study name", field="--resume")
+        if [d.name.lower() for d in study.directions] != directions:
+            raise DseError(f"study {name!r} has other objectives; accepted: the objectives it was created with",
+                           field="search.objectives")
+    else:
+        try:
+            study = optuna.create_study(study_name=name, storage=storage, directions=directions, sampler=sampler)
+        except optuna.exceptions.DuplicatedStudyError:
+            raise DseError(f"study {name!r} already exists in this storage; accepted: --resume, or a new name",
+                           field="name") from None
+        study.set_user_attr(META_ATTR, meta)
+        study.set_user_attr("objective_names", search.objective_names)
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if (resume and recover_stale) else []
     for t in stale:
-        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        study.tell(t.number, state=TrialState.FAIL)
     return study, len(stale)
 
 
+def _counts(study: optuna.Study) -> tuple[int, int]:
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    running = sum(t.state == TrialState.RUNNING for t in trials)
+    return len(trials) - running, running
+
+
 def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True) -> int:
-    """Ask/evaluate/tell in batches until the study holds ``search.n_trials`` complete trials."""
+    """Ask/evaluate/tell in batches until the study holds ``search.n_trials`` complete trials
+    (counting every worker's). Returns how many trials this call completed."""
     dists = distributions(search.space)
-    done = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
-    todo = max(search.n_trials - done, 0)
-    bar = tqdm(total=search.n_trials, initial=done, desc="search", unit="trial", disable=not progress,
-               leave=False)
+    target = search.n_trials
+    if search.sampler == "grid":
+        target = min(target, int(np.prod([len(v) for v in grid(search.space, search.grid_points).values()])))
+    complete, _ = _counts(study)
+    bar = tqdm(total=target, initial=complete, desc="search", unit="trial", disable=not progress, leave=False)
     new = 0
-    while new < todo:
-        k = min(search.batch_size, todo - new)
+    while True:
+        complete, running = _counts(study)
+        k = min(search.batch_size, target - complete - running)
+        if k <= 0:
+            break
         trials = [study.ask(dists) for _ in range(k)]
         values, attrs, constraints = evaluate([t.params for t in trials])
-        for i, (trial, v, a) in enumerate(zip(trials, values, attrs, strict=True)):
-            for key, val in a.items():
-                trial.set_user_attr(key, val)
-            for key, c in constraints.items():
-                trial.set_constraint(key, float(c[i]))
-            study.tell(trial, float(v))
+        names = list(constraints)
+        values = np.asarray(values, dtype=float).reshape(len(trials), -1)
+        for i, (trial, a) in enumerate(zip(trials, attrs, strict=True)):
+            record(trial, a, [float(constraints[c][i]) for c in names])
+            v = values[i]
+            study.tell(trial, float(v[0]) if v.size == 1 else [float(x) for x in v])
         new += k
         bar.update(k)
-        best = _best_feasible(study)
-        if best is not None:
-            bar.set_postfix(best=f"{best.value:.4g}")
     bar.close()
     return new
 
 
-def _best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
-    trials = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-              if constraint_value(t) <= 0]
-    return max(trials, key=lambda t: t.value) if trials else None
+def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if constraint_value(t) <= 0]
 
 
 def best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial:
-    best = _best_feasible(study)
-    if best is None:
+    """The best feasible trial: by the objective, or for several objectives the Pareto point with
+    the best first objective."""
+    trials = feasible_complete(study)
+    if not trials:
         raise DseError("no feasible design found (every trial broke a budget or the reticle limit); "
                        "accepted: larger search budgets or other search.space ranges")
-    return best
+    sign = 1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else -1.0
+    return max(trials, key=lambda t: sign * t.values[0])
+
+
+def pareto_front(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Feasible trials no other feasible trial dominates (all objectives, with their directions)."""
+    trials = feasible_complete(study)
+    if not trials:
+        return []
+    signs = np.array([1.0 if d == optuna.study.StudyDirection.MAXIMIZE else -1.0 for d in study.directions])
+    v = np.array([t.values for t in trials]) * signs  # larger is better everywhere
+    ge = (v[:, None, :] >= v[None, :, :]).all(axis=2)
+    gt = (v[:, None, :] > v[None, :, :]).any(axis=2)
+    dominated = (ge & gt).any(axis=0)
+    return [t for t, d in zip(trials, dominated, strict=True) if not d]

@@ -24,6 +24,15 @@ def distributions(space: Space) -> dict[str, optuna.distributions.BaseDistributi
     return {k: optuna.distributions.FloatDistribution(r.low, r.high, log=r.log) for k, r in space.knobs().items()}
 
 
+def grid(space: Space, points: int) -> dict[str, list[float]]:
+    """Grid values per knob: ``points`` values from low to high (geometric for log ranges)."""
+    out = {}
+    for k, r in space.knobs().items():
+        vals = np.geomspace(r.low, r.high, points) if r.log else np.linspace(r.low, r.high, points)
+        out[k] = [float(v) for v in vals]
+    return out
+
+
 def base_knobs(base: DesignBatch) -> dict[str, float]:
     """The base design's knob values in config units."""
     return {

@@ -147,7 +147,7 @@ def test_budgets_hold_for_every_objective(tmp_path: Path, objective: str) -> Non
     r = run_study(cfg, out=tmp_path / "r", progress=False)
     s = r.best_scored
     assert s.area_mm2[0] <= 800 and s.cost_usd[0] <= 900 and s.power_w[0] <= 220
-    df = pd.DataFrame([{**t.user_attrs, "value": t.value} for t in _trials(r.folder)])
+    df = pd.DataFrame([{**t.user_attrs["metrics"], "value": t.value} for t in _trials(r.folder)])
     broken = df[(df["area_mm2"] > 800) | (df["cost_usd"] > 900) | (df["power_w"] > 220)]
     assert (broken["infeasible_reason"].str.len() > 0).all()
     ok = df[df["infeasible_reason"] == ""]
