@@ -131,7 +131,7 @@ def objective_columns(ctx: Context, sc: Scored) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def make_evaluator(ctx: Context) -> optimize.Evaluator:
+def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
     base_ridge = float(ctx.base.ridge[0])
 
     def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], dict[str, np.ndarray]]:
@@ -141,7 +141,8 @@ def make_evaluator(ctx: Context) -> optimize.Evaluator:
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
-             "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i]}
+             "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
+             "worker": worker}
             for i in range(designs.n)
         ]
         return objective_columns(ctx, sc), attrs, sc.constraints
@@ -209,7 +210,7 @@ def worker_main(config: str, url: str, n_trials: int | None, worker: int) -> int
     cfg, ctx = _load(config, n_trials)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
-    return optimize.run(study, cfg.search, make_evaluator(ctx), progress=False)
+    return optimize.run(study, cfg.search, make_evaluator(ctx, worker), progress=False)
 
 
 def run_study(

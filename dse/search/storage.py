@@ -28,6 +28,16 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - SQLAlchemy e
     cur.close()
 
 
+def with_driver(url: str) -> str:
+    """``postgresql://`` means psycopg 3 to SQLAlchemy 2.1; use psycopg2 (the ``pg`` extra) when only it is there."""
+    if url.startswith("postgresql://"):
+        import importlib.util
+
+        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+            return "postgresql+psycopg2://" + url.removeprefix("postgresql://")
+    return url
+
+
 def make_storage(url: str) -> optuna.storages.BaseStorage:
     """An optuna storage for ``url``; an unreachable or unreadable one is a one-line :class:`DseError`."""
     try:
@@ -44,9 +54,9 @@ def make_storage(url: str) -> optuna.storages.BaseStorage:
             return storage
         if "://" not in url:
             raise ValueError("not a URL")
-        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-    except ModuleNotFoundError as exc:
-        raise DseError(f"the driver for this URL is not installed ({exc.name}); accepted: {ACCEPTED}",
+        return optuna.storages.RDBStorage(with_driver(url), engine_kwargs={"pool_pre_ping": True})
+    except (ModuleNotFoundError, ImportError) as exc:
+        raise DseError(f"the database driver for this URL is not installed ({exc}); accepted: {ACCEPTED}",
                        field="--storage") from None
     except Exception as exc:  # sqlalchemy/optuna errors: unreachable server, corrupt database
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -159,3 +159,24 @@ def test_area_budget_below_the_fixed_area_is_refused(tmp_path: Path, capsys) -> 
     assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "search.area_budget_mm2" in err and "fixed area" in err and str(cfg) in err and err.count("\n") == 1
+
+
+def test_two_objectives_give_a_non_dominated_feasible_front(tmp_path: Path) -> None:
+    search = {**SMALL_STUDY["search"], "objectives": ["score", "area_mm2"], "n_trials": 64, "batch_size": 16}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": search})
+    r = run_study(cfg, out=tmp_path / "r", progress=False)
+    assert r.study.directions[0].name == "MAXIMIZE" and r.study.directions[1].name == "MINIMIZE"
+    write_results(r, plots_on=False)
+    front = pd.read_csv(r.folder / "pareto.csv")
+    trials = pd.read_csv(r.folder / "trials.csv")
+    ok = trials[trials["feasible"]]
+    assert len(front) >= 2 and front["feasible"].all() and (front["area_mm2"] <= 750).all()
+    s, a = ok["objective_score"], ok["objective_area_mm2"]
+    for _, p in front.iterrows():  # no feasible trial is at least as good in both and better in one
+        ps, pa = p["objective_score"], p["objective_area_mm2"]
+        assert ok[(s >= ps) & (a <= pa) & ((s > ps) | (a < pa))].empty
+    # every feasible trial off the front is dominated by some front point
+    fs, fa = front["objective_score"], front["objective_area_mm2"]
+    for _, q in ok[~ok["number"].isin(front["number"])].iterrows():
+        assert ((fs >= q["objective_score"]) & (fa <= q["objective_area_mm2"])).any()
+    assert r.best_scored.score[0] == pytest.approx(front["objective_score"].max())
