@@ -24,11 +24,22 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from dse.config import load_study
     from dse.report.write import write_results
-    from dse.study import run_study
+    from dse.study import run_mixes, run_study
 
     if args.trials is not None and args.trials <= 0:
         raise DseError(f"got {args.trials}; accepted: a positive integer", field="--trials")
+    cfg, _ = load_study(args.config)
+    if cfg.mixes is not None:
+        from dse.report.mixes import write_mix_report
+
+        top, results = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
+                                 n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+        for r in results:
+            write_results(r, plots_on=not args.no_plots)
+        print(write_mix_report(top, results, cfg.mix_names, cfg.name))
+        return 0
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
     print(write_results(result, plots_on=not args.no_plots))

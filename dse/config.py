@@ -115,9 +115,35 @@ class StudyConfig(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Study name (folder and optuna study)")
     description: str = ""
     base: str = Field(min_length=1, description="Hardware template name or YAML path (relative to this file)")
-    workloads: list[WorkloadEntry] = Field(min_length=1)
+    workloads: list[WorkloadEntry] | None = Field(None, min_length=1, description="One mix")
+    mixes: dict[str, list[WorkloadEntry]] | None = Field(
+        None, description="Several named mixes: one search per mix, then a best-ratio table across them")
     search: Search
     output: Output = Output()
+
+    @model_validator(mode="after")
+    def _one_kind_of_mix(self) -> StudyConfig:
+        if (self.workloads is None) == (self.mixes is None):
+            raise ValueError("give exactly one of workloads (one mix) or mixes (several named mixes)")
+        if self.mixes is not None:
+            if not self.mixes:
+                raise ValueError("mixes is empty; accepted: a mapping of mix name to a list of workloads")
+            for mix, entries in self.mixes.items():
+                if not entries:
+                    raise ValueError(f"mix {mix!r} has no workloads")
+                if not mix.replace("-", "").replace("_", "").isalnum():
+                    raise ValueError(f"mix name {mix!r}; accepted: letters, digits, - and _")
+        return self
+
+    @property
+    def mix_names(self) -> list[str]:
+        return list(self.mixes) if self.mixes else []
+
+    def for_mix(self, mix: str) -> StudyConfig:
+        """This config narrowed to one named mix (study name ``<name>.<mix>``)."""
+        if not self.mixes or mix not in self.mixes:
+            raise ValueError(f"unknown mix {mix!r}; accepted: {', '.join(self.mix_names)}")
+        return self.model_copy(update={"name": f"{self.name}.{mix}", "workloads": self.mixes[mix], "mixes": None})
 
 
 def load_study(path: str | Path) -> tuple[StudyConfig, Path]:

@@ -59,13 +59,13 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
     return load_hardware(spec)
 
 
-def build_mix(cfg: StudyConfig) -> Mix:
+def build_mix(cfg: StudyConfig, field: str = "workloads") -> Mix:
     wls = []
     for i, entry in enumerate(cfg.workloads):
         try:
             wls.append(workload(entry.name, **entry.scenario()))
         except DseError as exc:
-            raise DseError(exc.message, field=f"workloads.{i}") from None
+            raise DseError(exc.message, field=f"{field}.{i}") from None
     return Mix.of(wls, [e.weight for e in cfg.workloads])
 
 
@@ -84,13 +84,13 @@ def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
     return limits
 
 
-def prepare(cfg: StudyConfig, cfg_dir: Path) -> Context:
+def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Context:
     try:
         base_hw = resolve_base(cfg, cfg_dir)
     except DseError as exc:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
-    mix = build_mix(cfg)
+    mix = build_mix(cfg, mix_field)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
     base_times = mix_times(base, mix)[0]
@@ -195,19 +195,23 @@ class StudyResult:
     workers: int = 1
 
 
-def _load(config: str | Path, n_trials: int | None) -> tuple[StudyConfig, Context]:
+def _load(config: str | Path, n_trials: int | None, mix: str | None = None) -> tuple[StudyConfig, Context]:
     cfg, cfg_dir = load_study(config)
     if n_trials is not None:
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
+    if cfg.mixes is not None and mix is None:
+        raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=str(config))
+    if mix is not None:
+        cfg = cfg.for_mix(mix)
     try:
-        return cfg, prepare(cfg, cfg_dir)
+        return cfg, prepare(cfg, cfg_dir, f"mixes.{mix}" if mix else "workloads")
     except DseError as exc:  # name the config file when the error came from one of its entries
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
 
 
-def worker_main(config: str, url: str, n_trials: int | None, worker: int) -> int:
+def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: str | None = None) -> int:
     """One extra worker process: load the existing study and run until it holds n_trials."""
-    cfg, ctx = _load(config, n_trials)
+    cfg, ctx = _load(config, n_trials, mix)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
     return optimize.run(study, cfg.search, make_evaluator(ctx, worker), progress=False)
@@ -215,7 +219,8 @@ def worker_main(config: str, url: str, n_trials: int | None, worker: int) -> int
 
 def run_study(
     config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
-    n_trials: int | None = None, progress: bool = True, workers: int = 1,
+    n_trials: int | None = None, progress: bool = True, workers: int = 1, mix: str | None = None,
+    folder: Path | None = None,
 ) -> StudyResult:
     """Run the study in ``config`` (results folder created, config copied); return the outcome.
 
@@ -224,9 +229,10 @@ def run_study(
     and summary from the result."""
     if workers < 1:
         raise DseError(f"got {workers}; accepted: a positive integer", field="--workers")
-    cfg, ctx = _load(config, n_trials)
-    root = Path(out) if out is not None else Path(cfg.output.dir)
-    folder = results_folder(root, cfg.name, resume)
+    cfg, ctx = _load(config, n_trials, mix)
+    if folder is None:
+        root = Path(out) if out is not None else Path(cfg.output.dir)
+        folder = results_folder(root, cfg.name, resume)
     folder.mkdir(parents=True, exist_ok=True)
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     meta = study_meta(cfg)
@@ -239,7 +245,7 @@ def run_study(
     procs = []
     if workers > 1:
         mp = multiprocessing.get_context("spawn")
-        procs = [mp.Process(target=worker_main, args=(str(config), url, n_trials, k)) for k in range(1, workers)]
+        procs = [mp.Process(target=worker_main, args=(str(config), url, n_trials, k, mix)) for k in range(1, workers)]
         for p in procs:
             p.start()
     new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
@@ -254,3 +260,21 @@ def run_study(
     scored, times = score_designs(ctx, best)
     return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, len(study.trials), new,
                        recovered, url, meta, workers)
+
+
+def run_mixes(
+    config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
+    n_trials: int | None = None, progress: bool = True, workers: int = 1,
+) -> tuple[Path, list[StudyResult]]:
+    """One search per named mix of ``config`` (studies ``<name>.<mix>`` in one storage, results in
+    ``<folder>/<mix>/``); returns the top folder and the per-mix results."""
+    cfg, _ = load_study(config)
+    if cfg.mixes is None:
+        raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
+    root = Path(out) if out is not None else Path(cfg.output.dir)
+    top = results_folder(root, cfg.name, resume)
+    top.mkdir(parents=True, exist_ok=True)
+    url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
+    results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
+                         mix=m, folder=top / m) for m in cfg.mix_names]
+    return top, results

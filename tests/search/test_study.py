@@ -180,3 +180,32 @@ def test_two_objectives_give_a_non_dominated_feasible_front(tmp_path: Path) -> N
     for _, q in ok[~ok["number"].isin(front["number"])].iterrows():
         assert ((fs >= q["objective_score"]) & (fa <= q["objective_area_mm2"])).any()
     assert r.best_scored.score[0] == pytest.approx(front["objective_score"].max())
+
+
+def test_several_mixes_give_a_best_ratio_table_and_sensitivity_curves(tmp_path: Path, capsys) -> None:
+    data = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"}
+    data["mixes"] = {"decode": [{"name": "llama2-7b", "phase": "decode", "context": 1024}],
+                     "vision": [{"name": "resnet50", "batch": 32}]}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "24"]) == 0
+    out = capsys.readouterr().out
+    top = tmp_path / "r" / "tiny"
+    table = pd.read_csv(top / "mixes.csv")
+    assert list(table["mix"]) == ["decode", "vision"]
+    assert (table["area_mm2"] <= 750).all() and table["ratio_vs_base"].str.startswith("1:").all()
+    curves = pd.read_csv(top / "ratio_sensitivity.csv")
+    assert set(curves["mix"]) == {"decode", "vision"}
+    # the curve is a best-over-a-grid: never above the search optimum by more than grid coarseness allows
+    for mix, row in table.set_index("mix").iterrows():
+        assert curves[curves["mix"] == mix]["best_score"].max() > 0.5 * row["score"]
+    assert (top / "ratio_sensitivity.png").is_file() and (top / "decode" / "summary.md").is_file()
+    names = {s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{top / 'study.db'}")}
+    assert names == {"tiny.decode", "tiny.vision"}
+    assert "decode" in out and "FLOP/byte" in out
+
+
+def test_workloads_and_mixes_are_exclusive(tmp_path: Path, capsys) -> None:
+    data = {**SMALL_STUDY, "mixes": {"a": SMALL_STUDY["workloads"]}}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--quiet"]) == 2
+    assert "exactly one of workloads" in capsys.readouterr().err

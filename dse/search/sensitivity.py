@@ -1,0 +1,51 @@
+"""Ratio sensitivity: the best feasible mix score at each compute:bandwidth ratio under the budgets.
+
+For each ratio ``r`` (FLOP/byte) on a log grid, designs with peak compute ``P`` across the searched
+range and DRAM bandwidth ``P / r`` (kept inside its searched range), at a fixed SRAM size, are
+evaluated in one vectorized call; the curve is the best feasible score per ratio. It answers the
+reviewer's question "how much do we lose if we pick 1:1 instead of 1:2?" directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dse.search.space import base_knobs, designs_from_params
+
+
+def ratio_curve(ctx, sram_mib: float, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFrame:
+    """Best feasible score (and its design) per ridge ratio; ``ctx`` is a :class:`dse.study.Context`."""
+    from dse.study import score_designs  # study sits above search in the data flow; imported late
+
+    space = ctx.cfg.search.space
+    kb = base_knobs(ctx.base)
+
+    def rng(knob: str) -> tuple[float, float]:
+        r = getattr(space, knob)
+        return (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
+
+    p_lo, p_hi = rng("peak_tflops")
+    b_lo, b_hi = rng("dram_bandwidth_tbps")
+    ratios = np.geomspace(p_lo / b_hi, p_hi / b_lo, n_ratio)  # TFLOP/s per TB/s = FLOP/byte
+    peaks = np.geomspace(p_lo, p_hi, n_peak)
+    R, P = np.meshgrid(ratios, peaks, indexing="ij")
+    B = P / R
+    ok = (b_lo <= B) & (b_hi >= B)
+    params = {"peak_tflops": P[ok], "dram_bandwidth_tbps": B[ok], "sram_mib": np.full(ok.sum(), sram_mib)}
+    designs = designs_from_params(ctx.base, params)
+    sc, _ = score_designs(ctx, designs)
+    score = np.full(R.shape, np.nan)
+    score[ok] = np.where(sc.feasible, sc.score, np.nan)
+    rows = []
+    for i, r in enumerate(ratios):
+        if np.all(np.isnan(score[i])):
+            rows.append({"ridge_flop_per_byte": r, "best_score": np.nan, "peak_tflops": np.nan,
+                         "dram_bandwidth_tbps": np.nan})
+            continue
+        j = int(np.nanargmax(score[i]))
+        rows.append({"ridge_flop_per_byte": r, "best_score": score[i, j], "peak_tflops": P[i, j],
+                     "dram_bandwidth_tbps": B[i, j]})
+    df = pd.DataFrame(rows)
+    df["bw_per_flop_vs_base"] = float(ctx.base.ridge[0]) / df["ridge_flop_per_byte"]
+    return df
