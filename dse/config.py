@@ -52,17 +52,58 @@ class Range(Strict):
         return self
 
 
+class Param(Strict):
+    """A searched hardware field: a range (float or int, log or linear) or a list of choices."""
+
+    field: str = Field(min_length=3, description="e.g. memory.local.capacity_mib, compute.clock_ghz, network.links")
+    low: float | None = Field(None, gt=0)
+    high: float | None = Field(None, gt=0)
+    log: bool = True
+    type: Literal["float", "int"] = "float"
+    choices: list[float] | None = Field(None, min_length=1, description="Categorical values instead of a range")
+
+    @model_validator(mode="after")
+    def _range_or_choices(self) -> Param:
+        if self.choices is not None:
+            if self.low is not None or self.high is not None:
+                raise ValueError("give either choices or low/high, not both")
+        elif self.low is None or self.high is None:
+            raise ValueError("give low and high (a range) or choices (a list)")
+        elif not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        return self
+
+
+class Split(Strict):
+    """Budget split: a total die area shared between MAC arrays, SRAM and DRAM PHYs by searched
+    weights (normalised to fractions), so "which ratio under this area" is searched directly."""
+
+    total_area_mm2: float = Field(gt=0, description="Die area to share (fixed, vector, NoC, SerDes come off first)")
+    compute: Range = Field(Range(low=0.05, high=1.0, log=False), description="Weight of the MAC arrays")
+    sram: Range = Field(Range(low=0.05, high=1.0, log=False), description="Weight of the outermost on-chip SRAM")
+    dram: Range = Field(Range(low=0.05, high=1.0, log=False), description="Weight of the DRAM PHYs and controllers")
+
+
 class Space(Strict):
     """The knobs searched on the base design (each optional; at least one)."""
 
     peak_tflops: Range | None = Field(None, description="Matrix peak at the reference dtype, TFLOP/s")
     dram_bandwidth_tbps: Range | None = Field(None, description="Outermost memory bandwidth, TB/s")
     sram_mib: Range | None = Field(None, description="Capacity of the outermost on-chip level, MiB")
+    params: list[Param] = Field(default_factory=list, description="Any other searched hardware fields")
+    split: Split | None = Field(None, description="Budget split instead of the three knobs above")
 
     @model_validator(mode="after")
     def _some(self) -> Space:
-        if not any((self.peak_tflops, self.dram_bandwidth_tbps, self.sram_mib)):
-            raise ValueError("give at least one of peak_tflops, dram_bandwidth_tbps, sram_mib")
+        knobs = any((self.peak_tflops, self.dram_bandwidth_tbps, self.sram_mib))
+        if not (knobs or self.params or self.split):
+            raise ValueError("the search space is empty; accepted: peak_tflops, dram_bandwidth_tbps, sram_mib, "
+                             "params or split")
+        if self.split and knobs:
+            raise ValueError("split replaces peak_tflops, dram_bandwidth_tbps and sram_mib; give one or the other")
+        fields = [p.field for p in self.params]
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"a field is searched twice: {fields}")
         return self
 
     def knobs(self) -> dict[str, Range]:

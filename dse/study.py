@@ -90,6 +90,12 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     except DseError as exc:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
+    for i, prm in enumerate(cfg.search.space.params):
+        try:
+            base.with_field(prm.field, np.ones(1))
+        except ValueError as exc:
+            accepted = str(exc).split("; ", 1)[1]
+            raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
     mix = build_mix(cfg, mix_field)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
@@ -135,7 +141,7 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
     base_ridge = float(ctx.base.ridge[0])
 
     def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], dict[str, np.ndarray]]:
-        designs = designs_from_params(ctx.base, params)
+        designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
         attrs = [
@@ -256,7 +262,7 @@ def run_study(
         raise DseError(f"{len(bad)} worker process(es) failed (exit codes {bad}); completed trials are in the "
                        "storage: continue with --resume", field="--workers")
     best_trial = optimize.best_feasible(study)
-    best = designs_from_params(ctx.base, [best_trial.params])
+    best = designs_from_params(ctx.base, [best_trial.params], cfg.search.space)
     scored, times = score_designs(ctx, best)
     return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, len(study.trials), new,
                        recovered, url, meta, workers)

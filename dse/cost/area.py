@@ -2,9 +2,10 @@
 
     area = matrix + vector + sram + noc + dram_phy + dram_controller + serdes + fixed
     matrix          = max over the MAC array's native modes d of peak_d (TFLOP/s) x dtype factor_d
-                      x node.matrix_mm2_per_tflops (a multi-precision array is sized by its most
-                      expensive mode; the factor is 1 for bf16/fp16, 0.5 for 8-bit, 2 for tf32 ...)
-    vector          = vector fp32 peak (TFLOP/s) x node.vector_mm2_per_tflops
+                      x (node calibration clock / design clock) x node.matrix_mm2_per_tflops
+                      (a multi-precision array is sized by its most expensive mode; the factor is
+                      1 for bf16/fp16, 0.5 for 8-bit, 2 for tf32 ...; area follows the MAC count)
+    vector          = vector fp32 peak (TFLOP/s) x (calibration clock / clock) x node.vector_mm2_per_tflops
     sram            = on-chip capacity over all sram levels (MiB) x node.sram_mm2_per_mib
     noc             = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
     dram_phy/ctrl   = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
@@ -80,12 +81,18 @@ def noc_bandwidth(d: DesignBatch) -> np.ndarray:
     return d.bandwidth[:, shared[-1]] if shared.size else d.bandwidth[:, -1]
 
 
+def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
+    """[D] calibration clock / design clock: area follows the MAC count, and a slower clock needs
+    more MACs for the same TFLOP/s (peak = MACs x 2 x clock)."""
+    return node.calibration_clock_ghz.value / (d.base.compute.clock_ghz * d.clock_scale)
+
+
 def matrix_tflops_equivalent(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] bf16-equivalent TFLOP/s that sizes the MAC arrays: max over native modes of peak x factor."""
     native = d.base.compute.matrix.peak_tflops
     idx = [DTYPE_INDEX[dt] for dt in native]
     factors = np.array([node.matrix_dtype_area_factor.values.get(dt, 1.0) for dt in native])
-    return (d.matrix_peak[:, idx] * factors[None, :]).max(axis=1) / TERA
+    return (d.matrix_peak[:, idx] * factors[None, :]).max(axis=1) / TERA * clock_factor(d, node)
 
 
 def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
@@ -97,8 +104,7 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
     onchip = ~d.offchip
     sram_mib = d.capacity[:, onchip].sum(axis=1) / MIB
     noc_bw = noc_bandwidth(d) / TERA
-    vec_fp32 = np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA
-    links = d.base.network.links if d.base.network else 0
+    vec_fp32 = np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node)
     parts = {
         "matrix": matrix_tflops_equivalent(d, node) * node.matrix_mm2_per_tflops.value,
         "vector": vec_fp32 * node.vector_mm2_per_tflops.value,
@@ -106,7 +112,7 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
         "noc": noc_bw * node.noc_mm2_per_tbps.value,
         "dram_phy": stacks * node.dram_phy_mm2_per_stack.value,
         "dram_controller": stacks * node.dram_controller_mm2_per_stack.value,
-        "serdes": np.full(d.n, links * node.serdes_mm2_per_link.value),
+        "serdes": d.links * node.serdes_mm2_per_link.value,
         "fixed": np.full(d.n, node.fixed_mm2.value),
     }
     return AreaBreakdown(node=node, parts=parts, dram_stacks=stacks)

@@ -41,6 +41,8 @@ class DesignBatch:
     bandwidth: np.ndarray  # [D, L] byte/s
     bw_eff: np.ndarray  # [D, L]
     overhead_s: np.ndarray  # [D] seconds per operator launch
+    clock_scale: np.ndarray  # [D] clock / the template's clock (peaks already include it)
+    links: np.ndarray  # [D] chip-to-chip links
     instances: np.ndarray  # [L] private copies per level
     offchip: np.ndarray  # [L] bool
 
@@ -70,6 +72,8 @@ class DesignBatch:
             bandwidth=rep_levels([m.bandwidth_bps for m in mem]),
             bw_eff=rep_levels([m.efficiency for m in mem]),
             overhead_s=rep(c.launch_overhead_us * 1e-6),
+            clock_scale=rep(1.0),
+            links=rep(hw.network.links if hw.network else 0),
             instances=np.asarray([m.instances for m in mem], dtype=float),
             offchip=np.asarray([m.kind == "dram" for m in mem]),
         )
@@ -151,6 +155,52 @@ class DesignBatch:
             out = replace(out, capacity=cap)
         return out
 
+    def with_field(self, field: str, values: np.ndarray) -> DesignBatch:
+        """Set one hardware field per design (``[D]`` values in the field's config unit).
+
+        Fields: ``compute.clock_ghz`` (scales every peak), ``compute.register_kib_per_core``,
+        ``compute.launch_overhead_us``, ``compute.matrix.array_rows``/``array_cols``,
+        ``compute.matrix.efficiency``, ``compute.vector.efficiency``, ``network.links``, and per memory
+        level ``memory.<name>.capacity_mib``, ``.bandwidth_tbps``, ``.efficiency``.
+        """
+        v = np.asarray(values, dtype=float)
+        c = self.base.compute
+        simple = {
+            "compute.register_kib_per_core": ("reg_bytes", 1024.0),
+            "compute.launch_overhead_us": ("overhead_s", 1e-6),
+            "compute.matrix.array_rows": ("array_rows", 1.0),
+            "compute.matrix.array_cols": ("array_cols", 1.0),
+            "compute.matrix.efficiency": ("matrix_eff", 1.0),
+            "compute.vector.efficiency": ("vector_eff", 1.0),
+            "network.links": ("links", 1.0),
+        }
+        if field in simple:
+            attr, unit = simple[field]
+            return replace(self, **{attr: v * unit})
+        if field == "compute.clock_ghz":
+            new_scale = v / c.clock_ghz
+            ratio = (new_scale / self.clock_scale)[:, None]
+            return replace(self, clock_scale=new_scale, matrix_peak=self.matrix_peak * ratio,
+                           vector_peak=self.vector_peak * ratio)
+        parts = field.split(".")
+        if len(parts) == 3 and parts[0] == "memory" and parts[1] in self.level_names:
+            j = self.level_names.index(parts[1])
+            attr, unit = {"capacity_mib": ("capacity", 1024.0**2), "bandwidth_tbps": ("bandwidth", TERA),
+                          "efficiency": ("bw_eff", 1.0)}.get(parts[2], (None, None))
+            if attr is not None:
+                arr = getattr(self, attr).copy()
+                arr[:, j] = v * unit
+                return replace(self, **{attr: arr})
+        raise ValueError(f"cannot search {field!r}; accepted: {', '.join(self.searchable_fields())}")
+
+    def searchable_fields(self) -> list[str]:
+        fields = ["compute.clock_ghz", "compute.register_kib_per_core", "compute.launch_overhead_us",
+                  "compute.matrix.array_rows", "compute.matrix.array_cols", "compute.matrix.efficiency",
+                  "compute.vector.efficiency", "network.links"]
+        for name in self.level_names:
+            fields += [f"memory.{name}.capacity_mib", f"memory.{name}.bandwidth_tbps", f"memory.{name}.efficiency"]
+        return fields
+
     def take(self, idx: np.ndarray | list[int] | slice) -> DesignBatch:
         """A sub-batch (rows ``idx``)."""
         fields = {}
@@ -170,10 +220,23 @@ class DesignBatch:
             k: round(v * scale, 6) for k, v in base.compute.matrix.peak_tflops.items()
         }
         data["compute"]["matrix"]["source"] += f"; peaks scaled x{scale:.4g} by dse ({note or 'derived'})"
+        comp = data["compute"]
+        clock_scale = float(self.clock_scale[i])
+        comp["clock_ghz"] = round(base.compute.clock_ghz * clock_scale, 6)
+        comp["vector"]["peak_tflops"] = {k: round(v * clock_scale, 6) for k, v in base.compute.vector.peak_tflops.items()}
+        comp["register_kib_per_core"] = round(float(self.reg_bytes[i]) / 1024, 6)
+        comp["launch_overhead_us"] = round(float(self.overhead_s[i]) * 1e6, 6)
+        comp["matrix"]["array_rows"] = int(round(float(self.array_rows[i])))
+        comp["matrix"]["array_cols"] = int(round(float(self.array_cols[i])))
+        comp["matrix"]["efficiency"] = float(self.matrix_eff[i])
+        comp["vector"]["efficiency"] = float(self.vector_eff[i])
+        if "network" in data:
+            data["network"]["links"] = int(round(float(self.links[i])))
         for j, level in enumerate(data["memory"]):
             for key in ("capacity_mib", "capacity_gib", "capacity_gb", "bandwidth_tbps", "bandwidth_gbps"):
                 level.pop(key, None)
             level["capacity_mib"] = round(float(self.capacity[i, j]) / 1024**2, 6)
+            level["efficiency"] = float(self.bw_eff[i, j])
             level["bandwidth_tbps"] = round(float(self.bandwidth[i, j]) / TERA, 6)
             orig = base.memory[j]
             if (

@@ -208,6 +208,7 @@ class Node(Strict):
     description: str = ""
     # area
     logic_density_mtr_per_mm2: Coefficient
+    calibration_clock_ghz: Coefficient
     matrix_mm2_per_tflops: Coefficient
     matrix_dtype_area_factor: DtypeCoefficient
     vector_mm2_per_tflops: Coefficient
@@ -237,8 +238,8 @@ class Node(Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> Node:
-        for name in ("logic_density_mtr_per_mm2", "sram_mm2_per_mib", "matrix_mm2_per_tflops", "wafer_cost_usd",
-                     "yield_alpha", "reticle_limit_mm2"):
+        for name in ("logic_density_mtr_per_mm2", "calibration_clock_ghz", "sram_mm2_per_mib", "matrix_mm2_per_tflops",
+                     "wafer_cost_usd", "yield_alpha", "reticle_limit_mm2"):
             if not getattr(self, name).value > 0:
                 raise ValueError(f"{name}.value = {getattr(self, name).value}; accepted: a number > 0")
         if not self.leakage_fraction.value < 1:

@@ -67,13 +67,13 @@ def write_mix_report(top: Path, results: list[StudyResult], mixes: list[str], na
     atomic_write(top / "mixes.csv", lambda p: table.to_csv(p, index=False))
     curves = {}
     for mix, r in zip(mixes, results, strict=True):
-        curves[mix] = ratio_curve(r.ctx, base_knobs(r.best)["sram_mib"])
+        curves[mix] = ratio_curve(r.ctx, r.best)
     all_curves = pd.concat([c.assign(mix=m) for m, c in curves.items()], ignore_index=True)
     atomic_write(top / "ratio_sensitivity.csv", lambda p: all_curves.to_csv(p, index=False))
     best = {m: (float(r.best.ridge[0]), float(r.best_scored.score[0])) for m, r in zip(mixes, results, strict=True)}
     base_ridge = float(results[0].ctx.base.ridge[0])
     sensitivity_chart(curves, best, base_ridge, top / "ratio_sensitivity.png",
-                      f"{name}: best score per compute:bandwidth ratio, at each mix's best SRAM and the budgets")
+                      f"{name}: best score per compute:bandwidth ratio (rest as each mix's best), within the budgets")
     lines = [f"# Study `{name}`: best compute:bandwidth ratio per mix", "",
              f"Base design `{results[0].ctx.base_hw.name}`, ridge {base_ridge:.1f} FLOP/byte ('1:2' = twice the base's "
              "bandwidth per FLOP). One search per mix; each mix's full results are in its subfolder.", "",

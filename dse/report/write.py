@@ -69,7 +69,7 @@ def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
     peak, bw = axis("peak_tflops"), axis("dram_bandwidth_tbps")
     P, B = np.meshgrid(peak, bw)
     params = {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(), "sram_mib": np.full(P.size, kx["sram_mib"])}
-    designs = designs_from_params(result.ctx.base, params)
+    designs = designs_from_params(result.best, params)
     scored, _ = score_designs(result.ctx, designs)
     return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
 

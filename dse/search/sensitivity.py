@@ -1,7 +1,8 @@
 """Ratio sensitivity: the best feasible mix score at each compute:bandwidth ratio under the budgets.
 
 For each ratio ``r`` (FLOP/byte) on a log grid, designs with peak compute ``P`` across the searched
-range and DRAM bandwidth ``P / r`` (kept inside its searched range), at a fixed SRAM size, are
+range and DRAM bandwidth ``P / r`` (kept inside its searched range), everything else as in a given
+design (the search's best), are
 evaluated in one vectorized call; the curve is the best feasible score per ratio. It answers the
 reviewer's question "how much do we lose if we pick 1:1 instead of 1:2?" directly.
 """
@@ -14,8 +15,9 @@ import pandas as pd
 from dse.search.space import base_knobs, designs_from_params
 
 
-def ratio_curve(ctx, sram_mib: float, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFrame:
-    """Best feasible score (and its design) per ridge ratio; ``ctx`` is a :class:`dse.study.Context`."""
+def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFrame:
+    """Best feasible score (and its design) per ridge ratio, all other fields as in ``design`` (a
+    one-design DesignBatch, e.g. the search's best); ``ctx`` is a :class:`dse.study.Context`."""
     from dse.study import score_designs  # study sits above search in the data flow; imported late
 
     space = ctx.cfg.search.space
@@ -32,8 +34,8 @@ def ratio_curve(ctx, sram_mib: float, n_ratio: int = 32, n_peak: int = 48) -> pd
     R, P = np.meshgrid(ratios, peaks, indexing="ij")
     B = P / R
     ok = (b_lo <= B) & (b_hi >= B)
-    params = {"peak_tflops": P[ok], "dram_bandwidth_tbps": B[ok], "sram_mib": np.full(ok.sum(), sram_mib)}
-    designs = designs_from_params(ctx.base, params)
+    params = {"peak_tflops": P[ok], "dram_bandwidth_tbps": B[ok]}
+    designs = designs_from_params(design, params)
     sc, _ = score_designs(ctx, designs)
     score = np.full(R.shape, np.nan)
     score[ok] = np.where(sc.feasible, sc.score, np.nan)

@@ -1,4 +1,9 @@
-"""Search space: config ranges -> optuna distributions, and trial parameters -> a DesignBatch."""
+"""Search space: config ranges -> optuna distributions, and trial parameters -> a DesignBatch.
+
+Three shorthand knobs (``peak_tflops``, ``dram_bandwidth_tbps``, ``sram_mib``), any other hardware
+field through ``params`` (see :meth:`DesignBatch.with_field`), or a budget ``split`` whose weights
+share a fixed die area between MAC arrays, SRAM and DRAM PHYs.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import numpy as np
 import optuna
 
 from dse.config import Space
+from dse.cost.area import area, dram_stacks
 from dse.hardware.designs import DesignBatch
 from dse.units import MIB, TERA
 
@@ -18,23 +24,45 @@ KNOB_LABEL = {
     "dram_bandwidth_tbps": "DRAM bandwidth (TB/s)",
     "sram_mib": "on-chip SRAM (MiB)",
 }
+SPLIT = ("split_compute", "split_sram", "split_dram")
 
 
 def distributions(space: Space) -> dict[str, optuna.distributions.BaseDistribution]:
-    return {k: optuna.distributions.FloatDistribution(r.low, r.high, log=r.log) for k, r in space.knobs().items()}
+    F = optuna.distributions.FloatDistribution
+    out: dict[str, optuna.distributions.BaseDistribution] = {
+        k: F(r.low, r.high, log=r.log) for k, r in space.knobs().items()}
+    if space.split:
+        for name, r in zip(SPLIT, (space.split.compute, space.split.sram, space.split.dram), strict=True):
+            out[name] = F(r.low, r.high, log=r.log)
+    for p in space.params:
+        if p.choices is not None:
+            out[p.field] = optuna.distributions.CategoricalDistribution(p.choices)
+        elif p.type == "int":
+            out[p.field] = optuna.distributions.IntDistribution(int(p.low), int(p.high), log=p.log)
+        else:
+            out[p.field] = F(p.low, p.high, log=p.log)
+    return out
 
 
-def grid(space: Space, points: int) -> dict[str, list[float]]:
-    """Grid values per knob: ``points`` values from low to high (geometric for log ranges)."""
-    out = {}
-    for k, r in space.knobs().items():
-        vals = np.geomspace(r.low, r.high, points) if r.log else np.linspace(r.low, r.high, points)
-        out[k] = [float(v) for v in vals]
+def grid(space: Space, points: int) -> dict[str, list]:
+    """Grid values per searched parameter: ``points`` values over each range (geometric for log),
+    the listed choices for categorical ones."""
+    out: dict[str, list] = {}
+    for name, dist in distributions(space).items():
+        if isinstance(dist, optuna.distributions.CategoricalDistribution):
+            out[name] = list(dist.choices)
+            continue
+        lo, hi = dist.low, dist.high
+        vals = np.geomspace(lo, hi, points) if dist.log else np.linspace(lo, hi, points)
+        if isinstance(dist, optuna.distributions.IntDistribution):
+            out[name] = sorted({int(round(v)) for v in vals})
+        else:
+            out[name] = [float(v) for v in vals]
     return out
 
 
 def base_knobs(base: DesignBatch) -> dict[str, float]:
-    """The base design's knob values in config units."""
+    """Design 0's knob values in config units."""
     return {
         "peak_tflops": float(base.peak_flops[0] / TERA),
         "dram_bandwidth_tbps": float(base.dram_bandwidth[0] / TERA),
@@ -42,18 +70,54 @@ def base_knobs(base: DesignBatch) -> dict[str, float]:
     }
 
 
-def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | Mapping[str, np.ndarray]) -> DesignBatch:
-    """A batch with one design per parameter set (knobs absent from a set keep the base value)."""
+def check_fields(base: DesignBatch, space: Space) -> None:
+    """Raise ``ValueError`` naming the first ``params`` field the batch cannot set."""
+    for p in space.params:
+        base.with_field(p.field, np.ones(base.n))
+
+
+def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
+    """Share ``total_mm2`` (less the parts the split does not size) between MAC arrays, outermost
+    SRAM and DRAM stacks in proportion to the ``split_*`` weights."""
+    w = np.stack([np.asarray(cols[k], dtype=float) for k in SPLIT], axis=1)
+    f = w / w.sum(axis=1, keepdims=True)
+    ar = area(batch)
+    node = ar.node
+    sized = ("matrix", "sram", "dram_phy", "dram_controller")
+    other = np.sum([v for k, v in ar.parts.items() if k not in sized], axis=0)
+    avail = np.maximum(total_mm2 - other, 0.0)
+    peak = batch.peak_flops * (f[:, 0] * avail) / ar.parts["matrix"]
+    other_sram_mib = (batch.capacity[:, ~batch.offchip].sum(axis=1) - batch.capacity[:, batch.sram_level]) / MIB
+    sram_area_other = other_sram_mib * node.sram_mm2_per_mib.value
+    sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / node.sram_mm2_per_mib.value, 1.0)
+    per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
+    stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
+    per_stack_bw = batch.dram_bandwidth / np.maximum(dram_stacks(batch), 1.0)
+    return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
+
+
+def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | Mapping[str, np.ndarray],
+                        space: Space | None = None) -> DesignBatch:
+    """A batch with one design per parameter set (anything a set does not give keeps the base value)."""
     if isinstance(params, Mapping):
-        cols = {k: np.asarray(v, dtype=float) for k, v in params.items()}
+        cols = {k: np.asarray(v) for k, v in params.items()}
         n = len(next(iter(cols.values())))
     else:
         n = len(params)
-        defaults = base_knobs(base)
-        cols = {k: np.array([p.get(k, defaults[k]) for p in params], dtype=float) for k in KNOB_SI}
+        names = {k for p in params for k in p}
+        cols = {k: np.array([p[k] for p in params]) for k in names}
     batch = DesignBatch.stack([base] * n) if base.n == 1 else base
-    return batch.with_knobs(
-        peak_flops=cols["peak_tflops"] * TERA if "peak_tflops" in cols else None,
-        dram_bandwidth=cols["dram_bandwidth_tbps"] * TERA if "dram_bandwidth_tbps" in cols else None,
-        sram_bytes=cols["sram_mib"] * MIB if "sram_mib" in cols else None,
+    batch = batch.with_knobs(
+        peak_flops=cols["peak_tflops"].astype(float) * TERA if "peak_tflops" in cols else None,
+        dram_bandwidth=cols["dram_bandwidth_tbps"].astype(float) * TERA if "dram_bandwidth_tbps" in cols else None,
+        sram_bytes=cols["sram_mib"].astype(float) * MIB if "sram_mib" in cols else None,
     )
+    for name, values in cols.items():
+        if name in KNOB_SI or name in SPLIT:
+            continue
+        batch = batch.with_field(name, values.astype(float))
+    if all(k in cols for k in SPLIT):
+        if space is None or space.split is None:
+            raise ValueError("split weights given without a split search space")
+        batch = split_designs(batch, cols, space.split.total_area_mm2)
+    return batch

@@ -209,3 +209,43 @@ def test_workloads_and_mixes_are_exclusive(tmp_path: Path, capsys) -> None:
     cfg = write_config(tmp_path, data)
     assert main(["run", str(cfg), "--quiet"]) == 2
     assert "exactly one of workloads" in capsys.readouterr().err
+
+
+def test_any_hardware_field_can_be_searched(tmp_path: Path) -> None:
+    space = {**SMALL_STUDY["search"]["space"], "params": [
+        {"field": "memory.local.capacity_mib", "low": 4, "high": 64},
+        {"field": "compute.matrix.array_rows", "choices": [32, 64, 128]},
+        {"field": "network.links", "low": 2, "high": 16, "type": "int", "log": False},
+        {"field": "compute.clock_ghz", "low": 0.8, "high": 1.4, "log": False},
+    ]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
+    r = run_study(cfg, out=tmp_path / "r", progress=False)
+    write_results(r, plots_on=False)
+    hw = dse.hardware(r.folder / "best_design.yaml")
+    p = r.best_params
+    assert hw.memory[0].capacity_mib == pytest.approx(p["memory.local.capacity_mib"], rel=1e-6)
+    assert hw.compute.matrix.array_rows == p["compute.matrix.array_rows"]
+    assert hw.network.links == p["network.links"] and isinstance(p["network.links"], int)
+    assert hw.compute.clock_ghz == pytest.approx(p["compute.clock_ghz"], rel=1e-6)
+    # the template's peaks already include the clock, and reloading it reproduces the design's area
+    assert dse.area(hw).total_mm2 == pytest.approx(float(r.best_scored.area_mm2[0]), rel=1e-6)
+
+
+def test_unknown_search_field_lists_the_accepted_ones(tmp_path: Path, capsys) -> None:
+    space = {**SMALL_STUDY["search"]["space"], "params": [{"field": "memory.l3.capacity_mib", "low": 1, "high": 2}]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
+    assert main(["run", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "search.space.params.0.field" in err and "memory.global.capacity_mib" in err and err.count("\n") == 1
+
+
+def test_budget_split_searches_the_ratio_at_a_fixed_area(tmp_path: Path) -> None:
+    search = {**SMALL_STUDY["search"], "n_trials": 40, "area_budget_mm2": 760,
+              "space": {"split": {"total_area_mm2": 700}}}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": search})
+    r = run_study(cfg, out=tmp_path / "r", progress=False)
+    trials = [optuna_trial.user_attrs["metrics"] for optuna_trial in _trials(r.folder)]
+    areas = [m["area_mm2"] for m in trials]
+    assert max(areas) <= 700 * 1.01 and min(areas) > 500  # every split spends (almost) the whole budget
+    ridges = [m["ridge_flop_per_byte"] for m in trials]
+    assert max(ridges) / min(ridges) > 3  # the split explores different compute:bandwidth ratios
