@@ -23,7 +23,7 @@ class WorkloadEntry(Strict):
 
     name: str = Field(min_length=1, description="Library model (see `dse workloads`) or gemm:MxNxK")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
-    phase: Literal["forward", "prefill", "decode"] | None = None
+    phase: Literal["forward", "prefill", "decode", "training"] | None = None
     batch: int | None = Field(None, gt=0)
     seq: int | None = Field(None, gt=0)
     context: int | None = Field(None, gt=0)

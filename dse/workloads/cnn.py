@@ -13,6 +13,7 @@ from pydantic import Field
 from dse.hardware.schema import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
+from dse.workloads.training import training_step
 
 Act = Literal["relu", "relu6", "silu", "gelu", "none"]
 
@@ -156,9 +157,9 @@ class _Builder:
 
 
 def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Operator rows and resolved facts for one CNN scenario (phase forward only)."""
-    if sc.phase not in (None, "forward"):
-        raise ValueError(f"{name} is a CNN; accepted phase: forward (got {sc.phase})")
+    """Operator rows and resolved facts for one CNN scenario (forward or training)."""
+    if sc.phase not in (None, "forward", "training"):
+        raise ValueError(f"{name} is a CNN; accepted phase: forward, training (got {sc.phase})")
     res_h = sc.resolution or arch.input.height
     res_w = sc.resolution or arch.input.width
     b = _Builder(sc.batch, res_h, res_w, arch.input.channels, sc.dtype, sc.fuse_elementwise)
@@ -202,5 +203,10 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
                     b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
                     if s == 1 and c_in == layer.out:
                         b.vector(f"{blk}.add", "elementwise", "add", inputs=2)
-    facts = {"phase": "forward", "batch": sc.batch, "resolution": res_h, "params": b.params}
-    return b.rows, facts
+    rows = b.rows
+    if sc.phase == "training":
+        rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=sc.batch * b.c,
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
+        rows = training_step(rows, b.params, sc.dtype)
+    facts = {"phase": sc.phase or "forward", "batch": sc.batch, "resolution": res_h, "params": b.params}
+    return rows, facts

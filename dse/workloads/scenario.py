@@ -9,7 +9,7 @@ from pydantic import Field
 from dse.hardware.schema import Strict
 from dse.units import Dtype
 
-Phase = Literal["forward", "prefill", "decode"]
+Phase = Literal["forward", "prefill", "decode", "training"]
 
 
 class Scenario(Strict):
@@ -17,10 +17,11 @@ class Scenario(Strict):
 
     * ``forward``: one inference pass (CNNs, encoders, ViTs); ``prefill``: a decoder LLM ingests a
       prompt of ``seq`` tokens; ``decode``: one new token per sequence against a KV cache of
-      ``context`` tokens.
+      ``context`` tokens; ``training``: one training step (forward over ``seq`` tokens or the image,
+      backward, AdamW update; ``dse.workloads.training``).
     """
 
-    phase: Phase | None = Field(None, description="forward | prefill | decode (default: the model's)")
+    phase: Phase | None = Field(None, description="forward | prefill | decode | training (default: the model's)")
     batch: int = Field(1, gt=0, description="Sequences or images per pass")
     seq: int | None = Field(None, gt=0, description="Tokens per sequence (forward/prefill)")
     context: int | None = Field(None, gt=0, description="KV-cache length in tokens (decode)")

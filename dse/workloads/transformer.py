@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from dse.hardware.schema import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
+from dse.workloads.training import training_step
 
 
 class PatchEmbed(Strict):
@@ -64,10 +65,11 @@ def default_phase(arch: TransformerArch) -> str:
 def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Operator rows and resolved scenario facts for one transformer scenario."""
     phase = sc.phase or default_phase(arch)
-    if arch.kind == "encoder" and phase != "forward":
-        raise ValueError(f"{name} is an encoder; accepted phase: forward (got {phase})")
-    if arch.kind == "decoder" and phase not in ("prefill", "decode"):
-        raise ValueError(f"{name} is a decoder; accepted phase: prefill, decode (got {phase})")
+    if arch.kind == "encoder" and phase not in ("forward", "training"):
+        raise ValueError(f"{name} is an encoder; accepted phase: forward, training (got {phase})")
+    if arch.kind == "decoder" and phase not in ("prefill", "decode", "training"):
+        raise ValueError(f"{name} is a decoder; accepted phase: prefill, decode, training (got {phase})")
+    training = phase == "training"
     dt = sc.dtype
     kvdt = sc.kv_dtype or dt
     B, h, L = sc.batch, arch.hidden, arch.layers
@@ -115,7 +117,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows.append(ops.gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, count=L))
     if arch.position == "rope":
         rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
-    if arch.kind == "decoder":
+    if arch.kind == "decoder" and not training:
         rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * 2 * Hkv * d,
                                   flops_per_elem=0.0, dtype=kvdt, count=L))
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
@@ -135,7 +137,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows.append(ops.streaming("final_norm", kind="norm", elems=T * h,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[arch.norm], dtype=dt, fused=fe))
     if arch.head == "lm":
-        m = T if (phase == "decode" or sc.logits == "all") else B
+        m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.append(ops.gemm("lm_head", m, arch.vocab, h, dtype=dt))
     elif arch.head == "classifier":
         rows.append(ops.gemm("classifier", B, arch.num_classes, h, dtype=dt))
@@ -145,6 +147,10 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         params += h * arch.patch.channels * arch.patch.patch**2
     if arch.head == "classifier":
         params += h * arch.num_classes
+    if training:
+        rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=T * max(arch.vocab, arch.num_classes),
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
+        rows = training_step(rows, params, dt)
     facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
              "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
     return rows, facts

@@ -130,3 +130,17 @@ def test_bad_model_description_names_file_and_field(tmp_path, monkeypatch) -> No
         library.load_description.cache_clear()
     msg = str(ei.value)
     assert "broken.yaml" in msg and "arch.hiddden" in msg and "hidden" in msg
+
+
+@pytest.mark.parametrize(("name", "fwd", "train"), [
+    ("resnet50", {"batch": 8}, {"phase": "training", "batch": 8}),
+    ("llama2-7b", {"phase": "prefill", "seq": 256, "fused_attention": False, "logits": "all"},
+     {"phase": "training", "seq": 256, "fused_attention": False}),
+])
+def test_training_step_is_three_forwards_of_matrix_flops_plus_adamw(name, fwd, train) -> None:
+    f, t = dse.workload(name, **fwd), dse.workload(name, **train)
+    assert t.matrix_flops == pytest.approx(3 * f.matrix_flops, rel=1e-9)
+    opt = t.ops[t.ops["name"] == "optimizer.adamw"].iloc[0]
+    params = t.scenario["params"]
+    assert opt["bytes_read"] + opt["bytes_written"] == pytest.approx(28 * params)  # bf16 weights/grads, fp32 state
+    assert t.scenario["phase"] == "training"

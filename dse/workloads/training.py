@@ -1,0 +1,57 @@
+"""Training step = forward + backward + optimizer update, derived from the forward operator table.
+
+Backward (the standard 2x rule, Kaplan et al. 2020; Narayanan et al. 2021): every GEMM/conv
+``C = A.B`` has two backward GEMMs of the same FLOPs, ``dA = dC.B^T`` and ``dB = A^T.dC``; flash
+attention's backward recomputes the scores and costs 2.5x its forward FLOPs (five matmuls instead of
+two; Dao, FlashAttention-2, 2023) reading Q, K, V, O, dO and writing dQ, dK, dV; a streaming op's
+backward reads the output gradient and its saved input(s) and writes the input gradient(s)
+(2x the bytes). The optimizer is AdamW with fp32 master weights and moments: per parameter it reads
+the master weight, the gradient and two moments and writes them back plus the low-precision copy
+(Loshchilov & Hutter 2019; mixed precision per Micikevicius et al. 2018).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dse.units import DTYPE_BYTES
+from dse.workloads import ops
+
+#: AdamW per parameter: FLOPs (moments, bias correction, decay, update) and bytes moved
+ADAMW_FLOPS_PER_PARAM = 12.0
+
+
+def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Backward rows for one forward row."""
+    name, count = f"{row['name']}.bwd", row["count"]
+    if row["reuse"] == "tiled":
+        M, N, K, bt = row["M"], row["N"], row["K"], row["batch"]
+        dt, wdt = row["dtype_a"], row["dtype_b"] or row["dtype_a"]
+        kind = row["kind"]
+        d_a = ops.gemm(f"{name}.dinput", M, K, N, dtype=dt, weight_dtype=wdt, batch=bt, count=count, kind=kind)
+        d_b = ops.gemm(f"{name}.dweight", K, N, M, dtype=dt, weight_dtype=dt, batch=bt, count=count, kind=kind)
+        d_a["unit"] = d_b["unit"] = row["unit"]
+        return [d_a, d_b]
+    if row["reuse"] == "attention":
+        r = dict(row)
+        r.update(name=name, flops=2.5 * row["flops"], a_bytes=3 * row["a_bytes"],
+                 c_bytes=row["a_bytes"] + row["b_bytes"], bytes_read=3 * row["a_bytes"] + row["b_bytes"],
+                 bytes_written=row["a_bytes"] + row["b_bytes"])
+        return [r]
+    r = dict(row)
+    r.update(name=name, flops=2.0 * row["flops"], bytes_read=row["bytes_read"] + row["bytes_written"],
+             bytes_written=row["bytes_read"])
+    return [r]
+
+
+def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[dict[str, Any]]:
+    """Forward rows + their backward rows + an AdamW update over ``params`` parameters."""
+    out = list(rows)
+    for row in rows:
+        out.extend(backward_rows(row))
+    b = DTYPE_BYTES[dtype]
+    out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,
+                             flops_per_elem=ADAMW_FLOPS_PER_PARAM, dtype="fp32",
+                             read_bytes=params * (4 + b + 4 + 4),  # master, grad, m, v
+                             write_bytes=params * (4 + 4 + 4 + b)))  # master, m, v, weight copy
+    return out
