@@ -35,6 +35,7 @@ def _bad(**patch) -> dict:
         ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "resnet50"]),
         ({"workloads__0__dtype": "fp12"}, ["workloads.0.dtype", "fp12", "bf16"]),
         ({"search__sampler": "bayes"}, ["search.sampler", "bayes", "tpe"]),
+        ({"search__space": {}}, ["search.space", "search space is empty", "params"]),
     ],
 )
 def test_bad_config_gives_one_line(tmp_path: Path, capsys, patch: dict, expect: list[str]) -> None:
