@@ -99,6 +99,84 @@ def cmd_area(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dse.hardware.templates import load_hardware
+    from dse.validate.suite import error_stats, load_measurements, run_suite, scatter
+
+    templates = {}
+    for item in args.template or []:
+        if "=" not in item:
+            raise DseError(f"got {item!r}; accepted: NAME=TEMPLATE (e.g. a100-80gb=a100-80gb-calibrated)",
+                           field="--template")
+        name, spec = item.split("=", 1)
+        templates[name] = load_hardware(spec)
+    df = load_measurements(args.measurements)
+    res = run_suite(df, templates)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from dse.yamlio import atomic_write
+
+    atomic_write(out / "validation.csv", lambda p: res.to_csv(p, index=False))
+    if (res["status"] == "covered").any():
+        scatter(res, out / "validation.png", "predicted vs measured (validation/measurements.csv)")
+    cols = ["id", "metric", "measured", "predicted", "error_pct"]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        other = res[res["status"] != "covered"]
+        if len(other):
+            print("\nnot covered / errors:")
+            for _, r in other.iterrows():
+                print(f"  {r['id']}: {r['status']}: {r['reason']}")
+    st = error_stats(res)
+    print(f"\n{st['covered']} of {st['rows']} rows covered: median |error| {st['median_abs_error_pct']:.1f} %, "
+          f"max |error| {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import numpy as np
+
+    from dse.hardware.templates import load_hardware, templates_dir
+    from dse.validate.calibrate import calibrate, calibrated_template
+    from dse.validate.suite import NotCoveredError, load_measurements, prepare_row
+    from dse.yamlio import write_yaml
+
+    hw = load_hardware(args.template)
+    df = load_measurements(args.measurements)
+    cases, skipped = [], []
+    for _, row in df.iterrows():
+        if row["hardware"].strip() != hw.name:
+            continue
+        try:
+            cases.append(prepare_row(row, {hw.name: hw}))
+        except (NotCoveredError, DseError) as exc:
+            skipped.append(f"{row['id']}: {exc}")
+    if not cases:
+        raise DseError(f"no covered measurement rows for template {hw.name!r}", field="template")
+    fit = calibrate(hw, cases, loo=not args.no_loo)
+    print(f"calibrating {hw.name} on {len(cases)} rows ({len(skipped)} skipped)")
+    for name, v in zip(fit.names, fit.values, strict=True):
+        print(f"  {name:<18s} {v:.4g}")
+    t = fit.table()
+    print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
+    ab = lambda a: float(np.nanmedian(np.abs(a)))  # noqa: E731
+    mx = lambda a: float(np.nanmax(np.abs(a)))  # noqa: E731
+    print(f"median |error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
+          f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
+          f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
+    out = Path(args.out) if args.out else templates_dir()
+    path = out / f"{hw.name}-calibrated.yaml"
+    write_yaml(path, calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True))
+    print(f"calibrated template: {path}")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -125,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("workloads", help="list the workload library")
     sub.add_parser("hardware", help="list hardware templates")
     sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
+    vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
+    vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
+    vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")
+    vp.add_argument("--out", default="results/validate", help="output folder")
+    cp = sub.add_parser("calibrate", help="fit a template's efficiencies and overheads to measurements")
+    cp.add_argument("template", help="template name or YAML path")
+    cp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
+    cp.add_argument("--out", help="folder for <name>-calibrated.yaml (default: next to the shipped templates)")
+    cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
     pp = sub.add_parser("predict", help="predict one workload on one template")
     pp.add_argument("workload")
     pp.add_argument("hardware")
@@ -138,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
+    "validate": cmd_validate, "calibrate": cmd_calibrate,
 }
 
 

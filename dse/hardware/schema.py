@@ -57,6 +57,10 @@ class Compute(Strict):
     launch_overhead_us: float = Field(
         0.0, ge=0, description="Fixed time per operator launch/sync (us): the overhead ceiling"
     )
+    sync_overhead_us: float = Field(
+        0.0, ge=0, description="Extra time of one host-synchronised call timed on its own (us): added to "
+        "measurements taken that way (validation rows with timing=isolated), never to a workload"
+    )
     matrix: ComputeUnit
     vector: ComputeUnit
     source: str = Field(min_length=3)

@@ -114,7 +114,13 @@ def available() -> list[str]:
 
 def workload(name: str, **scenario: Any) -> Workload:
     """Expand a library model at a scenario, e.g. ``workload("llama2-7b", phase="decode", batch=1,
-    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK``."""
+    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK`` or ``copy:N`` (a streaming copy)."""
+    if name.startswith("copy:"):
+        try:
+            n = int(float(name[5:]))
+        except ValueError:
+            raise DseError(f"got {name!r}; accepted: copy:N with N elements") from None
+        return elementwise(n, dtype=scenario.get("dtype", "fp32"), flops_per_elem=0.0)
     if name.startswith("gemm:"):
         try:
             m, n, k = (int(x) for x in name[5:].lower().split("x"))

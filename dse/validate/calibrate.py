@@ -1,0 +1,133 @@
+"""Calibration: fit a template's achievable fractions to measurements (least squares in log space).
+
+Parameters (per template, never per row): matrix-unit efficiency, vector-unit efficiency, the
+bandwidth efficiency of each memory level, the per-operator overhead, and the host-sync overhead of
+calls timed one at a time (only rows with ``timing=isolated`` see it). Residuals are
+``ln(predicted / measured)``; scipy's bounded trust-region least squares keeps every fraction in
+(0, 1] and the overhead >= 0. Leave-one-out error (refit without each row, predict it) is reported
+next to the fit error, because a fit always looks good on its own rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware
+from dse.predict import OpArrays, evaluate_times
+from dse.validate.suite import RowCase, metric_from_time
+
+OVERHEAD_MAX_US = 1000.0
+
+
+@dataclass(frozen=True)
+class Fit:
+    names: list[str]
+    values: np.ndarray
+    fit_error_pct: np.ndarray  # per row, with all rows fitted
+    loo_error_pct: np.ndarray  # per row, fitted without that row
+    before_error_pct: np.ndarray  # per row, with the template's own values
+    row_ids: list[str]
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame({"id": self.row_ids, "before_error_pct": self.before_error_pct,
+                             "fit_error_pct": self.fit_error_pct, "loo_error_pct": self.loo_error_pct})
+
+
+def parameter_names(hw: Hardware) -> list[str]:
+    return ["matrix_eff", "vector_eff", *[f"{m.name}_eff" for m in hw.memory], "overhead_us", "sync_overhead_us"]
+
+
+def initial(hw: Hardware) -> np.ndarray:
+    c = hw.compute
+    return np.array([c.matrix.efficiency, c.vector.efficiency, *[m.efficiency for m in hw.memory],
+                     c.launch_overhead_us, c.sync_overhead_us])
+
+
+def apply(d: DesignBatch, x: np.ndarray) -> DesignBatch:
+    """A batch with parameter vector ``x`` (see :func:`parameter_names`) set on every design."""
+    L = d.bandwidth.shape[1]
+    return replace(d, matrix_eff=np.full(d.n, x[0]), vector_eff=np.full(d.n, x[1]),
+                   bw_eff=np.tile(x[2:2 + L], (d.n, 1)), overhead_s=np.full(d.n, x[2 + L] * 1e-6))
+
+
+class _Rows:
+    """Pre-built op arrays per row so each residual evaluation is only the vectorized predictor."""
+
+    def __init__(self, hw: Hardware, cases: list[RowCase]) -> None:
+        self.hw = hw
+        self.cases = cases
+        self.base = DesignBatch.from_hardware(hw)
+        self.ops = [OpArrays.from_table(c.workload.ops) for c in cases]
+        self.counts = [c.workload.ops["count"].to_numpy(dtype=float) for c in cases]
+        self.measured = np.array([c.measured for c in cases])
+
+    def predict(self, x: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+        d = apply(self.base, x)
+        idx = list(range(len(self.cases))) if idx is None else idx
+        out = []
+        for i in idx:
+            t = evaluate_times(d, self.ops[i]) @ self.counts[i]
+            if self.cases[i].isolated:
+                t = t + x[-1] * 1e-6
+            out.append(float(metric_from_time(self.cases[i].metric, self.cases[i].workload, d, t)[0]))
+        return np.array(out)
+
+    def residuals(self, x: np.ndarray, idx: list[int]) -> np.ndarray:
+        return np.log(self.predict(x, idx) / self.measured[idx])
+
+
+def _bounds(n: int) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.full(n, 0.02)
+    hi = np.full(n, 1.0)
+    lo[-2:], hi[-2:] = 0.0, OVERHEAD_MAX_US
+    return lo, hi
+
+
+def fit_rows(rows: _Rows, idx: list[int], x0: np.ndarray) -> np.ndarray:
+    lo, hi = _bounds(x0.size)
+    x0 = np.clip(x0, lo + 1e-9, hi)
+    res = least_squares(rows.residuals, x0, bounds=(lo, hi), args=(idx,), x_scale="jac", diff_step=1e-3)
+    return res.x
+
+
+def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
+    """Fit ``hw``'s achievable fractions and overhead to ``cases`` (rows on this template)."""
+    if not cases:
+        raise ValueError(f"no measurement rows for template {hw.name!r}")
+    rows = _Rows(hw, cases)
+    x0 = initial(hw)
+    all_idx = list(range(len(cases)))
+    x = fit_rows(rows, all_idx, x0)
+    pct = lambda p, m: (p / m - 1) * 100  # noqa: E731
+    before = pct(rows.predict(x0), rows.measured)
+    fitted = pct(rows.predict(x), rows.measured)
+    loo_err = np.full(len(cases), np.nan)
+    if loo and len(cases) > 1:
+        for i in all_idx:
+            others = [j for j in all_idx if j != i]
+            xi = fit_rows(rows, others, x)
+            loo_err[i] = pct(rows.predict(xi, [i])[0], rows.measured[i])
+    return Fit(parameter_names(hw), x, fitted, loo_err, before, [c.id for c in cases])
+
+
+def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:
+    """``hw`` with the fitted values, each block's source naming the fit and its rows."""
+    data = hw.model_dump(mode="python", exclude_none=True)
+    v = dict(zip(fit.names, fit.values, strict=True))
+    note = f"; calibrated by dse calibrate on rows {', '.join(fit.row_ids)} (validation/measurements.csv)"
+    data["name"] = f"{hw.name}-calibrated"
+    data["compute"]["matrix"]["efficiency"] = round(float(v["matrix_eff"]), 4)
+    data["compute"]["vector"]["efficiency"] = round(float(v["vector_eff"]), 4)
+    data["compute"]["launch_overhead_us"] = round(float(v["overhead_us"]), 3)
+    data["compute"]["sync_overhead_us"] = round(float(v["sync_overhead_us"]), 3)
+    for part in (data["compute"], data["compute"]["matrix"], data["compute"]["vector"]):
+        part["source"] += note
+    for level in data["memory"]:
+        level["efficiency"] = round(float(v[f"{level['name']}_eff"]), 4)
+        level["source"] += note
+    return Hardware.model_validate(data)

@@ -1,0 +1,207 @@
+"""Validation suite: published measurements (``validation/measurements.csv``) against predictions.
+
+Each row names a workload (a library model, ``gemm:MxNxK`` or ``copy:N``), a scenario
+(``key=value;...``), a hardware template, a system size, a metric and the measured value with its
+source; ``timing=isolated`` marks a single call timed on its own with a host synchronisation, which
+adds the template's ``sync_overhead_us`` (a property of the measurement, not of a workload).
+A row the model cannot cover yet (several chips, a missing template, a scenario keyword not
+supported) is listed as not covered with the reason; a malformed row is an error with the reason;
+neither stops the other rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware
+from dse.hardware.templates import list_templates, load_hardware
+from dse.predict import OpArrays, evaluate_times
+from dse.units import repo_root
+from dse.workloads.library import Workload, workload
+
+REQUIRED = ("id", "workload", "scenario", "hardware", "n_chips", "metric", "value", "source")
+METRICS = {
+    "time_s": "seconds per pass",
+    "tflops": "achieved TFLOP/s",
+    "tokens_per_s": "tokens per second (decode: batch / step time)",
+    "samples_per_s": "samples per second (batch / pass time)",
+    "bandwidth_gbps": "bytes moved per second, GB/s",
+    "mfu": "achieved / peak FLOP/s",
+}
+
+
+def default_path() -> Path:
+    return repo_root() / "validation" / "measurements.csv"
+
+
+def parse_scenario(text: str) -> dict[str, object]:
+    """``"phase=decode;batch=1;fused_attention=true"`` -> keyword arguments for ``dse.workload``."""
+    out: dict[str, object] = {}
+    for part in filter(None, (p.strip() for p in str(text or "").split(";"))):
+        if "=" not in part:
+            raise ValueError(f"scenario item {part!r} is not key=value")
+        k, v = (x.strip() for x in part.split("=", 1))
+        if v.lower() in ("true", "false"):
+            out[k] = v.lower() == "true"
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+def load_measurements(path: str | Path | None = None) -> pd.DataFrame:
+    path = Path(path) if path else default_path()
+    if not path.is_file():
+        raise DseError("file not found; accepted: a measurements CSV", file=str(path))
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise DseError(f"missing column(s) {missing}; accepted: a CSV with columns {', '.join(REQUIRED)}",
+                       file=str(path))
+    return df
+
+
+@dataclass(frozen=True)
+class RowCase:
+    """A measurement row ready to predict: its workload, its metric and the measured value."""
+
+    id: str
+    workload: Workload
+    hardware: Hardware
+    metric: str
+    measured: float
+    isolated: bool = False  # timed as a single host-synchronised call
+
+
+def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: np.ndarray) -> np.ndarray:
+    """The row's metric from predicted seconds per pass ``t`` (any shape)."""
+    batch = wl.scenario.get("batch", 1) or 1
+    if metric == "time_s":
+        return t
+    if metric == "tflops":
+        return wl.flops / t / 1e12
+    if metric in ("tokens_per_s", "samples_per_s"):
+        return batch / t
+    if metric == "bandwidth_gbps":
+        return wl.bytes / t / 1e9
+    if metric == "mfu":
+        peak = hw.peak_flops if isinstance(hw, Hardware) else hw.peak_flops
+        return wl.flops / t / peak
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None = None) -> RowCase:
+    """Build one row's case, or raise ``DseError`` (bad row) / ``NotCoveredError`` (model cannot cover it)."""
+    rid = row.get("id") or "?"
+    metric = row["metric"].strip()
+    if metric not in METRICS:
+        raise DseError(f"row {rid}: metric {metric!r}; accepted: {', '.join(METRICS)}", field="metric")
+    try:
+        value = float(row["value"])
+    except ValueError:
+        raise DseError(f"row {rid}: value {row['value']!r} is not a number", field="value") from None
+    if not value > 0:
+        raise DseError(f"row {rid}: value {value}; accepted: a number > 0", field="value")
+    chips = int(float(row.get("n_chips") or 1))
+    if chips > 1:
+        raise NotCoveredError(f"{chips} chips: multi-chip systems need the network model (issue 5)")
+    name = row["hardware"].strip()
+    templates = templates or {}
+    if name in templates:
+        hw = templates[name]
+    elif name in list_templates():
+        hw = load_hardware(name)
+    else:
+        raise NotCoveredError(f"no hardware template {name!r} (shipped: {', '.join(list_templates())})")
+    try:
+        scen = parse_scenario(row["scenario"])
+        wl = workload(row["workload"].strip(), **scen)
+    except DseError as exc:
+        raise NotCoveredError(f"workload not expressible yet: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise DseError(f"row {rid}: scenario {row['scenario']!r}: {exc}", field="scenario") from None
+    timing = (row.get("timing") or "steady").strip() or "steady"
+    if timing not in ("steady", "isolated"):
+        raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated", field="timing")
+    return RowCase(rid, wl, hw, metric, value, timing == "isolated")
+
+
+class NotCoveredError(Exception):
+    """A valid row the model cannot predict yet; the message says why."""
+
+
+def predict_case(case: RowCase, design: DesignBatch | None = None, sync_overhead_us: float | None = None) -> float:
+    d = design if design is not None else DesignBatch.from_hardware(case.hardware)
+    t = evaluate_times(d, OpArrays.from_table(case.workload.ops)) @ case.workload.ops["count"].to_numpy(dtype=float)
+    if case.isolated:
+        sync = case.hardware.compute.sync_overhead_us if sync_overhead_us is None else sync_overhead_us
+        t = t + sync * 1e-6
+    return float(metric_from_time(case.metric, case.workload, d, t)[0])
+
+
+def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None) -> pd.DataFrame:
+    """One result row per measurement: status (covered / not covered / error), predicted, error %."""
+    out = []
+    for _, row in df.iterrows():
+        rec = {"id": row["id"], "workload": row["workload"], "hardware": row["hardware"], "metric": row["metric"],
+               "measured": pd.to_numeric(row["value"], errors="coerce"), "predicted": np.nan, "error_pct": np.nan,
+               "status": "covered", "reason": ""}
+        try:
+            case = prepare_row(row, templates)
+            rec["predicted"] = predict_case(case)
+            rec["error_pct"] = (rec["predicted"] / case.measured - 1) * 100
+        except NotCoveredError as exc:
+            rec["status"], rec["reason"] = "not covered", str(exc)
+        except DseError as exc:
+            rec["status"], rec["reason"] = "error", str(exc)
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def error_stats(results: pd.DataFrame) -> dict[str, float]:
+    """Median and maximum absolute percentage error over covered rows."""
+    err = results.loc[results["status"] == "covered", "error_pct"].abs()
+    return {"rows": int(len(results)), "covered": int(err.size),
+            "median_abs_error_pct": float(err.median()) if err.size else float("nan"),
+            "max_abs_error_pct": float(err.max()) if err.size else float("nan")}
+
+
+def scatter(results: pd.DataFrame, path: Path, title: str) -> Path:
+    """Log-log predicted vs measured (each metric normalised to its measured value's scale by row),
+    with y = x and the +/-10 % band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dse.yamlio import atomic_write
+
+    cov = results[results["status"] == "covered"]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    for k, (metric, g) in enumerate(cov.groupby("metric")):
+        ax.scatter(g["measured"], g["predicted"], s=28, color=f"C{k}", edgecolor="k", lw=0.3,
+                   label=f"{metric} ({METRICS[metric]})")
+    lo = float(min(cov["measured"].min(), cov["predicted"].min())) / 2 if len(cov) else 1e-3
+    hi = float(max(cov["measured"].max(), cov["predicted"].max())) * 2 if len(cov) else 1e3
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, "k-", lw=1, label="y = x")
+    ax.fill_between(xs, xs * 0.9, xs * 1.1, color="0.85", label="±10 %")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (metric's unit: s, TFLOP/s, token/s, sample/s or GB/s)")
+    ax.set_ylabel("predicted (same unit)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
+    plt.close(fig)
+    return path

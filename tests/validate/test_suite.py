@@ -1,0 +1,118 @@
+"""Validation suite and calibration: statistics, bad rows, recovering known parameters."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dse
+from dse.cli import main
+from dse.validate.calibrate import apply, calibrate, calibrated_template, initial, parameter_names
+from dse.validate.suite import error_stats, load_measurements, parse_scenario, prepare_row, run_suite
+
+COLS = "id,workload,scenario,hardware,n_chips,metric,value,unit,source,note,timing\n"
+
+
+def _csv(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "m.csv"
+    p.write_text(COLS + body)
+    return p
+
+
+def test_statistics_over_covered_rows_only() -> None:
+    res = pd.DataFrame({"status": ["covered", "covered", "covered", "not covered", "error"],
+                        "error_pct": [5.0, -20.0, 1.0, np.nan, np.nan]})
+    st = error_stats(res)
+    assert st == {"rows": 5, "covered": 3, "median_abs_error_pct": 5.0, "max_abs_error_pct": 20.0}
+
+
+def test_scenario_parsing() -> None:
+    assert parse_scenario("phase=decode; batch=8;fused_attention=false;dtype=bf16") == {
+        "phase": "decode", "batch": 8, "fused_attention": False, "dtype": "bf16"}
+    with pytest.raises(ValueError):
+        parse_scenario("batch")
+
+
+def test_bad_rows_are_reported_and_the_rest_processed(tmp_path: Path) -> None:
+    body = (
+        "ok,gemm:4096x4096x4096,dtype=bf16,a100-80gb,1,tflops,250,TFLOP/s,test,,steady\n"
+        "badmetric,gemm:64x64x64,dtype=bf16,a100-80gb,1,joules,1,J,test,,steady\n"
+        "zero,gemm:64x64x64,dtype=bf16,a100-80gb,1,time_s,0,s,test,,steady\n"
+        "nochip,gemm:64x64x64,dtype=bf16,b300,1,time_s,1e-5,s,test,,steady\n"
+        "multi,llama2-7b,phase=decode,a100-80gb,8,tokens_per_s,300,token/s,test,,steady\n"
+    )
+    res = run_suite(load_measurements(_csv(tmp_path, body))).set_index("id")
+    assert res.loc["ok", "status"] == "covered" and abs(res.loc["ok", "error_pct"]) < 20
+    assert res.loc["badmetric", "status"] == "error" and "accepted: time_s" in res.loc["badmetric", "reason"]
+    assert res.loc["zero", "status"] == "error" and "> 0" in res.loc["zero", "reason"]
+    assert res.loc["nochip", "status"] == "not covered" and "b300" in res.loc["nochip", "reason"]
+    assert res.loc["multi", "status"] == "not covered" and "8 chips" in res.loc["multi", "reason"]
+    assert all("\n" not in r for r in res["reason"])
+
+
+def test_missing_column_is_one_line(tmp_path: Path, capsys) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("id,workload\nx,gemm:1x1x1\n")
+    assert main(["validate", "--measurements", str(p), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "missing column" in err and "m.csv" in err and err.count("\n") == 1
+
+
+def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
+    assert main(["validate", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "median |error|" in out and "not covered" in out
+    res = pd.read_csv(tmp_path / "validation.csv")
+    assert (res["status"] == "covered").sum() >= 20 and (tmp_path / "validation.png").is_file()
+    assert set(res["status"]) <= {"covered", "not covered", "error"}
+
+
+def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:
+    hw = dse.hardware("a100-80gb")
+    truth = initial(hw).copy()
+    names = parameter_names(hw)
+    truth[names.index("matrix_eff")] = 0.71
+    truth[names.index("hbm_eff")] = 0.62
+    truth[names.index("overhead_us")] = 7.0
+    truth[names.index("sync_overhead_us")] = 20.0
+    body = ""
+    shapes = ["8192x8192x8192", "4096x4096x4096", "1x12288x12288", "16x8192x8192", "64x64x64", "128x128x128",
+              "32x16384x4096", "2048x2048x2048"]
+    rows = []
+    for i, s in enumerate(shapes):
+        timing = "isolated" if i % 2 else "steady"
+        rows.append({"id": f"r{i}", "workload": f"gemm:{s}", "scenario": "dtype=bf16", "hardware": "a100-80gb",
+                     "n_chips": "1", "metric": "time_s", "value": "1", "source": "synthetic", "timing": timing})
+    rows.append({"id": "copy", "workload": "copy:100000000", "scenario": "dtype=bf16", "hardware": "a100-80gb",
+                 "n_chips": "1", "metric": "time_s", "value": "1", "source": "synthetic", "timing": "steady"})
+    cases = []
+    from dse.hardware.designs import DesignBatch
+    from dse.predict import OpArrays, evaluate_times
+
+    d_true = apply(DesignBatch.from_hardware(hw), truth)
+    for r in rows:
+        c = prepare_row(r)
+        t = float((evaluate_times(d_true, OpArrays.from_table(c.workload.ops)) @ c.workload.ops["count"].to_numpy())[0])
+        t += truth[-1] * 1e-6 if c.isolated else 0.0
+        cases.append(type(c)(c.id, c.workload, c.hardware, c.metric, t, c.isolated))
+    fit = calibrate(hw, cases, loo=False)
+    got = dict(zip(fit.names, fit.values, strict=True))
+    assert got["matrix_eff"] == pytest.approx(0.71, rel=0.02)
+    assert got["hbm_eff"] == pytest.approx(0.62, rel=0.02)
+    assert got["overhead_us"] == pytest.approx(7.0, rel=0.05)
+    assert got["sync_overhead_us"] == pytest.approx(20.0, rel=0.05)
+    assert np.max(np.abs(fit.fit_error_pct)) < 1.0
+    cal = calibrated_template(hw, fit)
+    assert cal.name == "a100-80gb-calibrated" and "calibrated by dse calibrate" in cal.compute.source
+    assert cal.compute.matrix.efficiency == pytest.approx(0.71, rel=0.02)
+
+
+def test_calibrate_command_reports_leave_one_out(tmp_path: Path, capsys) -> None:
+    body = "".join(f"g{m},gemm:{m}x4096x4096,dtype=bf16,a100-80gb,1,tflops,{v},TFLOP/s,test,,steady\n"
+                   for m, v in ((256, 180), (1024, 240), (4096, 262), (8192, 268)))
+    assert main(["calibrate", "a100-80gb", "--measurements", str(_csv(tmp_path, body)), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "leave-one-out" in out and (tmp_path / "a100-80gb-calibrated.yaml").is_file()
+    cal = dse.hardware(tmp_path / "a100-80gb-calibrated.yaml")
+    assert 0 < cal.compute.matrix.efficiency <= 1
