@@ -177,6 +177,52 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_host(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+
+    from dse.report.plots import host_roofline
+    from dse.validate.calibrate import calibrate, calibrated_template
+    from dse.validate.host import host_template, measure_host, measure_panel, panel, panel_cases, run_panel
+    from dse.yamlio import atomic_write, write_yaml
+
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print("measuring this machine (GEMM peaks, bandwidth per cache level, call overhead) ...", flush=True)
+    m = measure_host()
+    hw = host_template(m)
+    write_yaml(out / "host.yaml", hw.model_dump(mode="json", exclude_none=True))
+    items = panel()
+    print(f"timing {len(items)} operators (cold cache, median of repeats) ...", flush=True)
+    measured = measure_panel(items)
+    before = run_panel(items, hw, measured)
+    fit = calibrate(hw, panel_cases(items, measured, hw))
+    cal = calibrated_template(hw, fit)
+    write_yaml(out / "host-calibrated.yaml", cal.model_dump(mode="json", exclude_none=True))
+    after = run_panel(items, cal, measured)
+    table = after.assign(uncalibrated_error_pct=before["error_pct"].to_numpy(), loo_error_pct=fit.loo_error_pct)
+    atomic_write(out / "host_panel.csv", lambda p: table.to_csv(p, index=False))
+    host_roofline(after, cal, out / "host_roofline.png", "this machine: measured roofs, operators measured (dot) "
+                  "and predicted by the calibrated host template (ring)")
+    cols = ["operator", "ai_flop_per_byte", "measured_s", "predicted_s", "error_pct", "uncalibrated_error_pct",
+            "loo_error_pct", "roof_utilization", "region"]
+    with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    med = lambda a: float(np.nanmedian(np.abs(a)))  # noqa: E731
+    print(f"\nGEMM peak fp64 {m.peak['fp64'] / 1e9:.1f} / fp32 {m.peak['fp32'] / 1e9:.1f} GFLOP/s; bandwidth "
+          + ", ".join(f"{k} {v / 1e9:.0f} GB/s" for k, v in m.bandwidth.items())
+          + f"; call overhead {m.overhead_s * 1e6:.2f} us")
+    print(f"median |predicted - measured| / measured: {med(before['error_pct']):.1f} % measured template, "
+          f"{med(after['error_pct']):.1f} % calibrated, {med(fit.loo_error_pct):.1f} % leave-one-out")
+    print(f"wrote {out}/host.yaml, host-calibrated.yaml, host_panel.csv, host_roofline.png "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -212,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
     cp.add_argument("--out", help="folder for <name>-calibrated.yaml (default: next to the shipped templates)")
     cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
+    hp = sub.add_parser("host", help="roofline health check of this machine with a numpy operator panel")
+    hp.add_argument("--out", default="results/host", help="output folder")
     pp = sub.add_parser("predict", help="predict one workload on one template")
     pp.add_argument("workload")
     pp.add_argument("hardware")
@@ -225,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
-    "validate": cmd_validate, "calibrate": cmd_calibrate,
+    "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host,
 }
 
 

@@ -184,3 +184,36 @@ def pareto_chart(all_points: pd.DataFrame, front: pd.DataFrame, x: str, y: str, 
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
+    """Measured roofs of a host template, each panel operator as a dot (measured) and a ring
+    (predicted) at its arithmetic intensity (compulsory bytes)."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = np.logspace(-2, 3.5, 200)
+    peaks = hw.compute.matrix.peak_tflops
+    for k, (dt, p) in enumerate(sorted(peaks.items())):
+        ax.plot(xs, np.full_like(xs, p * 1e3), color="k", lw=2 - 0.6 * k, ls="-" if k == 0 else "-.",
+                label=f"BLAS GEMM peak {dt} {p * 1e3:.0f} GFLOP/s")
+    vec = hw.compute.vector.peak_tflops.get("fp32")
+    if vec:
+        ax.plot(xs, np.full_like(xs, vec * 1e3), color="0.4", lw=1, ls=":", label=f"vector fp32 {vec * 1e3:.1f} GFLOP/s")
+    top = max(peaks.values()) * 1e3
+    for j, lv in enumerate(hw.memory):
+        bw = lv.bandwidth_bps / 1e9
+        ax.plot(xs, np.minimum(xs * bw, top), "--", color=f"C{j}", lw=1.2, label=f"{lv.name} {bw:.0f} GB/s")
+    x = df["ai_flop_per_byte"]
+    ax.scatter(x, df["flops"] / df["measured_s"] / 1e9, s=40, color="crimson", zorder=3, label="measured")
+    ax.scatter(x, df["flops"] / df["predicted_s"] / 1e9, s=90, facecolors="none", edgecolors="navy", zorder=3,
+               label="predicted")
+    for _, r in df.iterrows():
+        ax.annotate(r["operator"], (r["ai_flop_per_byte"], r["flops"] / r["measured_s"] / 1e9), fontsize=6,
+                    xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
+    ax.set_ylabel("throughput (GFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
