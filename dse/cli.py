@@ -223,6 +223,54 @@ def cmd_host(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gpu(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dse.validate.gpu import parse_nvidia_smi, query_nvidia_smi, template_for
+    from dse.yamlio import write_yaml
+
+    if args.from_file:
+        path = Path(args.from_file)
+        if not path.is_file():
+            raise DseError("file not found; accepted: a recorded nvidia-smi output", file=str(path))
+        text = path.read_text()
+    else:
+        text = query_nvidia_smi()
+    out = Path(args.out)
+    for i, gpu in enumerate(parse_nvidia_smi(text)):
+        hw = template_for(gpu)
+        path = write_yaml(out / f"gpu{i}-{hw.name}.yaml", hw.model_dump(mode="json", exclude_none=True))
+        print(f"GPU {i}: {gpu['name']} -> {hw.name} ({path})")
+    return 0
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dse.hardware.templates import load_hardware
+    from dse.report.plots import kernels_roofline
+    from dse.units import fallback_dtype
+    from dse.validate.kernels import load_kernels, place
+    from dse.yamlio import atomic_write
+
+    hw = load_hardware(args.hardware)
+    df = place(load_kernels(args.file), hw, args.dtype)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "kernels.csv", lambda p: df.to_csv(p, index=False))
+    peak = hw.compute.matrix.peak_tflops[fallback_dtype(args.dtype or hw.reference_dtype, hw.compute.matrix.peak_tflops)]
+    kernels_roofline(df, hw, peak, out / "kernels_roofline.png", f"profiled kernels on {hw.name}")
+    cols = ["name", "ai_flop_per_byte", "achieved_tflops", "roof_tflops", "roof_utilization", "region", "status",
+            "reason"]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 50):
+        print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    bad = int((df["status"] != "ok").sum())
+    print(f"{len(df) - bad} kernels placed, {bad} with errors; {out / 'kernels.csv'}")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -260,6 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
     hp = sub.add_parser("host", help="roofline health check of this machine with a numpy operator panel")
     hp.add_argument("--out", default="results/host", help="output folder")
+    gp = sub.add_parser("gpu", help="build a template from nvidia-smi (or a recorded output)")
+    gp.add_argument("--from-file", help="recorded output of nvidia-smi --query-gpu=... --format=csv,noheader,nounits")
+    gp.add_argument("--out", default="results/gpu", help="output folder")
+    kp = sub.add_parser("kernels", help="place profiled kernels (generic or Nsight Compute CSV) on a roofline")
+    kp.add_argument("file", help="CSV: name,flops,bytes,seconds or ncu --csv --page raw")
+    kp.add_argument("--hardware", required=True, help="template name or YAML path")
+    kp.add_argument("--dtype", help="matrix mode for the FLOP roof (default: the template's reference dtype)")
+    kp.add_argument("--out", default="results/kernels", help="output folder")
     pp = sub.add_parser("predict", help="predict one workload on one template")
     pp.add_argument("workload")
     pp.add_argument("hardware")
@@ -273,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
-    "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host,
+    "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu,
+    "kernels": cmd_kernels,
 }
 
 

@@ -217,3 +217,26 @@ def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="lower right")
     return _save(fig, path)
+
+
+def kernels_roofline(df: pd.DataFrame, hw, peak_tflops: float, path: Path, title: str) -> Path:
+    """Profiled kernels (AI per DRAM byte, achieved TFLOP/s) on a template's DRAM roofline."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    ok = df[df["status"] == "ok"]
+    ai = ok["ai_flop_per_byte"].replace([np.inf, 0], np.nan).dropna()
+    lo = max(float(ai.min()) / 4, 1e-3) if len(ai) else 1e-2
+    hi = float(ai.max()) * 4 if len(ai) else 1e4
+    xs = np.geomspace(lo, max(hi, 2 * peak_tflops * 1e12 / hw.dram.bandwidth_bps), 200)
+    bw = hw.dram.bandwidth_bps
+    ax.plot(xs, np.minimum(xs * bw, peak_tflops * 1e12) / 1e12, "k-", lw=2,
+            label=f"{hw.name}: {peak_tflops:.0f} TFLOP/s, {bw / 1e12:.2f} TB/s")
+    for k, (region, g) in enumerate(ok.groupby("region")):
+        ax.scatter(g["ai_flop_per_byte"], g["achieved_tflops"], s=30, color=f"C{k}", edgecolor="k", lw=0.3, label=region)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel("achieved (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -1,5 +1,6 @@
 """Calibration: fit a template's achievable fractions to measurements (least squares in log space).
 
+Robust loss (soft L1, scale 0.2 in log space) so one odd row cannot drag every parameter.
 Parameters (per template, never per row): matrix-unit efficiency, vector-unit efficiency, the
 bandwidth efficiency of each memory level, the per-operator overhead, and the host-sync overhead of
 calls timed one at a time (only rows with ``timing=isolated`` see it). Residuals are
@@ -91,7 +92,8 @@ def _bounds(n: int) -> tuple[np.ndarray, np.ndarray]:
 def fit_rows(rows: _Rows, idx: list[int], x0: np.ndarray) -> np.ndarray:
     lo, hi = _bounds(x0.size)
     x0 = np.clip(x0, lo + 1e-9, hi)
-    res = least_squares(rows.residuals, x0, bounds=(lo, hi), args=(idx,), x_scale="jac", diff_step=1e-3)
+    res = least_squares(rows.residuals, x0, bounds=(lo, hi), args=(idx,), x_scale="jac", diff_step=1e-3,
+                        loss="soft_l1", f_scale=0.2)
     return res.x
 
 

@@ -76,7 +76,6 @@ def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:
     truth[names.index("hbm_eff")] = 0.62
     truth[names.index("overhead_us")] = 7.0
     truth[names.index("sync_overhead_us")] = 20.0
-    body = ""
     shapes = ["8192x8192x8192", "4096x4096x4096", "1x12288x12288", "16x8192x8192", "64x64x64", "128x128x128",
               "32x16384x4096", "2048x2048x2048"]
     rows = []

@@ -1,0 +1,138 @@
+"""Host health-check pieces, nvidia-smi parsing and profiler imports on small files made here."""
+
+from pathlib import Path
+
+import pytest
+
+import dse
+from dse.cli import main
+from dse.errors import DseError
+from dse.validate.gpu import parse_nvidia_smi, template_for
+from dse.validate.host import (
+    Caches,
+    HostMeasurement,
+    host_template,
+    panel,
+    predict_item,
+    read_caches,
+    timeit,
+)
+from dse.validate.kernels import load_kernels, place
+
+# Recorded: nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.memory,memory.total,power.limit
+#           --format=csv,noheader,nounits  (format as documented by NVIDIA; values of the parts' datasheets)
+SMI = """NVIDIA A100-SXM4-80GB, 1410, 1593, 81920, 400.00
+NVIDIA H100 80GB HBM3, 1980, 2619, 81559, 700.00
+"""
+
+
+def test_cache_sizes_are_read_from_a_sys_tree(tmp_path: Path) -> None:
+    for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"),
+                                             (3, "Unified", "96M")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    c = read_caches(str(tmp_path))
+    assert (c.l1, c.l2, c.l3) == (48 * 1024, 2 * 1024**2, 96 * 1024**2)
+
+
+def test_timeit_takes_the_median() -> None:
+    calls = []
+    t = timeit(lambda: calls.append(1), min_time=0.0, min_repeats=7, warmup=3)
+    assert len(calls) >= 10 and 0 <= t < 1e-3
+
+
+def test_host_template_and_panel_prediction() -> None:
+    m = HostMeasurement(Caches(32 * 1024, 1024**2, 32 * 1024**2, 2), {"fp64": 1e11, "fp32": 2e11},
+                        {"fp32": 8e9, "fp64": 6e9}, {"l1": 1e11, "l2": 1e11, "l3": 8e10, "dram": 3e10}, 5e-7, 2**34,
+                        {"OPENBLAS_CORETYPE": "Haswell"})
+    hw = host_template(m)
+    assert hw.compute.matrix.peak_tflops["fp32"] == pytest.approx(0.2) and "OPENBLAS_CORETYPE=Haswell" in hw.source
+    assert [lv.name for lv in hw.memory] == ["l1", "l2", "l3", "dram"]
+    from dse.hardware.designs import DesignBatch
+
+    d = DesignBatch.from_hardware(hw)
+    items = {it.name: it for it in panel()}
+    t, roof, bound = predict_item(items["gemm 2048x2048x2048 fp32"], d)
+    assert bound == "compute" and t == pytest.approx(2 * 2048**3 / 2e11 + 5e-7, rel=1e-6) and roof <= t
+    t, roof, bound = predict_item(items["add n=16777216"], d)
+    assert bound == "dram" and t == pytest.approx(3 * 4 * 2**24 / 3e10 + 5e-7, rel=1e-6)
+    # softmax runs five numpy passes, each with its own call overhead
+    assert len(items["softmax 4096x1024"].rows) == 5
+
+
+def test_nvidia_smi_output_becomes_the_matching_template() -> None:
+    gpus = parse_nvidia_smi(SMI)
+    assert [g["name"] for g in gpus] == ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"]
+    a100 = template_for(gpus[0])
+    assert a100.name == "a100-80gb-queried" and a100.peak_flops == dse.hardware("a100-80gb").peak_flops
+    assert a100.dram.capacity_bytes == pytest.approx(81920 * 2**20) and a100.published.tdp_w == 400
+    assert template_for(gpus[1]).name == "h100-sxm-queried"
+    with pytest.raises(DseError, match="no shipped template for GPU 'NVIDIA L4'"):
+        template_for(parse_nvidia_smi("NVIDIA L4, 2040, 6251, 23034, 72.00")[0])
+    with pytest.raises(DseError, match="line 1: 3 fields"):
+        parse_nvidia_smi("NVIDIA A100, 1410, 1593")
+
+
+def test_gpu_command_from_a_recorded_file(tmp_path: Path, capsys) -> None:
+    f = tmp_path / "smi.csv"
+    f.write_text(SMI)
+    assert main(["gpu", "--from-file", str(f), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "gpu0-a100-80gb-queried.yaml").is_file()
+    assert dse.hardware(tmp_path / "o" / "gpu1-h100-sxm-queried.yaml").name == "h100-sxm-queried"
+
+
+def test_generic_kernel_csv_is_placed_with_regions(tmp_path: Path) -> None:
+    f = tmp_path / "k.csv"
+    f.write_text("name,flops,bytes,seconds\n"
+                 "big_gemm,2.2e12,4e8,0.008\n"      # AI 5500: compute side, 275 TFLOP/s of 312
+                 "stream,1e9,8e9,0.005\n"           # AI 0.125: memory side, 1.6 TB/s of 2.04
+                 "slow,1e9,8e9,0.1\n"               # far below
+                 "zero,1e9,1e9,0\n")
+    df = place(load_kernels(f), dse.hardware("a100-80gb")).set_index("name")
+    assert df.loc["big_gemm", "region"] == "compute-bound"
+    assert df.loc["big_gemm", "roof_utilization"] == pytest.approx(2.2e12 / 0.008 / 312e12)
+    assert df.loc["stream", "region"] == "memory-bound"
+    assert df.loc["stream", "roof_utilization"] == pytest.approx(8e9 / 0.005 / 2039e9)
+    assert df.loc["slow", "region"] == "far below roof"
+    assert df.loc["zero", "status"] == "error" and "zero" in df.loc["zero", "reason"]
+
+
+def test_nsight_compute_raw_csv(tmp_path: Path, capsys) -> None:
+    f = tmp_path / "ncu.csv"
+    f.write_text(
+        '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes.sum",'
+        '"sm__sass_thread_inst_executed_op_ffma_pred_on.sum","sm__sass_thread_inst_executed_op_fadd_pred_on.sum"\n'
+        '"","","usecond","Mbyte","inst","inst"\n'
+        '"0","sgemm_128x128","1,000","16","1000000000","0"\n'
+        '"1","vector_add","10","12","0","1000000"\n')
+    k = load_kernels(f).set_index("name")
+    assert k.loc["sgemm_128x128", "flops"] == 2e9 and k.loc["sgemm_128x128", "seconds"] == pytest.approx(1e-3)
+    assert k.loc["vector_add", "bytes"] == pytest.approx(12e6) and k.loc["vector_add", "flops"] == 1e6
+    assert main(["kernels", str(f), "--hardware", "a100-80gb", "--out", str(tmp_path / "o")]) == 0
+    assert "2 kernels placed, 0 with errors" in capsys.readouterr().out
+
+
+def test_profiler_csv_missing_a_column_is_one_line(tmp_path: Path, capsys) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text("name,flops,seconds\nk,1,1\n")
+    assert main(["kernels", str(f), "--hardware", "a100-80gb", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv" in err and "missing column(s) ['bytes']" in err and err.count("\n") == 1
+
+
+def test_host_command_writes_template_chart_and_table(tmp_path: Path, capsys) -> None:
+    import pandas as pd
+
+    assert main(["host", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "leave-one-out" in out and "GFLOP/s" in out
+    for name in ("host.yaml", "host-calibrated.yaml", "host_panel.csv", "host_roofline.png"):
+        assert (tmp_path / name).is_file(), name
+    table = pd.read_csv(tmp_path / "host_panel.csv")
+    assert len(table) == len(panel()) and (table["measured_s"] > 0).all()
+    assert set(table["region"]) <= {"memory-bound", "compute-bound", "far below roof"}
+    host = dse.hardware(tmp_path / "host.yaml")
+    assert host.compute.matrix.peak_tflops["fp32"] > 0 and host.dram.bandwidth_bps > 0
