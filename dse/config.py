@@ -30,6 +30,7 @@ class WorkloadEntry(Strict):
     resolution: int | None = Field(None, gt=0)
     dtype: Dtype | None = None
     kv_dtype: Dtype | None = None
+    weight_dtype: Dtype | None = None
     fused_attention: bool | None = None
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None

@@ -15,7 +15,7 @@ from dse.workloads import ops
 from dse.workloads.scenario import Scenario
 from dse.workloads.training import training_step
 
-Act = Literal["relu", "relu6", "silu", "gelu", "none"]
+Act = Literal["relu", "relu6", "silu", "gelu", "hswish", "sigmoid", "none"]
 
 
 class InputShape(Strict):
@@ -63,7 +63,8 @@ class Bottleneck(Strict):
     out: int = Field(gt=0)
     stride: int = Field(1, gt=0)
     repeats: int = Field(1, gt=0)
-    groups: int = Field(1, gt=0, description="ResNeXt cardinality on the 3x3")
+    groups: int = Field(1, gt=0, description="ResNeXt cardinality on the 3x3 (RegNet: mid / group width)")
+    se: float = Field(0.0, ge=0, description="Squeeze-excitation width as a fraction of the block input (RegNetY 0.25)")
 
 
 class BasicBlock(Strict):
@@ -75,15 +76,34 @@ class BasicBlock(Strict):
 
 class InvertedResidual(Strict):
     op: Literal["inverted_residual"]
-    expand: int = Field(gt=0)
+    expand: float = Field(gt=0, description="Expansion ratio (ignored when expand_channels is given)")
+    expand_channels: int | None = Field(None, gt=0, description="Explicit expanded width (MobileNetV3)")
     out: int = Field(gt=0)
     stride: int = Field(1, gt=0)
     repeats: int = Field(1, gt=0)
     k: int = Field(3, gt=0)
     act: Act = "relu6"
+    se: float = Field(0.0, ge=0, description="Squeeze-excitation width as a fraction of se_on's channels")
+    se_on: Literal["input", "expanded"] = "input"
+    se_divisor: int = Field(1, gt=0, description="Round the SE width up to a multiple of this (MobileNetV3: 8)")
 
 
-Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual,
+class Norm(Strict):
+    op: Literal["norm"]
+    kind: Literal["layernorm", "batchnorm"] = "layernorm"
+
+
+class ConvNeXt(Strict):
+    """ConvNeXt block (Liu et al., CVPR 2022): dw 7x7, LayerNorm, 1x1 to 4C (GELU), 1x1 to C, layer
+    scale, residual."""
+
+    op: Literal["convnext"]
+    repeats: int = Field(1, gt=0)
+    k: int = Field(7, gt=0)
+    mlp_ratio: int = Field(4, gt=0)
+
+
+Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt,
                   Field(discriminator="op")]
 
 
@@ -144,6 +164,24 @@ class _Builder:
         if act != "none":
             self.vector(f"{name}.{act}", "elementwise", act)
 
+    def squeeze_excite(self, name: str, width: int, act: str = "relu") -> None:
+        """SE (Hu et al., CVPR 2018): global pool, FC down (act), FC up, sigmoid, channel-wise scale."""
+        n, c = self.n, self.c
+        b = ops.DTYPE_BYTES[self.dt]
+        full = self.elems()
+        self.rows.append(ops.streaming(f"{name}.pool", kind="pool", elems=n * c, flops_per_elem=self.h * self.w,
+                                       dtype=self.dt, read_bytes=full * b))
+        self.rows.append(ops.gemm(f"{name}.fc1", n, width, c, dtype=self.dt))
+        self.rows.append(ops.streaming(f"{name}.{act}", kind="elementwise", elems=n * width,
+                                       flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=self.dt, fused=self.fuse))
+        self.rows.append(ops.gemm(f"{name}.fc2", n, c, width, dtype=self.dt))
+        self.rows.append(ops.streaming(f"{name}.sigmoid", kind="elementwise", elems=n * c,
+                                       flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["sigmoid"], dtype=self.dt,
+                                       fused=self.fuse))
+        self.rows.append(ops.streaming(f"{name}.scale", kind="elementwise", elems=full, flops_per_elem=1.0,
+                                       dtype=self.dt, fused=self.fuse, read_bytes=(full + n * c) * b))
+        self.params += 2 * c * width + width + c
+
     def residual(self, name: str, shortcut: tuple[int, int, int], stride: int, act: str) -> None:
         """Add the shortcut (projected by a 1x1 conv when the shape changed), then activate."""
         h0, w0, c0 = shortcut
@@ -166,6 +204,20 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
     for i, layer in enumerate(arch.layers):
         tag = f"l{i}"
         match layer:
+            case Norm():
+                b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
+                b.params += 2 * b.c
+            case ConvNeXt():
+                for r in range(layer.repeats):
+                    blk, short = f"{tag}.convnext{r}", (b.h, b.w, b.c)
+                    c = b.c
+                    b.conv(f"{blk}.dw{layer.k}x{layer.k}", c, layer.k, groups=c, bn=False, act="none")
+                    b.vector(f"{blk}.layernorm", "norm", "layernorm")
+                    b.conv(f"{blk}.pw1", layer.mlp_ratio * c, 1, pad=0, bn=False, act="gelu")
+                    b.conv(f"{blk}.pw2", c, 1, pad=0, bn=False, act="none")
+                    b.vector(f"{blk}.layer_scale", "elementwise", "mul")
+                    b.params += 3 * c  # LayerNorm affine + layer scale
+                    b.residual(blk, short, 1, "none")
             case Conv():
                 b.conv(f"{tag}.conv{layer.k}x{layer.k}", layer.out, layer.k, layer.stride, layer.pad,
                        layer.groups, layer.bn, layer.act)
@@ -182,6 +234,8 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
                     blk, short = f"{tag}.bottleneck{r}", (b.h, b.w, b.c)
                     b.conv(f"{blk}.conv1x1a", layer.mid, 1, pad=0)
                     b.conv(f"{blk}.conv3x3", layer.mid, 3, stride=s, groups=layer.groups)
+                    if layer.se:
+                        b.squeeze_excite(f"{blk}.se", max(1, int(short[2] * layer.se)))
                     b.conv(f"{blk}.conv1x1b", layer.out, 1, pad=0, act="none")
                     b.residual(blk, short, s, "relu")
             case BasicBlock():
@@ -196,10 +250,17 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
                     s = layer.stride if r == 0 else 1
                     blk, c_in = f"{tag}.invres{r}", b.c
                     short = (b.h, b.w, b.c)
-                    if layer.expand != 1:
-                        b.conv(f"{blk}.expand", c_in * layer.expand, 1, pad=0, act=layer.act)
+                    exp = layer.expand_channels or int(round(c_in * layer.expand))
+                    if exp != c_in:
+                        b.conv(f"{blk}.expand", exp, 1, pad=0, act=layer.act)
                     b.conv(f"{blk}.dw{layer.k}x{layer.k}", b.c, layer.k, stride=s, groups=b.c,
                            act=layer.act)
+                    if layer.se:
+                        base = c_in if layer.se_on == "input" else exp
+                        width = max(1, int(base * layer.se))
+                        width = -(-width // layer.se_divisor) * layer.se_divisor
+                        b.squeeze_excite(f"{blk}.se", width, "relu" if layer.act in ("relu", "relu6", "hswish")
+                                         else layer.act)
                     b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
                     if s == 1 and c_in == layer.out:
                         b.vector(f"{blk}.add", "elementwise", "add", inputs=2)

@@ -45,6 +45,8 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "relu6": 2.0,        # max + min
     "silu": 4.0,         # x * sigmoid(x): exp, add, div, mul
     "gelu": 8.0,         # tanh approximation
+    "hswish": 4.0,       # x * relu6(x + 3) / 6
+    "sigmoid": 4.0,      # exp, add, div
     "swiglu": 5.0,       # silu(gate) * up
     "layernorm": 8.0,    # mean, variance (sub, square, add), normalise (sub, mul), affine (mul, add)
     "rmsnorm": 4.0,      # square, add, scale by rsqrt, mul by gamma
@@ -81,6 +83,20 @@ def gemm(
         bytes_read=a + b, bytes_written=c, a_bytes=a, b_bytes=b, c_bytes=c,
         elem_a=ba, elem_b=bb, elem_out=bc, count=count,
     )
+
+
+def weight_gemm(name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: str | None = None,
+                batch: int = 1, count: int = 1) -> list[dict[str, Any]]:
+    """A GEMM against a weight matrix [K, N]. With weight-only quantization (weights narrower than the
+    activations, e.g. int4 weights with bf16 activations) the weights stream at their packed size and
+    are dequantized on the vector units inside the kernel: a fused vector row of 2 FLOPs per weight
+    element (scale and convert) per call, counted, not hidden (as in gpt-fast's int8/int4 kernels)."""
+    wdt = weight_dtype or dtype
+    rows = [gemm(name, M, N, K, dtype=dtype, weight_dtype=wdt, batch=batch, count=count)]
+    if DTYPE_BYTES[wdt] < DTYPE_BYTES[dtype]:
+        rows.append(streaming(f"{name}.dequant", kind="elementwise", elems=batch * K * N, flops_per_elem=2.0,
+                              dtype=dtype, count=count, fused=True, read_bytes=0.0, write_bytes=0.0))
+    return rows
 
 
 def conv_out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:

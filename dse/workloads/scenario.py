@@ -27,6 +27,7 @@ class Scenario(Strict):
     context: int | None = Field(None, gt=0, description="KV-cache length in tokens (decode)")
     resolution: int | None = Field(None, gt=0, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
+    weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")

@@ -27,6 +27,16 @@ class PatchEmbed(Strict):
     cls_token: bool = True
 
 
+class MoE(Strict):
+    """Mixture-of-experts FFN (Shazeer et al. 2017; Mixtral, Jiang et al. 2024; DeepSeekMoE)."""
+
+    experts: int = Field(gt=0, description="Routed experts per layer")
+    active: int = Field(gt=0, description="Experts each token is routed to (top-k)")
+    expert_ffn: int = Field(gt=0, description="Inner width of one routed expert")
+    shared_experts: int = Field(0, ge=0, description="Always-active experts (DeepSeek), same width")
+    dense_layers: int = Field(0, ge=0, description="Leading layers with a dense FFN of width `ffn` (DeepSeek-V3: 3)")
+
+
 class TransformerArch(Strict):
     kind: Literal["encoder", "decoder"]
     layers: int = Field(gt=0)
@@ -43,6 +53,7 @@ class TransformerArch(Strict):
     tied_embeddings: bool = Field(False, description="LM head shares the token-embedding matrix")
     num_classes: int = Field(1000, gt=0)
     patch: PatchEmbed | None = None
+    moe: MoE | None = None
     default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
 
@@ -56,6 +67,44 @@ class TransformerArch(Strict):
         if self.head == "lm" and self.vocab == 0:
             raise ValueError("an lm head needs vocab > 0")
         return self
+
+
+def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act: str, fe: bool) -> list[dict[str, Any]]:
+    """Router, routed experts and shared experts of the MoE layers (plus any leading dense layers).
+
+    Tokens spread evenly over experts: T*k assignments over E experts, so min(E, T*k) experts are
+    touched (their weights are read) with T*k/touched tokens each, as one batched GEMM per matrix.
+    """
+    m = arch.moe
+    h = arch.hidden
+    L_moe = arch.layers - m.dense_layers
+    up = 2 if gated else 1
+    rows: list[dict[str, Any]] = []
+    if m.dense_layers:
+        rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=wdt, count=m.dense_layers))
+        rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=m.dense_layers, fused=fe))
+        rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=m.dense_layers))
+    rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, count=L_moe))
+    rows.append(ops.streaming("moe.router_softmax_topk", kind="softmax", elems=T * m.experts,
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=L_moe))
+    assignments = T * m.active
+    touched = min(m.experts, assignments)
+    tok = max(1, round(assignments / touched))
+    f = m.expert_ffn
+    rows.extend(ops.weight_gemm("moe.expert_up", tok, up * f, h, dtype=dt, weight_dtype=wdt, batch=touched, count=L_moe))
+    rows.append(ops.streaming("moe.expert_act", kind="elementwise", elems=tok * touched * f, inputs=up,
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=L_moe, fused=fe))
+    rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, batch=touched, count=L_moe))
+    rows.append(ops.streaming("moe.combine", kind="elementwise", elems=assignments * h, flops_per_elem=2.0,
+                              dtype=dt, count=L_moe, fused=fe))
+    if m.shared_experts:
+        fs = f * m.shared_experts
+        rows.extend(ops.weight_gemm("moe.shared_up", T, up * fs, h, dtype=dt, weight_dtype=wdt, count=L_moe))
+        rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=L_moe, fused=fe))
+        rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, count=L_moe))
+    return rows
 
 
 def default_phase(arch: TransformerArch) -> str:
@@ -114,7 +163,8 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=L, fused=fe)
 
     rows.append(vec("norm1", "norm", T * h, arch.norm))
-    rows.append(ops.gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, count=L))
+    wdt = sc.weight_dtype or dt
+    rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt, count=L))
     if arch.position == "rope":
         rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
     if arch.kind == "decoder" and not training:
@@ -123,14 +173,18 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
                               kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
                               kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe))
-    rows.append(ops.gemm("layer.out_proj", T, h, H * d, dtype=dt, count=L))
+    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
     rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
     rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
-    rows.append(ops.gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt, count=L))
     act = "swiglu" if gated else arch.activation
-    rows.append(vec("ffn_act", "elementwise", T * arch.ffn, act, inputs=2 if gated else 1))
-    rows.append(ops.gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, count=L))
+    if arch.moe is None:
+        rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt, weight_dtype=wdt,
+                                    count=L))
+        rows.append(vec("ffn_act", "elementwise", T * arch.ffn, act, inputs=2 if gated else 1))
+        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=L))
+    else:
+        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
 
     # Output ----------------------------------------------------------------------------------
@@ -138,7 +192,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[arch.norm], dtype=dt, fused=fe))
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
-        rows.append(ops.gemm("lm_head", m, arch.vocab, h, dtype=dt))
+        rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt))
     elif arch.head == "classifier":
         rows.append(ops.gemm("classifier", B, arch.num_classes, h, dtype=dt))
 
@@ -160,8 +214,14 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
     """Weight count (matrices, embeddings, norms; biases ignored)."""
     h = arch.hidden
     gated = arch.activation in ("swiglu", "geglu")
-    per_layer = h * (H + 2 * Hkv) * d + H * d * h + (3 if gated else 2) * h * arch.ffn + 2 * h
-    total = arch.layers * per_layer + h
+    mats = 3 if gated else 2
+    attn = h * (H + 2 * Hkv) * d + H * d * h + 2 * h
+    if arch.moe is None:
+        total = arch.layers * (attn + mats * h * arch.ffn) + h
+    else:
+        m = arch.moe
+        moe_ffn = (m.experts + m.shared_experts) * mats * h * m.expert_ffn + h * m.experts
+        total = arch.layers * attn + m.dense_layers * mats * h * arch.ffn + (arch.layers - m.dense_layers) * moe_ffn + h
     if arch.vocab:
         total += arch.vocab * h * (2 if arch.head == "lm" and not arch.tied_embeddings else 1)
     return int(total)

@@ -100,7 +100,7 @@ def test_elementwise_intensity_is_an_eighth() -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: dse.workload("llama3-8b"), "unknown workload 'llama3-8b'"),
+        (lambda: dse.workload("llama9-1b"), "unknown workload .llama9-1b."),
         (lambda: dse.workload("resnet50", phase="decode"), "accepted phase: forward"),
         (lambda: dse.workload("gpt2", context=4096), "exceeds max_seq 1024"),
         (lambda: dse.workload("bert-base", batch=0), "batch"),
