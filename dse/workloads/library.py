@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import repo_root
-from dse.workloads import cnn, ops, transformer
+from dse.workloads import cnn, ops, recsys, sequence, transformer
 from dse.workloads.scenario import Scenario
 from dse.yamlio import load_yaml
 
@@ -27,15 +27,17 @@ class ModelDescription(Strict):
     """One file in ``workloads/``."""
 
     name: str = Field(min_length=1)
-    family: Literal["transformer", "cnn"]
+    family: Literal["transformer", "cnn", "rnn", "mamba", "recsys"]
     domain: str = Field("", description="e.g. vision, nlp, llm")
     source: str = Field(min_length=3, description="Public source of the hyperparameters")
     arch: dict[str, Any]
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default scenario values")
 
 
-ARCH_MODELS = {"transformer": transformer.TransformerArch, "cnn": cnn.CNNArch}
-BUILDERS = {"transformer": transformer.build, "cnn": cnn.build}
+ARCH_MODELS = {"transformer": transformer.TransformerArch, "cnn": cnn.CNNArch, "rnn": sequence.RNNArch,
+               "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch}
+BUILDERS = {"transformer": transformer.build, "cnn": cnn.build, "rnn": sequence.build_rnn,
+            "mamba": sequence.build_mamba, "recsys": recsys.build}
 
 
 @dataclass(frozen=True)

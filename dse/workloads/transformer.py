@@ -37,6 +37,16 @@ class MoE(Strict):
     dense_layers: int = Field(0, ge=0, description="Leading layers with a dense FFN of width `ffn` (DeepSeek-V3: 3)")
 
 
+class MLA(Strict):
+    """Multi-head latent attention (DeepSeek-V2, Sec. 2.1): low-rank query and joint KV compression."""
+
+    q_lora_rank: int = Field(gt=0)
+    kv_lora_rank: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+
+
 class TransformerArch(Strict):
     kind: Literal["encoder", "decoder"]
     layers: int = Field(gt=0)
@@ -54,6 +64,7 @@ class TransformerArch(Strict):
     num_classes: int = Field(1000, gt=0)
     patch: PatchEmbed | None = None
     moe: MoE | None = None
+    mla: MLA | None = None
     default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
 
@@ -104,6 +115,36 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
         rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=L_moe, fused=fe))
         rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, count=L_moe))
+    return rows
+
+
+def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv_len: int, dt: str, wdt: str,
+             kvdt: str, training: bool) -> list[dict[str, Any]]:
+    """MLA in its inference form with the up-projections absorbed (DeepSeek-V2 Sec. 2.1.3): the KV
+    cache holds only the latent (kv_lora_rank) and the shared RoPE key (qk_rope_head_dim) per token;
+    attention runs as multi-query attention in the latent space (keys of width latent + rope, values of
+    width latent), then each head's output is mapped back with its V up-projection."""
+    m, h, H, L = arch.mla, arch.hidden, arch.heads, arch.layers
+    dq = m.qk_nope_head_dim + m.qk_rope_head_dim
+    lat = m.kv_lora_rank + m.qk_rope_head_dim
+    rows: list[dict[str, Any]] = []
+    rows.extend(ops.weight_gemm("layer.q_down", T, m.q_lora_rank, h, dtype=dt, weight_dtype=wdt, count=L))
+    rows.extend(ops.weight_gemm("layer.q_up", T, H * dq, m.q_lora_rank, dtype=dt, weight_dtype=wdt, count=L))
+    rows.extend(ops.weight_gemm("layer.kv_down", T, lat, h, dtype=dt, weight_dtype=wdt, count=L))
+    rows.extend(ops.weight_gemm("layer.q_absorb_uk", T, m.kv_lora_rank, m.qk_nope_head_dim, dtype=dt,
+                                weight_dtype=wdt, batch=H, count=L))
+    rows.append(ops.streaming("layer.rope", kind="elementwise", elems=T * (H + 1) * m.qk_rope_head_dim,
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["rope"], dtype=dt, count=L,
+                              fused=sc.fuse_elementwise))
+    if not training:
+        rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * lat, flops_per_elem=0.0,
+                                  dtype=kvdt, count=L))
+    rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
+                              head_dim=lat, causal=True, dtype=dt, kv_dtype=kvdt, fused=sc.fused_attention, count=L,
+                              fuse_elementwise=sc.fuse_elementwise))
+    rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt, batch=H,
+                                count=L))
+    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, count=L))
     return rows
 
 
@@ -164,16 +205,19 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
 
     rows.append(vec("norm1", "norm", T * h, arch.norm))
     wdt = sc.weight_dtype or dt
-    rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt, count=L))
-    if arch.position == "rope":
-        rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
-    if arch.kind == "decoder" and not training:
-        rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * 2 * Hkv * d,
-                                  flops_per_elem=0.0, dtype=kvdt, count=L))
-    rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
-                              kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
-                              kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe))
-    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
+    if arch.mla is not None:
+        rows.extend(mla_rows(arch, sc, B, T, q_len, kv_len, dt, wdt, kvdt, training))
+    else:
+        rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt, count=L))
+        if arch.position == "rope":
+            rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
+        if arch.kind == "decoder" and not training:
+            rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * 2 * Hkv * d,
+                                      flops_per_elem=0.0, dtype=kvdt, count=L))
+        rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
+                                  kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
+                                  kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe))
+        rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
     rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
     rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
@@ -216,6 +260,11 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
     gated = arch.activation in ("swiglu", "geglu")
     mats = 3 if gated else 2
     attn = h * (H + 2 * Hkv) * d + H * d * h + 2 * h
+    if arch.mla is not None:
+        m = arch.mla
+        attn = (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+                + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
+                + H * m.v_head_dim * h + 2 * h + m.q_lora_rank + m.kv_lora_rank)
     if arch.moe is None:
         total = arch.layers * (attn + mats * h * arch.ffn) + h
     else:
