@@ -46,14 +46,80 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_flags(args: argparse.Namespace) -> dict:
+    keys = ("phase", "batch", "seq", "context", "resolution", "dtype", "weight_dtype", "kv_dtype")
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from dse.workloads.library import list_workloads
+    from dse.workloads.library import list_workloads, workload
 
-    df = list_workloads().drop(columns=["source"])
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    action = args.action or "list"
+    if action == "list":
+        df = list_workloads().drop(columns=["source"])
+        with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
+            print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(f"{len(df)} architectures")
+        return 0
+    if action == "show":
+        if not args.target:
+            raise DseError("missing the model name; accepted: dse workloads show NAME [--batch N ...]", field="NAME")
+        wl = workload(args.target, **_scenario_flags(args))
+        o = wl.ops.assign(total_flops=wl.ops["flops"] * wl.ops["count"],
+                          total_bytes=(wl.ops["bytes_read"] + wl.ops["bytes_written"]) * wl.ops["count"])
+        g = o.groupby("kind")[["total_flops", "total_bytes"]].sum()
+        g["share_flops"] = g["total_flops"] / g["total_flops"].sum()
+        g["ai_flop_per_byte"] = g["total_flops"] / g["total_bytes"]
+        print(f"{wl.label()}: {wl.flops / 1e9:.4g} GFLOP, {wl.bytes / 1e6:.4g} MB, AI {wl.ai:.3g} FLOP/byte, "
+              f"{wl.scenario.get('params', 0) / 1e6:.4g} M params; source: {wl.source}")
+        print(g.to_string(float_format=lambda v: f"{v:.4g}"))
+        return 0
+    if action == "ai":
+        return _workloads_ai(args)
+    raise DseError(f"got {action!r}; accepted: list, show, ai, import", field="action")
+
+
+def _workloads_ai(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dse.hardware.designs import DesignBatch
+    from dse.hardware.templates import load_hardware
+    from dse.report.plots import ai_distribution
+    from dse.workloads.intensity import op_intensity, summary
+    from dse.workloads.library import workload
+    from dse.workloads.mix import Mix
+    from dse.workloads.suites import load_suite
+    from dse.yamlio import atomic_write
+
+    suite = args.target or "all"
+    entries = load_suite(suite)
+    over = _scenario_flags(args)
+    wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
+           for e in entries]
+    mix = Mix.of(wls, [float(e["weight"]) for e in entries])
+    hw = load_hardware(args.hardware)
+    d = DesignBatch.from_hardware(hw)
+    df = op_intensity(mix, d)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / f"ai_{suite}.csv", lambda p: df.to_csv(p, index=False))
+    dram = hw.memory[-1].name
+    ridges = {hw.name: hw.ridge_flop_per_byte}
+    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_flops.png",
+                    f"suite {suite}: FLOP-weighted operator AI (compulsory bytes)")
+    ai_distribution(df, dram, "share_time", ridges, out / f"ai_{suite}_time.png",
+                    f"suite {suite}: time-weighted AI at {dram} on {hw.name}")
+    print(f"suite {suite}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
+          f"(ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte)")
+    for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
+                                 (f"FLOP-weighted, at {dram}", dram, "share_flops"),
+                                 (f"time-weighted, at {dram}", dram, "share_time")):
+        st = summary(df, level, weight)
+        print(f"  {label:<28s} p10 {st['p10']:8.3g}  p50 {st['p50']:8.3g}  p90 {st['p90']:8.3g} FLOP/byte;"
+              f" share in 4-16 FLOP/byte {st['share_4_16']:.1%}")
+    print(f"  {out}/ai_{suite}.csv, ai_{suite}_flops.png, ai_{suite}_time.png")
     return 0
 
 
@@ -294,7 +360,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_run_args(sub.add_parser("run", help="run a study config"))
-    sub.add_parser("workloads", help="list the workload library")
+    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE]")
+    wp.add_argument("action", nargs="?", choices=["list", "show", "ai"], help="default: list")
+    wp.add_argument("target", nargs="?", help="model (show) or suite (ai; default all)")
+    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
+                      ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
+        wp.add_argument(flag, type=typ)
+    wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
+    wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     sub.add_parser("hardware", help="list hardware templates")
     sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")

@@ -21,7 +21,8 @@ from dse.yamlio import load_yaml
 class WorkloadEntry(Strict):
     """One workload of the mix: a library model at a scenario, with a weight."""
 
-    name: str = Field(min_length=1, description="Library model (see `dse workloads`) or gemm:MxNxK")
+    name: str | None = Field(None, min_length=1, description="Library model (see `dse workloads`) or gemm:MxNxK")
+    suite: str | None = Field(None, min_length=1, description="A named suite instead of one model (its weights x weight)")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
     phase: Literal["forward", "prefill", "decode", "training"] | None = None
     batch: int | None = Field(None, gt=0)
@@ -35,8 +36,14 @@ class WorkloadEntry(Strict):
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
 
+    @model_validator(mode="after")
+    def _name_or_suite(self) -> WorkloadEntry:
+        if (self.name is None) == (self.suite is None):
+            raise ValueError("give exactly one of name (a model) or suite (a named mix)")
+        return self
+
     def scenario(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name", "weight"}, exclude_none=True)
+        return self.model_dump(exclude={"name", "weight", "suite"}, exclude_none=True)
 
 
 class Range(Strict):

@@ -31,6 +31,7 @@ from dse.search.space import designs_from_params
 from dse.search.storage import make_storage
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
+from dse.workloads.suites import load_suite
 from dse.yamlio import write_text
 
 
@@ -60,13 +61,21 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
 
 
 def build_mix(cfg: StudyConfig, field: str = "workloads") -> Mix:
-    wls = []
+    """Workloads of the config (suites expanded, their weights times the entry's weight)."""
+    wls, weights = [], []
     for i, entry in enumerate(cfg.workloads):
         try:
-            wls.append(workload(entry.name, **entry.scenario()))
+            if entry.suite is not None:
+                for e in load_suite(entry.suite):
+                    scen = {k: v for k, v in e.items() if k not in ("name", "weight")}
+                    wls.append(workload(e["name"], **{**scen, **entry.scenario()}))
+                    weights.append(float(e["weight"]) * entry.weight)
+            else:
+                wls.append(workload(entry.name, **entry.scenario()))
+                weights.append(entry.weight)
         except DseError as exc:
             raise DseError(exc.message, field=f"{field}.{i}") from None
-    return Mix.of(wls, [e.weight for e in cfg.workloads])
+    return Mix.of(wls, weights)
 
 
 def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:

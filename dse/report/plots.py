@@ -240,3 +240,37 @@ def kernels_roofline(df: pd.DataFrame, hw, peak_tflops: float, path: Path, title
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str, float], path: Path,
+                    title: str, group: str = "workload") -> Path:
+    """Weighted AI histogram (stacked by ``group``) and its ECDF, with designs' ridge points."""
+    ai = df[f"ai_{level}"].replace([np.inf, -np.inf], np.nan)
+    d = df[ai.notna() & (df[weight] > 0)].assign(ai=ai)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1.6, 1]})
+    lo = max(float(d["ai"].min()) / 2, 1e-3) if len(d) else 0.1
+    hi = max(float(d["ai"].max()) * 2, max(ridges.values(), default=1.0) * 2) if len(d) else 1e3
+    bins = np.geomspace(lo, hi, 45)
+    groups = list(dict.fromkeys(d[group]))
+    pal = sns.color_palette("tab20", max(len(groups), 1))
+    ax.hist([d.loc[d[group] == g, "ai"] for g in groups], bins=bins, stacked=True,
+            weights=[d.loc[d[group] == g, weight] for g in groups], color=pal[: len(groups)],
+            label=groups if len(groups) <= 20 else None, edgecolor="white", linewidth=0.2)
+    order = np.argsort(d["ai"].to_numpy())
+    ax2.plot(d["ai"].to_numpy()[order], np.cumsum(d[weight].to_numpy()[order]) / d[weight].sum(), color="k")
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.axvspan(4, 16, color="gold", alpha=0.15)
+        for k, (name, r) in enumerate(ridges.items()):
+            a.axvline(r, color=f"C{k + 1}", ls="--", lw=1.2, label=f"{name} ridge {r:.0f} FLOP/B" if a is ax2 else None)
+        a.set_xlabel(f"arithmetic intensity at {level} (FLOP/byte)")
+    what = "FLOPs" if weight == "share_flops" else "time"
+    ax.set_ylabel(f"share of {what} (fraction)")
+    ax2.set_ylabel(f"cumulative share of {what}")
+    ax.set_title(title, fontsize=10)
+    ax2.set_title("ECDF (shaded: 4-16 FLOP/byte)", fontsize=9)
+    if len(groups) <= 20:
+        ax.legend(fontsize=6, ncol=2)
+    ax2.legend(fontsize=7, loc="lower right")
+    ax2.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)

@@ -110,6 +110,32 @@ def load_description(name: str) -> ModelDescription:
     return desc
 
 
+COMMON = {"phase", "batch", "dtype", "fuse_elementwise"}
+
+
+def accepted_keywords(desc: ModelDescription) -> set[str]:
+    """The scenario keywords a model uses (any other is an error naming these)."""
+    a = desc.arch
+    match desc.family:
+        case "transformer":
+            extra = {"weight_dtype", "fused_attention"}
+            if a.get("kind") == "decoder":
+                extra |= {"seq", "context", "kv_dtype", "logits"}
+            elif a.get("patch"):
+                extra |= {"resolution"}
+            else:
+                extra |= {"seq"}
+            return COMMON | extra
+        case "cnn":
+            return COMMON | {"resolution"}
+        case "rnn":
+            return COMMON | {"seq"}
+        case "mamba":
+            return COMMON | {"seq", "context"}
+        case _:
+            return COMMON
+
+
 def available() -> list[str]:
     return sorted(p.stem for p in workloads_dir().glob("*.yaml"))
 
@@ -130,7 +156,16 @@ def workload(name: str, **scenario: Any) -> Workload:
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
         return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
     desc = load_description(name)
-    merged = {**desc.defaults, **{k: v for k, v in scenario.items() if v is not None}}
+    given = {k: v for k, v in scenario.items() if v is not None}
+    if given.get("phase") == "inference":
+        lm = desc.family == "mamba" or (desc.family == "transformer" and desc.arch.get("kind") == "decoder")
+        given["phase"] = "prefill" if lm else "forward"
+    allowed = accepted_keywords(desc)
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}",
+                       field=f"workload {name}")
+    merged = {**desc.defaults, **given}
     try:
         sc = Scenario.model_validate(merged)
     except ValidationError as exc:
