@@ -78,7 +78,37 @@ def cmd_workloads(args: argparse.Namespace) -> int:
         return 0
     if action == "ai":
         return _workloads_ai(args)
+    if action == "import":
+        return _workloads_import(args)
     raise DseError(f"got {action!r}; accepted: list, show, ai, import", field="action")
+
+
+def _workloads_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dse.workloads.importers import from_hf_config, from_onnx, workload_from_description
+    from dse.workloads.library import workloads_dir
+    from dse.yamlio import write_yaml
+
+    if not args.target:
+        raise DseError("missing PATH; accepted: dse workloads import model.onnx|config.json [-o OUT.yaml]", field="PATH")
+    src = Path(args.target)
+    out = Path(args.output) if args.output else None
+    name = out.stem if out else None
+    if src.suffix == ".onnx":
+        desc = from_onnx(src, name)
+    elif src.suffix == ".json":
+        desc = from_hf_config(src, name)
+    else:
+        raise DseError(f"got {src.name!r}; accepted: an .onnx file or a Hugging Face config.json", field="PATH")
+    out = out or workloads_dir() / "custom" / f"{desc['name']}.yaml"
+    wl = workload_from_description(desc)
+    write_yaml(out, desc)
+    unknown = desc["arch"].get("unknown_ops", []) if desc["family"] == "optable" else []
+    print(f"{desc['name']}: {len(wl.ops)} operator rows, {wl.flops / 1e9:.4g} GFLOP, {wl.bytes / 1e6:.4g} MB -> {out}")
+    if unknown:
+        print(f"  counted as bytes only ({len(unknown)}): {', '.join(unknown)}")
+    return 0
 
 
 def _workloads_ai(args: argparse.Namespace) -> int:
@@ -360,9 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_run_args(sub.add_parser("run", help="run a study config"))
-    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE]")
-    wp.add_argument("action", nargs="?", choices=["list", "show", "ai"], help="default: list")
-    wp.add_argument("target", nargs="?", help="model (show) or suite (ai; default all)")
+    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE] | import PATH")
+    wp.add_argument("action", nargs="?", choices=["list", "show", "ai", "import"], help="default: list")
+    wp.add_argument("target", nargs="?", help="model (show), suite (ai; default all), or a file (import)")
+    wp.add_argument("-o", "--output", help="import: the description YAML to write (default workloads/custom/NAME.yaml)")
     for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wp.add_argument(flag, type=typ)

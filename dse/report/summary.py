@@ -139,7 +139,10 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
         f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {float(s.power_w[0]):.0f} W",
         f"  ratio: ridge {ridge:.1f} FLOP/byte = {ratio_label(base_ridge, ridge)} vs base ({base_ridge:.1f} FLOP/byte)",
     ]
-    for _, r in wl_df.iterrows():
+    for k, (_, r) in enumerate(wl_df.iterrows()):
+        if k == 12 and len(wl_df) > 14:
+            out.append(f"  ... {len(wl_df) - 12} more workloads in summary.md / workloads.csv")
+            break
         out.append(f"  {r['workload']:<45s} {r['base_ms']:9.3f} ms -> {r['best_ms']:9.3f} ms  x{r['speedup_x']:.3f}")
     out.append(f"  results: {result.folder}")
     return "\n".join(out)

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import repo_root
-from dse.workloads import cnn, ops, recsys, sequence, transformer
+from dse.workloads import cnn, ops, optable, recsys, sequence, transformer
 from dse.workloads.scenario import Scenario
 from dse.yamlio import load_yaml
 
@@ -27,7 +27,7 @@ class ModelDescription(Strict):
     """One file in ``workloads/``."""
 
     name: str = Field(min_length=1)
-    family: Literal["transformer", "cnn", "rnn", "mamba", "recsys"]
+    family: Literal["transformer", "cnn", "rnn", "mamba", "recsys", "optable"]
     domain: str = Field("", description="e.g. vision, nlp, llm")
     source: str = Field(min_length=3, description="Public source of the hyperparameters")
     arch: dict[str, Any]
@@ -35,9 +35,9 @@ class ModelDescription(Strict):
 
 
 ARCH_MODELS = {"transformer": transformer.TransformerArch, "cnn": cnn.CNNArch, "rnn": sequence.RNNArch,
-               "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch}
+               "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch, "optable": optable.OpTableArch}
 BUILDERS = {"transformer": transformer.build, "cnn": cnn.build, "rnn": sequence.build_rnn,
-            "mamba": sequence.build_mamba, "recsys": recsys.build}
+            "mamba": sequence.build_mamba, "recsys": recsys.build, "optable": optable.build}
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,15 @@ def workloads_dir() -> Path:
     return repo_root() / "workloads"
 
 
-@lru_cache(maxsize=256)
+def description_path(name: str) -> Path:
+    """``workloads/NAME.yaml``, else ``workloads/custom/NAME.yaml`` (imported models)."""
+    main = workloads_dir() / f"{name}.yaml"
+    return main if main.is_file() else workloads_dir() / "custom" / f"{name}.yaml"
+
+
+@lru_cache(maxsize=512)
 def load_description(name: str) -> ModelDescription:
-    path = workloads_dir() / f"{name}.yaml"
+    path = description_path(name)
     if not path.is_file():
         names = ", ".join(available())
         raise DseError(f"unknown workload {name!r}; accepted: {names}, or gemm:MxNxK")
@@ -132,12 +138,16 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
             return COMMON | {"seq"}
         case "mamba":
             return COMMON | {"seq", "context"}
+        case "optable":
+            return {"phase", "dtype"}
         case _:
             return COMMON
 
 
 def available() -> list[str]:
-    return sorted(p.stem for p in workloads_dir().glob("*.yaml"))
+    """Library models: ``workloads/*.yaml`` and imported ``workloads/custom/*.yaml``."""
+    d = workloads_dir()
+    return sorted({p.stem for p in d.glob("*.yaml")} | {p.stem for p in (d / "custom").glob("*.yaml")})
 
 
 def workload(name: str, **scenario: Any) -> Workload:

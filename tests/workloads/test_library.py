@@ -144,3 +144,51 @@ def test_training_step_is_three_forwards_of_matrix_flops_plus_adamw(name, fwd, t
     params = t.scenario["params"]
     assert opt["bytes_read"] + opt["bytes_written"] == pytest.approx(28 * params)  # bf16 weights/grads, fp32 state
     assert t.scenario["phase"] == "training"
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario", "per", "gflops_ref"),
+    [
+        # model_flops.csv: GPT-3 175B exact forward per token at s=2048 incl. attention and logits: 358.8 GFLOPs
+        ("gpt3-175b", {"phase": "prefill", "seq": 2048, "fused_attention": False, "logits": "all"}, 2048, 358.8),
+        # BERT-large (24L, H=1024) at s=512: 335.01 GFLOPs (Megatron formula)
+        ("bert-large", {"seq": 512, "fused_attention": False}, 1, 335.01),
+        # GPT-2 small: per-token MACs ~= 124 M parameters (tied LM head) -> ~0.248 GFLOPs
+        ("gpt2", {"phase": "prefill", "seq": 8, "fused_attention": False, "logits": "all"}, 8, 0.248),
+        # VGG-16 and ResNet-18: torchvision 15.47 / 1.81 GMACs
+        ("vgg16", {}, 1, 30.94),
+        ("resnet18", {}, 1, 3.628),
+    ],
+)
+def test_more_published_flop_counts(name: str, scenario: dict, per: int, gflops_ref: float) -> None:
+    assert dse.workload(name, **scenario).matrix_flops / per / 1e9 == pytest.approx(gflops_ref, rel=0.02)
+
+
+@pytest.mark.parametrize(("name", "params"), [("llama2-13b", 13_015_864_320), ("llama3-8b", 8_030_261_248),
+                                              ("vgg16", 138_357_544), ("resnet18", 11_689_512),
+                                              ("mixtral-8x7b", 46_702_792_704), ("deepseek-v3", 671_026_419_200)])
+def test_more_parameter_counts(name: str, params: int) -> None:
+    # published totals (model_flops.csv, model cards); biases are not counted (VGG: -0.003 %)
+    assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=0.005)
+
+
+def test_scenario_keyword_a_model_does_not_use_is_an_error() -> None:
+    with pytest.raises(DseError, match="resnet50 does not use context; accepted: batch, dtype"):
+        dse.workload("resnet50", context=1024)
+    assert dse.workload("llama2-7b", phase="inference").scenario["phase"] == "prefill"
+    assert dse.workload("resnet50", phase="inference").scenario["phase"] == "forward"
+
+
+def test_library_holds_100_architectures_with_sources() -> None:
+    lib = dse.list_workloads()
+    assert len(lib) >= 100 and lib["source"].str.len().min() > 20
+    assert {"cnn", "transformer", "rnn", "mamba", "recsys"} <= set(lib["family"])
+
+
+def test_suites_expand_and_feed_a_mix() -> None:
+    from dse.workloads.suites import list_suites, load_suite
+
+    assert {"mlperf-inference", "llm-serving", "edge-vision", "training", "all"} <= set(list_suites())
+    for s in list_suites():
+        for e in load_suite(s):
+            dse.workload(e["name"], **{k: v for k, v in e.items() if k not in ("name", "weight")})

@@ -1,0 +1,283 @@
+"""Bring your own model: Hugging Face ``config.json``, ONNX files and torch modules.
+
+* :func:`from_hf_config` maps a transformers config (llama, mistral, qwen2, gemma, gpt2, bert,
+  mixtral, qwen2_moe, deepseek_v2/v3) to a transformer description without downloading weights.
+* :func:`from_onnx` runs ONNX shape inference and turns MatMul/Gemm/Conv into GEMM rows and
+  elementwise, normalisation, softmax and reduction nodes into streaming rows; any other operator is
+  counted as bytes only and listed, never dropped.
+* :func:`from_torch` runs a module on the meta device under a dispatch mode that records every aten
+  matmul/convolution with its shapes (the same ops torch's FlopCounterMode counts) and every other
+  op's tensor bytes.
+The ONNX and torch results are ``optable`` descriptions (explicit operator rows), written by
+``dse workloads import`` as reusable YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from dse.errors import DseError
+
+HF_TYPES = ("llama", "mistral", "qwen2", "gemma", "gpt2", "bert", "roberta", "mixtral", "qwen2_moe", "deepseek_v2",
+            "deepseek_v3", "phi3")
+
+
+def _load_json(src: str | Path | dict) -> tuple[dict, str]:
+    if isinstance(src, dict):
+        return src, "mapping"
+    path = Path(src)
+    if not path.is_file():
+        raise DseError("file not found; accepted: a Hugging Face config.json", file=str(path))
+    try:
+        return json.loads(path.read_text()), str(path)
+    except json.JSONDecodeError as exc:
+        raise DseError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from None
+
+
+def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str, Any]:
+    """A library description (mapping) from a Hugging Face config."""
+    cfg, where = _load_json(src)
+    mt = cfg.get("model_type")
+    if mt not in HF_TYPES:
+        raise DseError(f"unsupported model_type {mt!r}; accepted: {', '.join(HF_TYPES)}", file=where,
+                       field="model_type")
+
+    def need(*keys: str) -> Any:
+        for k in keys:
+            if k in cfg:
+                return cfg[k]
+        raise DseError(f"missing {keys[0]!r} for model_type {mt}", file=where, field=keys[0])
+
+    name = name or str(cfg.get("_name_or_path") or mt).split("/")[-1].lower()
+    if mt in ("gpt2",):
+        h = need("n_embd")
+        arch = {"kind": "decoder", "layers": need("n_layer"), "hidden": h, "heads": need("n_head"),
+                "ffn": cfg.get("n_inner") or 4 * h, "activation": "gelu", "norm": "layernorm", "position": "learned",
+                "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": True,
+                "max_seq": need("n_positions"), "default_seq": min(1024, need("n_positions"))}
+    elif mt in ("bert", "roberta"):
+        arch = {"kind": "encoder", "layers": need("num_hidden_layers"), "hidden": need("hidden_size"),
+                "heads": need("num_attention_heads"), "ffn": need("intermediate_size"), "activation": "gelu",
+                "norm": "layernorm", "position": "learned", "vocab": need("vocab_size"), "head": "none",
+                "max_seq": min(512, need("max_position_embeddings")), "default_seq": 128}
+    else:
+        act = str(cfg.get("hidden_act") or cfg.get("hidden_activation") or "silu")
+        gated_act = "geglu" if "gelu" in act else "swiglu"
+        arch = {"kind": "decoder", "layers": need("num_hidden_layers"), "hidden": need("hidden_size"),
+                "heads": need("num_attention_heads"),
+                "kv_heads": cfg.get("num_key_value_heads") or need("num_attention_heads"),
+                "ffn": need("intermediate_size"), "activation": gated_act, "norm": "rmsnorm", "position": "rope",
+                "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+                "max_seq": need("max_position_embeddings"),
+                "default_seq": min(2048, need("max_position_embeddings"))}
+        if cfg.get("head_dim"):
+            arch["head_dim"] = cfg["head_dim"]
+        if mt == "mixtral":
+            arch["moe"] = {"experts": need("num_local_experts"), "active": need("num_experts_per_tok"),
+                           "expert_ffn": need("intermediate_size")}
+        elif mt == "qwen2_moe":
+            shared = cfg.get("shared_expert_intermediate_size", 0)
+            f = need("moe_intermediate_size")
+            arch["moe"] = {"experts": need("num_experts"), "active": need("num_experts_per_tok"), "expert_ffn": f,
+                           "shared_experts": math.ceil(shared / f) if shared else 0}
+        elif mt in ("deepseek_v2", "deepseek_v3"):
+            arch["mla"] = {"q_lora_rank": need("q_lora_rank"), "kv_lora_rank": need("kv_lora_rank"),
+                           "qk_nope_head_dim": need("qk_nope_head_dim"), "qk_rope_head_dim": need("qk_rope_head_dim"),
+                           "v_head_dim": need("v_head_dim")}
+            arch["moe"] = {"experts": need("n_routed_experts"), "active": need("num_experts_per_tok"),
+                           "expert_ffn": need("moe_intermediate_size"), "shared_experts": cfg.get("n_shared_experts", 0),
+                           "dense_layers": cfg.get("first_k_dense_replace", 0)}
+            arch.pop("kv_heads", None)
+    phase = "forward" if arch["kind"] == "encoder" else "decode"
+    defaults = {"phase": phase, "batch": 1, "dtype": "bf16"}
+    if phase == "decode":
+        defaults["context"] = arch["default_seq"]
+    desc = {"name": name, "family": "transformer", "domain": "imported",
+            "source": f"imported from Hugging Face config ({where}, model_type {mt}) by dse workloads import",
+            "arch": arch, "defaults": defaults}
+    _validate(desc, where)
+    return desc
+
+
+def _validate(desc: dict, where: str) -> None:
+    from pydantic import ValidationError
+
+    from dse.errors import from_validation_error
+    from dse.workloads.library import ARCH_MODELS
+
+    model = ARCH_MODELS[desc["family"]]
+    try:
+        model.model_validate(desc["arch"])
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=where, model=model, prefix="arch") from None
+
+
+# ------------------------------------------------------------------------------------------ ONNX
+ELEMENTWISE = {"Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Relu": 1, "Sigmoid": 4, "Tanh": 4, "Gelu": 8, "Erf": 4,
+               "Exp": 4, "Sqrt": 1, "Pow": 1, "Clip": 2, "HardSwish": 4, "HardSigmoid": 3, "Neg": 1, "Where": 1,
+               "Cast": 0, "Identity": 0}
+NORMS = {"LayerNormalization": 8, "BatchNormalization": 2, "InstanceNormalization": 8, "GroupNormalization": 8,
+         "SimplifiedLayerNormalization": 4}
+REDUCE = {"ReduceMean": 1, "ReduceSum": 1, "ReduceMax": 1, "GlobalAveragePool": 1, "AveragePool": 1, "MaxPool": 1}
+NO_DATA = {"Shape", "Constant", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Gather", "Slice",
+           "Concat", "Split", "ConstantOfShape", "Range", "Expand"}
+
+
+def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
+    """An ``optable`` description of an ONNX model (shape inference required to size every node)."""
+    try:
+        import onnx
+        from onnx import shape_inference
+    except ModuleNotFoundError:
+        raise DseError("the onnx package is not installed; accepted: pip install -e '.[onnx]'") from None
+    path = Path(path)
+    if not path.is_file():
+        raise DseError("file not found; accepted: an .onnx model", file=str(path))
+    try:
+        model = shape_inference.infer_shapes(onnx.load(str(path)))
+    except Exception as exc:  # onnx raises DecodeError / ValidationError / InferenceError
+        raise DseError(f"not a readable ONNX model ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                       file=str(path)) from None
+    g = model.graph
+    shapes: dict[str, list[int]] = {}
+    for vi in [*g.input, *g.output, *g.value_info]:
+        dims = [d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim]
+        shapes[vi.name] = dims
+    inits = {t.name: list(t.dims) for t in g.initializer}
+    shapes.update(inits)
+    params = sum(math.prod(d) for d in inits.values())
+    rows: list[dict[str, Any]] = []
+    unknown: list[str] = []
+
+    def numel(n: str) -> int:
+        return math.prod(shapes.get(n, [0])) if n in shapes else 0
+
+    for i, node in enumerate(g.node):
+        nm = node.name or f"{node.op_type}_{i}"
+        t = node.op_type
+        if t in ("MatMul", "Gemm"):
+            a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
+            if not a or not b:
+                raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
+            trans_a = any(at.name == "transA" and at.i for at in node.attribute)
+            trans_b = any(at.name == "transB" and at.i for at in node.attribute)
+            M, K = (a[-1], a[-2]) if trans_a else (a[-2] if len(a) > 1 else 1, a[-1])
+            N = b[-2] if trans_b else b[-1]
+            batch = math.prod(a[:-2]) if len(a) > 2 else 1
+            rows.append({"op": "gemm", "name": nm, "M": int(M), "N": int(N), "K": int(K), "batch": int(batch),
+                         "weights": node.input[1] in inits})
+        elif t == "Conv":
+            x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+            if not x or not w:
+                raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
+            at = {a.name: (list(a.ints) if a.ints else a.i) for a in node.attribute}
+            strides = at.get("strides", [1, 1])
+            pads = at.get("pads", [0, 0, 0, 0])
+            rows.append({"op": "conv", "name": nm, "n": x[0], "c_in": x[1], "h": x[2], "w": x[3], "c_out": w[0],
+                         "k": w[2], "stride": strides[0], "pad": pads[0], "groups": at.get("group", 1) or 1})
+        elif t in ELEMENTWISE or t in NORMS or t in REDUCE or t == "Softmax":
+            out = numel(node.output[0])
+            inp = sum(numel(x) for x in node.input if x and x not in inits)
+            kind = ("norm" if t in NORMS else "reduce" if t in REDUCE else "softmax" if t == "Softmax" else "elementwise")
+            flops = NORMS.get(t) or REDUCE.get(t) or (5 if t == "Softmax" else ELEMENTWISE.get(t, 1))
+            elems = max(out, 1)
+            rows.append({"op": "stream", "name": nm, "kind": kind, "elems": float(elems),
+                         "flops_per_elem": float(flops * (inp / elems if t in REDUCE else 1)),
+                         "read_per_elem": inp / elems, "write_per_elem": 1.0})
+        elif t in NO_DATA:
+            continue
+        else:
+            out = sum(numel(x) for x in node.output)
+            inp = sum(numel(x) for x in node.input if x)
+            unknown.append(f"{nm} ({t})")
+            rows.append({"op": "stream", "name": f"{nm}.{t}", "kind": "elementwise", "elems": float(max(out, 1)),
+                         "flops_per_elem": 0.0, "read_per_elem": inp / max(out, 1), "write_per_elem": 1.0})
+    if not rows:
+        raise DseError("no operators found; accepted: an ONNX model with MatMul/Gemm/Conv/elementwise nodes",
+                       file=str(path))
+    name = name or path.stem.lower()
+    desc = {"name": name, "family": "optable", "domain": "imported",
+            "source": f"imported from {path.name} by dse workloads import (ONNX shape inference)",
+            "arch": {"ops": rows, "params": int(params), "unknown_ops": unknown},
+            "defaults": {"phase": "forward", "dtype": "fp32"}}
+    _validate(desc, str(path))
+    return desc
+
+
+# ----------------------------------------------------------------------------------------- torch
+VIEW_OPS = {"view", "_unsafe_view", "t", "transpose", "permute", "expand", "reshape", "detach", "alias", "slice",
+            "select", "unsqueeze", "squeeze", "as_strided", "clone", "contiguous", "split", "split_with_sizes",
+            "chunk", "unbind", "flatten", "lift_fresh", "empty", "zeros", "ones", "full", "arange", "new_empty",
+            "_to_copy", "to", "lift_fresh_copy"}
+
+
+def _numel(x: Any) -> int:
+    return int(x.numel()) if hasattr(x, "numel") else 0
+
+
+def from_torch(module: Any, example_inputs: tuple, name: str = "torch-model") -> dict[str, Any]:
+    """An ``optable`` description of ``module(*example_inputs)``: run on the meta device (no weights
+    are materialised), recording each aten matmul/convolution with its shapes (the ops torch's
+    FlopCounterMode counts) and every other op's elements in and out."""
+    try:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
+    except ModuleNotFoundError:
+        raise DseError("torch is not installed; accepted: pip install torch==2.13.0 (the CPU build on disk)") from None
+
+    rows: list[dict[str, Any]] = []
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            op = func.overloadpacket.__name__
+            n = len(rows)
+            if op in ("mm", "addmm", "bmm", "baddbmm"):
+                a, b = (args[1], args[2]) if op in ("addmm", "baddbmm") else (args[0], args[1])
+                batch = a.shape[0] if a.dim() == 3 else 1
+                rows.append({"op": "gemm", "name": f"{op}_{n}", "M": int(a.shape[-2]), "N": int(b.shape[-1]),
+                             "K": int(a.shape[-1]), "batch": int(batch)})
+            elif op == "convolution":
+                x, w = args[0], args[1]
+                stride, pad, groups = args[3], args[4], args[8]
+                if x.dim() == 4:
+                    rows.append({"op": "conv", "name": f"conv_{n}", "n": int(x.shape[0]), "c_in": int(x.shape[1]),
+                                 "h": int(x.shape[2]), "w": int(x.shape[3]), "c_out": int(w.shape[0]),
+                                 "k": int(w.shape[2]), "stride": int(stride[0]), "pad": int(pad[0]), "groups": int(groups)})
+            elif op not in VIEW_OPS:
+                ins = sum(_numel(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor))
+                outs = sum(_numel(t) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor))
+                if outs:
+                    rows.append({"op": "stream", "name": f"{op}_{n}", "kind": "elementwise", "elems": float(outs),
+                                 "flops_per_elem": 1.0, "read_per_elem": ins / outs, "write_per_elem": 1.0})
+            return out
+
+    with torch.device("meta"):
+        inputs = tuple(t.to("meta") if isinstance(t, torch.Tensor) else t for t in example_inputs)
+        module = module.to("meta")
+        with torch.no_grad(), Recorder():
+            module(*inputs)
+    params = int(sum(p.numel() for p in module.parameters()))
+    desc = {"name": name, "family": "optable", "domain": "imported",
+            "source": f"imported from a torch module ({type(module).__name__}) on the meta device by dse",
+            "arch": {"ops": rows, "params": params, "unknown_ops": []}, "defaults": {"phase": "forward", "dtype": "fp32"}}
+    _validate(desc, type(module).__name__)
+    return desc
+
+
+def workload_from_description(desc: dict[str, Any], **scenario: Any):  # noqa: ANN201
+    """Build a Workload straight from a description mapping (no file needed)."""
+    from dse.workloads import ops
+    from dse.workloads.library import ARCH_MODELS, BUILDERS, ModelDescription, Workload
+    from dse.workloads.scenario import Scenario
+
+    d = ModelDescription.model_validate(desc)
+    arch = ARCH_MODELS[d.family].model_validate(d.arch)
+    sc = Scenario.model_validate({**d.defaults, **scenario})
+    rows, facts = BUILDERS[d.family](arch, sc, d.name)
+    return Workload(name=d.name, ops=ops.table(rows), scenario={**facts, "dtype": sc.dtype}, source=d.source)

@@ -1,0 +1,147 @@
+"""Bring-your-own-model importers: Hugging Face configs, ONNX files built here, torch modules on meta."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+import dse
+from dse.cli import main
+from dse.errors import DseError
+from dse.workloads.importers import from_hf_config, workload_from_description
+
+LLAMA3_8B = {"model_type": "llama", "_name_or_path": "meta-llama/Meta-Llama-3-8B", "num_hidden_layers": 32,
+             "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+             "hidden_act": "silu", "vocab_size": 128256, "max_position_embeddings": 8192, "tie_word_embeddings": False}
+
+
+def _need(module: str):
+    """Import an optional extra; in CI (CI=true) a missing extra fails instead of skipping."""
+    try:
+        return __import__(module)
+    except ModuleNotFoundError:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {module} is not installed: .ci/run installs the extras")
+        pytest.skip(f"{module} not installed (pip install -e '.[{'torch' if module.startswith('torch') else module}]')")
+
+
+def test_hf_config_matches_the_library_model() -> None:
+    wl = workload_from_description(from_hf_config(LLAMA3_8B), phase="decode", context=2048)
+    lib = dse.workload("llama3-8b", phase="decode", context=2048)
+    assert wl.scenario["params"] == lib.scenario["params"] == 8_030_261_248
+    assert wl.flops == pytest.approx(lib.flops)
+
+
+def test_hf_config_errors_name_the_field() -> None:
+    with pytest.raises(DseError, match="model_type: unsupported model_type 't5'"):
+        from_hf_config({"model_type": "t5"})
+    with pytest.raises(DseError, match="hidden must be divisible by heads"):
+        from_hf_config({**LLAMA3_8B, "hidden_size": 4100})
+    with pytest.raises(DseError, match="missing 'vocab_size'"):
+        from_hf_config({k: v for k, v in LLAMA3_8B.items() if k != "vocab_size"})
+
+
+def _onnx_model(path: Path) -> int:
+    """An MLP + conv graph with a TopK (no model of it); returns the hand-counted matrix FLOPs."""
+    onnx = _need("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.zeros((64, 128), np.float32), "W1"),
+             numpy_helper.from_array(np.zeros((128, 10), np.float32), "W2"),
+             numpy_helper.from_array(np.zeros((16, 3, 3, 3), np.float32), "Wc"),
+             numpy_helper.from_array(np.array([3], np.int64), "kk")]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h1"], name="fc1"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
+             helper.make_node("MatMul", ["h2", "W2"], ["h3"], name="fc2"),
+             helper.make_node("Softmax", ["h3"], ["y"], name="softmax"),
+             helper.make_node("Conv", ["img", "Wc"], ["c1"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1]),
+             helper.make_node("TopK", ["h3", "kk"], ["tv", "ti"], name="topk")]
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64]),
+                                           helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 10]),
+                               helper.make_tensor_value_info("c1", TensorProto.FLOAT, [1, 16, 32, 32])], inits)
+    onnx.save(helper.make_model(graph), str(path))
+    return 2 * 8 * 128 * 64 + 2 * 8 * 10 * 128 + 2 * 32 * 32 * 16 * 3 * 3 * 3
+
+
+def test_onnx_import_counts_flops_by_hand_and_lists_unknown_ops(tmp_path: Path, capsys) -> None:
+    expected = _onnx_model(tmp_path / "m.onnx")
+    out = tmp_path / "custom" / "tiny-net.yaml"
+    assert main(["workloads", "import", str(tmp_path / "m.onnx"), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "topk (TopK)" in text and out.is_file()
+    from dse.yamlio import load_yaml
+
+    wl = workload_from_description(load_yaml(out))
+    assert wl.matrix_flops == expected
+    assert "topk.TopK" in set(wl.ops["name"])
+
+
+def test_malformed_onnx_is_one_line(tmp_path: Path, capsys) -> None:
+    _need("onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00\x01 not a protobuf" * 10)
+    assert main(["workloads", "import", str(bad), "-o", str(tmp_path / "x.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.onnx" in err and "not a readable ONNX model" in err and err.count("\n") == 1
+
+
+TV_MODELS = [("resnet18", "resnet18", 224), ("resnet50", "resnet50", 224), ("resnet152", "resnet152", 224),
+             ("mobilenet_v2", "mobilenet-v2", 224), ("mobilenet_v3_large", "mobilenet-v3-large", 224),
+             ("efficientnet_b0", "efficientnet-b0", 224), ("efficientnet_b3", "efficientnet-b3", 300),
+             ("convnext_tiny", "convnext-tiny", 224), ("vgg16", "vgg16", 224), ("vit_b_16", "vit-b16", 224),
+             ("resnext50_32x4d", "resnext50-32x4d", 224), ("wide_resnet50_2", "wide-resnet50-2", 224)]
+
+
+_TV_SHIM: list = []
+
+
+@pytest.fixture(scope="module")
+def torchvision():
+    torch = _need("torch")
+    if not _TV_SHIM:
+        # PyPI's torchvision imports beside the CPU torch only with these schemas defined (ENVIRONMENT.md)
+        lib = torch.library.Library("torchvision", "DEF")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _TV_SHIM.append(lib)  # keep the library object alive
+    return _need("torchvision")
+
+
+
+
+
+@pytest.mark.parametrize(("tv_name", "lib_name", "res"), TV_MODELS)
+def test_library_flops_equal_torch_flop_counter_on_real_models(torchvision, tv_name, lib_name, res) -> None:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        model = getattr(torchvision.models, tv_name)(weights=None)
+    x = torch.empty(1, 3, res, res, device="meta")
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(x)
+    ref = counter.get_total_flops()
+    wl = dse.workload(lib_name, dtype="fp32")
+    mat = wl.ops[wl.ops["kind"].isin(["conv", "gemm", "attention"])]
+    assert float((mat["flops"] * mat["count"]).sum()) == pytest.approx(ref, rel=0.02)
+    assert wl.scenario["params"] == pytest.approx(sum(p.numel() for p in model.parameters()), rel=0.02)
+
+
+def test_torch_module_import_equals_the_flop_counter(torchvision) -> None:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from dse.workloads.importers import from_torch
+
+    with torch.device("meta"):
+        model = torchvision.models.resnet18(weights=None)
+    x = torch.empty(2, 3, 224, 224, device="meta")
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(x)
+    wl = workload_from_description(from_torch(model, (x,), "resnet18-imported"))
+    assert wl.matrix_flops == counter.get_total_flops()
+    assert wl.scenario["params"] == 11_689_512
