@@ -27,17 +27,18 @@ class ModelDescription(Strict):
     """One file in ``workloads/``."""
 
     name: str = Field(min_length=1)
-    family: Literal["transformer", "cnn", "rnn", "mamba", "recsys", "optable"]
+    family: Literal["transformer", "encdec", "cnn", "rnn", "mamba", "recsys", "optable"]
     domain: str = Field("", description="e.g. vision, nlp, llm")
     source: str = Field(min_length=3, description="Public source of the hyperparameters")
     arch: dict[str, Any]
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default scenario values")
 
 
-ARCH_MODELS = {"transformer": transformer.TransformerArch, "cnn": cnn.CNNArch, "rnn": sequence.RNNArch,
-               "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch, "optable": optable.OpTableArch}
-BUILDERS = {"transformer": transformer.build, "cnn": cnn.build, "rnn": sequence.build_rnn,
-            "mamba": sequence.build_mamba, "recsys": recsys.build, "optable": optable.build}
+ARCH_MODELS = {"transformer": transformer.TransformerArch, "encdec": transformer.EncDecArch, "cnn": cnn.CNNArch,
+               "rnn": sequence.RNNArch, "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch,
+               "optable": optable.OpTableArch}
+BUILDERS = {"transformer": transformer.build, "encdec": transformer.build_encdec, "cnn": cnn.build,
+            "rnn": sequence.build_rnn, "mamba": sequence.build_mamba, "recsys": recsys.build, "optable": optable.build}
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
             return COMMON | {"seq"}
         case "mamba":
             return COMMON | {"seq", "context"}
+        case "encdec":
+            return COMMON | {"seq", "context", "fused_attention"}
         case "optable":
             return {"phase", "dtype"}
         case _:
@@ -168,7 +171,7 @@ def workload(name: str, **scenario: Any) -> Workload:
     desc = load_description(name)
     given = {k: v for k, v in scenario.items() if v is not None}
     if given.get("phase") == "inference":
-        lm = desc.family == "mamba" or (desc.family == "transformer" and desc.arch.get("kind") == "decoder")
+        lm = desc.family in ("mamba", "encdec") or (desc.family == "transformer" and desc.arch.get("kind") == "decoder")
         given["phase"] = "prefill" if lm else "forward"
     allowed = accepted_keywords(desc)
     unknown = sorted(set(given) - allowed)

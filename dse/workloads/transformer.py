@@ -274,3 +274,108 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
     if arch.vocab:
         total += arch.vocab * h * (2 if arch.head == "lm" and not arch.tied_embeddings else 1)
     return int(total)
+
+
+class AudioFrontEnd(Strict):
+    """Whisper's encoder stem (Radford et al. 2022, Sec. 2.2): two 1-D convolutions (k=3) over the
+    log-mel frames, the second with stride 2 (3000 frames -> 1500 tokens)."""
+
+    mel_bins: int = Field(80, gt=0)
+    frames: int = Field(3000, gt=0)
+
+
+class EncDecArch(Strict):
+    """Encoder-decoder transformer (T5, Whisper): the encoder runs once per input (``prefill``), the
+    decoder runs one token per step (``decode``) with self-attention over its KV cache and
+    cross-attention over the cached encoder keys and values."""
+
+    encoder_layers: int = Field(gt=0)
+    decoder_layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    ffn: int = Field(gt=0)
+    activation: Literal["gelu", "relu", "swiglu", "geglu"]
+    norm: Literal["layernorm", "rmsnorm"]
+    vocab: int = Field(gt=0)
+    tied_embeddings: bool = True
+    audio: AudioFrontEnd | None = None
+    default_seq: int = Field(512, gt=0, description="Encoder input tokens (text models)")
+    max_decoder_seq: int = Field(512, gt=0)
+
+
+def _block(prefix: str, T: int, B: int, q: int, kv: int, h: int, H: int, d: int, ffn: int, act: str, norm: str,
+           dt: str, count: int, causal: bool, fused: bool, fe: bool, cross_len: int = 0) -> list[dict[str, Any]]:
+    """One pre-norm block: self-attention, optional cross-attention over ``cross_len`` cached encoder
+    tokens, FFN; residuals and norms as streaming rows."""
+    def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
+        return ops.streaming(f"{prefix}.{nm}", kind=kind, elems=elems, inputs=inputs,
+                             flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=fe)
+
+    gated = act in ("swiglu", "geglu")
+    rows = [vec("norm1", "norm", T * h, norm), ops.gemm(f"{prefix}.qkv_proj", T, 3 * H * d, h, dtype=dt, count=count)]
+    rows += ops.attention(f"{prefix}.self_attn", batch=B, heads=H, kv_heads=H, q_len=q, kv_len=kv, head_dim=d,
+                          causal=causal, dtype=dt, fused=fused, count=count, fuse_elementwise=fe)
+    rows += [ops.gemm(f"{prefix}.out_proj", T, h, H * d, dtype=dt, count=count),
+             vec("residual1", "elementwise", T * h, "add", 2)]
+    if cross_len:
+        rows += [vec("norm_x", "norm", T * h, norm), ops.gemm(f"{prefix}.cross_q", T, H * d, h, dtype=dt, count=count)]
+        rows += ops.attention(f"{prefix}.cross_attn", batch=B, heads=H, kv_heads=H, q_len=q, kv_len=cross_len,
+                              head_dim=d, causal=False, dtype=dt, fused=fused, count=count, fuse_elementwise=fe)
+        rows += [ops.gemm(f"{prefix}.cross_out", T, h, H * d, dtype=dt, count=count),
+                 vec("residual_x", "elementwise", T * h, "add", 2)]
+    rows += [vec("norm2", "norm", T * h, norm),
+             ops.gemm(f"{prefix}.ffn_up", T, (2 if gated else 1) * ffn, h, dtype=dt, count=count),
+             vec("ffn_act", "elementwise", T * ffn, "swiglu" if gated else act, 2 if gated else 1),
+             ops.gemm(f"{prefix}.ffn_down", T, h, ffn, dtype=dt, count=count),
+             vec("residual2", "elementwise", T * h, "add", 2)]
+    return rows
+
+
+def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``prefill``: the encoder over the input plus the cross-attention K/V of every decoder layer;
+    ``decode``: one decoder step over ``context`` generated tokens and the cached encoder output."""
+    phase = sc.phase or "decode"
+    if phase not in ("prefill", "decode", "training"):
+        raise ValueError(f"{name} is an encoder-decoder; accepted phase: prefill, decode, training (got {phase})")
+    B, h, H, dt = sc.batch, arch.hidden, arch.heads, sc.dtype
+    d = arch.head_dim or h // H
+    fe, fused = sc.fuse_elementwise, sc.fused_attention
+    S = arch.audio.frames // 2 if arch.audio else (sc.seq or arch.default_seq)
+    rows: list[dict[str, Any]] = []
+    if phase in ("prefill", "training"):
+        if arch.audio:
+            a = arch.audio
+            r1, n1 = ops.conv1d("audio.conv1", n=B, length=a.frames, c_in=a.mel_bins, c_out=h, k=3, dtype=dt)
+            r2, _ = ops.conv1d("audio.conv2", n=B, length=n1, c_in=h, c_out=h, k=3, stride=2, dtype=dt)
+            rows += [r1, ops.streaming("audio.gelu1", kind="elementwise", elems=B * n1 * h, flops_per_elem=8, dtype=dt,
+                                       fused=fe), r2]
+        else:
+            rows.append(ops.embedding("encoder.embed", tokens=B * S, dim=h, dtype=dt))
+        rows += _block("encoder", B * S, B, S, S, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
+                       arch.encoder_layers, False, fused, fe)
+        rows.append(ops.gemm("decoder.cross_kv_proj", B * S, 2 * H * d, h, dtype=dt, count=arch.decoder_layers))
+    if phase in ("decode", "training"):
+        ctx = sc.context or 1 if phase == "decode" else min(arch.max_decoder_seq, sc.seq or arch.max_decoder_seq)
+        q = 1 if phase == "decode" else ctx
+        T = B * q
+        rows.append(ops.embedding("decoder.embed", tokens=T, dim=h, dtype=dt))
+        if phase == "decode":
+            rows.append(ops.streaming("decoder.kv_cache_write", kind="elementwise", elems=T * 2 * H * d,
+                                      flops_per_elem=0.0, dtype=dt, count=arch.decoder_layers))
+        rows += _block("decoder", T, B, q, ctx, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
+                       arch.decoder_layers, True, fused, fe, cross_len=S)
+        rows.append(ops.gemm("lm_head", T, arch.vocab, h, dtype=dt))
+    gated = arch.activation in ("swiglu", "geglu")
+    ffn_w = (3 if gated else 2) * h * arch.ffn
+    enc = arch.encoder_layers * (4 * h * H * d + ffn_w + 2 * h)
+    dec = arch.decoder_layers * (8 * h * H * d + ffn_w + 3 * h)
+    params = enc + dec + arch.vocab * h * (1 if arch.tied_embeddings else 2)
+    if arch.audio:
+        params += 3 * arch.audio.mel_bins * h + 3 * h * h
+    if phase == "training":
+        from dse.workloads.training import training_step as _step
+
+        rows = _step(rows, params, dt)
+    return rows, {"phase": phase, "batch": B, "seq": S, "context": sc.context if phase == "decode" else None,
+                  "params": int(params)}

@@ -192,3 +192,20 @@ def test_suites_expand_and_feed_a_mix() -> None:
     for s in list_suites():
         for e in load_suite(s):
             dse.workload(e["name"], **{k: v for k, v in e.items() if k not in ("name", "weight")})
+
+
+@pytest.mark.parametrize(("name", "params", "rel"), [("t5-small", 60_506_624, 0.01), ("t5-base", 222_903_552, 0.01),
+                                                     ("whisper-large-v3", 1_550_000_000, 0.02)])
+def test_encoder_decoder_parameter_counts(name: str, params: int, rel: float) -> None:
+    # t5-*: Hugging Face parameter counts; Whisper large-v3: 1550 M (Radford et al. 2022, Table 1)
+    assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=rel)
+
+
+def test_encoder_decoder_phases() -> None:
+    enc = dse.workload("whisper-small", phase="prefill")
+    dec = dse.workload("whisper-small", phase="decode", context=64)
+    assert enc.scenario["seq"] == 1500 and enc.matrix_flops > 100 * dec.matrix_flops
+    cross = dec.ops[dec.ops["name"] == "decoder.cross_attn"].iloc[0]
+    assert cross["K"] == 1500  # each decode step attends the 1500 cached encoder positions
+    with pytest.raises(DseError, match="accepted phase: prefill, decode, training"):
+        dse.workload("t5-small", phase="forward")
