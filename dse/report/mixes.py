@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dse.predict import predict  # noqa: E402
-from dse.report.plots import _save  # noqa: E402
+from dse.report.plots import _save, finish  # noqa: E402
 from dse.report.summary import _md_table, ratio_label  # noqa: E402
 from dse.search.sensitivity import ratio_curve  # noqa: E402
 from dse.search.space import base_knobs  # noqa: E402
@@ -52,12 +52,8 @@ def sensitivity_chart(curves: dict[str, pd.DataFrame], best: dict[str, tuple[flo
         ax.plot(*best[mix], marker="*", ms=14, color=f"C{k}", mec="k", ls="none")
     ax.axvline(base_ridge, color="k", ls=":", lw=1)
     ax.text(base_ridge, ax.get_ylim()[1], " base ridge", fontsize=8, va="top")
-    ax.set_xscale("log")
-    ax.set_xlabel("compute:bandwidth ratio = ridge point (FLOP/byte)")
-    ax.set_ylabel("best feasible mix score at this ratio (x vs base)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, title="mix (star = search optimum)")
+    finish(ax, "compute:bandwidth ratio = ridge point (FLOP/byte)", "best feasible mix score at this ratio (x vs base)",
+           title, logy=False, fontsize=8, title="mix (star = search optimum)")
     return _save(fig, path)
 
 

@@ -18,6 +18,18 @@ from dse.units import TERA  # noqa: E402
 from dse.yamlio import atomic_write  # noqa: E402
 
 
+def finish(ax: plt.Axes, xlabel: str, ylabel: str, heading: str, logy: bool = True, **legend: object) -> None:
+    """Log-x (and log-y) axes with labels (units in them), heading, grid and legend (``legend`` kwargs)."""
+    ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(heading, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(**{"fontsize": 7, **legend})
+
+
 def _save(fig: plt.Figure, path: Path) -> Path:
     atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
     plt.close(fig)
@@ -209,13 +221,7 @@ def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
     for _, r in df.iterrows():
         ax.annotate(r["operator"], (r["ai_flop_per_byte"], r["flops"] / r["measured_s"] / 1e9), fontsize=6,
                     xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
-    ax.set_ylabel("throughput (GFLOP/s)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
+    finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "throughput (GFLOP/s)", title, loc="lower right")
     return _save(fig, path)
 
 
@@ -232,13 +238,7 @@ def kernels_roofline(df: pd.DataFrame, hw, peak_tflops: float, path: Path, title
             label=f"{hw.name}: {peak_tflops:.0f} TFLOP/s, {bw / 1e12:.2f} TB/s")
     for k, (region, g) in enumerate(ok.groupby("region")):
         ax.scatter(g["ai_flop_per_byte"], g["achieved_tflops"], s=30, color=f"C{k}", edgecolor="k", lw=0.3, label=region)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-    ax.set_ylabel("achieved (TFLOP/s)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8)
+    finish(ax, "arithmetic intensity (FLOP per DRAM byte)", "achieved (TFLOP/s)", title, fontsize=8)
     return _save(fig, path)
 
 
@@ -273,4 +273,20 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
         ax.legend(fontsize=6, ncol=2)
     ax2.legend(fontsize=7, loc="lower right")
     ax2.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Path, title: str) -> Path:
+    """Log-log predicted vs measured per metric, with y = x and the +/-10 % band."""
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    for k, (metric, g) in enumerate(cov.groupby("metric")):
+        ax.scatter(g["measured"], g["predicted"], s=28, color=f"C{k}", edgecolor="k", lw=0.3,
+                   label=f"{metric} ({metric_desc.get(metric, metric)})")
+    lo = float(min(cov["measured"].min(), cov["predicted"].min())) / 2 if len(cov) else 1e-3
+    hi = float(max(cov["measured"].max(), cov["predicted"].max())) * 2 if len(cov) else 1e3
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, "k-", lw=1, label="y = x")
+    ax.fill_between(xs, xs * 0.9, xs * 1.1, color="0.85", label="±10 %")
+    finish(ax, "measured (metric's unit: s, TFLOP/s, token/s, sample/s or GB/s)", "predicted (same unit)", title,
+           loc="upper left")
     return _save(fig, path)

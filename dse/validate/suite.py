@@ -176,32 +176,7 @@ def error_stats(results: pd.DataFrame) -> dict[str, float]:
 
 
 def scatter(results: pd.DataFrame, path: Path, title: str) -> Path:
-    """Log-log predicted vs measured (each metric normalised to its measured value's scale by row),
-    with y = x and the +/-10 % band."""
-    import matplotlib
+    """Log-log predicted vs measured of the covered rows (``dse.report.plots.validation_scatter``)."""
+    from dse.report.plots import validation_scatter
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from dse.yamlio import atomic_write
-
-    cov = results[results["status"] == "covered"]
-    fig, ax = plt.subplots(figsize=(6.5, 6))
-    for k, (metric, g) in enumerate(cov.groupby("metric")):
-        ax.scatter(g["measured"], g["predicted"], s=28, color=f"C{k}", edgecolor="k", lw=0.3,
-                   label=f"{metric} ({METRICS[metric]})")
-    lo = float(min(cov["measured"].min(), cov["predicted"].min())) / 2 if len(cov) else 1e-3
-    hi = float(max(cov["measured"].max(), cov["predicted"].max())) * 2 if len(cov) else 1e3
-    xs = np.geomspace(lo, hi, 50)
-    ax.plot(xs, xs, "k-", lw=1, label="y = x")
-    ax.fill_between(xs, xs * 0.9, xs * 1.1, color="0.85", label="±10 %")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("measured (metric's unit: s, TFLOP/s, token/s, sample/s or GB/s)")
-    ax.set_ylabel("predicted (same unit)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
-    plt.close(fig)
-    return path
+    return validation_scatter(results[results["status"] == "covered"], METRICS, path, title)
