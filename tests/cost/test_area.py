@@ -1,6 +1,5 @@
 """Area model: calibration dies and monotonicity."""
 
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from hypothesis import strategies as st
 import dse
 from dse.cost.area import COMPONENTS, area
 from dse.hardware.designs import DesignBatch
+from tests.cost.growth import grown_pair
 
 # Die areas from ../shared/reference/hardware.csv
 DIES = {"a100-80gb": 826.0, "h100-sxm": 814.0, "v100-sxm": 815.0}
@@ -35,15 +35,7 @@ def test_hbm_stacks_follow_bandwidth() -> None:
 @given(which=st.sampled_from(["matrix_peak", "bandwidth", "capacity"]), level=st.integers(0, 2),
        factor=st.floats(1.0, 10.0), scale=st.floats(0.2, 5.0))
 def test_area_never_decreases_when_a_resource_grows(which, level, factor, scale) -> None:
-    d0 = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
-    d0 = replace(d0, matrix_peak=d0.matrix_peak * scale, bandwidth=d0.bandwidth * scale,
-                 capacity=d0.capacity * scale)
-    arr = getattr(d0, which).copy()
-    if which == "matrix_peak":
-        arr *= factor
-    else:
-        arr[:, level] *= factor
-    d1 = replace(d0, **{which: arr})
+    d0, d1 = grown_pair(which, level, factor, scale)
     a0, a1 = area(d0), area(d1)
     assert a1.total[0] >= a0.total[0] - 1e-9
     for c in COMPONENTS:

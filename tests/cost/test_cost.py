@@ -1,17 +1,15 @@
 """Cost model: hand-computed dies-per-wafer and yield, monotonicity, and cost in studies."""
 
-from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dse
 from dse.cost.area import area
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
-from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
+from tests.cost.growth import grown_pair
 
 
 def test_dies_per_wafer_by_hand() -> None:
@@ -42,14 +40,7 @@ def test_a100_class_die_cost_matches_the_reference_example() -> None:
 @given(which=st.sampled_from(["matrix_peak", "bandwidth", "capacity"]), level=st.integers(0, 2),
        factor=st.floats(1.0, 10.0), scale=st.floats(0.2, 3.0))
 def test_cost_never_decreases_when_a_resource_grows(which, level, factor, scale) -> None:
-    d0 = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
-    d0 = replace(d0, matrix_peak=d0.matrix_peak * scale, bandwidth=d0.bandwidth * scale, capacity=d0.capacity * scale)
-    arr = getattr(d0, which).copy()
-    if which == "matrix_peak":
-        arr *= factor
-    else:
-        arr[:, level] *= factor
-    d1 = replace(d0, **{which: arr})
+    d0, d1 = grown_pair(which, level, factor, scale)
     c0, c1 = unit_cost(d0, area(d0)), unit_cost(d1, area(d1))
     assert c1.total[0] >= c0.total[0] * (1 - 1e-12)
     for part in c0.parts:
