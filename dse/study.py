@@ -7,8 +7,10 @@ base times; :func:`make_evaluator` turns trial parameters into scores in one vec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -224,12 +226,23 @@ def _load(config: str | Path, n_trials: int | None, mix: str | None = None) -> t
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
 
 
-def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: str | None = None) -> int:
-    """One extra worker process: load the existing study and run until it holds n_trials."""
+def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: str | None = None,
+                start: object | None = None) -> int:
+    """One extra worker process: load the existing study, wait at ``start`` (a barrier shared with the
+    other workers, so all begin together) and run until the study holds n_trials."""
     cfg, ctx = _load(config, n_trials, mix)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
+    _wait(start)
     return optimize.run(study, cfg.search, make_evaluator(ctx, worker), progress=False)
+
+
+def _wait(barrier: object | None, timeout: float = 300.0) -> None:
+    """Wait at a start barrier; a worker that never arrives (crashed) does not block the others."""
+    if barrier is None:
+        return
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait(timeout)  # type: ignore[attr-defined]
 
 
 def run_study(
@@ -257,12 +270,15 @@ def run_study(
         write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
                                                      "storage": url, "workers": workers}, indent=2) + "\n")
-    procs = []
+    procs, start = [], None
     if workers > 1:
         mp = multiprocessing.get_context("spawn")
-        procs = [mp.Process(target=worker_main, args=(str(config), url, n_trials, k, mix)) for k in range(1, workers)]
+        start = mp.Barrier(workers)
+        procs = [mp.Process(target=worker_main, args=(str(config), url, n_trials, k, mix, start))
+                 for k in range(1, workers)]
         for p in procs:
             p.start()
+        _wait(start)
     new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
     for p in procs:
         p.join()
