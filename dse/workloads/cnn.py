@@ -103,8 +103,54 @@ class ConvNeXt(Strict):
     mlp_ratio: int = Field(4, gt=0)
 
 
-Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt,
-                  Field(discriminator="op")]
+class DenseBlock(Strict):
+    """DenseNet block (Huang et al., CVPR 2017): each layer BN-ReLU-1x1 (bn_size x growth) -BN-ReLU-
+    3x3 (growth), its output concatenated to the block input (channels grow by ``growth``)."""
+
+    op: Literal["dense_block"]
+    layers: int = Field(gt=0)
+    growth: int = Field(gt=0)
+    bn_size: int = Field(4, gt=0)
+
+
+class Transition(Strict):
+    """DenseNet transition: BN-ReLU-1x1 conv to ``compression`` x channels, 2x2 average pool."""
+
+    op: Literal["transition"]
+    compression: float = Field(0.5, gt=0, le=1)
+
+
+class Inception(Strict):
+    """GoogLeNet inception module (Szegedy et al., CVPR 2015; torchvision's variant with a 3x3 in the
+    "5x5" branch): 1x1 | 1x1-3x3 | 1x1-3x3 | 3x3 max pool-1x1, concatenated."""
+
+    op: Literal["inception"]
+    b1: int = Field(gt=0)
+    b3_reduce: int = Field(gt=0)
+    b3: int = Field(gt=0)
+    b5_reduce: int = Field(gt=0)
+    b5: int = Field(gt=0)
+    pool_proj: int = Field(gt=0)
+
+
+class Save(Strict):
+    """Keep the current activation for a later skip concatenation (U-Net)."""
+
+    op: Literal["save"]
+
+
+class Up(Strict):
+    """2x up-sampling (transposed 2x2 stride-2 conv to ``out`` channels, or nearest) concatenated with
+    the last saved activation (U-Net decoder step)."""
+
+    op: Literal["up"]
+    out: int = Field(gt=0)
+    mode: Literal["transposed", "nearest"] = "transposed"
+    concat: bool = True
+
+
+Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt | DenseBlock
+                  | Transition | Inception | Save | Up, Field(discriminator="op")]
 
 
 class CNNArch(Strict):
@@ -120,6 +166,7 @@ class _Builder:
         self.dt, self.fuse = dtype, fuse
         self.rows: list[dict[str, Any]] = []
         self.params = 0
+        self.saved: list[tuple[int, int, int]] = []
 
     def elems(self) -> int:
         return self.n * self.h * self.w * self.c
@@ -164,6 +211,12 @@ class _Builder:
         if act != "none":
             self.vector(f"{name}.{act}", "elementwise", act)
 
+    def concat_read(self, name: str, extra_elems: int) -> None:
+        """Writing a concatenated tensor copies the new part next to the old (bytes, no FLOPs)."""
+        b = ops.DTYPE_BYTES[self.dt]
+        self.rows.append(ops.streaming(name, kind="elementwise", elems=extra_elems, flops_per_elem=0.0, dtype=self.dt,
+                                       read_bytes=extra_elems * b, fused=self.fuse))
+
     def squeeze_excite(self, name: str, width: int, act: str = "relu") -> None:
         """SE (Hu et al., CVPR 2018): global pool, FC down (act), FC up, sigmoid, channel-wise scale."""
         n, c = self.n, self.c
@@ -204,6 +257,56 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
     for i, layer in enumerate(arch.layers):
         tag = f"l{i}"
         match layer:
+            case DenseBlock():
+                for r in range(layer.layers):
+                    blk, c0, hw = f"{tag}.dense{r}", b.c, (b.h, b.w)
+                    b.vector(f"{blk}.bn1", "norm", "batchnorm")
+                    b.vector(f"{blk}.relu1", "elementwise", "relu")
+                    b.params += 2 * c0
+                    b.conv(f"{blk}.conv1x1", layer.bn_size * layer.growth, 1, pad=0, bn=True, act="relu")
+                    b.conv(f"{blk}.conv3x3", layer.growth, 3, bn=False, act="none")
+                    b.h, b.w = hw
+                    b.c = c0 + layer.growth
+                    b.concat_read(f"{blk}.concat", b.n * b.h * b.w * layer.growth)
+            case Transition():
+                b.vector(f"{tag}.bn", "norm", "batchnorm")
+                b.vector(f"{tag}.relu", "elementwise", "relu")
+                b.params += 2 * b.c
+                b.conv(f"{tag}.conv1x1", int(b.c * layer.compression), 1, pad=0, bn=False, act="none")
+                b.pool(f"{tag}.avgpool", Pool(op="avgpool", k=2, stride=2))
+            case Inception():
+                h0, w0, c0 = b.h, b.w, b.c
+                outs = 0
+                for branch in ([(layer.b1, 1)], [(layer.b3_reduce, 1), (layer.b3, 3)],
+                               [(layer.b5_reduce, 1), (layer.b5, 3)], "pool"):
+                    b.h, b.w, b.c = h0, w0, c0
+                    if branch == "pool":
+                        b.pool(f"{tag}.pool", Pool(op="maxpool", k=3, stride=1, pad=1))
+                        branch = [(layer.pool_proj, 1)]
+                    for j, (out, k) in enumerate(branch):
+                        b.conv(f"{tag}.b{outs}_{j}", out, k)
+                    outs += b.c
+                b.h, b.w, b.c = h0, w0, outs
+            case Save():
+                b.saved.append((b.h, b.w, b.c))
+            case Up():
+                if layer.mode == "transposed":
+                    row = ops.gemm(f"{tag}.upconv2x2", b.n * b.h * b.w, 4 * layer.out, b.c, dtype=b.dt)
+                    b.params += 4 * layer.out * b.c + layer.out
+                    b.rows.append(row)
+                    b.c = layer.out
+                else:
+                    src = b.elems() * ops.DTYPE_BYTES[b.dt]
+                    b.rows.append(ops.streaming(f"{tag}.upsample", kind="elementwise", elems=4 * b.elems(),
+                                                flops_per_elem=0.0, dtype=b.dt, read_bytes=src))
+                b.h, b.w = 2 * b.h, 2 * b.w
+                if layer.concat:
+                    if not b.saved:
+                        raise ValueError(f"{name}: layer {i} (up) has no saved activation to concatenate")
+                    hs, ws, cs = b.saved.pop()
+                    b.h, b.w = hs, ws
+                    b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
+                    b.c += cs
             case Norm():
                 b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
                 b.params += 2 * b.c

@@ -27,17 +27,19 @@ class ModelDescription(Strict):
     """One file in ``workloads/``."""
 
     name: str = Field(min_length=1)
-    family: Literal["transformer", "encdec", "cnn", "rnn", "mamba", "recsys", "optable"]
+    family: Literal["transformer", "encdec", "swin", "cnn", "rnn", "mamba", "recsys", "optable"]
     domain: str = Field("", description="e.g. vision, nlp, llm")
     source: str = Field(min_length=3, description="Public source of the hyperparameters")
     arch: dict[str, Any]
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default scenario values")
 
 
-ARCH_MODELS = {"transformer": transformer.TransformerArch, "encdec": transformer.EncDecArch, "cnn": cnn.CNNArch,
+ARCH_MODELS = {"transformer": transformer.TransformerArch, "encdec": transformer.EncDecArch,
+               "swin": transformer.SwinArch, "cnn": cnn.CNNArch,
                "rnn": sequence.RNNArch, "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch,
                "optable": optable.OpTableArch}
-BUILDERS = {"transformer": transformer.build, "encdec": transformer.build_encdec, "cnn": cnn.build,
+BUILDERS = {"transformer": transformer.build, "encdec": transformer.build_encdec, "swin": transformer.build_swin,
+            "cnn": cnn.build,
             "rnn": sequence.build_rnn, "mamba": sequence.build_mamba, "recsys": recsys.build, "optable": optable.build}
 
 
@@ -130,11 +132,15 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
                 extra |= {"seq", "context", "kv_dtype", "logits"}
             elif a.get("patch"):
                 extra |= {"resolution"}
+            elif a.get("conv_frontend"):
+                extra |= {"seq"}  # audio samples
             else:
                 extra |= {"seq"}
             return COMMON | extra
         case "cnn":
             return COMMON | {"resolution"}
+        case "swin":
+            return COMMON | {"resolution", "fused_attention"}
         case "rnn":
             return COMMON | {"seq"}
         case "mamba":

@@ -131,16 +131,17 @@ def conv2d(
 
 
 def conv1d(name: str, *, n: int, length: int, c_in: int, c_out: int, k: int, stride: int = 1,
-           pad: int | None = None, dtype: str, count: int = 1) -> tuple[dict[str, Any], int]:
+           pad: int | None = None, groups: int = 1, dtype: str, count: int = 1) -> tuple[dict[str, Any], int]:
     """A 1-D convolution (audio, sequences) as its GEMM-equivalent row; returns the row and the
     output length."""
     pad = k // 2 if pad is None else pad
     out = conv_out(length, k, stride, pad)
     b = DTYPE_BYTES[dtype]
-    M, N, K = n * out, c_out, c_in * k
-    a, wts, c = n * length * c_in * b, c_out * c_in * k * b, n * out * c_out * b
+    M, N, K = n * out, c_out // groups, (c_in // groups) * k
+    a, wts, c = n * length * c_in * b, c_out * (c_in // groups) * k * b, n * out * c_out * b
     row = _row(name=name, kind="conv", unit="matrix", reuse="tiled", dtype=dtype, dtype_a=dtype, dtype_b=dtype,
-               dtype_out=dtype, M=M, N=N, K=K, batch=1, flops=2.0 * M * N * K, bytes_read=a + wts, bytes_written=c,
+               dtype_out=dtype, M=M, N=N, K=K, batch=groups, flops=2.0 * groups * M * N * K, bytes_read=a + wts,
+               bytes_written=c,
                a_bytes=a, b_bytes=wts, c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count)
     return row, out
 

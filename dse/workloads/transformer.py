@@ -47,6 +47,18 @@ class MLA(Strict):
     v_head_dim: int = Field(gt=0)
 
 
+class ConvFrontEnd(Strict):
+    """wav2vec 2.0's raw-waveform feature encoder (Baevski et al., NeurIPS 2020, Sec. 2 and App. B):
+    1-D convolutions over the samples, a projection to the model width and a grouped positional conv."""
+
+    channels: int = Field(512, gt=0)
+    kernels: list[int] = Field(default_factory=lambda: [10, 3, 3, 3, 3, 2, 2])
+    strides: list[int] = Field(default_factory=lambda: [5, 2, 2, 2, 2, 2, 2])
+    samples: int = Field(16000, gt=0, description="Default input length (1 s at 16 kHz)")
+    pos_conv_kernel: int = Field(128, gt=0)
+    pos_conv_groups: int = Field(16, gt=0)
+
+
 class TransformerArch(Strict):
     kind: Literal["encoder", "decoder"]
     layers: int = Field(gt=0)
@@ -65,6 +77,7 @@ class TransformerArch(Strict):
     patch: PatchEmbed | None = None
     moe: MoE | None = None
     mla: MLA | None = None
+    conv_frontend: ConvFrontEnd | None = None
     default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
 
@@ -175,6 +188,11 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         if res % arch.patch.patch:
             raise ValueError(f"{name}: resolution {res} not a multiple of patch {arch.patch.patch}")
         seq = (res // arch.patch.patch) ** 2 + (1 if arch.patch.cls_token else 0)
+    elif arch.conv_frontend is not None:
+        cf = arch.conv_frontend
+        seq = sc.seq or cf.samples
+        for k, st in zip(cf.kernels, cf.strides, strict=True):
+            seq = ops.conv_out(seq, k, st, 0)
     else:
         seq = sc.seq or arch.default_seq
     if phase == "decode":
@@ -191,6 +209,19 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         p = arch.patch
         row, _ = ops.conv2d("patch_embed", n=B, h=res, w=res, c_in=p.channels, c_out=h, k=p.patch,
                             stride=p.patch, pad=0, dtype=dt, bias=True)
+        rows.append(row)
+    elif arch.conv_frontend is not None:
+        cf = arch.conv_frontend
+        length, c_in = sc.seq or cf.samples, 1
+        for j, (k, st) in enumerate(zip(cf.kernels, cf.strides, strict=True)):
+            row, length = ops.conv1d(f"feature.conv{j}", n=B, length=length, c_in=c_in, c_out=cf.channels, k=k,
+                                     stride=st, pad=0, dtype=dt)
+            rows += [row, ops.streaming(f"feature.gelu{j}", kind="elementwise", elems=B * length * cf.channels,
+                                        flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["gelu"], dtype=dt, fused=fe)]
+            c_in = cf.channels
+        rows.append(ops.gemm("feature.projection", B * length, h, cf.channels, dtype=dt))
+        row, _ = ops.conv1d("pos_conv", n=B, length=length, c_in=h, c_out=h, k=cf.pos_conv_kernel,
+                            groups=cf.pos_conv_groups, dtype=dt)
         rows.append(row)
     else:
         rows.append(ops.embedding("embed.tokens", tokens=T, dim=h, dtype=dt))
@@ -243,6 +274,13 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     params = _params(arch, H, Hkv, d)
     if arch.patch is not None:
         params += h * arch.patch.channels * arch.patch.patch**2
+    if arch.conv_frontend is not None:
+        cf = arch.conv_frontend
+        c_prev = 1
+        for k in cf.kernels:
+            params += cf.channels * c_prev * k
+            c_prev = cf.channels
+        params += cf.channels * h + h * (h // cf.pos_conv_groups) * cf.pos_conv_kernel
     if arch.head == "classifier":
         params += h * arch.num_classes
     if training:
@@ -379,3 +417,71 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
         rows = _step(rows, params, dt)
     return rows, {"phase": phase, "batch": B, "seq": S, "context": sc.context if phase == "decode" else None,
                   "params": int(params)}
+
+
+class SwinArch(Strict):
+    """Swin Transformer (Liu et al., ICCV 2021): a 4x4 patch embedding, four stages of blocks with
+    (shifted) window attention over ``window`` x ``window`` tokens, patch merging between stages
+    (2x2 neighbours concatenated, LayerNorm, linear 4C -> 2C), global pool and a classifier."""
+
+    embed_dim: int = Field(gt=0)
+    depths: list[int] = Field(min_length=1)
+    heads: list[int] = Field(min_length=1)
+    window: int = Field(7, gt=0)
+    patch: int = Field(4, gt=0)
+    image: int = Field(224, gt=0)
+    mlp_ratio: int = Field(4, gt=0)
+    num_classes: int = Field(1000, gt=0)
+
+
+def build_swin(arch: SwinArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if sc.phase not in (None, "forward", "training"):
+        raise ValueError(f"{name} is an image model; accepted phase: forward, training (got {sc.phase})")
+    if len(arch.depths) != len(arch.heads):
+        raise ValueError(f"{name}: depths and heads must have the same length")
+    B, dt, fe = sc.batch, sc.dtype, sc.fuse_elementwise
+    res = sc.resolution or arch.image
+    rows: list[dict[str, Any]] = []
+    row, (hh, ww, c) = ops.conv2d("patch_embed", n=B, h=res, w=res, c_in=3, c_out=arch.embed_dim, k=arch.patch,
+                                  stride=arch.patch, pad=0, dtype=dt, bias=True)
+    rows.append(row)
+    params = 3 * arch.embed_dim * arch.patch**2 + 3 * arch.embed_dim
+    for s, (depth, H) in enumerate(zip(arch.depths, arch.heads, strict=True)):
+        if s:
+            T4 = B * (hh // 2) * (ww // 2)
+            rows.append(ops.streaming(f"s{s}.merge_norm", kind="norm", elems=T4 * 4 * c, dtype=dt, fused=fe,
+                                      flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["layernorm"]))
+            rows.append(ops.gemm(f"s{s}.merge_reduce", T4, 2 * c, 4 * c, dtype=dt))
+            params += 8 * c * c + 8 * c
+            hh, ww, c = hh // 2, ww // 2, 2 * c
+        T = B * hh * ww
+        win = min(arch.window, hh) ** 2
+        n_win = B * (hh * ww) // win
+        d = c // H
+
+        def vec(nm: str, kind: str, fn: str, inputs: float = 1.0, s: int = s, T: int = T, c: int = c,
+                depth: int = depth) -> dict[str, Any]:
+            return ops.streaming(f"s{s}.{nm}", kind=kind, elems=T * c, inputs=inputs, count=depth, dtype=dt, fused=fe,
+                                 flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn])
+
+        rows += [vec("norm1", "norm", "layernorm"), ops.gemm(f"s{s}.qkv", T, 3 * c, c, dtype=dt, count=depth)]
+        rows += ops.attention(f"s{s}.window_attn", batch=n_win, heads=H, kv_heads=H, q_len=win, kv_len=win, head_dim=d,
+                              causal=False, dtype=dt, fused=sc.fused_attention, count=depth, fuse_elementwise=fe)
+        rows += [ops.gemm(f"s{s}.proj", T, c, c, dtype=dt, count=depth), vec("residual1", "elementwise", "add", 2),
+                 vec("norm2", "norm", "layernorm"),
+                 ops.gemm(f"s{s}.mlp_up", T, arch.mlp_ratio * c, c, dtype=dt, count=depth),
+                 ops.streaming(f"s{s}.gelu", kind="elementwise", elems=T * arch.mlp_ratio * c, count=depth, dtype=dt,
+                               fused=fe, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["gelu"]),
+                 ops.gemm(f"s{s}.mlp_down", T, c, arch.mlp_ratio * c, dtype=dt, count=depth),
+                 vec("residual2", "elementwise", "add", 2)]
+        params += depth * (4 * c * c + 4 * c + 2 * arch.mlp_ratio * c * c + arch.mlp_ratio * c + c + 4 * c
+                           + (2 * arch.window - 1) ** 2 * H)
+    rows.append(ops.streaming("norm", kind="norm", elems=B * hh * ww * c, dtype=dt, fused=fe,
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["layernorm"]))
+    rows.append(ops.streaming("avgpool", kind="pool", elems=B * c, flops_per_elem=hh * ww, dtype=dt,
+                              read_bytes=B * hh * ww * c * ops.DTYPE_BYTES[dt]))
+    rows.append(ops.gemm("head", B, arch.num_classes, c, dtype=dt))
+    params += 2 * c + c * arch.num_classes + arch.num_classes
+    if sc.phase == "training":
+        rows = training_step(rows, params, dt)
+    return rows, {"phase": sc.phase or "forward", "batch": B, "resolution": res, "params": int(params)}

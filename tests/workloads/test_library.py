@@ -195,9 +195,13 @@ def test_suites_expand_and_feed_a_mix() -> None:
 
 
 @pytest.mark.parametrize(("name", "params", "rel"), [("t5-small", 60_506_624, 0.01), ("t5-base", 222_903_552, 0.01),
-                                                     ("whisper-large-v3", 1_550_000_000, 0.02)])
-def test_encoder_decoder_parameter_counts(name: str, params: int, rel: float) -> None:
-    # t5-*: Hugging Face parameter counts; Whisper large-v3: 1550 M (Radford et al. 2022, Table 1)
+                                                     ("whisper-large-v3", 1_550_000_000, 0.02),
+                                                     ("densenet121", 7_978_856, 1e-9), ("googlenet", 6_624_904, 1e-9),
+                                                     ("swin-t", 28_288_354, 1e-9), ("unet", 31_037_698, 1e-3),
+                                                     ("wav2vec2-base", 95_000_000, 0.02)])
+def test_encoder_decoder_and_graph_model_parameter_counts(name: str, params: int, rel: float) -> None:
+    # t5-*: Hugging Face counts; Whisper large-v3 1550 M (Radford et al. 2022); torchvision densenet121,
+    # googlenet, swin_t; milesial U-Net 31.04 M; wav2vec 2.0 base 95 M (Baevski et al. 2020)
     assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=rel)
 
 
