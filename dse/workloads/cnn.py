@@ -90,7 +90,8 @@ class InvertedResidual(Strict):
 
 class Norm(Strict):
     op: Literal["norm"]
-    kind: Literal["layernorm", "batchnorm"] = "layernorm"
+    kind: Literal["layernorm", "batchnorm", "groupnorm"] = "layernorm"
+    act: Act = Field("none", description="Activation after the norm (pre-activation blocks: GN-SiLU-conv)")
 
 
 class ConvNeXt(Strict):
@@ -149,8 +150,40 @@ class Up(Strict):
     concat: bool = True
 
 
+class Concat(Strict):
+    """Concatenate the last saved activation (same spatial size) to the current one."""
+
+    op: Literal["concat"]
+
+
+class Restore(Strict):
+    """Continue from the last saved activation (a branch point: detection heads, FPN routes)."""
+
+    op: Literal["restore"]
+
+
+class Residual(Strict):
+    """Any layer list with an identity (or 1x1-projected) shortcut around it, ``repeats`` times
+    (Darknet-53 residuals, VAE/UNet ResNet blocks)."""
+
+    op: Literal["residual"]
+    layers: list[Layer]  # type: ignore[valid-type]
+    repeats: int = Field(1, gt=0)
+    act: Act = "none"
+
+
+class SelfAttention(Strict):
+    """Self-attention over the h*w positions (diffusion UNets, VAE mid block): norm, QKV, attention,
+    output projection, residual."""
+
+    op: Literal["attention"]
+    heads: int = Field(1, gt=0)
+
+
 Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt | DenseBlock
-                  | Transition | Inception | Save | Up, Field(discriminator="op")]
+                  | Transition | Inception | Save | Up | Concat | Restore | Residual | SelfAttention,
+                  Field(discriminator="op")]
+Residual.model_rebuild()
 
 
 class CNNArch(Strict):
@@ -247,6 +280,156 @@ class _Builder:
             self.vector(f"{name}.{act}", "elementwise", act)
 
 
+def _apply(b: _Builder, layer: Any, tag: str, name: str, i: int) -> None:  # noqa: C901 - one case per layer kind
+    """One layer (or block macro) on the running activation."""
+    match layer:
+        case DenseBlock():
+            for r in range(layer.layers):
+                blk, c0, hw = f"{tag}.dense{r}", b.c, (b.h, b.w)
+                b.vector(f"{blk}.bn1", "norm", "batchnorm")
+                b.vector(f"{blk}.relu1", "elementwise", "relu")
+                b.params += 2 * c0
+                b.conv(f"{blk}.conv1x1", layer.bn_size * layer.growth, 1, pad=0, bn=True, act="relu")
+                b.conv(f"{blk}.conv3x3", layer.growth, 3, bn=False, act="none")
+                b.h, b.w = hw
+                b.c = c0 + layer.growth
+                b.concat_read(f"{blk}.concat", b.n * b.h * b.w * layer.growth)
+        case Transition():
+            b.vector(f"{tag}.bn", "norm", "batchnorm")
+            b.vector(f"{tag}.relu", "elementwise", "relu")
+            b.params += 2 * b.c
+            b.conv(f"{tag}.conv1x1", int(b.c * layer.compression), 1, pad=0, bn=False, act="none")
+            b.pool(f"{tag}.avgpool", Pool(op="avgpool", k=2, stride=2))
+        case Inception():
+            h0, w0, c0 = b.h, b.w, b.c
+            outs = 0
+            for branch in ([(layer.b1, 1)], [(layer.b3_reduce, 1), (layer.b3, 3)],
+                           [(layer.b5_reduce, 1), (layer.b5, 3)], "pool"):
+                b.h, b.w, b.c = h0, w0, c0
+                if branch == "pool":
+                    b.pool(f"{tag}.pool", Pool(op="maxpool", k=3, stride=1, pad=1))
+                    branch = [(layer.pool_proj, 1)]
+                for j, (out, k) in enumerate(branch):
+                    b.conv(f"{tag}.b{outs}_{j}", out, k)
+                outs += b.c
+            b.h, b.w, b.c = h0, w0, outs
+        case Save():
+            b.saved.append((b.h, b.w, b.c))
+        case Up():
+            if layer.mode == "transposed":
+                row = ops.gemm(f"{tag}.upconv2x2", b.n * b.h * b.w, 4 * layer.out, b.c, dtype=b.dt)
+                b.params += 4 * layer.out * b.c + layer.out
+                b.rows.append(row)
+                b.c = layer.out
+            else:
+                src = b.elems() * ops.DTYPE_BYTES[b.dt]
+                b.rows.append(ops.streaming(f"{tag}.upsample", kind="elementwise", elems=4 * b.elems(),
+                                            flops_per_elem=0.0, dtype=b.dt, read_bytes=src))
+            b.h, b.w = 2 * b.h, 2 * b.w
+            if layer.concat:
+                if not b.saved:
+                    raise ValueError(f"{name}: layer {i} (up) has no saved activation to concatenate")
+                hs, ws, cs = b.saved.pop()
+                b.h, b.w = hs, ws
+                b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
+                b.c += cs
+        case Norm():
+            b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
+            b.params += 2 * b.c
+            if layer.act != "none":
+                b.vector(f"{tag}.{layer.act}", "elementwise", layer.act)
+        case ConvNeXt():
+            for r in range(layer.repeats):
+                blk, short = f"{tag}.convnext{r}", (b.h, b.w, b.c)
+                c = b.c
+                b.conv(f"{blk}.dw{layer.k}x{layer.k}", c, layer.k, groups=c, bn=False, act="none")
+                b.vector(f"{blk}.layernorm", "norm", "layernorm")
+                b.conv(f"{blk}.pw1", layer.mlp_ratio * c, 1, pad=0, bn=False, act="gelu")
+                b.conv(f"{blk}.pw2", c, 1, pad=0, bn=False, act="none")
+                b.vector(f"{blk}.layer_scale", "elementwise", "mul")
+                b.params += 3 * c  # LayerNorm affine + layer scale
+                b.residual(blk, short, 1, "none")
+        case Conv():
+            b.conv(f"{tag}.conv{layer.k}x{layer.k}", layer.out, layer.k, layer.stride, layer.pad,
+                   layer.groups, layer.bn, layer.act)
+        case DWConv():
+            b.conv(f"{tag}.dwconv{layer.k}x{layer.k}", b.c, layer.k, layer.stride, None, b.c,
+                   layer.bn, layer.act)
+        case Pool():
+            b.pool(f"{tag}.{layer.op}", layer)
+        case FC():
+            b.fc(f"{tag}.fc", layer.out, layer.act)
+        case Bottleneck():
+            for r in range(layer.repeats):
+                s = layer.stride if r == 0 else 1
+                blk, short = f"{tag}.bottleneck{r}", (b.h, b.w, b.c)
+                b.conv(f"{blk}.conv1x1a", layer.mid, 1, pad=0)
+                b.conv(f"{blk}.conv3x3", layer.mid, 3, stride=s, groups=layer.groups)
+                if layer.se:
+                    b.squeeze_excite(f"{blk}.se", max(1, int(short[2] * layer.se)))
+                b.conv(f"{blk}.conv1x1b", layer.out, 1, pad=0, act="none")
+                b.residual(blk, short, s, "relu")
+        case BasicBlock():
+            for r in range(layer.repeats):
+                s = layer.stride if r == 0 else 1
+                blk, short = f"{tag}.basic{r}", (b.h, b.w, b.c)
+                b.conv(f"{blk}.conv3x3a", layer.out, 3, stride=s)
+                b.conv(f"{blk}.conv3x3b", layer.out, 3, act="none")
+                b.residual(blk, short, s, "relu")
+        case InvertedResidual():
+            for r in range(layer.repeats):
+                s = layer.stride if r == 0 else 1
+                blk, c_in = f"{tag}.invres{r}", b.c
+                short = (b.h, b.w, b.c)
+                exp = layer.expand_channels or int(round(c_in * layer.expand))
+                if exp != c_in:
+                    b.conv(f"{blk}.expand", exp, 1, pad=0, act=layer.act)
+                b.conv(f"{blk}.dw{layer.k}x{layer.k}", b.c, layer.k, stride=s, groups=b.c,
+                       act=layer.act)
+                if layer.se:
+                    base = c_in if layer.se_on == "input" else exp
+                    width = max(1, int(base * layer.se))
+                    width = -(-width // layer.se_divisor) * layer.se_divisor
+                    b.squeeze_excite(f"{blk}.se", width, "relu" if layer.act in ("relu", "relu6", "hswish")
+                                     else layer.act)
+                b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
+                if s == 1 and c_in == layer.out:
+                    b.vector(f"{blk}.add", "elementwise", "add", inputs=2)
+        case Concat():
+            if not b.saved:
+                raise ValueError(f"{name}: layer {tag} (concat) has no saved activation")
+            hs, ws, cs = b.saved.pop()
+            if (hs, ws) != (b.h, b.w):
+                raise ValueError(f"{name}: layer {tag} concatenates {hs}x{ws} onto {b.h}x{b.w}")
+            b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
+            b.c += cs
+        case Restore():
+            if not b.saved:
+                raise ValueError(f"{name}: layer {tag} (restore) has no saved activation")
+            b.h, b.w, b.c = b.saved.pop()
+        case Residual():
+            for r in range(layer.repeats):
+                short = (b.h, b.w, b.c)
+                run_layers(b, layer.layers, name, f"{tag}.r{r}.")
+                b.residual(f"{tag}.r{r}", short, short[0] // max(b.h, 1) or 1, layer.act)
+        case SelfAttention():
+            T, c = b.n * b.h * b.w, b.c
+            b.vector(f"{tag}.norm", "norm", "layernorm")
+            b.rows.append(ops.gemm(f"{tag}.qkv", T, 3 * c, c, dtype=b.dt))
+            b.rows += ops.attention(f"{tag}.attn", batch=b.n, heads=layer.heads, kv_heads=layer.heads,
+                                    q_len=b.h * b.w, kv_len=b.h * b.w, head_dim=c // layer.heads, causal=False,
+                                    dtype=b.dt, fused=True)
+            b.rows.append(ops.gemm(f"{tag}.proj", T, c, c, dtype=b.dt))
+            b.vector(f"{tag}.add", "elementwise", "add", inputs=2)
+            b.params += 4 * c * c + 4 * c + 2 * c
+
+
+def run_layers(b: _Builder, layers: list, name: str, prefix: str = "l") -> None:
+    """Apply a layer list to the builder's running activation."""
+    for i, layer in enumerate(layers):
+        _apply(b, layer, f"{prefix}{i}", name, i)
+
+
 def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Operator rows and resolved facts for one CNN scenario (forward or training)."""
     if sc.phase not in (None, "forward", "training"):
@@ -254,119 +437,7 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
     res_h = sc.resolution or arch.input.height
     res_w = sc.resolution or arch.input.width
     b = _Builder(sc.batch, res_h, res_w, arch.input.channels, sc.dtype, sc.fuse_elementwise)
-    for i, layer in enumerate(arch.layers):
-        tag = f"l{i}"
-        match layer:
-            case DenseBlock():
-                for r in range(layer.layers):
-                    blk, c0, hw = f"{tag}.dense{r}", b.c, (b.h, b.w)
-                    b.vector(f"{blk}.bn1", "norm", "batchnorm")
-                    b.vector(f"{blk}.relu1", "elementwise", "relu")
-                    b.params += 2 * c0
-                    b.conv(f"{blk}.conv1x1", layer.bn_size * layer.growth, 1, pad=0, bn=True, act="relu")
-                    b.conv(f"{blk}.conv3x3", layer.growth, 3, bn=False, act="none")
-                    b.h, b.w = hw
-                    b.c = c0 + layer.growth
-                    b.concat_read(f"{blk}.concat", b.n * b.h * b.w * layer.growth)
-            case Transition():
-                b.vector(f"{tag}.bn", "norm", "batchnorm")
-                b.vector(f"{tag}.relu", "elementwise", "relu")
-                b.params += 2 * b.c
-                b.conv(f"{tag}.conv1x1", int(b.c * layer.compression), 1, pad=0, bn=False, act="none")
-                b.pool(f"{tag}.avgpool", Pool(op="avgpool", k=2, stride=2))
-            case Inception():
-                h0, w0, c0 = b.h, b.w, b.c
-                outs = 0
-                for branch in ([(layer.b1, 1)], [(layer.b3_reduce, 1), (layer.b3, 3)],
-                               [(layer.b5_reduce, 1), (layer.b5, 3)], "pool"):
-                    b.h, b.w, b.c = h0, w0, c0
-                    if branch == "pool":
-                        b.pool(f"{tag}.pool", Pool(op="maxpool", k=3, stride=1, pad=1))
-                        branch = [(layer.pool_proj, 1)]
-                    for j, (out, k) in enumerate(branch):
-                        b.conv(f"{tag}.b{outs}_{j}", out, k)
-                    outs += b.c
-                b.h, b.w, b.c = h0, w0, outs
-            case Save():
-                b.saved.append((b.h, b.w, b.c))
-            case Up():
-                if layer.mode == "transposed":
-                    row = ops.gemm(f"{tag}.upconv2x2", b.n * b.h * b.w, 4 * layer.out, b.c, dtype=b.dt)
-                    b.params += 4 * layer.out * b.c + layer.out
-                    b.rows.append(row)
-                    b.c = layer.out
-                else:
-                    src = b.elems() * ops.DTYPE_BYTES[b.dt]
-                    b.rows.append(ops.streaming(f"{tag}.upsample", kind="elementwise", elems=4 * b.elems(),
-                                                flops_per_elem=0.0, dtype=b.dt, read_bytes=src))
-                b.h, b.w = 2 * b.h, 2 * b.w
-                if layer.concat:
-                    if not b.saved:
-                        raise ValueError(f"{name}: layer {i} (up) has no saved activation to concatenate")
-                    hs, ws, cs = b.saved.pop()
-                    b.h, b.w = hs, ws
-                    b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
-                    b.c += cs
-            case Norm():
-                b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
-                b.params += 2 * b.c
-            case ConvNeXt():
-                for r in range(layer.repeats):
-                    blk, short = f"{tag}.convnext{r}", (b.h, b.w, b.c)
-                    c = b.c
-                    b.conv(f"{blk}.dw{layer.k}x{layer.k}", c, layer.k, groups=c, bn=False, act="none")
-                    b.vector(f"{blk}.layernorm", "norm", "layernorm")
-                    b.conv(f"{blk}.pw1", layer.mlp_ratio * c, 1, pad=0, bn=False, act="gelu")
-                    b.conv(f"{blk}.pw2", c, 1, pad=0, bn=False, act="none")
-                    b.vector(f"{blk}.layer_scale", "elementwise", "mul")
-                    b.params += 3 * c  # LayerNorm affine + layer scale
-                    b.residual(blk, short, 1, "none")
-            case Conv():
-                b.conv(f"{tag}.conv{layer.k}x{layer.k}", layer.out, layer.k, layer.stride, layer.pad,
-                       layer.groups, layer.bn, layer.act)
-            case DWConv():
-                b.conv(f"{tag}.dwconv{layer.k}x{layer.k}", b.c, layer.k, layer.stride, None, b.c,
-                       layer.bn, layer.act)
-            case Pool():
-                b.pool(f"{tag}.{layer.op}", layer)
-            case FC():
-                b.fc(f"{tag}.fc", layer.out, layer.act)
-            case Bottleneck():
-                for r in range(layer.repeats):
-                    s = layer.stride if r == 0 else 1
-                    blk, short = f"{tag}.bottleneck{r}", (b.h, b.w, b.c)
-                    b.conv(f"{blk}.conv1x1a", layer.mid, 1, pad=0)
-                    b.conv(f"{blk}.conv3x3", layer.mid, 3, stride=s, groups=layer.groups)
-                    if layer.se:
-                        b.squeeze_excite(f"{blk}.se", max(1, int(short[2] * layer.se)))
-                    b.conv(f"{blk}.conv1x1b", layer.out, 1, pad=0, act="none")
-                    b.residual(blk, short, s, "relu")
-            case BasicBlock():
-                for r in range(layer.repeats):
-                    s = layer.stride if r == 0 else 1
-                    blk, short = f"{tag}.basic{r}", (b.h, b.w, b.c)
-                    b.conv(f"{blk}.conv3x3a", layer.out, 3, stride=s)
-                    b.conv(f"{blk}.conv3x3b", layer.out, 3, act="none")
-                    b.residual(blk, short, s, "relu")
-            case InvertedResidual():
-                for r in range(layer.repeats):
-                    s = layer.stride if r == 0 else 1
-                    blk, c_in = f"{tag}.invres{r}", b.c
-                    short = (b.h, b.w, b.c)
-                    exp = layer.expand_channels or int(round(c_in * layer.expand))
-                    if exp != c_in:
-                        b.conv(f"{blk}.expand", exp, 1, pad=0, act=layer.act)
-                    b.conv(f"{blk}.dw{layer.k}x{layer.k}", b.c, layer.k, stride=s, groups=b.c,
-                           act=layer.act)
-                    if layer.se:
-                        base = c_in if layer.se_on == "input" else exp
-                        width = max(1, int(base * layer.se))
-                        width = -(-width // layer.se_divisor) * layer.se_divisor
-                        b.squeeze_excite(f"{blk}.se", width, "relu" if layer.act in ("relu", "relu6", "hswish")
-                                         else layer.act)
-                    b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
-                    if s == 1 and c_in == layer.out:
-                        b.vector(f"{blk}.add", "elementwise", "add", inputs=2)
+    run_layers(b, arch.layers, name)
     rows = b.rows
     if sc.phase == "training":
         rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=sc.batch * b.c,

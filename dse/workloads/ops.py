@@ -51,6 +51,7 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "layernorm": 8.0,    # mean, variance (sub, square, add), normalise (sub, mul), affine (mul, add)
     "rmsnorm": 4.0,      # square, add, scale by rsqrt, mul by gamma
     "batchnorm": 2.0,    # inference: per-channel scale and shift
+    "groupnorm": 8.0,    # as layernorm, statistics per group
     "softmax": 5.0,      # max, sub, exp, sum, div
     "rope": 3.0,         # x*cos + rot(x)*sin
     "copy": 0.0,
