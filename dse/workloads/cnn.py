@@ -172,6 +172,18 @@ class Residual(Strict):
     act: Act = "none"
 
 
+class SpatialTransformer(Strict):
+    """Latent-diffusion transformer block over the h*w positions (Rombach et al. 2022; SD UNet):
+    GroupNorm, 1x1 in, [LN, self-attention, LN, cross-attention to ``context_len`` tokens of
+    ``context_dim``, LN, GEGLU FFN (4C)] x depth, 1x1 out, residual."""
+
+    op: Literal["transformer"]
+    heads: int = Field(8, gt=0)
+    depth: int = Field(1, gt=0)
+    context_len: int = Field(77, gt=0)
+    context_dim: int = Field(768, gt=0)
+
+
 class SelfAttention(Strict):
     """Self-attention over the h*w positions (diffusion UNets, VAE mid block): norm, QKV, attention,
     output projection, residual."""
@@ -181,7 +193,7 @@ class SelfAttention(Strict):
 
 
 Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt | DenseBlock
-                  | Transition | Inception | Save | Up | Concat | Restore | Residual | SelfAttention,
+                  | Transition | Inception | Save | Up | Concat | Restore | Residual | SelfAttention | SpatialTransformer,
                   Field(discriminator="op")]
 Residual.model_rebuild()
 
@@ -412,6 +424,32 @@ def _apply(b: _Builder, layer: Any, tag: str, name: str, i: int) -> None:  # noq
                 short = (b.h, b.w, b.c)
                 run_layers(b, layer.layers, name, f"{tag}.r{r}.")
                 b.residual(f"{tag}.r{r}", short, short[0] // max(b.h, 1) or 1, layer.act)
+        case SpatialTransformer():
+            T, c, L, n = b.n * b.h * b.w, b.c, layer.depth, b.n
+            hw = b.h * b.w
+            b.vector(f"{tag}.groupnorm", "norm", "groupnorm")
+            b.rows.append(ops.gemm(f"{tag}.proj_in", T, c, c, dtype=b.dt))
+            rows = [ops.streaming(f"{tag}.ln1", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+                    ops.gemm(f"{tag}.self_qkv", T, 3 * c, c, dtype=b.dt, count=L)]
+            rows += ops.attention(f"{tag}.self_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
+                                  kv_len=hw, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
+            rows += [ops.gemm(f"{tag}.self_out", T, c, c, dtype=b.dt, count=L),
+                     ops.streaming(f"{tag}.ln2", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+                     ops.gemm(f"{tag}.cross_q", T, c, c, dtype=b.dt, count=L),
+                     ops.gemm(f"{tag}.cross_kv", n * layer.context_len, 2 * c, layer.context_dim, dtype=b.dt, count=L)]
+            rows += ops.attention(f"{tag}.cross_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
+                                  kv_len=layer.context_len, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
+            rows += [ops.gemm(f"{tag}.cross_out", T, c, c, dtype=b.dt, count=L),
+                     ops.streaming(f"{tag}.ln3", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+                     ops.gemm(f"{tag}.ff_up", T, 8 * c, c, dtype=b.dt, count=L),
+                     ops.streaming(f"{tag}.geglu", kind="elementwise", elems=T * 4 * c, inputs=2, flops_per_elem=9,
+                                   dtype=b.dt, count=L),
+                     ops.gemm(f"{tag}.ff_down", T, c, 4 * c, dtype=b.dt, count=L)]
+            b.rows += rows
+            b.rows.append(ops.gemm(f"{tag}.proj_out", T, c, c, dtype=b.dt))
+            b.vector(f"{tag}.residual", "elementwise", "add", inputs=2)
+            b.params += 2 * c + 2 * (c * c + c) + L * (4 * c * c + c * c + 2 * c * layer.context_dim + c * c
+                                                       + 8 * c * c + 8 * c + 4 * c * c + c + 6 * c)
         case SelfAttention():
             T, c = b.n * b.h * b.w, b.c
             b.vector(f"{tag}.norm", "norm", "layernorm")

@@ -132,8 +132,8 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
                 extra |= {"seq", "context", "kv_dtype", "logits"}
             elif a.get("patch"):
                 extra |= {"resolution"}
-            elif a.get("conv_frontend"):
-                extra |= {"seq"}  # audio samples
+            elif a.get("conv_frontend") or a.get("conformer"):
+                extra |= {"seq"}  # audio samples or frames
             else:
                 extra |= {"seq"}
             return COMMON | extra

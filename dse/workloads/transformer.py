@@ -59,6 +59,16 @@ class ConvFrontEnd(Strict):
     pos_conv_groups: int = Field(16, gt=0)
 
 
+class Conformer(Strict):
+    """Conformer block extras (Gulati et al., Interspeech 2020, Fig. 1): a convolution module (LN,
+    pointwise conv to 2C + GLU, depthwise conv, BN, Swish, pointwise conv) and a second half-step FFN
+    (macaron); the stem subsamples log-mel frames 4x with two 3x3 stride-2 convolutions."""
+
+    conv_kernel: int = Field(32, gt=0)
+    mel_bins: int = Field(80, gt=0)
+    frames: int = Field(1000, gt=0, description="Default input frames (10 s at 10 ms hops)")
+
+
 class TransformerArch(Strict):
     kind: Literal["encoder", "decoder"]
     layers: int = Field(gt=0)
@@ -67,7 +77,7 @@ class TransformerArch(Strict):
     kv_heads: int | None = Field(None, gt=0, description="GQA/MQA key-value heads (default: heads)")
     head_dim: int | None = Field(None, gt=0, description="Default: hidden / heads")
     ffn: int = Field(gt=0, description="FFN inner width")
-    activation: Literal["gelu", "relu", "swiglu", "geglu"]
+    activation: Literal["gelu", "relu", "silu", "swiglu", "geglu"]
     norm: Literal["layernorm", "rmsnorm"]
     position: Literal["learned", "rope", "none"] = "learned"
     vocab: int = Field(0, ge=0, description="Token vocabulary (0 for image models)")
@@ -78,6 +88,7 @@ class TransformerArch(Strict):
     moe: MoE | None = None
     mla: MLA | None = None
     conv_frontend: ConvFrontEnd | None = None
+    conformer: Conformer | None = None
     default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
 
@@ -193,6 +204,9 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         seq = sc.seq or cf.samples
         for k, st in zip(cf.kernels, cf.strides, strict=True):
             seq = ops.conv_out(seq, k, st, 0)
+    elif arch.conformer is not None:
+        frames = sc.seq or arch.conformer.frames
+        seq = ops.conv_out(ops.conv_out(frames, 3, 2, 0), 3, 2, 0)
     else:
         seq = sc.seq or arch.default_seq
     if phase == "decode":
@@ -210,6 +224,13 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         row, _ = ops.conv2d("patch_embed", n=B, h=res, w=res, c_in=p.channels, c_out=h, k=p.patch,
                             stride=p.patch, pad=0, dtype=dt, bias=True)
         rows.append(row)
+    elif arch.conformer is not None:
+        cm = arch.conformer
+        row, (h1, w1, _) = ops.conv2d("subsample.conv1", n=B, h=sc.seq or cm.frames, w=cm.mel_bins, c_in=1, c_out=h,
+                                      k=3, stride=2, pad=0, dtype=dt, bias=True)
+        row2, (h2, w2, _) = ops.conv2d("subsample.conv2", n=B, h=h1, w=w1, c_in=h, c_out=h, k=3, stride=2, pad=0,
+                                       dtype=dt, bias=True)
+        rows += [row, row2, ops.gemm("subsample.linear", B * h2, h, h * w2, dtype=dt)]
     elif arch.conv_frontend is not None:
         cf = arch.conv_frontend
         length, c_in = sc.seq or cf.samples, 1
@@ -253,11 +274,22 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
     act = "swiglu" if gated else arch.activation
+    if arch.conformer is not None:
+        k = arch.conformer.conv_kernel
+        rows += [vec("conv_norm", "norm", T * h, "layernorm"),
+                 ops.gemm("layer.conv_pw1", T, 2 * h, h, dtype=dt, count=L),
+                 vec("conv_glu", "elementwise", T * h, "sigmoid", inputs=2),
+                 ops.streaming("layer.conv_depthwise", kind="conv", elems=T * h, flops_per_elem=2.0 * k, dtype=dt, count=L),
+                 vec("conv_bn", "norm", T * h, "batchnorm"), vec("conv_swish", "elementwise", T * h, "silu"),
+                 ops.gemm("layer.conv_pw2", T, h, h, dtype=dt, count=L),
+                 vec("conv_residual", "elementwise", T * h, "add", 2)]
+    ffn_count = 2 * L if arch.conformer is not None else L  # macaron: two half-step FFNs per Conformer block
     if arch.moe is None:
         rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt, weight_dtype=wdt,
-                                    count=L))
-        rows.append(vec("ffn_act", "elementwise", T * arch.ffn, act, inputs=2 if gated else 1))
-        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=L))
+                                    count=ffn_count))
+        rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=ffn_count, fused=fe))
+        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=ffn_count))
     else:
         rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
@@ -274,6 +306,11 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     params = _params(arch, H, Hkv, d)
     if arch.patch is not None:
         params += h * arch.patch.channels * arch.patch.patch**2
+    if arch.conformer is not None:
+        cm = arch.conformer
+        w2 = ops.conv_out(ops.conv_out(cm.mel_bins, 3, 2, 0), 3, 2, 0)
+        params += 9 * h + 9 * h * h + 2 * h + h * w2 * h
+        params += arch.layers * (2 * h * h + h * cm.conv_kernel + h * h + 6 * h + (3 if gated else 2) * h * arch.ffn)
     if arch.conv_frontend is not None:
         cf = arch.conv_frontend
         c_prev = 1
