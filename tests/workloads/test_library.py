@@ -198,10 +198,13 @@ def test_suites_expand_and_feed_a_mix() -> None:
                                                      ("whisper-large-v3", 1_550_000_000, 0.02),
                                                      ("densenet121", 7_978_856, 1e-9), ("googlenet", 6_624_904, 1e-9),
                                                      ("swin-t", 28_288_354, 1e-9), ("unet", 31_037_698, 1e-3),
-                                                     ("wav2vec2-base", 95_000_000, 0.02)])
+                                                     ("wav2vec2-base", 95_000_000, 0.02),
+                                                     ("yolov3", 61_949_149, 1e-3), ("sd-vae-decoder", 49_490_179, 1e-3),
+                                                     ("swin-b", 87_768_224, 1e-9), ("densenet201", 20_013_928, 1e-9)])
 def test_encoder_decoder_and_graph_model_parameter_counts(name: str, params: int, rel: float) -> None:
     # t5-*: Hugging Face counts; Whisper large-v3 1550 M (Radford et al. 2022); torchvision densenet121,
-    # googlenet, swin_t; milesial U-Net 31.04 M; wav2vec 2.0 base 95 M (Baevski et al. 2020)
+    # googlenet, swin_t/b, densenet201; milesial U-Net 31.04 M; wav2vec 2.0 base 95 M (Baevski et al. 2020);
+    # darknet yolov3 61.95 M; SD v1 AutoencoderKL decoder 49.49 M
     assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=rel)
 
 
@@ -213,3 +216,18 @@ def test_encoder_decoder_phases() -> None:
     assert cross["K"] == 1500  # each decode step attends the 1500 cached encoder positions
     with pytest.raises(DseError, match="accepted phase: prefill, decode, training"):
         dse.workload("t5-small", phase="forward")
+
+
+def test_yolov3_flops_match_darknet() -> None:
+    # darknet reports 65.86 BFLOPs for yolov3 at 416x416 (2 x multiply-adds)
+    w = dse.workload("yolov3")
+    conv = w.ops[w.ops["kind"].isin(["conv", "gemm"])]
+    assert float((conv["flops"] * conv["count"]).sum()) / 1e9 == pytest.approx(65.86, rel=0.005)
+
+
+def test_diffusion_unet_structure() -> None:
+    w = dse.workload("sd15-unet")
+    # 859.5 M published, less the timestep-embedding MLP and per-block projections (~28 M), not modelled
+    assert w.scenario["params"] == pytest.approx(859.5e6 - 28e6, rel=0.01)
+    cross = w.ops[w.ops["name"].str.endswith("cross_attn")]
+    assert set(cross["K"]) == {77}  # cross-attention always attends the 77 text tokens
