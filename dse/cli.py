@@ -141,6 +141,8 @@ def _workloads_ai(args: argparse.Namespace) -> int:
                     f"suite {suite}: FLOP-weighted operator AI (compulsory bytes)")
     ai_distribution(df, dram, "share_time", ridges, out / f"ai_{suite}_time.png",
                     f"suite {suite}: time-weighted AI at {dram} on {hw.name}")
+    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_family.png",
+                    f"suite {suite}: FLOP-weighted operator AI by family", group="family")
     print(f"suite {suite}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte)")
     for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
@@ -149,7 +151,12 @@ def _workloads_ai(args: argparse.Namespace) -> int:
         st = summary(df, level, weight)
         print(f"  {label:<28s} p10 {st['p10']:8.3g}  p50 {st['p50']:8.3g}  p90 {st['p90']:8.3g} FLOP/byte;"
               f" share in 4-16 FLOP/byte {st['share_4_16']:.1%}")
-    print(f"  {out}/ai_{suite}.csv, ai_{suite}_flops.png, ai_{suite}_time.png")
+    fam = df.groupby("family").apply(lambda g: summary(g.assign(share_flops=g["share_flops"] / g["share_flops"].sum())),
+                                      include_groups=False)
+    for f, st in fam.items():
+        print(f"  {f:<28s} p10 {st['p10']:8.3g}  p50 {st['p50']:8.3g}  p90 {st['p90']:8.3g} FLOP/byte;"
+              f" share in 4-16 FLOP/byte {st['share_4_16']:.1%}")
+    print(f"  {out}/ai_{suite}.csv, ai_{suite}_flops.png, ai_{suite}_time.png, ai_{suite}_family.png")
     return 0
 
 

@@ -26,8 +26,10 @@ def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
     flops = o["flops"].to_numpy(dtype=float) * cnt
     comp = (o["bytes_read"] + o["bytes_written"]).to_numpy(dtype=float) * cnt
     labels = mix.labels
+    fams = [family_of(w.name) for w in mix.workloads]
     df = pd.DataFrame({"workload": [labels[i] for i in o["workload"]], "wl": o["workload"].to_numpy(),
-                       "name": o["name"], "kind": o["kind"], "flops": flops, "bytes": comp})
+                       "family": [fams[i] for i in o["workload"]], "name": o["name"], "kind": o["kind"],
+                       "flops": flops, "bytes": comp})
     with np.errstate(divide="ignore", invalid="ignore"):
         df["ai_compulsory"] = np.where(comp > 0, flops / comp, np.inf)
     w = mix.weights[df["wl"].to_numpy()]
@@ -46,6 +48,18 @@ def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
         df["share_time"] = t / tot_t * w
         df["share_time"] /= df["share_time"].sum() or 1.0
     return df
+
+
+def family_of(name: str) -> str:
+    """A workload's domain (vision, llm, speech, ...) from its library description; ``other`` else."""
+    from dse.errors import DseError
+    from dse.workloads.library import load_description
+
+    try:
+        d = load_description(name)
+    except DseError:
+        return "other"
+    return d.domain or d.family
 
 
 def weighted_percentiles(ai: np.ndarray, weight: np.ndarray, qs: tuple[float, ...] = (10, 50, 90)) -> list[float]:

@@ -147,3 +147,22 @@ def test_torch_module_import_equals_the_flop_counter(torchvision) -> None:
     wl = workload_from_description(from_torch(model, (x,), "resnet18-imported"))
     assert wl.matrix_flops == counter.get_total_flops()
     assert wl.scenario["params"] == 11_689_512
+
+
+def test_torch_exported_onnx_imports_with_the_hand_count(tmp_path: Path) -> None:
+    torch = _need("torch")
+    _need("onnx")
+    import warnings
+
+    from dse.workloads.importers import from_onnx
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 16 * 16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    x = torch.randn(2, 3, 16, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), str(tmp_path / "m.onnx"), dynamo=False)  # the TorchScript exporter
+    wl = workload_from_description(from_onnx(tmp_path / "m.onnx"))
+    hand = 2 * (2 * 16 * 16) * 8 * (3 * 9) + 2 * 2 * 64 * (8 * 16 * 16) + 2 * 2 * 10 * 64
+    assert wl.matrix_flops == hand
+    assert wl.scenario["params"] == sum(p.numel() for p in model.parameters())
