@@ -15,6 +15,7 @@ import yaml
 import dse
 from dse.cli import main
 from dse.report.write import write_results
+from dse.search.storage import make_storage
 from dse.study import run_study
 from tests.conftest import SMALL_STUDY, write_config
 
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _trials(folder: Path) -> list[optuna.trial.FrozenTrial]:
-    study = optuna.load_study(study_name="tiny", storage=f"sqlite:///{folder / 'study.db'}")
+    # the project's storage (WAL, busy timeout) so reading while a writer runs waits instead of failing
+    study = optuna.load_study(study_name="tiny", storage=make_storage(f"sqlite:///{folder / 'study.db'}"))
     return study.get_trials(deepcopy=False)
 
 
@@ -71,13 +73,15 @@ def test_kill_9_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
     data = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "n_trials": 5000, "batch_size": 4}}
     cfg = write_config(tmp_path, data)
     out = tmp_path / "r"
+    log = (tmp_path / "run.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "dse.run", str(cfg), "--out", str(out), "--quiet", "--no-plots"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     db = out / "tiny" / "study.db"
-    deadline = time.time() + 60
+    deadline = time.time() + 180
     done = 0
     while time.time() < deadline:
         time.sleep(0.5)
+        assert proc.poll() is None, f"the study exited early: {(tmp_path / 'run.log').read_text()[-2000:]}"
         if db.exists():
             try:
                 done = len([t for t in _trials(out / "tiny") if t.state == optuna.trial.TrialState.COMPLETE])
@@ -87,6 +91,7 @@ def test_kill_9_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
                 break
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    log.close()
     assert done >= 20, "the study did not progress before the kill"
     before = {t.number: t.params for t in _trials(out / "tiny") if t.state == optuna.trial.TrialState.COMPLETE}
     target = len(before) + 12
