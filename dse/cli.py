@@ -51,6 +51,40 @@ def _scenario_flags(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from dse.config import load_study
+    from dse.study import prepare, results_folder
+    from dse.sweep import axes_for, best_row, run_sweep, write_sweep
+    from dse.yamlio import write_text
+
+    cfg, cfg_dir = load_study(args.config)
+    if cfg.mixes is not None:
+        raise DseError("sweep takes one mix (workloads:); accepted: a config without mixes", file=args.config)
+    try:
+        ctx = prepare(cfg, cfg_dir)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    axes = axes_for(cfg, ctx, args.points, args.sram_points)
+    t0 = time.perf_counter()
+    res = run_sweep(ctx, axes, chunk=args.chunk)
+    dt = time.perf_counter() - t0
+    folder = results_folder(Path(args.out), f"{cfg.name}-sweep", False)
+    paths = write_sweep(res, folder)
+    b = best_row(res)
+    text = (f"sweep {cfg.name}: {len(res.grid):,} designs x {len(ctx.mix.workloads)} workloads in {dt:.2f} s; "
+            f"best feasible: {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
+            f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
+            f"ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte")
+    files = "\n".join(f"- `{p.name}`" for p in paths)
+    write_text(folder / "summary.md", f"# Sweep `{cfg.name}`\n\n{text}\n\n{files}\n")
+    print(text)
+    print(f"  {folder}")
+    return 0
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -407,6 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     sub.add_parser("hardware", help="list hardware templates")
+    sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
+    sp.add_argument("config")
+    sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
+    sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
+    sp.add_argument("--chunk", type=int, default=4096, help="designs evaluated per vectorized call")
+    sp.add_argument("--out", default="results", help="parent folder")
     sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
@@ -440,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
-    "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu,
+    "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
     "kernels": cmd_kernels,
 }
 

@@ -290,3 +290,35 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
     finish(ax, "measured (metric's unit: s, TFLOP/s, token/s, sample/s or GB/s)", "predicted (same unit)", title,
            loc="upper left")
     return _save(fig, path)
+
+
+def sweep_heatmaps(g: pd.DataFrame, axes: dict, budget_mm2: float | None, best: pd.Series, path: Path,
+                   title: str) -> Path:
+    """Score, score per mm² and area over compute x bandwidth (one SRAM size), best point starred,
+    infeasible cells hatched, iso-ratio lines."""
+    P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
+    shape = (len(P), len(B))
+    fig, axs = plt.subplots(1, 3, figsize=(19, 5))
+    fig.subplots_adjust(wspace=0.5)
+    panels = (("score", "mix score (x vs base)", "viridis"), ("score_per_mm2", "score per mm² (x vs base)", "magma"),
+              ("area_mm2", "die area (mm²)", "cividis"))
+    feas = g["feasible"].to_numpy().reshape(shape).T
+    for ax, (col, label, cmap) in zip(axs, panels, strict=True):
+        z = g[col].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
+        mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
+        fig.colorbar(mesh, ax=ax, label=label)
+        if (~feas).any():
+            ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+        R = P[None, :] / B[:, None]
+        levels = [r for r in (25, 50, 100, 200, 400, 800) if R.min() < r < R.max()]
+        if levels:
+            cr = ax.contour(P, B, R, levels=levels, colors="0.85", linewidths=0.6, linestyles=":")
+            ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
+        ax.plot(best["peak_tflops"], best["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("peak compute (TFLOP/s)")
+        ax.set_ylabel("DRAM bandwidth (TB/s)")
+        ax.set_title(f"{label}" + ("; hatched: over budget/reticle" if col == "score" else ""), fontsize=9)
+    fig.suptitle(title + (f" (area budget {budget_mm2:.0f} mm²)" if budget_mm2 else ""), fontsize=10)
+    return _save(fig, path)
