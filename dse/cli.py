@@ -85,6 +85,50 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dse.compare import compare
+    from dse.config import load_study
+    from dse.report.plots import ai_histogram, rooflines, speedup_bars
+    from dse.report.summary import _md_table
+    from dse.study import prepare, results_folder
+    from dse.yamlio import atomic_write, write_text
+
+    cfg, cfg_dir = load_study(args.config)
+    if cfg.mixes is not None:
+        raise DseError("compare takes one mix (workloads:); accepted: a config without mixes", file=args.config)
+    try:
+        ctx = prepare(cfg, cfg_dir)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
+    if len(ratios) < 2:
+        raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
+    cmp = compare(ctx, ratios, args.hold)
+    folder = results_folder(Path(args.out), f"{cfg.name}-compare", False)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "compare.csv", lambda p: cmp.table.to_csv(p, index=False))
+    atomic_write(folder / "candidates.csv", lambda p: cmp.designs_table.to_csv(p, index=False))
+    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{cfg.name}: per-workload speedup ({args.hold} held)")
+    ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in ctx.mix.ops["workload"]],
+                             mix_weight=ctx.mix.weights[ctx.mix.ops["workload"].to_numpy()])
+    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
+                 folder / "ai_histogram.png", f"{cfg.name}: operator AI with each candidate's ridge")
+    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{cfg.name}: candidates' roofs")
+    md = (f"# Comparison `{cfg.name}` ({args.hold} held; '1:x' = x times the base's bandwidth per FLOP)\n\n"
+          f"{_md_table(cmp.designs_table)}\n\n## Per workload\n\n{_md_table(cmp.table)}\n\n"
+          "Figures: `speedup.png`, `ai_histogram.png`, `rooflines.png`\n")
+    write_text(folder / "summary.md", md)
+    for _, r in cmp.designs_table.iterrows():
+        print(f"  {r['candidate']:<6s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
+              f"{r['ridge_flop_per_byte']:6.1f} FLOP/B  score {r['score_vs_base']:.3f}x "
+              f"({r['score_vs_base_change_pct']:+.1f} %)"
+              f"  area {r['area_mm2']:.0f} mm2 ({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+    print(f"  {folder}")
+    return 0
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -441,6 +485,11 @@ def build_parser() -> argparse.ArgumentParser:
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     sub.add_parser("hardware", help="list hardware templates")
+    cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
+    cpp.add_argument("config")
+    cpp.add_argument("--ratios", default="1:2,1:1", help="comma-separated 1:x ratios relative to the base")
+    cpp.add_argument("--hold", choices=["compute", "area"], default="compute", help="what stays fixed")
+    cpp.add_argument("--out", default="results", help="parent folder")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
@@ -481,6 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
+    "compare": cmd_compare,
     "kernels": cmd_kernels,
 }
 

@@ -322,3 +322,37 @@ def sweep_heatmaps(g: pd.DataFrame, axes: dict, budget_mm2: float | None, best: 
         ax.set_title(f"{label}" + ("; hatched: over budget/reticle" if col == "score" else ""), fontsize=9)
     fig.suptitle(title + (f" (area budget {budget_mm2:.0f} mm²)" if budget_mm2 else ""), fontsize=10)
     return _save(fig, path)
+
+
+def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str) -> Path:
+    """Per-workload speedup of each candidate over the first (log scale, 1.0 line)."""
+    cols = [c for c in table.columns if c.startswith("speedup_")]
+    fig, ax = plt.subplots(figsize=(max(7, 0.5 * len(table) + 3), 4.8))
+    x = np.arange(len(table))
+    w = 0.8 / max(len(cols), 1)
+    for k, c in enumerate(cols):
+        ax.bar(x + k * w, table[c], width=w, label=c.removeprefix("speedup_").replace("_vs_", " vs "))
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(x + w * (len(cols) - 1) / 2, table["workload"], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel(f"speedup over {names[0]} (x)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str) -> Path:
+    """Several candidates' DRAM and compute roofs on one chart, with the mix's operators (AI at compulsory
+    bytes) placed at their attainable roof of the first candidate."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = np.logspace(-2, 4, 200)
+    for k, (d, n) in enumerate(zip(designs, names, strict=True)):
+        peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=f"C{k}", lw=2,
+                label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
+    o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
+    ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
+    d0 = designs[0]
+    ax.scatter(ai, np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0]) / TERA, s=8, color="0.3", alpha=0.5,
+               label="mix operators (at the first candidate's roof)")
+    finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
+    return _save(fig, path)
