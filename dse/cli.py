@@ -79,7 +79,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
             f"ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte")
     files = "\n".join(f"- `{p.name}`" for p in paths)
-    write_text(folder / "summary.md", f"# Sweep `{cfg.name}`\n\n{text}\n\n{files}\n")
+    md = f"# Sweep `{cfg.name}`\n\n{text}\n\n{files}\n"
+    write_text(folder / "summary.md", md)
+    from dse.report.html import write_report
+
+    write_report(folder, f"dse sweep {cfg.name}", md, [p.name for p in paths if p.suffix == ".png"],
+                 Path(args.config).read_text(encoding="utf-8"))
     print(text)
     print(f"  {folder}")
     return 0
@@ -120,6 +125,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
           f"{_md_table(cmp.designs_table)}\n\n## Per workload\n\n{_md_table(cmp.table)}\n\n"
           "Figures: `speedup.png`, `ai_histogram.png`, `rooflines.png`\n")
     write_text(folder / "summary.md", md)
+    from dse.report.html import write_report
+
+    write_report(folder, f"dse comparison {cfg.name}", md, ["speedup.png", "ai_histogram.png", "rooflines.png"],
+                 Path(args.config).read_text(encoding="utf-8"))
     for _, r in cmp.designs_table.iterrows():
         print(f"  {r['candidate']:<6s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B  score {r['score_vs_base']:.3f}x "

@@ -31,7 +31,9 @@ def finish(ax: plt.Axes, xlabel: str, ylabel: str, heading: str, logy: bool = Tr
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
+    """The figure as PNG at ``path`` and as SVG next to it (both atomic)."""
     atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
+    atomic_write(path.with_suffix(".svg"), lambda p: fig.savefig(p, bbox_inches="tight", format="svg"))
     plt.close(fig)
     return path
 

@@ -15,6 +15,7 @@ from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
 from dse.cost.power import mix_energy
 from dse.predict import predict
 from dse.report import plots
+from dse.report.html import write_report
 from dse.report.summary import (
     coefficient_table,
     design_table,
@@ -162,5 +163,9 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
 
     design_df = design_table(ctx.base, result.best, costs)
     coef_df = coefficient_table(costs["base"][0].node)
-    write_text(folder / "summary.md", summary_markdown(result, design_df, wl_df, figures, coef_df))
+    md = summary_markdown(result, design_df, wl_df, figures, coef_df)
+    write_text(folder / "summary.md", md)
+    cfg_path = folder / "config.yaml"
+    write_report(folder, f"dse study {ctx.cfg.name}", md, figures,
+                 cfg_path.read_text(encoding="utf-8") if cfg_path.is_file() else None)
     return terminal_summary(result, wl_df)
