@@ -15,10 +15,12 @@ from dse.api import (
     predict,
     workload,
 )
+from dse.batch import Study, StudyRun
 from dse.errors import DseError
 
 __all__ = [
-    "AreaBreakdown", "DesignBatch", "DseError", "Hardware", "Prediction", "Workload", "area", "elementwise",
+    "AreaBreakdown", "DesignBatch", "DseError", "Hardware", "Prediction", "Study", "StudyRun", "Workload", "area",
+    "elementwise",
     "gemm", "hardware", "list_hardware", "list_workloads", "predict", "workload",
 ]
 __version__ = "0.1.0"

@@ -138,6 +138,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from dse.batch import main as batch_main
+
+    return batch_main([*args.configs, "--out", args.out, *(["--quiet"] if args.quiet else [])])
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -494,6 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     sub.add_parser("hardware", help="list hardware templates")
+    bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
+    bp.add_argument("configs", nargs="+")
+    bp.add_argument("--out", default="results")
+    bp.add_argument("--quiet", action="store_true")
     cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
     cpp.add_argument("config")
     cpp.add_argument("--ratios", default="1:2,1:1", help="comma-separated 1:x ratios relative to the base")
@@ -539,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
-    "compare": cmd_compare,
+    "compare": cmd_compare, "batch": cmd_batch,
     "kernels": cmd_kernels,
 }
 

@@ -1,0 +1,148 @@
+"""Scripted studies: the ``Study`` API and ``dse batch`` / ``python -m dse.batch CONFIG...``.
+
+    from dse import Study
+    s = Study.from_yaml("configs/npu.yaml").with_overrides({"search.n_trials": 200})
+    res = s.run()          # res.trials, res.best, res.pareto (DataFrames); res.out_dir
+
+``dse batch`` runs many configs one after another with a progress bar, continues past a failing one
+(reported at the end, exit code 1) and writes one combined table, ``batch.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from dse.config import StudyConfig
+from dse.errors import DseError, from_validation_error
+from dse.yamlio import load_yaml, write_text
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """What a scripted run returns: DataFrames and the results folder."""
+
+    out_dir: Path
+    trials: pd.DataFrame
+    best: pd.Series
+    pareto: pd.DataFrame
+    summary: str
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated config held as data, so scripts can override fields and run it."""
+
+    data: dict[str, Any]
+    source: Path | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Study:
+        path = Path(path)
+        data = load_yaml(path)
+        base = str(data.get("base", "")) if isinstance(data, dict) else ""
+        if base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
+            data["base"] = str((path.parent / base).resolve())  # keep relative templates resolvable
+        study = cls(data, path)
+        study.config  # validate now  # noqa: B018
+        return study
+
+    @property
+    def config(self) -> StudyConfig:
+        try:
+            return StudyConfig.model_validate(self.data)
+        except ValidationError as exc:
+            raise from_validation_error(exc, file=str(self.source) if self.source else None, model=StudyConfig) from None
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Study:
+        """A copy with dotted keys set, e.g. ``{"search.n_trials": 200, "search.area_budget_mm2": 600}``."""
+        data = copy.deepcopy(self.data)
+        for key, value in overrides.items():
+            node = data
+            parts = key.split(".")
+            for p in parts[:-1]:
+                node = node.setdefault(p, {}) if isinstance(node, dict) else node[int(p)]
+            node[parts[-1]] = value
+        study = Study(data, self.source, {**self.overrides, **overrides})
+        study.config  # noqa: B018
+        return study
+
+    def run(self, out: str | Path | None = None, progress: bool = False, plots: bool = False) -> StudyRun:
+        """Run the study (a search; several mixes run one after another) and return its tables."""
+        from dse.report.write import trials_frame, write_results
+        from dse.search import optimize
+        from dse.study import run_mixes, run_study
+
+        cfg = self.config
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{cfg.name}.yaml"
+            write_text(path, yaml.safe_dump(self.data, sort_keys=False))
+            if cfg.mixes is not None:
+                top, results = run_mixes(path, out=out, progress=progress)
+                texts = [write_results(r, plots_on=plots) for r in results]
+                trials = pd.concat([trials_frame(r.study).assign(mix=m) for r, m in zip(results, cfg.mix_names,
+                                                                                        strict=True)])
+                best = pd.concat([_best_row(r) for r in results], axis=1).T.reset_index(drop=True)
+                return StudyRun(top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts))
+            r = run_study(path, out=out, progress=progress)
+            text = write_results(r, plots_on=plots)
+            trials = trials_frame(r.study)
+            front = [t.number for t in optimize.pareto_front(r.study)] if len(cfg.search.objective_names) > 1 else []
+            pareto = trials[trials["number"].isin(front)].reset_index(drop=True)
+            return StudyRun(r.folder, trials, _best_row(r), pareto, text)
+
+
+def _best_row(r) -> pd.Series:  # noqa: ANN001 - a StudyResult
+    s = r.best_scored
+    return pd.Series({**r.best_params, "score": float(s.score[0]), "objective": float(s.objective[0]),
+                      "area_mm2": float(s.area_mm2[0]), "cost_usd": float(s.cost_usd[0]),
+                      "power_w": float(s.power_w[0]), "ridge_flop_per_byte": float(r.best.ridge[0]),
+                      "folder": str(r.folder)})
+
+
+def run_batch(paths: list[str], out: str | Path = "results", progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    """Run every config; a failing one is recorded (with its one-line error) and the batch goes on."""
+    rows, errors = [], []
+    for path in tqdm(paths, desc="batch", unit="config", disable=not progress):
+        try:
+            res = Study.from_yaml(path).run(out=out)
+            rows.append({"config": path, "status": "ok", **res.best.to_dict()})
+        except DseError as exc:
+            rows.append({"config": path, "status": "error", "error": str(exc)})
+            errors.append(f"{path}: {exc}")
+    return pd.DataFrame(rows), errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    from datetime import datetime
+
+    from dse.yamlio import atomic_write
+
+    ap = argparse.ArgumentParser(prog="python -m dse.batch", description="Run many study configs")
+    ap.add_argument("configs", nargs="+")
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    table, errors = run_batch(args.configs, args.out, progress=not args.quiet)
+    folder = Path(args.out) / f"batch-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    atomic_write(folder / "batch.csv", lambda p: table.to_csv(p, index=False))
+    ok = int((table["status"] == "ok").sum())
+    print(f"batch: {ok} of {len(table)} configs ran; table {folder / 'batch.csv'}")
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
