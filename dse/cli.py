@@ -55,18 +55,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from dse.config import load_study
-    from dse.study import prepare, results_folder
+    from dse.study import load_context, results_folder
     from dse.sweep import axes_for, best_row, run_sweep, write_sweep
     from dse.yamlio import write_text
 
-    cfg, cfg_dir = load_study(args.config)
-    if cfg.mixes is not None:
-        raise DseError("sweep takes one mix (workloads:); accepted: a config without mixes", file=args.config)
-    try:
-        ctx = prepare(cfg, cfg_dir)
-    except DseError as exc:
-        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    cfg, ctx = load_context(args.config, one_mix="sweep")
     axes = axes_for(cfg, ctx, args.points, args.sram_points)
     t0 = time.perf_counter()
     res = run_sweep(ctx, axes, chunk=args.chunk)
@@ -94,19 +87,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dse.compare import compare
-    from dse.config import load_study
     from dse.report.plots import ai_histogram, rooflines, speedup_bars
     from dse.report.summary import _md_table
-    from dse.study import prepare, results_folder
+    from dse.study import load_context, results_folder
     from dse.yamlio import atomic_write, write_text
 
-    cfg, cfg_dir = load_study(args.config)
-    if cfg.mixes is not None:
-        raise DseError("compare takes one mix (workloads:); accepted: a config without mixes", file=args.config)
-    try:
-        ctx = prepare(cfg, cfg_dir)
-    except DseError as exc:
-        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    cfg, ctx = load_context(args.config, one_mix="compare")
     ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
     if len(ratios) < 2:
         raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")

@@ -212,11 +212,16 @@ class StudyResult:
     workers: int = 1
 
 
-def _load(config: str | Path, n_trials: int | None, mix: str | None = None) -> tuple[StudyConfig, Context]:
+def load_context(config: str | Path, n_trials: int | None = None, mix: str | None = None,
+                 one_mix: str | None = None) -> tuple[StudyConfig, Context]:
+    """Load, validate and prepare a config (errors name the config file); ``one_mix`` names a command
+    that takes one mix only, refusing configs with ``mixes:``."""
     cfg, cfg_dir = load_study(config)
     if n_trials is not None:
         cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
     if cfg.mixes is not None and mix is None:
+        if one_mix:
+            raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=str(config))
         raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=str(config))
     if mix is not None:
         cfg = cfg.for_mix(mix)
@@ -230,7 +235,7 @@ def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: s
                 start: object | None = None) -> int:
     """One extra worker process: load the existing study, wait at ``start`` (a barrier shared with the
     other workers, so all begin together) and run until the study holds n_trials."""
-    cfg, ctx = _load(config, n_trials, mix)
+    cfg, ctx = load_context(config, n_trials, mix)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
     _wait(start)
@@ -257,7 +262,7 @@ def run_study(
     and summary from the result."""
     if workers < 1:
         raise DseError(f"got {workers}; accepted: a positive integer", field="--workers")
-    cfg, ctx = _load(config, n_trials, mix)
+    cfg, ctx = load_context(config, n_trials, mix)
     if folder is None:
         root = Path(out) if out is not None else Path(cfg.output.dir)
         folder = results_folder(root, cfg.name, resume)

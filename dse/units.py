@@ -61,12 +61,3 @@ def repo_root() -> Path:
     else the source checkout this package was installed from (``pip install -e .``)."""
     home = os.environ.get("DSE_HOME")
     return Path(home) if home else Path(__file__).resolve().parent.parent
-
-
-def fmt_si(value: float, unit: str, digits: int = 3) -> str:
-    """Format ``value`` with an SI prefix, e.g. ``fmt_si(3.1e14, 'FLOP/s') == '310 TFLOP/s'``."""
-    prefixes = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-    for scale, p in prefixes:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {p}{unit}"
-    return f"{value:.{digits}g} {unit}"

@@ -54,16 +54,6 @@ class AreaBreakdown:
         """Component -> mm^2 for design 0."""
         return {c: float(self.parts[c][0]) for c in COMPONENTS}
 
-    @property
-    def over_reticle(self) -> np.ndarray:
-        return self.total > self.node.reticle_limit_mm2.value
-
-    def frame(self) -> pd.DataFrame:
-        df = pd.DataFrame({f"{c}_mm2": self.parts[c] for c in COMPONENTS})
-        df["total_mm2"] = self.total
-        df["dram_stacks"] = self.dram_stacks
-        return df
-
 
 def dram_stacks(d: DesignBatch) -> np.ndarray:
     """[D] DRAM stacks (or channels) needed for the outermost bandwidth: ceil(BW / per-stack BW)."""

@@ -22,8 +22,6 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict.traffic import OpArrays, max_memory_time, traffic
 
-COMPUTE = 0  # bound code for compute; levels are 1..L; overhead is L+1
-
 
 @dataclass(frozen=True)
 class BatchResult:

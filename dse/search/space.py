@@ -19,11 +19,6 @@ from dse.units import MIB, TERA
 
 #: knob name -> factor from the config unit to SI
 KNOB_SI = {"peak_tflops": TERA, "dram_bandwidth_tbps": TERA, "sram_mib": MIB}
-KNOB_LABEL = {
-    "peak_tflops": "peak compute (TFLOP/s)",
-    "dram_bandwidth_tbps": "DRAM bandwidth (TB/s)",
-    "sram_mib": "on-chip SRAM (MiB)",
-}
 SPLIT = ("split_compute", "split_sram", "split_dram")
 
 
@@ -68,12 +63,6 @@ def base_knobs(base: DesignBatch) -> dict[str, float]:
         "dram_bandwidth_tbps": float(base.dram_bandwidth[0] / TERA),
         "sram_mib": float(base.capacity[0, base.sram_level] / MIB),
     }
-
-
-def check_fields(base: DesignBatch, space: Space) -> None:
-    """Raise ``ValueError`` naming the first ``params`` field the batch cannot set."""
-    for p in space.params:
-        base.with_field(p.field, np.ones(base.n))
 
 
 def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
