@@ -26,7 +26,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.templates import load_hardware, load_node
-from dse.predict import mix_times
+from dse.predict import mix_arrays, mix_times
 from dse.score import Scored, constraints, mix_score, objective_value
 from dse.search import optimize
 from dse.search.space import designs_from_params
@@ -48,6 +48,7 @@ class Context:
     base_times: np.ndarray  # [W] seconds per pass on the base design
     base_resources: dict[str, float]  # area_mm2, cost_usd, power_w of the base design
     limits: dict[str, float]  # constraint name -> limit (reticle always; budgets from the config)
+    arrays: tuple  # dse.predict.mix_arrays(mix), built once for every evaluation
 
     @property
     def base_area_mm2(self) -> float:
@@ -110,26 +111,27 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     mix = build_mix(cfg, mix_field)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
-    base_times = mix_times(base, mix)[0]
-    res = resources(base, mix, base_times[None, :])
-    return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits)
+    arrays = mix_arrays(mix)
+    base_times = mix_times(base, mix, arrays=arrays)[0]
+    res = resources(base, mix, base_times[None, :], arrays)
+    return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
 
 
-def resources(designs: DesignBatch, mix: Mix, times: np.ndarray) -> dict[str, np.ndarray]:
+def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: tuple | None = None) -> dict[str, np.ndarray]:
     """[D] area (mm2), unit cost (USD) and peak average power over the mix (W)."""
     ar = area(designs)
     return {
         "area_mm2": ar.total,
         "cost_usd": unit_cost(designs, ar).total,
-        "power_w": mix_energy(designs, mix, times=times, node=ar.node).peak_power_w,
+        "power_w": mix_energy(designs, mix, times=times, node=ar.node, arrays=arrays).peak_power_w,
     }
 
 
 def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarray]:
     """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]."""
-    times = mix_times(designs, ctx.mix)
+    times = mix_times(designs, ctx.mix, arrays=ctx.arrays)
     s = mix_score(times, ctx.base_times, ctx.mix.weights)
-    res = resources(designs, ctx.mix, times)
+    res = resources(designs, ctx.mix, times, ctx.arrays)
     obj = objective_value(ctx.cfg.search.objective, s, res, ctx.base_resources)
     cons, reason = constraints(res, ctx.limits)
     return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],

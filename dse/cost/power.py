@@ -26,7 +26,7 @@ import numpy as np
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
-from dse.predict import mix_times
+from dse.predict import mix_arrays, mix_times
 from dse.predict.traffic import OpArrays, per_level
 from dse.units import DTYPES
 from dse.workloads.mix import Mix
@@ -94,12 +94,13 @@ class MixEnergy:
         return self.power_w.max(axis=1)
 
 
-def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None) -> MixEnergy:
-    """Energy of every workload of ``mix`` on every design (times from ``mix_times`` if not given)."""
+def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None,
+               arrays: tuple[OpArrays, np.ndarray] | None = None) -> MixEnergy:
+    """Energy of every workload of ``mix`` on every design (times from ``mix_times`` if not given;
+    ``arrays`` from ``dse.predict.mix_arrays`` when the caller already has them)."""
     node = node or load_node(d.base.process_node)
-    o = OpArrays.from_table(mix.ops)
-    member = mix.membership()[o.perm]
-    t = mix_times(d, mix) if times is None else times
+    o, member = arrays or mix_arrays(mix)
+    t = mix_times(d, mix, arrays=(o, member)) if times is None else times
     e_level = level_energy_per_byte(d, node)
     e_reg = node.energy_pj_per_byte_register.value * PJ
     compute = (o.flops * flop_energy(node)[o.dtype_idx]) @ member

@@ -14,7 +14,8 @@ from dse.predict.traffic import OpArrays
 from dse.workloads.library import Workload
 from dse.workloads.mix import Mix
 
-__all__ = ["BatchResult", "OpArrays", "Prediction", "evaluate", "evaluate_times", "mix_times", "predict"]
+__all__ = ["BatchResult", "OpArrays", "Prediction", "evaluate", "evaluate_times", "mix_arrays", "mix_times",
+           "predict"]
 
 FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
@@ -97,10 +98,17 @@ def predict(wl: Workload, hw: Hardware | DesignBatch) -> Prediction:
     return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, r))
 
 
-def mix_times(d: DesignBatch, mix: Mix, chunk: int = 2048) -> np.ndarray:
-    """[D, W] seconds per pass of each workload of ``mix`` on each design (chunked over designs)."""
+def mix_arrays(mix: Mix) -> tuple[OpArrays, np.ndarray]:
+    """The mix's operator arrays and its [O, W] membership, rows in the predictor's sorted op order.
+    Build once per mix and pass to :func:`mix_times` / ``dse.cost.power.mix_energy`` in loops."""
     o = OpArrays.from_table(mix.ops)
-    member = mix.membership()[o.perm]  # rows in the predictor's sorted op order
+    return o, mix.membership()[o.perm]
+
+
+def mix_times(d: DesignBatch, mix: Mix, chunk: int = 2048,
+              arrays: tuple[OpArrays, np.ndarray] | None = None) -> np.ndarray:
+    """[D, W] seconds per pass of each workload of ``mix`` on each design (chunked over designs)."""
+    o, member = arrays or mix_arrays(mix)
     out = np.empty((d.n, member.shape[1]))
     for start in range(0, d.n, chunk):
         sl = slice(start, min(start + chunk, d.n))
