@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dse.hardware.schema import Hardware
+from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
 
@@ -45,6 +46,14 @@ class DesignBatch:
     links: np.ndarray  # [D] chip-to-chip links
     instances: np.ndarray  # [L] private copies per level
     offchip: np.ndarray  # [L] bool
+    # Multi-chip system (``dse.hardware.system``); N = 0 network levels for a single chip.
+    net_links: np.ndarray | None = None  # [D, N] links per chip per network level
+    net_link_bw: np.ndarray | None = None  # [D, N] byte/s per link per direction
+    net_eff: np.ndarray | None = None  # [D, N] achievable fraction
+    net_chip_linked: np.ndarray | None = None  # [N] bool: the level uses the chip's own links (``links``)
+    system: System | None = None
+
+    STATIC = ("base", "instances", "offchip", "net_chip_linked", "system")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -76,7 +85,28 @@ class DesignBatch:
             links=rep(hw.network.links if hw.network else 0),
             instances=np.asarray([m.instances for m in mem], dtype=float),
             offchip=np.asarray([m.kind == "dram" for m in mem]),
+            net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
+            net_chip_linked=np.zeros(0, dtype=bool),
         )
+
+    def with_system(self, system: System | None) -> DesignBatch:
+        """Attach a multi-chip system (its network levels become per-design arrays); None detaches."""
+        n = self.n
+        if system is None:
+            return replace(self, net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
+                           net_chip_linked=np.zeros(0, dtype=bool), system=None)
+        links, bw, eff, linked = system.level_arrays(self.base)
+        net_links = np.tile(np.asarray(links, float), (n, 1))
+        linked_arr = np.asarray(linked, dtype=bool)
+        if linked_arr.any():  # the chip's links, as searched (``network.links``)
+            net_links[:, linked_arr] = self.links[:, None]
+        return replace(self, net_links=net_links, net_link_bw=np.tile(np.asarray(bw, float), (n, 1)),
+                       net_eff=np.tile(np.asarray(eff, float), (n, 1)), net_chip_linked=linked_arr, system=system)
+
+    @property
+    def n_net(self) -> int:
+        """Network levels (0 for a single chip)."""
+        return 0 if self.net_links is None else int(self.net_links.shape[1])
 
     @classmethod
     def stack(cls, designs: list[DesignBatch]) -> DesignBatch:
@@ -85,7 +115,7 @@ class DesignBatch:
         fields = {}
         for name in first.__dataclass_fields__:
             val = getattr(first, name)
-            if name in ("base", "instances", "offchip"):
+            if name in cls.STATIC:
                 fields[name] = val
             else:
                 fields[name] = np.concatenate([getattr(d, name) for d in designs], axis=0)
@@ -172,11 +202,34 @@ class DesignBatch:
             "compute.matrix.array_cols": ("array_cols", 1.0),
             "compute.matrix.efficiency": ("matrix_eff", 1.0),
             "compute.vector.efficiency": ("vector_eff", 1.0),
-            "network.links": ("links", 1.0),
         }
         if field in simple:
             attr, unit = simple[field]
             return replace(self, **{attr: v * unit})
+        if field == "network.links":
+            out = replace(self, links=v.copy())
+            if out.n_net and self.net_chip_linked.any():
+                nl = out.net_links.copy()
+                nl[:, self.net_chip_linked] = v[:, None]
+                out = replace(out, net_links=nl)
+            return out
+        if field == "network.link_bandwidth_gbps" and self.n_net and self.net_chip_linked.any():
+            bw = self.net_link_bw.copy()
+            bw[:, self.net_chip_linked] = v[:, None] * 1e9
+            return replace(self, net_link_bw=bw)
+        parts0 = field.split(".")
+        if len(parts0) == 3 and parts0[0] == "system" and self.system is not None:
+            names = [lv.name for lv in self.system.network]
+            if parts0[1] in names and parts0[2] in ("links_per_chip", "link_bandwidth_gbps", "efficiency"):
+                j = names.index(parts0[1])
+                attr, unit = {"links_per_chip": ("net_links", 1.0), "link_bandwidth_gbps": ("net_link_bw", 1e9),
+                              "efficiency": ("net_eff", 1.0)}[parts0[2]]
+                arr = getattr(self, attr).copy()
+                arr[:, j] = v * unit
+                out = replace(self, **{attr: arr})
+                if attr == "net_links" and self.net_chip_linked[j]:
+                    out = replace(out, links=v.copy())  # the level uses the chip's SerDes (area)
+                return out
         if field == "compute.clock_ghz":
             new_scale = v / c.clock_ghz
             ratio = (new_scale / self.clock_scale)[:, None]
@@ -199,6 +252,12 @@ class DesignBatch:
                   "compute.vector.efficiency", "network.links"]
         for name in self.level_names:
             fields += [f"memory.{name}.capacity_mib", f"memory.{name}.bandwidth_tbps", f"memory.{name}.efficiency"]
+        if self.system is not None:
+            if self.net_chip_linked.any():
+                fields.append("network.link_bandwidth_gbps")
+            for lv in self.system.network:
+                fields += [f"system.{lv.name}.links_per_chip", f"system.{lv.name}.link_bandwidth_gbps",
+                           f"system.{lv.name}.efficiency"]
         return fields
 
     def take(self, idx: np.ndarray | list[int] | slice) -> DesignBatch:
@@ -206,7 +265,7 @@ class DesignBatch:
         fields = {}
         for name in self.__dataclass_fields__:
             val = getattr(self, name)
-            fields[name] = val if name in ("base", "instances", "offchip") else val[idx]
+            fields[name] = val if name in self.STATIC else val[idx]
         return DesignBatch(**fields)
 
     def to_hardware(self, i: int, name: str, note: str = "") -> Hardware:
@@ -232,6 +291,9 @@ class DesignBatch:
         comp["vector"]["efficiency"] = float(self.vector_eff[i])
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
+            if self.n_net and self.net_chip_linked.any():
+                j = int(np.flatnonzero(self.net_chip_linked)[0])
+                data["network"]["link_bandwidth_gbps"] = round(float(self.net_link_bw[i, j]) / 1e9, 6)
         for j, level in enumerate(data["memory"]):
             for key in ("capacity_mib", "capacity_gib", "capacity_gb", "bandwidth_tbps", "bandwidth_gbps"):
                 level.pop(key, None)

@@ -21,8 +21,8 @@ FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
 
 def bound_names(levels: list[str]) -> list[str]:
-    """Names of the bound codes: compute, one per memory level, overhead."""
-    return ["compute", *levels, "overhead"]
+    """Names of the bound codes: compute, one per memory level, network, overhead."""
+    return ["compute", *levels, "network", "overhead"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@ For op ``o`` on design ``d`` (``../shared/DESIGN.md``; Williams, Waterman & Patt
 hierarchical form after Yang et al., "Hierarchical Roofline", 2020)::
 
     t = max( FLOPs / (P_unit,dtype * eta_unit * u_array),
-             max_l traffic_l / (BW_l * eta_l) )  + t_overhead      (t_overhead = 0 for fused ops)
+             max_l traffic_l / (BW_l * eta_l),
+             t_network )  + t_overhead      (t_overhead = 0 for fused ops)
+
+``t_network`` is the alpha-beta time of a collective operator (``dse.predict.network``; 0 otherwise).
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
 ``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row). The binding
@@ -20,6 +23,7 @@ import numpy as np
 
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.predict.network import network_times
 from dse.predict.traffic import OpArrays, max_memory_time, traffic
 
 
@@ -32,9 +36,10 @@ class BatchResult:
     t_memory: np.ndarray  # [D, O, L]
     t_overhead: np.ndarray  # [D, O]
     traffic: np.ndarray  # [D, O, L]
-    bound: np.ndarray  # [D, O] int: 0 compute, 1..L level, L+1 overhead
+    bound: np.ndarray  # [D, O] int: 0 compute, 1..L level, L+1 network, L+2 overhead
     peak: np.ndarray  # [D, O] raw peak FLOP/s of the unit for the op's dtype
     fill: np.ndarray  # [D, O] MAC-array fill
+    t_network: np.ndarray | None = None  # [D, O] collective time (0 for other ops)
 
 
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -75,15 +80,18 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)
     t_mem = tr / (d.bandwidth * d.bw_eff)[:, None, :]
-    t_roof = np.maximum(t_compute, t_mem.max(axis=2))
+    t_net = np.zeros_like(t_compute)
+    if o.coll_idx.size:
+        t_net[:, o.coll_idx] = network_times(d, o)
+    t_roof = np.maximum(np.maximum(t_compute, t_mem.max(axis=2)), t_net)
     t_over = np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
     time = t_roof + t_over
-    terms = np.concatenate([t_compute[:, :, None], t_mem], axis=2)
+    terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
     back = o.to_table_order
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
-                       traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill))
+                       traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net))
 
 
 def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.ndarray:
@@ -97,5 +105,7 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
     rate *= fill
     t = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
     max_memory_time(d, o, t)
+    if o.coll_idx.size:
+        t[:, o.coll_idx] = np.maximum(t[:, o.coll_idx], network_times(d, o))
     t += np.where(o.fused, 0.0, d.overhead_s[:, None])
     return o.to_table_order(t) if table_order else t

@@ -20,7 +20,7 @@ Ops are held sorted by traffic model so each model works on a contiguous slice (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,13 @@ class OpArrays:
     tiled: slice
     attn: slice
     stream: slice
+    # Collective rows (``coll`` != ""), in sorted order: their positions and what the network models need.
+    coll_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    coll: tuple[str, ...] = ()
+    net_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    stride: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    cache: dict = field(default_factory=dict, compare=False, repr=False)  # network coefficients per system
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -71,7 +78,14 @@ class OpArrays:
             return s[col].to_numpy(dtype=float)
 
         bounds = np.searchsorted(codes, [0, 1, 2, 3])
-        return cls(
+        coll = s["coll"].to_numpy() if "coll" in s.columns else np.full(len(s), "")
+        cidx = np.flatnonzero(coll != "")
+        net = {}
+        if cidx.size:
+            net = dict(coll_idx=cidx, coll=tuple(str(c) for c in coll[cidx]),
+                       net_bytes=s["net_bytes"].to_numpy(dtype=float)[cidx],
+                       group=s["group"].to_numpy(dtype=int)[cidx], stride=s["stride"].to_numpy(dtype=int)[cidx])
+        return cls(**net,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
             a_bytes=f("a_bytes"), b_bytes=f("b_bytes"), c_bytes=f("c_bytes"),
             tile_elem_bytes=f("elem_a") + f("elem_b") + f("elem_out"),

@@ -248,7 +248,7 @@ def predict_item(item: PanelOp, d: DesignBatch) -> tuple[float, float, str]:
     t = float(r.time[0] @ counts)
     roof = float(np.maximum(np.where(r.peak[0] > 0, table["flops"].to_numpy() / np.where(r.peak[0] > 0, r.peak[0], 1),
                                      0.0), (r.traffic[0] / d.bandwidth[0]).max(axis=1)) @ counts)
-    names = ["compute", *d.level_names, "overhead"]
+    names = ["compute", *d.level_names, "network", "overhead"]
     shares: dict[str, float] = {}
     for b, tt in zip(r.bound[0], r.time[0] * counts, strict=True):
         shares[names[b]] = shares.get(names[b], 0.0) + float(tt)

@@ -17,8 +17,9 @@ from pydantic import Field, ValidationError
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
-from dse.units import repo_root
-from dse.workloads import cnn, ops, optable, recsys, sequence, transformer
+from dse.units import DTYPE_BYTES, repo_root
+from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
+from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
 from dse.yamlio import load_yaml
 
@@ -55,6 +56,17 @@ class Workload:
     ops: pd.DataFrame
     scenario: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    memory: dict[str, float] = field(default_factory=dict)  #: bytes per chip by part (weights, kv_cache, ...)
+    plan: Plan | None = None  #: how the workload is split over chips (None: one chip)
+
+    @property
+    def chips(self) -> int:
+        return self.plan.n_chips if self.plan else 1
+
+    @property
+    def memory_bytes(self) -> float:
+        """Bytes one chip must hold (weights, KV cache, activations, gradients, optimizer state)."""
+        return float(sum(self.memory.values()))
 
     @property
     def flops(self) -> float:
@@ -85,6 +97,8 @@ class Workload:
             if s.get(key):
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
         bits.append(s.get("dtype", ""))
+        if self.plan is not None and not self.plan.trivial:
+            bits.append(self.plan.label())
         return f"{self.name}[{' '.join(b for b in bits if b)}]"
 
 
@@ -159,9 +173,21 @@ def available() -> list[str]:
     return sorted({p.stem for p in d.glob("*.yaml")} | {p.stem for p in (d / "custom").glob("*.yaml")})
 
 
-def workload(name: str, **scenario: Any) -> Workload:
+def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
     """Expand a library model at a scenario, e.g. ``workload("llama2-7b", phase="decode", batch=1,
-    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK`` or ``copy:N`` (a streaming copy)."""
+    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK`` or ``copy:N`` (a streaming copy).
+
+    With a ``plan`` (:class:`~dse.workloads.parallel.Plan` or its keywords, e.g. ``{"tp": 8}``) the
+    result is one chip's share of the workload with its collective operators and memory footprint."""
+    if plan is not None and not isinstance(plan, Plan):
+        try:
+            plan = Plan.model_validate(dict(plan))
+        except ValidationError as exc:
+            raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
+    if plan is not None and plan.trivial:
+        plan = None
+    if plan is not None and (name.startswith("copy:") or name.startswith("gemm:")):
+        raise DseError(f"{name} is a single operator; accepted: a library model for a parallelism plan", field="plan")
     if name.startswith("copy:"):
         try:
             n = int(float(name[5:]))
@@ -191,12 +217,44 @@ def workload(name: str, **scenario: Any) -> Workload:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
     arch = ARCH_MODELS[desc.family].model_validate(desc.arch)
     try:
-        rows, facts = BUILDERS[desc.family](arch, sc, name)
+        rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
     except ValueError as exc:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise}
-    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source)
+    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source, memory=memory, plan=plan)
+
+
+def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
+                ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, float]]:
+    """One chip's operator rows, facts and memory footprint under ``plan`` (see ``dse.workloads.parallel``)."""
+    if family != "transformer" and (plan.tp > 1 or plan.pp > 1 or plan.ep > 1):
+        raise ValueError(f"{name} ({family} family) supports data parallelism only; accepted: tp = pp = ep = 1")
+    per = plan.dp * plan.m
+    if sc.batch % per:
+        raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
+                         f"accepted: a batch that is a multiple of {per}")
+    local = sc.model_copy(update={"batch": sc.batch // per})
+    training = (sc.phase or "") == "training"
+    if family == "transformer":
+        arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
+        rows, facts = transformer.build(arch_l, local, name)
+        training = facts["phase"] == "training"
+        memory = parallel.transformer_memory(arch_l, plan, facts, local, training)
+        coll = parallel.collectives(arch_l, plan, facts, local, training)
+    else:
+        rows, facts = BUILDERS[family](arch, local, name)
+        training = facts.get("phase") == "training"
+        memory = parallel.generic_memory(rows, facts, local, plan, training)
+        coll = []
+        if plan.dp > 1 and training and facts.get("params"):
+            coll = [parallel.collective("dp.gradient_all_reduce", "all_reduce", facts["params"] * DTYPE_BYTES[sc.dtype],
+                                        "dp", plan, 1, 1.0)]
+    if not plan.trivial:
+        rows = parallel.per_microbatch(rows, plan) + coll
+        facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),
+                 "params_per_chip": facts.get("params"), "chips": plan.n_chips}
+    return rows, facts, memory
 
 
 def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Workload:

@@ -31,7 +31,13 @@ COLUMNS: list[str] = [
     "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
+    "coll", "net_bytes", "group", "stride", "overlap", "scale",
 ]
+#: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
+#: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
+#: ``stride`` chips apart; ``overlap`` hides it behind compute; ``scale`` multiplies the row's time in
+#: the step (the pipeline bubble factor).
+NET_DEFAULTS: dict[str, Any] = {"coll": "", "net_bytes": 0.0, "group": 1, "stride": 1, "overlap": False, "scale": 1.0}
 
 KINDS = ("gemm", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "reduce", "pool",
          "collective")
@@ -62,7 +68,7 @@ def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
-        "dtype_b": "", "dtype_out": "",
+        "dtype_b": "", "dtype_out": "", **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -222,8 +228,14 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df.columns:
-            df[col] = 0 if col not in ("fused",) else False
+            df[col] = NET_DEFAULTS.get(col, False if col == "fused" else 0)
     df = df[COLUMNS]
+    df["overlap"] = df["overlap"].astype(bool)
+    df["coll"] = df["coll"].fillna("").astype(str)
+    for col in ("net_bytes", "scale"):
+        df[col] = df[col].astype("float64")
+    for col in ("group", "stride"):
+        df[col] = df[col].astype("int64")
     for col in ("M", "N", "K", "batch", "count"):
         df[col] = df[col].astype("int64")
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):

@@ -1,0 +1,209 @@
+"""Multi-chip systems: a chip template plus a hierarchy of network levels (``hw_templates/systems/``).
+
+A system is ``prod(level.size)`` chips. Level 0 is the scale-up network inside a node (NVSwitch, a
+board ring, a torus); each further level joins blocks of the level below (nodes over InfiniBand).
+Chips are numbered inner level first, so chips ``0..size_0-1`` share level 0.
+
+Bandwidth fields are GB/s (1e9 byte/s) per link; ``bandwidth_direction`` says whether the number is
+per direction or the sum of both directions (datasheets quote NVLink "600 GB/s" as the
+bidirectional total of 12 links x 25 GB/s per direction). Internally every bandwidth is byte/s per
+direction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from dse.errors import DseError, from_validation_error
+from dse.hardware.schema import Hardware, Strict
+from dse.units import repo_root
+from dse.yamlio import load_yaml
+
+
+class NetworkLevel(Strict):
+    """One level of the network hierarchy, as seen by one chip."""
+
+    name: str = Field(min_length=1)
+    size: int = Field(gt=0, description="Ranks joined at this level (chips per node at level 0, nodes above)")
+    topology: Literal["switch", "ring", "torus"]
+    dims: list[int] | None = Field(None, description="Torus dimensions (product = size), e.g. [4, 4, 4]")
+    links_per_chip: int | None = Field(None, gt=0, description="Links per chip at this level (level 0 default: "
+                                                                 "the chip's network.links)")
+    link_bandwidth_gbps: float | None = Field(None, gt=0, description="GB/s per link (level 0 default: the chip's)")
+    bandwidth_direction: Literal["per_direction", "bidirectional"] = Field(
+        "per_direction", description="Whether link_bandwidth_gbps is per direction or both directions summed")
+    latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds")
+    efficiency: float = Field(gt=0, le=1, description="Achievable fraction of link bandwidth")
+    in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
+    algorithm: Literal["ring", "tree"] = Field("ring", description="All-reduce algorithm on a switch level")
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _dims(self) -> NetworkLevel:
+        if self.topology == "torus":
+            if not self.dims:
+                raise ValueError("a torus level needs dims, e.g. [4, 4, 4]")
+            if math.prod(self.dims) != self.size:
+                raise ValueError(f"torus dims {self.dims} multiply to {math.prod(self.dims)}, not size {self.size}")
+        elif self.dims:
+            raise ValueError(f"dims apply to a torus only (topology is {self.topology})")
+        if self.in_network_reduction and self.topology != "switch":
+            raise ValueError("in_network_reduction needs a switch topology")
+        return self
+
+    def per_direction(self, gbps: float) -> float:
+        """byte/s per direction from the field's GB/s."""
+        return gbps * 1e9 / (2.0 if self.bandwidth_direction == "bidirectional" else 1.0)
+
+
+class System(Strict):
+    """A chip replicated over a network hierarchy."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    chip: str = Field(description="Hardware template name or YAML path")
+    network: list[NetworkLevel] = Field(min_length=1)
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _outer_levels(self) -> System:
+        for i, lv in enumerate(self.network[1:], start=1):
+            if lv.links_per_chip is None or lv.link_bandwidth_gbps is None:
+                raise ValueError(f"network level {i} ({lv.name}) needs links_per_chip and link_bandwidth_gbps")
+        names = [lv.name for lv in self.network]
+        if len(set(names)) != len(names):
+            raise ValueError(f"network level names must be unique, got {names}")
+        return self
+
+    @property
+    def chips(self) -> int:
+        return math.prod(lv.size for lv in self.network)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [lv.size for lv in self.network]
+
+    def resized(self, chips: int) -> System:
+        """The same system with ``chips`` chips: fewer than a node shrinks level 0 (switch or ring; a
+        torus must keep whole leading dimensions), more scales the outermost level."""
+        if chips == self.chips:
+            return self
+        if chips <= 0:
+            raise DseError(f"got chips={chips}; accepted: a positive integer", field="chips")
+        levels = [lv.model_copy() for lv in self.network]
+        inner = math.prod(lv.size for lv in levels[:-1])
+        if chips % inner == 0 and len(levels) > 1:
+            levels[-1] = levels[-1].model_copy(update={"size": chips // inner})
+        elif chips <= levels[0].size and levels[0].size % chips == 0:
+            lv0 = levels[0]
+            if lv0.topology == "torus":
+                dims, prod = [], 1
+                for k in lv0.dims or []:
+                    if prod >= chips:
+                        break
+                    dims.append(k)
+                    prod *= k
+                if prod != chips:
+                    raise DseError(f"{chips} chips do not fill whole dimensions of the torus {lv0.dims}; "
+                                   f"accepted: {', '.join(str(math.prod(lv0.dims[:i + 1])) for i in range(len(lv0.dims)))}",
+                                   field="chips")
+                levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
+            else:
+                levels = [lv0.model_copy(update={"size": chips})]
+        elif len(levels) == 1 and levels[0].topology != "torus":
+            levels = [levels[0].model_copy(update={"size": chips})]
+        else:
+            raise DseError(f"{chips} chips do not match the topology of {self.name} (levels {self.sizes}); "
+                           f"accepted: a divisor of {levels[0].size} or a multiple of {inner}", field="chips")
+        return self.model_copy(update={"network": levels})
+
+    def level_arrays(self, hw: Hardware) -> tuple[list[float], list[float], list[float], list[bool]]:
+        """Per level: links per chip, byte/s per link per direction, efficiency, linked to the chip's SerDes."""
+        links, bw, eff, chip_linked = [], [], [], []
+        for i, lv in enumerate(self.network):
+            use_chip = i == 0 and (lv.links_per_chip is None or lv.link_bandwidth_gbps is None)
+            if use_chip and hw.network is None:
+                raise DseError(f"network level {lv.name} takes its links from the chip, but {hw.name} has no "
+                               "network block; accepted: links_per_chip and link_bandwidth_gbps on the level",
+                               field=f"network.{lv.name}")
+            n_links = lv.links_per_chip if lv.links_per_chip is not None else hw.network.links  # type: ignore[union-attr]
+            gb = lv.per_direction(lv.link_bandwidth_gbps) if lv.link_bandwidth_gbps is not None else \
+                hw.network.link_bandwidth_gbps * 1e9  # type: ignore[union-attr]
+            links.append(float(n_links))
+            bw.append(gb)
+            eff.append(lv.efficiency)
+            chip_linked.append(i == 0 and lv.links_per_chip is None)
+        return links, bw, eff, chip_linked
+
+    def level_specs(self) -> list[dict[str, Any]]:
+        """Static per-level facts the collective models need (see ``dse.predict.network.coefficients``)."""
+        return [{"size": lv.size, "topology": lv.topology, "dims": lv.dims, "latency_s": lv.latency_us * 1e-6,
+                 "in_network_reduction": lv.in_network_reduction, "algorithm": lv.algorithm}
+                for lv in self.network]
+
+
+def systems_dir() -> Path:
+    return repo_root() / "hw_templates" / "systems"
+
+
+def list_systems() -> list[str]:
+    return sorted(p.stem for p in systems_dir().glob("*.yaml"))
+
+
+def system_from_mapping(data: Any, *, file: str | None = None) -> System:
+    if not isinstance(data, Mapping):
+        raise DseError(f"got {type(data).__name__}; accepted: a mapping (system template)", file=file)
+    try:
+        sysm = System.model_validate(dict(data))
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=file, model=System) from None
+    from dse.hardware.templates import load_hardware
+
+    load_hardware(sysm.chip)  # the chip must exist
+    return sysm
+
+
+@lru_cache(maxsize=32)
+def _load_named(name: str) -> System:
+    path = systems_dir() / f"{name}.yaml"
+    if not path.is_file():
+        raise DseError(f"unknown system {name!r}; accepted: {', '.join(list_systems())} or a YAML path")
+    return system_from_mapping(load_yaml(path), file=str(path))
+
+
+def load_system(spec: str | Path | Mapping[str, Any] | System) -> System:
+    """A system by name (``dgx-h100``), YAML path, mapping, or passed through."""
+    if isinstance(spec, System):
+        return spec
+    if isinstance(spec, Mapping):
+        return system_from_mapping(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return system_from_mapping(load_yaml(path), file=str(path))
+    return _load_named(str(spec))
+
+
+def is_system(name: str) -> bool:
+    """Whether ``name`` names a shipped system template."""
+    return (systems_dir() / f"{name}.yaml").is_file()
+
+
+def default_system(hw: Hardware) -> System:
+    """The shipped system built from this chip (``chip: <name>``), else a one-level switch from the
+    chip's own network block (``network.links`` x ``link_bandwidth_gbps``)."""
+    for name in list_systems():
+        s = _load_named(name)
+        if s.chip == hw.name:
+            return s
+    if hw.network is None:
+        raise DseError(f"{hw.name} has no network block and no system template uses it; accepted: pass "
+                       f"system= one of {', '.join(list_systems())}", field="system")
+    return System(name=f"{hw.name}-switch", chip=hw.name, source=f"default: one switch level from {hw.name}'s links",
+                  network=[NetworkLevel(name="links", size=8, topology="switch", latency_us=1.0, efficiency=0.8,
+                                        source="default (assumption): 1 us per step, 80 % of link bandwidth")])

@@ -1,0 +1,215 @@
+"""Collective cost models (alpha-beta) and the network time of collective operators.
+
+Notation: ``S`` bytes (the full buffer: for an all-reduce the buffer every rank holds, for an
+all-gather the gathered result, for an all-to-all the bytes one rank sends in total), ``n`` ranks,
+``B`` a rank's injection bandwidth per direction (links x link bandwidth x efficiency), ``b`` one
+link's bandwidth per direction, ``alpha`` the per-step latency. Sources: Thakur, Rabenseifner &
+Gropp, "Optimization of Collective Communication Operations in MPICH", IJHPCA 2005 (ring/tree
+alpha-beta costs); Patarasuk & Yuan 2009 (bandwidth-optimal ring all-reduce); Sanders, Speck & Traeff
+2009 (pipelined double binary trees, NCCL's tree); Klenk et al., ISCA 2020 / NVIDIA SHARP (in-network
+reduction); Kumar et al. / Google TPU v4 (Jouppi et al., ISCA 2023) and ASTRA-sim (Rashidi et al.,
+ISPASS 2020) for dimension-by-dimension torus collectives.
+
+* ring all-reduce: ``2(n-1)/n * S/B + 2(n-1) alpha``; all-gather / reduce-scatter: half of that
+* tree all-reduce (pipelined, double binary tree): ``2 S/B + 2 ceil(log2 n) alpha``
+* switch with in-network reduction: ``S/B + 2 alpha`` (each rank sends S up and receives S back)
+* torus (dims k_1..k_d, bidirectional rings per dimension over that dimension's two links, ``2b``):
+  ``sum_i 2(k_i-1)/k_i * S_i/(2b) + 2(k_i-1) alpha`` with ``S_i = S / prod_{j<i} k_j``
+* all-to-all: ``max(injection, bisection) + (n-1) alpha``; injection ``(n-1)/n * S/B``; bisection
+  ``n S/4`` bytes per direction over the cut (ring: ``B``; torus: ``2 b n/k_max``; switch: full)
+* point-to-point: ``S/B + alpha`` (switch; ring: ``B/2``, the links to one neighbour; torus: ``b``)
+* hierarchical (several network levels): reduce-scatter inside the inner level, the collective
+  across the outer level on ``S / n_inner``, all-gather back inside; for ring-type levels this is
+  ``sum_l AR_l(S_l)`` with ``S_l = S / prod_{j<l} n_j``.
+
+Every formula is linear in ``1/b``, ``1/B`` and ``alpha``, so a collective row reduces to three
+coefficients per network level and the time over thousands of designs is a matrix product.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
+TOPOLOGIES = ("switch", "ring", "torus")
+
+
+# ---------------------------------------------------------------------------------- textbook forms
+def ring_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``2(n-1)/n * S/B + 2(n-1) alpha`` (reduce-scatter then all-gather around a ring)."""
+    return 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha
+
+
+def ring_all_gather(S: float, n: int, B: float, alpha: float) -> float:
+    """``(n-1)/n * S/B + (n-1) alpha`` (also reduce-scatter); ``S`` is the gathered size."""
+    return (n - 1) / n * S / B + (n - 1) * alpha
+
+
+def tree_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``2 S/B + 2 ceil(log2 n) alpha``: pipelined reduce up and broadcast down a tree."""
+    return 2 * S / B + 2 * math.ceil(math.log2(n)) * alpha if n > 1 else 0.0
+
+
+def switch_reduction_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``S/B + 2 alpha``: the switch reduces (NVLink SHARP / InfiniBand SHARP)."""
+    return S / B + 2 * alpha if n > 1 else 0.0
+
+
+def torus_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float:
+    """Dimension by dimension: a bidirectional ring (``2b``) per dimension on a shrinking buffer."""
+    t, s = 0.0, S
+    for k in dims:
+        t += ring_all_reduce(s, k, 2 * b, alpha) if k > 1 else 0.0
+        s /= k
+    return t
+
+
+def point_to_point(S: float, B: float, alpha: float) -> float:
+    """``S/B + alpha``."""
+    return S / B + alpha
+
+
+# ---------------------------------------------------------------------------------- one level
+def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, alpha: float,
+               dims: list[int] | None = None, in_network_reduction: bool = False,
+               algorithm: str = "ring") -> float:
+    """Time of one collective on one network level (``n`` ranks of that level take part)."""
+    if n <= 1 or S <= 0:
+        return 0.0
+    if coll == "p2p":
+        # a ring neighbour is reached over half the chip's links, a torus neighbour over one link
+        return point_to_point(S, {"ring": B / 2, "torus": b}.get(topology, B), alpha)
+    if topology == "torus":
+        tdims = torus_group_dims(dims or [n], n)
+        if coll == "all_reduce":
+            return torus_all_reduce(S, tdims, b, alpha)
+        if coll in ("all_gather", "reduce_scatter"):
+            return torus_all_reduce(S, tdims, b, alpha) / 2
+        inj = (n - 1) / n * S / (2 * b * len(tdims))
+        bis = n * S / 4 / (2 * b * n / max(tdims))
+        return max(inj, bis) + (n - 1) * alpha
+    if coll == "all_reduce":
+        if topology == "switch" and in_network_reduction:
+            return switch_reduction_all_reduce(S, n, B, alpha)
+        if algorithm == "tree":
+            return tree_all_reduce(S, n, B, alpha)
+        return ring_all_reduce(S, n, B, alpha)
+    if coll in ("all_gather", "reduce_scatter"):
+        return ring_all_gather(S, n, B, alpha)
+    # all-to-all
+    inj = (n - 1) / n * S / B
+    bis = n * S / 4 / B if topology == "ring" else 0.0
+    return max(inj, bis) + (n - 1) * alpha
+
+
+def torus_group_dims(dims: list[int], n: int) -> list[int]:
+    """The torus dimensions a group of ``n`` ranks spans (whole leading dimensions)."""
+    out, prod = [], 1
+    for k in dims:
+        if prod >= n:
+            break
+        out.append(k)
+        prod *= k
+    if prod != n:
+        raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims}")
+    return out
+
+
+def sent_bytes(coll: str, S: float, n: int) -> float:
+    """Bytes one rank injects: AR ``2(n-1)/n S``, AG/RS/A2A ``(n-1)/n S``, p2p ``S``."""
+    if n <= 1:
+        return 0.0
+    return {"all_reduce": 2 * (n - 1) / n * S, "p2p": S}.get(coll, (n - 1) / n * S)
+
+
+# ---------------------------------------------------------------------------------- hierarchy
+def group_split(n: int, stride: int, sizes: list[int]) -> list[int]:
+    """Ranks of a group per network level.
+
+    Group members are chips ``base + k*stride`` (k < n) with chips numbered inner level first; level
+    ``l`` blocks hold ``prod(sizes[:l+1])`` consecutive chips. Returns ``n_l`` with ``prod == n``."""
+    out, members_below, span = [], 1, 1
+    for s in sizes:
+        span *= s
+        members = min(n, max(1, span // stride))
+        if members % members_below:
+            raise ValueError(f"a group of {n} ranks with stride {stride} does not tile network levels {sizes}")
+        out.append(members // members_below)
+        members_below = members
+    if members_below != n:
+        raise ValueError(f"a group of {n} ranks with stride {stride} needs {n * stride} chips; "
+                         f"the system has {span}")
+    return out
+
+
+def coefficients(coll: str, S: float, n: int, stride: int, levels: list[dict]) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(c_link [N], c_inj [N], alpha seconds, bytes sent) of one collective over the hierarchy.
+
+    Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency).
+    ``levels`` are dicts with ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``,
+    ``algorithm`` (one per network level, inner first)."""
+    N = len(levels)
+    c_link, c_inj = np.zeros(N), np.zeros(N)
+    alpha, sent = 0.0, 0.0
+    split = group_split(n, stride, [lv["size"] for lv in levels])
+    active = [i for i, k in enumerate(split) if k > 1]
+    if not active:
+        return c_link, c_inj, 0.0, 0.0
+    members_below = 1
+    for i in active:
+        lv, k = levels[i], split[i]
+        if coll == "p2p":
+            if i != active[-1]:
+                continue
+            s_l = S
+        elif coll == "all_to_all":
+            s_l = S * members_below * k / n  # so (k-1)/k * s_l = the bytes that leave the level-(l-1) block
+        else:
+            s_l = S / members_below
+        members_below *= k
+        args = dict(topology=lv["topology"], dims=lv.get("dims"), in_network_reduction=lv.get("in_network_reduction", False),
+                    algorithm=lv.get("algorithm", "ring"))
+        c_link[i] = level_time(coll, s_l, k, b=1.0, B=math.inf, alpha=0.0, **args)
+        c_inj[i] = level_time(coll, s_l, k, b=math.inf, B=1.0, alpha=0.0, **args)
+        alpha += level_time(coll, s_l, k, b=math.inf, B=math.inf, alpha=lv["latency_s"], **args)
+        sent += sent_bytes(coll, s_l, k)
+    return c_link, c_inj, alpha, sent
+
+
+# ---------------------------------------------------------------------------------- designs x ops
+def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc]) of the collective rows of ``o`` on ``system``,
+    cached on ``o`` per system (the coefficients do not depend on the design's numbers)."""
+    key = (system.name, tuple(system.sizes))
+    if key not in o.cache:
+        specs = system.level_specs()
+        cl = np.zeros((len(specs), len(o.coll)))
+        ci = np.zeros_like(cl)
+        al = np.zeros(len(o.coll))
+        for j, (c, S, n, st) in enumerate(zip(o.coll, o.net_bytes, o.group, o.stride, strict=True)):
+            try:
+                cl[:, j], ci[:, j], al[j], _ = coefficients(c, float(S), int(n), int(st), specs)
+            except ValueError as exc:
+                from dse.errors import DseError
+
+                raise DseError(f"{exc}; accepted: parallel degrees that fit {system.name}'s levels {system.sizes}",
+                               field="plan") from None
+        o.cache[key] = (cl, ci, al)
+    return o.cache[key]
+
+
+def network_times(d, o) -> np.ndarray:
+    """[D, Oc] seconds of each collective row on each design: ``(1/b) @ c_link + (1/B) @ c_inj + alpha``
+    with ``b`` = link bandwidth x efficiency and ``B`` = links x ``b`` per network level."""
+    if d.system is None:
+        from dse.errors import DseError
+
+        raise DseError("the workload has collective operators (a parallelism plan) but the hardware is one chip; "
+                       "accepted: a system (e.g. dgx-a100) or chips=/system= in predict", field="hardware")
+    cl, ci, al = row_coefficients(o, d.system)
+    b = d.net_link_bw * d.net_eff
+    B = b * d.net_links
+    # a level without links (0 links searched) takes "forever" (1e30 s per byte), never a NaN
+    return (1.0 / np.maximum(b, 1e-30)) @ cl + (1.0 / np.maximum(B, 1e-30)) @ ci + al[None, :]

@@ -1,0 +1,244 @@
+"""Parallelism plans: one chip's share of a workload, its collectives, and its memory footprint.
+
+A :class:`Plan` splits a workload over ``chips = tp * pp * dp`` chips (Megatron-LM's 3D parallelism,
+Shoeybi et al. 2019; Narayanan et al., SC 2021), with expert parallelism ``ep`` borrowed from the
+data-parallel and tensor-parallel ranks for MoE layers (Lepikhin et al., GShard 2021). Ranks are
+numbered tensor-parallel first, then data-parallel, then pipeline (Megatron's ``tp-ep-dp-pp`` order),
+so a TP group is ``tp`` consecutive chips (inside one node when ``tp`` <= chips per node).
+
+One chip's operator table is the model rebuilt with its shard of the weights (transformers: heads,
+KV heads, FFN width and vocabulary / ``tp``; layers / ``pp``, rounded up, the slowest stage; experts
+/ ``ep``) at one micro-batch of ``batch / (dp * microbatches)`` sequences, repeated ``microbatches``
+times, plus collective rows:
+
+* TP (Megatron, Shoeybi et al. 2019, Sec. 3): two all-reduces of the layer's activations
+  (``tokens x hidden``) per layer in the forward pass, two more in the backward pass, one for the
+  vocabulary-parallel embedding; with sequence parallelism (Korthikanti et al. 2022) each becomes a
+  reduce-scatter + all-gather of the same total bytes (priced as the all-reduce).
+* PP: one point-to-point send of the activations per micro-batch (and one of their gradients in
+  training). Step time = (microbatches + pp - 1) / microbatches x the work of ``microbatches``
+  micro-batches (the GPipe / 1F1B bubble, Narayanan et al. 2021, Sec. 2.2).
+* EP: two all-to-alls per MoE layer (dispatch and combine, ``tokens x top-k x hidden``), doubled in
+  training.
+* DP (training): an all-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather, the same
+  bytes; ZeRO-3 adds an all-gather of the parameters in forward and backward; Rajbhandari et al.,
+  SC 2020), overlapped with the backward pass by default.
+
+Only the transformer family has tensor, pipeline and expert sharding; every family has data
+parallelism.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from dse.hardware.schema import Strict
+from dse.units import DTYPE_BYTES
+from dse.workloads import ops
+from dse.workloads.scenario import Scenario
+
+GROUPS = ("tp", "pp", "dp", "ep")
+
+
+class Overlap(Strict):
+    """Which collectives hide behind computation (exposed time = max(0, collectives - compute))."""
+
+    tp: bool = False
+    pp: bool = False
+    dp: bool = Field(True, description="Gradient all-reduce overlapped with the backward pass (DDP buckets)")
+    ep: bool = False
+
+
+class Plan(Strict):
+    """How one workload is split over chips. Degrees multiply to ``chips``."""
+
+    chips: int | None = Field(None, gt=0, description="Default: tp * pp * dp")
+    tp: int = Field(1, gt=0, description="Tensor parallel degree")
+    pp: int = Field(1, gt=0, description="Pipeline parallel degree (stages)")
+    dp: int = Field(1, gt=0, description="Data parallel degree (replicas)")
+    ep: int = Field(1, gt=0, description="Expert parallel degree (MoE; divides dp * tp)")
+    sp: bool = Field(False, description="Sequence parallelism with TP (norms/dropout split over tp)")
+    microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
+    zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
+    recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
+    overlap: Overlap = Field(default_factory=Overlap)
+
+    @model_validator(mode="after")
+    def _product(self) -> Plan:
+        prod = self.tp * self.pp * self.dp
+        if self.chips is not None and prod != self.chips:
+            raise ValueError(f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {prod}, but chips = {self.chips}; "
+                             "accepted: degrees whose product is the chip count")
+        if self.ep > 1 and (self.dp * self.tp) % self.ep:
+            raise ValueError(f"ep = {self.ep} must divide dp x tp = {self.dp * self.tp}")
+        return self
+
+    @property
+    def n_chips(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def m(self) -> int:
+        """Micro-batches per step."""
+        return self.microbatches or self.pp
+
+    @property
+    def trivial(self) -> bool:
+        return self.n_chips == 1 and self.ep == 1
+
+    def stride(self, group: str) -> int:
+        """Chip-number distance between neighbours of a group (tp innermost, then dp/ep, then pp)."""
+        return {"tp": 1, "ep": self.tp, "dp": self.tp, "pp": self.tp * self.dp}[group]
+
+    def bubble_scale(self) -> float:
+        """(m + pp - 1) / m: the pipeline's fill-and-drain factor on micro-batch work."""
+        return (self.m + self.pp - 1) / self.m
+
+    def label(self) -> str:
+        bits = [f"{g}{getattr(self, g)}" for g in GROUPS if getattr(self, g) > 1]
+        return " ".join(bits) or "1 chip"
+
+
+def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
+    """The per-chip architecture: heads, KV heads, FFN, vocabulary / tp; layers / pp; experts / ep."""
+    tp, pp, ep = plan.tp, plan.pp, plan.ep
+    H = arch.heads
+    Hkv = arch.kv_heads or H
+    d = arch.head_dim or arch.hidden // H
+    if H % tp:
+        raise ValueError(f"{name}: {H} attention heads are not divisible by tp = {tp}; accepted: tp dividing {H}")
+    if Hkv % tp and tp % Hkv:
+        raise ValueError(f"{name}: {Hkv} KV heads and tp = {tp}: one must divide the other")
+    if arch.ffn % tp:
+        raise ValueError(f"{name}: FFN width {arch.ffn} is not divisible by tp = {tp}")
+    if pp > arch.layers:
+        raise ValueError(f"{name}: pp = {pp} exceeds its {arch.layers} layers")
+    upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
+                           "vocab": math.ceil(arch.vocab / tp), "layers": math.ceil(arch.layers / pp)}
+    if arch.moe is not None:
+        m = arch.moe
+        if m.experts % ep:
+            raise ValueError(f"{name}: {m.experts} experts are not divisible by ep = {ep}")
+        if m.expert_ffn % tp:
+            raise ValueError(f"{name}: expert FFN width {m.expert_ffn} is not divisible by tp = {tp}")
+        upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": min(m.active, m.experts // ep),
+                                          "expert_ffn": m.expert_ffn // tp,
+                                          "dense_layers": m.dense_layers if pp == 1 else 0})
+    elif ep > 1:
+        raise ValueError(f"{name} has no experts; accepted: ep = 1")
+    return arch.model_copy(update=upd)
+
+
+def collective(name: str, coll: str, S: float, group: str, plan: Plan, count: float, scale: float) -> dict[str, Any]:
+    """A collective operator row: ``S`` bytes (see ``dse.predict.network``) over ``group``'s ranks."""
+    n = getattr(plan, group)
+    return ops._row(name=name, kind="collective", unit="network", reuse="stream", dtype="fp32", dtype_a="fp32",
+                    flops=0.0, bytes_read=0.0, bytes_written=0.0, count=int(round(count)), coll=coll,
+                    net_bytes=float(S), group=n, stride=plan.stride(group), overlap=getattr(plan.overlap, group),
+                    scale=scale)
+
+
+def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, training: bool) -> list[dict[str, Any]]:
+    """Collective rows of one chip for one step (transformer family)."""
+    b = DTYPE_BYTES[sc.dtype]
+    T = facts["tokens"]  # tokens per micro-batch on this chip
+    h = arch.hidden
+    L = arch.layers  # already per stage
+    m, bs = plan.m, plan.bubble_scale()
+    passes = 2 if training else 1
+    rows: list[dict[str, Any]] = []
+    act = T * h * b
+    if plan.tp > 1:
+        rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, 2 * L * passes * m, bs))
+        rows.append(collective("tp.embedding_all_reduce", "all_reduce", act, "tp", plan, passes * m, bs))
+    if plan.pp > 1:
+        rows.append(collective("pp.send_activations", "p2p", act / (plan.tp if plan.sp else 1), "pp", plan,
+                               passes * m, bs))
+    if plan.ep > 1 and arch.moe is not None:
+        moe_layers = L - arch.moe.dense_layers
+        a2a = T * arch.moe.active * h * b
+        rows.append(collective("ep.all_to_all", "all_to_all", a2a, "ep", plan, 2 * moe_layers * passes * m, bs))
+    if plan.dp > 1 and training:
+        grads = facts["params"] * b
+        rows.append(collective("dp.gradient_all_reduce", "all_reduce", grads, "dp", plan, 1, 1.0))
+        if plan.zero == 3:
+            rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
+    return rows
+
+
+def per_microbatch(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:
+    """Repeat micro-batch work ``m`` times under the bubble factor; the optimizer runs once per step."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        if not str(r["name"]).startswith("optimizer."):
+            r["count"] = r["count"] * plan.m
+            r["scale"] = plan.bubble_scale()
+        out.append(r)
+    return out
+
+
+# ------------------------------------------------------------------------------- memory footprint
+def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, training: bool) -> dict[str, float]:
+    """Bytes per chip: weights, gradients, optimizer state, KV cache, activations.
+
+    Training activations per layer and micro-batch follow Korthikanti et al. 2022 (Table 2) for a
+    GPT block, ``s*b*h*(34 + 5*a*s/h)`` bytes at 16 bit: with TP ``10 + 24/t``, with TP + SP
+    ``34/t``; the ``5as/h`` score term is gone with flash attention or selective recomputation; full
+    recomputation keeps only the layer input ``2*s*b*h`` (``/t`` with SP). 1F1B keeps ``min(m, pp)``
+    micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
+    bytes per parameter; Rajbhandari et al. 2020), sharded over dp by ZeRO-1, gradients by ZeRO-2,
+    weights by ZeRO-3."""
+    b = DTYPE_BYTES[sc.dtype]
+    wb = DTYPE_BYTES[sc.weight_dtype or sc.dtype]
+    P = float(facts["params"])
+    h, L, t = arch.hidden, arch.layers, plan.tp
+    T = float(facts["tokens"])
+    mem: dict[str, float] = {"weights": P * wb / (plan.dp if plan.zero == 3 else 1)}
+    if training:
+        mem["gradients"] = P * b / (plan.dp if plan.zero >= 2 else 1)
+        mem["optimizer"] = P * 12.0 / (plan.dp if plan.zero >= 1 else 1)
+        heads = arch.heads  # already per TP rank
+        s = facts.get("seq") or 1
+        score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
+        if plan.recompute == "full":
+            per_tok = 2.0 / (t if plan.sp else 1)
+        elif plan.sp:
+            per_tok = 34.0 / t + score
+        else:
+            per_tok = 10.0 + 24.0 / t + score
+        mem["activations"] = L * min(plan.m, plan.pp) * T * h * per_tok * b / 2.0
+    else:
+        gated = arch.activation in ("swiglu", "geglu")
+        mem["activations"] = 2.0 * T * max(h, arch.ffn * (2 if gated else 1)) * b
+        if arch.kind == "decoder":
+            kvb = DTYPE_BYTES[sc.kv_dtype or sc.dtype]
+            tokens = (facts.get("context") or 0) + (facts.get("seq") or 0)
+            batch = facts["batch"]
+            if arch.mla is not None:
+                per = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kvb
+            else:
+                per = 2 * (arch.kv_heads or arch.heads) * (arch.head_dim or h // arch.heads) * kvb
+            mem["kv_cache"] = float(L * tokens * batch * per)
+    return mem
+
+
+def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenario, plan: Plan,
+                   training: bool) -> dict[str, float]:
+    """Bytes per chip for non-transformer families: weights from the parameter count, the largest
+    operator's working set as inference activations; training keeps every forward output."""
+    b = DTYPE_BYTES[sc.dtype]
+    P = float(facts.get("params") or 0)
+    mem = {"weights": P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]}
+    if training:
+        fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
+               and not str(r["name"]).startswith("optimizer.")]
+        mem["gradients"] = P * b
+        mem["optimizer"] = P * 12.0 / (plan.dp if plan.zero >= 1 else 1)
+        mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
+    else:
+        mem["activations"] = float(max((r["bytes_read"] + r["bytes_written"] for r in rows), default=0.0))
+    return mem
