@@ -18,6 +18,7 @@ from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
+from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
 from dse.predict import Prediction
 from dse.predict import predict as _predict
@@ -39,9 +40,22 @@ def list_hardware() -> list[str]:
     return list_templates()
 
 
-def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any]) -> Prediction:
-    """Predict one workload on one design: ``p.time_s`` and the per-operator ``p.ops``."""
-    return _predict(wl, hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))
+def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int | None = None,
+            tp: int | None = None, pp: int | None = None, dp: int | None = None, ep: int | None = None,
+            system: str | System | None = None, **plan: Any) -> Prediction:
+    """Predict one workload on one design: ``p.time_s`` and the per-operator ``p.ops``.
+
+    ``hw`` is a chip template, or a system template (``dgx-h100``: its chip on its network).
+    ``chips``, ``tp``, ``pp``, ``dp``, ``ep`` (and ``sp``, ``microbatches``, ``zero``, ``recompute``,
+    ``overlap``) split the workload over chips; ``p.time_s`` is one step, ``p.fits`` /
+    ``p.infeasible_reason`` the per-chip memory check, ``p.ops`` includes the collectives."""
+    if isinstance(hw, str) and is_system(hw) and system is None:
+        system = load_system(hw)
+        hw = system.chip
+    hwm = hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw)
+    sysm = load_system(system) if isinstance(system, str) else system
+    degrees = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, **plan).items() if v is not None}
+    return _predict(wl, hwm, system=sysm, chips=chips, **degrees)
 
 
 def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:

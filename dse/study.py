@@ -26,7 +26,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.templates import load_hardware, load_node
-from dse.predict import mix_arrays, mix_times
+from dse.predict import MixArrays, mix_arrays, mix_times
 from dse.score import Scored, constraints, mix_score, objective_value
 from dse.search import optimize
 from dse.search.space import designs_from_params
@@ -48,7 +48,7 @@ class Context:
     base_times: np.ndarray  # [W] seconds per pass on the base design
     base_resources: dict[str, float]  # area_mm2, cost_usd, power_w of the base design
     limits: dict[str, float]  # constraint name -> limit (reticle always; budgets from the config)
-    arrays: tuple  # dse.predict.mix_arrays(mix), built once for every evaluation
+    arrays: MixArrays  # dse.predict.mix_arrays(mix), built once for every evaluation
 
     @property
     def base_area_mm2(self) -> float:
@@ -117,7 +117,7 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
 
 
-def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: tuple | None = None) -> dict[str, np.ndarray]:
+def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None) -> dict[str, np.ndarray]:
     """[D] area (mm2), unit cost (USD) and peak average power over the mix (W)."""
     ar = area(designs)
     return {

@@ -26,8 +26,9 @@ import numpy as np
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
-from dse.predict import mix_arrays, mix_times
-from dse.predict.traffic import OpArrays, per_level
+from dse.predict import MixArrays, mix_arrays, mix_times
+from dse.predict.network import row_coefficients
+from dse.predict.traffic import per_level
 from dse.units import DTYPES
 from dse.workloads.mix import Mix
 
@@ -95,12 +96,13 @@ class MixEnergy:
 
 
 def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None,
-               arrays: tuple[OpArrays, np.ndarray] | None = None) -> MixEnergy:
+               arrays: MixArrays | None = None) -> MixEnergy:
     """Energy of every workload of ``mix`` on every design (times from ``mix_times`` if not given;
     ``arrays`` from ``dse.predict.mix_arrays`` when the caller already has them)."""
     node = node or load_node(d.base.process_node)
-    o, member = arrays or mix_arrays(mix)
-    t = mix_times(d, mix, arrays=(o, member)) if times is None else times
+    a = arrays or mix_arrays(mix)
+    o, member = a.o, a.counts
+    t = mix_times(d, mix, arrays=a) if times is None else times
     e_level = level_energy_per_byte(d, node)
     e_reg = node.energy_pj_per_byte_register.value * PJ
     compute = (o.flops * flop_energy(node)[o.dtype_idx]) @ member
@@ -110,4 +112,9 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
         if lv == 0:
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
         parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
+    if o.coll_idx.size and d.system is not None:  # chip-to-chip bytes through the SerDes
+        sent = np.zeros(o.n)
+        sent[o.coll_idx] = row_coefficients(o, d.system)[3]
+        e_net = node.energy_pj_per_byte_serdes.value * PJ
+        parts["network"] = np.broadcast_to((sent @ member) * e_net, (d.n, member.shape[1])).copy()
     return MixEnergy(time_s=t, parts_j=parts, static_w=static_power(d, node))

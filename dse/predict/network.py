@@ -144,7 +144,8 @@ def group_split(n: int, stride: int, sizes: list[int]) -> list[int]:
     return out
 
 
-def coefficients(coll: str, S: float, n: int, stride: int, levels: list[dict]) -> tuple[np.ndarray, np.ndarray, float, float]:
+def coefficients(coll: str, S: float, n: int, stride: int,
+                 levels: list[dict]) -> tuple[np.ndarray, np.ndarray, float, float]:
     """(c_link [N], c_inj [N], alpha seconds, bytes sent) of one collective over the hierarchy.
 
     Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency).
@@ -179,8 +180,8 @@ def coefficients(coll: str, S: float, n: int, stride: int, levels: list[dict]) -
 
 
 # ---------------------------------------------------------------------------------- designs x ops
-def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc]) of the collective rows of ``o`` on ``system``,
+def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc], bytes sent [Oc]) of the collective rows of ``o`` on ``system``,
     cached on ``o`` per system (the coefficients do not depend on the design's numbers)."""
     key = (system.name, tuple(system.sizes))
     if key not in o.cache:
@@ -188,15 +189,16 @@ def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cl = np.zeros((len(specs), len(o.coll)))
         ci = np.zeros_like(cl)
         al = np.zeros(len(o.coll))
+        sent = np.zeros(len(o.coll))
         for j, (c, S, n, st) in enumerate(zip(o.coll, o.net_bytes, o.group, o.stride, strict=True)):
             try:
-                cl[:, j], ci[:, j], al[j], _ = coefficients(c, float(S), int(n), int(st), specs)
+                cl[:, j], ci[:, j], al[j], sent[j] = coefficients(c, float(S), int(n), int(st), specs)
             except ValueError as exc:
                 from dse.errors import DseError
 
                 raise DseError(f"{exc}; accepted: parallel degrees that fit {system.name}'s levels {system.sizes}",
                                field="plan") from None
-        o.cache[key] = (cl, ci, al)
+        o.cache[key] = (cl, ci, al, sent)
     return o.cache[key]
 
 
@@ -208,7 +210,7 @@ def network_times(d, o) -> np.ndarray:
 
         raise DseError("the workload has collective operators (a parallelism plan) but the hardware is one chip; "
                        "accepted: a system (e.g. dgx-a100) or chips=/system= in predict", field="hardware")
-    cl, ci, al = row_coefficients(o, d.system)
+    cl, ci, al, _ = row_coefficients(o, d.system)
     b = d.net_link_bw * d.net_eff
     B = b * d.net_links
     # a level without links (0 links searched) takes "forever" (1e30 s per byte), never a NaN

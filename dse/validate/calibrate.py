@@ -19,8 +19,7 @@ from scipy.optimize import least_squares
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
-from dse.predict import OpArrays, evaluate_times
-from dse.validate.suite import RowCase, metric_from_time
+from dse.validate.suite import RowCase, case_arrays, case_time, metric_from_time
 
 OVERHEAD_MAX_US = 1000.0
 
@@ -63,8 +62,7 @@ class _Rows:
         self.hw = hw
         self.cases = cases
         self.base = DesignBatch.from_hardware(hw)
-        self.ops = [OpArrays.from_table(c.workload.ops) for c in cases]
-        self.counts = [c.workload.ops["count"].to_numpy(dtype=float) for c in cases]
+        self.arrays = [case_arrays(c) for c in cases]
         self.measured = np.array([c.measured for c in cases])
 
     def predict(self, x: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
@@ -72,7 +70,7 @@ class _Rows:
         idx = list(range(len(self.cases))) if idx is None else idx
         out = []
         for i in idx:
-            t = evaluate_times(d, self.ops[i]) @ self.counts[i]
+            t = case_time(self.cases[i], d, self.arrays[i])
             if self.cases[i].isolated:
                 t = t + x[-1] * 1e-6
             out.append(float(metric_from_time(self.cases[i].metric, self.cases[i].workload, d, t)[0]))

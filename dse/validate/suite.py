@@ -21,10 +21,13 @@ import pandas as pd
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
+from dse.hardware.system import System, default_system
 from dse.hardware.templates import list_templates, load_hardware
-from dse.predict import OpArrays, evaluate_times
+from dse.predict import MixArrays, evaluate_times, mix_arrays, step_times
 from dse.units import repo_root
 from dse.workloads.library import Workload, workload
+from dse.workloads.mix import Mix
+from dse.workloads.parallel import Plan
 
 REQUIRED = ("id", "workload", "scenario", "hardware", "n_chips", "metric", "value", "source")
 METRICS = {
@@ -80,6 +83,20 @@ class RowCase:
     metric: str
     measured: float
     isolated: bool = False  # timed as a single host-synchronised call
+    system: System | None = None  # multi-chip rows: the chip's system, resized to the row's chips
+
+
+def case_arrays(case: RowCase) -> MixArrays:
+    """The row's workload as predictor arrays (build once per row)."""
+    return mix_arrays(Mix.of([case.workload]))
+
+
+def case_time(case: RowCase, d: DesignBatch, arrays: MixArrays | None = None) -> np.ndarray:
+    """[D] predicted seconds per step of the row's workload on each design (one chip of its system)."""
+    if case.system is not None:
+        d = d.with_system(case.system)
+    a = arrays or case_arrays(case)
+    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0]
 
 
 def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: np.ndarray) -> np.ndarray:
@@ -112,8 +129,6 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
     if not value > 0:
         raise DseError(f"row {rid}: value {value}; accepted: a number > 0", field="value")
     chips = int(float(row.get("n_chips") or 1))
-    if chips > 1:
-        raise NotCoveredError(f"{chips} chips: multi-chip systems need the network model (issue 5)")
     name = row["hardware"].strip()
     templates = templates or {}
     if name in templates:
@@ -124,15 +139,26 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
         raise NotCoveredError(f"no hardware template {name!r} (shipped: {', '.join(list_templates())})")
     try:
         scen = parse_scenario(row["scenario"])
-        wl = workload(row["workload"].strip(), **scen)
+        plan = {k: scen.pop(k) for k in list(scen) if k in Plan.model_fields}
+        if chips > 1 and not ({"tp", "pp", "dp"} & set(plan)):
+            plan["tp"] = chips
+        if plan:
+            plan["chips"] = chips
+        wl = workload(row["workload"].strip(), plan=plan or None, **scen)
     except DseError as exc:
         raise NotCoveredError(f"workload not expressible yet: {exc}") from None
     except (ValueError, TypeError) as exc:
         raise DseError(f"row {rid}: scenario {row['scenario']!r}: {exc}", field="scenario") from None
+    system = None
+    if chips > 1:
+        try:
+            system = default_system(hw).resized(chips)
+        except DseError as exc:
+            raise NotCoveredError(f"no system for {chips} x {hw.name}: {exc}") from None
     timing = (row.get("timing") or "steady").strip() or "steady"
     if timing not in ("steady", "isolated"):
         raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated", field="timing")
-    return RowCase(rid, wl, hw, metric, value, timing == "isolated")
+    return RowCase(rid, wl, hw, metric, value, timing == "isolated", system)
 
 
 class NotCoveredError(Exception):
@@ -141,7 +167,7 @@ class NotCoveredError(Exception):
 
 def predict_case(case: RowCase, design: DesignBatch | None = None, sync_overhead_us: float | None = None) -> float:
     d = design if design is not None else DesignBatch.from_hardware(case.hardware)
-    t = evaluate_times(d, OpArrays.from_table(case.workload.ops)) @ case.workload.ops["count"].to_numpy(dtype=float)
+    t = case_time(case, d)
     if case.isolated:
         sync = case.hardware.compute.sync_overhead_us if sync_overhead_us is None else sync_overhead_us
         t = t + sync * 1e-6

@@ -58,6 +58,7 @@ class Workload:
     source: str = ""
     memory: dict[str, float] = field(default_factory=dict)  #: bytes per chip by part (weights, kv_cache, ...)
     plan: Plan | None = None  #: how the workload is split over chips (None: one chip)
+    spec: dict[str, Any] = field(default_factory=dict)  #: scenario keywords that rebuild it (library models)
 
     @property
     def chips(self) -> int:
@@ -216,13 +217,17 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
     arch = ARCH_MODELS[desc.family].model_validate(desc.arch)
+    if plan is not None and plan.microbatches is None and plan.pp > 1 and sc.batch % plan.dp == 0:
+        per_replica = sc.batch // plan.dp  # default: as many micro-batches as stages, if the batch allows
+        plan = plan.model_copy(update={"microbatches": max(k for k in range(1, plan.pp + 1) if per_replica % k == 0)})
     try:
         rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
     except ValueError as exc:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise}
-    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source, memory=memory, plan=plan)
+    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source, memory=memory, plan=plan,
+                    spec=given)
 
 
 def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan

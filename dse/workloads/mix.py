@@ -36,8 +36,17 @@ class Mix:
     def labels(self) -> list[str]:
         return [w.label() for w in self.workloads]
 
-    def membership(self) -> np.ndarray:
-        """[O, W] matrix: count of op ``o`` in workload ``w`` (so times[D,O] @ it = time per workload)."""
+    def membership(self, weight: np.ndarray | None = None) -> np.ndarray:
+        """[O, W] matrix: count of op ``o`` in workload ``w`` (so times[D,O] @ it = time per workload),
+        times ``weight`` [O] when given (e.g. the pipeline-bubble ``scale``, or a 0/1 selection)."""
         m = np.zeros((len(self.ops), len(self.workloads)))
-        m[np.arange(len(self.ops)), self.ops["workload"].to_numpy()] = self.ops["count"].to_numpy()
+        w = self.ops["count"].to_numpy(dtype=float)
+        if weight is not None:
+            w = w * weight
+        m[np.arange(len(self.ops)), self.ops["workload"].to_numpy()] = w
         return m
+
+    @property
+    def memory_bytes(self) -> np.ndarray:
+        """[W] bytes one chip must hold for each workload."""
+        return np.array([w.memory_bytes for w in self.workloads])

@@ -40,14 +40,14 @@ def test_bad_rows_are_reported_and_the_rest_processed(tmp_path: Path) -> None:
         "badmetric,gemm:64x64x64,dtype=bf16,a100-80gb,1,joules,1,J,test,,steady\n"
         "zero,gemm:64x64x64,dtype=bf16,a100-80gb,1,time_s,0,s,test,,steady\n"
         "nochip,gemm:64x64x64,dtype=bf16,b300,1,time_s,1e-5,s,test,,steady\n"
-        "multi,llama2-7b,phase=decode,a100-80gb,8,tokens_per_s,300,token/s,test,,steady\n"
+        "multi,llama2-7b,phase=decode,a100-80gb,12,tokens_per_s,300,token/s,test,,steady\n"
     )
     res = run_suite(load_measurements(_csv(tmp_path, body))).set_index("id")
     assert res.loc["ok", "status"] == "covered" and abs(res.loc["ok", "error_pct"]) < 20
     assert res.loc["badmetric", "status"] == "error" and "accepted: time_s" in res.loc["badmetric", "reason"]
     assert res.loc["zero", "status"] == "error" and "> 0" in res.loc["zero", "reason"]
     assert res.loc["nochip", "status"] == "not covered" and "b300" in res.loc["nochip", "reason"]
-    assert res.loc["multi", "status"] == "not covered" and "8 chips" in res.loc["multi", "reason"]
+    assert res.loc["multi", "status"] == "not covered" and "32 attention heads" in res.loc["multi", "reason"]
     assert all("\n" not in r for r in res["reason"])
 
 
