@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import Dtype
+from dse.workloads.parallel import Plan
 from dse.yamlio import load_yaml
 
 
@@ -35,6 +36,8 @@ class WorkloadEntry(Strict):
     fused_attention: bool | None = None
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
+    plan: Plan | None = Field(None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, "
+                                                "recompute, overlap (needs a system with enough chips)")
 
     @model_validator(mode="after")
     def _name_or_suite(self) -> WorkloadEntry:
@@ -43,7 +46,7 @@ class WorkloadEntry(Strict):
         return self
 
     def scenario(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name", "weight", "suite"}, exclude_none=True)
+        return self.model_dump(exclude={"name", "weight", "suite", "plan"}, exclude_none=True)
 
 
 class Range(Strict):
@@ -163,7 +166,11 @@ class StudyConfig(Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Study name (folder and optuna study)")
     description: str = ""
-    base: str = Field(min_length=1, description="Hardware template name or YAML path (relative to this file)")
+    base: str | None = Field(None, min_length=1, description="Hardware template name or YAML path (relative to this "
+                                                            "file); default: the system's chip")
+    system: str | None = Field(None, min_length=1, description="Multi-chip system template (hw_templates/systems/) or "
+                                                              "YAML path: the base chip on its network; default: the "
+                                                              "chip's shipped system when a workload has a plan")
     workloads: list[WorkloadEntry] | None = Field(None, min_length=1, description="One mix")
     mixes: dict[str, list[WorkloadEntry]] | None = Field(
         None, description="Several named mixes: one search per mix, then a best-ratio table across them")
@@ -172,6 +179,8 @@ class StudyConfig(Strict):
 
     @model_validator(mode="after")
     def _one_kind_of_mix(self) -> StudyConfig:
+        if self.base is None and self.system is None:
+            raise ValueError("give base (a chip template) or system (a multi-chip system template)")
         if (self.workloads is None) == (self.mixes is None):
             raise ValueError("give exactly one of workloads (one mix) or mixes (several named mixes)")
         if self.mixes is not None:

@@ -81,3 +81,18 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
                   f"{LIMITS[k][1]} {lim:.4g} {LIMITS[k][2]}" for k, lim in limits.items() if values[k][i] > 0]
         reasons.append("; ".join(broken))
     return values, reasons
+
+
+def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
+    """[D] GB by which the most demanding workload's per-chip footprint (weights, KV cache, activations,
+    gradients, optimizer state; ``dse.workloads.parallel``) exceeds the design's outermost memory
+    (<= 0 fits), and the reason per design."""
+    need = mix.memory_bytes  # [W]
+    cap = designs.capacity[:, -1]  # [D] bytes
+    worst = int(np.argmax(need)) if need.size else 0
+    value = (need[worst] - cap) / 1e9 if need.size else np.full(designs.n, -np.inf)
+    level = designs.level_names[-1]
+    label = mix.workloads[worst].label() if need.size else ""
+    reasons = [f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {c / 1e9:.1f} GB {level}" if v > 0 else ""
+               for v, c in zip(value, cap, strict=True)]
+    return value, reasons

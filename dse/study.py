@@ -25,9 +25,10 @@ from dse.cost.power import mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, Node
+from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
 from dse.predict import MixArrays, mix_arrays, mix_times
-from dse.score import Scored, constraints, mix_score, objective_value
+from dse.score import Scored, capacity_constraint, constraints, mix_score, objective_value
 from dse.search import optimize
 from dse.search.space import designs_from_params
 from dse.search.storage import make_storage
@@ -55,8 +56,22 @@ class Context:
         return self.base_resources["area_mm2"]
 
 
+def resolve_system(cfg: StudyConfig, cfg_dir: Path) -> System | None:
+    spec = cfg.system
+    if spec is None:
+        return None
+    try:
+        if spec.endswith((".yaml", ".yml")):
+            return load_system(Path(spec) if Path(spec).is_absolute() else cfg_dir / spec)
+        return load_system(spec)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file, field=exc.field or "system") from None
+
+
 def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
     spec = cfg.base
+    if spec is None:
+        return load_hardware(resolve_system(cfg, cfg_dir).chip)  # type: ignore[union-attr]
     if spec.endswith((".yaml", ".yml")):
         path = Path(spec) if Path(spec).is_absolute() else cfg_dir / spec
         return load_hardware(path)
@@ -71,10 +86,10 @@ def build_mix(cfg: StudyConfig, field: str = "workloads") -> Mix:
             if entry.suite is not None:
                 for e in load_suite(entry.suite):
                     scen = {k: v for k, v in e.items() if k not in ("name", "weight")}
-                    wls.append(workload(e["name"], **{**scen, **entry.scenario()}))
+                    wls.append(workload(e["name"], plan=entry.plan, **{**scen, **entry.scenario()}))
                     weights.append(float(e["weight"]) * entry.weight)
             else:
-                wls.append(workload(entry.name, **entry.scenario()))
+                wls.append(workload(entry.name, plan=entry.plan, **entry.scenario()))
                 weights.append(entry.weight)
         except DseError as exc:
             raise DseError(exc.message, field=f"{field}.{i}") from None
@@ -109,12 +124,27 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
             accepted = str(exc).split("; ", 1)[1]
             raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
     mix = build_mix(cfg, mix_field)
+    base = attach_system(cfg, cfg_dir, base, mix)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
     arrays = mix_arrays(mix)
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
+
+
+def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) -> DesignBatch:
+    """The base design on the config's system (or the chip's shipped one when a workload has a plan),
+    sized for the mix's largest plan."""
+    chips = max(w.chips for w in mix.workloads)
+    sysm = resolve_system(cfg, cfg_dir)
+    if sysm is None and chips == 1:
+        return base
+    try:
+        sysm = sysm or default_system(base.base)
+        return base.with_system(sysm.resized(max(chips, 1)))
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file, field="system") from None
 
 
 def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None) -> dict[str, np.ndarray]:
@@ -134,6 +164,9 @@ def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarra
     res = resources(designs, ctx.mix, times, ctx.arrays)
     obj = objective_value(ctx.cfg.search.objective, s, res, ctx.base_resources)
     cons, reason = constraints(res, ctx.limits)
+    cap, why = capacity_constraint(designs, ctx.mix)
+    cons["capacity"] = cap
+    reason = [f"{r}; {w}" if r and w else r or w for r, w in zip(reason, why, strict=True)]
     return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
                   power_w=res["power_w"], constraints=cons, reason=reason), times
 
