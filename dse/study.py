@@ -117,14 +117,14 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     except DseError as exc:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
+    mix = build_mix(cfg, mix_field)
+    base = attach_system(cfg, cfg_dir, base, mix)
     for i, prm in enumerate(cfg.search.space.params):
         try:
             base.with_field(prm.field, np.ones(1))
         except ValueError as exc:
             accepted = str(exc).split("; ", 1)[1]
             raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
-    mix = build_mix(cfg, mix_field)
-    base = attach_system(cfg, cfg_dir, base, mix)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
     arrays = mix_arrays(mix)

@@ -9,7 +9,7 @@
     sram            = on-chip capacity over all sram levels (MiB) x node.sram_mm2_per_mib
     noc             = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
     dram_phy/ctrl   = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
-    serdes          = chip-to-chip links x node.serdes_mm2_per_link
+    serdes          = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
     fixed           = control, IO and the rest (node.fixed_mm2)
 
 The 7 nm coefficients come from the A100 die-shot component areas (LLMCompass, Zhang et al.,
@@ -102,7 +102,7 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
         "noc": noc_bw * node.noc_mm2_per_tbps.value,
         "dram_phy": stacks * node.dram_phy_mm2_per_stack.value,
         "dram_controller": stacks * node.dram_controller_mm2_per_stack.value,
-        "serdes": d.links * node.serdes_mm2_per_link.value,
+        "serdes": d.links * link_lane_factor(d) * node.serdes_mm2_per_link.value,
         "fixed": np.full(d.n, node.fixed_mm2.value),
     }
     return AreaBreakdown(node=node, parts=parts, dram_stacks=stacks)
@@ -120,3 +120,12 @@ def calibration_table() -> pd.DataFrame:
         rows.append({"die": name, "node": hw.process_node, "predicted_mm2": pred, "actual_mm2": actual,
                      "error_pct": (pred / actual - 1) * 100})
     return pd.DataFrame(rows)
+
+
+def link_lane_factor(d: DesignBatch) -> np.ndarray:
+    """[D] SerDes area per link relative to the template's link: a link searched to a higher bandwidth
+    carries proportionally more lanes at the same signalling rate (1 without a system)."""
+    if not d.n_net or not d.net_chip_linked.any() or d.base.network is None:
+        return np.ones(d.n)
+    j = int(np.flatnonzero(d.net_chip_linked)[0])
+    return d.net_link_bw[:, j] / (d.base.network.link_bandwidth_gbps * 1e9)

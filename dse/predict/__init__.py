@@ -7,11 +7,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from pydantic import ValidationError
 
-from dse.errors import DseError
+from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
+from dse.predict.network import row_coefficients
 from dse.predict.roofline import BatchResult, evaluate, evaluate_times
 from dse.predict.traffic import OpArrays
 from dse.workloads.library import Workload
@@ -116,6 +118,13 @@ def _single_table(wl: Workload, d: DesignBatch, r: BatchResult) -> pd.DataFrame:
         with np.errstate(divide="ignore", invalid="ignore"):
             df[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, flops / r.traffic[0, :, j], np.inf)
     df["t_network_s"] = r.t_network[0] if r.t_network is not None else 0.0
+    sent = np.zeros(len(df))
+    if d.system is not None and (df["coll"] != "").any():
+        o = OpArrays.from_table(wl.ops)
+        sent_sorted = np.zeros(o.n)
+        sent_sorted[o.coll_idx] = row_coefficients(o, d.system)[3]
+        sent = o.to_table_order(sent_sorted[None, :])[0]
+    df["net_sent_bytes"] = sent  # bytes this chip injects into the network per instance
     df["t_overhead_s"] = r.t_overhead[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         df["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
@@ -152,7 +161,10 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         keys = {k: v for k, v in plan.items() if v is not None}
         if chips is not None and not ({"tp", "pp", "dp"} & set(keys)):
             keys["tp"] = chips  # chips alone: tensor parallel over all of them
-        p = Plan.model_validate({"chips": chips, **keys}) if chips is not None else Plan.model_validate(keys)
+        try:
+            p = Plan.model_validate({"chips": chips, **keys} if chips is not None else keys)
+        except ValidationError as exc:
+            raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
         if wl.plan is not None and not wl.plan.trivial:
             raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
         if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise"):

@@ -67,6 +67,22 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
         sizes = 10 + 400 * df.loc[sel, "total_time_s"] / total
         ax.scatter(x[sel], df.loc[sel, "achieved_flops"] / TERA, s=sizes, alpha=0.7, color=pal[k],
                    edgecolor="k", lw=0.3, label=wl)
+    if design.n_net and "net_sent_bytes" in ops and (ops["net_sent_bytes"] > 0).any():
+        # network roof: FLOP/s <= network intensity (FLOP per byte a chip sends) x injection bandwidth
+        inj = float(design.net_links[0, 0] * design.net_link_bw[0, 0] * design.net_eff[0, 0])
+        pts = []
+        for k, wl in enumerate(wl_names):
+            w = ops[ops["workload"] == wl]
+            nb = float((w["net_sent_bytes"] * w["count"]).sum())
+            if nb > 0:
+                fl = float((w["flops"] * w["count"]).sum())
+                pts.append((fl / nb, fl / w["total_time_s"].sum() / TERA, pal[k]))
+        xn = np.logspace(np.log10(lo), np.log10(max(hi, 2 * max(p[0] for p in pts))), 200)
+        ax.plot(xn, np.minimum(xn * inj, peak) / TERA, "-.", color="tab:purple", lw=1.2,
+                label=f"network {design.system.network[0].name} {inj / 1e9:.0f} GB/s per chip; diamonds: each "
+                      "workload at FLOP per network byte")
+        for xv, yv, c in pts:
+            ax.scatter([xv], [yv], marker="D", s=60, color=c, edgecolor="tab:purple", lw=1.2)
     ridge = peak / design.dram_bandwidth[0]
     ax.axvline(ridge, color="grey", lw=0.8, ls=":")
     ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="grey")

@@ -25,6 +25,8 @@ def workload_table(labels: list[str], weights, base_times, best_times, best_pred
             "best_energy_mj_per_pass": float(best_energy_j[i]) * 1e3, "best_power_w": float(best_power_w[i]),
             "binding (time share)": ", ".join(f"{k} {v:.0%}" for k, v in share.sort_values(ascending=False).items()
                                               if v >= 0.01),
+            "memory_gb_per_chip": p.workload.memory_bytes / 1e9,
+            "fits": "yes" if p.fits else f"NO ({p.capacity_bytes / 1e9:.0f} GB)",
         })
     return pd.DataFrame(rows)
 
@@ -51,6 +53,11 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
         ("ridge point (FLOP/byte)", float(base.ridge[0]), float(best.ridge[0])),
         ("DRAM stacks", float(ab.dram_stacks[0]), float(ax.dram_stacks[0])),
     ]
+    if base.n_net:
+        for j, lv in enumerate(base.system.network):
+            rows.append((f"network '{lv.name}': links per chip", float(base.net_links[0, j]), float(best.net_links[0, j])))
+            rows.append((f"network '{lv.name}': GB/s per link per direction", float(base.net_link_bw[0, j]) / 1e9,
+                         float(best.net_link_bw[0, j]) / 1e9))
     rows += [(f"area: {c} (mm²)", float(ab.parts[c][0]), float(ax.parts[c][0])) for c in ab.parts]
     rows.append(("area: total (mm²)", float(ab.total[0]), float(ax.total[0])))
     rows.append(("yield (%)", float(cb.yield_[0]) * 100, float(cx.yield_[0]) * 100))
@@ -86,6 +93,9 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         cfg.description.strip(),
         "",
+        (f"- System: `{ctx.base.system.name}`, {ctx.base.system.chips} chips, network levels "
+         + ", ".join(f"{lv.name} ({lv.topology}, {lv.size})" for lv in ctx.base.system.network)
+         + "; per-workload plans in the workload labels (tp/pp/dp/ep)" if ctx.base.system is not None else ""),
         f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node});"
         f" objective(s): `{', '.join(cfg.search.objective_names)}`;"
         f" budgets: {budget}",

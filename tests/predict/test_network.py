@@ -1,0 +1,144 @@
+"""Collective cost models pinned on hand-computed cases, and multi-chip predictions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.system import load_system
+from dse.predict import network as net
+
+S, B, A = 1e9, 100e9, 1e-6
+
+
+def test_ring_all_reduce_hand_case():
+    # 2(n-1)/n * S/B + 2(n-1) alpha with n = 8
+    assert net.ring_all_reduce(S, 8, B, A) == pytest.approx(2 * 7 / 8 * 0.01 + 14e-6)
+    assert net.level_time("all_reduce", S, 8, "switch", b=B / 12, B=B, alpha=A) == pytest.approx(0.0175 + 14e-6)
+
+
+def test_all_gather_and_reduce_scatter_are_half_a_ring_all_reduce():
+    for coll in ("all_gather", "reduce_scatter"):
+        assert net.level_time(coll, S, 8, "ring", b=B / 2, B=B, alpha=A) == pytest.approx(7 / 8 * 0.01 + 7e-6)
+
+
+def test_tree_and_in_network_reduction():
+    assert net.tree_all_reduce(S, 8, B, A) == pytest.approx(2 * 0.01 + 2 * 3 * A)
+    assert net.level_time("all_reduce", S, 8, "switch", b=1, B=B, alpha=A, in_network_reduction=True) == \
+        pytest.approx(0.01 + 2 * A)
+
+
+def test_torus_dimension_by_dimension():
+    b = 45e9
+    # 4x4 torus: a 4-ring over 2b on S, then a 4-ring over 2b on S/4
+    want = (2 * 3 / 4 * S / (2 * b) + 6 * A) + (2 * 3 / 4 * (S / 4) / (2 * b) + 6 * A)
+    assert net.level_time("all_reduce", S, 16, "torus", b=b, B=6 * b, alpha=A, dims=[4, 4, 4]) == pytest.approx(want)
+    with pytest.raises(ValueError, match="whole dimensions"):
+        net.torus_group_dims([4, 4, 4], 8)
+
+
+def test_point_to_point_and_all_to_all():
+    assert net.level_time("p2p", S, 2, "switch", b=1, B=B, alpha=A) == pytest.approx(0.01 + A)
+    # all-to-all on a switch: injection bound (n-1)/n * S/B; on a ring the bisection n*S/4/B binds
+    assert net.level_time("all_to_all", S, 8, "switch", b=1, B=B, alpha=A) == pytest.approx(7 / 8 * 0.01 + 7 * A)
+    assert net.level_time("all_to_all", S, 8, "ring", b=1, B=B, alpha=A) == pytest.approx(8 / 4 * 0.01 + 7 * A)
+
+
+def test_hierarchical_all_reduce_on_two_dgx_nodes():
+    sysm = load_system("dgx-a100").resized(16)
+    specs = sysm.level_specs()
+    assert net.group_split(16, 1, sysm.sizes) == [8, 2]
+    cl, ci, al, sent = net.coefficients("all_reduce", S, 16, 1, specs)
+    # inside the node: ring AR of S over 8; across nodes: ring AR of S/8 over 2 (per injection bandwidth)
+    assert ci[0] == pytest.approx(2 * 7 / 8 * S) and ci[1] == pytest.approx(2 * 1 / 2 * S / 8)
+    assert cl.sum() == 0
+    assert al == pytest.approx(14 * 1e-6 + 2 * 3e-6)
+    assert sent == pytest.approx(2 * 7 / 8 * S + S / 8)
+    # a data-parallel group of 2 with stride 8 lives on the outer level only
+    assert net.group_split(2, 8, sysm.sizes) == [1, 2]
+    with pytest.raises(ValueError):
+        net.group_split(4, 8, [8, 2])
+
+
+def test_single_chip_has_no_network_time():
+    w = dse.workload("gpt2", phase="decode", batch=4, context=256)
+    p = dse.predict(w, "a100-80gb")
+    assert p.network_s == 0 and (p.ops["coll"] == "").all() and p.system is None
+
+
+def test_tensor_parallel_adds_collectives_and_network_bound_ops():
+    w = dse.workload("llama2-7b", phase="decode", batch=1, context=128)
+    p1 = dse.predict(w, "a100-80gb")
+    p8 = dse.predict(w, "a100-80gb", chips=8, tp=8)
+    coll = p8.ops[p8.ops["coll"] != ""]
+    assert len(coll) >= 1 and (coll["bound"] == "network").all() and p8.network_s > 0
+    # 2 all-reduces per layer + 1 for the embedding, of tokens x hidden x 2 bytes
+    assert coll["count"].sum() == 2 * 32 + 1 and (coll["net_bytes"] == 4096 * 2).all()
+    assert p8.time_s < p1.time_s  # weights read 8x faster outweigh the all-reduces
+    assert p8.system.name == "dgx-a100"
+
+
+def _tp_design(link_gbps: float) -> DesignBatch:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm")).with_system(load_system("npu-board"))
+    return d.with_field("network.link_bandwidth_gbps", np.array([link_gbps]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(1.0, 400.0), st.floats(0.05, 1.0))
+def test_time_never_decreases_when_link_bandwidth_drops(gbps: float, factor: float):
+    w = dse.workload("gpt2", phase="prefill", batch=4, seq=128, plan={"tp": 4})
+    hi = dse.predict(w, _tp_design(gbps)).time_s
+    lo = dse.predict(w, _tp_design(gbps * factor)).time_s
+    assert lo >= hi * (1 - 1e-12)
+
+
+def test_405b_does_not_fit_one_80gb_chip_but_fits_with_tp_x_pp():
+    w = dse.workload("llama3.1-405b", phase="decode", batch=1, context=1024)
+    one = dse.predict(w, "a100-80gb")
+    assert not one.fits and "needs 812" in one.infeasible_reason and "80.0 GB" in one.infeasible_reason
+    many = dse.predict(w, "a100-80gb", chips=16, tp=8, pp=2)
+    assert many.fits and many.infeasible_reason == ""
+    assert many.memory["weights"] == pytest.approx(one.memory["weights"] / 16, rel=0.02)
+    assert many.bubble_s > 0  # one sequence walks the two stages in turn
+
+
+def test_pipeline_bubble_factor():
+    w = dse.workload("gpt2", phase="training", batch=8, seq=256)
+    p = dse.predict(w, "a100-80gb", chips=2, pp=2, microbatches=4)
+    o = p.ops
+    work = (o["time_s"] * o["count"])[o["scale"] > 1].sum()
+    assert p.bubble_s == pytest.approx(work * (4 + 2 - 1) / 4 - work)
+
+
+def test_training_memory_parts_and_zero():
+    w = dse.workload("gpt3-6.7b", phase="training", batch=8, seq=2048)
+    p0 = dse.predict(w, "a100-80gb", chips=8, dp=8)
+    p1 = dse.predict(w, "a100-80gb", chips=8, dp=8, zero=1)
+    assert set(p0.memory) == {"weights", "gradients", "optimizer", "activations"}
+    assert p1.memory["optimizer"] == pytest.approx(p0.memory["optimizer"] / 8)
+    assert p0.ops.loc[p0.ops["coll"] == "all_reduce", "overlap"].all()  # DP all-reduce hides behind backward
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"chips": 8, "tp": 4}, "tp x pp x dp = 4 x 1 x 1 = 4, but chips = 8"),
+    ({"chips": 3, "tp": 3}, "not divisible by tp = 3"),
+    ({"chips": 12, "tp": 4, "dp": 3}, "12 chips do not match the topology of dgx-a100"),
+])
+def test_bad_plans_are_one_line_errors(kw, match):
+    w = dse.workload("llama2-7b", phase="decode", batch=6, context=128)
+    with pytest.raises(DseError, match=match) as exc:
+        dse.predict(w, "a100-80gb", **kw)
+    assert "\n" not in str(exc.value)
+
+
+def test_torus_slice_must_fill_whole_dimensions():
+    with pytest.raises(DseError, match="whole dimensions of the torus"):
+        load_system("tpu-v4-pod").resized(8)
+    assert math.prod(load_system("tpu-v4-pod").resized(16).network[0].dims) == 16
