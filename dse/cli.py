@@ -456,18 +456,27 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from dse.hardware.templates import load_hardware
-    from dse.predict import predict
+    from dse.api import predict
     from dse.workloads.library import workload
 
     scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype") if getattr(args, k) is not None}
     wl = workload(args.workload, **scen)
-    p = predict(wl, load_hardware(args.hardware))
+    plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute")
+            if getattr(args, k) is not None}
+    if args.sp:
+        plan["sp"] = True
+    p = predict(wl, args.hardware, chips=args.chips, system=args.system, **plan)
     cols = ["name", "kind", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization", "region"]
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         print(p.ops[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(f"{wl.label()} on {p.hardware.name}: {p.time_s * 1e3:.4f} ms per pass, "
-          f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved")
+    wl = p.workload
+    where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
+    print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per step, "
+          f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
+          + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
+    mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
+    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
+          + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
 
 
@@ -521,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--hardware", required=True, help="template name or YAML path")
     kp.add_argument("--dtype", help="matrix mode for the FLOP roof (default: the template's reference dtype)")
     kp.add_argument("--out", default="results/kernels", help="output folder")
-    pp = sub.add_parser("predict", help="predict one workload on one template")
+    pp = sub.add_parser("predict", help="predict one workload on one template or system (--chips/--tp/--pp/--dp)")
     pp.add_argument("workload")
     pp.add_argument("hardware")
     pp.add_argument("--phase")
@@ -529,6 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--seq", type=int)
     pp.add_argument("--context", type=int)
     pp.add_argument("--dtype")
+    pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
+    pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero"):
+        pp.add_argument(flag, type=int)
+    pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    pp.add_argument("--recompute", choices=["none", "selective", "full"])
     return ap
 
 

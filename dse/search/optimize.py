@@ -160,8 +160,14 @@ def best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial:
     the best first objective."""
     trials = feasible_complete(study)
     if not trials:
-        raise DseError("no feasible design found (every trial broke a budget or the reticle limit); "
-                       "accepted: larger search budgets or other search.space ranges")
+        from collections import Counter
+
+        reasons = Counter(metrics(t).get("infeasible_reason", "") for t in
+                          study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        common = reasons.most_common(1)[0][0] if reasons else ""
+        raise DseError("no feasible design found (every trial broke a budget, the reticle limit or a memory "
+                       f"capacity){'; most common reason: ' + common if common else ''}; accepted: larger search "
+                       "budgets, other search.space ranges, or a parallelism plan over more chips")
     sign = 1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else -1.0
     return max(trials, key=lambda t: sign * t.values[0])
 
