@@ -74,7 +74,7 @@ def test_other_subcommands(capsys) -> None:
     assert main(["hardware"]) == 0
     assert "a100-80gb" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "a100-80gb", "--context", "1024"]) == 0
-    assert "ms per pass" in capsys.readouterr().out
+    assert "ms per step" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "a100-40gb"]) == 2
     assert main(["area"]) == 0
     out = capsys.readouterr().out
