@@ -55,30 +55,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    import pandas as pd
+
+    from dse.config import load_study
+    from dse.report.html import write_report
+    from dse.report.summary import _md_table
     from dse.study import load_context, results_folder
-    from dse.sweep import axes_for, best_row, run_sweep, write_sweep
+    from dse.sweep import ONE_MIX, axes_for, best_row, run_sweep, write_sweep
     from dse.yamlio import write_text
 
-    cfg, ctx = load_context(args.config, one_mix="sweep")
-    axes = axes_for(cfg, ctx, args.points, args.sram_points)
+    cfg, _ = load_study(args.config)
+    if cfg.mixes is None:
+        ctxs = {ONE_MIX: load_context(args.config)[1]}
+    else:
+        ctxs = {m: load_context(args.config, mix=m)[1] for m in cfg.mix_names}
+    axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
     t0 = time.perf_counter()
-    res = run_sweep(ctx, axes, chunk=args.chunk)
+    res = run_sweep(ctxs, axes, chunk=args.chunk)
     dt = time.perf_counter() - t0
     folder = results_folder(Path(args.out), f"{cfg.name}-sweep", False)
-    paths = write_sweep(res, folder)
-    b = best_row(res)
-    text = (f"sweep {cfg.name}: {len(res.grid):,} designs x {len(ctx.mix.workloads)} workloads in {dt:.2f} s; "
-            f"best feasible: {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
-            f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
-            f"ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte")
+    paths = write_sweep(res, folder, cfg.name)
+    n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
+    lines = [f"sweep {cfg.name}: {len(res.grid):,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
+    best = []
+    for m in res.mixes:
+        b = best_row(res, mix=m)
+        best.append(b)
+        lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
+                     f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, ridge "
+                     f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
+                     f"({b['binding_time_share']:.0%} of time)")
+    cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "sram_mib", "ridge_flop_per_byte", "score", "score_per_mm2",
+            "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
+    share = res.grid.groupby("mix")["binding"].value_counts(normalize=True).unstack(fill_value=0.0).reset_index()
     files = "\n".join(f"- `{p.name}`" for p in paths)
-    md = f"# Sweep `{cfg.name}`\n\n{text}\n\n{files}\n"
+    md = (f"# Sweep `{cfg.name}`\n\n{lines[0]}\n\n## Best feasible design per mix\n\n"
+          f"{_md_table(pd.DataFrame(best)[cols])}\n\n## Share of grid points by binding ceiling\n\n"
+          f"{_md_table(share)}\n\n(binding ceiling: the ceiling under which the mix spends the largest "
+          f"time-weighted share; scores are relative to the base design on each mix)\n\n{files}\n")
     write_text(folder / "summary.md", md)
-    from dse.report.html import write_report
-
     write_report(folder, f"dse sweep {cfg.name}", md, [p.name for p in paths if p.suffix == ".png"],
                  Path(args.config).read_text(encoding="utf-8"))
-    print(text)
+    print("\n".join(lines))
     print(f"  {folder}")
     return 0
 

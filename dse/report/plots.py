@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.colors
+import matplotlib.patches
 import matplotlib.ticker
 
 matplotlib.use("Agg")
@@ -294,35 +296,86 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
     return _save(fig, path)
 
 
-def sweep_heatmaps(g: pd.DataFrame, axes: dict, budget_mm2: float | None, best: pd.Series, path: Path,
-                   title: str) -> Path:
-    """Score, score per mm² and area over compute x bandwidth (one SRAM size), best point starred,
-    infeasible cells hatched, iso-ratio lines."""
+#: colours of the binding ceilings in sweep heatmaps: compute red, overhead grey, memory levels from LEVEL_COLORS
+BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f"}
+LEVEL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
+
+
+def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
+    """Log axes with plain-number tick labels (no 4x10^0)."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float | None, best: dict[str, pd.Series],
+                   base: tuple[float, float], path: Path, title: str) -> Path:
+    """One row of panels per mix over compute x bandwidth (one SRAM size): mix score, score per mm²,
+    die area (iso-area lines) and the binding ceiling (categorical); iso-ratio lines (FLOP/byte) and the
+    area-budget line on every panel, cells over a budget or the reticle hatched, the mix's best
+    feasible design starred, the base design circled. ``rows[mix]`` holds that mix's grid rows in
+    (compute, bandwidth) meshgrid order."""
     P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
     shape = (len(P), len(B))
-    fig, axs = plt.subplots(1, 3, figsize=(19, 5))
-    fig.subplots_adjust(wspace=0.5)
-    panels = (("score", "mix score (x vs base)", "viridis"), ("score_per_mm2", "score per mm² (x vs base)", "magma"),
-              ("area_mm2", "die area (mm²)", "cividis"))
-    feas = g["feasible"].to_numpy().reshape(shape).T
-    for ax, (col, label, cmap) in zip(axs, panels, strict=True):
-        z = g[col].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
-        mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
-        fig.colorbar(mesh, ax=ax, label=label)
-        if (~feas).any():
-            ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
-        R = P[None, :] / B[:, None]
-        levels = [r for r in (25, 50, 100, 200, 400, 800) if R.min() < r < R.max()]
-        if levels:
-            cr = ax.contour(P, B, R, levels=levels, colors="0.85", linewidths=0.6, linestyles=":")
-            ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
-        ax.plot(best["peak_tflops"], best["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("peak compute (TFLOP/s)")
-        ax.set_ylabel("DRAM bandwidth (TB/s)")
-        ax.set_title(f"{label}" + ("; hatched: over budget/reticle" if col == "score" else ""), fontsize=9)
-    fig.suptitle(title + (f" (area budget {budget_mm2:.0f} mm²)" if budget_mm2 else ""), fontsize=10)
+    mixes = list(rows)
+    labels = sorted(set().union(*(set(g["binding"]) for g in rows.values())),
+                    key=lambda b: (b == "overhead", b != "compute", b))
+    colors = [BOUND_COLORS.get(b, LEVEL_COLORS[k % len(LEVEL_COLORS)]) for k, b in enumerate(labels)]
+    cmap_b = matplotlib.colors.ListedColormap(colors)
+    height = 4.9 * len(mixes) + 0.6
+    fig, axs = plt.subplots(len(mixes), 4, figsize=(24, height), squeeze=False)
+    fig.subplots_adjust(wspace=0.45, hspace=0.4, top=1 - 0.75 / height, bottom=0.45 / height)
+    R = P[None, :] / B[:, None]
+    ratio_levels = [r for r in (12.5, 25, 50, 100, 200, 400, 800, 1600) if R.min() < r < R.max()]
+    for row, mix in zip(axs, mixes, strict=True):
+        g = rows[mix]
+        feas = g["feasible"].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
+        area = g["area_mm2"].to_numpy().reshape(shape).T
+        for ax, col in zip(row, ("score", "score_per_mm2", "area_mm2", "binding"), strict=True):
+            if col == "binding":
+                code = g["binding"].map({b: k for k, b in enumerate(labels)}).to_numpy().reshape(shape).T
+                ax.pcolormesh(P, B, code, shading="nearest", cmap=cmap_b, vmin=-0.5, vmax=len(labels) - 0.5)
+                handles = [matplotlib.patches.Patch(color=c, label=b) for b, c in zip(labels, colors, strict=True)]
+                ax.legend(handles=handles, fontsize=7, loc="upper left", title="binds most time", title_fontsize=7)
+                heading = "binding ceiling (time-weighted majority)"
+            else:
+                label, cmap = {"score": ("mix score (x vs base)", "viridis"),
+                               "score_per_mm2": ("score per mm² (x vs base)", "magma"),
+                               "area_mm2": ("die area (mm²)", "cividis")}[col]
+                z = g[col].to_numpy().reshape(shape).T
+                mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
+                fig.colorbar(mesh, ax=ax, label=label)
+                heading = label
+            if col == "area_mm2":
+                lv = matplotlib.ticker.MaxNLocator(6).tick_values(area.min(), area.max())
+                lv = [v for v in lv if area.min() < v < area.max()]
+                if lv:
+                    ca = ax.contour(P, B, area, levels=lv, colors="w", linewidths=0.7, linestyles="-")
+                    ax.clabel(ca, fmt=lambda v: f"{v:.0f} mm²", fontsize=6)
+            if (~feas).any():
+                ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+            if budget_mm2 is not None and area.min() < budget_mm2 < area.max():
+                ax.contour(P, B, area, levels=[budget_mm2], colors="w", linewidths=2.0)
+            if ratio_levels:
+                cr = ax.contour(P, B, R, levels=ratio_levels, colors="0.85", linewidths=0.6, linestyles=":")
+                ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
+            b = best[mix]
+            ax.plot(b["peak_tflops"], b["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none",
+                    label="best feasible")
+            ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label="base")
+            _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")
+            mix_label = "" if len(mixes) == 1 else f"mix {mix}: "
+            ax.set_title(f"{mix_label}{heading}", fontsize=9)
+    handles, names = axs[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper right", fontsize=8, ncol=2)
+    extra = f"; white line: area budget {budget_mm2:.0f} mm²" if budget_mm2 else ""
+    fig.suptitle(f"{title} (hatched: over a budget or the reticle; dotted: iso-ratio{extra}; star: best feasible)",
+                 fontsize=10)
     return _save(fig, path)
 
 
