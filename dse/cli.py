@@ -104,40 +104,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.compare import compare
-    from dse.report.plots import ai_histogram, rooflines, speedup_bars
-    from dse.report.summary import _md_table
+    from dse.compare import compare, write_comparison
     from dse.study import load_context, results_folder
-    from dse.yamlio import atomic_write, write_text
 
     cfg, ctx = load_context(args.config, one_mix="compare")
-    ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
-    if len(ratios) < 2:
-        raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
-    cmp = compare(ctx, ratios, args.hold)
+    section = cfg.compare
+    if args.ratios is not None or section is None:
+        ratios = [r.strip() for r in (args.ratios or "1:2,1:1").split(",") if r.strip()]
+        if len(ratios) < 2:
+            raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
+        hold = args.hold or (section.hold if section else "compute")
+        cmp = compare(ctx, ratios, hold)
+        heading = f"ratios {', '.join(ratios)} at fixed {hold}"
+    else:
+        hold = args.hold or section.hold
+        try:
+            cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
+        except DseError as exc:
+            raise DseError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
+        heading = f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
     folder = results_folder(Path(args.out), f"{cfg.name}-compare", False)
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "compare.csv", lambda p: cmp.table.to_csv(p, index=False))
-    atomic_write(folder / "candidates.csv", lambda p: cmp.designs_table.to_csv(p, index=False))
-    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{cfg.name}: per-workload speedup ({args.hold} held)")
-    ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in ctx.mix.ops["workload"]],
-                             mix_weight=ctx.mix.weights[ctx.mix.ops["workload"].to_numpy()])
-    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
-                 folder / "ai_histogram.png", f"{cfg.name}: operator AI with each candidate's ridge")
-    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{cfg.name}: candidates' roofs")
-    md = (f"# Comparison `{cfg.name}` ({args.hold} held; '1:x' = x times the base's bandwidth per FLOP)\n\n"
-          f"{_md_table(cmp.designs_table)}\n\n## Per workload\n\n{_md_table(cmp.table)}\n\n"
-          "Figures: `speedup.png`, `ai_histogram.png`, `rooflines.png`\n")
-    write_text(folder / "summary.md", md)
-    from dse.report.html import write_report
-
-    write_report(folder, f"dse comparison {cfg.name}", md, ["speedup.png", "ai_histogram.png", "rooflines.png"],
-                 Path(args.config).read_text(encoding="utf-8"))
+    write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
+    width = max(len(n) for n in cmp.names)
     for _, r in cmp.designs_table.iterrows():
-        print(f"  {r['candidate']:<6s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
-              f"{r['ridge_flop_per_byte']:6.1f} FLOP/B  score {r['score_vs_base']:.3f}x "
-              f"({r['score_vs_base_change_pct']:+.1f} %)"
-              f"  area {r['area_mm2']:.0f} mm2 ({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+        print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
+              f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
+              f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
+              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
     print(f"  {folder}")
     return 0
 
@@ -510,8 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--quiet", action="store_true")
     cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
     cpp.add_argument("config")
-    cpp.add_argument("--ratios", default="1:2,1:1", help="comma-separated 1:x ratios relative to the base")
-    cpp.add_argument("--hold", choices=["compute", "area"], default="compute", help="what stays fixed")
+    cpp.add_argument("--ratios", help="comma-separated 1:x ratios relative to the base (default: the config's "
+                     "compare: section, else 1:2,1:1)")
+    cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
+                     "config's compare.hold, else compute)")
     cpp.add_argument("--out", default="results", help="parent folder")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
@@ -158,6 +158,85 @@ class Output(Strict):
     heatmap_points: int = Field(24, ge=4, le=200, description="Grid side of the score heatmap")
 
 
+def parse_ratio(text: str) -> float:
+    """``"1:2"`` -> 2.0: the bandwidth per FLOP relative to the base design (``a:b`` -> ``b / a``)."""
+    try:
+        a, b = (float(x) for x in str(text).split(":"))
+    except ValueError:
+        raise ValueError("accepted: a ratio like 1:1 or 1:2") from None
+    if not (a > 0 and b > 0):
+        raise ValueError("accepted: a ratio of positive numbers, e.g. 1:2")
+    return b / a
+
+
+Hold = Literal["compute", "area"]
+KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
+
+
+class Candidate(Strict):
+    """One design of a comparison: a compute:bandwidth ratio relative to the base (``ratio: "1:2"`` = twice
+    the base's bandwidth per FLOP), or absolute values (any of the three knobs and/or hardware ``fields``;
+    what is not given keeps the base's value)."""
+
+    name: str = Field(min_length=1, description="Label in tables and charts")
+    ratio: str | None = Field(None, description="1:x relative to the base design, e.g. '1:2'")
+    hold: Hold | None = Field(None, description="Ratio candidates: what stays fixed (default: the section's hold)")
+    area_of: str | None = Field(None, min_length=1, description="Ratio candidates: fill the die area of this "
+                                "earlier candidate instead of the base's (implies hold: area)")
+    peak_tflops: float | None = Field(None, gt=0, description="Matrix peak at the reference dtype, TFLOP/s")
+    dram_bandwidth_tbps: float | None = Field(None, gt=0, description="Outermost memory bandwidth, TB/s")
+    sram_mib: float | None = Field(None, gt=0, description="Capacity of the outermost on-chip level, MiB")
+    fields: dict[str, float] = Field(default_factory=dict, description="Other hardware fields, e.g. "
+                                     "{memory.local.capacity_mib: 24} (see `DesignBatch.with_field`)")
+
+    @field_validator("ratio", mode="before")
+    @classmethod
+    def _ratio(cls, v: object) -> object:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            raise ValueError("YAML reads an unquoted a:b as a base-60 number; accepted: a quoted ratio, e.g. '1:2'")
+        if v is not None:
+            parse_ratio(str(v))
+        return v
+
+    @model_validator(mode="after")
+    def _ratio_or_absolute(self) -> Candidate:
+        knobs = [k for k in KNOBS if getattr(self, k) is not None]
+        accepted = ("accepted: either ratio (e.g. '1:2') or absolute values (peak_tflops, dram_bandwidth_tbps, "
+                    "sram_mib and/or fields)")
+        if self.ratio is None and not knobs and not self.fields:
+            raise ValueError(f"candidate {self.name!r} gives neither a ratio nor any value; {accepted}")
+        if self.ratio is not None and knobs:
+            raise ValueError(f"candidate {self.name!r} gives both ratio and {', '.join(knobs)}; {accepted}, not both")
+        if self.ratio is None and (self.hold is not None or self.area_of is not None):
+            raise ValueError(f"candidate {self.name!r}: hold and area_of apply to ratio candidates only; "
+                             "accepted: drop them or give a ratio")
+        if self.area_of is not None and self.hold == "compute":
+            raise ValueError(f"candidate {self.name!r}: area_of holds an area; accepted: hold: area or no hold")
+        return self
+
+    @property
+    def knobs(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in KNOBS if getattr(self, k) is not None}
+
+
+class Compare(Strict):
+    """Named candidates side by side (``dse compare``): the first is the reference of the speedups."""
+
+    hold: Hold = Field("compute", description="Ratio candidates: keep the base's peak compute, or its die area")
+    candidates: list[Candidate] = Field(min_length=2, description="Two or more; ratio or absolute")
+
+    @model_validator(mode="after")
+    def _unique(self) -> Compare:
+        names = [c.name for c in self.candidates]
+        if len(set(names)) != len(names):
+            raise ValueError(f"candidate names repeat: {names}; accepted: distinct names")
+        for i, c in enumerate(self.candidates):
+            if c.area_of is not None and c.area_of not in names[:i]:
+                raise ValueError(f"candidate {c.name!r}: area_of {c.area_of!r}; accepted: the name of an earlier "
+                                 f"candidate ({', '.join(names[:i]) or 'none'})")
+        return self
+
+
 class StudyConfig(Strict):
     """A study: a base design, a workload mix, a search, and where results go."""
 
@@ -168,6 +247,7 @@ class StudyConfig(Strict):
     mixes: dict[str, list[WorkloadEntry]] | None = Field(
         None, description="Several named mixes: one search per mix, then a best-ratio table across them")
     search: Search
+    compare: Compare | None = Field(None, description="Candidates for `dse compare` (ratio or absolute)")
     output: Output = Output()
 
     @model_validator(mode="after")

@@ -82,10 +82,16 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     return _save(fig, path)
 
 
-def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title: str) -> Path:
-    """Histogram of operator arithmetic intensity (compulsory bytes), stacked per workload, each
-    workload's ops weighted by FLOPs and scaled to the workload's mix weight (``mix_weight`` column);
-    vertical lines at the given designs' ridge points (FLOP/byte)."""
+#: line colours of candidate designs (ridge lines, roofs), dark so they stand out over histogram bars
+CANDIDATE_COLORS = ("k", "crimson", "navy", "darkgreen", "darkorange", "purple", "saddlebrown", "teal")
+
+
+def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title: str, group: str = "workload",
+                 band: tuple[float, float] | None = None) -> Path:
+    """Histogram of operator arithmetic intensity (compulsory bytes), stacked by ``group`` (a column:
+    workload, or family for large mixes), each workload's ops weighted by FLOPs and scaled to the
+    workload's mix weight (``mix_weight`` column); vertical lines at the given designs' ridge points
+    (FLOP/byte); ``band`` shades an AI interval (e.g. 4-16 FLOP/byte)."""
     df = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)].copy()
     df["ai"] = df["flops"] / (df["bytes_read"] + df["bytes_written"])
     # Each workload contributes its mix weight, spread over its ops by FLOPs.
@@ -94,17 +100,23 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
     df["share"] /= df["share"].sum()
     ai_max = float(df["ai"].max()) if len(df) else 1e3
     bins = np.logspace(-1, np.log10(max(ai_max, max(ridges.values(), default=1)) * 2), 40)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    wl_names = list(dict.fromkeys(df["workload"]))
-    pal = sns.color_palette("tab10", max(len(wl_names), 1))
-    ax.hist([df.loc[df["workload"] == w, "ai"] for w in wl_names], bins=bins, stacked=True,
-            weights=[df.loc[df["workload"] == w, "share"] for w in wl_names], color=pal[: len(wl_names)],
-            label=wl_names, edgecolor="white", linewidth=0.3)
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    names = list(dict.fromkeys(df[group]))
+    pal = sns.color_palette("tab20" if len(names) > 10 else "tab10", max(len(names), 1))
+    ax.hist([df.loc[df[group] == g, "ai"] for g in names], bins=bins, stacked=True,
+            weights=[df.loc[df[group] == g, "share"] for g in names], color=pal[: len(names)],
+            label=names, edgecolor="white", linewidth=0.3)
     ax.set_xscale("log")
-    ax.legend(fontsize=7, loc="upper left")
+    if band is not None:
+        inside = df.loc[(df["ai"] >= band[0]) & (df["ai"] < band[1]), "share"].sum()
+        ax.axvspan(*band, color="gold", alpha=0.2, zorder=0,
+                   label=f"{band[0]:g}-{band[1]:g} FLOP/byte: {inside:.0%} of FLOPs")
+    if len(names) <= 20:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for k, (name, r) in enumerate(ridges.items()):
-        ax.axvline(r, color=["k", "crimson", "navy"][k % 3], ls="--", lw=1.2)
-        ax.text(r, ax.get_ylim()[1] * (0.95 - 0.08 * k), f" {name}: {r:.0f} FLOP/B", fontsize=8)
+        ax.axvline(r, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], ls="--", lw=1.2)
+        ax.text(r, ax.get_ylim()[1] * (0.95 - 0.08 * k), f" {name}: {r:.0f} FLOP/B", fontsize=8,
+                color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)])
     ax.set_xlabel("operator arithmetic intensity (FLOP/byte, compulsory DRAM bytes)")
     ax.set_ylabel("share of FLOPs (fraction; workloads at mix weight)")
     ax.set_title(title, fontsize=10)
@@ -402,7 +414,8 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
         peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
-        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=f"C{k}", lw=2,
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], lw=2,
+                ls=("-", "--", "-.", ":")[k % 4],
                 label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
     o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
     ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
