@@ -135,6 +135,60 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stage_arg(text: str) -> str | dict:
+    """``--stages`` item: ``fuse_elementwise`` or ``weight_dtype=int8`` / ``sram_mib=128``."""
+    if "=" not in text:
+        return text
+    key, value = (x.strip() for x in text.split("=", 1))
+    try:
+        number = float(value)
+    except ValueError:
+        return {key: value}
+    return {key: int(number) if number.is_integer() else number}
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+    from pydantic import ValidationError
+
+    from dse.config import WhatIfFile
+    from dse.errors import from_validation_error
+    from dse.hardware.templates import load_hardware
+    from dse.study import results_folder
+    from dse.whatif import load_whatif, run_whatif, write_whatif
+
+    if args.config:
+        spec, name, hw = load_whatif(args.config)
+        text = Path(args.config).read_text(encoding="utf-8")
+    else:
+        if not (args.workload and args.stages):
+            raise DseError("accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... [--hardware T]",
+                           field="CONFIG")
+        data = {"name": args.workload.replace(":", "-"), "hardware": args.hardware,
+                "workload": {"name": args.workload, **_scenario_flags(args)},
+                "stages": [_stage_arg(t) for t in args.stages.split(",") if t.strip()]}
+        try:
+            spec = WhatIfFile.model_validate(data)
+        except ValidationError as exc:
+            raise from_validation_error(exc, file="command line", model=WhatIfFile) from None
+        name, hw, text = spec.name, load_hardware(args.hardware), None
+    try:
+        res = run_whatif(spec, hw)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    folder = results_folder(Path(args.out), f"{name}-whatif", False)
+    write_whatif(res, folder, name, text)
+    cols = ["stage", "transform", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0", "achieved_tflops",
+            "dram_bw_utilization", "binding", "note"]
+    with pd.option_context("display.width", 220, "display.max_colwidth", 60):
+        print(f"{res.subject} on {hw.name}:")
+        print(res.table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"  {folder}")
+    return 0
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     from dse.batch import main as batch_main
 
@@ -508,6 +562,18 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
                      "config's compare.hold, else compute)")
     cpp.add_argument("--out", default="results", help="parent folder")
+    wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
+                        "of one workload or operator on a roofline")
+    wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
+                    "workload|operator, stages)")
+    wi.add_argument("--workload", help="instead of a file: a library model")
+    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
+                      ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
+        wi.add_argument(flag, type=typ)
+    wi.add_argument("--hardware", default="npu-7nm", help="template (with --workload)")
+    wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
+                    "sram_mib=128,winograd")
+    wi.add_argument("--out", default="results", help="parent folder")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
@@ -548,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
-    "compare": cmd_compare, "batch": cmd_batch,
+    "compare": cmd_compare, "batch": cmd_batch, "whatif": cmd_whatif,
     "kernels": cmd_kernels,
 }
 

@@ -424,3 +424,42 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
                label="mix operators (at the first candidate's roof)")
     finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
     return _save(fig, path)
+
+
+def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
+    """What-if stages on the design's roofline: matrix peak at each dtype the stages use, the DRAM roof,
+    one point per stage at (AI at DRAM, achieved TFLOP/s) and an arrow from each stage to the next
+    (``gid`` ``whatif-arrow-K`` in the SVG)."""
+    from dse.units import DTYPE_INDEX
+
+    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    ai = table["ai_flop_per_byte"].to_numpy(dtype=float)
+    y = table["achieved_tflops"].to_numpy(dtype=float)
+    bw = float(design.dram_bandwidth[0])
+    peaks = {dt: float(design.matrix_peak[0, DTYPE_INDEX[dt]]) for dt in dict.fromkeys(table["dtype"])}
+    peaks = {dt: p for dt, p in peaks.items() if np.isfinite(p)}
+    top = max(peaks.values(), default=float(design.peak_flops[0]))
+    finite = ai[np.isfinite(ai)]
+    lo = max(float(finite.min()) / 4, 1e-3) if finite.size else 1e-2
+    hi = max(float(finite.max()) if finite.size else 1.0, top / bw) * 4
+    xs = np.geomspace(lo, hi, 200)
+    for k, (dt, p) in enumerate(peaks.items()):
+        ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
+                ls=("-", "--", "-.", ":")[k % 4],
+                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.level_names[-1]} {bw / TERA:.2f} TB/s")
+    pal = sns.color_palette("viridis", len(table))
+    for k in range(len(table)):
+        ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
+                   label=f"{k}: {table['transform'].iloc[k]} ({table['time_ms'].iloc[k]:.3g} ms, "
+                         f"{table['binding'].iloc[k]}-bound)")
+        ax.annotate(str(k), (ai[k], y[k]), xytext=(5, 5 + 6 * (k % 2)), textcoords="offset points", fontsize=8)
+    for k in range(1, len(table)):
+        a = ax.annotate("", xy=(ai[k], y[k]), xytext=(ai[k - 1], y[k - 1]),
+                        arrowprops={"arrowstyle": "-|>", "color": "crimson", "lw": 1.4, "shrinkA": 4, "shrinkB": 4})
+        a.arrow_patch.set_gid(f"whatif-arrow-{k}")
+    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.level_names[-1]} traffic)",
+              "achieved throughput (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
