@@ -32,6 +32,7 @@ from dse.hardware.designs import DesignBatch
 from dse.predict import mix_times
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
+from dse.workloads.intensity import family_of
 
 
 def parse_ratio(text: str, field: str = "--ratios") -> float:
@@ -145,7 +146,8 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
         built[c.name] = build_candidate(ctx, c, hold, f"{field}.{i}" if field != "--ratios" else field, built)
     designs = list(built.values())
     times = np.vstack([mix_times(d, ctx.mix, arrays=ctx.arrays)[0] for d in designs])
-    table = pd.DataFrame({"workload": ctx.mix.labels, "weight": ctx.mix.weights})
+    table = pd.DataFrame({"workload": ctx.mix.labels, "family": [family_of(w.name) for w in ctx.mix.workloads],
+                          "weight": ctx.mix.weights})
     for n, t in zip(names, times, strict=True):
         table[f"{n}_ms"] = t * 1e3
     for n, t in zip(names[1:], times[1:], strict=True):
@@ -176,20 +178,26 @@ BAND = (4.0, 16.0)
 
 def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) -> pd.DataFrame:
     """AI distribution of the mix (``dse.workloads.intensity``): p10/p50/p90 and the share inside ``band``,
-    FLOP-weighted at compulsory bytes and at DRAM traffic on the first candidate, then time-weighted at
-    DRAM traffic on each candidate (where the time goes)."""
-    from dse.workloads.intensity import op_intensity, summary
+    of whole workloads (one AI per pass, at mix weight), then of operators FLOP-weighted at compulsory bytes
+    and at DRAM traffic on the first candidate, and time-weighted at DRAM traffic on each candidate (where
+    the time goes)."""
+    from dse.workloads.intensity import band_share, op_intensity, summary, weighted_percentiles
 
     key = f"share_{band[0]:g}_{band[1]:g}"
-    rows = [{"weighting": "FLOP-weighted, compulsory bytes", **summary(op_intensity(ctx.mix), "compulsory",
-                                                                       "share_flops", band)}]
+    whole = np.array([w.ai for w in ctx.mix.workloads])
+    p10, p50, p90 = weighted_percentiles(whole, ctx.mix.weights)
+    rows = [{"weighting": "per workload (whole-pass AI, compulsory bytes; at mix weight)", "p10": p10, "p50": p50,
+             "p90": p90, key: band_share(whole, ctx.mix.weights, *band)},
+            {"weighting": "per operator, FLOP-weighted, compulsory bytes", **summary(op_intensity(ctx.mix),
+                                                                                     "compulsory", "share_flops", band)}]
     for k, (n, d) in enumerate(zip(cmp.names, cmp.designs, strict=True)):
         df = op_intensity(ctx.mix, d)
         dram = d.level_names[-1]
         if k == 0:
-            rows.append({"weighting": f"FLOP-weighted, {dram} traffic on {n}", **summary(df, dram, "share_flops",
-                                                                                       band)})
-        rows.append({"weighting": f"time-weighted, {dram} traffic on {n}", **summary(df, dram, "share_time", band)})
+            rows.append({"weighting": f"per operator, FLOP-weighted, {dram} traffic on {n}",
+                         **summary(df, dram, "share_flops", band)})
+        rows.append({"weighting": f"per operator, time-weighted, {dram} traffic on {n}",
+                     **summary(df, dram, "share_time", band)})
     out = pd.DataFrame(rows).rename(columns={"p10": "p10_flop_per_byte", "p50": "p50_flop_per_byte",
                                              "p90": "p90_flop_per_byte"})
     return out.rename(columns={key: f"share_in_{band[0]:g}_{band[1]:g}_flop_per_byte"})
@@ -203,7 +211,6 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     from dse.report.html import write_report
     from dse.report.plots import ai_histogram, rooflines, speedup_bars, stacked_bars
     from dse.report.summary import _md_table
-    from dse.workloads.intensity import family_of
     from dse.yamlio import atomic_write, write_text
 
     folder = Path(folder)
@@ -230,7 +237,7 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
     stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
     figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png"]
-    mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "weight": 1.0,
+    mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
                                                 strict=True)}}])

@@ -140,3 +140,15 @@ def test_a_field_the_design_lacks_names_the_candidate(tmp_path: Path, capsys) ->
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"{cfg}: compare.candidates.1.fields: got 'memory.l9.capacity_mib'; accepted: compute.clock_ghz" in err
+
+
+def test_reference_story_config_validates_and_large_mixes_plot_by_family(tmp_path: Path) -> None:
+    from dse.report.plots import speedup_bars
+
+    cfg, _ = load_study(Path(__file__).parents[1] / "experiments" / "npu_ratio_study.yaml")
+    assert cfg.workloads[0].suite == "all" and [c.name for c in cfg.compare.candidates] == ["1:2", "1:1",
+                                                                                            "1:1 at 1:2 area"]
+    c, d = load_study(write_config(tmp_path, SMALL_STUDY))
+    cmp = compare(prepare(c, d), ["1:2", "1:1", "1:4"])
+    assert list(cmp.table["family"]) == ["vision", "llm"]
+    assert speedup_bars(cmp.table, cmp.names, tmp_path / "s.png", "t", max_bars=1).is_file()

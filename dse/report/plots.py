@@ -391,14 +391,38 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     return _save(fig, path)
 
 
-def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str) -> Path:
-    """Per-workload speedup of each candidate over the first (log scale, 1.0 line)."""
+def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str, max_bars: int = 30) -> Path:
+    """Per-workload speedup of each candidate over the first (1.0 line): bars per workload, or for more
+    than ``max_bars`` workloads one dot per workload in a row per family (``family`` column), each
+    candidate offset vertically, the family median marked."""
     cols = [c for c in table.columns if c.startswith("speedup_")]
+    labels = [c.removeprefix("speedup_").replace("_vs_", " vs ") for c in cols]
+    if len(table) > max_bars and "family" in table.columns:
+        fams = sorted(dict.fromkeys(table["family"]))
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(fams) * max(len(cols), 1) + 1.8))
+        step = 0.8 / max(len(cols), 1)
+        rng = np.random.default_rng(0)
+        for k, (c, lab) in enumerate(zip(cols, labels, strict=True)):
+            color = CANDIDATE_COLORS[(k + 1) % len(CANDIDATE_COLORS)]
+            for i, f in enumerate(fams):
+                v = table.loc[table["family"] == f, c].to_numpy(dtype=float)
+                y = i + (k - (len(cols) - 1) / 2) * step + rng.uniform(-0.12, 0.12, v.size) * step
+                ax.scatter(v, y, s=14, color=color, alpha=0.6, label=lab if i == 0 else None)
+                ax.plot([np.median(v)] * 2, [y.mean() - 0.4 * step, y.mean() + 0.4 * step], color=color, lw=2.5)
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_yticks(range(len(fams)), [f"{f} ({int((table['family'] == f).sum())})" for f in fams], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"speedup over {names[0]} (x); bar: family median")
+        ax.set_ylabel("model family (workloads)")
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title(title, fontsize=10)
+        return _save(fig, path)
     fig, ax = plt.subplots(figsize=(max(7, 0.5 * len(table) + 3), 4.8))
     x = np.arange(len(table))
     w = 0.8 / max(len(cols), 1)
-    for k, c in enumerate(cols):
-        ax.bar(x + k * w, table[c], width=w, label=c.removeprefix("speedup_").replace("_vs_", " vs "))
+    for c, lab in zip(cols, labels, strict=True):
+        ax.bar(x + cols.index(c) * w, table[c], width=w, label=lab)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(x + w * (len(cols) - 1) / 2, table["workload"], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel(f"speedup over {names[0]} (x)")
