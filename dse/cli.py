@@ -55,30 +55,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    import pandas as pd
+
+    from dse.config import load_study
+    from dse.report.html import write_report
+    from dse.report.summary import _md_table
     from dse.study import load_context, results_folder
-    from dse.sweep import axes_for, best_row, run_sweep, write_sweep
+    from dse.sweep import ONE_MIX, axes_for, best_row, run_sweep, write_sweep
     from dse.yamlio import write_text
 
-    cfg, ctx = load_context(args.config, one_mix="sweep")
-    axes = axes_for(cfg, ctx, args.points, args.sram_points)
+    cfg, _ = load_study(args.config)
+    if cfg.mixes is None:
+        ctxs = {ONE_MIX: load_context(args.config)[1]}
+    else:
+        ctxs = {m: load_context(args.config, mix=m)[1] for m in cfg.mix_names}
+    axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
     t0 = time.perf_counter()
-    res = run_sweep(ctx, axes, chunk=args.chunk)
+    res = run_sweep(ctxs, axes, chunk=args.chunk)
     dt = time.perf_counter() - t0
     folder = results_folder(Path(args.out), f"{cfg.name}-sweep", False)
-    paths = write_sweep(res, folder)
-    b = best_row(res)
-    text = (f"sweep {cfg.name}: {len(res.grid):,} designs x {len(ctx.mix.workloads)} workloads in {dt:.2f} s; "
-            f"best feasible: {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
-            f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
-            f"ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte")
+    paths = write_sweep(res, folder, cfg.name)
+    n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
+    lines = [f"sweep {cfg.name}: {len(res.grid):,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
+    best = []
+    for m in res.mixes:
+        b = best_row(res, mix=m)
+        best.append(b)
+        lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
+                     f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, ridge "
+                     f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
+                     f"({b['binding_time_share']:.0%} of time)")
+    cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "sram_mib", "ridge_flop_per_byte", "score", "score_per_mm2",
+            "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
+    share = res.grid.groupby("mix")["binding"].value_counts(normalize=True).unstack(fill_value=0.0).reset_index()
     files = "\n".join(f"- `{p.name}`" for p in paths)
-    md = f"# Sweep `{cfg.name}`\n\n{text}\n\n{files}\n"
+    md = (f"# Sweep `{cfg.name}`\n\n{lines[0]}\n\n## Best feasible design per mix\n\n"
+          f"{_md_table(pd.DataFrame(best)[cols])}\n\n## Share of grid points by binding ceiling\n\n"
+          f"{_md_table(share)}\n\n(binding ceiling: the ceiling under which the mix spends the largest "
+          f"time-weighted share; scores are relative to the base design on each mix)\n\n{files}\n")
     write_text(folder / "summary.md", md)
-    from dse.report.html import write_report
-
     write_report(folder, f"dse sweep {cfg.name}", md, [p.name for p in paths if p.suffix == ".png"],
                  Path(args.config).read_text(encoding="utf-8"))
-    print(text)
+    print("\n".join(lines))
     print(f"  {folder}")
     return 0
 
@@ -86,40 +104,87 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.compare import compare
-    from dse.report.plots import ai_histogram, rooflines, speedup_bars
-    from dse.report.summary import _md_table
+    from dse.compare import compare, write_comparison
     from dse.study import load_context, results_folder
-    from dse.yamlio import atomic_write, write_text
 
     cfg, ctx = load_context(args.config, one_mix="compare")
-    ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
-    if len(ratios) < 2:
-        raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
-    cmp = compare(ctx, ratios, args.hold)
+    section = cfg.compare
+    if args.ratios is not None or section is None:
+        ratios = [r.strip() for r in (args.ratios or "1:2,1:1").split(",") if r.strip()]
+        if len(ratios) < 2:
+            raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
+        hold = args.hold or (section.hold if section else "compute")
+        cmp = compare(ctx, ratios, hold)
+        heading = f"ratios {', '.join(ratios)} at fixed {hold}"
+    else:
+        hold = args.hold or section.hold
+        try:
+            cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
+        except DseError as exc:
+            raise DseError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
+        heading = f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
     folder = results_folder(Path(args.out), f"{cfg.name}-compare", False)
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "compare.csv", lambda p: cmp.table.to_csv(p, index=False))
-    atomic_write(folder / "candidates.csv", lambda p: cmp.designs_table.to_csv(p, index=False))
-    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{cfg.name}: per-workload speedup ({args.hold} held)")
-    ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in ctx.mix.ops["workload"]],
-                             mix_weight=ctx.mix.weights[ctx.mix.ops["workload"].to_numpy()])
-    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
-                 folder / "ai_histogram.png", f"{cfg.name}: operator AI with each candidate's ridge")
-    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{cfg.name}: candidates' roofs")
-    md = (f"# Comparison `{cfg.name}` ({args.hold} held; '1:x' = x times the base's bandwidth per FLOP)\n\n"
-          f"{_md_table(cmp.designs_table)}\n\n## Per workload\n\n{_md_table(cmp.table)}\n\n"
-          "Figures: `speedup.png`, `ai_histogram.png`, `rooflines.png`\n")
-    write_text(folder / "summary.md", md)
-    from dse.report.html import write_report
-
-    write_report(folder, f"dse comparison {cfg.name}", md, ["speedup.png", "ai_histogram.png", "rooflines.png"],
-                 Path(args.config).read_text(encoding="utf-8"))
+    write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
+    width = max(len(n) for n in cmp.names)
     for _, r in cmp.designs_table.iterrows():
-        print(f"  {r['candidate']:<6s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
-              f"{r['ridge_flop_per_byte']:6.1f} FLOP/B  score {r['score_vs_base']:.3f}x "
-              f"({r['score_vs_base_change_pct']:+.1f} %)"
-              f"  area {r['area_mm2']:.0f} mm2 ({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+        print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
+              f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
+              f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
+              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+    print(f"  {folder}")
+    return 0
+
+
+def _stage_arg(text: str) -> str | dict:
+    """``--stages`` item: ``fuse_elementwise`` or ``weight_dtype=int8`` / ``sram_mib=128``."""
+    if "=" not in text:
+        return text
+    key, value = (x.strip() for x in text.split("=", 1))
+    try:
+        number = float(value)
+    except ValueError:
+        return {key: value}
+    return {key: int(number) if number.is_integer() else number}
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+    from pydantic import ValidationError
+
+    from dse.config import WhatIfFile
+    from dse.errors import from_validation_error
+    from dse.hardware.templates import load_hardware
+    from dse.study import results_folder
+    from dse.whatif import load_whatif, run_whatif, write_whatif
+
+    if args.config:
+        spec, name, hw = load_whatif(args.config)
+        text = Path(args.config).read_text(encoding="utf-8")
+    else:
+        if not (args.workload and args.stages):
+            raise DseError("accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... [--hardware T]",
+                           field="CONFIG")
+        data = {"name": args.workload.replace(":", "-"), "hardware": args.hardware,
+                "workload": {"name": args.workload, **_scenario_flags(args)},
+                "stages": [_stage_arg(t) for t in args.stages.split(",") if t.strip()]}
+        try:
+            spec = WhatIfFile.model_validate(data)
+        except ValidationError as exc:
+            raise from_validation_error(exc, file="command line", model=WhatIfFile) from None
+        name, hw, text = spec.name, load_hardware(args.hardware), None
+    try:
+        res = run_whatif(spec, hw)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
+    folder = results_folder(Path(args.out), f"{name}-whatif", False)
+    write_whatif(res, folder, name, text)
+    cols = ["stage", "transform", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0", "achieved_tflops",
+            "dram_bw_utilization", "binding", "note"]
+    with pd.option_context("display.width", 220, "display.max_colwidth", 60):
+        print(f"{res.subject} on {hw.name}:")
+        print(res.table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"  {folder}")
     return 0
 
@@ -501,9 +566,23 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--quiet", action="store_true")
     cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
     cpp.add_argument("config")
-    cpp.add_argument("--ratios", default="1:2,1:1", help="comma-separated 1:x ratios relative to the base")
-    cpp.add_argument("--hold", choices=["compute", "area"], default="compute", help="what stays fixed")
+    cpp.add_argument("--ratios", help="comma-separated 1:x ratios relative to the base (default: the config's "
+                     "compare: section, else 1:2,1:1)")
+    cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
+                     "config's compare.hold, else compute)")
     cpp.add_argument("--out", default="results", help="parent folder")
+    wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
+                        "of one workload or operator on a roofline")
+    wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
+                    "workload|operator, stages)")
+    wi.add_argument("--workload", help="instead of a file: a library model")
+    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
+                      ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
+        wi.add_argument(flag, type=typ)
+    wi.add_argument("--hardware", default="npu-7nm", help="template (with --workload)")
+    wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
+                    "sram_mib=128,winograd")
+    wi.add_argument("--out", default="results", help="parent folder")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
@@ -550,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
-    "compare": cmd_compare, "batch": cmd_batch,
+    "compare": cmd_compare, "batch": cmd_batch, "whatif": cmd_whatif,
     "kernels": cmd_kernels,
 }
 

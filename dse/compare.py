@@ -1,51 +1,90 @@
 """Named candidate designs side by side: per-workload speedups, mix score, area/cost/power deltas.
 
-Candidates are compute:bandwidth ratios relative to the base design: ``1:x`` has x times the base's
-bandwidth per FLOP. ``hold="compute"`` keeps the base's peak compute and scales DRAM bandwidth by x;
-``hold="area"`` also scales bandwidth by x relative to the base's bytes per FLOP, then picks the largest
-peak compute whose die area does not exceed the base's (the same silicon spent differently).
+A candidate is a compute:bandwidth ratio relative to the base design, or absolute values
+(:class:`dse.config.Candidate`; ``dse compare --ratios`` builds ratio candidates, a config's ``compare:``
+section may mix both). ``1:x`` has x times the base's bandwidth per FLOP, i.e. a ridge of
+``base ridge / x`` FLOP/byte:
+
+* ``hold="compute"`` keeps the (candidate's) peak compute ``P`` and sets DRAM bandwidth
+  ``BW = P * x / base ridge`` (the base's bandwidth times x when the peak is the base's);
+* ``hold="area"`` takes the largest peak compute, at that ratio, whose die area does not exceed the
+  base's (the same silicon spent differently; peaks searched on a fine geometric grid); a candidate
+  with ``area_of: NAME`` fills the area of that earlier candidate instead.
+
+Hardware ``fields`` of a candidate (``DesignBatch.with_field``) apply first, then the ratio or the knobs.
+The first candidate is the reference of every speedup and every % change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from dse.cost.area import area
+from dse.config import Candidate, Hold
+from dse.config import parse_ratio as _parse_ratio
+from dse.cost.area import COMPONENTS, area
+from dse.cost.cost import COST_COMPONENTS, unit_cost
+from dse.cost.power import mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict import mix_times
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
+from dse.workloads.intensity import family_of
 
 
-def parse_ratio(text: str) -> float:
-    """``"1:2"`` -> 2.0 (bandwidth per FLOP relative to the base)."""
+def parse_ratio(text: str, field: str = "--ratios") -> float:
+    """``"1:2"`` -> 2.0 (bandwidth per FLOP relative to the base); bad text is a one-line error."""
     try:
-        a, b = (float(x) for x in text.split(":"))
-    except ValueError:
-        raise DseError(f"got {text!r}; accepted: a ratio like 1:1 or 1:2", field="--ratios") from None
-    if a <= 0 or b <= 0:
-        raise DseError(f"got {text!r}; accepted: positive numbers", field="--ratios")
-    return b / a
+        return _parse_ratio(text)
+    except ValueError as exc:
+        raise DseError(f"got {text!r}; {exc}", field=field) from None
 
 
-def candidate(ctx: Context, x: float, hold: Literal["compute", "area"]) -> DesignBatch:
-    """The base design at ratio 1:x, at fixed compute or at the base's area."""
-    kb = base_knobs(ctx.base)
+def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str = "--ratios",
+             area_mm2: float | None = None) -> DesignBatch:
+    """``start`` (the base, or the base with a candidate's fields) moved to ratio 1:x of the base design,
+    at ``start``'s peak compute or at a die area (``area_mm2``, default the base's)."""
+    base_ridge = float(ctx.base.ridge[0])
+    peak = float(start.peak_flops[0])
     if hold == "compute":
-        return designs_from_params(ctx.base, [{"dram_bandwidth_tbps": kb["dram_bandwidth_tbps"] * x}])
-    peaks = np.geomspace(kb["peak_tflops"] / 16, kb["peak_tflops"] * 4, 4000)
-    bws = peaks * kb["dram_bandwidth_tbps"] / kb["peak_tflops"] * x
-    d = designs_from_params(ctx.base, {"peak_tflops": peaks, "dram_bandwidth_tbps": bws})
-    a = area(d).total
-    ok = np.flatnonzero(a <= ctx.base_area_mm2 * (1 + 1e-9))
-    if ok.size == 0:
-        raise DseError(f"no design at ratio 1:{x:g} fits the base's {ctx.base_area_mm2:.0f} mm2", field="--ratios")
-    return d.take([int(ok[-1])])
+        return start.with_knobs(dram_bandwidth=np.array([peak * x / base_ridge]))
+    target = ctx.base_area_mm2 if area_mm2 is None else area_mm2
+    lo, hi = peak / 64, peak * 64
+    for _ in range(2):  # a geometric grid, then a finer one between the last fitting peak and the next
+        peaks = np.geomspace(lo, hi, 4000)
+        d = DesignBatch.stack([start] * peaks.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
+        ok = np.flatnonzero(area(d).total <= target * (1 + 1e-9))  # area grows with peak at a fixed ratio
+        if ok.size == 0:
+            raise DseError(f"no design at ratio 1:{x:g} fits {target:.0f} mm2", field=field)
+        best = d.take([int(ok[-1])])
+        lo, hi = peaks[ok[-1]], peaks[min(ok[-1] + 1, peaks.size - 1)]
+    return best
+
+
+def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
+    """The base design at ratio 1:x, at fixed compute or at the base's area."""
+    return at_ratio(ctx, ctx.base, x, hold)
+
+
+def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
+                    earlier: dict[str, DesignBatch] | None = None) -> DesignBatch:
+    """One candidate's design: fields first, then its ratio (at ``cand.hold`` or ``hold``, or at the area of
+    the earlier candidate ``cand.area_of``) or its knobs."""
+    d = ctx.base
+    for name, value in cand.fields.items():
+        try:
+            d = d.with_field(name, np.array([value], dtype=float))
+        except ValueError as exc:
+            raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
+    if cand.ratio is not None:
+        x = parse_ratio(cand.ratio, f"{field}.ratio")
+        if cand.area_of is not None:
+            return at_ratio(ctx, d, x, "area", field, float(area((earlier or {})[cand.area_of]).total[0]))
+        return at_ratio(ctx, d, x, cand.hold or hold, field)
+    return designs_from_params(d, [cand.knobs]) if cand.knobs else d
 
 
 @dataclass(frozen=True)
@@ -54,27 +93,165 @@ class Comparison:
     designs: list[DesignBatch]
     times: np.ndarray  # [C, W] seconds
     table: pd.DataFrame  # per workload: time per candidate and speedup vs the first
-    designs_table: pd.DataFrame  # per candidate: knobs, ridge, score, area, cost, power and deltas
+    designs_table: pd.DataFrame  # per candidate: knobs, ridge, ratio, score, area, cost, power and % changes
+    breakdown: pd.DataFrame  # area / cost / power by component per candidate, % change vs the first
 
 
-def compare(ctx: Context, ratios: list[str], hold: Literal["compute", "area"] = "compute") -> Comparison:
-    names = list(ratios)
-    designs = [candidate(ctx, parse_ratio(r), hold) for r in ratios]
-    times = np.vstack([mix_times(d, ctx.mix)[0] for d in designs])
-    table = pd.DataFrame({"workload": ctx.mix.labels, "weight": ctx.mix.weights})
+def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], times: np.ndarray) -> pd.DataFrame:
+    """Rows ``area: <component> (mm2)``, ``cost: <part> (USD)``, ``power: <part> (W)`` and totals; one
+    column per candidate and ``<name> vs <first> (%)`` for the others. Power is the mix-weighted average
+    over the workloads of (dynamic energy of the part per pass / pass time), plus static power."""
+    cols: dict[str, dict[str, float]] = {}
+    for n, d, t in zip(names, designs, times, strict=True):
+        ar = area(d)
+        c = unit_cost(d, ar)
+        e = mix_energy(d, ctx.mix, times=t[None, :], node=ar.node, arrays=ctx.arrays)
+        w = ctx.mix.weights
+        col = {f"area: {k} (mm2)": float(ar.parts[k][0]) for k in COMPONENTS}
+        col["area: total (mm2)"] = float(ar.total[0])
+        col |= {f"cost: {k} (USD)": float(c.parts[k][0]) for k in COST_COMPONENTS}
+        col["cost: total (USD)"] = float(c.total[0])
+        col |= {f"power: {k} (W)": float((v[0] / e.time_s[0]) @ w) for k, v in e.parts_j.items()}
+        col["power: static (W)"] = float(e.static_w[0])
+        col["power: mix average (W)"] = float(e.power_w[0] @ w)
+        col["power: highest workload (W)"] = float(e.peak_power_w[0])
+        cols[n] = col
+    df = pd.DataFrame(cols)
+    ref = df[names[0]]
+    for n in names[1:]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df[f"{n} vs {names[0]} (%)"] = np.where(ref != 0, (df[n] / ref - 1) * 100, np.nan)
+    return df.rename_axis("quantity").reset_index()
+
+
+def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compute",
+            field: str = "--ratios") -> Comparison:
+    """Every candidate's design, per-workload times and speedups vs the first, score and resources.
+
+    ``candidates`` are ratio strings (``"1:2"``) or :class:`~dse.config.Candidate`; ``field`` names where
+    they came from in error messages (``compare.candidates`` for a config section)."""
+    if len(candidates) < 2:
+        raise DseError(f"got {len(candidates)} candidate(s); accepted: two or more", field=field)
+    cands = []
+    for c in candidates:
+        if isinstance(c, str):
+            parse_ratio(c, field)  # bad text -> a one-line error before the model sees it
+            c = Candidate(name=c, ratio=c)
+        cands.append(c)
+    names = [c.name for c in cands]
+    if len(set(names)) != len(names):
+        raise DseError(f"got {names}; accepted: distinct candidate names", field=field)
+    built: dict[str, DesignBatch] = {}
+    for i, c in enumerate(cands):
+        built[c.name] = build_candidate(ctx, c, hold, f"{field}.{i}" if field != "--ratios" else field, built)
+    designs = list(built.values())
+    times = np.vstack([mix_times(d, ctx.mix, arrays=ctx.arrays)[0] for d in designs])
+    table = pd.DataFrame({"workload": ctx.mix.labels, "family": [family_of(w.name) for w in ctx.mix.workloads],
+                          "weight": ctx.mix.weights})
     for n, t in zip(names, times, strict=True):
         table[f"{n}_ms"] = t * 1e3
     for n, t in zip(names[1:], times[1:], strict=True):
         table[f"speedup_{n}_vs_{names[0]}"] = times[0] / t
+    base_ridge = float(ctx.base.ridge[0])
     rows = []
-    for n, d in zip(names, designs, strict=True):
+    for c, d in zip(cands, designs, strict=True):
         sc, _ = score_designs(ctx, d)
         k = base_knobs(d)
-        rows.append({"candidate": n, "peak_tflops": k["peak_tflops"], "dram_bandwidth_tbps": k["dram_bandwidth_tbps"],
-                     "ridge_flop_per_byte": float(d.ridge[0]), "score_vs_base": float(sc.score[0]),
-                     "area_mm2": float(sc.area_mm2[0]), "cost_usd": float(sc.cost_usd[0]),
-                     "power_w": float(sc.power_w[0])})
+        given = "absolute" if c.ratio is None else f"ratio {c.ratio}, " + (
+            f"area of {c.area_of}" if c.area_of else f"{c.hold or hold} held")
+        rows.append({"candidate": c.name, "given_as": given, "peak_tflops": k["peak_tflops"],
+                     "dram_bandwidth_tbps": k["dram_bandwidth_tbps"], "sram_mib": k["sram_mib"],
+                     "ridge_flop_per_byte": float(d.ridge[0]),
+                     "bw_per_flop_vs_base": f"1:{base_ridge / float(d.ridge[0]):.3g}",
+                     "score_vs_base": float(sc.score[0]), "area_mm2": float(sc.area_mm2[0]),
+                     "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
+                     "feasible": bool(sc.feasible[0])})
     dt = pd.DataFrame(rows)
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
-    return Comparison(names, designs, times, table, dt)
+    return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times))
+
+
+#: the AI band of the reference story (operator intensity concentrated at 4-16 FLOP/byte)
+BAND = (4.0, 16.0)
+
+
+def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) -> pd.DataFrame:
+    """AI distribution of the mix (``dse.workloads.intensity``): p10/p50/p90 and the share inside ``band``,
+    of whole workloads (one AI per pass, at mix weight), then of operators FLOP-weighted at compulsory bytes
+    and at DRAM traffic on the first candidate, and time-weighted at DRAM traffic on each candidate (where
+    the time goes)."""
+    from dse.workloads.intensity import band_share, op_intensity, summary, weighted_percentiles
+
+    key = f"share_{band[0]:g}_{band[1]:g}"
+    whole = np.array([w.ai for w in ctx.mix.workloads])
+    p10, p50, p90 = weighted_percentiles(whole, ctx.mix.weights)
+    rows = [{"weighting": "per workload (whole-pass AI, compulsory bytes; at mix weight)", "p10": p10, "p50": p50,
+             "p90": p90, key: band_share(whole, ctx.mix.weights, *band)},
+            {"weighting": "per operator, FLOP-weighted, compulsory bytes", **summary(op_intensity(ctx.mix),
+                                                                                     "compulsory", "share_flops", band)}]
+    for k, (n, d) in enumerate(zip(cmp.names, cmp.designs, strict=True)):
+        df = op_intensity(ctx.mix, d)
+        dram = d.level_names[-1]
+        if k == 0:
+            rows.append({"weighting": f"per operator, FLOP-weighted, {dram} traffic on {n}",
+                         **summary(df, dram, "share_flops", band)})
+        rows.append({"weighting": f"per operator, time-weighted, {dram} traffic on {n}",
+                     **summary(df, dram, "share_time", band)})
+    out = pd.DataFrame(rows).rename(columns={"p10": "p10_flop_per_byte", "p50": "p50_flop_per_byte",
+                                             "p90": "p90_flop_per_byte"})
+    return out.rename(columns={key: f"share_in_{band[0]:g}_{band[1]:g}_flop_per_byte"})
+
+
+def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config_text: str | None = None) -> str:
+    """compare.csv (per workload), candidates.csv, breakdown.csv, ai_summary.csv, speedup / AI histogram /
+    rooflines / area breakdown figures (PNG + SVG), summary.md and report.html; returns the summary."""
+    from pathlib import Path
+
+    from dse.report.html import write_report
+    from dse.report.plots import ai_histogram, rooflines, speedup_bars, stacked_bars
+    from dse.report.summary import _md_table
+    from dse.yamlio import atomic_write, write_text
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ai = ai_table(ctx, cmp)
+    for name, df in (("compare.csv", cmp.table), ("candidates.csv", cmp.designs_table),
+                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai)):
+        atomic_write(folder / name, lambda p, df=df: df.to_csv(p, index=False))
+    title = ctx.cfg.name
+    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{title}: per-workload speedup over {cmp.names[0]}")
+    wl = ctx.mix.ops["workload"].to_numpy()
+    fams = [family_of(w.name) for w in ctx.mix.workloads]
+    ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in wl], mix_weight=ctx.mix.weights[wl],
+                             family=[fams[i] for i in wl])
+    many = len(ctx.mix.workloads) > 12
+    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
+                 folder / "ai_histogram.png",
+                 f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
+                 f"{', stacked by family' if many else ''}) with each candidate's ridge",
+                 group="family" if many else "workload", band=BAND)
+    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{title}: every candidate's roofs")
+    parts = {n: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
+                 for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
+                 if k.startswith("area: ") and "total" not in k} for n in cmp.names}
+    stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
+    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png"]
+    mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
+                             **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
+                                for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
+                                                strict=True)}}])
+    per_wl = pd.concat([cmp.table, mix_row], ignore_index=True)
+    per_wl = per_wl.astype(object).where(per_wl.notna(), "")
+    md = (f"# Comparison `{title}`: {heading}\n\n"
+          "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
+          f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
+          f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
+          f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
+          f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
+          f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"
+          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`; figures: "
+          + ", ".join(f"`{f}`" for f in figures) + "\n")
+    write_text(folder / "summary.md", md)
+    write_report(folder, f"dse comparison {title}", md, figures, config_text)
+    return md

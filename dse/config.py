@@ -8,9 +8,9 @@ into a one-line :class:`~dse.errors.DseError` naming file, field, value and what
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
@@ -161,6 +161,193 @@ class Output(Strict):
     heatmap_points: int = Field(24, ge=4, le=200, description="Grid side of the score heatmap")
 
 
+def parse_ratio(text: str) -> float:
+    """``"1:2"`` -> 2.0: the bandwidth per FLOP relative to the base design (``a:b`` -> ``b / a``)."""
+    try:
+        a, b = (float(x) for x in str(text).split(":"))
+    except ValueError:
+        raise ValueError("accepted: a ratio like 1:1 or 1:2") from None
+    if not (a > 0 and b > 0):
+        raise ValueError("accepted: a ratio of positive numbers, e.g. 1:2")
+    return b / a
+
+
+Hold = Literal["compute", "area"]
+KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
+
+
+class Candidate(Strict):
+    """One design of a comparison: a compute:bandwidth ratio relative to the base (``ratio: "1:2"`` = twice
+    the base's bandwidth per FLOP), or absolute values (any of the three knobs and/or hardware ``fields``;
+    what is not given keeps the base's value)."""
+
+    name: str = Field(min_length=1, description="Label in tables and charts")
+    ratio: str | None = Field(None, description="1:x relative to the base design, e.g. '1:2'")
+    hold: Hold | None = Field(None, description="Ratio candidates: what stays fixed (default: the section's hold)")
+    area_of: str | None = Field(None, min_length=1, description="Ratio candidates: fill the die area of this "
+                                "earlier candidate instead of the base's (implies hold: area)")
+    peak_tflops: float | None = Field(None, gt=0, description="Matrix peak at the reference dtype, TFLOP/s")
+    dram_bandwidth_tbps: float | None = Field(None, gt=0, description="Outermost memory bandwidth, TB/s")
+    sram_mib: float | None = Field(None, gt=0, description="Capacity of the outermost on-chip level, MiB")
+    fields: dict[str, float] = Field(default_factory=dict, description="Other hardware fields, e.g. "
+                                     "{memory.local.capacity_mib: 24} (see `DesignBatch.with_field`)")
+
+    @field_validator("ratio", mode="before")
+    @classmethod
+    def _ratio(cls, v: object) -> object:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            raise ValueError("YAML reads an unquoted a:b as a base-60 number; accepted: a quoted ratio, e.g. '1:2'")
+        if v is not None:
+            parse_ratio(str(v))
+        return v
+
+    @model_validator(mode="after")
+    def _ratio_or_absolute(self) -> Candidate:
+        knobs = [k for k in KNOBS if getattr(self, k) is not None]
+        accepted = ("accepted: either ratio (e.g. '1:2') or absolute values (peak_tflops, dram_bandwidth_tbps, "
+                    "sram_mib and/or fields)")
+        if self.ratio is None and not knobs and not self.fields:
+            raise ValueError(f"candidate {self.name!r} gives neither a ratio nor any value; {accepted}")
+        if self.ratio is not None and knobs:
+            raise ValueError(f"candidate {self.name!r} gives both ratio and {', '.join(knobs)}; {accepted}, not both")
+        if self.ratio is None and (self.hold is not None or self.area_of is not None):
+            raise ValueError(f"candidate {self.name!r}: hold and area_of apply to ratio candidates only; "
+                             "accepted: drop them or give a ratio")
+        if self.area_of is not None and self.hold == "compute":
+            raise ValueError(f"candidate {self.name!r}: area_of holds an area; accepted: hold: area or no hold")
+        return self
+
+    @property
+    def knobs(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in KNOBS if getattr(self, k) is not None}
+
+
+class Compare(Strict):
+    """Named candidates side by side (``dse compare``): the first is the reference of the speedups."""
+
+    hold: Hold = Field("compute", description="Ratio candidates: keep the base's peak compute, or its die area")
+    candidates: list[Candidate] = Field(min_length=2, description="Two or more; ratio or absolute")
+
+    @model_validator(mode="after")
+    def _unique(self) -> Compare:
+        names = [c.name for c in self.candidates]
+        if len(set(names)) != len(names):
+            raise ValueError(f"candidate names repeat: {names}; accepted: distinct names")
+        for i, c in enumerate(self.candidates):
+            if c.area_of is not None and c.area_of not in names[:i]:
+                raise ValueError(f"candidate {c.name!r}: area_of {c.area_of!r}; accepted: the name of an earlier "
+                                 f"candidate ({', '.join(names[:i]) or 'none'})")
+        return self
+
+
+#: what-if transforms: name -> what its value is (None: a switch, written as a bare name)
+TRANSFORMS: dict[str, str | None] = {
+    "fuse_elementwise": None, "flash_attention": None, "winograd": None,
+    "dtype": "a dtype", "weight_dtype": "a dtype", "kv_dtype": "a dtype", "sram_mib": "MiB > 0",
+}
+TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names); dtype, weight_dtype, kv_dtype "
+                       f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); a stage may also set label")
+
+
+def _stage(item: Any) -> dict[str, Any]:
+    """One what-if stage -> ``{"label": str, transform: value, ...}``: a bare transform name, or a mapping
+    of one or more transforms (``{weight_dtype: int8}``, ``{dtype: fp8, label: "fp8 everywhere"}``)."""
+    if isinstance(item, str):
+        if TRANSFORMS.get(item, "x") is not None:
+            hint = " (give it a value: {" + item + ": ...})" if item in TRANSFORMS else ""
+            raise ValueError(f"unknown transform {item!r}{hint}; accepted: {TRANSFORMS_ACCEPTED}")
+        return {"label": item, item: True}
+    if not isinstance(item, dict) or not item:
+        raise ValueError(f"accepted: a transform name or a mapping; transforms: {TRANSFORMS_ACCEPTED}")
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if key == "label":
+            continue
+        if key not in TRANSFORMS:
+            raise ValueError(f"unknown transform {key!r}; accepted: {TRANSFORMS_ACCEPTED}")
+        kind = TRANSFORMS[key]
+        if kind is None and value is not True:
+            raise ValueError(f"{key}: got {value!r}; accepted: true (or the bare name {key})")
+        if kind == "a dtype" and value not in get_args(Dtype):
+            raise ValueError(f"{key}: got {value!r}; accepted: {', '.join(get_args(Dtype))}")
+        if kind == "MiB > 0" and not (isinstance(value, int | float) and not isinstance(value, bool) and value > 0):
+            raise ValueError(f"{key}: got {value!r}; accepted: a number of MiB > 0")
+        out[key] = value
+    if not out:
+        raise ValueError(f"a stage without a transform; accepted: {TRANSFORMS_ACCEPTED}")
+    label = item.get("label") or ", ".join(k if v is True else f"{k} {v}" for k, v in out.items())
+    return {"label": str(label), **out}
+
+
+class GemmOp(Strict):
+    """One GEMM: ``batch`` products [M, K] x [K, N] (A activations at ``dtype``, B weights)."""
+
+    kind: Literal["gemm"]
+    M: int = Field(gt=0)
+    N: int = Field(gt=0)
+    K: int = Field(gt=0)
+    batch: int = Field(1, gt=0)
+    dtype: Dtype = "bf16"
+    weight_dtype: Dtype | None = None
+
+
+class AttentionOp(Strict):
+    """Scaled dot-product attention of one layer (grouped-query aware), unfused unless a stage fuses it."""
+
+    kind: Literal["attention"]
+    batch: int = Field(1, gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int | None = Field(None, gt=0, description="Default: heads (multi-head attention)")
+    q_len: int = Field(gt=0, description="Query tokens")
+    kv_len: int | None = Field(None, gt=0, description="Key/value tokens (default: q_len)")
+    head_dim: int = Field(128, gt=0)
+    causal: bool = True
+    dtype: Dtype = "bf16"
+    kv_dtype: Dtype | None = None
+
+
+class ConvOp(Strict):
+    """One 2-D convolution on a square image (same padding)."""
+
+    kind: Literal["conv"]
+    batch: int = Field(1, gt=0)
+    resolution: int = Field(gt=0, description="Input height = width, pixels")
+    c_in: int = Field(gt=0)
+    c_out: int = Field(gt=0)
+    k: int = Field(3, gt=0, description="Kernel side")
+    stride: int = Field(1, gt=0)
+    groups: int = Field(1, gt=0)
+    dtype: Dtype = "bf16"
+
+
+class WhatIf(Strict):
+    """Staged optimisations of one workload or operator on one design (``dse whatif``); each stage applies
+    its transforms on top of the previous stages."""
+
+    workload: WorkloadEntry | None = Field(None, description="A library model at a scenario (one, no suite)")
+    operator: Annotated[GemmOp | AttentionOp | ConvOp, Field(discriminator="kind")] | None = Field(
+        None, description="Or one operator: kind gemm | attention | conv")
+    hardware: str | None = Field(None, description="Template name or YAML path (default: the study's base)")
+    stages: list[Annotated[Any, AfterValidator(_stage)]] = Field(min_length=1, description="Transforms, in order")
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> WhatIf:
+        if (self.workload is None) == (self.operator is None):
+            raise ValueError("give exactly one of workload (a library model) or operator (gemm, attention, conv)")
+        if self.workload is not None and self.workload.suite is not None:
+            raise ValueError("a what-if takes one model; accepted: workload: {name: MODEL, ...}, not a suite")
+        return self
+
+
+class WhatIfFile(WhatIf):
+    """A what-if of its own (``dse whatif FILE``): a name, the hardware, the subject and the stages."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Results folder name")
+    description: str = ""
+    hardware: str = Field(min_length=1, description="Template name or YAML path (relative to this file)")
+    output: Output = Output()
+
+
 class StudyConfig(Strict):
     """A study: a base design, a workload mix, a search, and where results go."""
 
@@ -175,6 +362,8 @@ class StudyConfig(Strict):
     mixes: dict[str, list[WorkloadEntry]] | None = Field(
         None, description="Several named mixes: one search per mix, then a best-ratio table across them")
     search: Search
+    compare: Compare | None = Field(None, description="Candidates for `dse compare` (ratio or absolute)")
+    whatif: WhatIf | None = Field(None, description="Staged optimisations for `dse whatif` (on the base design)")
     output: Output = Output()
 
     @model_validator(mode="after")

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import dse
+import dse.cost.area
 from dse.cli import main
 from dse.compare import compare, parse_ratio
 from dse.config import load_study
@@ -47,3 +49,106 @@ def test_compare_command_writes_tables_and_figures(tmp_path: Path, capsys) -> No
         ((t["speedup_1:1_vs_1:2"] - t["1:2_ms"] / t["1:1_ms"]).abs() < 1e-9).all()
     assert main(["compare", str(cfg), "--ratios", "1:2", "--out", str(tmp_path)]) == 2
     assert "two or more ratios" in capsys.readouterr().err
+
+
+COMPARE_SECTION = {
+    "hold": "compute",
+    "candidates": [
+        {"name": "1:2", "ratio": "1:2"},
+        {"name": "1:1", "ratio": "1:1"},
+        {"name": "big", "peak_tflops": 400, "dram_bandwidth_tbps": 3.2, "sram_mib": 64,
+         "fields": {"memory.local.capacity_mib": 24}},
+        {"name": "1:1 at 1:2 area", "ratio": "1:1", "area_of": "1:2"},
+    ],
+}
+
+
+def _hand_built(name: str) -> dse.DesignBatch:
+    """The candidates of COMPARE_SECTION built directly on the template (no dse.compare code)."""
+    d = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    if name == "1:2":
+        return d.with_knobs(dram_bandwidth=2 * d.dram_bandwidth)
+    if name == "1:1":
+        return d
+    return d.with_knobs(peak_flops=np.array([400e12]), dram_bandwidth=np.array([3.2e12]),
+                        sram_bytes=np.array([64 * 2**20])).with_field("memory.local.capacity_mib", np.array([24.0]))
+
+
+def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": COMPARE_SECTION})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "tiny-compare"
+    t = pd.read_csv(folder / "compare.csv")
+    cands = pd.read_csv(folder / "candidates.csv").set_index("candidate")
+    assert list(cands.index) == ["1:2", "1:1", "big", "1:1 at 1:2 area"]
+    wls = [dse.workload("resnet50", batch=8), dse.workload("llama2-7b", phase="decode", batch=1, context=512)]
+    designs = {n: _hand_built(n) for n in ("1:2", "1:1", "big")}
+    for n, d in designs.items():
+        times = [dse.predict(w, d).time_s for w in wls]
+        np.testing.assert_allclose(t[f"{n}_ms"], np.array(times) * 1e3, rtol=1e-9)
+        assert cands.loc[n, "area_mm2"] == pytest.approx(dse.cost.area.area(d).total_mm2, rel=1e-12)
+        assert cands.loc[n, "ridge_flop_per_byte"] == pytest.approx(d.ridge[0], rel=1e-12)
+        if n != "1:2":
+            ref = [dse.predict(w, designs["1:2"]).time_s for w in wls]
+            np.testing.assert_allclose(t[f"speedup_{n}_vs_1:2"], np.array(ref) / np.array(times), rtol=1e-9)
+    a0 = dse.cost.area.area(designs["1:2"]).total_mm2
+    assert cands.loc["1:1", "area_mm2_change_pct"] == pytest.approx(
+        (dse.cost.area.area(designs["1:1"]).total_mm2 / a0 - 1) * 100, rel=1e-9)
+    # area_of: ratio 1:1 (ridge of the base) at the die area of the 1:2 candidate, more compute than 1:1
+    same = cands.loc["1:1 at 1:2 area"]
+    assert same["ridge_flop_per_byte"] == pytest.approx(designs["1:1"].ridge[0], rel=1e-9)
+    assert a0 * (1 - 1e-3) < same["area_mm2"] <= a0 * (1 + 1e-9)
+    assert same["peak_tflops"] > cands.loc["1:1", "peak_tflops"]
+    br = pd.read_csv(folder / "breakdown.csv").set_index("quantity")
+    for comp, mm2 in dse.area("npu-7nm").breakdown.items():  # the base template is the 1:1 candidate
+        assert br.loc[f"area: {comp} (mm2)", "1:1"] == pytest.approx(mm2, rel=1e-9)
+    assert br.loc["area: dram_phy (mm2)", "1:1 vs 1:2 (%)"] == pytest.approx(-50.0)
+    for f in ("speedup", "ai_histogram", "rooflines", "area_breakdown"):
+        assert (folder / f"{f}.png").is_file() and (folder / f"{f}.svg").is_file()
+    page = (folder / "report.html").read_text()
+    assert page.count("<img") == 4 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
+    ai = pd.read_csv(folder / "ai_summary.csv")
+    assert ai["share_in_4_16_flop_per_byte"].between(0, 1).all()
+    assert "1:1 at 1:2 area" in capsys.readouterr().out
+    # --ratios replaces the section
+    assert main(["compare", str(cfg), "--ratios", "1:4,1:1", "--out", str(tmp_path)]) == 0
+    assert list(pd.read_csv(tmp_path / "tiny-compare-2" / "candidates.csv")["candidate"]) == ["1:4", "1:1"]
+
+
+@pytest.mark.parametrize(("candidate", "expect"), [
+    ({"name": "x"}, "compare.candidates.1: got {'name': 'x'}; candidate 'x' gives neither a ratio nor any value; "
+                    "accepted: either ratio"),
+    ({"name": "x", "ratio": "1:1", "sram_mib": 8}, "gives both ratio and sram_mib"),
+    ({"name": "x", "ratio": 62}, "compare.candidates.1.ratio: got 62; YAML reads an unquoted a:b"),
+    ({"name": "x", "ratio": "fast"}, "compare.candidates.1.ratio: got 'fast'; accepted: a ratio like 1:1"),
+    ({"name": "x", "peak_tflops": 100, "hold": "area"}, "apply to ratio candidates only"),
+    ({"name": "x", "ratio": "1:1", "area_of": "nope"}, "accepted: the name of an earlier candidate (1:2)"),
+    ({"name": "x", "bandwidth": 3}, "compare.candidates.1.bandwidth: unknown key; accepted: one of area_of, "
+                                    "dram_bandwidth_tbps, fields"),
+])
+def test_bad_candidates_are_one_line_errors(tmp_path: Path, capsys, candidate: dict, expect: str) -> None:
+    section = {"candidates": [{"name": "1:2", "ratio": "1:2"}, candidate]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: ") and expect in err and err.count("\n") == 1
+
+
+def test_a_field_the_design_lacks_names_the_candidate(tmp_path: Path, capsys) -> None:
+    section = {"candidates": [{"name": "1:2", "ratio": "1:2"}, {"name": "x", "fields": {"memory.l9.capacity_mib": 4}}]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{cfg}: compare.candidates.1.fields: got 'memory.l9.capacity_mib'; accepted: compute.clock_ghz" in err
+
+
+def test_reference_story_config_validates_and_large_mixes_plot_by_family(tmp_path: Path) -> None:
+    from dse.report.plots import speedup_bars
+
+    cfg, _ = load_study(Path(__file__).parents[1] / "experiments" / "npu_ratio_study.yaml")
+    assert cfg.workloads[0].suite == "all" and [c.name for c in cfg.compare.candidates] == ["1:2", "1:1",
+                                                                                            "1:1 at 1:2 area"]
+    c, d = load_study(write_config(tmp_path, SMALL_STUDY))
+    cmp = compare(prepare(c, d), ["1:2", "1:1", "1:4"])
+    assert list(cmp.table["family"]) == ["vision", "llm"]
+    assert speedup_bars(cmp.table, cmp.names, tmp_path / "s.png", "t", max_bars=1).is_file()

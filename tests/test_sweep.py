@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dse
 from dse.cli import main
 from dse.config import load_study
 from dse.search.space import designs_from_params
 from dse.study import prepare, score_designs
-from dse.sweep import axes_for, run_sweep
+from dse.sweep import axes_for, binding_ceiling, run_sweep
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -48,3 +49,64 @@ def test_too_large_a_grid_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["sweep", str(cfg), "--points", "2000", "--sram-points", "2", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "8,000,000 designs" in err and "--points" in err
+
+
+TWO_MIXES = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"} | {
+    "name": "two",
+    "mixes": {
+        "vision": [{"name": "resnet50", "batch": 8}, {"name": "mobilenet-v2", "batch": 8}],
+        "llm": [{"name": "llama2-7b", "phase": "decode", "batch": 1, "context": 512, "weight": 2},
+                {"name": "llama2-7b", "phase": "prefill", "batch": 1, "seq": 256}],
+    },
+}
+
+
+def _binding_by_predict(ctx, design) -> tuple[str, float]:
+    """The time-weighted majority ceiling over the mix, from dse.predict per workload."""
+    shares: dict[str, float] = {}
+    for wl, w in zip(ctx.mix.workloads, ctx.mix.weights, strict=True):
+        for bound, share in dse.predict(wl, design).time_by_bound().items():
+            shares[bound] = shares.get(bound, 0.0) + w * share
+    best = max(shares, key=shares.get)
+    return best, shares[best]
+
+
+def test_sweep_per_mix_writes_one_grid_with_a_mix_column_and_faceted_heatmaps(tmp_path: Path, capsys) -> None:
+    cfg = write_config(tmp_path, TWO_MIXES)
+    assert main(["sweep", str(cfg), "--points", "5", "--sram-points", "2", "--chunk", "9", "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "two-sweep"
+    grid = pd.read_csv(folder / "sweep.csv", keep_default_na=False)
+    assert list(grid["mix"].unique()) == ["vision", "llm"] and len(grid) == 2 * 5 * 5 * 2
+    assert {"binding", "binding_time_share"} <= set(grid.columns)
+    assert set(grid["binding"]) <= {"compute", "local", "global", "hbm", "overhead"}
+    out = capsys.readouterr().out
+    assert "vision: best feasible" in out and "llm: best feasible" in out
+    for k in (0, 1):
+        assert (folder / f"sweep_sram{k}.png").is_file() and (folder / f"sweep_sram{k}.svg").is_file()
+    c, d = load_study(cfg)
+    for mix in ("vision", "llm"):
+        ctx = prepare(c.for_mix(mix), d, f"mixes.{mix}")
+        g = grid[grid["mix"] == mix].reset_index(drop=True)
+        for i in (3, 31):
+            row = g.iloc[i]
+            one = designs_from_params(ctx.base, [{k: row[k] for k in ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")}])
+            sc, _ = score_designs(ctx, one)
+            assert sc.score[0] == pytest.approx(row["score"], rel=1e-9)
+            bound, share = _binding_by_predict(ctx, one)
+            assert row["binding"] == bound and row["binding_time_share"] == pytest.approx(share, rel=1e-9)
+        best = g[g["feasible"]].sort_values("score").iloc[-1]
+        assert f"| {mix} | {best['peak_tflops']:.4g} |" in (folder / "summary.md").read_text()
+    page = (folder / "report.html").read_text()
+    assert page.count("<img") == 2 and page.count("<table>") == 2
+
+
+def test_binding_ceiling_does_not_depend_on_the_sub_batch_size(tmp_path: Path) -> None:
+    c, d = load_study(write_config(tmp_path, SMALL_STUDY))
+    ctx = prepare(c, d)
+    designs = designs_from_params(ctx.base, {"peak_tflops": np.geomspace(32, 2048, 7),
+                                             "dram_bandwidth_tbps": np.geomspace(4, 0.2, 7)})
+    a = binding_ceiling(ctx, designs, budget=1)
+    b = binding_ceiling(ctx, designs)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
+    assert len(set(a[0])) == 2  # compute-bound at the high-bandwidth end, memory-bound at the other

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.colors
+import matplotlib.patches
 import matplotlib.ticker
 
 matplotlib.use("Agg")
@@ -96,10 +98,16 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     return _save(fig, path)
 
 
-def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title: str) -> Path:
-    """Histogram of operator arithmetic intensity (compulsory bytes), stacked per workload, each
-    workload's ops weighted by FLOPs and scaled to the workload's mix weight (``mix_weight`` column);
-    vertical lines at the given designs' ridge points (FLOP/byte)."""
+#: line colours of candidate designs (ridge lines, roofs), dark so they stand out over histogram bars
+CANDIDATE_COLORS = ("k", "crimson", "navy", "darkgreen", "darkorange", "purple", "saddlebrown", "teal")
+
+
+def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title: str, group: str = "workload",
+                 band: tuple[float, float] | None = None) -> Path:
+    """Histogram of operator arithmetic intensity (compulsory bytes), stacked by ``group`` (a column:
+    workload, or family for large mixes), each workload's ops weighted by FLOPs and scaled to the
+    workload's mix weight (``mix_weight`` column); vertical lines at the given designs' ridge points
+    (FLOP/byte); ``band`` shades an AI interval (e.g. 4-16 FLOP/byte)."""
     df = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)].copy()
     df["ai"] = df["flops"] / (df["bytes_read"] + df["bytes_written"])
     # Each workload contributes its mix weight, spread over its ops by FLOPs.
@@ -108,17 +116,23 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
     df["share"] /= df["share"].sum()
     ai_max = float(df["ai"].max()) if len(df) else 1e3
     bins = np.logspace(-1, np.log10(max(ai_max, max(ridges.values(), default=1)) * 2), 40)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    wl_names = list(dict.fromkeys(df["workload"]))
-    pal = sns.color_palette("tab10", max(len(wl_names), 1))
-    ax.hist([df.loc[df["workload"] == w, "ai"] for w in wl_names], bins=bins, stacked=True,
-            weights=[df.loc[df["workload"] == w, "share"] for w in wl_names], color=pal[: len(wl_names)],
-            label=wl_names, edgecolor="white", linewidth=0.3)
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    names = list(dict.fromkeys(df[group]))
+    pal = sns.color_palette("tab20" if len(names) > 10 else "tab10", max(len(names), 1))
+    ax.hist([df.loc[df[group] == g, "ai"] for g in names], bins=bins, stacked=True,
+            weights=[df.loc[df[group] == g, "share"] for g in names], color=pal[: len(names)],
+            label=names, edgecolor="white", linewidth=0.3)
     ax.set_xscale("log")
-    ax.legend(fontsize=7, loc="upper left")
+    if band is not None:
+        inside = df.loc[(df["ai"] >= band[0]) & (df["ai"] < band[1]), "share"].sum()
+        ax.axvspan(*band, color="gold", alpha=0.2, zorder=0,
+                   label=f"{band[0]:g}-{band[1]:g} FLOP/byte: {inside:.0%} of FLOPs")
+    if len(names) <= 20:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for k, (name, r) in enumerate(ridges.items()):
-        ax.axvline(r, color=["k", "crimson", "navy"][k % 3], ls="--", lw=1.2)
-        ax.text(r, ax.get_ylim()[1] * (0.95 - 0.08 * k), f" {name}: {r:.0f} FLOP/B", fontsize=8)
+        ax.axvline(r, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], ls="--", lw=1.2)
+        ax.text(r, ax.get_ylim()[1] * (0.95 - 0.08 * k), f" {name}: {r:.0f} FLOP/B", fontsize=8,
+                color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)])
     ax.set_xlabel("operator arithmetic intensity (FLOP/byte, compulsory DRAM bytes)")
     ax.set_ylabel("share of FLOPs (fraction; workloads at mix weight)")
     ax.set_title(title, fontsize=10)
@@ -310,46 +324,121 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
     return _save(fig, path)
 
 
-def sweep_heatmaps(g: pd.DataFrame, axes: dict, budget_mm2: float | None, best: pd.Series, path: Path,
-                   title: str) -> Path:
-    """Score, score per mm² and area over compute x bandwidth (one SRAM size), best point starred,
-    infeasible cells hatched, iso-ratio lines."""
+#: colours of the binding ceilings in sweep heatmaps: compute red, overhead grey, memory levels from LEVEL_COLORS
+BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f"}
+LEVEL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
+
+
+def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
+    """Log axes with plain-number tick labels (no 4x10^0)."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float | None, best: dict[str, pd.Series],
+                   base: tuple[float, float], path: Path, title: str) -> Path:
+    """One row of panels per mix over compute x bandwidth (one SRAM size): mix score, score per mm²,
+    die area (iso-area lines) and the binding ceiling (categorical); iso-ratio lines (FLOP/byte) and the
+    area-budget line on every panel, cells over a budget or the reticle hatched, the mix's best
+    feasible design starred, the base design circled. ``rows[mix]`` holds that mix's grid rows in
+    (compute, bandwidth) meshgrid order."""
     P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
     shape = (len(P), len(B))
-    fig, axs = plt.subplots(1, 3, figsize=(19, 5))
-    fig.subplots_adjust(wspace=0.5)
-    panels = (("score", "mix score (x vs base)", "viridis"), ("score_per_mm2", "score per mm² (x vs base)", "magma"),
-              ("area_mm2", "die area (mm²)", "cividis"))
-    feas = g["feasible"].to_numpy().reshape(shape).T
-    for ax, (col, label, cmap) in zip(axs, panels, strict=True):
-        z = g[col].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
-        mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
-        fig.colorbar(mesh, ax=ax, label=label)
-        if (~feas).any():
-            ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
-        R = P[None, :] / B[:, None]
-        levels = [r for r in (25, 50, 100, 200, 400, 800) if R.min() < r < R.max()]
-        if levels:
-            cr = ax.contour(P, B, R, levels=levels, colors="0.85", linewidths=0.6, linestyles=":")
-            ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
-        ax.plot(best["peak_tflops"], best["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("peak compute (TFLOP/s)")
-        ax.set_ylabel("DRAM bandwidth (TB/s)")
-        ax.set_title(f"{label}" + ("; hatched: over budget/reticle" if col == "score" else ""), fontsize=9)
-    fig.suptitle(title + (f" (area budget {budget_mm2:.0f} mm²)" if budget_mm2 else ""), fontsize=10)
+    mixes = list(rows)
+    labels = sorted(set().union(*(set(g["binding"]) for g in rows.values())),
+                    key=lambda b: (b == "overhead", b != "compute", b))
+    colors = [BOUND_COLORS.get(b, LEVEL_COLORS[k % len(LEVEL_COLORS)]) for k, b in enumerate(labels)]
+    cmap_b = matplotlib.colors.ListedColormap(colors)
+    height = 4.9 * len(mixes) + 0.6
+    fig, axs = plt.subplots(len(mixes), 4, figsize=(24, height), squeeze=False)
+    fig.subplots_adjust(wspace=0.45, hspace=0.4, top=1 - 0.75 / height, bottom=0.45 / height)
+    R = P[None, :] / B[:, None]
+    ratio_levels = [r for r in (12.5, 25, 50, 100, 200, 400, 800, 1600) if R.min() < r < R.max()]
+    for row, mix in zip(axs, mixes, strict=True):
+        g = rows[mix]
+        feas = g["feasible"].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
+        area = g["area_mm2"].to_numpy().reshape(shape).T
+        for ax, col in zip(row, ("score", "score_per_mm2", "area_mm2", "binding"), strict=True):
+            if col == "binding":
+                code = g["binding"].map({b: k for k, b in enumerate(labels)}).to_numpy().reshape(shape).T
+                ax.pcolormesh(P, B, code, shading="nearest", cmap=cmap_b, vmin=-0.5, vmax=len(labels) - 0.5)
+                handles = [matplotlib.patches.Patch(color=c, label=b) for b, c in zip(labels, colors, strict=True)]
+                ax.legend(handles=handles, fontsize=7, loc="upper left", title="binds most time", title_fontsize=7)
+                heading = "binding ceiling (time-weighted majority)"
+            else:
+                label, cmap = {"score": ("mix score (x vs base)", "viridis"),
+                               "score_per_mm2": ("score per mm² (x vs base)", "magma"),
+                               "area_mm2": ("die area (mm²)", "cividis")}[col]
+                z = g[col].to_numpy().reshape(shape).T
+                mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
+                fig.colorbar(mesh, ax=ax, label=label)
+                heading = label
+            if col == "area_mm2":
+                lv = matplotlib.ticker.MaxNLocator(6).tick_values(area.min(), area.max())
+                lv = [v for v in lv if area.min() < v < area.max()]
+                if lv:
+                    ca = ax.contour(P, B, area, levels=lv, colors="w", linewidths=0.7, linestyles="-")
+                    ax.clabel(ca, fmt=lambda v: f"{v:.0f} mm²", fontsize=6)
+            if (~feas).any():
+                ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+            if budget_mm2 is not None and area.min() < budget_mm2 < area.max():
+                ax.contour(P, B, area, levels=[budget_mm2], colors="w", linewidths=2.0)
+            if ratio_levels:
+                cr = ax.contour(P, B, R, levels=ratio_levels, colors="0.85", linewidths=0.6, linestyles=":")
+                ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
+            b = best[mix]
+            ax.plot(b["peak_tflops"], b["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none",
+                    label="best feasible")
+            ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label="base")
+            _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")
+            mix_label = "" if len(mixes) == 1 else f"mix {mix}: "
+            ax.set_title(f"{mix_label}{heading}", fontsize=9)
+    handles, names = axs[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper right", fontsize=8, ncol=2)
+    extra = f"; white line: area budget {budget_mm2:.0f} mm²" if budget_mm2 else ""
+    fig.suptitle(f"{title} (hatched: over a budget or the reticle; dotted: iso-ratio{extra}; star: best feasible)",
+                 fontsize=10)
     return _save(fig, path)
 
 
-def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str) -> Path:
-    """Per-workload speedup of each candidate over the first (log scale, 1.0 line)."""
+def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str, max_bars: int = 30) -> Path:
+    """Per-workload speedup of each candidate over the first (1.0 line): bars per workload, or for more
+    than ``max_bars`` workloads one dot per workload in a row per family (``family`` column), each
+    candidate offset vertically, the family median marked."""
     cols = [c for c in table.columns if c.startswith("speedup_")]
+    labels = [c.removeprefix("speedup_").replace("_vs_", " vs ") for c in cols]
+    if len(table) > max_bars and "family" in table.columns:
+        fams = sorted(dict.fromkeys(table["family"]))
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(fams) * max(len(cols), 1) + 1.8))
+        step = 0.8 / max(len(cols), 1)
+        rng = np.random.default_rng(0)
+        for k, (c, lab) in enumerate(zip(cols, labels, strict=True)):
+            color = CANDIDATE_COLORS[(k + 1) % len(CANDIDATE_COLORS)]
+            for i, f in enumerate(fams):
+                v = table.loc[table["family"] == f, c].to_numpy(dtype=float)
+                y = i + (k - (len(cols) - 1) / 2) * step + rng.uniform(-0.12, 0.12, v.size) * step
+                ax.scatter(v, y, s=14, color=color, alpha=0.6, label=lab if i == 0 else None)
+                ax.plot([np.median(v)] * 2, [y.mean() - 0.4 * step, y.mean() + 0.4 * step], color=color, lw=2.5)
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_yticks(range(len(fams)), [f"{f} ({int((table['family'] == f).sum())})" for f in fams], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"speedup over {names[0]} (x); bar: family median")
+        ax.set_ylabel("model family (workloads)")
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title(title, fontsize=10)
+        return _save(fig, path)
     fig, ax = plt.subplots(figsize=(max(7, 0.5 * len(table) + 3), 4.8))
     x = np.arange(len(table))
     w = 0.8 / max(len(cols), 1)
-    for k, c in enumerate(cols):
-        ax.bar(x + k * w, table[c], width=w, label=c.removeprefix("speedup_").replace("_vs_", " vs "))
+    for c, lab in zip(cols, labels, strict=True):
+        ax.bar(x + cols.index(c) * w, table[c], width=w, label=lab)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(x + w * (len(cols) - 1) / 2, table["workload"], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel(f"speedup over {names[0]} (x)")
@@ -365,7 +454,8 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
         peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
-        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=f"C{k}", lw=2,
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], lw=2,
+                ls=("-", "--", "-.", ":")[k % 4],
                 label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
     o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
     ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
@@ -373,4 +463,43 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
     ax.scatter(ai, np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0]) / TERA, s=8, color="0.3", alpha=0.5,
                label="mix operators (at the first candidate's roof)")
     finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
+    return _save(fig, path)
+
+
+def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
+    """What-if stages on the design's roofline: matrix peak at each dtype the stages use, the DRAM roof,
+    one point per stage at (AI at DRAM, achieved TFLOP/s) and an arrow from each stage to the next
+    (``gid`` ``whatif-arrow-K`` in the SVG)."""
+    from dse.units import DTYPE_INDEX
+
+    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    ai = table["ai_flop_per_byte"].to_numpy(dtype=float)
+    y = table["achieved_tflops"].to_numpy(dtype=float)
+    bw = float(design.dram_bandwidth[0])
+    peaks = {dt: float(design.matrix_peak[0, DTYPE_INDEX[dt]]) for dt in dict.fromkeys(table["dtype"])}
+    peaks = {dt: p for dt, p in peaks.items() if np.isfinite(p)}
+    top = max(peaks.values(), default=float(design.peak_flops[0]))
+    finite = ai[np.isfinite(ai)]
+    lo = max(float(finite.min()) / 4, 1e-3) if finite.size else 1e-2
+    hi = max(float(finite.max()) if finite.size else 1.0, top / bw) * 4
+    xs = np.geomspace(lo, hi, 200)
+    for k, (dt, p) in enumerate(peaks.items()):
+        ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
+                ls=("-", "--", "-.", ":")[k % 4],
+                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.level_names[-1]} {bw / TERA:.2f} TB/s")
+    pal = sns.color_palette("viridis", len(table))
+    for k in range(len(table)):
+        ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
+                   label=f"{k}: {table['transform'].iloc[k]} ({table['time_ms'].iloc[k]:.3g} ms, "
+                         f"{table['binding'].iloc[k]}-bound)")
+        ax.annotate(str(k), (ai[k], y[k]), xytext=(5, 5 + 6 * (k % 2)), textcoords="offset points", fontsize=8)
+    for k in range(1, len(table)):
+        a = ax.annotate("", xy=(ai[k], y[k]), xytext=(ai[k - 1], y[k - 1]),
+                        arrowprops={"arrowstyle": "-|>", "color": "crimson", "lw": 1.4, "shrinkA": 4, "shrinkB": 4})
+        a.arrow_patch.set_gid(f"whatif-arrow-{k}")
+    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.level_names[-1]} traffic)",
+              "achieved throughput (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, path)

@@ -1,0 +1,295 @@
+"""What-if: staged optimisations of one workload or operator on one design, the roofline-guided loop.
+
+Stage 0 is the subject as given, unoptimised: for a library model ``fused_attention`` and
+``fuse_elementwise`` start off unless the workload entry sets them. Each further stage applies its
+transforms on top of the previous ones:
+
+* ``fuse_elementwise``: norms, activations and adds fused into their producers (the builders' flag);
+* ``flash_attention``: flash-style fused attention (the builders' ``fused_attention`` flag);
+* ``dtype`` / ``weight_dtype`` / ``kv_dtype``: lower precision (weight-only when only the weights
+  narrow; the dequantization is counted by the builders);
+* ``sram_mib``: a larger (or smaller) outermost on-chip level on the design;
+* ``winograd``: 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) (:func:`winograd`).
+
+Every stage is predicted with :func:`dse.predict.predict` on the transformed workload and design. A
+transform that does not apply to the subject (``winograd`` on a model without 3x3 stride-1 convs,
+``flash_attention`` on a CNN, a value already in force) is not an error: the stage repeats the
+previous one and its ``note`` says why, so a scripted list of stages runs on any model. An unknown
+transform or a bad value is a one-line error at load time (:data:`dse.config.TRANSFORMS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dse.config import WhatIf, WhatIfFile, load_study
+from dse.errors import DseError, from_validation_error
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware
+from dse.hardware.templates import load_hardware
+from dse.predict import Prediction, predict
+from dse.units import DTYPE_INDEX, MIB, TERA
+from dse.workloads import ops as oprows
+from dse.workloads.library import Workload, accepted_keywords, load_description, workload
+from dse.yamlio import load_yaml
+
+#: Winograd F(2x2, 3x3): 36 multiplications of direct 3x3 convolution per 2x2 output tile and input
+#: channel become 16 (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016).
+WINOGRAD_F2X2_3X3 = 36 / 16
+
+#: scenario keys the stages set, and the subject keyword each needs
+SCENARIO_KEYS = {"fuse_elementwise": "fuse_elementwise", "flash_attention": "fused_attention", "dtype": "dtype",
+                 "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype"}
+#: keywords each operator kind uses (as ``dse.workloads.library.accepted_keywords`` for models)
+OPERATOR_KEYWORDS = {"gemm": {"dtype", "weight_dtype"}, "conv": {"dtype"},
+                     "attention": {"dtype", "kv_dtype", "fused_attention", "fuse_elementwise"}}
+
+
+def winograd_rows(ops: pd.DataFrame) -> np.ndarray:
+    """[O] bool: conv rows that are 3x3, stride 1, same padding, not grouped, on the MAC arrays.
+
+    A conv row is its GEMM-equivalent (``M = N*Ho*Wo``, ``K = C_in*kh*kw``) with ``a_bytes`` the true input
+    ``N*H*W*C_in*e``; with stride 1 and same padding ``Ho*Wo = H*W``, so ``C_in = a_bytes / (M*e)`` and the
+    kernel is 3x3 when ``K = 9*C_in``. (A strided 3x3 gives ``K / C_in_est = 9 / stride^2``; a valid-padded
+    one is missed.)"""
+    conv = (ops["kind"] == "conv") & (ops["unit"] == "matrix") & (ops["batch"] == 1) & (ops["M"] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_in = ops["a_bytes"] / (ops["M"] * ops["elem_a"])
+    return (conv & (np.abs(ops["K"] - 9 * c_in) < 0.5)).to_numpy()
+
+
+def winograd(wl: Workload) -> tuple[Workload, int]:
+    """``wl`` with its 3x3 stride-1 convolutions as Winograd F(2x2, 3x3): FLOPs / 2.25 (Lavin & Gray 2016);
+    bytes and shapes kept (the input/output transforms' own work and the larger transformed weights are
+    not modelled, so this is the method's upper bound). Returns the workload and how many rows changed."""
+    rows = winograd_rows(wl.ops)
+    ops = wl.ops.copy()
+    ops.loc[rows, "flops"] = ops.loc[rows, "flops"] / WINOGRAD_F2X2_3X3
+    return Workload(wl.name, ops, {**wl.scenario, "winograd": True}, wl.source), int(rows.sum())
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the stages transform: a library model (``name`` + scenario) or one operator (``operator``)."""
+
+    label: str
+    keywords: set[str]  # scenario keywords it uses
+    base_scenario: dict[str, Any]
+    model: str | None = None
+    operator: Any = None  # a dse.config GemmOp | AttentionOp | ConvOp
+
+    def build(self, scenario: dict[str, Any]) -> Workload:
+        if self.model is not None:
+            return workload(self.model, **scenario)
+        return operator_workload(self.operator, scenario)
+
+
+def operator_workload(op: Any, scenario: dict[str, Any]) -> Workload:
+    """One operator's rows (``dse.workloads.ops``) at the stage's dtypes and fusion flags."""
+    dt = scenario.get("dtype", op.dtype)
+    try:
+        if op.kind == "gemm":
+            rows = oprows.weight_gemm(f"gemm{op.M}x{op.N}x{op.K}", op.M, op.N, op.K, dtype=dt,
+                                      weight_dtype=scenario.get("weight_dtype", op.weight_dtype), batch=op.batch)
+            label = f"gemm {op.batch}x[{op.M}x{op.K}]x[{op.K}x{op.N}]"
+        elif op.kind == "attention":
+            rows = oprows.attention("attention", batch=op.batch, heads=op.heads, kv_heads=op.kv_heads or op.heads,
+                                    q_len=op.q_len, kv_len=op.kv_len or op.q_len, head_dim=op.head_dim,
+                                    causal=op.causal, dtype=dt, kv_dtype=scenario.get("kv_dtype", op.kv_dtype),
+                                    fused=scenario.get("fused_attention", False),
+                                    fuse_elementwise=scenario.get("fuse_elementwise", False))
+            label = f"attention b{op.batch} h{op.heads} q{op.q_len} kv{op.kv_len or op.q_len} d{op.head_dim}"
+        else:
+            row, _ = oprows.conv2d("conv", n=op.batch, h=op.resolution, w=op.resolution, c_in=op.c_in, c_out=op.c_out,
+                                   k=op.k, stride=op.stride, groups=op.groups, dtype=dt)
+            rows = [row]
+            label = f"conv{op.k}x{op.k}/{op.stride} {op.c_in}->{op.c_out} @{op.resolution}px b{op.batch}"
+    except ValueError as exc:
+        raise DseError(str(exc), field="whatif.operator") from None
+    return Workload(label, oprows.table(rows), {"phase": "forward", "dtype": dt, **scenario}, "synthetic")
+
+
+def subject_of(spec: WhatIf) -> Subject:
+    """The stage-0 subject: unfused (``fused_attention``/``fuse_elementwise`` off) unless the entry says."""
+    if spec.operator is not None:
+        op = spec.operator
+        keys = OPERATOR_KEYWORDS[op.kind]
+        base = {k: v for k, v in (("fused_attention", False), ("fuse_elementwise", False)) if k in keys}
+        return Subject(op.kind, keys, base, operator=op)
+    entry = spec.workload
+    keys = accepted_keywords(load_description(entry.name))
+    base = {k: False for k in ("fused_attention", "fuse_elementwise") if k in keys}
+    return Subject(entry.name, keys, {**base, **entry.scenario()}, model=entry.name)
+
+
+@dataclass
+class State:
+    """Everything the stages have set so far."""
+
+    scenario: dict[str, Any]
+    sram_mib: float | None = None
+    winograd: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
+    """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
+    new = State(dict(state.scenario), state.sram_mib, state.winograd, [])
+    for key, value in stage.items():
+        if key == "label":
+            continue
+        if key == "sram_mib":
+            new.sram_mib = float(value)
+            continue
+        if key == "winograd":
+            new.winograd = True  # whether any conv qualifies is known once the workload is built
+            continue
+        kw = SCENARIO_KEYS[key]
+        if kw not in subject.keywords:
+            new.notes.append(f"{key} does not apply to {subject.label} (it uses {', '.join(sorted(subject.keywords))})")
+            continue
+        if new.scenario.get(kw) == value:
+            new.notes.append(f"{key} already in force")
+            continue
+        new.scenario[kw] = value
+    return new
+
+
+def bound_shares(p: Prediction) -> pd.Series:
+    """Share of the pass time under each binding ceiling, largest first."""
+    return p.time_by_bound().sort_values(ascending=False)
+
+
+def stage_row(k: int, label: str, p: Prediction, design: DesignBatch, notes: list[str]) -> dict[str, Any]:
+    """One table row: FLOPs, DRAM bytes, AI = FLOPs / DRAM bytes, time, achieved TFLOP/s = FLOPs / time,
+    DRAM bandwidth utilization = DRAM bytes / time / peak DRAM bandwidth, compute utilization = achieved /
+    matrix peak at the stage's dtype, binding ceiling = the ceiling holding the largest share of time."""
+    ops = p.ops
+    dram = design.level_names[-1]
+    flops = float((ops["flops"] * ops["count"]).sum())
+    dram_bytes = float((ops[f"traffic_{dram}_bytes"] * ops["count"]).sum())
+    t = p.time_s
+    dt = p.workload.scenario.get("dtype", design.base.reference_dtype)
+    shares = bound_shares(p)
+    peak = float(design.matrix_peak[0, DTYPE_INDEX[dt]])
+    if not np.isfinite(peak):  # no matrix mode at this dtype: the ops run on the vector units
+        peak = float(design.vector_peak[0, DTYPE_INDEX[dt]])
+    return {
+        "stage": k, "transform": label, "flops": flops, "dram_bytes": dram_bytes,
+        "ai_flop_per_byte": flops / dram_bytes if dram_bytes else float("inf"), "time_ms": t * 1e3,
+        "achieved_tflops": flops / t / TERA,
+        "dram_bw_utilization": dram_bytes / t / float(design.dram_bandwidth[0]),
+        "compute_utilization": flops / t / peak,
+        "binding": str(shares.index[0]), "binding_time_share": float(shares.iloc[0]),
+        "time_by_bound": ", ".join(f"{b} {v:.0%}" for b, v in shares.items() if v >= 0.005),
+        "sram_mib": float(design.capacity[0, design.sram_level] / MIB), "dtype": dt,
+        "note": "; ".join(notes),
+    }
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    table: pd.DataFrame  # one row per stage (stage 0 = as given)
+    predictions: list[Prediction]
+    designs: list[DesignBatch]
+    hardware: Hardware
+    subject: str
+
+
+def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
+    """Predict stage 0 and every cumulative stage of ``spec`` on ``hw`` (and its SRAM what-ifs)."""
+    subject = subject_of(spec)
+    base = DesignBatch.from_hardware(hw)
+    state = State(dict(subject.base_scenario))
+    stages = [{"label": "as given"}, *spec.stages]
+    rows, preds, designs = [], [], []
+    for k, stage in enumerate(stages):
+        if k:
+            state = apply_stage(subject, state, stage)
+        try:
+            wl = subject.build(state.scenario)
+        except DseError as exc:
+            raise DseError(exc.message, field=f"whatif.stages.{k - 1}" if k else (exc.field or "whatif")) from None
+        notes = list(state.notes)
+        if state.winograd:
+            wl, n = winograd(wl)
+            if "winograd" in stage and n == 0:
+                notes.append(f"winograd does not apply: {subject.label} has no 3x3 stride-1 convolution")
+        d = base if state.sram_mib is None else base.with_knobs(sram_bytes=np.array([state.sram_mib * MIB]))
+        try:
+            p = predict(wl, d)
+        except DseError as exc:
+            raise DseError(f"{stage['label']}: {exc.message}", field=f"whatif.stages.{k - 1}" if k else "whatif") \
+                from None
+        rows.append(stage_row(k, stage["label"], p, d, notes))
+        preds.append(p)
+        designs.append(d)
+    table = pd.DataFrame(rows)
+    table.insert(6, "speedup_vs_stage0", table["time_ms"].iloc[0] / table["time_ms"])
+    return WhatIfResult(table, preds, designs, hw, preds[0].workload.label() if subject.model else preds[0].workload.name)
+
+
+def load_whatif(path: str | Path) -> tuple[WhatIf, str, Hardware]:
+    """A what-if from a study config's ``whatif:`` section (hardware defaults to the study's base) or a
+    file of its own (``name``, ``hardware``, ``workload``/``operator``, ``stages``)."""
+    path = Path(path)
+    data = load_yaml(path)
+    if isinstance(data, dict) and "stages" in data:
+        from pydantic import ValidationError
+
+        try:
+            spec = WhatIfFile.model_validate(data)
+        except ValidationError as exc:
+            raise from_validation_error(exc, file=str(path), model=WhatIfFile) from None
+        name, hw_spec, prefix = spec.name, spec.hardware, "hardware"
+    else:
+        cfg, _ = load_study(path)
+        if cfg.whatif is None:
+            raise DseError("no whatif: section; accepted: a study config with whatif: {workload|operator, stages} or "
+                           "a what-if file with name, hardware, workload|operator and stages", file=str(path))
+        spec, name, hw_spec, prefix = cfg.whatif, cfg.name, cfg.whatif.hardware or cfg.base, "whatif.hardware"
+    if hw_spec.endswith((".yaml", ".yml")) and not Path(hw_spec).is_absolute():
+        hw_spec = str(path.parent / hw_spec)
+    try:
+        hw = load_hardware(hw_spec)
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or str(path), field=exc.field or prefix) from None
+    return spec, name, hw
+
+
+def write_whatif(res: WhatIfResult, folder: Path, title: str, config_text: str | None = None) -> str:
+    """whatif.csv, whatif.png/.svg (roofline with one arrow per stage transition), summary.md and
+    report.html in ``folder``; returns the summary."""
+    from dse.report.html import write_report
+    from dse.report.plots import whatif_roofline
+    from dse.report.summary import _md_table
+    from dse.yamlio import atomic_write, write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "whatif.csv", lambda p: res.table.to_csv(p, index=False))
+    whatif_roofline(res.table, res.designs[0], folder / "whatif.png",
+                    f"{title}: {res.subject} on {res.hardware.name}, stage by stage")
+    cols = ["stage", "transform", "flops", "dram_bytes", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0",
+            "achieved_tflops", "dram_bw_utilization", "compute_utilization", "binding", "time_by_bound", "note"]
+    t = res.table[cols].rename(columns={"flops": "FLOPs", "dram_bytes": "DRAM bytes",
+                                        "ai_flop_per_byte": "AI (FLOP/byte at DRAM)",
+                                        "achieved_tflops": "achieved (TFLOP/s)",
+                                        "dram_bw_utilization": "DRAM BW utilization",
+                                        "compute_utilization": "compute utilization",
+                                        "time_ms": "time (ms)", "speedup_vs_stage0": "speedup vs stage 0 (x)",
+                                        "binding": "binding ceiling", "time_by_bound": "time by ceiling"})
+    d = res.designs[0]
+    md = (f"# What-if `{title}`: {res.subject} on `{res.hardware.name}`\n\n"
+          f"Design: {d.peak_flops[0] / TERA:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
+          f"{d.dram_bandwidth[0] / TERA:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
+          "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
+          "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n"
+          f"{_md_table(t)}\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n")
+    write_text(folder / "summary.md", md)
+    write_report(folder, f"dse whatif {title}", md, ["whatif.png"], config_text)
+    return md

@@ -1,0 +1,134 @@
+"""dse whatif: staged transforms, numbers equal dse.predict on the transformed workload, arrows per stage."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dse
+from dse.cli import main
+from dse.config import WhatIf
+from dse.units import MIB
+from dse.whatif import WINOGRAD_F2X2_3X3, run_whatif, winograd_rows
+from tests.conftest import SMALL_STUDY, write_config
+
+PREFILL = {"name": "llama2-7b", "phase": "prefill", "batch": 1, "seq": 128}
+WHATIF_FILE = {
+    "name": "prefill",
+    "hardware": "npu-7nm",
+    "workload": PREFILL,
+    "stages": ["fuse_elementwise", "flash_attention", {"weight_dtype": "int8"}, {"sram_mib": 128, "label": "big SRAM"},
+               "winograd"],
+}
+
+
+def test_whatif_file_end_to_end(tmp_path: Path, capsys) -> None:
+    cfg = write_config(tmp_path, WHATIF_FILE, "whatif.yaml")
+    assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "prefill-whatif"
+    t = pd.read_csv(folder / "whatif.csv", keep_default_na=False)
+    assert list(t["transform"]) == ["as given", "fuse_elementwise", "flash_attention", "weight_dtype int8", "big SRAM",
+                                    "winograd"]
+    # a memory-bound prefill: fusion and flash attention never make it slower
+    assert t.loc[0, "binding"] == "hbm"
+    assert t.loc[1, "time_ms"] <= t.loc[0, "time_ms"] and t.loc[2, "time_ms"] <= t.loc[1, "time_ms"]
+    assert t.loc[2, "time_ms"] < t.loc[0, "time_ms"]
+    # every stage equals dse.predict on the workload and design built by hand
+    hw = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    scen = [dict(fused_attention=False, fuse_elementwise=False), dict(fused_attention=False, fuse_elementwise=True),
+            dict(fused_attention=True, fuse_elementwise=True),
+            dict(fused_attention=True, fuse_elementwise=True, weight_dtype="int8")]
+    scen += [scen[-1], scen[-1]]
+    for k, sc in enumerate(scen):
+        d = hw.with_knobs(sram_bytes=np.array([128 * MIB])) if k >= 4 else hw
+        p = dse.predict(dse.workload(**PREFILL, **sc), d)
+        o = p.ops
+        flops = float((o["flops"] * o["count"]).sum())
+        dram = float((o["traffic_hbm_bytes"] * o["count"]).sum())
+        row = t.iloc[k]
+        assert row["time_ms"] == pytest.approx(p.time_s * 1e3, rel=1e-12)
+        assert row["flops"] == pytest.approx(flops, rel=1e-12) and row["dram_bytes"] == pytest.approx(dram, rel=1e-12)
+        assert row["ai_flop_per_byte"] == pytest.approx(flops / dram, rel=1e-12)
+        assert row["achieved_tflops"] == pytest.approx(flops / p.time_s / 1e12, rel=1e-12)
+        assert row["dram_bw_utilization"] == pytest.approx(dram / p.time_s / d.dram_bandwidth[0], rel=1e-12)
+        assert row["binding"] == p.time_by_bound().idxmax()
+        assert row["speedup_vs_stage0"] == pytest.approx(t.loc[0, "time_ms"] / row["time_ms"], rel=1e-12)
+    assert "no 3x3 stride-1 convolution" in t.loc[5, "note"] and t.loc[5, "time_ms"] == t.loc[4, "time_ms"]
+    # the roofline: one arrow per stage transition, in the SVG
+    svg = (folder / "whatif.svg").read_text()
+    assert sorted(int(x) for x in re.findall(r'id="whatif-arrow-(\d+)"', svg)) == list(range(1, 6))
+    page = (folder / "report.html").read_text()
+    assert page.count("<img") == 1 and page.count("<table>") == 1 and "whatif.png" in page
+    assert "big SRAM" in capsys.readouterr().out
+
+
+def test_winograd_divides_3x3_stride1_conv_flops_only() -> None:
+    spec = WhatIf(workload={"name": "resnet50", "batch": 8}, stages=["winograd"])
+    res = run_whatif(spec, dse.hardware("npu-7nm"))
+    ops = dse.workload("resnet50", batch=8, fuse_elementwise=False).ops
+    rows = winograd_rows(ops)
+    names = ops.loc[rows, "name"]
+    assert rows.sum() >= 4 and names.str.contains("conv3x3").all()
+    assert not ops.loc[~rows, "name"].str.contains(r"bottleneck1\.conv3x3").any()  # strided 3x3s stay direct
+    saved = float((ops.loc[rows, "flops"] * ops.loc[rows, "count"]).sum()) * (1 - 1 / WINOGRAD_F2X2_3X3)
+    t = res.table
+    assert t.loc[0, "flops"] - t.loc[1, "flops"] == pytest.approx(saved, rel=1e-12)
+    assert t.loc[1, "dram_bytes"] == pytest.approx(t.loc[0, "dram_bytes"], rel=1e-12)
+    assert t.loc[1, "time_ms"] <= t.loc[0, "time_ms"]
+
+
+def test_operators_and_transforms_that_do_not_apply() -> None:
+    hw = dse.hardware("npu-7nm")
+    att = run_whatif(WhatIf(operator={"kind": "attention", "heads": 32, "q_len": 2048, "head_dim": 128},
+                            stages=["fuse_elementwise", "flash_attention", {"kv_dtype": "int8"}]), hw).table
+    assert att.loc[2, "dram_bytes"] < att.loc[1, "dram_bytes"] < att.loc[0, "dram_bytes"]
+    assert att.loc[3, "dram_bytes"] < att.loc[2, "dram_bytes"]
+    gemv = run_whatif(WhatIf(operator={"kind": "gemm", "M": 1, "N": 4096, "K": 4096},
+                             stages=[{"weight_dtype": "int8"}, "flash_attention"]), hw).table
+    assert gemv.loc[1, "time_ms"] < gemv.loc[0, "time_ms"] and gemv.loc[1, "binding"] == "hbm"
+    assert "flash_attention does not apply to gemm" in gemv.loc[2, "note"]
+    conv = run_whatif(WhatIf(operator={"kind": "conv", "batch": 8, "resolution": 56, "c_in": 64, "c_out": 64},
+                             stages=["winograd"]), hw).table
+    assert conv.loc[0, "flops"] / conv.loc[1, "flops"] == pytest.approx(2.25)
+    cnn = run_whatif(WhatIf(workload={"name": "resnet50"}, stages=["flash_attention", "fuse_elementwise",
+                                                                  "fuse_elementwise"]), hw).table
+    assert "flash_attention does not apply to resnet50" in cnn.loc[1, "note"]
+    assert "already in force" in cnn.loc[3, "note"] and cnn.loc[3, "time_ms"] == cnn.loc[2, "time_ms"]
+
+
+def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "whatif": {"workload": {"name": "gpt2", "phase": "decode",
+                                                                         "context": 512},
+                                                            "stages": [{"dtype": "fp8"}]}})
+    assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "tiny-whatif" / "whatif.csv")
+    assert list(t["dtype"]) == ["bf16", "fp8"] and t.loc[1, "time_ms"] < t.loc[0, "time_ms"]
+
+
+@pytest.mark.parametrize(("stage", "expect"), [
+    ("fuse", "whatif.stages.1: got 'fuse'; unknown transform 'fuse'; accepted: fuse_elementwise, flash_attention"),
+    ({"sram": 64}, "whatif.stages.1: got {'sram': 64}; unknown transform 'sram'; accepted:"),
+    ({"dtype": "fp7"}, "dtype: got 'fp7'; accepted: fp64, fp32"),
+    ("dtype", "unknown transform 'dtype' (give it a value: {dtype: ...})"),
+    ({"sram_mib": -1}, "sram_mib: got -1; accepted: a number of MiB > 0"),
+])
+def test_bad_stages_are_one_line_errors(tmp_path: Path, capsys, stage, expect: str) -> None:
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "whatif": {"workload": {"name": "gpt2"},
+                                                            "stages": ["flash_attention", stage]}})
+    assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: ") and expect in err and err.count("\n") == 1
+
+
+def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
+    assert main(["whatif", "--workload", "gpt2", "--phase", "decode", "--context", "256", "--stages",
+                 "weight_dtype=int8,sram_mib=64", "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "gpt2-whatif" / "whatif.csv")
+    assert list(t["transform"]) == ["as given", "weight_dtype int8", "sram_mib 64"]
+    assert main(["whatif", "--out", str(tmp_path)]) == 2
+    assert "accepted: dse whatif CONFIG" in capsys.readouterr().err
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
+    assert "no whatif: section" in capsys.readouterr().err
