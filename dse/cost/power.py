@@ -27,7 +27,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, mix_arrays, mix_times
-from dse.predict.network import row_coefficients
+from dse.predict.network import sent_per_op
 from dse.predict.traffic import per_level
 from dse.units import DTYPES
 from dse.workloads.mix import Mix
@@ -113,8 +113,7 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
         parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
     if o.coll_idx.size and d.system is not None:  # chip-to-chip bytes through the SerDes
-        sent = np.zeros(o.n)
-        sent[o.coll_idx] = row_coefficients(o, d.system)[3]
+        sent = sent_per_op(o, d.system)
         e_net = node.energy_pj_per_byte_serdes.value * PJ
         parts["network"] = np.broadcast_to((sent @ member) * e_net, (d.n, member.shape[1])).copy()
     return MixEnergy(time_s=t, parts_j=parts, static_w=static_power(d, node))

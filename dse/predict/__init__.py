@@ -13,7 +13,7 @@ from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
-from dse.predict.network import row_coefficients
+from dse.predict.network import sent_per_op
 from dse.predict.roofline import BatchResult, evaluate, evaluate_times
 from dse.predict.traffic import OpArrays
 from dse.workloads.library import Workload
@@ -96,7 +96,7 @@ class Prediction:
         return s / s.sum()
 
 
-def _single_table(wl: Workload, d: DesignBatch, r: BatchResult) -> pd.DataFrame:
+def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> pd.DataFrame:
     levels = d.level_names
     names = bound_names(levels)
     df = wl.ops.copy()
@@ -118,12 +118,7 @@ def _single_table(wl: Workload, d: DesignBatch, r: BatchResult) -> pd.DataFrame:
         with np.errstate(divide="ignore", invalid="ignore"):
             df[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, flops / r.traffic[0, :, j], np.inf)
     df["t_network_s"] = r.t_network[0] if r.t_network is not None else 0.0
-    sent = np.zeros(len(df))
-    if d.system is not None and (df["coll"] != "").any():
-        o = OpArrays.from_table(wl.ops)
-        sent_sorted = np.zeros(o.n)
-        sent_sorted[o.coll_idx] = row_coefficients(o, d.system)[3]
-        sent = o.to_table_order(sent_sorted[None, :])[0]
+    sent = o.to_table_order(sent_per_op(o, d.system)[None, :])[0] if d.system is not None else 0.0
     df["net_sent_bytes"] = sent  # bytes this chip injects into the network per instance
     df["t_overhead_s"] = r.t_overhead[0]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -179,7 +174,7 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         d = d.with_system(sysm.resized(wl.chips))
     o = OpArrays.from_table(wl.ops)
     r = evaluate(d, o)
-    return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, r), system=d.system,
+    return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, o, r), system=d.system,
                       capacity_bytes=float(d.capacity[0, -1]))
 
 

@@ -202,6 +202,14 @@ def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return o.cache[key]
 
 
+def sent_per_op(o, system) -> np.ndarray:
+    """[O] bytes one chip injects into the network per instance of each op (sorted order; 0 off collectives)."""
+    sent = np.zeros(o.n)
+    if o.coll_idx.size:
+        sent[o.coll_idx] = row_coefficients(o, system)[3]
+    return sent
+
+
 def network_times(d, o) -> np.ndarray:
     """[D, Oc] seconds of each collective row on each design: ``(1/b) @ c_link + (1/B) @ c_inj + alpha``
     with ``b`` = link bandwidth x efficiency and ``B`` = links x ``b`` per network level."""

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
-from dse.units import DTYPE_BYTES, repo_root
+from dse.units import repo_root
 from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
@@ -251,10 +251,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         rows, facts = BUILDERS[family](arch, local, name)
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
-        coll = []
-        if plan.dp > 1 and training and facts.get("params"):
-            coll = [parallel.collective("dp.gradient_all_reduce", "all_reduce", facts["params"] * DTYPE_BYTES[sc.dtype],
-                                        "dp", plan, 1, 1.0)]
+        coll = parallel.gradient_rows(plan, facts, sc.dtype, training)
     if not plan.trivial:
         rows = parallel.per_microbatch(rows, plan) + coll
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),

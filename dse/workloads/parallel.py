@@ -161,11 +161,18 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
         moe_layers = L - arch.moe.dense_layers
         a2a = T * arch.moe.active * h * b
         rows.append(collective("ep.all_to_all", "all_to_all", a2a, "ep", plan, 2 * moe_layers * passes * m, bs))
-    if plan.dp > 1 and training:
-        grads = facts["params"] * b
-        rows.append(collective("dp.gradient_all_reduce", "all_reduce", grads, "dp", plan, 1, 1.0))
-        if plan.zero == 3:
-            rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
+    return rows + gradient_rows(plan, facts, sc.dtype, training)
+
+
+def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool) -> list[dict[str, Any]]:
+    """DP (training, any family): the gradient all-reduce once per step, plus ZeRO-3's parameter
+    all-gathers in forward and backward."""
+    if plan.dp == 1 or not training or not facts.get("params"):
+        return []
+    grads = facts["params"] * DTYPE_BYTES[dtype]
+    rows = [collective("dp.gradient_all_reduce", "all_reduce", grads, "dp", plan, 1, 1.0)]
+    if plan.zero == 3:
+        rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
     return rows
 
 
