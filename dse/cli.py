@@ -319,8 +319,9 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from dse.cost.area import COMPONENTS, area, calibration_table
+    from dse.cost.area import COMPONENTS, area, shoreline
     from dse.cost.cost import unit_cost
+    from dse.cost.dies import calibration_table, fitted_reference
     from dse.cost.power import mix_energy
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import list_templates, load_hardware
@@ -335,14 +336,23 @@ def cmd_area(args: argparse.Namespace) -> int:
         c = unit_cost(d, ar)
         dt = "bf16" if "bf16" in hw.compute.matrix.peak_tflops else next(iter(hw.compute.matrix.peak_tflops))
         p = mix_energy(d, Mix.of([gemm(8192, 8192, 8192, dtype=dt)]), node=ar.node).power_w[0, 0]
+        sh = shoreline(d, ar)
         rows.append({"template": name, "node": hw.process_node, **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
-                     "total_mm2": ar.total[0], "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
+                     "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
+                     "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
                      "gemm_power_w": p, "published_tdp_w": hw.published.tdp_w if hw.published and hw.published.tdp_w
                      else float("nan")})
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-        print("\ndie area: predicted vs published")
-        print(calibration_table().to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
+              "(holdout dies are in no fit)")
+        t = calibration_table()
+        print(t.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        theta = fitted_reference()
+        print(f"\nfit at 7 nm: systolic PE {theta['pe']:.4g} um2 (bf16), "
+              f"scratchpad {theta['scratchpad']:.4g} mm2/MiB; |error| median / max: "
+              + ", ".join(f"{role} LOO {g['loo_err_pct'].abs().median():.1f} / {g['loo_err_pct'].abs().max():.1f} %"
+                          for role, g in t.groupby("role")))
     return 0
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import optuna
 
 from dse.config import StudyConfig, load_study
-from dse.cost.area import area
+from dse.cost.area import AreaBreakdown, area, dram_stacks, shoreline
 from dse.cost.cost import unit_cost
 from dse.cost.power import mix_energy
 from dse.errors import DseError
@@ -147,9 +147,10 @@ def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) 
         raise DseError(exc.message, file=exc.file, field="system") from None
 
 
-def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None) -> dict[str, np.ndarray]:
+def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None,
+              ar: AreaBreakdown | None = None) -> dict[str, np.ndarray]:
     """[D] area (mm2), unit cost (USD) and peak average power over the mix (W)."""
-    ar = area(designs)
+    ar = ar or area(designs)
     return {
         "area_mm2": ar.total,
         "cost_usd": unit_cost(designs, ar).total,
@@ -161,12 +162,16 @@ def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarra
     """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]."""
     times = mix_times(designs, ctx.mix, arrays=ctx.arrays)
     s = mix_score(times, ctx.base_times, ctx.mix.weights)
-    res = resources(designs, ctx.mix, times, ctx.arrays)
+    ar = area(designs)
+    res = resources(designs, ctx.mix, times, ctx.arrays, ar=ar)
     obj = objective_value(ctx.cfg.search.objective, s, res, ctx.base_resources)
     cons, reason = constraints(res, ctx.limits)
     cap, why = capacity_constraint(designs, ctx.mix)
     cons["capacity"] = cap
-    reason = [f"{r}; {w}" if r and w else r or w for r, w in zip(reason, why, strict=True)]
+    sh = shoreline(designs, ar)
+    cons["package"] = sh.stacks_over
+    cons["shoreline"] = sh.edge_over_mm
+    reason = ["; ".join(x for x in parts if x) for parts in zip(reason, why, sh.reasons(), strict=True)]
     return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
                   power_w=res["power_w"], constraints=cons, reason=reason), times
 
@@ -190,10 +195,12 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
+        stacks = dram_stacks(designs)
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
+             "dram_stacks": float(stacks[i]), "dram_bandwidth_tbps_built": float(designs.dram_bandwidth[i] / 1e12),
              "worker": worker}
             for i in range(designs.n)
         ]

@@ -78,4 +78,4 @@ def test_other_subcommands(capsys) -> None:
     assert main(["predict", "llama2-7b", "a100-40gb"]) == 2
     assert main(["area"]) == 0
     out = capsys.readouterr().out
-    assert "predicted vs published" in out and "unit_cost_usd" in out and "v100-sxm" in out
+    assert "leave-one-out" in out and "gc200" in out and "unit_cost_usd" in out and "v100-sxm" in out

@@ -1,20 +1,27 @@
 """Die area of a batch of designs, vectorized, with a per-component breakdown (mm^2).
 
-    area = matrix + vector + sram + noc + dram_phy + dram_controller + serdes + fixed
-    matrix          = max over the MAC array's native modes d of peak_d (TFLOP/s) x dtype factor_d
-                      x (node calibration clock / design clock) x node.matrix_mm2_per_tflops
-                      (a multi-precision array is sized by its most expensive mode; the factor is
-                      1 for bf16/fp16, 0.5 for 8-bit, 2 for tf32 ...; area follows the MAC count)
-    vector          = vector fp32 peak (TFLOP/s) x (calibration clock / clock) x node.vector_mm2_per_tflops
-    sram            = on-chip capacity over all sram levels (MiB) x node.sram_mm2_per_mib
-    noc             = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
-    dram_phy/ctrl   = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
-    serdes          = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
-    fixed           = control, IO and the rest (node.fixed_mm2)
+Two steps: :func:`inventory` counts what a design instantiates (MAC arrays, SRAM by organisation,
+DRAM stacks, links; ``[D]`` arrays), :func:`price` turns counts into mm^2 with the node's sourced
+coefficients. Calibration dies (``dse.cost.dies``) give inventories directly, so the model that
+prices a design is the model fitted and checked on public dies::
 
-The 7 nm coefficients come from the A100 die-shot component areas (LLMCompass, Zhang et al.,
-ISCA 2024); other nodes scale them by logic density, and the 5 nm and 16 nm matrix coefficients are
-fitted on H100 and V100. Every coefficient and its source is in ``hw_templates/nodes/*.yaml``.
+    matrix (simt)     = bf16-eq TFLOP/s x (node calibration clock / clock) x node.matrix_mm2_per_tflops
+                        (GPU tensor cores: a whole-SM coefficient per TFLOP/s; the array is sized by its
+                        costliest native mode, factor 1 for bf16, 0.5 for 8-bit, 2 for tf32 ...)
+    matrix (systolic) = PEs x node.systolic_pe_um2[bf16] x (1 + node.systolic_control_fraction)
+                        PEs = max over native modes d of peak_d / (2 x clock) x pe_um2[d] / pe_um2[bf16]
+                        (a processing element per MAC of the full-rate mode; control = sequencers and
+                        array control, a fraction of the array from the TPU v1 floorplan)
+    vector            = fp32 TFLOP/s x (calibration clock / clock) x node.vector_mm2_per_tflops
+    sram              = scratchpad MiB x node.scratchpad_mm2_per_mib + cache MiB x node.cache_mm2_per_mib
+    noc               = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
+    dram_phy/ctrl     = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
+    serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
+    fixed             = control, IO and the rest (node.fixed_mm2)
+
+The shoreline (:func:`shoreline`) checks that the die edge, from its area and aspect ratio, holds
+the HBM PHYs and SerDes, and that the package holds the stacks. Every coefficient and its source
+is in ``hw_templates/nodes/*.yaml``.
 """
 
 from __future__ import annotations
@@ -22,11 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, Node
-from dse.hardware.templates import list_templates, load_hardware, load_node
+from dse.hardware.templates import load_node
 from dse.units import DTYPE_INDEX, DTYPES, MIB, TERA
 
 COMPONENTS = ("matrix", "vector", "sram", "noc", "dram_phy", "dram_controller", "serdes", "fixed")
@@ -82,7 +88,87 @@ def matrix_tflops_equivalent(d: DesignBatch, node: Node) -> np.ndarray:
     native = d.base.compute.matrix.peak_tflops
     idx = [DTYPE_INDEX[dt] for dt in native]
     factors = np.array([node.matrix_dtype_area_factor.values.get(dt, 1.0) for dt in native])
-    return (d.matrix_peak[:, idx] * factors[None, :]).max(axis=1) / TERA * clock_factor(d, node)
+    return (np.take(d.matrix_peak, idx, axis=1) * factors[None, :]).max(axis=1) / TERA * clock_factor(d, node)
+
+
+def pe_ratio(node: Node, dtype: str) -> float:
+    """PE area of a native mode relative to a bf16 PE (a mode without its own figure counts as bf16)."""
+    pe = node.systolic_pe_um2.values
+    return pe.get(dtype, pe["bf16"]) / pe["bf16"]
+
+
+def systolic_pes(d: DesignBatch, node: Node) -> np.ndarray:
+    """[D] bf16-equivalent processing elements: max over native modes of MACs_d x PE_d / PE_bf16,
+    MACs_d = peak_d / (2 FLOP x clock)."""
+    native = d.base.compute.matrix.peak_tflops
+    idx = [DTYPE_INDEX[dt] for dt in native]
+    ratio = np.array([pe_ratio(node, dt) for dt in native])
+    clock_hz = d.base.compute.clock_ghz * 1e9 * d.clock_scale
+    macs = np.take(d.matrix_peak, idx, axis=1) / (2.0 * clock_hz[:, None])
+    return (macs * ratio[None, :]).max(axis=1)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What a die instantiates, ``[D]`` arrays; :func:`price` turns it into mm^2 at a node."""
+
+    simt_tflops: np.ndarray  # bf16-eq matrix TFLOP/s at the node's calibration clock (simt arrays)
+    systolic_pes: np.ndarray  # bf16-equivalent processing elements (systolic arrays)
+    vector_tflops: np.ndarray  # fp32 vector TFLOP/s at the calibration clock
+    scratchpad_mib: np.ndarray
+    cache_mib: np.ndarray
+    noc_tbps: np.ndarray
+    dram_stacks: np.ndarray
+    serdes_links: np.ndarray  # link equivalents (links x lane factor)
+    ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR channels (calibration dies; designs use HBM stacks)
+    fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
+
+
+def sram_mib(d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
+    """[D] on-chip MiB held as scratchpad and as cache (by each level's ``organization``)."""
+    org = np.array([m.organization == "scratchpad" for m in d.base.memory]) & ~d.offchip
+    cache = ~d.offchip & ~org
+    return d.capacity[:, org].sum(axis=1) / MIB, d.capacity[:, cache].sum(axis=1) / MIB
+
+
+def level_mm2_per_mib(d: DesignBatch, node: Node, j: int) -> float:
+    """mm^2 per MiB of memory level ``j`` (scratchpad or cache density of the node)."""
+    org = d.base.memory[j].organization
+    return (node.scratchpad_mm2_per_mib if org == "scratchpad" else node.cache_mm2_per_mib).value
+
+
+def inventory(d: DesignBatch, node: Node) -> Inventory:
+    """Count what every design of ``d`` instantiates."""
+    systolic = d.base.compute.matrix.style == "systolic"
+    zero = np.zeros(d.n)
+    scratch, cache = sram_mib(d)
+    return Inventory(
+        simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node),
+        systolic_pes=systolic_pes(d, node) if systolic else zero,
+        vector_tflops=np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node),
+        scratchpad_mib=scratch,
+        cache_mib=cache,
+        noc_tbps=noc_bandwidth(d) / TERA,
+        dram_stacks=dram_stacks(d),
+        serdes_links=d.links * link_lane_factor(d),
+    )
+
+
+def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
+    """mm^2 per component of every inventory at ``node`` (the module docstring's formulas)."""
+    return {
+        "matrix": inv.simt_tflops * node.matrix_mm2_per_tflops.value
+        + inv.systolic_pes * node.systolic_pe_um2.values["bf16"] * 1e-6 * (1.0 + node.systolic_control_fraction.value),
+        "vector": inv.vector_tflops * node.vector_mm2_per_tflops.value,
+        "sram": inv.scratchpad_mib * node.scratchpad_mm2_per_mib.value + inv.cache_mib * node.cache_mm2_per_mib.value,
+        "noc": inv.noc_tbps * node.noc_mm2_per_tbps.value,
+        "dram_phy": inv.dram_stacks * node.dram_phy_mm2_per_stack.value,
+        "dram_controller": inv.dram_stacks * node.dram_controller_mm2_per_stack.value
+        + (0.0 if inv.ddr_channels is None else inv.ddr_channels * node.ddr_phy_mm2_per_channel.value),
+        "serdes": inv.serdes_links * node.serdes_mm2_per_link.value,
+        "fixed": np.full(inv.dram_stacks.shape, node.fixed_mm2.value)
+        * (1.0 if inv.fixed_blocks is None else inv.fixed_blocks),
+    }
 
 
 def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
@@ -90,36 +176,8 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
     if isinstance(d, Hardware):
         d = DesignBatch.from_hardware(d)
     node = node or load_node(d.base.process_node)
-    stacks = dram_stacks(d)
-    onchip = ~d.offchip
-    sram_mib = d.capacity[:, onchip].sum(axis=1) / MIB
-    noc_bw = noc_bandwidth(d) / TERA
-    vec_fp32 = np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node)
-    parts = {
-        "matrix": matrix_tflops_equivalent(d, node) * node.matrix_mm2_per_tflops.value,
-        "vector": vec_fp32 * node.vector_mm2_per_tflops.value,
-        "sram": sram_mib * node.sram_mm2_per_mib.value,
-        "noc": noc_bw * node.noc_mm2_per_tbps.value,
-        "dram_phy": stacks * node.dram_phy_mm2_per_stack.value,
-        "dram_controller": stacks * node.dram_controller_mm2_per_stack.value,
-        "serdes": d.links * link_lane_factor(d) * node.serdes_mm2_per_link.value,
-        "fixed": np.full(d.n, node.fixed_mm2.value),
-    }
-    return AreaBreakdown(node=node, parts=parts, dram_stacks=stacks)
-
-
-def calibration_table() -> pd.DataFrame:
-    """Predicted vs published die area for every shipped template that has one."""
-    rows = []
-    for name in list_templates():
-        hw = load_hardware(name)
-        if hw.published is None or hw.published.die_area_mm2 is None:
-            continue
-        pred = area(hw).total_mm2
-        actual = hw.published.die_area_mm2
-        rows.append({"die": name, "node": hw.process_node, "predicted_mm2": pred, "actual_mm2": actual,
-                     "error_pct": (pred / actual - 1) * 100})
-    return pd.DataFrame(rows)
+    inv = inventory(d, node)
+    return AreaBreakdown(node=node, parts=price(inv, node), dram_stacks=inv.dram_stacks)
 
 
 def link_lane_factor(d: DesignBatch) -> np.ndarray:
@@ -129,3 +187,60 @@ def link_lane_factor(d: DesignBatch) -> np.ndarray:
         return np.ones(d.n)
     j = int(np.flatnonzero(d.net_chip_linked)[0])
     return d.net_link_bw[:, j] / (d.base.network.link_bandwidth_gbps * 1e9)
+
+
+def die_sides_mm(area_mm2: np.ndarray, aspect_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """(long, short) side of a rectangular die: long = sqrt(A x r), short = sqrt(A / r)."""
+    a = np.asarray(area_mm2, dtype=float)
+    return np.sqrt(a * aspect_ratio), np.sqrt(a / aspect_ratio)
+
+
+@dataclass(frozen=True)
+class Shoreline:
+    """Die-edge and package checks, ``[D]`` arrays (a value <= 0 holds).
+
+    * ``edge_over_mm`` = stacks x hbm_edge_mm_per_stack + links x serdes_edge_mm_per_link
+      + io_edge_reserve_mm - perimeter, perimeter = 2 (long + short): PHYs sit on the die edge.
+    * ``stacks_over`` = stacks - min(package limit, stacks the two long edges hold), the long edges
+      holding 2 x floor(long / hbm_edge_mm_per_stack): HBM stacks sit beside the die's long sides
+      (A100, H100, MI250X packages).
+    """
+
+    edge_need_mm: np.ndarray
+    perimeter_mm: np.ndarray
+    stacks: np.ndarray
+    max_stacks: np.ndarray
+
+    @property
+    def edge_over_mm(self) -> np.ndarray:
+        return self.edge_need_mm - self.perimeter_mm
+
+    @property
+    def stacks_over(self) -> np.ndarray:
+        return self.stacks - self.max_stacks
+
+    def reasons(self) -> list[str]:
+        """Per design: why it breaks the shoreline or the package ('' when it holds)."""
+        out = []
+        for need, per, st, mx in zip(self.edge_need_mm, self.perimeter_mm, self.stacks, self.max_stacks, strict=True):
+            why = []
+            if st > mx:
+                why.append(f"package: {st:.0f} DRAM stacks > {mx:.0f} the die's long edges and package hold")
+            if need > per:
+                why.append(f"shoreline: PHYs need {need:.0f} mm of die edge > {per:.0f} mm perimeter")
+            out.append("; ".join(why))
+        return out
+
+
+def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
+    """Edge and package checks of every design of ``d`` at its area ``ar`` (see :class:`Shoreline`)."""
+    node = ar.node
+    pkg = d.base.package
+    aspect = pkg.aspect_ratio if pkg else 1.0
+    long, short = die_sides_mm(ar.total, aspect)
+    e_hbm = node.hbm_edge_mm_per_stack.value
+    limit = float(pkg.max_dram_stacks) if pkg and pkg.max_dram_stacks else node.max_dram_stacks.value
+    need = (ar.dram_stacks * e_hbm + d.links * link_lane_factor(d) * node.serdes_edge_mm_per_link.value
+            + node.io_edge_reserve_mm.value)
+    return Shoreline(edge_need_mm=need, perimeter_mm=2.0 * (long + short), stacks=ar.dram_stacks,
+                     max_stacks=np.minimum(limit, 2.0 * np.floor(long / e_hbm + 1e-9)))

@@ -7,7 +7,10 @@ per-operation and per-access view; coefficients per node in ``hw_templates/nodes
                               + sum_levels traffic_l * e_byte[l]
                               + traffic_0 * e_register )
 
-``traffic_l`` is the predictor's traffic across level ``l`` (``dse.predict.traffic``), so more
+``e_flop`` is the node's whole-chip GPU fit for simt designs; a systolic design's matrix ops pay the
+processing-element energy ``energy_pj_per_flop_systolic`` (multiply + accumulate, TPUv4i Table 2) and
+its operand traffic is charged per byte at each level like everyone's. ``traffic_l`` is the
+predictor's traffic across level ``l`` (``dse.predict.traffic``), so more
 on-chip reuse means less energy as well as less time. ``e_byte`` is the node's local-SRAM energy
 for private levels (``instances > 1``), global-SRAM energy for shared on-chip levels and DRAM energy
 for the off-chip level. Static power is the node's leakage fraction of the total at full activity::
@@ -28,6 +31,7 @@ from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, mix_arrays, mix_times
 from dse.predict.network import sent_per_op
+from dse.predict.roofline import on_matrix
 from dse.predict.traffic import per_level
 from dse.units import DTYPES
 from dse.workloads.mix import Mix
@@ -48,11 +52,12 @@ def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
     return np.asarray(out) * PJ
 
 
-def flop_energy(node: Node) -> np.ndarray:
-    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one)."""
+def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
+    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one):
+    the node's whole-chip GPU fit, or with ``systolic`` the energy of a systolic processing element."""
     from dse.units import fallback_dtype
 
-    vals = node.energy_pj_per_flop.values
+    vals = (node.energy_pj_per_flop_systolic if systolic else node.energy_pj_per_flop).values
     out = np.empty(len(DTYPES))
     for i, dt in enumerate(DTYPES):
         mode = fallback_dtype(dt, vals)
@@ -60,10 +65,15 @@ def flop_energy(node: Node) -> np.ndarray:
     return out * PJ
 
 
+def is_systolic(d: DesignBatch) -> bool:
+    return d.base.compute.matrix.style == "systolic"
+
+
 def static_power(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] watts of leakage: f/(1-f) x dynamic power with every unit and level at its peak rate."""
     f = node.leakage_fraction.value
-    peak_dyn = d.peak_flops * flop_energy(node)[d.ref_index] + d.bandwidth @ level_energy_per_byte(d, node)
+    peak_dyn = (d.peak_flops * flop_energy(node, is_systolic(d))[d.ref_index]
+                + d.bandwidth @ level_energy_per_byte(d, node))
     return f / (1.0 - f) * peak_dyn
 
 
@@ -105,7 +115,10 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     t = mix_times(d, mix, arrays=a) if times is None else times
     e_level = level_energy_per_byte(d, node)
     e_reg = node.energy_pj_per_byte_register.value * PJ
-    compute = (o.flops * flop_energy(node)[o.dtype_idx]) @ member
+    per_flop = flop_energy(node)[o.dtype_idx]
+    if is_systolic(d):  # ops on the arrays pay the PE energy; the rest the whole-chip vector figure
+        per_flop = np.where(on_matrix(o, d)[:1], flop_energy(node, True)[o.dtype_idx], per_flop)
+    compute = (o.flops * per_flop) @ member
     parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
     for lv, tr in per_level(d, o):
         per_wl = tr @ member  # [D or 1, W] bytes

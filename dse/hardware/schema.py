@@ -33,6 +33,10 @@ class ComputeUnit(Strict):
     )
     array_rows: int = Field(1, gt=0, description="MAC-array rows (M-side tile of one pass); 1 for vector units")
     array_cols: int = Field(1, gt=0, description="MAC-array columns (N-side tile of one pass)")
+    style: Literal["simt", "systolic"] = Field(
+        "simt", description="Area and energy model of a matrix unit: systolic = priced per processing element "
+        "(PE area and energy from the node); simt = GPU-style tensor cores priced per TFLOP/s (whole-SM fit). "
+        "Vector units are always simt")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of peak on large shapes")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
@@ -69,6 +73,9 @@ class Compute(Strict):
     def _kinds(self) -> Compute:
         if self.matrix.kind != "matrix" or self.vector.kind != "vector":
             raise ValueError("compute.matrix must have kind: matrix and compute.vector kind: vector")
+        if self.vector.style != "simt":
+            raise ValueError(f"vector.style = {self.vector.style!r}; accepted: simt (only compute.matrix may be "
+                             "systolic)")
         return self
 
 
@@ -87,6 +94,9 @@ class MemoryLevel(Strict):
     stack_bandwidth_gbps: float | None = Field(
         None, gt=0, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
     )
+    organization: Literal["cache", "scratchpad"] = Field(
+        "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
+        "scratchpad (software-managed SRAM macros; the node's macro density)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")
@@ -122,6 +132,16 @@ class Network(Strict):
     source: str = Field(min_length=3)
 
 
+class Package(Strict):
+    """Die shape and package limits (the shoreline check of ``dse.cost.area``)."""
+
+    aspect_ratio: float = Field(1.0, gt=0, description="Die long side / short side (1 = square); the edge "
+                                "length that holds DRAM PHYs and SerDes follows from area and this ratio")
+    max_dram_stacks: int | None = Field(None, gt=0, description="DRAM stacks the package/interposer holds "
+                                        "(default: the node's max_dram_stacks)")
+    source: str = Field(min_length=3)
+
+
 class Published(Strict):
     """Public figures of a real chip, used to check the area and power models (not by the models)."""
 
@@ -140,6 +160,7 @@ class Hardware(Strict):
     compute: Compute
     memory: list[MemoryLevel] = Field(min_length=1)
     network: Network | None = None
+    package: Package | None = None
     published: Published | None = None
     source: str = Field(min_length=3, description="Overall provenance of this template")
 
@@ -216,15 +237,26 @@ class Node(Strict):
     matrix_mm2_per_tflops: Coefficient
     matrix_dtype_area_factor: DtypeCoefficient
     vector_mm2_per_tflops: Coefficient
-    sram_mm2_per_mib: Coefficient
+    systolic_pe_um2: DtypeCoefficient
+    systolic_control_fraction: Coefficient
+    sram_bitcell_um2: Coefficient
+    cache_mm2_per_mib: Coefficient
+    scratchpad_mm2_per_mib: Coefficient
     noc_mm2_per_tbps: Coefficient
     dram_phy_mm2_per_stack: Coefficient
     dram_controller_mm2_per_stack: Coefficient
+    ddr_phy_mm2_per_channel: Coefficient
     serdes_mm2_per_link: Coefficient
     fixed_mm2: Coefficient
     reticle_limit_mm2: Coefficient
+    # shoreline and package
+    hbm_edge_mm_per_stack: Coefficient
+    serdes_edge_mm_per_link: Coefficient
+    io_edge_reserve_mm: Coefficient
+    max_dram_stacks: Coefficient
     # energy and power
     energy_pj_per_flop: DtypeCoefficient
+    energy_pj_per_flop_systolic: DtypeCoefficient
     energy_pj_per_byte_register: Coefficient
     energy_pj_per_byte_sram_local: Coefficient
     energy_pj_per_byte_sram_global: Coefficient
@@ -242,10 +274,17 @@ class Node(Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> Node:
-        for name in ("logic_density_mtr_per_mm2", "calibration_clock_ghz", "sram_mm2_per_mib", "matrix_mm2_per_tflops",
-                     "wafer_cost_usd", "yield_alpha", "reticle_limit_mm2"):
+        for name in ("logic_density_mtr_per_mm2", "calibration_clock_ghz", "cache_mm2_per_mib", "matrix_mm2_per_tflops",
+                     "scratchpad_mm2_per_mib", "sram_bitcell_um2", "wafer_cost_usd", "yield_alpha", "reticle_limit_mm2",
+                     "hbm_edge_mm_per_stack", "max_dram_stacks"):
             if not getattr(self, name).value > 0:
                 raise ValueError(f"{name}.value = {getattr(self, name).value}; accepted: a number > 0")
+        pe = self.systolic_pe_um2.values
+        if "bf16" not in pe:
+            raise ValueError("systolic_pe_um2.values needs bf16 (the reference PE); accepted: dtype -> um2 > 0")
+        for dt, v in {**pe, **self.energy_pj_per_flop_systolic.values}.items():
+            if not v > 0:
+                raise ValueError(f"systolic_pe_um2/energy_pj_per_flop_systolic {dt} = {v}; accepted: a number > 0")
         if not self.leakage_fraction.value < 1:
             raise ValueError(f"leakage_fraction.value = {self.leakage_fraction.value}; accepted: 0 <= x < 1")
         return self

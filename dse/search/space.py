@@ -13,7 +13,7 @@ import numpy as np
 import optuna
 
 from dse.config import Space
-from dse.cost.area import area, dram_stacks
+from dse.cost.area import area, dram_stacks, level_mm2_per_mib
 from dse.hardware.designs import DesignBatch
 from dse.units import MIB, TERA
 
@@ -76,18 +76,29 @@ def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2:
     other = np.sum([v for k, v in ar.parts.items() if k not in sized], axis=0)
     avail = np.maximum(total_mm2 - other, 0.0)
     peak = batch.peak_flops * (f[:, 0] * avail) / ar.parts["matrix"]
-    other_sram_mib = (batch.capacity[:, ~batch.offchip].sum(axis=1) - batch.capacity[:, batch.sram_level]) / MIB
-    sram_area_other = other_sram_mib * node.sram_mm2_per_mib.value
-    sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / node.sram_mm2_per_mib.value, 1.0)
+    per_mib = level_mm2_per_mib(batch, node, batch.sram_level)
+    sram_area_other = ar.parts["sram"] - batch.capacity[:, batch.sram_level] / MIB * per_mib
+    sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / per_mib, 1.0)
     per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
     per_stack_bw = batch.dram_bandwidth / np.maximum(dram_stacks(batch), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
 
 
+def whole_stacks(batch: DesignBatch) -> DesignBatch:
+    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the outermost level): a
+    design buys stacks, so it gets all of the bandwidth it pays PHYs for; at least one stack."""
+    level = batch.base.memory[-1]
+    if level.kind != "dram" or level.stack_bandwidth_gbps is None:
+        return batch
+    per = level.stack_bandwidth_gbps * 1e9
+    return batch.with_knobs(dram_bandwidth=np.maximum(np.ceil(batch.dram_bandwidth / per - 1e-9), 1.0) * per)
+
+
 def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | Mapping[str, np.ndarray],
                         space: Space | None = None) -> DesignBatch:
-    """A batch with one design per parameter set (anything a set does not give keeps the base value)."""
+    """A batch with one design per parameter set (anything a set does not give keeps the base value).
+    A searched DRAM bandwidth is rounded up to whole stacks (:func:`whole_stacks`)."""
     if isinstance(params, Mapping):
         cols = {k: np.asarray(v) for k, v in params.items()}
         n = len(next(iter(cols.values())))
@@ -101,6 +112,8 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
         dram_bandwidth=cols["dram_bandwidth_tbps"].astype(float) * TERA if "dram_bandwidth_tbps" in cols else None,
         sram_bytes=cols["sram_mib"].astype(float) * MIB if "sram_mib" in cols else None,
     )
+    if "dram_bandwidth_tbps" in cols:
+        batch = whole_stacks(batch)
     for name, values in cols.items():
         if name in KNOB_SI or name in SPLIT:
             continue

@@ -1,0 +1,72 @@
+"""Area calibration on public dies: the fit, leave-one-out, holdouts and the node files it writes."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.cost import dies
+from dse.hardware.templates import load_node
+
+
+def test_every_die_validates_names_a_source_and_a_role() -> None:
+    all_dies = dies.load_dies()
+    names = [d.name for d in all_dies]
+    assert len(set(names)) == len(names)
+    assert {"calibration", "holdout"} == {d.role for d in all_dies}
+    npu = [d for d in all_dies if not d.template]
+    assert sum(d.role == "calibration" for d in npu) >= 4 and sum(d.role == "holdout" for d in npu) >= 2
+    for d in all_dies:
+        assert len(d.source) > 40, d.name
+        assert d.template or (d.node and d.peak_tflops and d.clock_ghz), d.name
+
+
+@settings(max_examples=40, deadline=None)
+@given(pe=st.floats(200, 5000), sp=st.floats(0.1, 3.0), known=st.lists(st.floats(10, 300), min_size=4, max_size=4))
+def test_fit_recovers_coefficients_that_generated_the_areas(pe: float, sp: float, known: list[float]) -> None:
+    x = np.array([[1e5 * 1e-6, 200.0], [5e4 * 1e-6, 600.0], [2e5 * 1e-6, 50.0], [8e4 * 1e-6, 300.0]])
+    rows = [(xi, k, k + xi @ np.array([pe, sp])) for xi, k in zip(x, known, strict=True)]
+    assert dies.fit(rows) == pytest.approx([pe, sp], rel=1e-6)
+
+
+def test_holdout_dies_never_move_the_fit(monkeypatch) -> None:
+    theta = dies.fitted_reference()
+    absurd = tuple(d.model_copy(update={"die_area_mm2": d.die_area_mm2 * 10}) if d.role == "holdout" else d
+                   for d in dies.load_dies())
+    monkeypatch.setattr(dies, "load_dies", lambda: absurd)
+    assert dies.fitted_reference() == pytest.approx(theta)
+
+
+def test_leave_one_out_refits_without_the_die() -> None:
+    t = dies.calibration_table().set_index("die")
+    npu_cal = t[(t.role == "calibration") & t.model.str.startswith("npu")]
+    # leaving a die out changes its prediction (the fit did see it), holdouts are predicted by the full fit
+    assert (npu_cal.loo_mm2 != npu_cal.fitted_mm2).all()
+    hold = t[t.role == "holdout"]
+    assert (hold.loo_mm2 == hold.fitted_mm2).all()
+    # H100 set its node's tensor-core coefficient, so its leave-one-out takes the other GPUs' instead
+    assert t.loc["h100", "loo_mm2"] != pytest.approx(t.loc["h100", "fitted_mm2"])
+
+
+def test_shipped_node_coefficients_are_the_fit_carried_by_node_scaling() -> None:
+    theta = dies.fitted_reference()
+    ref = load_node(dies.REFERENCE_NODE)
+    for name in ("16nm", "7nm", "5nm", "3nm"):
+        node = load_node(name)
+        assert node.systolic_pe_um2.values["bf16"] == pytest.approx(dies.node_value(node, "pe", theta["pe"], ref), rel=2e-3)
+        assert node.scratchpad_mm2_per_mib.value == pytest.approx(
+            dies.node_value(node, "scratchpad", theta["scratchpad"], ref), rel=2e-3)
+
+
+def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
+    # Regression guard at today's measured figures (issue 14 asks 15 % LOO on calibration and 25 % on holdouts;
+    # not all dies meet it: see docs/area_calibration.md). The old model (GPU cache density and per-TFLOP/s
+    # compute) put GC200 at +170 % and was 2-5x off on every SRAM-rich die.
+    t = dies.calibration_table().set_index("die")
+    npu = t[t.model.str.startswith("npu")]
+    assert npu.loc["gc200", "loo_err_pct"] == pytest.approx(0, abs=5)
+    assert abs(npu.loc["groq-tsp", "loo_err_pct"]) < 15
+    assert abs(npu.loc["dojo-d1", "loo_err_pct"]) < 25
+    assert abs(npu.loc["wse2-core", "loo_err_pct"]) < 25
+    assert npu.loo_err_pct.abs().max() < 45
+    assert npu.loo_err_pct.abs().median() < 25
