@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from dse.hardware.designs import DesignBatch
 from dse.predict import Prediction
 from dse.search.space import base_knobs
 from dse.units import TERA
@@ -118,6 +120,13 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         _md_table(design_df),
         "",
+        "## SRAM, die edge and search bounds",
+        "",
+        *sram_choice_lines(result),
+        *shoreline_lines(result),
+        *([f"- **Bound:** {w}" for w in bound_warnings(cfg.search.space, result.best_params)]
+          or ["- No searched knob sits on a bound of its range"]),
+        "",
         "## Per-workload results on the best design",
         "",
         _md_table(wl_df),
@@ -154,5 +163,81 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
             out.append(f"  ... {len(wl_df) - 12} more workloads in summary.md / workloads.csv")
             break
         out.append(f"  {r['workload']:<45s} {r['base_ms']:9.3f} ms -> {r['best_ms']:9.3f} ms  x{r['speedup_x']:.3f}")
+    out += [f"  warning: {w}" for w in bound_warnings(ctx.cfg.search.space, result.best_params)]
     out.append(f"  results: {result.folder}")
     return "\n".join(out)
+
+
+#: a value within this fraction of its range (in log space for log ranges) counts as "on the bound"
+BOUND_TOL = 0.02
+
+
+def bound_warnings(space, params: dict[str, float]) -> list[str]:
+    """One line per searched parameter whose best value sits on a bound of its range, naming the knob,
+    the bound and a wider range to try (categorical parameters are skipped)."""
+    ranges = {k: (r.low, r.high, r.log) for k, r in space.knobs().items()}
+    ranges.update({p.field: (p.low, p.high, p.log) for p in space.params if p.choices is None})
+    out = []
+    for name, (lo, hi, log) in ranges.items():
+        if name not in params:
+            continue
+        v = float(params[name])
+        f = (np.log(v / lo) / np.log(hi / lo)) if log else (v - lo) / (hi - lo)
+        if f <= BOUND_TOL:
+            out.append(f"best {name} = {v:.4g} sits on its lower bound {lo:g}: the optimum may lie below; "
+                       f"try low: {lo / 2:g}")
+        elif f >= 1 - BOUND_TOL:
+            out.append(f"best {name} = {v:.4g} sits on its upper bound {hi:g}: the optimum may lie above; "
+                       f"try high: {hi * 2:g}")
+    return out
+
+
+def sram_choice_lines(result) -> list[str]:
+    """Why the best design has the SRAM it has: the searched level's organisation and price per MiB,
+    its share of the die, and the score and area of the best design with that level halved and doubled
+    (everything else held)."""
+    from dse.cost.area import level_mm2_per_mib
+    from dse.study import score_designs
+
+    ctx, best = result.ctx, result.best
+    j = best.sram_level
+    level = best.base.memory[j]
+    per_mib = level_mm2_per_mib(best, area_node(best), j)
+    mib = float(best.capacity[0, j]) / 2**20
+    s0, a0 = float(result.best_scored.score[0]), float(result.best_scored.area_mm2[0])
+    lines = [f"- Searched level `{level.name}` is a **{level.organization}** at {per_mib:.3g} mm²/MiB "
+             f"({area_node(best).name}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
+             "of the die"]
+    from dse.cost.area import area
+
+    saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on MAC arrays instead
+    grow = 1.0 + saved / float(area(best).parts["matrix"][0])
+    variants = DesignBatch.stack([best, best, best])
+    variants = variants.with_knobs(sram_bytes=np.array([0.5, 2.0, 0.5]) * mib * 2**20,
+                                   peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, grow]))
+    sc, _ = score_designs(ctx, variants)
+    labels = (f"halved ({0.5 * mib:.1f} MiB)", f"doubled ({2 * mib:.1f} MiB)",
+              f"halved and its {saved:.1f} mm² put into MAC arrays (+{(grow - 1) * 100:.1f} % peak)")
+    for k, label in enumerate(labels):
+        lines.append(f"- With it {label}: score {float(sc.score[k]) / s0 * 100 - 100:+.2f} %, "
+                     f"area {float(sc.area_mm2[k]) - a0:+.1f} mm²"
+                     + ("" if sc.feasible[k] else f" (infeasible: {sc.reason[k]})"))
+    return lines
+
+
+def shoreline_lines(result) -> list[str]:
+    """Die edge and package of the best design: edge needed vs perimeter, stacks vs what fits."""
+    from dse.cost.area import area, shoreline
+
+    best = result.best
+    ar = area(best)
+    sh = shoreline(best, ar)
+    return [f"- Die edge: HBM PHYs, SerDes and host I/O need {float(sh.edge_need_mm[0]):.0f} mm of "
+            f"{float(sh.perimeter_mm[0]):.0f} mm perimeter; {float(sh.stacks[0]):.0f} HBM stacks of at most "
+            f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
+
+
+def area_node(d):
+    from dse.hardware.templates import load_node
+
+    return load_node(d.base.process_node)

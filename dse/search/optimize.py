@@ -73,7 +73,7 @@ def make_sampler(search: Search, worker: int = 0) -> optuna.samplers.BaseSampler
                                field="search.sampler")
             return optuna.samplers.CmaEsSampler(seed=s)
         case "grid":
-            return optuna.samplers.GridSampler(grid(search.space, search.grid_points), seed=s)
+            return AskTellGridSampler(grid(search.space, search.grid_points), seed=s)
     raise DseError(f"got {search.sampler!r}; accepted: tpe, nsga2, cmaes, random, qmc, grid", field="search.sampler")
 
 
@@ -120,6 +120,14 @@ def _counts(study: optuna.Study) -> tuple[int, int]:
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     running = sum(t.state == TrialState.RUNNING for t in trials)
     return len(trials) - running, running
+
+
+class AskTellGridSampler(optuna.samplers.GridSampler):
+    """optuna's grid sampler for the ask/tell loop: optuna's version calls ``study.stop()`` after the last
+    grid point, which raises outside ``study.optimize``; :func:`run` stops at the grid size itself."""
+
+    def after_trial(self, study, trial, state, values) -> None:  # noqa: ANN001 (optuna's signature)
+        return None
 
 
 def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True) -> int:

@@ -1,0 +1,49 @@
+"""summary.md and the console: bound warnings, the SRAM explanation and the die edge."""
+
+import copy
+from pathlib import Path
+
+import pandas as pd
+
+from dse.cli import main
+from dse.config import Param, Range, Space
+from dse.report.summary import bound_warnings
+from tests.conftest import SMALL_STUDY, write_config
+
+
+def test_bound_warnings_name_the_knob_and_the_bound() -> None:
+    space = Space(peak_tflops=Range(low=64, high=1024), sram_mib=Range(low=8, high=256, log=False),
+                  params=[Param(field="compute.clock_ghz", low=0.8, high=2.0),
+                          Param(field="network.links", choices=[4, 8])])
+    lines = bound_warnings(space, {"peak_tflops": 1020.0, "sram_mib": 8.5, "compute.clock_ghz": 1.3,
+                                   "network.links": 4})
+    assert len(lines) == 2
+    assert lines[0].startswith("best peak_tflops = 1020 sits on its upper bound 1024") and "high: 2048" in lines[0]
+    assert lines[1].startswith("best sram_mib = 8.5 sits on its lower bound 8") and "low: 4" in lines[1]
+    assert bound_warnings(space, {"peak_tflops": 300.0, "sram_mib": 100.0}) == []
+
+
+def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) -> None:
+    data = copy.deepcopy(SMALL_STUDY)
+    # a grid over compute and SRAM with the base bandwidth: more compute always helps, so the best sits on 100
+    data["search"].update({"sampler": "grid", "grid_points": 4, "n_trials": 16})
+    data["search"]["space"] = {"peak_tflops": {"low": 64, "high": 100}, "sram_mib": {"low": 8, "high": 64}}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: best peak_tflops" in out and "upper bound 100" in out
+    md = (tmp_path / "tiny" / "summary.md").read_text()
+    assert "**Bound:** best peak_tflops" in md
+    assert "is a **scratchpad** at 0.674 mm²/MiB (7nm)" in md
+    assert "With it halved" in md and "With it doubled" in md and "put into MAC arrays" in md
+    assert "HBM stacks of at most 6" in md or "HBM stacks of at most" in md
+
+
+def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
+    trials = pd.read_csv(tmp_path / "tiny" / "trials.csv")
+    built = trials["dram_bandwidth_tbps_built"] / 0.4096  # HBM2e stacks of 409.6 GB/s
+    assert ((built - built.round()).abs() < 1e-9).all()
+    assert (trials["dram_stacks"] == built.round()).all()
+    assert (trials["dram_bandwidth_tbps_built"] >= trials["dram_bandwidth_tbps"] - 1e-12).all()
