@@ -77,8 +77,23 @@ def coefficient_table(node) -> pd.DataFrame:
     return pd.DataFrame(node.coefficients(), columns=["coefficient", "value", "unit", "confidence", "source"])
 
 
+def infeasible_counts(trials: pd.DataFrame) -> dict[str, int]:
+    """Complete trials that broke each limit (a trial that broke two counts under both), from the
+    ``infeasible_reason`` column: area budget, reticle, cost, power, capacity, package, shoreline."""
+    if "infeasible_reason" not in trials:
+        return {}
+    counts: dict[str, int] = {}
+    for reason in trials.loc[trials["state"] == "COMPLETE", "infeasible_reason"].fillna(""):
+        kinds = set()
+        for clause in filter(None, (c.strip() for c in str(reason).split(";"))):
+            kinds.add("reticle" if "reticle limit" in clause else clause.split()[0].rstrip(":"))
+        for k in kinds:
+            counts[k] = counts.get(k, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figures: list[str],
-                     coef_df: pd.DataFrame) -> str:
+                     coef_df: pd.DataFrame, trials: pd.DataFrame | None = None) -> str:
     ctx = result.ctx
     cfg = ctx.cfg
     base_ridge = float(ctx.base.ridge[0])
@@ -124,6 +139,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         *sram_choice_lines(result),
         *shoreline_lines(result),
+        "- Infeasible trials by limit: " + (", ".join(f"{k} {v}" for k, v in infeasible_counts(trials).items())
+                                            if trials is not None and infeasible_counts(trials) else "none"),
         *([f"- **Bound:** {w}" for w in bound_warnings(cfg.search.space, result.best_params)]
           or ["- No searched knob sits on a bound of its range"]),
         "",

@@ -163,7 +163,7 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
 
     design_df = design_table(ctx.base, result.best, costs)
     coef_df = coefficient_table(costs["base"][0].node)
-    md = summary_markdown(result, design_df, wl_df, figures, coef_df)
+    md = summary_markdown(result, design_df, wl_df, figures, coef_df, trials)
     write_text(folder / "summary.md", md)
     cfg_path = folder / "config.yaml"
     write_report(folder, f"dse study {ctx.cfg.name}", md, figures,

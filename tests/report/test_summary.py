@@ -47,3 +47,13 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     assert ((built - built.round()).abs() < 1e-9).all()
     assert (trials["dram_stacks"] == built.round()).all()
     assert (trials["dram_bandwidth_tbps_built"] >= trials["dram_bandwidth_tbps"] - 1e-12).all()
+    # every infeasible trial carries its reason, and the summary counts them by limit
+    bad = trials[~trials["feasible"] & (trials["state"] == "COMPLETE")]
+    assert (bad["infeasible_reason"].fillna("").str.len() > 0).all()
+    md = (tmp_path / "tiny" / "summary.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("- Infeasible trials by limit: "))
+    if len(bad):
+        assert "none" not in line
+    for kind in ("package", "shoreline"):
+        n = bad["infeasible_reason"].str.contains(f"{kind}:").sum()
+        assert (f"{kind} {n}" in line) if n else (kind not in line)
