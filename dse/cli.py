@@ -81,11 +81,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for m in res.mixes:
         b = best_row(res, mix=m)
         best.append(b)
-        lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps']:.2f} TB/s, "
+        lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
+                     f"({b['dram_stacks']:.0f} stacks), "
                      f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, ridge "
                      f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
                      f"({b['binding_time_share']:.0%} of time)")
-    cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "sram_mib", "ridge_flop_per_byte", "score", "score_per_mm2",
+    cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "dram_stacks", "dram_bandwidth_tbps_built", "sram_mib",
+            "ridge_flop_per_byte", "score", "score_per_mm2",
             "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
     share = res.grid.groupby("mix")["binding"].value_counts(normalize=True).unstack(fill_value=0.0).reset_index()
     files = "\n".join(f"- `{p.name}`" for p in paths)
@@ -347,7 +349,9 @@ def cmd_area(args: argparse.Namespace) -> int:
         print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
               "(holdout dies are in no fit)")
         t = calibration_table()
-        print(t.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        fmt = {c: (lambda v: f"{v:+.1f}") if c.endswith("_pct") else (lambda v: f"{v:.4g}")
+               for c in t.columns if t[c].dtype.kind == "f"}
+        print(t.to_string(index=False, formatters=fmt))
         theta = fitted_reference()
         print(f"\nfit at 7 nm: systolic PE {theta['pe']:.4g} um2 (bf16), "
               f"scratchpad {theta['scratchpad']:.4g} mm2/MiB; |error| median / max: "

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dse.config import StudyConfig
+from dse.cost.area import dram_stacks
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict import bound_names, evaluate
@@ -94,6 +95,7 @@ def _sweep_one(ctx: Context, flat: dict[str, np.ndarray], chunk: int) -> pd.Data
         code, share = binding_ceiling(ctx, d, member)
         parts.append(pd.DataFrame({**params, "score": sc.score, "objective": sc.objective, "area_mm2": sc.area_mm2,
                                    "cost_usd": sc.cost_usd, "power_w": sc.power_w, "ridge_flop_per_byte": d.ridge,
+                                   "dram_stacks": dram_stacks(d), "dram_bandwidth_tbps_built": d.dram_bandwidth / 1e12,
                                    "binding": names[code], "binding_time_share": share,
                                    "feasible": sc.feasible, "infeasible_reason": sc.reason}))
     grid = pd.concat(parts, ignore_index=True)
