@@ -27,54 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
+from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, mix_arrays, mix_times
 from dse.predict.network import sent_per_op
 from dse.predict.roofline import on_matrix
 from dse.predict.traffic import per_level
-from dse.units import DTYPES
 from dse.workloads.mix import Mix
 
-PJ = 1e-12
-
-
-def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
-    """[L] joules per byte crossing each level."""
-    out = []
-    for level in d.base.memory:
-        if level.kind == "dram":
-            out.append(node.energy_pj_per_byte_dram.value)
-        elif level.instances > 1:
-            out.append(node.energy_pj_per_byte_sram_local.value)
-        else:
-            out.append(node.energy_pj_per_byte_sram_global.value)
-    return np.asarray(out) * PJ
-
-
-def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
-    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one):
-    the node's whole-chip GPU fit, or with ``systolic`` the energy of a systolic processing element."""
-    from dse.units import fallback_dtype
-
-    vals = (node.energy_pj_per_flop_systolic if systolic else node.energy_pj_per_flop).values
-    out = np.empty(len(DTYPES))
-    for i, dt in enumerate(DTYPES):
-        mode = fallback_dtype(dt, vals)
-        out[i] = vals[mode] if mode is not None else max(vals.values())
-    return out * PJ
-
-
-def is_systolic(d: DesignBatch) -> bool:
-    return d.base.compute.matrix.style == "systolic"
-
-
-def static_power(d: DesignBatch, node: Node) -> np.ndarray:
-    """[D] watts of leakage: f/(1-f) x dynamic power with every unit and level at its peak rate."""
-    f = node.leakage_fraction.value
-    peak_dyn = (d.peak_flops * flop_energy(node, is_systolic(d))[d.ref_index]
-                + d.bandwidth @ level_energy_per_byte(d, node))
-    return f / (1.0 - f) * peak_dyn
+__all__ = ["PJ", "MixEnergy", "flop_energy", "level_energy_per_byte", "mix_energy", "static_power"]
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ def test_shipped_node_coefficients_are_the_fit_carried_by_node_scaling() -> None
 
 def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     # Regression guard at today's measured figures (issue 14 asks 15 % LOO on calibration dies and 25 % on
-    # holdouts; the holdouts meet it, four calibration dies do not: see docs/area_calibration.md). The old model (GPU cache density and per-TFLOP/s
-    # compute) put GC200 at +170 % and was 2-5x off on every SRAM-rich die.
+    # holdouts; the holdouts meet it, four calibration dies do not: see docs/area_calibration.md). The old
+    # model (GPU cache density and per-TFLOP/s compute) put GC200 at +220 % and Groq at +422 %.
     t = dies.calibration_table().set_index("die")
     npu = t[t.model.str.startswith("npu")]
     assert npu.loc["gc200", "loo_err_pct"] == pytest.approx(0, abs=5)

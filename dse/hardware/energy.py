@@ -1,0 +1,58 @@
+"""Energy coefficients of a design batch at its node: per FLOP, per byte per memory level, leakage.
+
+Shared by the power model (``dse.cost.power``) and the predictor's power cap (a clock that derates
+when an operator would draw more than ``power_limit_w``), so both price the same joules::
+
+    E_op = FLOPs x e_flop[dtype] + sum_l traffic_l x e_byte[l] + traffic_0 x e_register
+    P_static = f_leak / (1 - f_leak) x ( peak FLOP/s x e_flop[ref] + sum_l BW_l x e_byte[l] )
+
+Coefficients and their sources are in ``hw_templates/nodes/*.yaml`` (Horowitz, ISSCC 2014, scaled by
+node; the TPUv4i per-op table for systolic processing elements).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Node
+from dse.units import DTYPES, fallback_dtype
+
+PJ = 1e-12
+
+
+def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
+    """[L] joules per byte crossing each level: DRAM for the off-chip level, local SRAM for private
+    levels (``instances > 1``), global SRAM for shared on-chip levels."""
+    out = []
+    for level in d.base.memory:
+        if level.kind == "dram":
+            out.append(node.energy_pj_per_byte_dram.value)
+        elif level.instances > 1:
+            out.append(node.energy_pj_per_byte_sram_local.value)
+        else:
+            out.append(node.energy_pj_per_byte_sram_global.value)
+    return np.asarray(out) * PJ
+
+
+def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
+    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one):
+    the node's whole-chip GPU fit, or with ``systolic`` the energy of a systolic processing element."""
+    vals = (node.energy_pj_per_flop_systolic if systolic else node.energy_pj_per_flop).values
+    out = np.empty(len(DTYPES))
+    for i, dt in enumerate(DTYPES):
+        mode = fallback_dtype(dt, vals)
+        out[i] = vals[mode] if mode is not None else max(vals.values())
+    return out * PJ
+
+
+def is_systolic(d: DesignBatch) -> bool:
+    return d.base.compute.matrix.style == "systolic"
+
+
+def static_power(d: DesignBatch, node: Node) -> np.ndarray:
+    """[D] watts of leakage: f/(1-f) x dynamic power with every unit and level at its peak rate."""
+    f = node.leakage_fraction.value
+    peak_dyn = (d.peak_flops * flop_energy(node, is_systolic(d))[d.ref_index]
+                + d.bandwidth @ level_energy_per_byte(d, node))
+    return f / (1.0 - f) * peak_dyn
