@@ -18,6 +18,8 @@ for the off-chip level. Static power is the node's leakage fraction of the total
     P_static = f_leak / (1 - f_leak) * ( peak FLOP/s * e_flop[ref] + sum_l BW_l * e_byte[l] )
 
 Average power of a workload = E_dyn / time + P_static; energy per pass = E_dyn + P_static * time.
+Under a ``power_limit_w`` each op's on-chip energy is weighted by its clock fraction squared (the
+voltage follows the clock; ``dse.predict.power_cap``), DRAM and SerDes energy are not.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
-from dse.predict import MixArrays, mix_arrays, mix_times
+from dse.predict import MixArrays, evaluate, mix_arrays, mix_times
 from dse.predict.network import sent_per_op
 from dse.predict.roofline import on_matrix
 from dse.predict.traffic import per_level
@@ -80,10 +82,13 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     per_flop = flop_energy(node)[o.dtype_idx]
     if is_systolic(d):  # ops on the arrays pay the PE energy; the rest the whole-chip vector figure
         per_flop = np.where(on_matrix(o, d)[:1], flop_energy(node, True)[o.dtype_idx], per_flop)
-    compute = (o.flops * per_flop) @ member
+    # under a power cap each op ran at its clock fraction f: on-chip energy x f^2 (dse.predict.power_cap)
+    v2 = np.ones((1, o.n)) if d.base.power_limit_w is None else evaluate(d, o).clock[:, o.perm] ** 2
+    compute = (o.flops * per_flop * v2) @ member
     parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
     for lv, tr in per_level(d, o):
-        per_wl = tr @ member  # [D or 1, W] bytes
+        onchip = v2 if not d.offchip[lv] else 1.0
+        per_wl = (tr * onchip) @ member  # [D or 1, W] bytes (on-chip ones weighted by f^2)
         if lv == 0:
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
         parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()

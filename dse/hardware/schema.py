@@ -160,6 +160,9 @@ class Hardware(Strict):
     compute: Compute
     memory: list[MemoryLevel] = Field(min_length=1)
     network: Network | None = None
+    power_limit_w: float | None = Field(
+        None, gt=0, description="Board power cap (W): an operator whose modelled power exceeds it runs at a lower "
+        "clock (dse.predict.power_cap); e.g. an A100 capped at 330 W")
     package: Package | None = None
     published: Published | None = None
     source: str = Field(min_length=3, description="Overall provenance of this template")

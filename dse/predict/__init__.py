@@ -134,6 +134,7 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> 
     df["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
     df["utilization"] = t_roof / t
     df["fill"] = r.fill[0]
+    df["clock_fraction"] = r.clock[0] if r.clock is not None else 1.0
     kind = np.where(df["bound"] == "compute", "compute-bound",
                     np.where(df["bound"] == "overhead", "overhead-bound",
                              np.where(df["bound"] == "network", "network-bound", "memory-bound")))

@@ -8,6 +8,8 @@ hierarchical form after Yang et al., "Hierarchical Roofline", 2020)::
              t_network )  + t_overhead      (t_overhead = 0 for fused ops)
 
 ``t_network`` is the alpha-beta time of a collective operator (``dse.predict.network``; 0 otherwise).
+With a ``power_limit_w`` the compute term is divided by the op's clock fraction under the cap
+(``dse.predict.power_cap``).
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
 ``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row). The binding
@@ -24,7 +26,8 @@ import numpy as np
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
-from dse.predict.traffic import OpArrays, max_memory_time, traffic
+from dse.predict.power_cap import apply_cap
+from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class BatchResult:
     peak: np.ndarray  # [D, O] raw peak FLOP/s of the unit for the op's dtype
     fill: np.ndarray  # [D, O] MAC-array fill
     t_network: np.ndarray | None = None  # [D, O] collective time (0 for other ops)
+    clock: np.ndarray | None = None  # [D, O] clock fraction under the power cap (1 without one)
 
 
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -83,15 +87,19 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
-    t_roof = np.maximum(np.maximum(t_compute, t_mem.max(axis=2)), t_net)
     t_over = np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
+    clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
+                      ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
+    t_compute = t_compute / clock
+    t_roof = np.maximum(np.maximum(t_compute, t_mem.max(axis=2)), t_net)
     time = t_roof + t_over
     terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
     back = o.to_table_order
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
-                       traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net))
+                       traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net),
+                       clock=back(clock))
 
 
 def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.ndarray:
@@ -104,6 +112,15 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
     rate = peak * eff
     rate *= fill
     t = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
+    if d.base.power_limit_w is not None:  # the compute term at each op's capped clock
+        rest = max_memory_time(d, o, np.zeros_like(t))
+        if o.coll_idx.size:
+            rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
+        t_over = np.where(o.fused, 0.0, d.overhead_s[:, None])
+        t /= apply_cap(d, o, matrix, t, rest, t_over, per_level(d, o))
+        np.maximum(t, rest, out=t)
+        t += t_over
+        return o.to_table_order(t) if table_order else t
     max_memory_time(d, o, t)
     if o.coll_idx.size:
         t[:, o.coll_idx] = np.maximum(t[:, o.coll_idx], network_times(d, o))
