@@ -42,6 +42,7 @@ class DesignBatch:
     bandwidth: np.ndarray  # [D, L] byte/s
     bw_eff: np.ndarray  # [D, L]
     overhead_s: np.ndarray  # [D] seconds per operator launch
+    host_s: np.ndarray  # [D] seconds an eager framework takes to dispatch one operator
     clock_scale: np.ndarray  # [D] clock / the template's clock (peaks already include it)
     links: np.ndarray  # [D] chip-to-chip links
     instances: np.ndarray  # [L] private copies per level
@@ -81,6 +82,7 @@ class DesignBatch:
             bandwidth=rep_levels([m.bandwidth_bps for m in mem]),
             bw_eff=rep_levels([m.efficiency for m in mem]),
             overhead_s=rep(c.launch_overhead_us * 1e-6),
+            host_s=rep(c.eager_overhead_us * 1e-6),
             clock_scale=rep(1.0),
             links=rep(hw.network.links if hw.network else 0),
             instances=np.asarray([m.instances for m in mem], dtype=float),

@@ -61,6 +61,11 @@ class Compute(Strict):
     launch_overhead_us: float = Field(
         0.0, ge=0, description="Fixed time per operator launch/sync (us): the overhead ceiling"
     )
+    eager_overhead_us: float = Field(
+        10.0, ge=0, description="Host time to dispatch one operator from an eager framework (us): an operator of a "
+        "workload run with execution: eager takes at least this long. Default 10 us, low confidence: PyTorch's "
+        "operator micro-benchmarks time ~3.3 us for a trivial CUDA op through the C++ dispatcher alone "
+        "(pytorch/pytorch PR #32194), Python and autograd bookkeeping add to it")
     sync_overhead_us: float = Field(
         0.0, ge=0, description="Extra time of one host-synchronised call timed on its own (us): added to "
         "measurements taken that way (validation rows with timing=isolated), never to a workload"

@@ -8,7 +8,8 @@ hierarchical form after Yang et al., "Hierarchical Roofline", 2020)::
              t_network )  + t_overhead      (t_overhead = 0 for fused ops)
 
 ``t_network`` is the alpha-beta time of a collective operator (``dse.predict.network``; 0 otherwise).
-With a ``power_limit_w`` the compute term is divided by the op's clock fraction under the cap
+An op of an eager workload takes at least the host's dispatch time ``eager_overhead_us`` (the
+overhead ceiling then binds). With a ``power_limit_w`` the compute term is divided by the op's clock fraction under the cap
 (``dse.predict.power_cap``).
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
@@ -93,6 +94,10 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_compute = t_compute / clock
     t_roof = np.maximum(np.maximum(t_compute, t_mem.max(axis=2)), t_net)
     time = t_roof + t_over
+    if o.eager.any():  # the host dispatches eager ops one at a time: each takes at least its dispatch time
+        t_host = np.where(o.eager[None, :], d.host_s[:, None], 0.0)
+        t_over = np.maximum(t_over, t_host - t_roof)
+        time = t_roof + t_over
     terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
@@ -120,9 +125,13 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
         t /= apply_cap(d, o, matrix, t, rest, t_over, per_level(d, o))
         np.maximum(t, rest, out=t)
         t += t_over
+        if o.eager.any():
+            np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
         return o.to_table_order(t) if table_order else t
     max_memory_time(d, o, t)
     if o.coll_idx.size:
         t[:, o.coll_idx] = np.maximum(t[:, o.coll_idx], network_times(d, o))
     t += np.where(o.fused, 0.0, d.overhead_s[:, None])
+    if o.eager.any():
+        np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
     return o.to_table_order(t) if table_order else t

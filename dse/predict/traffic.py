@@ -52,6 +52,7 @@ class OpArrays:
     matrix: np.ndarray  # bool: runs on the matrix unit
     dtype_idx: np.ndarray  # int index into DTYPES
     fused: np.ndarray  # bool
+    eager: np.ndarray  # bool: dispatched one at a time by a host framework
     tiled: slice
     attn: slice
     stream: slice
@@ -94,6 +95,7 @@ class OpArrays:
             matrix=(s["unit"] == "matrix").to_numpy(),
             dtype_idx=s["dtype"].map(DTYPE_INDEX).to_numpy(dtype=int),
             fused=s["fused"].to_numpy(dtype=bool),
+            eager=(s["eager"].to_numpy(dtype=bool) if "eager" in s.columns else np.zeros(len(s), dtype=bool)),
             tiled=slice(bounds[0], bounds[1]), attn=slice(bounds[1], bounds[2]), stream=slice(bounds[2], bounds[3]),
         )
 

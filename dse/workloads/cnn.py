@@ -1,7 +1,9 @@
 """CNN family: a layer list (conv, depthwise conv, pool, fc, norm, activation, residual add) with
 block macros for ResNet bottlenecks (He et al. 2016; v1.5 stride on the 3x3) and MobileNetV2
 inverted residuals (Sandler et al. 2018). Activations are NHWC; batch norm is an inference-time
-per-channel scale and shift.
+per-channel scale and shift. With ``fuse_elementwise`` at inference, a batch norm right after a
+convolution is folded into the convolution's weights and bias (what TensorRT, ONNX Runtime and
+torch.fx's ``fuse_conv_bn_eval`` do), so it leaves no operator; pre-activation norms (DenseNet) stay.
 """
 
 from __future__ import annotations
@@ -206,9 +208,10 @@ class CNNArch(Strict):
 class _Builder:
     """Walks the layer list keeping the running activation shape (h, w, c)."""
 
-    def __init__(self, n: int, h: int, w: int, c: int, dtype: str, fuse: bool) -> None:
+    def __init__(self, n: int, h: int, w: int, c: int, dtype: str, fuse: bool, fold_bn: bool = False) -> None:
         self.n, self.h, self.w, self.c = n, h, w, c
         self.dt, self.fuse = dtype, fuse
+        self.fold_bn = fold_bn  # inference with fused elementwise work: BN after a conv folds into its weights
         self.rows: list[dict[str, Any]] = []
         self.params = 0
         self.saved: list[tuple[int, int, int]] = []
@@ -231,7 +234,8 @@ class _Builder:
         self.rows.append(row)
         if bn:
             self.params += 2 * out
-            self.vector(f"{name}.bn", "norm", "batchnorm")
+            if not self.fold_bn:  # folded: w' = w * gamma / sigma, b' = beta - mu * gamma / sigma, no op left
+                self.vector(f"{name}.bn", "norm", "batchnorm")
         if act != "none":
             self.vector(f"{name}.{act}", "elementwise", act)
 
@@ -474,7 +478,8 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
         raise ValueError(f"{name} is a CNN; accepted phase: forward, training (got {sc.phase})")
     res_h = sc.resolution or arch.input.height
     res_w = sc.resolution or arch.input.width
-    b = _Builder(sc.batch, res_h, res_w, arch.input.channels, sc.dtype, sc.fuse_elementwise)
+    b = _Builder(sc.batch, res_h, res_w, arch.input.channels, sc.dtype, sc.fuse_elementwise,
+                 fold_bn=sc.fuse_elementwise and sc.phase != "training")
     run_layers(b, arch.layers, name)
     rows = b.rows
     if sc.phase == "training":

@@ -134,7 +134,7 @@ def load_description(name: str) -> ModelDescription:
     return desc
 
 
-COMMON = {"phase", "batch", "dtype", "fuse_elementwise"}
+COMMON = {"phase", "batch", "dtype", "fuse_elementwise", "execution"}
 
 
 def accepted_keywords(desc: ModelDescription) -> set[str]:
@@ -142,7 +142,7 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
     a = desc.arch
     match desc.family:
         case "transformer":
-            extra = {"weight_dtype", "fused_attention"}
+            extra = {"weight_dtype", "weight_group", "fused_attention"}
             if a.get("kind") == "decoder":
                 extra |= {"seq", "context", "kv_dtype", "logits"}
             elif a.get("patch"):
@@ -222,11 +222,15 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
         plan = plan.model_copy(update={"microbatches": max(k for k in range(1, plan.pp + 1) if per_replica % k == 0)})
     try:
         rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
+        rows = ops.group_scales(rows, sc.weight_group)
     except ValueError as exc:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
-             "fuse_elementwise": sc.fuse_elementwise}
-    return Workload(name=name, ops=ops.table(rows), scenario=facts, source=desc.source, memory=memory, plan=plan,
+             "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution}
+    table = ops.table(rows)
+    if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
+        table["eager"] = ~table["fused"] & (table["coll"] == "")
+    return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
                     spec=given)
 
 

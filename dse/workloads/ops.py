@@ -15,6 +15,8 @@ Conventions (``../shared/DESIGN.md``):
   ``attention`` (flash-style fused), ``stream`` (each byte once per level).
 * ``fused`` rows run inside their producer's kernel: no launch overhead, and their tensors never
   reach off-chip memory.
+* ``eager`` rows are dispatched one at a time by a host framework (scenario ``execution: eager``):
+  each takes at least the template's ``eager_overhead_us``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ COLUMNS: list[str] = [
     "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
-    "coll", "net_bytes", "group", "stride", "overlap", "scale",
+    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager",
 ]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
@@ -104,6 +106,45 @@ def weight_gemm(name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: 
         rows.append(streaming(f"{name}.dequant", kind="elementwise", elems=batch * K * N, flops_per_elem=2.0,
                               dtype=dtype, count=count, fused=True, read_bytes=0.0, write_bytes=0.0))
     return rows
+
+
+#: bytes stored per quantization group of weight-only quantized weights: a bf16 scale, plus a bf16 zero
+#: point for int4 (gpt-fast quantize.py: per-channel bf16 scales for int8, groupwise 'scales_and_zeros'
+#: for int4; GPTQ/AWQ store the same per group)
+GROUP_BYTES = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}
+#: vector FLOPs per weight element to dequantize: convert and scale (int8, fp8); unpack, convert,
+#: subtract the zero point and scale (int4)
+DEQUANT_FLOPS = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}
+
+
+def group_scales(rows: list[dict[str, Any]], group: int | None) -> list[dict[str, Any]]:
+    """Weight-only quantized GEMMs (rows with a ``.dequant`` sibling) read their per-group scales:
+    ``batch x K/group x N x GROUP_BYTES`` more bytes of B (``group`` None: one group per column, i.e.
+    per-channel scales), and their dequantization pays ``DEQUANT_FLOPS`` per weight element.
+    Raises ``ValueError`` naming ``weight_group`` when a group does not divide a matrix's K."""
+    quantized = {r["name"][: -len(".dequant")] for r in rows if str(r["name"]).endswith(".dequant")}
+    weight_dtype = {r["name"]: r.get("dtype_b", "") for r in rows if r["name"] in quantized}
+    if group is not None and not quantized:
+        raise ValueError(f"weight_group: got {group}; accepted: only with weight-only quantization "
+                         "(weight_dtype narrower than dtype)")
+    out = []
+    for r in rows:
+        r = dict(r)
+        wdt = r.get("dtype_b", "")
+        if r["name"] in quantized and r.get("reuse") == "tiled":
+            K, N, batch = int(r["K"]), int(r["N"]), int(r.get("batch", 1))
+            g = K if group is None else group
+            if K % g:
+                raise ValueError(f"weight_group: got {g}; accepted: a divisor of K = {K} of {r['name']} "
+                                 "(and of every other quantized matrix)")
+            extra = batch * (K // g) * N * GROUP_BYTES.get(wdt, 2.0)
+            r["b_bytes"] = r["b_bytes"] + extra
+            r["bytes_read"] = r["bytes_read"] + extra
+        elif str(r["name"]).endswith(".dequant"):
+            wdt = weight_dtype.get(r["name"][: -len(".dequant")], "")
+            r["flops"] = r["flops"] / 2.0 * DEQUANT_FLOPS.get(wdt, 2.0)
+        out.append(r)
+    return out
 
 
 def conv_out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:
@@ -228,7 +269,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df.columns:
-            df[col] = NET_DEFAULTS.get(col, False if col == "fused" else 0)
+            df[col] = NET_DEFAULTS.get(col, False if col in ("fused", "eager") else 0)
     df = df[COLUMNS]
     df["overlap"] = df["overlap"].astype(bool)
     df["coll"] = df["coll"].fillna("").astype(str)
@@ -241,6 +282,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
         df[col] = df[col].astype("float64")
     df["fused"] = df["fused"].astype(bool)
+    df["eager"] = df["eager"].astype(bool)
     if compact and len(df):
         keys = [c for c in COLUMNS if c not in ("name", "count")]
         df = (

@@ -28,7 +28,13 @@ class Scenario(Strict):
     resolution: int | None = Field(None, gt=0, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
+    weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group "
+                                     "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
+    execution: Literal["graph", "eager"] = Field(
+        "graph", description="graph: operators launched from a captured graph (CUDA graph, XLA), the template's "
+        "launch overhead only; eager: every unfused operator is dispatched by the host framework one at a time, "
+        "so it takes at least the template's eager_overhead_us")

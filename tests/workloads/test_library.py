@@ -1,6 +1,7 @@
 """Operator tables against published FLOP and parameter counts (../shared/reference/model_flops.csv;
 torchvision's "GFLOPS" are multiply-adds, so they are doubled here)."""
 
+import numpy as np
 import pytest
 
 import dse
@@ -231,3 +232,54 @@ def test_diffusion_unet_structure() -> None:
     assert w.scenario["params"] == pytest.approx(859.5e6 - 28e6, rel=0.01)
     cross = w.ops[w.ops["name"].str.endswith("cross_attn")]
     assert set(cross["K"]) == {77}  # cross-attention always attends the 77 text tokens
+
+
+def test_eager_execution_makes_every_unfused_operator_take_the_host_dispatch_time() -> None:
+    graph = dse.workload("bert-base", batch=1, seq=128)
+    eager = dse.workload("bert-base", batch=1, seq=128, execution="eager")
+    assert not graph.ops["eager"].any()
+    assert (eager.ops["eager"] == ~eager.ops["fused"]).all()
+    hw = dse.hardware("a100-80gb")
+    pg, pe = dse.predict(graph, hw), dse.predict(eager, hw)
+    host = hw.compute.eager_overhead_us * 1e-6
+    launched = ~pe.ops["fused"]
+    assert (pe.ops.loc[launched, "time_s"] >= host - 1e-15).all()
+    assert (pe.ops["time_s"] >= pg.ops["time_s"] - 1e-15).all()
+    expect = (np.maximum(pg.ops["time_s"], np.where(launched, host, 0.0)) * pg.ops["count"]).sum()
+    assert pe.time_s == pytest.approx(expect, rel=1e-12)
+    with pytest.raises(DseError) as ei:
+        dse.workload("bert-base", execution="lazy")
+    assert "execution" in str(ei.value) and "'graph' or 'eager'" in str(ei.value)
+
+
+def test_weight_groups_add_their_scales_and_must_divide_k() -> None:
+    kw = {"phase": "decode", "batch": 1, "context": 128}
+    per_channel = dse.workload("llama2-7b", weight_dtype="int4", **kw)
+    g128 = dse.workload("llama2-7b", weight_dtype="int4", weight_group=128, **kw)
+    g32 = dse.workload("llama2-7b", weight_dtype="int4", weight_group=32, **kw)
+    assert per_channel.bytes < g128.bytes < g32.bytes
+    row = g128.ops[g128.ops["name"].str.startswith("layer.qkv_proj") & (g128.ops["reuse"] == "tiled")].iloc[0]
+    ref = per_channel.ops[per_channel.ops["name"] == row["name"]].iloc[0]
+    # (K/128 - 1) more groups per column, a bf16 scale and a bf16 zero point each
+    assert row["b_bytes"] - ref["b_bytes"] == pytest.approx((row["K"] // 128 - 1) * row["N"] * 4.0)
+    deq = g128.ops[g128.ops["name"].str.endswith(".dequant")]
+    assert (deq["flops"] > 0).all()
+    for bad, needle in ((100, "weight_group: got 100; accepted: a divisor of K = 4096"),
+                        (0, "weight_group: got 0; accepted: a number > 0")):
+        with pytest.raises(DseError) as ei:
+            dse.workload("llama2-7b", weight_dtype="int4", weight_group=bad, **kw)
+        assert needle in str(ei.value) and "\n" not in str(ei.value)
+    with pytest.raises(DseError, match="only with weight-only quantization"):
+        dse.workload("llama2-7b", weight_group=128, **kw)
+
+
+def test_batch_norm_after_a_conv_folds_away_at_inference_with_fusion() -> None:
+    plain = dse.workload("resnet50", batch=8)
+    fused = dse.workload("resnet50", batch=8, fuse_elementwise=True)
+    assert (plain.ops["kind"] == "norm").any() and not (fused.ops["kind"] == "norm").any()
+    norms = plain.ops[plain.ops["kind"] == "norm"]
+    assert plain.flops - fused.flops == pytest.approx((norms["flops"] * norms["count"]).sum())
+    train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
+    assert (train.ops["kind"] == "norm").any()  # training keeps its batch statistics
+    dense = dse.workload("densenet121", batch=8, fuse_elementwise=True)
+    assert (dense.ops["kind"] == "norm").any()  # pre-activation norms have no conv before them to fold into
