@@ -384,7 +384,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     atomic_write(out / "validation.csv", lambda p: res.to_csv(p, index=False))
     if (res["status"] == "covered").any():
         scatter(res, out / "validation.png", "predicted vs measured (validation/measurements.csv)")
-    cols = ["id", "metric", "measured", "predicted", "error_pct"]
+    from dse.validate.bands import family_table
+
+    cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 90):
         print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         other = res[res["status"] != "covered"]
@@ -392,8 +394,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("\nnot covered / errors:")
             for _, r in other.iterrows():
                 print(f"  {r['id']}: {r['status']}: {r['reason']}")
+    fam = family_table(res)
+    atomic_write(out / "families.csv", lambda p: fam.to_csv(p, index=False))
+    print("\nerror by family (out of sample: rows whose measurement set no template coefficient; time error = "
+          "predicted / measured time - 1, rates turned into time)")
+    print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     st = error_stats(res)
-    print(f"\n{st['covered']} of {st['rows']} rows covered: median |error| {st['median_abs_error_pct']:.1f} %, "
+    print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |error| {st['median_abs_error_pct']:.1f} %, "
           f"max |error| {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
     return 0
 
@@ -553,6 +560,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per step, "
           f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
+    from dse.validate.bands import band_for
+
+    band = band_for(wl)
+    lo, hi = band.interval(p.time_s)
+    print(f"error band: {band.label()}; the measured step would be {lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
     mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
     print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))

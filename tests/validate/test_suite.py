@@ -62,10 +62,43 @@ def test_missing_column_is_one_line(tmp_path: Path, capsys) -> None:
 def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
     assert main(["validate", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "median |error|" in out and "not covered" in out
+    assert "median |error|" in out and "error by family" in out
     res = pd.read_csv(tmp_path / "validation.csv")
     assert (res["status"] == "covered").sum() >= 20 and (tmp_path / "validation.png").is_file()
     assert set(res["status"]) <= {"covered", "not covered", "error"}
+    fam = pd.read_csv(tmp_path / "families.csv").set_index("family")
+    assert {"gemm", "decode", "cnn", "all"} <= set(fam.index)
+    # rows whose measurement set a template coefficient are in no statistic
+    fitted = res["fitted_into"].fillna("").astype(str).ne("") & res["status"].eq("covered")
+    assert fitted.sum() >= 3
+    assert fam.loc["all", "out_of_sample"] == (res["status"].eq("covered") & ~fitted).sum()
+
+
+def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
+    from dse.validate.bands import bands_from, family_of, family_table, out_of_sample
+
+    res = run_suite(load_measurements())
+    cov = res[res["status"] == "covered"]
+    rate = cov[cov["metric"] != "time_s"].iloc[0]
+    assert rate["time_error_pct"] == pytest.approx((rate["measured"] / rate["predicted"] - 1) * 100)
+    oos = out_of_sample(res)
+    t = family_table(res).set_index("family")
+    for fam, g in oos.groupby("family"):
+        e = g["time_error_pct"]
+        assert t.loc[fam, "p10_time_error_pct"] >= e.min() - 1e-9 and t.loc[fam, "p90_time_error_pct"] <= e.max() + 1e-9
+    bands = bands_from(res)
+    assert bands["gemm"].rows == len(oos[oos["family"] == "gemm"]) and not bands["gemm"].borrowed
+    lo, hi = bands["gemm"].interval(1.0)
+    assert lo <= hi
+    assert family_of(dse.gemm(8, 8, 8)) == "gemm" and family_of(dse.workload("copy:1000")) == "copy"
+    assert family_of(dse.workload("resnet50")) == "cnn" and family_of(dse.workload("bert-base")) == "encoder"
+    assert family_of(dse.workload("llama2-7b", phase="decode")) == "decode"
+
+
+def test_predict_prints_its_error_band(capsys) -> None:
+    assert main(["predict", "resnet50", "a100-80gb", "--batch", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "error band: " in out and "rows out of sample" in out and "the measured step would be" in out
 
 
 def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:

@@ -1,0 +1,110 @@
+"""Error per workload family and the error band every prediction carries.
+
+Families group the validation rows by what limits them (``family_of``): single GEMMs, attention,
+copies, LLM decode and prefill, CNN and encoder inference, training steps, multi-chip rows. A row
+whose measurement set a template coefficient (``fitted_into`` in ``validation/measurements.csv``,
+e.g. the best-GEMM row behind a matrix efficiency) is in-sample: it is listed but left out of every
+error statistic and band. Errors are compared as time errors ``t_predicted / t_measured - 1`` (a rate
+metric such as tokens/s is turned into time first). A family's band is the 10th..90th percentile of
+its out-of-sample time errors; the measured time of a prediction ``t`` of that family is expected in
+``[t / (1 + p90), t / (1 + p10)]`` at that confidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from dse.workloads.library import Workload
+
+FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip")
+MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
+
+
+def family_of(wl: Workload) -> str:
+    """The validation family of a workload (see the module docstring)."""
+    if wl.chips > 1:
+        return "multi-chip"
+    name = wl.name.split(":")[0]
+    if name in ("gemm", "copy", "attention"):
+        return name
+    if name == "elementwise":  # copy:N and other single streaming operators
+        return "copy"
+    phase = wl.scenario.get("phase")
+    if phase in ("decode", "prefill", "training"):
+        return str(phase)
+    if wl.ops["kind"].eq("conv").any():
+        return "cnn"
+    return "encoder"
+
+
+@dataclass(frozen=True)
+class Band:
+    """Percentiles of a family's signed time errors (out of sample), in percent."""
+
+    family: str
+    p10_pct: float
+    p90_pct: float
+    rows: int
+    borrowed: bool = False  # too few rows of its own: the band of all families
+
+    def interval(self, t: float) -> tuple[float, float]:
+        """The truth range for a predicted time ``t``: t / (1 + p90) .. t / (1 + p10)."""
+        return t / (1 + self.p90_pct / 100), t / (1 + self.p10_pct / 100)
+
+    def label(self) -> str:
+        src = "all families" if self.borrowed else self.family
+        return f"{self.p10_pct:+.0f} % .. {self.p90_pct:+.0f} % ({src}, {self.rows} rows out of sample)"
+
+
+def out_of_sample(results: pd.DataFrame) -> pd.DataFrame:
+    """Covered rows whose measurement set no template coefficient."""
+    fitted = results.get("fitted_into", pd.Series("", index=results.index)).fillna("").astype(str)
+    return results[(results["status"] == "covered") & (fitted == "")]
+
+
+def family_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per family: rows (all, out of sample), median and max |time error|, p10 and p90 of the signed time
+    error (percent)."""
+    rows = []
+    oos = out_of_sample(results)
+    for fam in [f for f in FAMILIES if f in set(results["family"])] + ["all"]:
+        sel = results if fam == "all" else results[results["family"] == fam]
+        e = oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float)
+        rows.append({"family": fam, "rows": len(sel), "out_of_sample": e.size,
+                     "median_abs_time_error_pct": float(np.median(np.abs(e))) if e.size else np.nan,
+                     "max_abs_time_error_pct": float(np.max(np.abs(e))) if e.size else np.nan,
+                     "p10_time_error_pct": float(np.percentile(e, 10)) if e.size else np.nan,
+                     "p90_time_error_pct": float(np.percentile(e, 90)) if e.size else np.nan})
+    return pd.DataFrame(rows)
+
+
+def bands_from(results: pd.DataFrame) -> dict[str, Band]:
+    """A band per family (and ``all``) from suite results with a ``family`` column."""
+    t = family_table(results).set_index("family")
+    everyone = Band("all", float(t.loc["all", "p10_time_error_pct"]), float(t.loc["all", "p90_time_error_pct"]),
+                    int(t.loc["all", "out_of_sample"]))
+    out = {"all": everyone}
+    for fam in FAMILIES:
+        if fam in t.index and t.loc[fam, "out_of_sample"] >= MIN_ROWS:
+            out[fam] = Band(fam, float(t.loc[fam, "p10_time_error_pct"]), float(t.loc[fam, "p90_time_error_pct"]),
+                            int(t.loc[fam, "out_of_sample"]))
+        else:
+            out[fam] = Band(fam, everyone.p10_pct, everyone.p90_pct, everyone.rows, borrowed=True)
+    return out
+
+
+@lru_cache(maxsize=1)
+def shipped_bands() -> dict[str, Band]:
+    """Bands from the shipped validation suite with the shipped templates (computed once per process)."""
+    from dse.validate.suite import load_measurements, run_suite
+
+    return bands_from(run_suite(load_measurements()))
+
+
+def band_for(wl: Workload) -> Band:
+    """The error band a prediction of ``wl`` carries."""
+    return shipped_bands()[family_of(wl)]
