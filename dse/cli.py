@@ -409,6 +409,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import numpy as np
+    import pandas as pd
 
     from dse.hardware.templates import load_hardware, templates_dir
     from dse.validate.calibrate import calibrate, calibrated_template
@@ -438,6 +439,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"median |error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
           f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
           f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
+    if not args.no_loo:
+        print("\nby family: median / max |error| (leave-family-out refits without every row of the family)")
+        ft = fit.family_table()
+        show = pd.DataFrame({"family": ft["family"], "rows": ft["rows"], **{
+            label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]
+            for label, c in (("template %", "before_error_pct"), ("fit %", "fit_error_pct"),
+                             ("leave-one-out %", "loo_error_pct"), ("leave-family-out %", "leave_family_out_error_pct"))}})
+        print(show.to_string(index=False))
     out = Path(args.out) if args.out else templates_dir()
     path = out / f"{hw.name}-calibrated.yaml"
     write_yaml(path, calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True))

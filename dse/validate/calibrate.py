@@ -6,12 +6,14 @@ bandwidth efficiency of each memory level, the per-operator overhead, and the ho
 calls timed one at a time (only rows with ``timing=isolated`` see it). Residuals are
 ``ln(predicted / measured)``; scipy's bounded trust-region least squares keeps every fraction in
 (0, 1] and the overhead >= 0. Leave-one-out error (refit without each row, predict it) is reported
-next to the fit error, because a fit always looks good on its own rows.
+next to the fit error, because a fit always looks good on its own rows, and so is leave-one-family-out
+error (refit without every row of the row's family, ``dse.validate.bands.family_of``): the error on a
+kind of workload the fit never saw.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,7 @@ from scipy.optimize import least_squares
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
+from dse.validate.bands import family_of
 from dse.validate.suite import RowCase, case_arrays, case_time, metric_from_time
 
 OVERHEAD_MAX_US = 1000.0
@@ -32,10 +35,28 @@ class Fit:
     loo_error_pct: np.ndarray  # per row, fitted without that row
     before_error_pct: np.ndarray  # per row, with the template's own values
     row_ids: list[str]
+    families: list[str] = field(default_factory=list)
+    lofo_error_pct: np.ndarray | None = None  # per row, fitted without every row of its family
 
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame({"id": self.row_ids, "before_error_pct": self.before_error_pct,
-                             "fit_error_pct": self.fit_error_pct, "loo_error_pct": self.loo_error_pct})
+        lofo = self.lofo_error_pct if self.lofo_error_pct is not None else np.full(len(self.row_ids), np.nan)
+        return pd.DataFrame({"id": self.row_ids, "family": self.families or [""] * len(self.row_ids),
+                             "before_error_pct": self.before_error_pct, "fit_error_pct": self.fit_error_pct,
+                             "loo_error_pct": self.loo_error_pct, "leave_family_out_error_pct": lofo})
+
+    def family_table(self) -> pd.DataFrame:
+        """Per family: rows and the median / max |error| before, fitted, leave-one-out and leave-family-out."""
+        t = self.table()
+        cols = ["before_error_pct", "fit_error_pct", "loo_error_pct", "leave_family_out_error_pct"]
+        rows = []
+        for fam, g in [*t.groupby("family", sort=False), ("all", t)]:
+            rec = {"family": fam, "rows": len(g)}
+            for c in cols:
+                a = g[c].abs()
+                rec[f"median_abs_{c}"] = float(a.median()) if a.notna().any() else np.nan
+                rec[f"max_abs_{c}"] = float(a.max()) if a.notna().any() else np.nan
+            rows.append(rec)
+        return pd.DataFrame(rows)
 
 
 def parameter_names(hw: Hardware) -> list[str]:
@@ -107,12 +128,20 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
     before = pct(rows.predict(x0), rows.measured)
     fitted = pct(rows.predict(x), rows.measured)
     loo_err = np.full(len(cases), np.nan)
+    lofo_err = np.full(len(cases), np.nan)
+    fams = [family_of(c.workload) for c in cases]
     if loo and len(cases) > 1:
         for i in all_idx:
             others = [j for j in all_idx if j != i]
             xi = fit_rows(rows, others, x)
             loo_err[i] = pct(rows.predict(xi, [i])[0], rows.measured[i])
-    return Fit(parameter_names(hw), x, fitted, loo_err, before, [c.id for c in cases])
+        for fam in dict.fromkeys(fams):
+            inside = [j for j in all_idx if fams[j] == fam]
+            rest = [j for j in all_idx if fams[j] != fam]
+            if rest:  # a template measured on one family only has nothing to hold out against
+                xf = fit_rows(rows, rest, x0)
+                lofo_err[inside] = pct(rows.predict(xf, inside), rows.measured[inside])
+    return Fit(parameter_names(hw), x, fitted, loo_err, before, [c.id for c in cases], fams, lofo_err)
 
 
 def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:

@@ -94,3 +94,23 @@ def test_best_design_round_trip_keeps_the_numbers() -> None:
     assert again.peak_flops[0] == pytest.approx(500e12)
     assert again.dram_bandwidth[0] == pytest.approx(3e12)
     assert again.capacity[0, again.sram_level] == pytest.approx(100 * 2**20)
+
+
+NEW_CHIPS = {  # template: (dense bf16 TFLOP/s, DRAM TB/s) from the vendors' datasheets the templates cite
+    "h200": (989.4, 4.8), "b200": (2250, 8.0), "mi300x": (1307.4, 5.3), "gaudi2": (432, 2.46),
+    "gaudi3": (1835, 3.67), "tpu-v5e": (197, 0.819), "tpu-v5p": (459, 2.765),
+}
+
+
+@pytest.mark.parametrize(("name", "figures"), list(NEW_CHIPS.items()))
+def test_more_chips_load_with_their_datasheet_figures_and_sources(name: str, figures: tuple[float, float]) -> None:
+    from dse.hardware.templates import templates_dir
+
+    hw = dse.hardware(name)
+    assert hw.peak_flops / 1e12 == pytest.approx(figures[0], rel=1e-3)
+    assert hw.dram.bandwidth_bps / 1e12 == pytest.approx(figures[1], rel=1e-3)
+    for block in (hw, hw.compute, hw.compute.matrix, hw.compute.vector, *hw.memory):
+        assert len(block.source) > 20
+    text = (templates_dir() / f"{name}.yaml").read_text()
+    assert "../shared" not in text and "hardware.csv" not in text
+    assert dse.predict(dse.gemm(4096, 4096, 4096, dtype="bf16"), hw).time_s > 0

@@ -138,6 +138,14 @@ def test_fit_recovers_known_parameters_from_synthetic_measurements() -> None:
     cal = calibrated_template(hw, fit)
     assert cal.name == "a100-80gb-calibrated" and "calibrated by dse calibrate" in cal.compute.source
     assert cal.compute.matrix.efficiency == pytest.approx(0.71, rel=0.02)
+    # leave-family-out: without the gemm rows nothing pins the matrix efficiency, so the gemm rows miss;
+    # the copy row alone pins the HBM efficiency, so it is recovered from the gemm rows' traffic only
+    both = calibrate(hw, cases, loo=True)
+    ft = both.family_table().set_index("family")
+    assert set(ft.index) == {"gemm", "copy", "all"} and ft.loc["gemm", "rows"] == len(shapes)
+    t = both.table()
+    assert t["leave_family_out_error_pct"].notna().all()
+    assert ft.loc["gemm", "max_abs_leave_family_out_error_pct"] > ft.loc["gemm", "max_abs_loo_error_pct"]
 
 
 def test_calibrate_command_reports_leave_one_out(tmp_path: Path, capsys) -> None:
