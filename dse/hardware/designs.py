@@ -46,6 +46,7 @@ class DesignBatch:
     clock_scale: np.ndarray  # [D] clock / the template's clock (peaks already include it)
     links: np.ndarray  # [D] chip-to-chip links
     instances: np.ndarray  # [L] private copies per level
+    reuse_group: np.ndarray  # [L] private copies pooled for reuse by multicast (1: none)
     offchip: np.ndarray  # [L] bool
     # Multi-chip system (``dse.hardware.system``); N = 0 network levels for a single chip.
     net_links: np.ndarray | None = None  # [D, N] links per chip per network level
@@ -54,7 +55,7 @@ class DesignBatch:
     net_chip_linked: np.ndarray | None = None  # [N] bool: the level uses the chip's own links (``links``)
     system: System | None = None
 
-    STATIC = ("base", "instances", "offchip", "net_chip_linked", "system")
+    STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -86,6 +87,7 @@ class DesignBatch:
             clock_scale=rep(1.0),
             links=rep(hw.network.links if hw.network else 0),
             instances=np.asarray([m.instances for m in mem], dtype=float),
+            reuse_group=np.asarray([min(m.reuse_group, m.instances) for m in mem], dtype=float),
             offchip=np.asarray([m.kind == "dram" for m in mem]),
             net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
             net_chip_linked=np.zeros(0, dtype=bool),

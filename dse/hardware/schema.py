@@ -93,6 +93,9 @@ class MemoryLevel(Strict):
     capacity_gib: float | None = Field(None, gt=0, description="Total capacity, GiB")
     capacity_gb: float | None = Field(None, gt=0, description="Total capacity, decimal GB (1e9 bytes)")
     instances: int = Field(1, gt=0, description="Private copies (e.g. per core); capacity is split evenly")
+    reuse_group: int = Field(
+        1, gt=0, description="Private copies whose tiles are shared by multicast, so the next level out sees their "
+        "pooled capacity as one reuse buffer (Hopper thread-block clusters of 2 SMs with TMA multicast: 2)")
     bandwidth_tbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, TB/s (1e12 byte/s)")
     bandwidth_gbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, GB/s (1e9 byte/s)")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of bandwidth")

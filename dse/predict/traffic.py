@@ -2,7 +2,8 @@
 
 Level ``l`` serves the traffic the storage inside it cannot keep. The reuse capacity ``S`` inside
 level 0 is the register/accumulator storage of one core; inside level ``l >= 1`` it is one instance
-of level ``l-1`` (a private L1 is per core, a shared L2 is whole). Models (``../shared/DESIGN.md``):
+of level ``l-1`` (a private L1 is per core, a shared L2 is whole), or of a cluster of them that
+multicasts its tiles (``reuse_group``). Models (``../shared/DESIGN.md``):
 
 * ``tiled`` (GEMM, conv): square output tiles of side ``t = sqrt(S / (e_a + e_b + e_out))``
   elements, capped by ``M`` and ``N``; A is re-read once per column block and B once per row
@@ -111,10 +112,11 @@ class OpArrays:
 
 
 def inner_capacity(d: DesignBatch) -> np.ndarray:
-    """[D, L] bytes of reuse storage just inside each level (per instance)."""
+    """[D, L] bytes of reuse storage just inside each level: one instance of the level inside, times its
+    ``reuse_group`` (instances that share tiles by multicast, e.g. a Hopper cluster of 2 SMs)."""
     inner = np.empty_like(d.capacity)
     inner[:, 0] = d.reg_bytes
-    inner[:, 1:] = d.capacity[:, :-1] / d.instances[None, :-1]
+    inner[:, 1:] = d.capacity[:, :-1] / d.instances[None, :-1] * d.reuse_group[None, :-1]
     return inner
 
 
