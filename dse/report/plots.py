@@ -308,8 +308,10 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
     return _save(fig, path)
 
 
-def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Path, title: str) -> Path:
-    """Log-log predicted vs measured per metric, with y = x and the +/-10 % band."""
+def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Path, title: str,
+                       band: tuple[float, float] | None = None) -> Path:
+    """Log-log predicted vs measured per metric, with y = x, the +/-10 % band and (``band``, percent) the
+    p10..p90 error band of the out-of-sample rows shaded."""
     fig, ax = plt.subplots(figsize=(6.5, 6))
     for k, (metric, g) in enumerate(cov.groupby("metric")):
         ax.scatter(g["measured"], g["predicted"], s=28, color=f"C{k}", edgecolor="k", lw=0.3,
@@ -318,6 +320,9 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
     hi = float(max(cov["measured"].max(), cov["predicted"].max())) * 2 if len(cov) else 1e3
     xs = np.geomspace(lo, hi, 50)
     ax.plot(xs, xs, "k-", lw=1, label="y = x")
+    if band is not None and np.all(np.isfinite(band)):
+        ax.fill_between(xs, xs * (1 + band[0] / 100), xs * (1 + band[1] / 100), color="C1", alpha=0.15,
+                        label=f"p10..p90 of out-of-sample errors ({band[0]:+.0f} .. {band[1]:+.0f} %)")
     ax.fill_between(xs, xs * 0.9, xs * 1.1, color="0.85", label="±10 %")
     finish(ax, "measured (metric's unit: s, TFLOP/s, token/s, sample/s or GB/s)", "predicted (same unit)", title,
            loc="upper left")

@@ -212,5 +212,8 @@ def error_stats(results: pd.DataFrame) -> dict[str, float]:
 def scatter(results: pd.DataFrame, path: Path, title: str) -> Path:
     """Log-log predicted vs measured of the covered rows (``dse.report.plots.validation_scatter``)."""
     from dse.report.plots import validation_scatter
+    from dse.validate.bands import out_of_sample
 
-    return validation_scatter(results[results["status"] == "covered"], METRICS, path, title)
+    e = out_of_sample(results)["error_pct"].to_numpy(dtype=float)
+    band = (float(np.percentile(e, 10)), float(np.percentile(e, 90))) if e.size else None
+    return validation_scatter(results[results["status"] == "covered"], METRICS, path, title, band)
