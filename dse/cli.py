@@ -400,8 +400,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
           "predicted / measured time - 1, rates turned into time)")
     print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     st = error_stats(res)
-    print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |error| {st['median_abs_error_pct']:.1f} %, "
-          f"max |error| {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
+    print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
+          f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
     return 0
 
 

@@ -20,11 +20,28 @@ def _csv(tmp_path: Path, body: str) -> Path:
     return p
 
 
-def test_statistics_over_covered_rows_only() -> None:
-    res = pd.DataFrame({"status": ["covered", "covered", "covered", "not covered", "error"],
-                        "error_pct": [5.0, -20.0, 1.0, np.nan, np.nan]})
+def test_statistics_over_covered_out_of_sample_rows_only() -> None:
+    res = pd.DataFrame({"status": ["covered", "covered", "covered", "covered", "not covered", "error"],
+                        "time_error_pct": [5.0, -20.0, 1.0, 50.0, np.nan, np.nan],
+                        "fitted_into": ["", "", "", "x100 compute.matrix.efficiency", "", ""]})
     st = error_stats(res)
-    assert st == {"rows": 5, "covered": 3, "median_abs_error_pct": 5.0, "max_abs_error_pct": 20.0}
+    assert st == {"rows": 6, "covered": 3, "median_abs_error_pct": 5.0, "max_abs_error_pct": 20.0}
+
+
+def test_isolated_rows_get_the_harness_time_of_the_other_isolated_rows_only() -> None:
+    from dse.validate.suite import harness_sync_us
+
+    pred = np.array([1e-5, 2e-5, 1e-3, 4e-3])
+    meas = pred + 25e-6  # a 25 us harness on every call
+    s = harness_sync_us(pred, meas)
+    assert s == pytest.approx([25.0] * 4, rel=1e-3)
+    meas2 = meas.copy()
+    meas2[0] += 1e-3  # one odd row moves the others' estimate, never its own
+    s2 = harness_sync_us(pred, meas2)
+    assert s2[0] == pytest.approx(25.0, rel=1e-3) and s2[1] > 25.0
+    res = run_suite(load_measurements())
+    iso = res[res["sync_us_loo"].notna()]
+    assert len(iso) >= 10 and (iso["sync_us_loo"] > 0).all()
 
 
 def test_scenario_parsing() -> None:
@@ -62,7 +79,7 @@ def test_missing_column_is_one_line(tmp_path: Path, capsys) -> None:
 def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
     assert main(["validate", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "median |error|" in out and "error by family" in out
+    assert "median |time error|" in out and "error by family" in out
     res = pd.read_csv(tmp_path / "validation.csv")
     assert (res["status"] == "covered").sum() >= 20 and (tmp_path / "validation.png").is_file()
     assert set(res["status"]) <= {"covered", "not covered", "error"}
