@@ -18,6 +18,9 @@ from dse.units import Dtype
 from dse.workloads.parallel import Plan
 from dse.yamlio import load_yaml
 
+#: a results-folder name: a slug that cannot be '.', '..' or hidden, and cannot leave its folder
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+
 
 class WorkloadEntry(Strict):
     """One workload of the mix: a library model at a scenario, with a weight."""
@@ -33,9 +36,11 @@ class WorkloadEntry(Strict):
     dtype: Dtype | None = None
     kv_dtype: Dtype | None = None
     weight_dtype: Dtype | None = None
+    weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group")
     fused_attention: bool | None = None
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
+    execution: Literal["graph", "eager"] | None = None
     plan: Plan | None = Field(None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, "
                                                 "recompute, overlap (needs a system with enough chips)")
 
@@ -342,7 +347,7 @@ class WhatIf(Strict):
 class WhatIfFile(WhatIf):
     """A what-if of its own (``dse whatif FILE``): a name, the hardware, the subject and the stages."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Results folder name")
+    name: str = Field(pattern=NAME_PATTERN, description="Results folder name (letters, digits, _ . -; <= 64)")
     description: str = ""
     hardware: str = Field(min_length=1, description="Template name or YAML path (relative to this file)")
     output: Output = Output()
@@ -351,7 +356,8 @@ class WhatIfFile(WhatIf):
 class StudyConfig(Strict):
     """A study: a base design, a workload mix, a search, and where results go."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Study name (folder and optuna study)")
+    name: str = Field(pattern=NAME_PATTERN, description="Study name (folder and optuna study): letters, digits, "
+                      "_ . - (not first), <= 64 characters")
     description: str = ""
     base: str | None = Field(None, min_length=1, description="Hardware template name or YAML path (relative to this "
                                                             "file); default: the system's chip")

@@ -66,6 +66,10 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
         return "no such key"
     if kind == "missing":
         return "this field is required"
+    if kind == "finite_number":
+        return "a finite number"
+    if kind == "string_pattern_mismatch":
+        return f"a string matching {ctx.get('pattern', '')}"
     if kind == "literal_error":
         return f"one of {ctx.get('expected', '')}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
@@ -89,6 +93,11 @@ def from_validation_error(
         msg = f"unknown key; accepted: {_accepted(err, model)}{more}"
     elif err["type"] == "missing":
         msg = f"missing; {_accepted(err, model)}{more}"
+    elif err["type"] in ("value_error", "assertion_error") and err["msg"].removeprefix("Value error, ").startswith("@"):
+        # a block's validator naming one of its fields: "@field@message"
+        _, field, text = err["msg"].removeprefix("Value error, ").split("@", 2)
+        loc = f"{loc}.{field}" if loc else field
+        msg = f"{text}{more}"
     elif err["type"] in ("value_error", "assertion_error"):
         msg = f"got {_short(err.get('input'))}; {err['msg'].removeprefix('Value error, ')}{more}"
     else:

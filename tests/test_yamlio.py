@@ -49,3 +49,34 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
         atomic_write(target, boom)
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    ({"name": ".."}, "name: got '..'; accepted: a string matching"),
+    ({"name": "."}, "name: got '.'; accepted: a string matching"),
+    ({"name": "x" * 65}, "accepted: a string matching"),
+    ({"search": {"n_trials": True}}, "search.n_trials: got True; accepted: a number, not true/false"),
+    ({"workloads": [{"name": "resnet50", "weight": float("inf")}]}, "workloads.0.weight: got inf; accepted: a finite"),
+    ({"workloads": [{"name": "resnet50", "weight": float("nan")}]}, "workloads.0.weight: got nan; accepted: a finite"),
+])
+def test_names_that_leave_their_folder_bools_as_numbers_and_non_finite_floats_are_one_line(tmp_path, patch, needle) -> None:
+    import copy
+
+    import yaml
+
+    from dse.config import load_study
+    from dse.errors import DseError
+    from tests.conftest import SMALL_STUDY
+
+    data = copy.deepcopy(SMALL_STUDY)
+    for k, v in patch.items():
+        if isinstance(v, dict):
+            data[k].update(v)
+        else:
+            data[k] = v
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(DseError) as ei:
+        load_study(path)
+    assert needle in str(ei.value) and "\n" not in str(ei.value)
+    assert list(tmp_path.iterdir()) == [path]  # nothing written

@@ -130,9 +130,21 @@ class AskTellGridSampler(optuna.samplers.GridSampler):
         return None
 
 
+#: consecutive failed trials (non-finite objective or constraint) after which a study stops
+MAX_CONSECUTIVE_FAILURES = 50
+
+
+def _finite(values: np.ndarray, constraints: list[float]) -> bool:
+    return bool(np.all(np.isfinite(values))) and all(np.isfinite(c) for c in constraints)
+
+
 def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True) -> int:
     """Ask/evaluate/tell in batches until the study holds ``search.n_trials`` complete trials
-    (counting every worker's). Returns how many trials this call completed."""
+    (counting every worker's). Returns how many trials this call completed.
+
+    A design whose objective or constraints are not finite never reaches the sampler: its trial is
+    told FAIL with the reason in its metrics; after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the
+    study stops with one line naming the most common reason."""
     dists = distributions(search.space)
     target = search.n_trials
     if search.sampler == "grid":
@@ -140,6 +152,7 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     complete, _ = _counts(study)
     bar = tqdm(total=target, initial=complete, desc="search", unit="trial", disable=not progress, leave=False)
     new = 0
+    failures: list[str] = []
     while True:
         complete, running = _counts(study)
         k = min(search.batch_size, target - complete - running)
@@ -150,13 +163,35 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
         names = list(constraints)
         values = np.asarray(values, dtype=float).reshape(len(trials), -1)
         for i, (trial, a) in enumerate(zip(trials, attrs, strict=True)):
-            record(trial, a, [float(constraints[c][i]) for c in names])
+            cons = [float(constraints[c][i]) for c in names]
             v = values[i]
+            if not _finite(v, cons):
+                bad = [n for n, c in zip(names, cons, strict=True) if not np.isfinite(c)]
+                why = "objective " + ", ".join(f"{x:g}" for x in v) if not np.all(np.isfinite(v)) else ""
+                why = "; ".join(filter(None, [why, *(f"constraint {n} not finite" for n in bad)]))
+                trial.set_user_attr(METRICS_ATTR, {**{k2: v2 for k2, v2 in a.items() if _json_ok(v2)},
+                                                   "failed_reason": why})
+                study.tell(trial, state=TrialState.FAIL)
+                failures.append(why)
+                continue
+            failures.clear()
+            record(trial, a, cons)
             study.tell(trial, float(v[0]) if v.size == 1 else [float(x) for x in v])
-        new += k
-        bar.update(k)
+            new += 1
+            bar.update(1)
+        if len(failures) >= MAX_CONSECUTIVE_FAILURES:
+            bar.close()
+            common = max(set(failures), key=failures.count)
+            raise DseError(f"{len(failures)} trials in a row failed (most common: {common}); accepted: inputs that "
+                           "give a finite score, area, cost and power (check workload weights, template fields and "
+                           "search ranges)", field="search")
     bar.close()
     return new
+
+
+def _json_ok(v: object) -> bool:
+    """Whether a metric value can be stored as a JSON user attribute (finite numbers, strings)."""
+    return isinstance(v, str) or (isinstance(v, int | float) and np.isfinite(v))
 
 
 def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
