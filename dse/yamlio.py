@@ -1,7 +1,10 @@
 """Safe YAML in, atomic files out.
 
-The loader is ``yaml.SafeLoader`` (never constructs Python objects, never executes code) with one
-addition: a mapping that repeats a key is an error instead of silently keeping the last value.
+The loader is ``yaml.SafeLoader`` (never constructs Python objects, never executes code) with these
+additions: a mapping that repeats a key is an error instead of silently keeping the last value; the
+file must be UTF-8 text of at most ``MAX_BYTES``; and the document, with every alias expanded, may
+hold at most ``MAX_NODES`` nodes nested at most ``MAX_DEPTH`` deep (an alias bomb or a 2,000-deep
+nesting is one line, not a hang or a traceback).
 Writers go through a temporary file in the same folder and ``os.replace``, so a reader never sees
 half a file and a crash never leaves one behind.
 """
@@ -43,20 +46,74 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+MAX_BYTES = 64 * 1024 * 1024
+MAX_NODES = 2_000_000
+MAX_DEPTH = 64
+
+
+def _expanded_size(root: yaml.Node) -> tuple[int, int]:
+    """(nodes, depth) of the document with every alias expanded, without expanding it: the size of a
+    node shared by aliases is computed once (memoised by identity), iteratively (no recursion)."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        if done or not kids:
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            depth[id(node)] = 1 + max((depth[id(k)] for k in kids), default=0)
+            if size[id(node)] > MAX_NODES or depth[id(node)] > MAX_DEPTH:
+                return size[id(node)], depth[id(node)]
+            continue
+        if len(stack) > 4 * MAX_NODES:
+            return MAX_NODES + 1, 0
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
+    return size[id(root)], depth[id(root)]
+
+
 def load_yaml(path: str | Path) -> Any:
     """Load one YAML file safely; errors name the file and line."""
     path = Path(path)
     if not path.is_file():
         raise DseError("file not found; accepted: an existing YAML file", file=str(path))
+    if path.stat().st_size > MAX_BYTES:
+        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: a YAML file of at most {MAX_BYTES:,} bytes",
+                       file=str(path))
     try:
-        with path.open(encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DseError(f"byte {exc.start} is not UTF-8; accepted: a UTF-8 text file", file=str(path)) from None
+    if "\x00" in text:
+        raise DseError("got a NUL byte (a binary file?); accepted: a UTF-8 text file", file=str(path))
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        nodes, depth = _expanded_size(node)
+        if nodes > MAX_NODES or depth > MAX_DEPTH:
+            raise DseError(f"got a document of more than {min(nodes, MAX_NODES + 1) - 1:,} nodes or "
+                           f"{depth} levels deep once its aliases are expanded; accepted: at most {MAX_NODES:,} "
+                           f"nodes, {MAX_DEPTH} levels", file=str(path))
+        return loader.construct_document(node)
+    except RecursionError:
+        raise DseError(f"nested too deeply to read; accepted: at most {MAX_DEPTH} levels", file=str(path)) from None
     except DseError as exc:
         raise DseError(exc.message, file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise DseError(f"{where}not valid YAML ({getattr(exc, 'problem', exc)})", file=str(path)) from None
+    finally:
+        loader.dispose()
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:

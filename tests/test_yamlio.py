@@ -80,3 +80,24 @@ def test_names_that_leave_their_folder_bools_as_numbers_and_non_finite_floats_ar
         load_study(path)
     assert needle in str(ei.value) and "\n" not in str(ei.value)
     assert list(tmp_path.iterdir()) == [path]  # nothing written
+
+
+def test_alias_bombs_deep_nesting_and_binary_files_are_one_line(tmp_path) -> None:
+    levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    prev = "a"
+    for c in "bcdefghij":  # 9^10 strings once expanded
+        levels.append(f"{c}: &{c} [" + ", ".join([f"*{prev}"] * 9) + "]")
+        prev = c
+    cases = {"bomb.yaml": "\n".join(levels) + "\n", "deep.yaml": "[" * 3000 + "]" * 3000 + "\n"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00name: x\n")
+    needles = {"bomb.yaml": "once its aliases are expanded", "deep.yaml": "nested too deeply",
+               "bin.yaml": "not UTF-8"}
+    for name, needle in needles.items():
+        with pytest.raises(DseError) as ei:  # without the guard the bomb expands to 3.5e9 strings
+            load_yaml(tmp_path / name)
+        assert needle in str(ei.value) and name in str(ei.value) and "\n" not in str(ei.value)
+    small = tmp_path / "alias.yaml"
+    small.write_text("x: &x {a: 1}\ny: *x\n")
+    assert load_yaml(small) == {"x": {"a": 1}, "y": {"a": 1}}  # ordinary aliases still work
