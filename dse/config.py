@@ -16,6 +16,7 @@ from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import Dtype
 from dse.workloads.parallel import Plan
+from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
 from dse.yamlio import load_yaml
 
 #: a results-folder name: a slug that cannot be '.', '..' or hidden, and cannot leave its folder
@@ -29,10 +30,10 @@ class WorkloadEntry(Strict):
     suite: str | None = Field(None, min_length=1, description="A named suite instead of one model (its weights x weight)")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
     phase: Literal["forward", "prefill", "decode", "training"] | None = None
-    batch: int | None = Field(None, gt=0)
-    seq: int | None = Field(None, gt=0)
-    context: int | None = Field(None, gt=0)
-    resolution: int | None = Field(None, gt=0)
+    batch: int | None = Field(None, gt=0, le=MAX_BATCH)
+    seq: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    context: int | None = Field(None, gt=0, le=MAX_TOKENS)
+    resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION)
     dtype: Dtype | None = None
     kv_dtype: Dtype | None = None
     weight_dtype: Dtype | None = None
@@ -87,6 +88,8 @@ class Param(Strict):
             raise ValueError("give low and high (a range) or choices (a list)")
         elif not self.low < self.high:
             raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        elif self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
+            raise ValueError(f"@low@got {self.low:g}..{self.high:g}; accepted: whole numbers for type: int")
         return self
 
 
@@ -137,7 +140,7 @@ class Search(Strict):
     sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc", "grid"] | None = Field(
         None, description="Default: tpe for one objective, nsga2 for several")
     grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Sampler seed (worker k uses seed + k)")
     objective: Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"] = "score"
     objectives: list[ObjectiveName] | None = Field(
         None, min_length=2, description="Several objectives -> a Pareto front (e.g. [score, area_mm2])")
@@ -172,8 +175,8 @@ def parse_ratio(text: str) -> float:
         a, b = (float(x) for x in str(text).split(":"))
     except ValueError:
         raise ValueError("accepted: a ratio like 1:1 or 1:2") from None
-    if not (a > 0 and b > 0):
-        raise ValueError("accepted: a ratio of positive numbers, e.g. 1:2")
+    if not (0 < a < float("inf") and 0 < b < float("inf")):
+        raise ValueError("accepted: a ratio of positive finite numbers, e.g. 1:2")
     return b / a
 
 

@@ -47,6 +47,9 @@ class SweepResult:
 def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int) -> dict[str, np.ndarray]:
     """Grid values per knob: the search space's ranges, or the base value when a knob is not searched."""
     kb = base_knobs(ctx.base)
+    if points * points * sram_points > MAX_DESIGNS:
+        raise DseError(f"got {points} x {points} x {sram_points} = {points * points * sram_points:,} designs; "
+                       f"accepted: at most {MAX_DESIGNS:,} (fewer --points)", field="--points")
     out = {}
     for knob, n in (("peak_tflops", points), ("dram_bandwidth_tbps", points), ("sram_mib", sram_points)):
         r = getattr(cfg.search.space, knob)
@@ -106,11 +109,12 @@ def _sweep_one(ctx: Context, flat: dict[str, np.ndarray], chunk: int) -> pd.Data
 def run_sweep(ctx: Context | dict[str, Context], axes: dict[str, np.ndarray], chunk: int = 4096) -> SweepResult:
     """Score every grid point of every mix (``chunk`` designs per vectorized call)."""
     ctxs = ctx if isinstance(ctx, dict) else {ONE_MIX: ctx}
-    P, B, S = np.meshgrid(axes["peak_tflops"], axes["dram_bandwidth_tbps"], axes["sram_mib"], indexing="ij")
-    n = P.size * len(ctxs)
+    per_mix = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"])
+    n = per_mix * len(ctxs)  # counted before anything is allocated
     if n > MAX_DESIGNS:
-        raise DseError(f"the grid has {n:,} designs ({P.size:,} per mix x {len(ctxs)} mix(es)); accepted: at most "
+        raise DseError(f"the grid has {n:,} designs ({per_mix:,} per mix x {len(ctxs)} mix(es)); accepted: at most "
                        f"{MAX_DESIGNS:,} (fewer --points)", field="--points")
+    P, B, S = np.meshgrid(axes["peak_tflops"], axes["dram_bandwidth_tbps"], axes["sram_mib"], indexing="ij")
     if chunk < 1:
         raise DseError(f"got {chunk}; accepted: a positive integer", field="--chunk")
     flat = {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(), "sram_mib": S.ravel()}

@@ -79,3 +79,48 @@ def test_other_subcommands(capsys) -> None:
     assert main(["area"]) == 0
     out = capsys.readouterr().out
     assert "leave-one-out" in out and "gc200" in out and "unit_cost_usd" in out and "v100-sxm" in out
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    (lambda d: d["search"].update(seed=-1), "search.seed: got -1; accepted: a number >= 0"),
+    (lambda d: d["workloads"][0].update(batch=2**62), "workloads.0.batch: got 4611686018427387904; accepted: a number <="),
+    (lambda d: d["workloads"].__setitem__(0, {"name": "copy:0"}), "accepted: copy:N with 0 < N"),
+    (lambda d: d["search"]["space"].update(params=[{"field": "network.links", "low": 0.2, "high": 0.9, "type": "int"}]),
+     "search.space.params.0.low: got 0.2..0.9; accepted: whole numbers for type: int"),
+])
+def test_out_of_range_inputs_are_one_line_before_anything_runs(tmp_path, capsys, patch, needle) -> None:
+    import copy
+
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    patch(data)
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_impossible_ratio_and_oversized_sweep_are_one_line(tmp_path, capsys) -> None:
+    from tests.conftest import SMALL_STUDY, write_config
+
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["compare", str(cfg), "--ratios", "1:inf,1:1", "--out", str(tmp_path)]) == 2
+    assert "--ratios: got '1:inf'; accepted: a ratio of positive finite numbers" in capsys.readouterr().err
+    assert main(["sweep", str(cfg), "--points", "100000", "--out", str(tmp_path)]) == 2
+    assert "--points: got 100000 x 100000" in capsys.readouterr().err
+
+
+def test_a_searched_field_with_tiny_values_still_writes_its_best_design(tmp_path) -> None:
+    import copy
+
+    import dse
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"]["space"]["params"] = [{"field": "compute.register_kib_per_core", "low": 1e-6, "high": 2e-6}]
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
+    hw = dse.hardware(tmp_path / "tiny" / "best_design.yaml")
+    assert 1e-6 <= hw.compute.register_kib_per_core <= 2e-6

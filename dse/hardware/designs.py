@@ -16,6 +16,11 @@ from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
 
+def _sig(x: float) -> float:
+    """``x`` to 9 significant digits (a tiny positive value stays positive, unlike round(x, 6))."""
+    return float(f"{x:.9g}")
+
+
 def _peak_vector(peaks: dict[str, float]) -> np.ndarray:
     """Per-dtype peak in FLOP/s in ``DTYPES`` order; a missing mode takes the next wider native one."""
     out = np.full(len(DTYPES), np.nan)
@@ -287,8 +292,8 @@ class DesignBatch:
         clock_scale = float(self.clock_scale[i])
         comp["clock_ghz"] = round(base.compute.clock_ghz * clock_scale, 6)
         comp["vector"]["peak_tflops"] = {k: round(v * clock_scale, 6) for k, v in base.compute.vector.peak_tflops.items()}
-        comp["register_kib_per_core"] = round(float(self.reg_bytes[i]) / 1024, 6)
-        comp["launch_overhead_us"] = round(float(self.overhead_s[i]) * 1e6, 6)
+        comp["register_kib_per_core"] = _sig(float(self.reg_bytes[i]) / 1024)
+        comp["launch_overhead_us"] = _sig(float(self.overhead_s[i]) * 1e6)
         comp["matrix"]["array_rows"] = int(round(float(self.array_rows[i])))
         comp["matrix"]["array_cols"] = int(round(float(self.array_cols[i])))
         comp["matrix"]["efficiency"] = float(self.matrix_eff[i])
@@ -301,9 +306,9 @@ class DesignBatch:
         for j, level in enumerate(data["memory"]):
             for key in ("capacity_mib", "capacity_gib", "capacity_gb", "bandwidth_tbps", "bandwidth_gbps"):
                 level.pop(key, None)
-            level["capacity_mib"] = round(float(self.capacity[i, j]) / 1024**2, 6)
+            level["capacity_mib"] = _sig(float(self.capacity[i, j]) / 1024**2)
             level["efficiency"] = float(self.bw_eff[i, j])
-            level["bandwidth_tbps"] = round(float(self.bandwidth[i, j]) / TERA, 6)
+            level["bandwidth_tbps"] = _sig(float(self.bandwidth[i, j]) / TERA)
             orig = base.memory[j]
             if (
                 abs(level["capacity_mib"] * 1024**2 - orig.capacity_bytes) > 1

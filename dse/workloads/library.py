@@ -192,14 +192,18 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     if name.startswith("copy:"):
         try:
             n = int(float(name[5:]))
-        except ValueError:
+        except (ValueError, OverflowError):
             raise DseError(f"got {name!r}; accepted: copy:N with N elements") from None
+        if not 0 < n <= 2**50:
+            raise DseError(f"got {name!r}; accepted: copy:N with 0 < N <= 2^50 elements")
         return elementwise(n, dtype=scenario.get("dtype", "fp32"), flops_per_elem=0.0)
     if name.startswith("gemm:"):
         try:
             m, n, k = (int(x) for x in name[5:].lower().split("x"))
         except ValueError:
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
+        if not all(0 < v <= 2**24 for v in (m, n, k)):
+            raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
         return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
     desc = load_description(name)
     given = {k: v for k, v in scenario.items() if v is not None}

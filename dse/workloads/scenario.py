@@ -11,6 +11,11 @@ from dse.units import Dtype
 
 Phase = Literal["forward", "prefill", "decode", "training"]
 
+#: physical ranges of a scenario (beyond them counts overflow and no real deployment runs)
+MAX_BATCH = 2**20  # sequences or images per pass
+MAX_TOKENS = 2**24  # 16 M tokens of sequence or KV cache
+MAX_RESOLUTION = 2**16  # pixels per image side
+
 
 class Scenario(Strict):
     """One way to run a model. The same model at another scenario is another workload entry.
@@ -22,10 +27,10 @@ class Scenario(Strict):
     """
 
     phase: Phase | None = Field(None, description="forward | prefill | decode | training (default: the model's)")
-    batch: int = Field(1, gt=0, description="Sequences or images per pass")
-    seq: int | None = Field(None, gt=0, description="Tokens per sequence (forward/prefill)")
-    context: int | None = Field(None, gt=0, description="KV-cache length in tokens (decode)")
-    resolution: int | None = Field(None, gt=0, description="Image side in pixels (CNN/ViT)")
+    batch: int = Field(1, gt=0, le=MAX_BATCH, description="Sequences or images per pass")
+    seq: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Tokens per sequence (forward/prefill)")
+    context: int | None = Field(None, gt=0, le=MAX_TOKENS, description="KV-cache length in tokens (decode)")
+    resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group "
