@@ -220,8 +220,35 @@ def study_meta(cfg: StudyConfig) -> dict:
             "seed": cfg.search.seed, "created_utc": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
+def check_output_root(root: Path) -> Path:
+    """The output folder, refused when it is a filesystem root or the package's own checkout (results
+    would be written among system or source files)."""
+    from dse.units import repo_root
+
+    resolved = Path(root).expanduser().resolve()
+    if resolved == Path(resolved.anchor):
+        raise DseError(f"got {str(root)!r}; accepted: a folder below the filesystem root (e.g. results)",
+                       field="output.dir")
+    if resolved == repo_root().resolve():
+        raise DseError(f"got {str(root)!r} (the dse checkout itself); accepted: a folder inside it or elsewhere "
+                       "(e.g. results)", field="output.dir")
+    return resolved
+
+
+def clean_stale_temps(folder: Path) -> int:
+    """Remove temporary files an interrupted atomic write left in ``folder`` (``.NAME.*.tmp*``)."""
+    n = 0
+    for tmp in folder.glob(".*.tmp*"):
+        if tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
 def results_folder(root: Path, name: str, resume: bool) -> Path:
-    """``root/name`` for a new study; a new ``name-N`` if that exists; the latest one with ``resume``."""
+    """``root/name`` for a new study; a new ``name-N`` if that exists; the latest one with ``resume``
+    (its interrupted writes' temporary files removed). The folder always lies inside ``root``."""
+    root = check_output_root(root)
     existing = sorted(
         [p for p in root.glob(f"{name}*") if p.is_dir() and (p.name == name or p.name[len(name):].lstrip("-").isdigit())],
         key=lambda p: int(p.name[len(name):].lstrip("-") or 1),
@@ -230,11 +257,16 @@ def results_folder(root: Path, name: str, resume: bool) -> Path:
         if not existing:
             raise DseError(f"nothing to resume in {root}; accepted: run without --resume first",
                            field=f"{root}/{name}")
+        clean_stale_temps(existing[-1])
         return existing[-1]
     if not existing:
-        return root / name
-    last = int(existing[-1].name[len(name):].lstrip("-") or 1)
-    return root / f"{name}-{last + 1}"
+        folder = root / name
+    else:
+        last = int(existing[-1].name[len(name):].lstrip("-") or 1)
+        folder = root / f"{name}-{last + 1}"
+    if folder.resolve().parent != root:
+        raise DseError(f"got name {name!r}; accepted: a name that stays inside {root}", field="name")
+    return folder
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,11 @@ def trials_frame(study) -> pd.DataFrame:
 
 
 def write_csv(path: Path, df: pd.DataFrame) -> Path:
+    """Write ``df`` atomically; infinities become empty cells (a CSV holds no inf)."""
+    num = df.select_dtypes(include="number")
+    if len(num.columns) and np.isinf(num.to_numpy(dtype=float)).any():
+        df = df.copy()
+        df[num.columns] = num.replace([np.inf, -np.inf], np.nan)
     return atomic_write(path, lambda p: df.to_csv(p, index=False))
 
 

@@ -262,3 +262,22 @@ def test_budget_split_searches_the_ratio_at_a_fixed_area(tmp_path: Path) -> None
     assert max(areas) <= 700 * 1.01 and min(areas) > 500  # every split spends (almost) the whole budget
     ridges = [m["ridge_flop_per_byte"] for m in trials]
     assert max(ridges) / min(ridges) > 3  # the split explores different compute:bandwidth ratios
+
+
+def test_output_dir_may_not_be_the_filesystem_root_or_the_checkout(tmp_path: Path, small_config: Path, capsys) -> None:
+    from dse.units import repo_root
+
+    for bad in ("/", str(repo_root())):
+        assert main(["run", str(small_config), "--out", bad]) == 2
+        err = capsys.readouterr().err
+        assert "output.dir" in err and err.count("\n") == 1
+
+
+def test_resume_removes_temporary_files_an_interrupted_write_left(tmp_path: Path, small_config: Path) -> None:
+    assert main(["run", str(small_config), "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "tiny"
+    stale = folder / ".trials.csv.abc123.tmp.csv"
+    stale.write_text("")
+    assert main(["run", str(small_config), "--out", str(tmp_path), "--resume", "--trials", "32"]) == 0
+    assert not stale.exists()
+    assert not list(folder.glob(".*.tmp*"))
