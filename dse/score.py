@@ -1,6 +1,6 @@
 """Mix score, objectives and constraints of a design batch.
 
-Score of design ``d`` on a mix (``../shared/DESIGN.md``): the weighted geometric mean over
+Score of design ``d`` on a mix (``docs/design.md``): the weighted geometric mean over
 workloads ``w`` of throughput relative to the base design::
 
     score_d = exp( sum_w weight_w * ln(T_base,w / T_d,w) )       (weights sum to 1)

@@ -1,6 +1,6 @@
 """The hierarchical roofline: time of every op on every design, and which ceiling binds it.
 
-For op ``o`` on design ``d`` (``../shared/DESIGN.md``; Williams, Waterman & Patterson, CACM 2009;
+For op ``o`` on design ``d`` (``docs/design.md``; Williams, Waterman & Patterson, CACM 2009;
 hierarchical form after Yang et al., "Hierarchical Roofline", 2020)::
 
     t = max( FLOPs / (P_unit,dtype * eta_unit * u_array),

@@ -3,7 +3,7 @@
 Level ``l`` serves the traffic the storage inside it cannot keep. The reuse capacity ``S`` inside
 level 0 is the register/accumulator storage of one core; inside level ``l >= 1`` it is one instance
 of level ``l-1`` (a private L1 is per core, a shared L2 is whole), or of a cluster of them that
-multicasts its tiles (``reuse_group``). Models (``../shared/DESIGN.md``):
+multicasts its tiles (``reuse_group``). Models (``docs/design.md``):
 
 * ``tiled`` (GEMM, conv): square output tiles of side ``t = sqrt(S / (e_a + e_b + e_out))``
   elements, capped by ``M`` and ``N``; A is re-read once per column block and B once per row

@@ -1,6 +1,6 @@
 """Operator rows and the operator table (a pandas DataFrame, one row per distinct operator).
 
-Conventions (``../shared/DESIGN.md``):
+Conventions (``docs/design.md``):
 
 * FLOPs: a multiply-add is 2 FLOPs. ``flops`` is the work of one instance of the row, all of its
   ``batch`` sub-problems included; ``count`` repeats the row (layers, repeated blocks).
@@ -45,7 +45,7 @@ KINDS = ("gemm", "conv", "attention", "elementwise", "norm", "softmax", "embeddi
          "collective")
 
 #: FLOPs per output element of vector operators as common kernels compute them (approximate;
-#: the published model FLOP counts in ../shared/reference/model_flops.csv cover matrix work only).
+#: the published model FLOP counts in docs/reference/model_flops.csv cover matrix work only).
 VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "add": 1.0,          # residual add
     "mul": 1.0,

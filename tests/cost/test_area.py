@@ -12,7 +12,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
 from tests.cost.growth import grown_pair
 
-# Die areas from ../shared/reference/hardware.csv (docs/reference: area)
+# Die areas from docs/reference/hardware.csv (docs/reference: area)
 DIES = {"a100-80gb": 826.0, "h100-sxm": 814.0, "v100-sxm": 815.0}
 
 

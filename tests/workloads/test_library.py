@@ -1,4 +1,4 @@
-"""Operator tables against published FLOP and parameter counts (../shared/reference/model_flops.csv;
+"""Operator tables against published FLOP and parameter counts (docs/reference/model_flops.csv;
 torchvision's "GFLOPS" are multiply-adds, so they are doubled here)."""
 
 import numpy as np
