@@ -411,7 +411,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from dse.hardware.templates import load_hardware, templates_dir
+    from dse.hardware.templates import load_hardware
     from dse.validate.calibrate import calibrate, calibrated_template
     from dse.validate.suite import NotCoveredError, load_measurements, prepare_row
     from dse.yamlio import write_yaml
@@ -434,8 +434,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"  {name:<18s} {v:.4g}")
     t = fit.table()
     print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
-    ab = lambda a: float(np.nanmedian(np.abs(a)))  # noqa: E731
-    mx = lambda a: float(np.nanmax(np.abs(a)))  # noqa: E731
+    ab = lambda a: float(np.nanmedian(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
+    mx = lambda a: float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
     print(f"median |error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
           f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
           f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
@@ -447,8 +447,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             for label, c in (("template %", "before_error_pct"), ("fit %", "fit_error_pct"),
                              ("leave-one-out %", "loo_error_pct"), ("leave-family-out %", "leave_family_out_error_pct"))}})
         print(show.to_string(index=False))
-    out = Path(args.out) if args.out else templates_dir()
-    path = out / f"{hw.name}-calibrated.yaml"
+    path = Path(args.out) / f"{hw.name}-calibrated.yaml"
     write_yaml(path, calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True))
     print(f"calibrated template: {path}")
     return 0
@@ -582,6 +581,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="dse", description="Design-space exploration for AI chips")
+    ap.add_argument("--version", action="version", version=f"dse {package_version()}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_run_args(sub.add_parser("run", help="run a study config"))
@@ -632,7 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("calibrate", help="fit a template's efficiencies and overheads to measurements")
     cp.add_argument("template", help="template name or YAML path")
     cp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
-    cp.add_argument("--out", help="folder for <name>-calibrated.yaml (default: next to the shipped templates)")
+    cp.add_argument("--out", default="results/calibrate",
+                    help="folder for <name>-calibrated.yaml (default results/calibrate; never the shipped templates "
+                         "unless given)")
     cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
     hp = sub.add_parser("host", help="roofline health check of this machine with a numpy operator panel")
     hp.add_argument("--out", default="results/host", help="output folder")
@@ -682,6 +684,16 @@ def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
         print("interrupted: completed trials are saved in the study storage; continue with --resume",
               file=sys.stderr)
         return 130
+
+
+def package_version() -> str:
+    """The installed package's version (pyproject's when installed from a checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dse")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

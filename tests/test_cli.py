@@ -124,3 +124,25 @@ def test_a_searched_field_with_tiny_values_still_writes_its_best_design(tmp_path
     assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
     hw = dse.hardware(tmp_path / "tiny" / "best_design.yaml")
     assert 1e-6 <= hw.compute.register_kib_per_core <= 2e-6
+
+
+def test_python_m_dse_and_version(capsys) -> None:
+    import subprocess
+    import sys
+
+    for argv in ([sys.executable, "-m", "dse", "--version"], [sys.executable, "-m", "dse.run", "--version"]):
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        assert out.startswith("dse ") and out.strip() != "dse"
+    with pytest.raises(SystemExit) as ei:
+        main(["--version"])
+    assert ei.value.code == 0 and capsys.readouterr().out.startswith("dse ")
+
+
+def test_calibrate_writes_under_results_not_into_the_templates(tmp_path, monkeypatch) -> None:
+    from dse.hardware.templates import templates_dir
+
+    before = sorted(p.name for p in templates_dir().glob("*.yaml"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "a100-80gb", "--no-loo"]) == 0
+    assert (tmp_path / "results" / "calibrate" / "a100-80gb-calibrated.yaml").is_file()
+    assert sorted(p.name for p in templates_dir().glob("*.yaml")) == before
