@@ -27,6 +27,8 @@ class WorkloadEntry(Strict):
     """One workload of the mix: a library model at a scenario, with a weight."""
 
     name: str | None = Field(None, min_length=1, description="Library model (see `dse workloads`) or gemm:MxNxK")
+    path: str | None = Field(None, min_length=1, description="A model description YAML of your own (relative to "
+                                                            "this config)")
     suite: str | None = Field(None, min_length=1, description="A named suite instead of one model (its weights x weight)")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
     phase: Literal["forward", "prefill", "decode", "training"] | None = None
@@ -47,12 +49,12 @@ class WorkloadEntry(Strict):
 
     @model_validator(mode="after")
     def _name_or_suite(self) -> WorkloadEntry:
-        if (self.name is None) == (self.suite is None):
-            raise ValueError("give exactly one of name (a model) or suite (a named mix)")
+        if sum(x is not None for x in (self.name, self.path, self.suite)) != 1:
+            raise ValueError("give exactly one of name (a library model), path (a model YAML) or suite (a named mix)")
         return self
 
     def scenario(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name", "weight", "suite", "plan"}, exclude_none=True)
+        return self.model_dump(exclude={"name", "path", "weight", "suite", "plan"}, exclude_none=True)
 
 
 class Range(Strict):

@@ -78,10 +78,23 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
     return load_hardware(spec)
 
 
-def build_mix(cfg: StudyConfig, field: str = "workloads") -> Mix:
-    """Workloads of the config (suites expanded, their weights times the entry's weight)."""
+def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None = None) -> Mix:
+    """Workloads of the config (suites expanded, their weights times the entry's weight; a ``path``
+    entry is a model YAML relative to the config's folder ``cfg_dir``)."""
     wls, weights = [], []
     for i, entry in enumerate(cfg.workloads):
+        if entry.path is not None:
+            path = Path(entry.path).expanduser()
+            path = path if path.is_absolute() else (cfg_dir or Path.cwd()) / path
+            if not path.is_file() or path.suffix not in (".yaml", ".yml"):
+                raise DseError(f"got {entry.path!r} ({path}); accepted: an existing model description .yaml file",
+                               field=f"{field}.{i}.path")
+            try:
+                wls.append(workload(str(path), plan=entry.plan, **entry.scenario()))
+            except DseError as exc:
+                raise DseError(exc.message, file=exc.file, field=exc.field if exc.file else f"{field}.{i}") from None
+            weights.append(entry.weight)
+            continue
         try:
             if entry.suite is not None:
                 for e in load_suite(entry.suite):
@@ -117,7 +130,7 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     except DseError as exc:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
-    mix = build_mix(cfg, mix_field)
+    mix = build_mix(cfg, mix_field, cfg_dir)
     base = attach_system(cfg, cfg_dir, base, mix)
     for i, prm in enumerate(cfg.search.space.params):
         try:

@@ -57,7 +57,15 @@ def fallback_dtype(dtype: str, available: set[str] | dict[str, float]) -> str | 
 
 
 def repo_root() -> Path:
-    """Folder that holds ``workloads/``, ``hw_templates/`` and ``configs/``: ``$DSE_HOME`` if set,
-    else the source checkout this package was installed from (``pip install -e .``)."""
+    """Folder that holds ``workloads/``, ``hw_templates/``, ``validation/`` and ``configs/``:
+    ``$DSE_HOME`` if set; else the source checkout this package runs from (``pip install -e .`` or a
+    clone on ``sys.path``); else the copy the wheel ships inside the package (``dse/_data/``, see
+    setup.py), so a plain ``pip install`` works from any folder."""
     home = os.environ.get("DSE_HOME")
-    return Path(home) if home else Path(__file__).resolve().parent.parent
+    if home:
+        return Path(home)
+    here = Path(__file__).resolve().parent
+    checkout = here.parent
+    if (checkout / "hw_templates").is_dir() and (checkout / "workloads").is_dir():
+        return checkout
+    return here / "_data"

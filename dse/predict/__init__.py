@@ -167,7 +167,7 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
             raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
         from dse.workloads.library import workload as build
 
-        wl = build(wl.name, plan=p, **wl.spec)
+        wl = build(wl.origin or wl.name, plan=p, **wl.spec)
     if wl.chips > 1 or wl.ops["coll"].ne("").any():
         sysm = system or d.system or default_system(d.base)
         if isinstance(sysm, str):

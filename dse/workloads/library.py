@@ -7,6 +7,7 @@ scenario, then calls the family builder; the result is a :class:`Workload`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -59,6 +60,7 @@ class Workload:
     memory: dict[str, float] = field(default_factory=dict)  #: bytes per chip by part (weights, kv_cache, ...)
     plan: Plan | None = None  #: how the workload is split over chips (None: one chip)
     spec: dict[str, Any] = field(default_factory=dict)  #: scenario keywords that rebuild it (library models)
+    origin: str = ""  #: the name or YAML path it was built from (``workload(origin, **spec)`` rebuilds it)
 
     @property
     def chips(self) -> int:
@@ -107,18 +109,39 @@ def workloads_dir() -> Path:
     return repo_root() / "workloads"
 
 
+def is_path(name: str) -> bool:
+    """Whether a workload name is a file path (ends in .yaml/.yml or names a folder)."""
+    return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
+
+
+def search_dirs() -> list[Path]:
+    """Where a model name is looked up, in order: the shipped library, its ``custom/`` imports, then
+    each folder of ``$DSE_PATH`` (``os.pathsep``-separated)."""
+    extra = [Path(p).expanduser() for p in os.environ.get("DSE_PATH", "").split(os.pathsep) if p]
+    return [workloads_dir(), workloads_dir() / "custom", *extra]
+
+
 def description_path(name: str) -> Path:
-    """``workloads/NAME.yaml``, else ``workloads/custom/NAME.yaml`` (imported models)."""
-    main = workloads_dir() / f"{name}.yaml"
-    return main if main.is_file() else workloads_dir() / "custom" / f"{name}.yaml"
+    """A model description file: ``name`` itself when it is a path, else ``NAME.yaml`` in the first of
+    :func:`search_dirs` that has it."""
+    if is_path(name):
+        return Path(name).expanduser()
+    for d in search_dirs():
+        if (d / f"{name}.yaml").is_file():
+            return d / f"{name}.yaml"
+    return workloads_dir() / f"{name}.yaml"
 
 
 @lru_cache(maxsize=512)
 def load_description(name: str) -> ModelDescription:
     path = description_path(name)
     if not path.is_file():
+        if is_path(name):
+            raise DseError(f"got {name!r}: no such file; accepted: a model description YAML (see workloads/)",
+                           field="workload")
         names = ", ".join(available())
-        raise DseError(f"unknown workload {name!r}; accepted: {names}, or gemm:MxNxK")
+        raise DseError(f"unknown workload {name!r}; accepted: {names}, a YAML path, a name in $DSE_PATH, "
+                       "or gemm:MxNxK")
     data = load_yaml(path)
     try:
         desc = ModelDescription.model_validate(data)
@@ -129,8 +152,8 @@ def load_description(name: str) -> ModelDescription:
         arch_model.model_validate(desc.arch)
     except ValidationError as exc:
         raise from_validation_error(exc, file=str(path), model=arch_model, prefix="arch") from None
-    if desc.name != name:
-        raise DseError(f"name {desc.name!r} differs from the file name {name!r}", file=str(path), field="name")
+    if desc.name != path.stem:
+        raise DseError(f"name {desc.name!r} differs from the file name {path.stem!r}", file=str(path), field="name")
     return desc
 
 
@@ -169,9 +192,8 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
 
 
 def available() -> list[str]:
-    """Library models: ``workloads/*.yaml`` and imported ``workloads/custom/*.yaml``."""
-    d = workloads_dir()
-    return sorted({p.stem for p in d.glob("*.yaml")} | {p.stem for p in (d / "custom").glob("*.yaml")})
+    """Library models: ``workloads/*.yaml``, imported ``workloads/custom/*.yaml`` and ``$DSE_PATH``'s."""
+    return sorted({p.stem for d in search_dirs() for p in d.glob("*.yaml")})
 
 
 def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
@@ -206,6 +228,7 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
         return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
     desc = load_description(name)
+    origin, name = name, desc.name  # a path names its model by the description's name
     given = {k: v for k, v in scenario.items() if v is not None}
     if given.get("phase") == "inference":
         lm = desc.family in ("mamba", "encdec") or (desc.family == "transformer" and desc.arch.get("kind") == "decoder")
@@ -235,7 +258,7 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
-                    spec=given)
+                    spec=given, origin=origin)
 
 
 def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
