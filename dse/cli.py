@@ -73,7 +73,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     res = run_sweep(ctxs, axes, chunk=args.chunk)
     dt = time.perf_counter() - t0
-    folder = results_folder(Path(args.out), f"{cfg.name}-sweep", False)
+    folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-sweep", False)
     paths = write_sweep(res, folder, cfg.name)
     n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
     lines = [f"sweep {cfg.name}: {len(res.grid):,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
@@ -125,7 +125,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except DseError as exc:
             raise DseError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
         heading = f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
-    folder = results_folder(Path(args.out), f"{cfg.name}-compare", False)
+    folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
     write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
     width = max(len(n) for n in cmp.names)
     for _, r in cmp.designs_table.iterrows():
@@ -149,6 +149,19 @@ def _stage_arg(text: str) -> str | dict:
     return {key: int(number) if number.is_integer() else number}
 
 
+def _output_dir_of(config: str, spec: object) -> str:
+    """The output.dir of a what-if file, or of the study config holding a whatif: section."""
+    from dse.config import load_study
+
+    output = getattr(spec, "output", None)
+    if output is not None:
+        return output.dir
+    try:
+        return load_study(config)[0].output.dir
+    except DseError:
+        return "results"
+
+
 def cmd_whatif(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -161,9 +174,11 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from dse.study import results_folder
     from dse.whatif import load_whatif, run_whatif, write_whatif
 
+    out_dir = "results"
     if args.config:
         spec, name, hw = load_whatif(args.config)
         text = Path(args.config).read_text(encoding="utf-8")
+        out_dir = _output_dir_of(args.config, spec)
     else:
         if not (args.workload and args.stages):
             raise DseError("accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... [--hardware T]",
@@ -180,7 +195,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         res = run_whatif(spec, hw)
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
-    folder = results_folder(Path(args.out), f"{name}-whatif", False)
+    folder = results_folder(Path(args.out or out_dir), f"{name}-whatif", False)
     write_whatif(res, folder, name, text)
     cols = ["stage", "transform", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0", "achieved_tflops",
             "dram_bw_utilization", "binding", "note"]
@@ -605,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "compare: section, else 1:2,1:1)")
     cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
                      "config's compare.hold, else compute)")
-    cpp.add_argument("--out", default="results", help="parent folder")
+    cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
                         "of one workload or operator on a roofline")
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
@@ -617,13 +632,13 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--hardware", default="npu-7nm", help="template (with --workload)")
     wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
                     "sram_mib=128,winograd")
-    wi.add_argument("--out", default="results", help="parent folder")
+    wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
     sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
     sp.add_argument("--chunk", type=int, default=4096, help="designs evaluated per vectorized call")
-    sp.add_argument("--out", default="results", help="parent folder")
+    sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")

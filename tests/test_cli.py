@@ -146,3 +146,20 @@ def test_calibrate_writes_under_results_not_into_the_templates(tmp_path, monkeyp
     assert main(["calibrate", "a100-80gb", "--no-loo"]) == 0
     assert (tmp_path / "results" / "calibrate" / "a100-80gb-calibrated.yaml").is_file()
     assert sorted(p.name for p in templates_dir().glob("*.yaml")) == before
+
+
+def test_compare_sweep_and_whatif_write_where_the_config_says(tmp_path, monkeypatch) -> None:
+    import copy
+
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["output"] = {"dir": str(tmp_path / "mine"), "plots": False}
+    data["whatif"] = {"workload": {"name": "resnet50", "batch": 8}, "stages": ["fuse_elementwise"]}
+    cfg = write_config(tmp_path, data)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1"]) == 0
+    assert main(["sweep", str(cfg), "--points", "3", "--sram-points", "1"]) == 0
+    assert main(["whatif", str(cfg)]) == 0
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["tiny-compare", "tiny-sweep", "tiny-whatif"]
+    assert not (tmp_path / "results").exists()
