@@ -2,10 +2,11 @@
 ``nvidia-smi`` and match it to the shipped template of the same part.
 
 ``nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.memory,memory.total,power.limit
---format=csv,noheader,nounits`` prints one line per GPU; :func:`parse_nvidia_smi` reads that text
-(tests use recorded outputs: these machines have no GPU). The template keeps the part's published
-dense peaks (nvidia-smi reports no FLOP/s); the queried memory size and power limit are written
-into it and the queried clocks into its description.
+--format=csv,noheader,nounits`` prints one line per GPU; :func:`parse_nvidia_smi` reads that text, or
+the full ``nvidia-smi -q`` report (tests use recorded outputs: these machines have no GPU). The
+template keeps the part's published dense peaks (nvidia-smi reports no FLOP/s); the queried memory
+size and power limit (as ``power_limit_w``, so a capped board derates) are written into it and the
+queried clocks into its description.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ QUERY = "name,clocks.max.sm,clocks.max.memory,memory.total,power.limit"
 COMMAND = ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"]
 
 #: (substring of the reported name, template); first match wins
-PARTS = [("A100", "a100-80gb"), ("H100", "h100-sxm"), ("V100", "v100-sxm")]
+PARTS = [("A100", "a100-80gb"), ("H100", "h100-sxm"), ("H200", "h200"), ("B200", "b200"), ("V100", "v100-sxm")]
 
 
 def query_nvidia_smi() -> str:
@@ -32,8 +33,59 @@ def query_nvidia_smi() -> str:
     return subprocess.run(COMMAND, capture_output=True, text=True, check=True, timeout=30).stdout
 
 
+def _q_value(block: list[str], section: str, key: str) -> str | None:
+    """The value of ``key`` inside the indented ``section`` of one GPU's ``nvidia-smi -q`` block."""
+    inside = False
+    depth = 0
+    for line in block:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if stripped.split(":")[0].strip() == section and ":" not in stripped.rstrip(":")[len(section):]:
+            inside, depth = True, indent
+            continue
+        if inside:
+            if indent <= depth and stripped:
+                inside = False
+                continue
+            name, _, value = stripped.partition(":")
+            if name.strip() == key:
+                return value.strip()
+    return None
+
+
+def parse_nvidia_smi_q(text: str) -> list[dict[str, float | str]]:
+    """The same fields from a full ``nvidia-smi -q`` report (one block per ``GPU xxxx:..`` header)."""
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("GPU ") and ":" in line[4:]:
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    gpus = []
+    for n, block in enumerate(blocks, start=1):
+        name = next((ln.split(":", 1)[1].strip() for ln in block if ln.strip().startswith("Product Name")), None)
+        fields = {"sm_clock_mhz": _q_value(block, "Max Clocks", "SM"),
+                  "mem_clock_mhz": _q_value(block, "Max Clocks", "Memory"),
+                  "memory_mib": _q_value(block, "FB Memory Usage", "Total"),
+                  "power_limit_w": _q_value(block, "GPU Power Readings", "Current Power Limit")
+                  or _q_value(block, "Power Readings", "Power Limit")}
+        try:
+            nums = {k: float(str(v).split()[0]) for k, v in fields.items()}
+        except (ValueError, IndexError, AttributeError):
+            missing = [k for k, v in fields.items() if not v or not str(v).split()[0].replace(".", "").isdigit()]
+            raise DseError(f"GPU {n}: no {', '.join(missing)} in the nvidia-smi -q report; accepted: a full "
+                           "'nvidia-smi -q' output or the --query-gpu CSV") from None
+        gpus.append({"name": name or "?", **nums})
+    if not gpus:
+        raise DseError("no 'GPU ...' block in the nvidia-smi -q report")
+    return gpus
+
+
 def parse_nvidia_smi(text: str) -> list[dict[str, float | str]]:
-    """One dict per GPU line: name, sm_clock_mhz, mem_clock_mhz, memory_mib, power_limit_w."""
+    """One dict per GPU: name, sm_clock_mhz, mem_clock_mhz, memory_mib, power_limit_w, from the
+    ``--query-gpu`` CSV or from a full ``nvidia-smi -q`` report."""
+    if "NVSMI LOG" in text or "Product Name" in text:
+        return parse_nvidia_smi_q(text)
     gpus = []
     for n, line in enumerate(filter(None, (x.strip() for x in text.splitlines())), start=1):
         parts = [p.strip() for p in line.split(",")]
@@ -70,4 +122,6 @@ def template_for(gpu: dict) -> Hardware:
     if data.get("published"):
         data["published"]["tdp_w"] = float(gpu["power_limit_w"])
         data["published"]["source"] += "; tdp_w = nvidia-smi power.limit"
+    if gpu["power_limit_w"] > 0:  # the board's cap: a capped card (e.g. an A100 at 330 W) derates
+        data["power_limit_w"] = float(gpu["power_limit_w"])
     return Hardware.model_validate(data)

@@ -136,3 +136,18 @@ def test_host_command_writes_template_chart_and_table(tmp_path: Path, capsys) ->
     assert set(table["region"]) <= {"memory-bound", "compute-bound", "far below roof"}
     host = dse.hardware(tmp_path / "host.yaml")
     assert host.compute.matrix.peak_tflops["fp32"] > 0 and host.dram.bandwidth_bps > 0
+
+
+@pytest.mark.parametrize("name", ["h200-query.csv", "h200-q.txt"])
+def test_gpu_reads_a_real_h200_in_both_nvidia_smi_formats(tmp_path, name) -> None:
+    from dse.validate.gpu import parse_nvidia_smi, template_for
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "nvidia-smi" / name).read_text()
+    (gpu,) = parse_nvidia_smi(text)
+    assert gpu["name"] == "NVIDIA H200" and gpu["sm_clock_mhz"] == 1980 and gpu["mem_clock_mhz"] == 3201
+    assert gpu["memory_mib"] == 143771 and gpu["power_limit_w"] == 700
+    hw = template_for(gpu)
+    assert hw.name == "h200-queried" and hw.power_limit_w == 700
+    assert hw.dram.capacity_bytes == pytest.approx(143771 * 2**20)
+    assert main(["gpu", "--from-file", str(Path(__file__).resolve().parents[2] / "docs" / "reference" / "nvidia-smi"
+                                               / name), "--out", str(tmp_path)]) == 0
