@@ -111,10 +111,32 @@ def _best_row(r) -> pd.Series:  # noqa: ANN001 - a StudyResult
                       "folder": str(r.folder)})
 
 
+def check_config(path: str) -> None:
+    """Everything about a config that can be checked without searching: its schema, base and system,
+    every workload of every mix and every searched field (``dse.study.load_context``)."""
+    from dse.study import load_context
+
+    cfg = Study.from_yaml(path).config
+    for mix in (cfg.mix_names if cfg.mixes is not None else [None]):
+        load_context(path, n_trials=1, mix=mix)
+
+
 def run_batch(paths: list[str], out: str | Path = "results", progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
-    """Run every config; a failing one is recorded (with its one-line error) and the batch goes on."""
-    rows, errors = [], []
+    """Check every config first (a typo in the last one is reported before anything runs), then run
+    the good ones; a failing config is recorded with its one-line error and the batch goes on."""
+    rows, errors, bad = [], [], {}
+    for path in paths:
+        try:
+            check_config(path)
+        except DseError as exc:
+            bad[path] = str(exc)
+            if progress:
+                print(f"error: {exc}", file=sys.stderr)
     for path in tqdm(paths, desc="batch", unit="config", disable=not progress):
+        if path in bad:
+            rows.append({"config": path, "status": "error", "error": bad[path]})
+            errors.append(f"{path}: {bad[path]}")
+            continue
         try:
             res = Study.from_yaml(path).run(out=out)
             rows.append({"config": path, "status": "ok", **res.best.to_dict()})

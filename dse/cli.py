@@ -326,8 +326,9 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     from dse.hardware.templates import list_templates, load_hardware
 
     print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}")
-    for name in list_templates():
+    for name in args.templates or list_templates():
         hw = load_hardware(name)
+        name = hw.name
         print(f"{name:<12} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
               f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}")
     return 0
@@ -346,8 +347,9 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.workloads.mix import Mix
 
     rows = []
-    for name in list_templates():
+    for name in args.templates or list_templates():
         hw = load_hardware(name)
+        name = hw.name
         d = DesignBatch.from_hardware(hw)
         ar = area(d)
         c = unit_cost(d, ar)
@@ -568,7 +570,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.api import predict
     from dse.workloads.library import workload
 
-    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype") if getattr(args, k) is not None}
+    keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
+            "resolution")
+    scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     wl = workload(args.workload, **scen)
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute")
             if getattr(args, k) is not None}
@@ -609,7 +613,8 @@ def build_parser() -> argparse.ArgumentParser:
         wp.add_argument(flag, type=typ)
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
-    sub.add_parser("hardware", help="list hardware templates")
+    hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
+    hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
     bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
     bp.add_argument("configs", nargs="+")
     bp.add_argument("--out", default="results")
@@ -639,7 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
     sp.add_argument("--chunk", type=int, default=4096, help="designs evaluated per vectorized call")
     sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
-    sub.add_parser("area", help="area, cost and power of every template; die-area calibration table")
+    arp = sub.add_parser("area", help="area, cost and power of every template (or the named ones / YAML paths); "
+                                      "die-area calibration table")
+    arp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
     vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")
@@ -669,6 +676,11 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--seq", type=int)
     pp.add_argument("--context", type=int)
     pp.add_argument("--dtype")
+    pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
+    pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
+    pp.add_argument("--kv-dtype", help="KV cache dtype")
+    pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
+    pp.add_argument("--resolution", type=int)
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero"):
@@ -699,6 +711,11 @@ def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
         print("interrupted: completed trials are saved in the study storage; continue with --resume",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def package_version() -> str:

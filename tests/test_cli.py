@@ -163,3 +163,41 @@ def test_compare_sweep_and_whatif_write_where_the_config_says(tmp_path, monkeypa
     assert main(["whatif", str(cfg)]) == 0
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["tiny-compare", "tiny-sweep", "tiny-whatif"]
     assert not (tmp_path / "results").exists()
+
+
+def test_predict_takes_the_quantization_flags_and_labels_show_them(capsys) -> None:
+    assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "decode", "--weight-dtype", "int4",
+                 "--weight-group", "128", "--kv-dtype", "fp8", "--execution", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "llama2-7b[decode b1 ctx1024 bf16 w:int4/g128 kv:fp8 eager]" in out
+
+
+def test_hardware_and_area_take_template_paths(capsys) -> None:
+    from dse.hardware.templates import templates_dir
+
+    path = str(templates_dir() / "npu-7nm.yaml")
+    assert main(["hardware", path, "h200"]) == 0
+    out = capsys.readouterr().out
+    assert "npu-7nm" in out and "h200" in out and "a100-80gb" not in out
+    assert main(["area", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[0] == "npu-7nm" and not out[2].strip()
+
+
+def test_batch_checks_every_config_before_running_any(tmp_path, capsys) -> None:
+    import copy
+
+    from tests.conftest import SMALL_STUDY, write_config
+
+    good = write_config(tmp_path, SMALL_STUDY, "good.yaml")
+    typo = copy.deepcopy(SMALL_STUDY)
+    typo["name"] = "typo"
+    typo["workloads"] = [{"name": "resnet-50"}]
+    bad = write_config(tmp_path, typo, "bad.yaml")
+    assert main(["batch", str(good), str(bad), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("error: ") and "resnet-50" in err.splitlines()[0]
+    import pandas as pd
+
+    table = pd.read_csv(next((tmp_path / "out").glob("batch-*/batch.csv")))
+    assert list(table["status"]) == ["ok", "error"]

@@ -100,6 +100,13 @@ class Workload:
             if s.get(key):
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
         bits.append(s.get("dtype", ""))
+        sp = self.spec
+        if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
+            bits.append(f"w:{sp['weight_dtype']}" + (f"/g{sp['weight_group']}" if sp.get("weight_group") else ""))
+        if sp.get("kv_dtype") and sp["kv_dtype"] != s.get("dtype"):
+            bits.append(f"kv:{sp['kv_dtype']}")
+        if s.get("execution") == "eager":
+            bits.append("eager")
         if self.plan is not None and not self.plan.trivial:
             bits.append(self.plan.label())
         return f"{self.name}[{' '.join(b for b in bits if b)}]"
