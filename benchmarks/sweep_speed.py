@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from dse.config import load_study
+from dse.grid import axes_for, run_sweep
 from dse.study import prepare
-from dse.sweep import axes_for, run_sweep
 
 
 def main() -> None:

@@ -7,12 +7,15 @@ from dse.api import (
     Prediction,
     Workload,
     area,
+    compare,
     elementwise,
     gemm,
     hardware,
     list_hardware,
     list_workloads,
     predict,
+    sweep,
+    whatif,
     workload,
 )
 from dse.batch import Study, StudyRun
@@ -20,7 +23,7 @@ from dse.errors import DseError
 
 __all__ = [
     "AreaBreakdown", "DesignBatch", "DseError", "Hardware", "Prediction", "Study", "StudyRun", "Workload", "area",
-    "elementwise",
-    "gemm", "hardware", "list_hardware", "list_workloads", "predict", "workload",
+    "compare", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict", "sweep", "whatif",
+    "workload",
 ]
 __version__ = "0.1.0"

@@ -6,6 +6,10 @@
     p = dse.predict(wl, hw)                 # p.time_s, p.ops (per-operator DataFrame)
     a = dse.area(hw)                        # a.total_mm2, a.breakdown
     dse.list_workloads(); dse.gemm(1024, 1024, 1024, dtype="fp32")
+
+The commands that study a config have Python twins that return DataFrames and write nothing:
+``dse.comparison(config, ratios=["1:2", "1:1"])``, ``dse.grid(config, points=12)``,
+``dse.whatif_stages(config)``; ``dse.Study.from_yaml(config).run()`` runs a search.
 """
 
 from __future__ import annotations
@@ -61,3 +65,47 @@ def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int 
 def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:
     """Area of a design: ``a.total_mm2`` and ``a.breakdown`` (component -> mm^2)."""
     return _area(hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))
+
+
+def compare(config: str | Path, ratios: list[str] | None = None, hold: str | None = None):
+    """``dse compare`` as data: the config's ``compare:`` candidates, or ``ratios`` (e.g. ``["1:2", "1:1"]``)
+    at fixed ``hold`` (compute or area). Returns ``dse.comparison.Comparison`` (``.table`` per workload,
+    ``.designs_table`` per candidate, ``.breakdown`` area/cost/power by component)."""
+    from dse.comparison import compare as _compare
+    from dse.errors import DseError
+    from dse.study import load_context
+
+    cfg, ctx = load_context(config, one_mix="compare")
+    section = cfg.compare
+    if ratios is not None or section is None:
+        ratios = list(ratios or ["1:2", "1:1"])
+        return _compare(ctx, ratios, hold or (section.hold if section else "compute"), field="ratios")
+    try:
+        return _compare(ctx, list(section.candidates), hold or section.hold, field="compare.candidates")
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+
+
+def sweep(config: str | Path, points: int = 12, sram_points: int = 1):
+    """``dse sweep`` as data: one row per design (and per mix) of the full grid over the config's search
+    space: knobs, score, area, cost, power, ridge, HBM stacks, binding ceiling, feasibility."""
+    from dse.config import load_study
+    from dse.grid import ONE_MIX, axes_for, run_sweep
+    from dse.study import load_context
+
+    cfg, _ = load_study(config)
+    if cfg.mixes is None:
+        ctxs = {ONE_MIX: load_context(config)[1]}
+    else:
+        ctxs = {m: load_context(config, mix=m)[1] for m in cfg.mix_names}
+    axes = axes_for(cfg, next(iter(ctxs.values())), points, sram_points)
+    return run_sweep(ctxs, axes).grid
+
+
+def whatif(config: str | Path):
+    """``dse whatif`` as data: one row per stage (FLOPs, DRAM bytes, AI, time, speedup, binding ceiling)
+    of a what-if file or of a study config's ``whatif:`` section."""
+    from dse.whatif_stages import load_whatif, run_whatif
+
+    spec, _, hw = load_whatif(config)
+    return run_whatif(spec, hw).table

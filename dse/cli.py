@@ -58,10 +58,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.config import load_study
+    from dse.grid import ONE_MIX, axes_for, best_row, run_sweep, write_sweep
     from dse.report.html import write_report
     from dse.report.summary import _md_table
     from dse.study import load_context, results_folder
-    from dse.sweep import ONE_MIX, axes_for, best_row, run_sweep, write_sweep
     from dse.yamlio import write_text
 
     cfg, _ = load_study(args.config)
@@ -106,7 +106,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.compare import compare, write_comparison
+    from dse.comparison import compare, write_comparison
     from dse.study import load_context, results_folder
 
     cfg, ctx = load_context(args.config, one_mix="compare")
@@ -172,7 +172,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from dse.errors import from_validation_error
     from dse.hardware.templates import load_hardware
     from dse.study import results_folder
-    from dse.whatif import load_whatif, run_whatif, write_whatif
+    from dse.whatif_stages import load_whatif, run_whatif, write_whatif
 
     out_dir = "results"
     if args.config:

@@ -9,7 +9,7 @@ import pytest
 import dse
 import dse.cost.area
 from dse.cli import main
-from dse.compare import compare, parse_ratio
+from dse.comparison import compare, parse_ratio
 from dse.config import load_study
 from dse.errors import DseError
 from dse.study import prepare
@@ -64,7 +64,7 @@ COMPARE_SECTION = {
 
 
 def _hand_built(name: str) -> dse.DesignBatch:
-    """The candidates of COMPARE_SECTION built directly on the template (no dse.compare code)."""
+    """The candidates of COMPARE_SECTION built directly on the template (no dse.comparison code)."""
     d = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
     if name == "1:2":
         return d.with_knobs(dram_bandwidth=2 * d.dram_bandwidth)

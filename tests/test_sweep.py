@@ -9,9 +9,9 @@ import pytest
 import dse
 from dse.cli import main
 from dse.config import load_study
+from dse.grid import axes_for, binding_ceiling, run_sweep
 from dse.search.space import designs_from_params
 from dse.study import prepare, score_designs
-from dse.sweep import axes_for, binding_ceiling, run_sweep
 from tests.conftest import SMALL_STUDY, write_config
 
 

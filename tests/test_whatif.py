@@ -11,7 +11,7 @@ import dse
 from dse.cli import main
 from dse.config import WhatIf
 from dse.units import MIB
-from dse.whatif import WINOGRAD_F2X2_3X3, run_whatif, winograd_rows
+from dse.whatif_stages import WINOGRAD_F2X2_3X3, run_whatif, winograd_rows
 from tests.conftest import SMALL_STUDY, write_config
 
 PREFILL = {"name": "llama2-7b", "phase": "prefill", "batch": 1, "seq": 128}
