@@ -248,7 +248,6 @@ def _workloads_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dse.workloads.importers import from_hf_config, from_onnx, workload_from_description
-    from dse.workloads.library import workloads_dir
     from dse.yamlio import write_yaml
 
     if not args.target:
@@ -262,11 +261,13 @@ def _workloads_import(args: argparse.Namespace) -> int:
         desc = from_hf_config(src, name)
     else:
         raise DseError(f"got {src.name!r}; accepted: an .onnx file or a Hugging Face config.json", field="PATH")
-    out = out or workloads_dir() / "custom" / f"{desc['name']}.yaml"
+    out = out or Path("results") / "imports" / f"{desc['name']}.yaml"
     wl = workload_from_description(desc)
     write_yaml(out, desc)
     unknown = desc["arch"].get("unknown_ops", []) if desc["family"] == "optable" else []
     print(f"{desc['name']}: {len(wl.ops)} operator rows, {wl.flops / 1e9:.4g} GFLOP, {wl.bytes / 1e6:.4g} MB -> {out}")
+    print(f"  use it as dse.workload({str(out)!r}), a config entry {{path: {out}}}, or by name with "
+          f"DSE_PATH={out.parent}")
     if unknown:
         print(f"  counted as bytes only ({len(unknown)}): {', '.join(unknown)}")
     return 0
@@ -607,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE] | import PATH")
     wp.add_argument("action", nargs="?", choices=["list", "show", "ai", "import"], help="default: list")
     wp.add_argument("target", nargs="?", help="model (show), suite (ai; default all), or a file (import)")
-    wp.add_argument("-o", "--output", help="import: the description YAML to write (default workloads/custom/NAME.yaml)")
+    wp.add_argument("-o", "--output", help="import: the description YAML to write (default results/imports/NAME.yaml)")
     for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wp.add_argument(flag, type=typ)
