@@ -220,6 +220,9 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     action = args.action or "list"
     if action == "list":
         df = list_workloads().drop(columns=["source"])
+        if args.format == "json":
+            _print_json(_records(df))
+            return 0
         with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
             print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print(f"{len(df)} architectures")
@@ -326,6 +329,12 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     from dse.cost.area import area
     from dse.hardware.templates import list_templates, load_hardware
 
+    if args.format == "json":
+        hws = [load_hardware(n) for n in args.templates or list_templates()]
+        _print_json([{"template": hw.name, "node": hw.process_node, "peak_tflops": hw.peak_flops / 1e12,
+                      "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
+                      "area_mm2": area(hw).total_mm2} for hw in hws])
+        return 0
     print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}")
     for name in args.templates or list_templates():
         hw = load_hardware(name)
@@ -362,6 +371,11 @@ def cmd_area(args: argparse.Namespace) -> int:
                      "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
                      "gemm_power_w": p, "published_tdp_w": hw.published.tdp_w if hw.published and hw.published.tdp_w
                      else float("nan")})
+    if args.format == "json":
+        theta = fitted_reference()
+        _print_json({"templates": _records(pd.DataFrame(rows)), "dies": _records(calibration_table()),
+                     "fit_7nm": {"systolic_pe_um2_bf16": theta["pe"], "scratchpad_mm2_per_mib": theta["scratchpad"]}})
+        return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
         print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
@@ -581,6 +595,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         plan["sp"] = True
     p = predict(wl, args.hardware, chips=args.chips, system=args.system, **plan)
     cols = ["name", "kind", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization", "region"]
+    if args.format == "json":
+        from dse.validate.bands import band_for
+
+        band = band_for(p.workload)
+        lo, hi = band.interval(p.time_s)
+        _print_json({"workload": p.workload.label(), "hardware": p.hardware.name, "time_s": p.time_s,
+                     "achieved_tflops": p.achieved_flops / 1e12, "band": {"family": band.family,
+                     "p10_pct": band.p10_pct, "p90_pct": band.p90_pct, "rows": band.rows, "measured_s": [lo, hi]},
+                     "memory_gb_per_chip": p.workload.memory_bytes / 1e9, "fits": p.fits,
+                     "time_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},
+                     "ops": _records(p.ops[cols + ["clock_fraction", "fill"]])})
+        return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         print(p.ops[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     wl = p.workload
@@ -613,9 +639,11 @@ def build_parser() -> argparse.ArgumentParser:
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wp.add_argument(flag, type=typ)
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
+    wp.add_argument("--format", choices=["table", "json"], default="table", help="list: a table or JSON")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
     hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
+    hwp.add_argument("--format", choices=["table", "json"], default="table")
     bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
     bp.add_argument("configs", nargs="+")
     bp.add_argument("--out", default="results")
@@ -648,6 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
     arp = sub.add_parser("area", help="area, cost and power of every template (or the named ones / YAML paths); "
                                       "die-area calibration table")
     arp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
+    arp.add_argument("--format", choices=["table", "json"], default="table")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
     vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")
@@ -688,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     pp.add_argument("--recompute", choices=["none", "selective", "full"])
+    pp.add_argument("--format", choices=["table", "json"], default="table")
     return ap
 
 
@@ -697,6 +727,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare, "batch": cmd_batch, "whatif": cmd_whatif,
     "kernels": cmd_kernels,
 }
+
+
+def _records(df) -> list[dict]:  # noqa: ANN001 - a DataFrame
+    """DataFrame rows as JSON-safe dicts (NaN and inf -> null, numpy scalars -> Python)."""
+    import math
+
+    out = []
+    for rec in df.to_dict(orient="records"):
+        row = {}
+        for k, v in rec.items():
+            v = v.item() if hasattr(v, "item") else v
+            row[str(k)] = None if isinstance(v, float) and not math.isfinite(v) else v
+        out.append(row)
+    return out
+
+
+def _print_json(obj: object) -> None:
+    import json
+
+    print(json.dumps(obj, indent=1, default=str))
 
 
 def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -201,3 +201,17 @@ def test_batch_checks_every_config_before_running_any(tmp_path, capsys) -> None:
 
     table = pd.read_csv(next((tmp_path / "out").glob("batch-*/batch.csv")))
     assert list(table["status"]) == ["ok", "error"]
+
+
+@pytest.mark.parametrize("argv", [["hardware", "h200"], ["area", "npu-7nm"], ["workloads"],
+                                  ["predict", "resnet50", "a100-80gb", "--batch", "4"]])
+def test_format_json_prints_parseable_json(capsys, argv) -> None:
+    import json
+
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data
+    if argv[0] == "predict":
+        assert data["time_s"] > 0 and data["ops"] and data["band"]["measured_s"][0] <= data["band"]["measured_s"][1]
+    if argv[0] == "area":
+        assert {d["die"] for d in data["dies"]} >= {"gc200", "dojo-d1"} and data["templates"][0]["template"] == "npu-7nm"
