@@ -11,6 +11,13 @@ from collections.abc import Callable
 from dse.errors import DseError
 
 
+def status(args: argparse.Namespace, message: str) -> None:
+    """A progress line on stderr for a step that takes seconds: on a terminal only (so piped output and
+    logs keep errors to their one line), silent with --quiet."""
+    if not getattr(args, "quiet", False) and sys.stderr.isatty():
+        print(f"... {message}", file=sys.stderr, flush=True)
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
     p.add_argument("--resume", action="store_true", help="continue the latest results/<name>* study to n_trials")
@@ -37,11 +44,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         top, results = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
                                  n_trials=args.trials, progress=not args.quiet, workers=args.workers)
         for r in results:
+            status(args, f"writing {r.folder.name}: tables, figures and report")
             write_results(r, plots_on=not args.no_plots)
         print(write_mix_report(top, results, cfg.mix_names, cfg.name))
         return 0
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+    status(args, f"search done; writing {result.folder}: tables" + (", figures" if not args.no_plots else "")
+           + " and report")
     print(write_results(result, plots_on=not args.no_plots))
     return 0
 
@@ -70,10 +80,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         ctxs = {m: load_context(args.config, mix=m)[1] for m in cfg.mix_names}
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
+    n = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"]) * len(ctxs)
+    status(args, f"scoring {n:,} designs")
     t0 = time.perf_counter()
     res = run_sweep(ctxs, axes, chunk=args.chunk)
     dt = time.perf_counter() - t0
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-sweep", False)
+    status(args, f"writing {folder}: sweep.csv and heatmaps")
     paths = write_sweep(res, folder, cfg.name)
     n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
     lines = [f"sweep {cfg.name}: {len(res.grid):,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
@@ -109,7 +122,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dse.comparison import compare, write_comparison
     from dse.study import load_context, results_folder
 
+    status(args, f"loading {args.config} and predicting the base design")
     cfg, ctx = load_context(args.config, one_mix="compare")
+    status(args, "building and predicting the candidates")
     section = cfg.compare
     if args.ratios is not None or section is None:
         ratios = [r.strip() for r in (args.ratios or "1:2,1:1").split(",") if r.strip()]
@@ -126,6 +141,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise DseError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
         heading = f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
+    status(args, f"writing {folder}: tables, figures and report")
     write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
     width = max(len(n) for n in cmp.names)
     for _, r in cmp.designs_table.iterrows():
@@ -291,12 +307,16 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     suite = args.target or "all"
     entries = load_suite(suite)
     over = _scenario_flags(args)
+    from tqdm import tqdm
+
     wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
-           for e in entries]
+           for e in tqdm(entries, desc="expanding workloads", unit="model", disable=args.quiet, leave=False)]
     mix = Mix.of(wls, [float(e["weight"]) for e in entries])
     hw = load_hardware(args.hardware)
     d = DesignBatch.from_hardware(hw)
+    status(args, f"operator intensities of {len(wls)} workloads on {hw.name}")
     df = op_intensity(mix, d)
+    status(args, f"writing {args.out}: table and histograms")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / f"ai_{suite}.csv", lambda p: df.to_csv(p, index=False))
@@ -408,6 +428,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         name, spec = item.split("=", 1)
         templates[name] = load_hardware(spec)
     df = load_measurements(args.measurements)
+    status(args, f"predicting {len(df)} measurement rows")
     res = run_suite(df, templates)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -460,6 +481,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             skipped.append(f"{row['id']}: {exc}")
     if not cases:
         raise DseError(f"no covered measurement rows for template {hw.name!r}", field="template")
+    status(args, f"fitting {hw.name} on {len(cases)} rows" + ("" if args.no_loo else
+           f", then {len(cases)} leave-one-out and one leave-family-out refit per family (about a minute)"))
     fit = calibrate(hw, cases, loo=not args.no_loo)
     print(f"calibrating {hw.name} on {len(cases)} rows ({len(skipped)} skipped)")
     for name, v in zip(fit.names, fit.values, strict=True):
@@ -640,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
         wp.add_argument(flag, type=typ)
     wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
     wp.add_argument("--format", choices=["table", "json"], default="table", help="list: a table or JSON")
+    wp.add_argument("--quiet", action="store_true", help="no progress bar (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
     hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
     hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
@@ -655,6 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
                      "config's compare.hold, else compute)")
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
+    cpp.add_argument("--quiet", action="store_true", help="no progress lines")
     wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
                         "of one workload or operator on a roofline")
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
@@ -667,12 +692,14 @@ def build_parser() -> argparse.ArgumentParser:
     wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
                     "sram_mib=128,winograd")
     wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")
+    wi.add_argument("--quiet", action="store_true", help="no progress lines")
     sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
     sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
     sp.add_argument("--chunk", type=int, default=4096, help="designs evaluated per vectorized call")
     sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
     arp = sub.add_parser("area", help="area, cost and power of every template (or the named ones / YAML paths); "
                                       "die-area calibration table")
     arp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
@@ -681,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
     vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")
     vp.add_argument("--out", default="results/validate", help="output folder")
+    vp.add_argument("--quiet", action="store_true", help="no progress lines")
     cp = sub.add_parser("calibrate", help="fit a template's efficiencies and overheads to measurements")
     cp.add_argument("template", help="template name or YAML path")
     cp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
@@ -688,6 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder for <name>-calibrated.yaml (default results/calibrate; never the shipped templates "
                          "unless given)")
     cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
+    cp.add_argument("--quiet", action="store_true", help="no progress lines")
     hp = sub.add_parser("host", help="roofline health check of this machine with a numpy operator panel")
     hp.add_argument("--out", default="results/host", help="output folder")
     gp = sub.add_parser("gpu", help="build a template from nvidia-smi (or a recorded output)")

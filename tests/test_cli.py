@@ -215,3 +215,17 @@ def test_format_json_prints_parseable_json(capsys, argv) -> None:
         assert data["time_s"] > 0 and data["ops"] and data["band"]["measured_s"][0] <= data["band"]["measured_s"][1]
     if argv[0] == "area":
         assert {d["die"] for d in data["dies"]} >= {"gc200", "dojo-d1"} and data["templates"][0]["template"] == "npu-7nm"
+
+
+def test_status_lines_go_to_a_terminal_only_and_quiet_silences_them(monkeypatch, capsys) -> None:
+    import argparse
+
+    from dse import cli
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    cli.status(argparse.Namespace(quiet=False), "writing tables")
+    cli.status(argparse.Namespace(quiet=True), "hidden")
+    assert capsys.readouterr().err == "... writing tables\n"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    cli.status(argparse.Namespace(quiet=False), "piped")
+    assert capsys.readouterr().err == ""
