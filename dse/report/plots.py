@@ -125,7 +125,8 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
     ax.set_xscale("log")
     if band is not None:
         inside = df.loc[(df["ai"] >= band[0]) & (df["ai"] < band[1]), "share"].sum()
-        ax.axvspan(*band, color="gold", alpha=0.2, zorder=0,
+        # outlined, not filled: a tint over the bars would change their colours against the legend
+        ax.axvspan(*band, facecolor="none", edgecolor="goldenrod", hatch="//", linewidth=1.2, zorder=0,
                    label=f"{band[0]:g}-{band[1]:g} FLOP/byte: {inside:.0%} of FLOPs")
     if len(names) <= 20:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -160,13 +161,7 @@ def score_heatmap(
         ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
     ax.plot(*best, marker="*", ms=16, color="red", mec="k", ls="none", label="best")
     ax.plot(*base, marker="o", ms=8, color="white", mec="k", ls="none", label="base")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("peak compute (TFLOP/s)")
-    ax.set_ylabel("DRAM bandwidth (TB/s)")
+    _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")  # 1-2-5 ticks: several labels per decade
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, path)
@@ -292,7 +287,8 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
     ax2.plot(d["ai"].to_numpy()[order], np.cumsum(d[weight].to_numpy()[order]) / d[weight].sum(), color="k")
     for a in (ax, ax2):
         a.set_xscale("log")
-        a.axvspan(4, 16, color="gold", alpha=0.15)
+        # behind the bars and outlined: a tint on top would change the bars' colours against the legend
+        a.axvspan(4, 16, facecolor="none", edgecolor="goldenrod", hatch="//", linewidth=1.0, zorder=0)
         for k, (name, r) in enumerate(ridges.items()):
             a.axvline(r, color=f"C{k + 1}", ls="--", lw=1.2, label=f"{name} ridge {r:.0f} FLOP/B" if a is ax2 else None)
         a.set_xlabel(f"arithmetic intensity at {level} (FLOP/byte)")
@@ -300,7 +296,7 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
     ax.set_ylabel(f"share of {what} (fraction)")
     ax2.set_ylabel(f"cumulative share of {what}")
     ax.set_title(title, fontsize=10)
-    ax2.set_title("ECDF (shaded: 4-16 FLOP/byte)", fontsize=9)
+    ax2.set_title("ECDF (hatched: 4-16 FLOP/byte)", fontsize=9)
     if len(groups) <= 20:
         ax.legend(fontsize=6, ncol=2)
     ax2.legend(fontsize=7, loc="lower right")

@@ -127,6 +127,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         "## Best design",
         "",
+        *([f"- **Objective `{cfg.search.objective}` {float(s.objective[0]):.4f}** relative to the base (what this "
+           "study maximised)"] if cfg.search.objective != "score" else []),
         f"- **Mix score {float(s.score[0]):.4f}x** the base (weighted geometric mean of per-workload speedups)",
         f"- **Compute:bandwidth ratio: ridge {ridge:.1f} FLOP/byte, {ratio_label(base_ridge, ridge)} relative"
         f" to the base** (base ridge {base_ridge:.1f} FLOP/byte; '1:2' = twice the bandwidth per FLOP)",
@@ -174,8 +176,11 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
     ridge = float(result.best.ridge[0])
     kx = base_knobs(result.best)
     s = result.best_scored
+    obj = ctx.cfg.search.objective
+    head = (f"best score {float(s.score[0]):.4f}x" if obj == "score" else
+            f"best {obj} {float(s.objective[0]):.4f} (vs base 1.0; score {float(s.score[0]):.4f}x)")
     out = [
-        f"study {ctx.cfg.name}: {result.n_trials} trials, best score {float(s.score[0]):.4f}x vs {ctx.base_hw.name}",
+        f"study {ctx.cfg.name}: {result.n_trials} trials, {head} vs {ctx.base_hw.name}",
         f"  best: {kx['peak_tflops']:.1f} TFLOP/s, {kx['dram_bandwidth_tbps']:.3f} TB/s, {kx['sram_mib']:.1f} MiB SRAM,"
         f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {float(s.power_w[0]):.0f} W",
         f"  ratio: ridge {ridge:.1f} FLOP/byte = {ratio_label(base_ridge, ridge)} vs base ({base_ridge:.1f} FLOP/byte)",
