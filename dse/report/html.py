@@ -12,7 +12,9 @@ from dse.yamlio import write_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child{text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
+th{background:#f3f3f3}td:first-child{text-align:left}
+.tw{overflow-x:auto;max-width:100%}.tw td:first-child,.tw th:first-child{position:sticky;left:0;background:#fff}
+.tw th:first-child{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}
 pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}code{background:#f3f3f3;padding:0 3px}"""
 
 
@@ -39,9 +41,9 @@ def markdown_to_html(md: str) -> str:
                     rows.append([c.strip() for c in lines[i].strip("|").split("|")])
                 i += 1
             head, body = rows[0], rows[1:]
-            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
+            out.append('<div class="tw"><table><tr>' + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
-                       + "</table>")
+                       + "</table></div>")
             continue
         elif line.startswith("- "):
             items = []

@@ -43,3 +43,14 @@ def test_study_report_embeds_every_figure_and_table(tmp_path: Path) -> None:
     md_tables = (r.folder / "summary.md").read_text().count("\n|---")
     assert p.tables == md_tables >= 3 and p.pre == 1 and "tiny" in page
     assert all((r.folder / f).with_suffix(".svg").is_file() for f in pngs)
+
+
+def test_wide_tables_scroll_inside_the_page_with_their_first_column_kept(tmp_path) -> None:
+    from dse.report.html import markdown_to_html
+
+    md = "| candidate | " + " | ".join(f"col{i}" for i in range(40)) + " |\n|" + "---|" * 41 + "\n| a |" + " 1 |" * 40
+    html = markdown_to_html(md)
+    assert html.count('<div class="tw"><table>') == html.count("<table>") == 1
+    from dse.report.html import STYLE
+
+    assert ".tw{overflow-x:auto" in STYLE and "position:sticky" in STYLE
