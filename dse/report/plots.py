@@ -330,6 +330,20 @@ BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f"}
 LEVEL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 
 
+def _nearby_groups(x: np.ndarray, y: np.ndarray, tol: float) -> list[list[int]]:
+    """Indices grouped so that points within ``tol`` (in the units given, e.g. decades) of a group's first
+    point share it; order kept."""
+    groups: list[list[int]] = []
+    for k in range(len(x)):
+        for g in groups:
+            if abs(x[g[0]] - x[k]) < tol and abs(y[g[0]] - y[k]) < tol:
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    return groups
+
+
 def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
     """Log axes with plain-number tick labels (no 4x10^0)."""
     ax.set_xscale("log")
@@ -493,7 +507,11 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
         ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
                    label=f"{k}: {table['transform'].iloc[k]} ({table['time_ms'].iloc[k]:.3g} ms, "
                          f"{table['binding'].iloc[k]}-bound)")
-        ax.annotate(str(k), (ai[k], y[k]), xytext=(5, 5 + 6 * (k % 2)), textcoords="offset points", fontsize=8)
+    for members in _nearby_groups(np.log10(np.asarray(ai, float)), np.log10(np.asarray(y, float)), 0.03):
+        k = members[0]  # stages that land on (nearly) the same point share one label, "1, 2"
+        ax.annotate(", ".join(str(m) for m in members), (ai[k], y[k]), xytext=(9, -14), textcoords="offset points",
+                    zorder=6,
+                    fontsize=8, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.7", "alpha": 0.85})
     for k in range(1, len(table)):
         a = ax.annotate("", xy=(ai[k], y[k]), xytext=(ai[k - 1], y[k - 1]),
                         arrowprops={"arrowstyle": "-|>", "color": "crimson", "lw": 1.4, "shrinkA": 4, "shrinkB": 4})
