@@ -135,8 +135,8 @@ def best_row(res: SweepResult, column: str = "score", mix: str | None = None) ->
 
 
 def write_sweep(res: SweepResult, folder: Path, title: str) -> list[Path]:
-    """sweep.csv and one heatmap figure per SRAM value: one row of panels per mix (score, score/mm2,
-    area, binding ceiling), each mix's best feasible point starred."""
+    """sweep.csv and one heatmap figure per SRAM value: a 2 x 2 block of panels per mix (score,
+    score/mm2, area, binding ceiling), each mix's best feasible point starred on its own SRAM's figure."""
     from dse.report.plots import sweep_heatmaps
     from dse.yamlio import atomic_write
 
@@ -147,9 +147,12 @@ def write_sweep(res: SweepResult, folder: Path, title: str) -> list[Path]:
     budget = ctx0.cfg.search.area_budget_mm2
     kb = base_knobs(ctx0.base)
     best = {m: best_row(res, mix=m) for m in res.mixes}
-    for k, s in enumerate(res.axes["sram_mib"]):
+    srams = np.asarray(res.axes["sram_mib"], dtype=float)
+    nearest_base = int(np.argmin(np.abs(np.log(srams / kb["sram_mib"]))))
+    for k, s in enumerate(srams):
         at = np.isclose(res.grid["sram_mib"], s)
         rows = {m: res.grid[at & (res.grid["mix"] == m)] for m in res.mixes}
         paths.append(sweep_heatmaps(rows, res.axes, budget, best, (kb["peak_tflops"], kb["dram_bandwidth_tbps"]),
-                                    folder / f"sweep_sram{k}.png", f"{title}: sweep at {s:.0f} MiB SRAM"))
+                                    folder / f"sweep_sram{k}.png", f"{title}: sweep at {s:.0f} MiB SRAM",
+                                    sram_mib=float(s), base_sram_mib=kb["sram_mib"], show_base=k == nearest_base))
     return paths

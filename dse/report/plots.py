@@ -357,11 +357,13 @@ def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
 
 
 def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float | None, best: dict[str, pd.Series],
-                   base: tuple[float, float], path: Path, title: str) -> Path:
-    """One row of panels per mix over compute x bandwidth (one SRAM size): mix score, score per mm²,
-    die area (iso-area lines) and the binding ceiling (categorical); iso-ratio lines (FLOP/byte) and the
-    area-budget line on every panel, cells over a budget or the reticle hatched, the mix's best
-    feasible design starred, the base design circled. ``rows[mix]`` holds that mix's grid rows in
+                   base: tuple[float, float], path: Path, title: str, sram_mib: float | None = None,
+                   base_sram_mib: float | None = None, show_base: bool = True) -> Path:
+    """A 2 x 2 block of panels per mix over compute x bandwidth (one SRAM size, readable on a slide):
+    mix score, score per mm², die area (iso-area lines) and the binding ceiling (categorical); iso-ratio
+    lines (FLOP/byte) and the area-budget line on every panel, infeasible cells hatched. The mix's best
+    feasible design is starred only on the panel of its own SRAM size (``sram_mib``), the base design
+    circled on the panel nearest its SRAM (``show_base``). ``rows[mix]`` holds that mix's grid rows in
     (compute, bandwidth) meshgrid order."""
     P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
     shape = (len(P), len(B))
@@ -370,9 +372,10 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                     key=lambda b: (b == "overhead", b != "compute", b))
     colors = [BOUND_COLORS.get(b, LEVEL_COLORS[k % len(LEVEL_COLORS)]) for k, b in enumerate(labels)]
     cmap_b = matplotlib.colors.ListedColormap(colors)
-    height = 4.9 * len(mixes) + 0.6
-    fig, axs = plt.subplots(len(mixes), 4, figsize=(24, height), squeeze=False)
-    fig.subplots_adjust(wspace=0.45, hspace=0.4, top=1 - 0.75 / height, bottom=0.45 / height)
+    height = 9.0 * len(mixes) + 0.8
+    fig, grid_axs = plt.subplots(2 * len(mixes), 2, figsize=(14, height), squeeze=False)
+    fig.subplots_adjust(wspace=0.35, hspace=0.38, top=1 - 0.8 / height, bottom=0.45 / height)
+    axs = grid_axs.reshape(len(mixes), 4)  # per mix: score, score/mm2 | area, binding
     R = P[None, :] / B[:, None]
     ratio_levels = [r for r in (12.5, 25, 50, 100, 200, 400, 800, 1600) if R.min() < r < R.max()]
     for row, mix in zip(axs, mixes, strict=True):
@@ -408,17 +411,24 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 cr = ax.contour(P, B, R, levels=ratio_levels, colors="0.85", linewidths=0.6, linestyles=":")
                 ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
             b = best[mix]
-            ax.plot(b["peak_tflops"], b["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k", ls="none",
-                    label="best feasible")
-            ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label="base")
+            if sram_mib is None or np.isclose(b["sram_mib"], sram_mib):
+                ax.plot(b["peak_tflops"], b["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k",
+                        ls="none", label="best feasible")
+            if show_base:
+                at = "" if base_sram_mib is None or sram_mib is None or np.isclose(base_sram_mib, sram_mib) else \
+                    f" (its SRAM: {base_sram_mib:.0f} MiB)"
+                ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label=f"base{at}")
             _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")
             mix_label = "" if len(mixes) == 1 else f"mix {mix}: "
             ax.set_title(f"{mix_label}{heading}", fontsize=9)
     handles, names = axs[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="upper right", fontsize=8, ncol=2)
+    if handles:
+        fig.legend(handles, names, loc="upper right", fontsize=9, ncol=2)
     extra = f"; white line: area budget {budget_mm2:.0f} mm²" if budget_mm2 else ""
-    fig.suptitle(f"{title} (hatched: over a budget or the reticle; dotted: iso-ratio{extra}; star: best feasible)",
-                 fontsize=10)
+    where = "" if sram_mib is None or all(np.isclose(best[m]["sram_mib"], sram_mib) for m in mixes) else \
+        "; the best design is on another SRAM panel"
+    fig.suptitle(f"{title}\nhatched: infeasible (a budget, the reticle, the die edge or the package); dotted: "
+                 f"iso-ratio{extra}; star: best feasible{where}", fontsize=10)
     return _save(fig, path)
 
 
