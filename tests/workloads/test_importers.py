@@ -95,19 +95,10 @@ TV_MODELS = [("resnet18", "resnet18", 224), ("resnet50", "resnet50", 224), ("res
              ("densenet121", "densenet121", 224), ("googlenet", "googlenet", 224), ("swin_t", "swin-t", 224)]
 
 
-_TV_SHIM: list = []
-
-
 @pytest.fixture(scope="module")
 def torchvision():
-    torch = _need("torch")
-    if not _TV_SHIM:
-        # PyPI's torchvision imports beside the CPU torch only with these schemas defined (ENVIRONMENT.md)
-        lib = torch.library.Library("torchvision", "DEF")
-        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-        _TV_SHIM.append(lib)  # keep the library object alive
-    return _need("torchvision")
+    _need("torch")
+    return _need("torchvision")  # the .[torch] extra pins a matching torch/torchvision pair: a plain import works
 
 
 
