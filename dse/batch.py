@@ -121,9 +121,10 @@ def check_config(path: str) -> None:
         load_context(path, n_trials=1, mix=mix)
 
 
-def run_batch(paths: list[str], out: str | Path = "results", progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
+def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
     """Check every config first (a typo in the last one is reported before anything runs), then run
-    the good ones; a failing config is recorded with its one-line error and the batch goes on."""
+    the good ones (under ``out``, or each under its own ``output.dir``); a failing config is recorded
+    with its one-line error and the batch goes on."""
     rows, errors, bad = [], [], {}
     for path in paths:
         try:
@@ -153,11 +154,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m dse.batch", description="Run many study configs")
     ap.add_argument("configs", nargs="+")
-    ap.add_argument("--out", default="results")
+    ap.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir; "
+                                  "batch.csv in results/)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     table, errors = run_batch(args.configs, args.out, progress=not args.quiet)
-    folder = Path(args.out) / f"batch-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    folder = Path(args.out or "results") / f"batch-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     atomic_write(folder / "batch.csv", lambda p: table.to_csv(p, index=False))
     ok = int((table["status"] == "ok").sum())
     print(f"batch: {ok} of {len(table)} configs ran; table {folder / 'batch.csv'}")

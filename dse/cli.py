@@ -225,7 +225,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     from dse.batch import main as batch_main
 
-    return batch_main([*args.configs, "--out", args.out, *(["--quiet"] if args.quiet else [])])
+    return batch_main([*args.configs, *(["--out", args.out] if args.out else []), *(["--quiet"] if args.quiet else [])])
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
@@ -670,7 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
     hwp.add_argument("--format", choices=["table", "json"], default="table")
     bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
     bp.add_argument("configs", nargs="+")
-    bp.add_argument("--out", default="results")
+    bp.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir)")
     bp.add_argument("--quiet", action="store_true")
     cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
     cpp.add_argument("config")

@@ -91,8 +91,10 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
                                field=f"{field}.{i}.path")
             try:
                 wls.append(workload(str(path), plan=entry.plan, **entry.scenario()))
-            except DseError as exc:
-                raise DseError(exc.message, file=exc.file, field=exc.field if exc.file else f"{field}.{i}") from None
+            except DseError as exc:  # name the config field and the file, then what is wrong in it
+                where = ": ".join(x for x in (exc.file, exc.field) if x)
+                raise DseError(f"{entry.path!r} is not a usable model description ({where + ': ' if where else ''}"
+                               f"{exc.message})", field=f"{field}.{i}.path") from None
             weights.append(entry.weight)
             continue
         try:

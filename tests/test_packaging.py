@@ -37,6 +37,15 @@ def test_a_model_of_ones_own_loads_by_path_and_from_dse_path(tmp_path: Path, mon
         dse.workload(str(tmp_path / "missing.yaml"))
     monkeypatch.setenv("DSE_PATH", str(tmp_path))
     assert dse.workload("my-mlp", batch=2, seq=64).flops == pytest.approx(ref.flops)
+    # $DSE_PATH comes before the shipped library: a model or template there overrides the shipped one
+    over = _my_model(tmp_path, "gpt2")
+    assert description_path("gpt2") == over
+    chip = dse.hardware("npu-7nm").model_dump(mode="json", exclude_none=True)
+    chip["compute"]["clock_ghz"] = 1.0
+    (tmp_path / "npu-7nm.yaml").write_text(yaml.safe_dump(chip))
+    assert dse.hardware("npu-7nm").compute.clock_ghz == 1.0
+    monkeypatch.delenv("DSE_PATH")
+    assert dse.hardware("npu-7nm").compute.clock_ghz == 1.4
 
 
 def test_a_config_uses_a_model_next_to_it(tmp_path: Path, capsys) -> None:
@@ -51,6 +60,12 @@ def test_a_config_uses_a_model_next_to_it(tmp_path: Path, capsys) -> None:
     assert main(["run", str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "workloads.0.path: got 'models/nope.yaml'" in err and err.count("\n") == 1
+    (tmp_path / "models" / "chip.yaml").write_text(yaml.safe_dump(
+        dse.hardware("npu-7nm").model_dump(mode="json", exclude_none=True)))  # a template, not a model
+    wrong = write_config(tmp_path, {**data, "workloads": [{"path": "models/chip.yaml"}]}, "wrong.yaml")
+    assert main(["run", str(wrong), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "workloads.0.path: 'models/chip.yaml' is not a usable model description" in err and err.count("\n") == 1
 
 
 def test_the_wheel_ships_workloads_templates_and_validation_and_works_outside_the_checkout(tmp_path: Path) -> None:
@@ -75,3 +90,11 @@ def test_the_wheel_ships_workloads_templates_and_validation_and_works_outside_th
     out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "True True"
+    # a config outside the checkout that uses the model next to it, run by the installed command
+    data = {**SMALL_STUDY, "workloads": [{"path": "my-mlp.yaml", "batch": 2, "seq": 64}],
+            "output": {"dir": "res", "plots": False}}
+    (work / "study.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    run = subprocess.run([sys.executable, "-m", "dse", "run", "study.yaml", "--quiet"], cwd=work, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "my-mlp[" in run.stdout and (work / "res" / "tiny" / "summary.md").is_file()

@@ -52,8 +52,22 @@ def load_hardware(spec: str | Path | Mapping[str, Any] | Hardware) -> Hardware:
     return _load_named(str(spec))
 
 
-@lru_cache(maxsize=64)
+def _user_dirs() -> list[Path]:
+    """``$DSE_PATH`` folders (``os.pathsep``-separated): a template there is found by name first."""
+    import os
+
+    return [Path(p).expanduser() for p in os.environ.get("DSE_PATH", "").split(os.pathsep) if p]
+
+
 def _load_named(name: str) -> Hardware:
+    for d in _user_dirs():
+        if (d / f"{name}.yaml").is_file():
+            return hardware_from_mapping(load_yaml(d / f"{name}.yaml"), file=str(d / f"{name}.yaml"))
+    return _load_shipped(name)
+
+
+@lru_cache(maxsize=64)
+def _load_shipped(name: str) -> Hardware:
     path = templates_dir() / f"{name}.yaml"
     if not path.is_file():
         raise DseError(

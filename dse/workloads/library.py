@@ -122,10 +122,11 @@ def is_path(name: str) -> bool:
 
 
 def search_dirs() -> list[Path]:
-    """Where a model name is looked up, in order: the shipped library, its ``custom/`` imports, then
-    each folder of ``$DSE_PATH`` (``os.pathsep``-separated)."""
+    """Where a model name is looked up, in order: each folder of ``$DSE_PATH`` (``os.pathsep``-separated;
+    a model there overrides a shipped one of the same name), then the shipped library and its
+    ``custom/`` imports."""
     extra = [Path(p).expanduser() for p in os.environ.get("DSE_PATH", "").split(os.pathsep) if p]
-    return [workloads_dir(), workloads_dir() / "custom", *extra]
+    return [*extra, workloads_dir(), workloads_dir() / "custom"]
 
 
 def description_path(name: str) -> Path:
