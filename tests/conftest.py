@@ -39,3 +39,19 @@ def write_config(folder: Path, data: dict, name: str = "study.yaml") -> Path:
 @pytest.fixture
 def small_config(tmp_path: Path) -> Path:
     return write_config(tmp_path, SMALL_STUDY)
+
+
+def one_line_error_with_cache_cleared(cached, call) -> str:
+    """Call ``call()`` expecting a ``DseError``, with ``cached`` (an lru_cache'd loader) cleared before and
+    after so a patched data folder is read; return the message, checked to be one line."""
+    from dse.errors import DseError
+
+    cached.cache_clear()
+    try:
+        with pytest.raises(DseError) as ei:
+            call()
+    finally:
+        cached.cache_clear()
+    msg = str(ei.value)
+    assert "\n" not in msg
+    return msg

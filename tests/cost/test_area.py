@@ -10,6 +10,7 @@ from dse.cost.area import COMPONENTS, area, die_sides_mm, shoreline, systolic_pe
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
+from tests.conftest import one_line_error_with_cache_cleared
 from tests.cost.growth import grown_pair
 
 # Die areas from docs/reference/hardware.csv (docs/reference: area)
@@ -146,11 +147,5 @@ def test_node_files_have_sources_and_confidence_and_reject_bad_values(tmp_path, 
         data = {k: dict(v) if isinstance(v, dict) else v for k, v in good.items()}
         data[field] = {**data[field], **bad}
         (tmp_path / "nodes" / "7nm.yaml").write_text(yaml.safe_dump(data))
-        templates._load_node_cached.cache_clear()
-        try:
-            with pytest.raises(DseError) as ei:
-                templates.load_node("7nm")
-        finally:
-            templates._load_node_cached.cache_clear()
-        msg = str(ei.value)
-        assert "7nm.yaml" in msg and needle in msg and "\n" not in msg, msg
+        msg = one_line_error_with_cache_cleared(templates._load_node_cached, lambda: templates.load_node("7nm"))
+        assert "7nm.yaml" in msg and needle in msg, msg

@@ -7,6 +7,7 @@ import pytest
 import dse
 from dse.errors import DseError
 from dse.workloads.ops import COLUMNS
+from tests.conftest import one_line_error_with_cache_cleared
 
 
 def test_every_library_model_expands_with_the_full_schema() -> None:
@@ -123,13 +124,7 @@ def test_bad_model_description_names_file_and_field(tmp_path, monkeypatch) -> No
         "name: broken\nfamily: transformer\nsource: test file\narch:\n  kind: decoder\n  layers: 2\n"
         "  hidden: 64\n  heads: 4\n  ffn: 128\n  activation: gelu\n  norm: layernorm\n  hiddden: 3\n")
     monkeypatch.setattr(library, "workloads_dir", lambda: tmp_path)
-    library.load_description.cache_clear()
-    try:
-        with pytest.raises(DseError) as ei:
-            library.workload("broken")
-    finally:
-        library.load_description.cache_clear()
-    msg = str(ei.value)
+    msg = one_line_error_with_cache_cleared(library.load_description, lambda: library.workload("broken"))
     assert "broken.yaml" in msg and "arch.hiddden" in msg and "hidden" in msg
 
 
