@@ -158,7 +158,9 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
         k = min(search.batch_size, target - complete - running)
         if k <= 0:
             break
-        trials = [study.ask(dists) for _ in range(k)]
+        trials = _claim(study, [study.ask(dists) for _ in range(k)], target)
+        if not trials:
+            continue
         values, attrs, constraints = evaluate([t.params for t in trials])
         names = list(constraints)
         values = np.asarray(values, dtype=float).reshape(len(trials), -1)
@@ -187,6 +189,21 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
                            "search ranges)", field="search")
     bar.close()
     return new
+
+
+def _claim(study: optuna.Study, asked: list, target: int) -> list:
+    """Of the trials just asked, those that may run: among all live trials (complete or running, every
+    worker's), only the ``target`` lowest trial numbers (numbers are handed out atomically by the
+    storage); the rest are told PRUNED unevaluated, so several workers complete exactly ``target``."""
+    live = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    allowed = {t.number for t in sorted(live, key=lambda t: t.number)[:target]}
+    keep = []
+    for t in asked:
+        if t.number in allowed:
+            keep.append(t)
+        else:
+            study.tell(t, state=TrialState.PRUNED)
+    return keep
 
 
 def _json_ok(v: object) -> bool:
