@@ -86,6 +86,8 @@ class Param(Strict):
         if self.choices is not None:
             if self.low is not None or self.high is not None:
                 raise ValueError("give either choices or low/high, not both")
+            if not all(c > 0 for c in self.choices):
+                raise ValueError(f"@choices@got {self.choices}; accepted: numbers > 0")
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")
         elif not self.low < self.high:
@@ -209,6 +211,16 @@ class Candidate(Strict):
             raise ValueError("YAML reads an unquoted a:b as a base-60 number; accepted: a quoted ratio, e.g. '1:2'")
         if v is not None:
             parse_ratio(str(v))
+        return v
+
+    @field_validator("fields")
+    @classmethod
+    def _physical_fields(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, value in v.items():
+            if not value > 0:
+                raise ValueError(f"fields.{name} = {value}; accepted: a number > 0 (every hardware field is positive)")
+            if name.endswith("efficiency") and value > 1:
+                raise ValueError(f"fields.{name} = {value}; accepted: an efficiency in (0, 1]")
         return v
 
     @model_validator(mode="after")

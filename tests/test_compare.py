@@ -157,3 +157,16 @@ def test_reference_story_config_validates_and_large_mixes_plot_by_family(tmp_pat
     cmp = compare(prepare(c, d), ["1:2", "1:1", "1:4"])
     assert list(cmp.table["family"]) == ["vision", "llm"]
     assert speedup_bars(cmp.table, cmp.names, tmp_path / "s.png", "t", max_bars=1).is_file()
+
+
+@pytest.mark.parametrize(("fields", "needle"), [
+    ({"memory.local.capacity_mib": -1}, "fields.memory.local.capacity_mib = -1"),
+    ({"compute.matrix.efficiency": 1.5}, "an efficiency in (0, 1]"),
+    ({"compute.matrix.efficiency": float("nan")}, "a finite number"),
+])
+def test_impossible_candidate_fields_are_one_line(tmp_path: Path, capsys, fields, needle) -> None:
+    section = {"candidates": [{"name": "a", "ratio": "1:1"}, {"name": "b", "fields": fields}]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
