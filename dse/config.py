@@ -139,8 +139,8 @@ ObjectiveName = Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"
 
 
 class Search(Strict):
-    n_trials: int = Field(200, gt=0, description="Total trials in the study (resume continues to it)")
-    batch_size: int = Field(16, gt=0, description="Trials asked, predicted together, then told")
+    n_trials: int = Field(200, gt=0, le=1_000_000, description="Total trials in the study (resume continues to it)")
+    batch_size: int = Field(16, gt=0, le=10_000, description="Trials asked, predicted together, then told")
     sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc", "grid"] | None = Field(
         None, description="Default: tpe for one objective, nsga2 for several")
     grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
