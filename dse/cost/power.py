@@ -29,12 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
+from dse.hardware.energy import PJ, flop_energy, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
-from dse.predict import MixArrays, evaluate, mix_arrays, mix_times
+from dse.predict import MixArrays, mix_arrays, mix_times
 from dse.predict.network import sent_per_op
-from dse.predict.roofline import on_matrix
+from dse.predict.power_cap import op_flop_energy
+from dse.predict.roofline import on_matrix, op_clocks
 from dse.predict.traffic import per_level
 from dse.workloads.mix import Mix
 
@@ -79,11 +80,10 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     t = mix_times(d, mix, arrays=a) if times is None else times
     e_level = level_energy_per_byte(d, node)
     e_reg = node.energy_pj_per_byte_register.value * PJ
-    per_flop = flop_energy(node)[o.dtype_idx]
-    if is_systolic(d):  # ops on the arrays pay the PE energy; the rest the whole-chip vector figure
-        per_flop = np.where(on_matrix(o, d)[:1], flop_energy(node, True)[o.dtype_idx], per_flop)
+    # ops on a systolic design's arrays pay the PE energy, the rest the whole-chip figure
+    per_flop = op_flop_energy(d, o, on_matrix(o, d)[:1], node)
     # under a power cap each op ran at its clock fraction f: on-chip energy x f^2 (dse.predict.power_cap)
-    v2 = np.ones((1, o.n)) if d.base.power_limit_w is None else evaluate(d, o).clock[:, o.perm] ** 2
+    v2 = np.ones((1, o.n)) if d.base.power_limit_w is None else op_clocks(d, o) ** 2
     compute = (o.flops * per_flop * v2) @ member
     parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
     for lv, tr in per_level(d, o):

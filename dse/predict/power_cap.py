@@ -21,6 +21,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
+from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict.traffic import OpArrays
 
@@ -29,14 +30,20 @@ F_MIN = 0.2
 BISECTIONS = 30
 
 
+def op_flop_energy(d: DesignBatch, o: OpArrays, matrix: np.ndarray, node: Node) -> np.ndarray:
+    """[1 or D, O] joules per FLOP of each op: the node's whole-chip figure, or on a systolic design's
+    arrays (``matrix``, from ``roofline.on_matrix``) the processing element's."""
+    e_flop = flop_energy(node)[o.dtype_idx][None, :]
+    if is_systolic(d):
+        e_flop = np.where(matrix, flop_energy(node, True)[o.dtype_idx][None, :], e_flop)
+    return e_flop
+
+
 def op_energies(d: DesignBatch, o: OpArrays, matrix: np.ndarray, levels) -> tuple[np.ndarray, np.ndarray]:
     """([D, O] on-chip joules, [D, O] off-chip joules) of one instance of each op; ``levels`` yields
     (level, traffic [D or 1, O]) as ``dse.predict.traffic.per_level`` does."""
     node = load_node(d.base.process_node)
-    e_flop = flop_energy(node)[o.dtype_idx][None, :]
-    if is_systolic(d):
-        e_flop = np.where(matrix, flop_energy(node, True)[o.dtype_idx][None, :], e_flop)
-    core = o.flops[None, :] * e_flop
+    core = o.flops[None, :] * op_flop_energy(d, o, matrix, node)
     io = np.zeros((d.n, o.n))
     e_level = level_energy_per_byte(d, node)
     e_reg = node.energy_pj_per_byte_register.value * PJ

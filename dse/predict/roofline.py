@@ -107,31 +107,37 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
                        clock=back(clock))
 
 
+def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted-order ``[D, O]`` pieces of the lean path: the op's unit (matrix or not), its compute time at
+    full clock, the largest memory/network time and the launch overhead."""
+    matrix = on_matrix(o, d)
+    peak, eff = unit_peak(o, d, matrix)
+    rate = peak * eff
+    rate *= array_fill(o, d, matrix)
+    t_compute = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
+    rest = max_memory_time(d, o, np.zeros_like(t_compute))
+    if o.coll_idx.size:
+        rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
+    return matrix, t_compute, rest, np.where(o.fused, 0.0, d.overhead_s[:, None])
+
+
+def op_clocks(d: DesignBatch, o: OpArrays) -> np.ndarray:
+    """[D, O] clock fraction of each op under ``power_limit_w`` (ones without a cap), sorted op order."""
+    if d.base.power_limit_w is None:
+        return np.ones((d.n, o.n))
+    matrix, t_compute, rest, t_over = _lean_terms(d, o)
+    return apply_cap(d, o, matrix, t_compute, rest, t_over, per_level(d, o))
+
+
 def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.ndarray:
     """[D, O] time of one instance of each op; the lean path used by search and sweeps.
 
     With ``table_order=False`` the columns stay in ``o``'s sorted order (see ``OpArrays.perm``)."""
-    matrix = on_matrix(o, d)
-    peak, eff = unit_peak(o, d, matrix)
-    fill = array_fill(o, d, matrix)
-    rate = peak * eff
-    rate *= fill
-    t = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
+    matrix, t, rest, t_over = _lean_terms(d, o)
     if d.base.power_limit_w is not None:  # the compute term at each op's capped clock
-        rest = max_memory_time(d, o, np.zeros_like(t))
-        if o.coll_idx.size:
-            rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-        t_over = np.where(o.fused, 0.0, d.overhead_s[:, None])
         t /= apply_cap(d, o, matrix, t, rest, t_over, per_level(d, o))
-        np.maximum(t, rest, out=t)
-        t += t_over
-        if o.eager.any():
-            np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
-        return o.to_table_order(t) if table_order else t
-    max_memory_time(d, o, t)
-    if o.coll_idx.size:
-        t[:, o.coll_idx] = np.maximum(t[:, o.coll_idx], network_times(d, o))
-    t += np.where(o.fused, 0.0, d.overhead_s[:, None])
-    if o.eager.any():
+    np.maximum(t, rest, out=t)
+    t += t_over
+    if o.eager.any():  # the host dispatches eager ops one at a time: each takes at least its dispatch time
         np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
     return o.to_table_order(t) if table_order else t
