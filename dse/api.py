@@ -71,35 +71,20 @@ def compare(config: str | Path, ratios: list[str] | None = None, hold: str | Non
     """``dse compare`` as data: the config's ``compare:`` candidates, or ``ratios`` (e.g. ``["1:2", "1:1"]``)
     at fixed ``hold`` (compute or area). Returns ``dse.comparison.Comparison`` (``.table`` per workload,
     ``.designs_table`` per candidate, ``.breakdown`` area/cost/power by component)."""
-    from dse.comparison import compare as _compare
-    from dse.errors import DseError
+    from dse.comparison import compare_config
     from dse.study import load_context
 
     cfg, ctx = load_context(config, one_mix="compare")
-    section = cfg.compare
-    if ratios is not None or section is None:
-        ratios = list(ratios or ["1:2", "1:1"])
-        return _compare(ctx, ratios, hold or (section.hold if section else "compute"), field="ratios")
-    try:
-        return _compare(ctx, list(section.candidates), hold or section.hold, field="compare.candidates")
-    except DseError as exc:
-        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+    return compare_config(cfg, ctx, str(config), ratios, hold, field="ratios")[0]
 
 
 def sweep(config: str | Path, points: int = 12, sram_points: int = 1):
     """``dse sweep`` as data: one row per design (and per mix) of the full grid over the config's search
     space: knobs, score, area, cost, power, ridge, HBM stacks, binding ceiling, feasibility."""
-    from dse.config import load_study
-    from dse.grid import ONE_MIX, axes_for, run_sweep
-    from dse.study import load_context
+    from dse.grid import axes_for, contexts, run_sweep
 
-    cfg, _ = load_study(config)
-    if cfg.mixes is None:
-        ctxs = {ONE_MIX: load_context(config)[1]}
-    else:
-        ctxs = {m: load_context(config, mix=m)[1] for m in cfg.mix_names}
-    axes = axes_for(cfg, next(iter(ctxs.values())), points, sram_points)
-    return run_sweep(ctxs, axes).grid
+    cfg, ctxs = contexts(config)
+    return run_sweep(ctxs, axes_for(cfg, next(iter(ctxs.values())), points, sram_points)).grid
 
 
 def whatif(config: str | Path):

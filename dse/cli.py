@@ -67,18 +67,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from dse.config import load_study
-    from dse.grid import ONE_MIX, axes_for, best_row, run_sweep, write_sweep
+    from dse.grid import axes_for, best_row, contexts, run_sweep, write_sweep
     from dse.report.html import write_report
     from dse.report.summary import _md_table
-    from dse.study import load_context, results_folder
+    from dse.study import results_folder
     from dse.yamlio import write_text
 
-    cfg, _ = load_study(args.config)
-    if cfg.mixes is None:
-        ctxs = {ONE_MIX: load_context(args.config)[1]}
-    else:
-        ctxs = {m: load_context(args.config, mix=m)[1] for m in cfg.mix_names}
+    cfg, ctxs = contexts(args.config)
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
     n = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"]) * len(ctxs)
     status(args, f"scoring {n:,} designs")
@@ -119,27 +114,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.comparison import compare, write_comparison
+    from dse.comparison import compare_config, write_comparison
     from dse.study import load_context, results_folder
 
     status(args, f"loading {args.config} and predicting the base design")
     cfg, ctx = load_context(args.config, one_mix="compare")
     status(args, "building and predicting the candidates")
-    section = cfg.compare
-    if args.ratios is not None or section is None:
-        ratios = [r.strip() for r in (args.ratios or "1:2,1:1").split(",") if r.strip()]
+    ratios = None
+    if args.ratios is not None:
+        ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
         if len(ratios) < 2:
             raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
-        hold = args.hold or (section.hold if section else "compute")
-        cmp = compare(ctx, ratios, hold)
-        heading = f"ratios {', '.join(ratios)} at fixed {hold}"
-    else:
-        hold = args.hold or section.hold
-        try:
-            cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
-        except DseError as exc:
-            raise DseError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
-        heading = f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
+    cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold)
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
     status(args, f"writing {folder}: tables, figures and report")
     write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))

@@ -255,3 +255,21 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     write_text(folder / "summary.md", md)
     write_report(folder, f"dse comparison {title}", md, figures, config_text)
     return md
+
+
+def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = None, hold: Hold | None = None,
+                   field: str = "--ratios") -> tuple[Comparison, str]:
+    """The comparison a config asks for, and a heading that says what was compared: ``ratios`` at fixed
+    ``hold`` when given (or when the config has no ``compare:`` section; default 1:2 vs 1:1), else the
+    section's candidates. Errors in the section name the config file ``config``."""
+    section = cfg.compare
+    if ratios is not None or section is None:
+        ratios = list(ratios or ["1:2", "1:1"])
+        hold = hold or (section.hold if section else "compute")
+        return compare(ctx, ratios, hold, field=field), f"ratios {', '.join(ratios)} at fixed {hold}"
+    hold = hold or section.hold
+    try:
+        cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+    return cmp, f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"

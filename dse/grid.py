@@ -44,6 +44,17 @@ class SweepResult:
         return list(self.ctxs)
 
 
+def contexts(config: str | Path) -> tuple[StudyConfig, dict[str, Context]]:
+    """The config and a prepared context per mix (one, ``ONE_MIX``, for a config without ``mixes:``)."""
+    from dse.config import load_study
+    from dse.study import load_context
+
+    cfg, _ = load_study(config)
+    if cfg.mixes is None:
+        return cfg, {ONE_MIX: load_context(config)[1]}
+    return cfg, {m: load_context(config, mix=m)[1] for m in cfg.mix_names}
+
+
 def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int) -> dict[str, np.ndarray]:
     """Grid values per knob: the search space's ranges, or the base value when a knob is not searched."""
     kb = base_knobs(ctx.base)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("dse", "docs", "workloads", "hw_templates", "configs", "experiments", "benchmarks", "validation")
+FOLDERS = ("dse", "docs", "workloads", "hw_templates", "configs", "experiments", "benchmarks", "validation", "tests")
 
 
 def test_no_file_points_to_a_folder_outside_the_repository() -> None:

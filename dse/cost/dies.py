@@ -140,17 +140,26 @@ def fit(rows: list[tuple[np.ndarray, float, float]]) -> np.ndarray:
     return theta
 
 
-def fitted_reference() -> dict[str, float]:
-    """The fitted coefficients at the reference node, on every calibration die."""
-    ref = load_node(REFERENCE_NODE)
-    rows = []
+def die_data(ref: Node) -> list[tuple[Die, Node, Inventory, np.ndarray, float]]:
+    """Per die: the die, its node, its inventory, its fit columns and its known (unfitted) mm^2."""
+    out = []
     for die in load_dies():
-        if die.role != "calibration" or die.template:
-            continue
         node = die_node(die)
         inv = die_inventory(die, node)
-        rows.append((columns(inv, node, ref), known_mm2(inv, node), die.die_area_mm2))
-    return dict(zip(FITTED, fit(rows).tolist(), strict=True))
+        out.append((die, node, inv, columns(inv, node, ref), known_mm2(inv, node)))
+    return out
+
+
+def fit_rows(data: list, leave_out: str | None = None) -> list[tuple[np.ndarray, float, float]]:
+    """(columns, known, published) of the NPU calibration dies of ``data``, without ``leave_out``."""
+    return [(x, k, d.die_area_mm2) for d, _, _, x, k in data
+            if d.role == "calibration" and not d.template and d.name != leave_out]
+
+
+def fitted_reference() -> dict[str, float]:
+    """The fitted coefficients at the reference node, on every calibration die."""
+    theta = fit(fit_rows(die_data(load_node(REFERENCE_NODE))))
+    return dict(zip(FITTED, theta.tolist(), strict=True))
 
 
 def node_value(node: Node, key: str, ref_value: float, ref: Node) -> float:
@@ -172,15 +181,8 @@ def simt_loo(die: Die, node: Node) -> float:
 def calibration_table() -> pd.DataFrame:
     """Per die: published area, the model's area with the shipped node coefficients (``model_mm2``),
     the all-calibration fit (``fitted_mm2``) and the leave-one-out prediction, with % errors."""
-    ref = load_node(REFERENCE_NODE)
-    dies = load_dies()
-    data = []
-    for die in dies:
-        node = die_node(die)
-        inv = die_inventory(die, node)
-        data.append((die, node, inv, columns(inv, node, ref), known_mm2(inv, node)))
-    cal = [(x, k, d.die_area_mm2) for d, _, _, x, k in data if d.role == "calibration" and not d.template]
-    theta = fit(cal)
+    data = die_data(load_node(REFERENCE_NODE))
+    theta = fit(fit_rows(data))
     rows = []
     for die, node, inv, x, known in data:
         shipped = float(sum(price(inv, node)[c][0] for c in COMPONENTS))
@@ -189,9 +191,7 @@ def calibration_table() -> pd.DataFrame:
             loo = known_mm2(inv, node, simt_loo(die, node)) if die.sets_node_coefficient else fitted
             kind = "gpu (tensor cores per TFLOP/s)"
         elif die.role == "calibration":
-            others = [(xx, kk, d.die_area_mm2) for d, _, _, xx, kk in data
-                      if d.role == "calibration" and not d.template and d.name != die.name]
-            loo = known + float(x @ fit(others))
+            loo = known + float(x @ fit(fit_rows(data, leave_out=die.name)))
             kind = "npu (systolic PEs, scratchpad)"
         else:
             loo = fitted

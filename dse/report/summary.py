@@ -223,22 +223,21 @@ def sram_choice_lines(result) -> list[str]:
     """Why the best design has the SRAM it has: the searched level's organisation and price per MiB,
     its share of the die, and the score and area of the best design with that level halved and doubled
     (everything else held)."""
-    from dse.cost.area import level_mm2_per_mib
+    from dse.cost.area import area, level_mm2_per_mib
     from dse.study import score_designs
 
     ctx, best = result.ctx, result.best
+    ar = area(best)
     j = best.sram_level
     level = best.base.memory[j]
-    per_mib = level_mm2_per_mib(best, area_node(best), j)
+    per_mib = level_mm2_per_mib(best, ar.node, j)
     mib = float(best.capacity[0, j]) / 2**20
     s0, a0 = float(result.best_scored.score[0]), float(result.best_scored.area_mm2[0])
     lines = [f"- Searched level `{level.name}` is a **{level.organization}** at {per_mib:.3g} mm²/MiB "
-             f"({area_node(best).name}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
+             f"({ar.node.name}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
              "of the die"]
-    from dse.cost.area import area
-
     saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on MAC arrays instead
-    grow = 1.0 + saved / float(area(best).parts["matrix"][0])
+    grow = 1.0 + saved / float(ar.parts["matrix"][0])
     variants = DesignBatch.stack([best, best, best])
     variants = variants.with_knobs(sram_bytes=np.array([0.5, 2.0, 0.5]) * mib * 2**20,
                                    peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, grow]))
@@ -263,8 +262,3 @@ def shoreline_lines(result) -> list[str]:
             f"{float(sh.perimeter_mm[0]):.0f} mm perimeter; {float(sh.stacks[0]):.0f} HBM stacks of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
 
-
-def area_node(d):
-    from dse.hardware.templates import load_node
-
-    return load_node(d.base.process_node)

@@ -91,8 +91,8 @@ def whole_stacks(batch: DesignBatch) -> DesignBatch:
     level = batch.base.memory[-1]
     if level.kind != "dram" or level.stack_bandwidth_gbps is None:
         return batch
-    per = level.stack_bandwidth_gbps * 1e9
-    return batch.with_knobs(dram_bandwidth=np.maximum(np.ceil(batch.dram_bandwidth / per - 1e-9), 1.0) * per)
+    stacks = np.maximum(dram_stacks(batch), 1.0)
+    return batch.with_knobs(dram_bandwidth=stacks * level.stack_bandwidth_gbps * 1e9)
 
 
 def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | Mapping[str, np.ndarray],
