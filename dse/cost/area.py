@@ -221,14 +221,13 @@ class Shoreline:
 
     def reasons(self) -> list[str]:
         """Per design: why it breaks the shoreline or the package ('' when it holds)."""
-        out = []
-        for need, per, st, mx in zip(self.edge_need_mm, self.perimeter_mm, self.stacks, self.max_stacks, strict=True):
-            why = []
-            if st > mx:
-                why.append(f"package: {st:.0f} DRAM stacks > {mx:.0f} the die's long edges and package hold")
+        out = [""] * len(self.stacks)
+        for i in np.flatnonzero((self.stacks_over > 0) | (self.edge_over_mm > 0)):  # only the designs that break one
+            st, mx, need, per = self.stacks[i], self.max_stacks[i], self.edge_need_mm[i], self.perimeter_mm[i]
+            why = [f"package: {st:.0f} DRAM stacks > {mx:.0f} the die's long edges and package hold"] if st > mx else []
             if need > per:
                 why.append(f"shoreline: PHYs need {need:.0f} mm of die edge > {per:.0f} mm perimeter")
-            out.append("; ".join(why))
+            out[i] = "; ".join(why)
         return out
 
 
