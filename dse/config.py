@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
+from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.units import Dtype
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
@@ -135,7 +136,8 @@ class Space(Strict):
                                   ("sram_mib", self.sram_mib)) if v is not None}
 
 
-ObjectiveName = Literal["score", "score_per_mm2", "score_per_usd", "score_per_w", "area_mm2", "cost_usd", "power_w"]
+ObjectiveName = Literal[tuple(OBJECTIVES)]  # type: ignore[valid-type]
+ScoreObjectiveName = Literal[SCORE_OBJECTIVES]  # type: ignore[valid-type]
 
 
 class Search(Strict):
@@ -145,7 +147,7 @@ class Search(Strict):
         None, description="Default: tpe for one objective, nsga2 for several")
     grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Sampler seed (worker k uses seed + k)")
-    objective: Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"] = "score"
+    objective: ScoreObjectiveName = "score"
     objectives: list[ObjectiveName] | None = Field(
         None, min_length=2, description="Several objectives -> a Pareto front (e.g. [score, area_mm2])")
     area_budget_mm2: float | None = Field(None, gt=0, description="Die area budget; larger designs are infeasible")

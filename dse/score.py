@@ -18,10 +18,34 @@ from typing import Literal
 
 import numpy as np
 
-Objective = Literal["score", "score_per_mm2", "score_per_usd", "score_per_w"]
 
-#: objective -> the resource it divides by
-PER = {"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """One objective the search can optimise: its direction, its plot/table label (with unit), and what
+    it is made of: the mix score itself, the score divided by a resource relative to the base design
+    (``per``), or a resource on its own (``resource``, minimised)."""
+
+    name: str
+    direction: Literal["maximize", "minimize"]
+    label: str
+    per: str | None = None
+    resource: str | None = None
+
+
+#: The objectives registry: adding an objective is one record here (config validation, the optuna
+#: direction, trial-table labels and the value all come from it).
+OBJECTIVES: dict[str, ObjectiveSpec] = {o.name: o for o in (
+    ObjectiveSpec("score", "maximize", "mix score (x vs base)"),
+    ObjectiveSpec("score_per_mm2", "maximize", "score per mm² (x vs base)", per="area_mm2"),
+    ObjectiveSpec("score_per_usd", "maximize", "score per USD (x vs base)", per="cost_usd"),
+    ObjectiveSpec("score_per_w", "maximize", "score per W (x vs base)", per="power_w"),
+    ObjectiveSpec("area_mm2", "minimize", "die area (mm²)", resource="area_mm2"),
+    ObjectiveSpec("cost_usd", "minimize", "unit cost (USD)", resource="cost_usd"),
+    ObjectiveSpec("power_w", "minimize", "peak average power (W)", resource="power_w"),
+)}
+
+#: objectives a single-objective study may use (the score and the score per resource)
+SCORE_OBJECTIVES: tuple[str, ...] = tuple(n for n, o in OBJECTIVES.items() if o.resource is None)
 
 
 def mix_score(times: np.ndarray, base_times: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -53,13 +77,16 @@ class Scored:
         return np.max(list(self.constraints.values()), axis=0)
 
 
-def objective_value(kind: Objective, score: np.ndarray, resources: dict[str, np.ndarray],
+def objective_value(name: str, score: np.ndarray, resources: dict[str, np.ndarray],
                     base: dict[str, float]) -> np.ndarray:
-    """``score``, or score divided by a resource relative to the base design."""
-    if kind == "score":
+    """[D] value of objective ``name`` (``OBJECTIVES``): the score, the score divided by a resource
+    relative to the base design (``score / (r / r_base)``), or the resource itself."""
+    o = OBJECTIVES[name]
+    if o.resource is not None:
+        return resources[o.resource]
+    if o.per is None:
         return score
-    key = PER[kind]
-    return score / (resources[key] / base[key])
+    return score / (resources[o.per] / base[o.per])
 
 
 #: constraint name -> (resource key, label, unit)

@@ -194,13 +194,8 @@ def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarra
 def objective_columns(ctx: Context, sc: Scored) -> np.ndarray:
     """[D, K] values of the configured objective(s), in ``search.objective_names`` order."""
     res = {"area_mm2": sc.area_mm2, "cost_usd": sc.cost_usd, "power_w": sc.power_w}
-    cols = []
-    for name in ctx.cfg.search.objective_names:
-        if name in res:
-            cols.append(res[name])
-        else:
-            cols.append(objective_value(name, sc.score, res, ctx.base_resources))
-    return np.stack(cols, axis=1)
+    return np.stack([objective_value(name, sc.score, res, ctx.base_resources)
+                     for name in ctx.cfg.search.objective_names], axis=1)
 
 
 def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:

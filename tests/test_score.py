@@ -36,3 +36,23 @@ def test_constraints_name_every_broken_limit() -> None:
     assert "area budget 750" in reason[1] and "reticle" not in reason[1]
     assert "reticle limit 858" in reason[2] and "cost budget 50" in reason[2]
     assert sc.constraint[0] <= 0 < sc.constraint[1]
+
+
+def test_every_registered_objective_is_accepted_directed_labelled_and_valued() -> None:
+    """The registry is the one list: config accepts each name, the value is computed, the label has a unit."""
+    from dse.config import Search
+    from dse.score import OBJECTIVES, SCORE_OBJECTIVES, objective_value
+
+    space = {"peak_tflops": {"low": 10, "high": 100}}
+    res = {"area_mm2": np.array([200.0]), "cost_usd": np.array([50.0]), "power_w": np.array([100.0])}
+    base = {"area_mm2": 100.0, "cost_usd": 50.0, "power_w": 50.0}
+    for name, spec in OBJECTIVES.items():
+        Search(objectives=["score", name] if name != "score" else ["score", "area_mm2"], space=space)
+        if name in SCORE_OBJECTIVES:
+            Search(objective=name, space=space)
+        v = objective_value(name, np.array([1.5]), res, base)
+        expected = {"score": 1.5, "score_per_mm2": 0.75, "score_per_usd": 1.5, "score_per_w": 0.75,
+                    "area_mm2": 200.0, "cost_usd": 50.0, "power_w": 100.0}[name]
+        assert v[0] == pytest.approx(expected)
+        assert spec.direction == ("minimize" if spec.resource else "maximize")
+        assert "(" in spec.label and ")" in spec.label

@@ -23,17 +23,13 @@ from dse.report.summary import (
     terminal_summary,
     workload_table,
 )
+from dse.score import OBJECTIVES
 from dse.search import optimize
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import StudyResult, score_designs
 from dse.yamlio import atomic_write, write_text, write_yaml
 
-OBJECTIVE_LABELS = {
-    "objective_score": "mix score (x vs base)", "objective_score_per_mm2": "score per mm² (x vs base)",
-    "objective_score_per_usd": "score per USD (x vs base)", "objective_score_per_w": "score per W (x vs base)",
-    "objective_area_mm2": "die area (mm²)", "objective_cost_usd": "unit cost (USD)",
-    "objective_power_w": "peak average power (W)",
-}
+OBJECTIVE_LABELS = {f"objective_{n}": o.label for n, o in OBJECTIVES.items()}
 
 
 def trials_frame(study) -> pd.DataFrame:

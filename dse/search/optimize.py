@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from dse.config import Search
 from dse.errors import DseError
+from dse.score import OBJECTIVES
 from dse.search.space import distributions, grid
 
 #: evaluate(list of param dicts) -> (objective values [D, K], metrics per design, constraints by name [D])
@@ -29,11 +30,6 @@ Evaluator = Callable[[list[dict[str, float]]], tuple[np.ndarray, list[dict], dic
 METRICS_ATTR = "metrics"
 META_ATTR = "dse"
 
-#: objective name -> optuna direction
-DIRECTIONS = {
-    "score": "maximize", "score_per_mm2": "maximize", "score_per_usd": "maximize", "score_per_w": "maximize",
-    "area_mm2": "minimize", "cost_usd": "minimize", "power_w": "minimize",
-}
 
 
 def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float]) -> None:
@@ -86,7 +82,7 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, search: Search, 
     """Create the study once (or with ``resume`` load it, refusing a changed config); trials left
     RUNNING by a killed single-worker run are marked FAIL on resume (``recover_stale``)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    directions = [DIRECTIONS[o] for o in search.objective_names]
+    directions = [OBJECTIVES[o].direction for o in search.objective_names]
     sampler = make_sampler(search)
     if resume:
         try:
