@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from dse.errors import DseError, from_validation_error
+from dse.hardware.collectives import LEVEL_ALGORITHMS
 from dse.hardware.schema import Hardware, Strict
 from dse.units import repo_root
 from dse.yamlio import load_yaml
@@ -41,7 +42,8 @@ class NetworkLevel(Strict):
     latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds")
     efficiency: float = Field(gt=0, le=1, description="Achievable fraction of link bandwidth")
     in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
-    algorithm: Literal["ring", "tree"] = Field("ring", description="All-reduce algorithm on a switch level")
+    algorithm: Literal[LEVEL_ALGORITHMS] = Field(  # type: ignore[valid-type]
+        "ring", description="All-reduce algorithm (dse.hardware.collectives.TABLE)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")

@@ -1,26 +1,12 @@
-"""Collective cost models (alpha-beta) and the network time of collective operators.
+"""The network time of collective operators over a hierarchy of network levels (alpha-beta).
 
-Notation: ``S`` bytes (the full buffer: for an all-reduce the buffer every rank holds, for an
-all-gather the gathered result, for an all-to-all the bytes one rank sends in total), ``n`` ranks,
-``B`` a rank's injection bandwidth per direction (links x link bandwidth x efficiency), ``b`` one
-link's bandwidth per direction, ``alpha`` the per-step latency. Sources: Thakur, Rabenseifner &
-Gropp, "Optimization of Collective Communication Operations in MPICH", IJHPCA 2005 (ring/tree
-alpha-beta costs); Patarasuk & Yuan 2009 (bandwidth-optimal ring all-reduce); Sanders, Speck & Traeff
-2009 (pipelined double binary trees, NCCL's tree); Klenk et al., ISCA 2020 / NVIDIA SHARP (in-network
-reduction); Kumar et al. / Google TPU v4 (Jouppi et al., ISCA 2023) and ASTRA-sim (Rashidi et al.,
-ISPASS 2020) for dimension-by-dimension torus collectives.
+The per-level formulas are a table, one row per (collective, topology, algorithm):
+``dse.hardware.collectives.TABLE`` (notation and sources there). This module composes them:
 
-* ring all-reduce: ``2(n-1)/n * S/B + 2(n-1) alpha``; all-gather / reduce-scatter: half of that
-* tree all-reduce (pipelined, double binary tree): ``2 S/B + 2 ceil(log2 n) alpha``
-* switch with in-network reduction: ``S/B + 2 alpha`` (each rank sends S up and receives S back)
-* torus (dims k_1..k_d, bidirectional rings per dimension over that dimension's two links, ``2b``):
-  ``sum_i 2(k_i-1)/k_i * S_i/(2b) + 2(k_i-1) alpha`` with ``S_i = S / prod_{j<i} k_j``
-* all-to-all: ``max(injection, bisection) + (n-1) alpha``; injection ``(n-1)/n * S/B``; bisection
-  ``n S/4`` bytes per direction over the cut (ring: ``B``; torus: ``2 b n/k_max``; switch: full)
-* point-to-point: ``S/B + alpha`` (switch; ring: ``B/2``, the links to one neighbour; torus: ``b``)
 * hierarchical (several network levels): reduce-scatter inside the inner level, the collective
   across the outer level on ``S / n_inner``, all-gather back inside; for ring-type levels this is
-  ``sum_l AR_l(S_l)`` with ``S_l = S / prod_{j<l} n_j``.
+  ``sum_l AR_l(S_l)`` with ``S_l = S / prod_{j<l} n_j``; an all-to-all sends at each level the bytes
+  that leave the block below; a point-to-point crosses the outermost level its group spans.
 
 Every formula is linear in ``1/b``, ``1/B`` and ``alpha``, so a collective row reduces to three
 coefficients per network level and the time over thousands of designs is a matrix product.
@@ -32,76 +18,19 @@ import math
 
 import numpy as np
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
-TOPOLOGIES = ("switch", "ring", "torus")
-
-
-# ---------------------------------------------------------------------------------- textbook forms
-def ring_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
-    """``2(n-1)/n * S/B + 2(n-1) alpha`` (reduce-scatter then all-gather around a ring)."""
-    return 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha
-
-
-def ring_all_gather(S: float, n: int, B: float, alpha: float) -> float:
-    """``(n-1)/n * S/B + (n-1) alpha`` (also reduce-scatter); ``S`` is the gathered size."""
-    return (n - 1) / n * S / B + (n - 1) * alpha
-
-
-def tree_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
-    """``2 S/B + 2 ceil(log2 n) alpha``: pipelined reduce up and broadcast down a tree."""
-    return 2 * S / B + 2 * math.ceil(math.log2(n)) * alpha if n > 1 else 0.0
-
-
-def switch_reduction_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
-    """``S/B + 2 alpha``: the switch reduces (NVLink SHARP / InfiniBand SHARP)."""
-    return S / B + 2 * alpha if n > 1 else 0.0
-
-
-def torus_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float:
-    """Dimension by dimension: a bidirectional ring (``2b``) per dimension on a shrinking buffer."""
-    t, s = 0.0, S
-    for k in dims:
-        t += ring_all_reduce(s, k, 2 * b, alpha) if k > 1 else 0.0
-        s /= k
-    return t
-
-
-def point_to_point(S: float, B: float, alpha: float) -> float:
-    """``S/B + alpha``."""
-    return S / B + alpha
+from dse.hardware.collectives import choose
 
 
 # ---------------------------------------------------------------------------------- one level
 def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, alpha: float,
                dims: list[int] | None = None, in_network_reduction: bool = False,
                algorithm: str = "ring") -> float:
-    """Time of one collective on one network level (``n`` ranks of that level take part)."""
+    """Time of one collective on one network level (``n`` ranks of that level take part): the
+    ``dse.hardware.collectives.TABLE`` row the level chooses."""
     if n <= 1 or S <= 0:
         return 0.0
-    if coll == "p2p":
-        # a ring neighbour is reached over half the chip's links, a torus neighbour over one link
-        return point_to_point(S, {"ring": B / 2, "torus": b}.get(topology, B), alpha)
-    if topology == "torus":
-        tdims = torus_group_dims(dims or [n], n)
-        if coll == "all_reduce":
-            return torus_all_reduce(S, tdims, b, alpha)
-        if coll in ("all_gather", "reduce_scatter"):
-            return torus_all_reduce(S, tdims, b, alpha) / 2
-        inj = (n - 1) / n * S / (2 * b * len(tdims))
-        bis = n * S / 4 / (2 * b * n / max(tdims))
-        return max(inj, bis) + (n - 1) * alpha
-    if coll == "all_reduce":
-        if topology == "switch" and in_network_reduction:
-            return switch_reduction_all_reduce(S, n, B, alpha)
-        if algorithm == "tree":
-            return tree_all_reduce(S, n, B, alpha)
-        return ring_all_reduce(S, n, B, alpha)
-    if coll in ("all_gather", "reduce_scatter"):
-        return ring_all_gather(S, n, B, alpha)
-    # all-to-all
-    inj = (n - 1) / n * S / B
-    bis = n * S / 4 / B if topology == "ring" else 0.0
-    return max(inj, bis) + (n - 1) * alpha
+    tdims = torus_group_dims(dims or [n], n) if topology == "torus" else [n]
+    return choose(coll, topology, algorithm, in_network_reduction).time(S, n, b, B, alpha, tdims)
 
 
 def torus_group_dims(dims: list[int], n: int) -> list[int]:

@@ -1,0 +1,139 @@
+"""Collective algorithms as a table: one row per (collective, topology, algorithm) with its alpha-beta time.
+
+Notation (as in ``dse.predict.network``): ``S`` bytes (an all-reduce's buffer, an all-gather's gathered
+result, the bytes one rank sends in an all-to-all), ``n`` ranks on the level, ``b`` one link's
+bandwidth per direction, ``B`` a rank's injection bandwidth per direction (links x ``b``), ``alpha`` the
+per-step latency, ``dims`` the torus dimensions the group spans. Every time is linear in ``1/b``,
+``1/B`` and ``alpha`` (the network code relies on it to reduce a collective to three coefficients).
+
+How a level picks its row (``choose``): the level asks for an ``algorithm`` (``in_network`` when its
+switch reduces); rows are tried in table order and the first whose collective matches, whose topology
+is the level's or ``*``, and which is either a default (``requested=False``) or the algorithm asked for,
+wins. Adding an algorithm is one ``Algorithm`` record in ``TABLE``; a requested all-reduce row on any
+topology becomes an accepted ``algorithm`` of ``hw_templates/systems`` levels (``LEVEL_ALGORITHMS``).
+
+Sources: Thakur, Rabenseifner & Gropp, IJHPCA 2005 (ring/tree alpha-beta costs); Patarasuk & Yuan
+2009 (bandwidth-optimal ring all-reduce); Sanders, Speck & Traeff 2009 (pipelined double binary
+trees, NCCL's tree); Klenk et al., ISCA 2020 / NVIDIA SHARP (in-network reduction); Jouppi et al.,
+ISCA 2023 (TPU v4) and ASTRA-sim (Rashidi et al., ISPASS 2020) for dimension-by-dimension torus
+collectives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: time(S, n, b, B, alpha, dims) -> seconds
+TimeFn = Callable[[float, int, float, float, float, list[int]], float]
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
+TOPOLOGIES = ("switch", "ring", "torus")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One row of the table: which collective on which topology, the algorithm's name, its time."""
+
+    collective: str
+    topology: str
+    name: str
+    time: TimeFn
+    formula: str
+    source: str
+    requested: bool = False
+
+
+# ---------------------------------------------------------------------------------- textbook forms
+def ring_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``2(n-1)/n * S/B + 2(n-1) alpha`` (reduce-scatter then all-gather around a ring)."""
+    return 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha
+
+
+def ring_all_gather(S: float, n: int, B: float, alpha: float) -> float:
+    """``(n-1)/n * S/B + (n-1) alpha`` (also reduce-scatter); ``S`` is the gathered size."""
+    return (n - 1) / n * S / B + (n - 1) * alpha
+
+
+def tree_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``2 S/B + 2 ceil(log2 n) alpha``: pipelined reduce up and broadcast down a tree."""
+    return 2 * S / B + 2 * math.ceil(math.log2(n)) * alpha if n > 1 else 0.0
+
+
+def switch_reduction_all_reduce(S: float, n: int, B: float, alpha: float) -> float:
+    """``S/B + 2 alpha``: the switch reduces (NVLink SHARP / InfiniBand SHARP)."""
+    return S / B + 2 * alpha if n > 1 else 0.0
+
+
+def torus_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float:
+    """Dimension by dimension: a bidirectional ring (``2b``) per dimension on a shrinking buffer."""
+    t, s = 0.0, S
+    for k in dims:
+        t += ring_all_reduce(s, k, 2 * b, alpha) if k > 1 else 0.0
+        s /= k
+    return t
+
+
+def point_to_point(S: float, B: float, alpha: float) -> float:
+    """``S/B + alpha``."""
+    return S / B + alpha
+
+
+def all_to_all(S: float, n: int, inj_bw: float, bisection_bytes_per_s: float, alpha: float) -> float:
+    """``max((n-1)/n S/B_inj, (n S/4) / bisection) + (n-1) alpha``: the larger of the injection and the
+    bisection bound (``n S/4`` bytes cross the cut in each direction)."""
+    return max((n - 1) / n * S / inj_bw, n * S / 4 / bisection_bytes_per_s) + (n - 1) * alpha
+
+
+def _torus_all_to_all(S: float, n: int, b: float, B: float, a: float, dims: list[int]) -> float:
+    # injection over the 2 links per spanned dimension; bisection 2b n / k_max
+    return all_to_all(S, n, 2 * b * len(dims), 2 * b * n / max(dims), a)
+
+
+#: The table. Order matters: the first row matching (collective, topology, algorithm) is used.
+TABLE: tuple[Algorithm, ...] = (
+    Algorithm("p2p", "ring", "direct", lambda S, n, b, B, a, d: point_to_point(S, B / 2, a),
+              "S/(B/2) + alpha (a ring neighbour over half the chip's links)", "alpha-beta"),
+    Algorithm("p2p", "torus", "direct", lambda S, n, b, B, a, d: point_to_point(S, b, a),
+              "S/b + alpha (a torus neighbour over one link)", "alpha-beta"),
+    Algorithm("p2p", "*", "direct", lambda S, n, b, B, a, d: point_to_point(S, B, a),
+              "S/B + alpha", "alpha-beta"),
+    Algorithm("all_reduce", "torus", "dimension", lambda S, n, b, B, a, d: torus_all_reduce(S, d, b, a),
+              "sum_i 2(k_i-1)/k_i S_i/(2b) + 2(k_i-1) alpha, S_i = S/prod_{j<i} k_j",
+              "Jouppi et al. ISCA 2023; ASTRA-sim"),
+    Algorithm("all_gather", "torus", "dimension", lambda S, n, b, B, a, d: torus_all_reduce(S, d, b, a) / 2,
+              "half the torus all-reduce", "Jouppi et al. ISCA 2023; ASTRA-sim"),
+    Algorithm("reduce_scatter", "torus", "dimension", lambda S, n, b, B, a, d: torus_all_reduce(S, d, b, a) / 2,
+              "half the torus all-reduce", "Jouppi et al. ISCA 2023; ASTRA-sim"),
+    Algorithm("all_to_all", "torus", "bisection", _torus_all_to_all,
+              "max((n-1)/n S/(2b dims), n S/4 / (2b n/k_max)) + (n-1) alpha", "bisection bound"),
+    Algorithm("all_reduce", "switch", "in_network", lambda S, n, b, B, a, d: switch_reduction_all_reduce(S, n, B, a),
+              "S/B + 2 alpha", "Klenk et al. ISCA 2020; NVIDIA SHARP", requested=True),
+    Algorithm("all_reduce", "*", "tree", lambda S, n, b, B, a, d: tree_all_reduce(S, n, B, a),
+              "2 S/B + 2 ceil(log2 n) alpha", "Sanders, Speck & Traeff 2009", requested=True),
+    Algorithm("all_reduce", "*", "ring", lambda S, n, b, B, a, d: ring_all_reduce(S, n, B, a),
+              "2(n-1)/n S/B + 2(n-1) alpha", "Patarasuk & Yuan 2009; Thakur et al. 2005"),
+    Algorithm("all_gather", "*", "ring", lambda S, n, b, B, a, d: ring_all_gather(S, n, B, a),
+              "(n-1)/n S/B + (n-1) alpha", "Thakur et al. 2005"),
+    Algorithm("reduce_scatter", "*", "ring", lambda S, n, b, B, a, d: ring_all_gather(S, n, B, a),
+              "(n-1)/n S/B + (n-1) alpha", "Thakur et al. 2005"),
+    Algorithm("all_to_all", "ring", "bisection", lambda S, n, b, B, a, d: all_to_all(S, n, B, B, a),
+              "max((n-1)/n S/B, n S/4 / B) + (n-1) alpha", "bisection bound"),
+    Algorithm("all_to_all", "*", "direct", lambda S, n, b, B, a, d: all_to_all(S, n, B, math.inf, a),
+              "(n-1)/n S/B + (n-1) alpha (a full-bisection switch)", "alpha-beta"),
+)
+
+#: all-reduce algorithms a network level may ask for by name (``algorithm:`` of a system level)
+LEVEL_ALGORITHMS: tuple[str, ...] = tuple(dict.fromkeys(
+    a.name for a in TABLE if a.collective == "all_reduce" and a.topology == "*"))
+
+
+def choose(collective: str, topology: str, algorithm: str = "ring", in_network_reduction: bool = False) -> Algorithm:
+    """The first ``TABLE`` row for this collective on this topology that is a default or the level's
+    requested algorithm (``in_network`` when the level's switch reduces)."""
+    asked = "in_network" if in_network_reduction else algorithm
+    for a in TABLE:
+        if a.collective == collective and a.topology in (topology, "*") and (not a.requested or a.name == asked):
+            return a
+    raise ValueError(f"no algorithm for {collective} on a {topology}; accepted collectives: {', '.join(COLLECTIVES)}")
