@@ -1,5 +1,6 @@
 """dse: design-space exploration for AI chips (hierarchical roofline, area, optuna search)."""
 
+from dse._version import __version__
 from dse.api import (
     AreaBreakdown,
     DesignBatch,
@@ -22,8 +23,8 @@ from dse.batch import Study, StudyRun
 from dse.errors import DseError
 
 __all__ = [
-    "AreaBreakdown", "DesignBatch", "DseError", "Hardware", "Prediction", "Study", "StudyRun", "Workload", "area",
+    "__version__", "AreaBreakdown", "DesignBatch", "DseError",
+    "Hardware", "Prediction", "Study", "StudyRun", "Workload", "area",
     "compare", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict", "sweep", "whatif",
     "workload",
 ]
-__version__ = "0.1.0"

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import optuna
 
+from dse._version import __version__
 from dse.config import StudyConfig, load_study
 from dse.cost.area import AreaBreakdown, area, dram_stacks, shoreline
 from dse.cost.cost import unit_cost
@@ -222,8 +223,6 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
 def study_meta(cfg: StudyConfig) -> dict:
     """What makes a study reproducible: package version, a hash of everything that defines the
     search (not n_trials, batch size, output or description), and the seed."""
-    from dse import __version__
-
     defining = cfg.model_dump(mode="json", exclude={"description": True, "output": True,
                                                       "search": {"n_trials", "batch_size"}})
     return {"dse_version": __version__, "config_sha256": optimize.config_hash(json.dumps(defining, sort_keys=True)),

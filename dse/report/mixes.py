@@ -13,8 +13,8 @@ import pandas as pd  # noqa: E402
 from dse.predict import predict  # noqa: E402
 from dse.report.plots import _save, finish  # noqa: E402
 from dse.report.summary import _md_table, ratio_label  # noqa: E402
-from dse.search.sensitivity import ratio_curve  # noqa: E402
 from dse.search.space import base_knobs  # noqa: E402
+from dse.sensitivity import ratio_curve  # noqa: E402
 from dse.study import StudyResult  # noqa: E402
 from dse.yamlio import atomic_write, write_text  # noqa: E402
 

@@ -13,13 +13,12 @@ import numpy as np
 import pandas as pd
 
 from dse.search.space import base_knobs, designs_from_params
+from dse.study import score_designs
 
 
 def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFrame:
     """Best feasible score (and its design) per ridge ratio, all other fields as in ``design`` (a
     one-design DesignBatch, e.g. the search's best); ``ctx`` is a :class:`dse.study.Context`."""
-    from dse.study import score_designs  # study sits above search in the data flow; imported late
-
     space = ctx.cfg.search.space
     kb = base_knobs(ctx.base)
 
