@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.schema import Strict
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
+from dse.strict import Strict
 from dse.units import Dtype
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS

@@ -31,8 +31,9 @@ from scipy.optimize import nnls
 from dse.cost.area import COMPONENTS, Inventory, pe_ratio, price
 from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
-from dse.hardware.schema import Node, Strict
+from dse.hardware.schema import Node
 from dse.hardware.templates import load_hardware, load_node, templates_dir
+from dse.strict import Strict
 from dse.units import Dtype
 from dse.yamlio import load_yaml
 

@@ -22,7 +22,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from dse.errors import DseError, from_validation_error
 from dse.hardware.collectives import LEVEL_ALGORITHMS
-from dse.hardware.schema import Hardware, Strict
+from dse.hardware.schema import Hardware
+from dse.strict import Strict
 from dse.units import repo_root
 from dse.yamlio import load_yaml
 

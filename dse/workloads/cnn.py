@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from dse.hardware.schema import Strict
+from dse.strict import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
 from dse.workloads.training import training_step

@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import Field, ValidationError
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.schema import Strict
+from dse.strict import Strict
 from dse.units import repo_root
 from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
 from dse.workloads.parallel import Plan

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from dse.hardware.schema import Strict
+from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from dse.hardware.schema import Strict
+from dse.strict import Strict
 from dse.units import Dtype
 
 Phase = Literal["forward", "prefill", "decode", "training"]
