@@ -1,0 +1,149 @@
+"""dse.predict.traffic: bytes per memory level against the reuse formulas of its docstring, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.hardware.designs import DesignBatch
+from dse.predict.traffic import OpArrays, inner_capacity, level_traffic, max_memory_time, traffic
+from dse.workloads import ops
+
+NPU = dse.hardware("npu-7nm")  # levels: local 12 MiB x 24 instances, global 32 MiB, hbm; 64 KiB registers
+MIB = 2**20
+
+
+def _tiled(a: float, b: float, c: float, M: int, N: int, S: float, e: float) -> float:
+    """The tiled formula as the docstring states it: t = sqrt(S/e), capped by M and N."""
+    t = max(math.sqrt(S / e), 1.0)
+    return a * math.ceil(N / min(t, N)) + b * math.ceil(M / min(t, M)) + c
+
+
+def test_inner_capacity_is_registers_then_one_private_copy_then_the_whole_shared_level() -> None:
+    S = inner_capacity(DesignBatch.from_hardware(NPU))
+    # registers 64 KiB; one local scratchpad = 12 MiB / 24 = 512 KiB; the global SRAM 32 MiB whole
+    assert S[0].tolist() == [64 * 1024, 512 * 1024, 32 * MIB]
+
+
+def test_inner_capacity_pools_a_reuse_group() -> None:
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    data["memory"][0]["reuse_group"] = 2
+    hw = dse.hardware(data)
+    assert inner_capacity(DesignBatch.from_hardware(hw))[0, 1] == 2 * 512 * 1024
+
+
+def test_tiled_gemm_traffic_per_level_by_hand() -> None:
+    # bf16 1024^3: A = B = C = 2 MiB; e = 2+2+2 = 6 bytes per tile element
+    o = OpArrays.from_table(ops.table([ops.gemm("g", 1024, 1024, 1024, dtype="bf16")]))
+    tr = traffic(DesignBatch.from_hardware(NPU), o)[0, 0]
+    two = 2 * MIB
+    # level 0: S = 64 KiB -> t = sqrt(65536/6) = 104.5 -> ceil(1024/104.5) = 10 passes of A and of B
+    assert tr[0] == 10 * two + 10 * two + two
+    # level 1: S = 512 KiB -> t = 295.6 -> 4 passes
+    assert tr[1] == 4 * two + 4 * two + two
+    # level 2 (hbm): S = 32 MiB -> t = 2365 > 1024 -> one pass: the compulsory bytes
+    assert tr[2] == 3 * two == o.compulsory[0]
+    for lv, S in enumerate((64 * 1024, 512 * 1024, 32 * MIB)):
+        assert tr[lv] == pytest.approx(_tiled(two, two, two, 1024, 1024, S, 6.0))
+
+
+def test_rectangular_gemm_caps_the_tile_at_each_side() -> None:
+    # decode-like: M = 16 rows, so B (the weight) is read once even with a 64 KiB inner buffer
+    o = OpArrays.from_table(ops.table([ops.gemm("g", 16, 4096, 4096, dtype="bf16")]))
+    S = np.array([64 * 1024.0])
+    got = level_traffic(S, o, offchip=True)[0, 0]
+    a, b, c = 16 * 4096 * 2, 4096 * 4096 * 2, 16 * 4096 * 2
+    t = math.sqrt(65536 / 6)
+    assert got == a * math.ceil(4096 / t) + b * 1 + c
+
+
+def test_flash_attention_streams_k_and_v_once_per_query_tile() -> None:
+    rows = ops.attention("attn", batch=1, heads=8, kv_heads=8, q_len=1024, kv_len=1024, head_dim=128,
+                         causal=False, dtype="bf16")
+    o = OpArrays.from_table(ops.table(rows))
+    tr = traffic(DesignBatch.from_hardware(NPU), o)
+    i = int(np.flatnonzero(o.perm == 0)[0])  # the attention row (table row 0) in sorted order
+    q = o_ = 8 * 1024 * 128 * 2  # 2 MiB each
+    kv = 2 * 8 * 1024 * 128 * 2  # 4 MiB
+    assert o.head_bytes[i] == 4 * 128 * 2
+    # t_q = S / 1024 query rows: 64 at level 0 (16 tiles), 512 at level 1 (2 tiles), all 1024 at level 2
+    assert tr[0, i].tolist() == [q + o_ + 16 * kv, q + o_ + 2 * kv, q + o_ + kv]
+
+
+def test_streaming_ops_move_each_byte_once_and_fused_ones_stay_on_chip() -> None:
+    add = ops.streaming("add", kind="elementwise", elems=2**20, flops_per_elem=1, inputs=2, dtype="bf16")
+    fused = ops.streaming("act", kind="elementwise", elems=2**19, flops_per_elem=4, dtype="bf16", fused=True)
+    o = OpArrays.from_table(ops.table([add, fused]))
+    tr = traffic(DesignBatch.from_hardware(NPU), o)[0]
+    tr = o.to_table_order(tr, axis=0)
+    assert tr[0].tolist() == [6 * MIB] * 3  # read two 2 MiB inputs, write one
+    assert tr[1].tolist() == [2 * MIB, 2 * MIB, 0.0]  # on-chip levels see it, hbm never does
+
+
+def test_ops_are_sorted_by_model_and_to_table_order_undoes_it() -> None:
+    rows = [ops.streaming("s", kind="elementwise", elems=100, flops_per_elem=1, dtype="fp32"),
+            *ops.attention("a", batch=1, heads=2, kv_heads=1, q_len=8, kv_len=8, head_dim=64, causal=True,
+                           dtype="bf16"),
+            ops.gemm("g", 64, 32, 16, dtype="fp32")]
+    t = ops.table(rows, compact=False)
+    o = OpArrays.from_table(t)
+    assert (o.tiled, o.attn, o.stream) == (slice(0, 1), slice(1, 2), slice(2, 4))
+    assert t["reuse"].to_numpy()[o.perm].tolist() == ["tiled", "attention", "stream", "stream"]
+    arr = np.arange(4.0)[None, :] * np.ones((2, 1))
+    back = o.to_table_order(arr)
+    assert back[0, o.perm].tolist() == arr[0].tolist()
+    assert o.flops[0] == 2.0 * 64 * 32 * 16 and o.matrix.tolist() == [True, True, False, False]
+
+
+def test_unknown_reuse_model_names_the_accepted_ones() -> None:
+    t = ops.table([ops.gemm("g", 8, 8, 8, dtype="fp32")])
+    t.loc[0, "reuse"] = "magic"
+    msg = r"unknown reuse model\(s\) \['magic'\]; accepted: \['attention', 'stream', 'tiled'\]"
+    with pytest.raises(ValueError, match=msg):
+        OpArrays.from_table(t)
+
+
+def test_a_resized_level_is_computed_per_design_the_others_broadcast() -> None:
+    o = OpArrays.from_table(ops.table([ops.gemm("g", 4096, 4096, 4096, dtype="bf16")]))
+    base = DesignBatch.stack([DesignBatch.from_hardware(NPU)] * 3)
+    d = base.with_knobs(sram_bytes=np.array([2, 8, 128]) * MIB)
+    tr = traffic(d, o)[:, 0, :]
+    assert np.all(tr[:, :2] == tr[0, :2])  # registers and local do not change with the global SRAM size
+    assert tr[0, 2] > tr[1, 2] > tr[2, 2]  # hbm traffic falls as the global SRAM grows
+    two = 4096 * 4096 * 2.0
+    assert tr[2, 2] == pytest.approx(_tiled(two, two, two, 4096, 4096, 128 * MIB, 6.0))
+
+
+def test_memory_time_is_the_slowest_level_at_its_achievable_bandwidth() -> None:
+    o = OpArrays.from_table(ops.table([ops.gemm("g", 1024, 1024, 1024, dtype="bf16")]))
+    d = DesignBatch.from_hardware(NPU)
+    out = max_memory_time(d, o, np.zeros((1, 1)))
+    tr = traffic(d, o)[0, 0]
+    rate = d.bandwidth[0] * d.bw_eff[0]
+    assert out[0, 0] == pytest.approx(max(tr / rate))
+    floor = np.full((1, 1), 1.0)  # an existing larger time is kept
+    assert max_memory_time(d, o, floor)[0, 0] == 1.0
+
+
+dims = st.integers(1, 8192)
+caps = st.floats(64.0, 1e9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(M=dims, N=dims, K=dims, s1=caps, s2=caps, attn=st.booleans())
+def test_traffic_never_below_compulsory_and_never_rises_with_capacity(M, N, K, s1, s2, attn) -> None:
+    if attn:
+        rows = ops.attention("a", batch=1, heads=4, kv_heads=2, q_len=M, kv_len=K, head_dim=64, causal=False,
+                             dtype="bf16")[:1]
+    else:
+        rows = [ops.gemm("g", M, N, K, dtype="bf16")]
+    o = OpArrays.from_table(ops.table(rows))
+    lo, hi = sorted((s1, s2))
+    tr = level_traffic(np.array([lo, hi]), o, offchip=True)[:, 0]
+    assert tr[0] >= o.compulsory[0] - 1e-6 and tr[1] >= o.compulsory[0] - 1e-6
+    assert tr[1] <= tr[0]
