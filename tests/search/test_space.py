@@ -1,0 +1,107 @@
+"""dse.search.space: config ranges -> optuna distributions and grids; trial parameters -> designs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import optuna
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.config import Space
+from dse.cost.area import area
+from dse.hardware.designs import DesignBatch
+from dse.search.space import base_knobs, designs_from_params, distributions, grid, whole_stacks
+from dse.units import MIB, TERA
+
+NPU = dse.hardware("npu-7nm")  # hbm: 4 stacks x 409.6 GB/s
+BASE = DesignBatch.from_hardware(NPU)
+SPACE = Space.model_validate({
+    "peak_tflops": {"low": 64, "high": 1024},
+    "dram_bandwidth_tbps": {"low": 0.4, "high": 4.0, "log": False},
+    "params": [{"field": "network.links", "low": 2, "high": 16, "type": "int"},
+               {"field": "compute.clock_ghz", "choices": [1.0, 1.4, 2.0]}],
+})
+
+
+def test_distributions_follow_the_config_ranges() -> None:
+    d = distributions(SPACE)
+    assert list(d) == ["peak_tflops", "dram_bandwidth_tbps", "network.links", "compute.clock_ghz"]
+    assert d["peak_tflops"] == optuna.distributions.FloatDistribution(64, 1024, log=True)
+    assert d["dram_bandwidth_tbps"] == optuna.distributions.FloatDistribution(0.4, 4.0, log=False)
+    assert d["network.links"] == optuna.distributions.IntDistribution(2, 16, log=True)
+    assert d["compute.clock_ghz"] == optuna.distributions.CategoricalDistribution([1.0, 1.4, 2.0])
+    split = distributions(Space.model_validate({"split": {"total_area_mm2": 600}}))
+    assert list(split) == ["split_compute", "split_sram", "split_dram"]
+    assert split["split_sram"] == optuna.distributions.FloatDistribution(0.05, 1.0, log=False)
+
+
+def test_grid_is_geometric_for_log_linear_otherwise_and_whole_for_ints() -> None:
+    g = grid(SPACE, 5)
+    assert g["peak_tflops"] == pytest.approx([64, 128, 256, 512, 1024])
+    assert g["dram_bandwidth_tbps"] == pytest.approx([0.4, 1.3, 2.2, 3.1, 4.0])
+    assert g["network.links"] == [2, 3, 6, 10, 16]  # 2 * 2^(3k/4) rounded: 2, 3.36, 5.66, 9.51, 16
+    assert g["compute.clock_ghz"] == [1.0, 1.4, 2.0]
+
+
+def test_base_knobs_are_the_template_numbers_in_config_units() -> None:
+    k = base_knobs(BASE)
+    assert k == pytest.approx({"peak_tflops": 275.2512, "dram_bandwidth_tbps": 1.6384, "sram_mib": 32.0})
+
+
+def test_searched_dram_bandwidth_buys_whole_stacks() -> None:
+    d = designs_from_params(BASE, [{"dram_bandwidth_tbps": 1.0}, {"dram_bandwidth_tbps": 1.6384},
+                                   {"dram_bandwidth_tbps": 0.01}])
+    # ceil(1000 / 409.6) = 3 stacks; exactly 4 stacks stays 4; at least one stack
+    assert d.dram_bandwidth.tolist() == pytest.approx([3 * 409.6e9, 4 * 409.6e9, 409.6e9])
+    # a template without a per-stack figure is left alone
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    data["memory"][2].pop("stack_bandwidth_gbps")
+    v = DesignBatch.from_hardware(dse.hardware(data)).with_knobs(dram_bandwidth=np.array([1.234e12]))
+    assert whole_stacks(v).dram_bandwidth[0] == 1.234e12
+
+
+def test_params_set_the_knobs_and_fields_and_leave_the_rest_at_the_base() -> None:
+    d = designs_from_params(BASE, [{"peak_tflops": 100.0, "sram_mib": 8.0, "network.links": 4},
+                                   {"peak_tflops": 900.0, "sram_mib": 128.0, "network.links": 12}])
+    assert d.n == 2
+    assert d.peak_flops.tolist() == pytest.approx([100e12, 900e12])
+    assert d.capacity[:, 1].tolist() == [8 * MIB, 128 * MIB]
+    assert d.links.tolist() == [4, 12]
+    assert np.array_equal(d.bandwidth, np.tile(BASE.bandwidth, (2, 1)))  # not searched, not touched
+    cols = designs_from_params(BASE, {"peak_tflops": np.array([100.0, 900.0])})
+    assert cols.peak_flops.tolist() == pytest.approx([100e12, 900e12])
+
+
+def test_split_shares_the_die_area_in_proportion_to_the_weights() -> None:
+    space = Space.model_validate({"split": {"total_area_mm2": 600}})
+    cols = {"split_compute": np.array([1.0, 0.2]), "split_sram": np.array([1.0, 0.5]),
+            "split_dram": np.array([1.0, 0.3])}
+    d = designs_from_params(BASE, cols, space)
+    parts = area(d).parts
+    node = area(BASE).node
+    fixed = sum(area(BASE).parts[k][0] for k in ("vector", "noc", "serdes", "fixed"))  # not sized by the split
+    avail = 600 - fixed
+    f = np.array([[1 / 3, 1 / 3, 1 / 3], [0.2, 0.5, 0.3]])
+    np.testing.assert_allclose(parts["matrix"], f[:, 0] * avail, rtol=1e-9)
+    np.testing.assert_allclose(parts["sram"], f[:, 1] * avail, rtol=1e-9)
+    per_stack = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
+    stacks = [math.floor(f[i, 2] * avail / per_stack) for i in range(2)]
+    assert d.dram_bandwidth.tolist() == pytest.approx([s * 409.6e9 for s in stacks])
+    assert np.all(area(d).total <= 600 + 1e-6)
+    with pytest.raises(ValueError, match="split weights given without a split search space"):
+        designs_from_params(BASE, cols)
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.floats(1.0, 2048.0), b=st.floats(1.0, 2048.0), peak=st.floats(50.0, 2000.0))
+def test_area_grows_with_sram_capacity_and_peak(a: float, b: float, peak: float) -> None:
+    lo, hi = sorted((a, b))
+    d = designs_from_params(BASE, [{"sram_mib": lo, "peak_tflops": peak}, {"sram_mib": hi, "peak_tflops": peak},
+                                   {"sram_mib": hi, "peak_tflops": peak * 1.5}])
+    tot = area(d).total
+    assert tot[0] <= tot[1] < tot[2]
+    assert d.peak_flops[2] == pytest.approx(1.5 * peak * TERA)
