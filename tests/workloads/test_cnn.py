@@ -1,0 +1,116 @@
+"""dse.workloads.cnn: layer lists and block macros expand to the operators, shapes and parameters by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dse.units import repo_root
+from dse.workloads.cnn import CNNArch, build
+from dse.workloads.scenario import Scenario
+
+
+def _build(layers: list[dict], *, hw: int = 8, c: int = 3, **sc) -> tuple[pd.DataFrame, dict]:
+    arch = CNNArch.model_validate({"input": {"height": hw, "width": hw, "channels": c}, "layers": layers})
+    rows, facts = build(arch, Scenario(**sc), "toy")
+    return pd.DataFrame(rows), facts
+
+
+def _shipped(name: str) -> CNNArch:
+    data = yaml.safe_load(Path(repo_root() / "workloads" / f"{name}.yaml").read_text())
+    return CNNArch.model_validate(data["arch"])
+
+
+def test_conv_bn_relu_pool_fc_by_hand() -> None:
+    df, facts = _build([{"op": "conv", "out": 4, "k": 3}, {"op": "avgpool", "global": True}, {"op": "fc", "out": 10}],
+                       batch=2, dtype="fp32")
+    assert df["name"].tolist() == ["l0.conv3x3", "l0.conv3x3.bn", "l0.conv3x3.relu", "l1.avgpool", "l2.fc"]
+    conv, bn, relu, pool, fc = (df.iloc[i] for i in range(5))
+    assert conv["flops"] == 2 * (2 * 8 * 8) * 4 * 27  # same padding keeps 8x8
+    assert bn["flops"] == 2 * (2 * 8 * 8 * 4) and relu["flops"] == 2 * 8 * 8 * 4
+    assert pool["flops"] == 64 * (2 * 4) and pool["bytes_read"] == 2 * 8 * 8 * 4 * 4
+    assert (fc["M"], fc["N"], fc["K"]) == (2, 10, 4)
+    # conv weights 4*3*9 + BN scale/shift 2*4 + FC 4*10 + bias 10
+    assert facts == {"phase": "forward", "batch": 2, "resolution": 8, "params": 108 + 8 + 50}
+
+
+def test_fused_inference_folds_batch_norm_into_the_conv_and_fuses_the_activation() -> None:
+    df, facts = _build([{"op": "conv", "out": 4, "k": 3}], fuse_elementwise=True)
+    assert df["name"].tolist() == ["l0.conv3x3", "l0.conv3x3.relu"]
+    assert bool(df.iloc[1]["fused"]) and facts["params"] == 108 + 8
+    trained, _ = _build([{"op": "conv", "out": 4, "k": 3}], fuse_elementwise=True, phase="training")
+    assert trained["name"].str.endswith(".bn").any()  # training keeps batch norm
+
+
+def test_bottleneck_with_stride_projects_the_shortcut() -> None:
+    df, facts = _build([{"op": "bottleneck", "mid": 8, "out": 32, "stride": 2}], hw=16, c=16)
+    names = df["name"].tolist()
+    assert names[:1] == ["l0.bottleneck0.conv1x1a"] and "l0.bottleneck0.downsample" in names
+    down = df[df["name"] == "l0.bottleneck0.downsample"].iloc[0]
+    assert (down["M"], down["N"], down["K"]) == (8 * 8, 32, 16)  # 1x1 stride 2 on the 16x16x16 input
+    add = df[df["name"] == "l0.bottleneck0.add"].iloc[0]
+    assert add["bytes_read"] == 2 * 8 * 8 * 32 * 2  # two bf16 inputs of 8x8x32
+    # 1x1 (16->8) + 3x3 (8->8) + 1x1 (8->32) + projection (16->32), each with BN
+    assert facts["params"] == 16 * 8 + 2 * 8 + 8 * 8 * 9 + 2 * 8 + 8 * 32 + 2 * 32 + 16 * 32 + 2 * 32
+
+
+def test_identity_blocks_add_without_projection() -> None:
+    df, _ = _build([{"op": "basic", "out": 8, "repeats": 2}], c=8)
+    assert not df["name"].str.contains("downsample").any()
+    assert df["name"].str.endswith(".add").sum() == 2
+
+
+def test_inverted_residual_skips_expand_at_ratio_one_and_adds_only_on_same_shape() -> None:
+    df, _ = _build([{"op": "inverted_residual", "expand": 1, "out": 16},
+                    {"op": "inverted_residual", "expand": 6, "out": 16, "stride": 1}], c=16)
+    names = df["name"].tolist()
+    assert "l0.invres0.expand" not in names and "l1.invres0.expand" in names
+    expand = df[df["name"] == "l1.invres0.expand"].iloc[0]
+    assert expand["N"] == 96
+    assert "l0.invres0.add" in names and "l1.invres0.add" in names
+    dw = df[df["name"] == "l1.invres0.dw3x3"].iloc[0]
+    assert dw["unit"] == "vector" and dw["batch"] == 96
+
+
+def test_squeeze_excite_reads_the_block_and_scales_it() -> None:
+    df, _ = _build([{"op": "inverted_residual", "expand": 4, "out": 8, "se": 0.25, "se_on": "expanded",
+                     "se_divisor": 8}], c=8)
+    fc1 = df[df["name"] == "l0.invres0.se.fc1"].iloc[0]
+    assert (fc1["M"], fc1["N"], fc1["K"]) == (1, 8, 32)  # 0.25 x 32 = 8, a multiple of 8
+    scale = df[df["name"] == "l0.invres0.se.scale"].iloc[0]
+    assert scale["bytes_read"] == (8 * 8 * 32 + 32) * 2
+
+
+def test_unet_up_concatenates_the_saved_skip_and_errors_without_one() -> None:
+    df, _ = _build([{"op": "conv", "out": 8, "k": 3}, {"op": "save"}, {"op": "maxpool", "k": 2, "stride": 2},
+                    {"op": "conv", "out": 16, "k": 3}, {"op": "up", "out": 8}, {"op": "conv", "out": 8, "k": 3}])
+    up = df[df["name"] == "l4.upconv2x2"].iloc[0]
+    assert (up["M"], up["N"], up["K"]) == (4 * 4, 4 * 8, 16)
+    last = df[df["name"] == "l5.conv3x3"].iloc[0]
+    assert last["K"] == (8 + 8) * 9 and last["M"] == 64  # back at 8x8 with the skip's 8 channels added
+    with pytest.raises(ValueError, match="toy: layer 0 \\(up\\) has no saved activation"):
+        _build([{"op": "up", "out": 8}])
+    with pytest.raises(ValueError, match="toy: layer l0 \\(concat\\) has no saved activation"):
+        _build([{"op": "concat"}])
+
+
+def test_cnn_rejects_a_language_model_phase() -> None:
+    with pytest.raises(ValueError, match=r"toy is a CNN; accepted phase: forward, training \(got decode\)"):
+        _build([{"op": "conv", "out": 4, "k": 3}], phase="decode")
+
+
+def test_resolution_rescales_the_shipped_resnet50_and_batch_scales_flops_linearly() -> None:
+    arch = _shipped("resnet50")
+    rows224, facts = build(arch, Scenario(batch=1), "resnet50")
+    assert facts["params"] == 25_557_032  # torchvision resnet50 num_params (docs/reference/model_flops.csv)
+    macs = sum(r["flops"] * r["count"] for r in rows224 if r["unit"] == "matrix") / 2
+    assert macs / 1e9 == pytest.approx(4.09, abs=0.005)  # torchvision 'GFLOPS' 4.09 (= GMACs)
+    rows4, _ = build(arch, Scenario(batch=4), "resnet50")
+    f1 = sum(r["flops"] * r["count"] for r in rows224)
+    assert sum(r["flops"] * r["count"] for r in rows4) == pytest.approx(4 * f1)
+    rows448, f448 = build(arch, Scenario(batch=1, resolution=448), "resnet50")
+    conv = sum(r["flops"] for r in rows448 if r["kind"] == "conv") / sum(r["flops"] for r in rows224 if r["kind"] == "conv")
+    assert conv == pytest.approx(4.0, rel=1e-3) and f448["resolution"] == 448

@@ -1,0 +1,138 @@
+"""dse.workloads.ops: operator rows carry exact FLOPs and compulsory bytes for GEMM, conv, attention, by hand."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dse.workloads import ops
+
+
+def test_gemm_counts_two_flops_per_mac_and_each_tensor_once() -> None:
+    r = ops.gemm("g", 128, 256, 512, dtype="bf16", weight_dtype="int8", out_dtype="fp32", batch=3, count=5)
+    assert r["flops"] == 2 * 3 * 128 * 256 * 512
+    assert r["a_bytes"] == 3 * 128 * 512 * 2  # bf16 activation
+    assert r["b_bytes"] == 3 * 512 * 256 * 1  # int8 weight
+    assert r["c_bytes"] == 3 * 128 * 256 * 4  # fp32 output
+    assert r["bytes_read"] == r["a_bytes"] + r["b_bytes"] and r["bytes_written"] == r["c_bytes"]
+    assert (r["elem_a"], r["elem_b"], r["elem_out"]) == (2.0, 1.0, 4.0)
+    assert (r["unit"], r["reuse"], r["count"], r["coll"]) == ("matrix", "tiled", 5, "")
+
+
+def test_resnet_stem_conv_is_its_gemm_equivalent_without_im2col_blow_up() -> None:
+    row, out = ops.conv2d("stem", n=2, h=224, w=224, c_in=3, c_out=64, k=7, stride=2, pad=3, dtype="fp16")
+    assert out == (112, 112, 64)  # floor((224 + 6 - 6 - 1) / 2) + 1 = 112
+    assert (row["M"], row["N"], row["K"], row["batch"]) == (2 * 112 * 112, 64, 3 * 49, 1)
+    assert row["flops"] == 2 * 2 * 112 * 112 * 64 * 147
+    assert row["a_bytes"] == 2 * 224 * 224 * 3 * 2  # the input tensor, not the 49x im2col matrix
+    assert row["b_bytes"] == 64 * 3 * 49 * 2
+    assert row["c_bytes"] == 2 * 112 * 112 * 64 * 2
+    assert row["unit"] == "matrix"
+
+
+def test_depthwise_conv_runs_on_the_vector_unit_and_grouped_splits_channels() -> None:
+    dw, out = ops.conv2d("dw", n=1, h=56, w=56, c_in=32, c_out=32, k=3, groups=32, dtype="bf16")
+    assert out == (56, 56, 32) and dw["unit"] == "vector"
+    assert (dw["M"], dw["N"], dw["K"], dw["batch"]) == (56 * 56, 1, 9, 32)
+    assert dw["flops"] == 2 * 32 * 56 * 56 * 9
+    g, _ = ops.conv2d("g", n=1, h=14, w=14, c_in=64, c_out=128, k=3, groups=4, dtype="bf16", bias=True)
+    assert g["unit"] == "matrix" and (g["N"], g["K"], g["batch"]) == (32, 16 * 9, 4)
+    assert g["b_bytes"] == (128 * 16 * 9 + 128) * 2  # grouped weights plus the bias
+    with pytest.raises(ValueError, match="not divisible by groups 3"):
+        ops.conv2d("bad", n=1, h=8, w=8, c_in=8, c_out=8, k=1, groups=3, dtype="bf16")
+    with pytest.raises(ValueError, match="too small for kernel 7"):
+        ops.conv2d("bad", n=1, h=2, w=2, c_in=8, c_out=8, k=7, pad=0, dtype="bf16")
+
+
+def test_conv1d_and_output_size_formula() -> None:
+    row, length = ops.conv1d("c", n=4, length=1000, c_in=80, c_out=256, k=3, stride=2, dtype="fp32")
+    assert length == (1000 + 2 - 2 - 1) // 2 + 1 == 500
+    assert (row["M"], row["N"], row["K"]) == (4 * 500, 256, 240)
+    assert row["flops"] == 2 * 4 * 500 * 256 * 240
+    assert ops.conv_out(32, 3, 1, 2, dilation=2) == 32
+
+
+def test_fused_causal_gqa_attention_counts_only_unmasked_pairs() -> None:
+    # batch 2, 32 query heads over 8 KV heads, 512 new queries against 2048 keys, head_dim 128
+    rows = ops.attention("a", batch=2, heads=32, kv_heads=8, q_len=512, kv_len=2048, head_dim=128, causal=True,
+                         dtype="bf16", kv_dtype="fp8")
+    att, soft = rows
+    keys = sum(2048 - 512 + i + 1 for i in range(512)) / 512  # mean keys per query = 2048 - 511/2
+    pairs = 2 * 32 * 512 * keys
+    assert att["flops"] == pytest.approx(4 * pairs * 128)  # QK^T and PV, 2 FLOPs per MAC each
+    assert att["a_bytes"] == 2 * 32 * 512 * 128 * 2 == att["c_bytes"]
+    assert att["b_bytes"] == 2 * 2 * 8 * 2048 * 128 * 1  # K and V once, fp8
+    assert (att["M"], att["N"], att["K"], att["batch"]) == (512 * 4, 128, 2048, 16)
+    assert soft["fused"] and soft["flops"] == pytest.approx(5 * pairs) and soft["bytes_read"] == 0
+    with pytest.raises(ValueError, match="heads 6 not divisible by kv_heads 4"):
+        ops.attention("x", batch=1, heads=6, kv_heads=4, q_len=1, kv_len=1, head_dim=8, causal=False, dtype="bf16")
+
+
+def test_unfused_attention_writes_and_reads_the_full_score_matrix() -> None:
+    qk, soft, pv = ops.attention("a", batch=1, heads=4, kv_heads=4, q_len=256, kv_len=256, head_dim=64, causal=True,
+                                 dtype="fp16", fused=False)
+    assert qk["flops"] == 2 * 4 * 256 * 256 * 64 == pv["flops"]  # masked scores computed anyway
+    assert qk["c_bytes"] == 4 * 256 * 256 * 2  # scores written ...
+    assert soft["bytes_read"] == 4 * 256 * 256 * 2 and not soft["fused"]  # ... and read back
+    assert pv["a_bytes"] == 4 * 256 * 256 * 2
+
+
+def test_streaming_and_embedding_bytes() -> None:
+    s = ops.streaming("add", kind="elementwise", elems=1000, flops_per_elem=1, inputs=2, dtype="fp32")
+    assert (s["flops"], s["bytes_read"], s["bytes_written"], s["reuse"]) == (1000, 8000, 4000, "stream")
+    e = ops.embedding("emb", tokens=16, dim=4096, dtype="bf16", table_dtype="int8")
+    assert e["flops"] == 0 and e["bytes_read"] == 16 * 4096 * 1 and e["bytes_written"] == 16 * 4096 * 2
+
+
+def test_weight_only_int4_gemm_adds_a_dequant_row_and_group_scales() -> None:
+    rows = ops.weight_gemm("w", 8, 4096, 4096, dtype="bf16", weight_dtype="int4")
+    g, dq = rows
+    assert g["b_bytes"] == 4096 * 4096 * 0.5
+    assert dq["name"] == "w.dequant" and dq["fused"] and dq["flops"] == 2 * 4096 * 4096
+    out = ops.group_scales(rows, 128)
+    # scales and zero points: 4096/128 groups x 4096 columns x 4 bytes
+    assert out[0]["b_bytes"] == 4096 * 4096 * 0.5 + 32 * 4096 * 4
+    assert out[0]["bytes_read"] == g["bytes_read"] + 32 * 4096 * 4
+    assert out[1]["flops"] == 4 * 4096 * 4096  # int4: unpack, convert, zero point, scale
+    per_channel = ops.group_scales(rows, None)
+    assert per_channel[0]["b_bytes"] == 4096 * 4096 * 0.5 + 4096 * 4
+    with pytest.raises(ValueError, match="weight_group: got 100; accepted: a divisor of K = 4096"):
+        ops.group_scales(rows, 100)
+    same = ops.weight_gemm("w", 8, 64, 64, dtype="bf16")
+    assert len(same) == 1
+    with pytest.raises(ValueError, match="only with weight-only quantization"):
+        ops.group_scales(same, 32)
+
+
+def test_table_merges_identical_operators_and_keeps_column_types() -> None:
+    rows = [ops.gemm(f"layer{i}.q", 64, 64, 64, dtype="bf16") for i in range(3)]
+    rows.append(ops.gemm("head", 64, 1000, 64, dtype="bf16"))
+    t = ops.table(rows)
+    assert list(t.columns) == ops.COLUMNS
+    assert len(t) == 2 and t["count"].tolist() == [3, 1]
+    assert t.loc[0, "name"] == "layer0.q (+2 same shape)"
+    assert str(t["M"].dtype) == "int64" and str(t["flops"].dtype) == "float64" and t["fused"].dtype == bool
+    assert len(ops.table(rows, compact=False)) == 4
+    assert (t["flops"] * t["count"]).sum() == 3 * 2 * 64**3 + 2 * 64 * 1000 * 64
+
+
+def test_check_positive_names_the_bad_value() -> None:
+    ops.check_positive("m", seq=1, dim=2.5)
+    with pytest.raises(ValueError, match=r"m: dim = 0; accepted: a positive number"):
+        ops.check_positive("m", seq=1, dim=0)
+    with pytest.raises(ValueError, match=r"m: seq = nan"):
+        ops.check_positive("m", seq=float("nan"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.integers(1, 4096), N=st.integers(1, 4096), K=st.integers(1, 4096), batch=st.integers(1, 8),
+       dt=st.sampled_from(["fp32", "bf16", "fp8", "int4"]))
+def test_gemm_intensity_is_the_harmonic_form(M, N, K, batch, dt) -> None:
+    """AI = 2MNK / (e(MK + KN + MN)) = 2 / (e(1/M + 1/N + 1/K)), so it never exceeds 2 min(M, N, K) / e."""
+    r = ops.gemm("g", M, N, K, dtype=dt, batch=batch)
+    e = {"fp32": 4, "bf16": 2, "fp8": 1, "int4": 0.5}[dt]
+    ai = r["flops"] / (r["bytes_read"] + r["bytes_written"])
+    assert ai == pytest.approx(2 / (e * (1 / M + 1 / N + 1 / K)))
+    assert ai <= 2 * min(M, N, K) / e * (1 + 1e-12)
+    assert r["flops"] == 2 * batch * M * N * K
