@@ -1,0 +1,74 @@
+"""dse.validate.bands: rows fall into the right family; a family's band is p10..p90 of its out-of-sample errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dse
+from dse.validate.bands import FAMILIES, MIN_ROWS, Band, bands_from, family_of, family_table, out_of_sample
+
+
+@pytest.mark.parametrize(("wl", "family"), [
+    (lambda: dse.gemm(1024, 1024, 1024, dtype="bf16"), "gemm"),
+    (lambda: dse.workload("copy:1048576"), "copy"),
+    (lambda: dse.elementwise(4096, dtype="fp32"), "copy"),
+    (lambda: dse.workload("llama2-7b", phase="decode", batch=1, context=128), "decode"),
+    (lambda: dse.workload("llama2-7b", phase="prefill", seq=128), "prefill"),
+    (lambda: dse.workload("resnet50", phase="training", batch=2), "training"),
+    (lambda: dse.workload("resnet50"), "cnn"),
+    (lambda: dse.workload("bert-base"), "encoder"),
+    (lambda: dse.workload("llama2-7b", phase="decode", batch=1, context=128, plan={"tp": 2}), "multi-chip"),
+])
+def test_family_of_real_workloads(wl, family: str) -> None:
+    assert family_of(wl()) == family
+    assert family in FAMILIES
+
+
+def _results(errors: dict[str, list[float]], fitted: dict[str, list[int]] | None = None) -> pd.DataFrame:
+    rows = []
+    for fam, errs in errors.items():
+        for i, e in enumerate(errs):
+            rows.append({"id": f"{fam}{i}", "family": fam, "status": "covered", "time_error_pct": e,
+                         "fitted_into": "compute.matrix.efficiency" if i in (fitted or {}).get(fam, []) else ""})
+    rows.append({"id": "skip", "family": "gemm", "status": "not covered", "time_error_pct": np.nan, "fitted_into": ""})
+    return pd.DataFrame(rows)
+
+
+def test_in_sample_and_uncovered_rows_are_left_out_of_every_statistic() -> None:
+    res = _results({"gemm": [500.0, -10.0, 10.0, 20.0]}, fitted={"gemm": [0]})
+    oos = out_of_sample(res)
+    assert oos["id"].tolist() == ["gemm1", "gemm2", "gemm3"]
+    t = family_table(res).set_index("family")
+    assert t.loc["gemm", "rows"] == 5 and t.loc["gemm", "out_of_sample"] == 3
+    assert t.loc["gemm", "median_abs_time_error_pct"] == 10.0
+    assert t.loc["gemm", "max_abs_time_error_pct"] == 20.0  # the fitted 500 % row is not counted
+
+
+def test_band_is_the_10th_to_90th_percentile_of_signed_time_errors() -> None:
+    errs = [-30.0, -10.0, 0.0, 10.0, 50.0]
+    b = bands_from(_results({"decode": errs, "cnn": [5.0, 15.0]}))
+    # numpy linear percentiles: p10 = -30 + 0.4 * 20 = -22; p90 = 10 + 0.6 * 40 = 34
+    assert (b["decode"].p10_pct, b["decode"].p90_pct, b["decode"].rows) == pytest.approx((-22.0, 34.0, 5))
+    assert not b["decode"].borrowed
+    assert b["cnn"].p10_pct == pytest.approx(6.0) and b["cnn"].p90_pct == pytest.approx(14.0)
+    everyone = np.array(errs + [5.0, 15.0])
+    assert b["all"].p10_pct == pytest.approx(np.percentile(everyone, 10)) and b["all"].rows == 7
+
+
+def test_a_family_with_too_few_rows_borrows_the_band_of_all() -> None:
+    b = bands_from(_results({"decode": [-30.0, -10.0, 0.0, 10.0, 50.0], "prefill": [80.0]}))
+    assert MIN_ROWS == 2
+    for fam in ("prefill", "gemm", "multi-chip"):
+        assert b[fam].borrowed and (b[fam].p10_pct, b[fam].p90_pct) == (b["all"].p10_pct, b["all"].p90_pct)
+    assert set(b) == {*FAMILIES, "all"}
+
+
+def test_interval_inverts_the_error_and_label_shows_percent() -> None:
+    band = Band("decode", -20.0, 25.0, 8)
+    lo, hi = band.interval(1.0)
+    # predicted = measured x (1 + e): measured in [1 / 1.25, 1 / 0.8]
+    assert (lo, hi) == pytest.approx((0.8, 1.25))
+    assert band.label() == "-20 % .. +25 % (decode, 8 rows out of sample)"
+    assert Band("gemm", -5.0, 5.0, 20, borrowed=True).label() == "-5 % .. +5 % (all families, 20 rows out of sample)"
