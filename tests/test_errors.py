@@ -1,0 +1,86 @@
+"""dse.errors: one error type, printed as one line ``FILE: FIELD: got X; accepted: Y``."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pydantic import ValidationError
+
+import dse
+from dse.errors import DseError, _model_at, _short, from_validation_error
+from dse.hardware.schema import Hardware, MemoryLevel
+from dse.hardware.system import System
+
+BASE = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+
+
+def _convert(data: dict, *, file: str | None = "f.yaml", prefix: str = "", model=Hardware) -> DseError:
+    with pytest.raises(ValidationError) as ei:
+        model.model_validate(data)
+    return from_validation_error(ei.value, file=file, model=model, prefix=prefix)
+
+
+def test_message_joins_file_field_and_text_and_keeps_the_parts() -> None:
+    e = DseError("got -5; accepted: a number > 0", file="configs/npu.yaml", field="search.space.peak_tflops.low")
+    assert str(e) == "configs/npu.yaml: search.space.peak_tflops.low: got -5; accepted: a number > 0"
+    assert (e.file, e.field, e.message) == ("configs/npu.yaml", "search.space.peak_tflops.low",
+                                            "got -5; accepted: a number > 0")
+    assert str(DseError("boom")) == "boom" and str(DseError("boom", field="x")) == "x: boom"
+
+
+def test_long_values_are_shortened_to_sixty_characters() -> None:
+    assert _short("x" * 10) == repr("x" * 10)
+    s = _short("y" * 200)
+    assert len(s) == 60 and s.endswith("...")
+
+
+def test_unknown_key_inside_a_list_lists_the_keys_of_the_owning_block() -> None:
+    data = copy.deepcopy(BASE)
+    data["memory"][1]["latency_ns"] = 5
+    e = _convert(data)
+    assert e.field == "memory.1.latency_ns"
+    assert e.message == "unknown key; accepted: one of " + ", ".join(sorted(MemoryLevel.model_fields))
+    assert _model_at(Hardware, ("memory", 1, "latency_ns")) is MemoryLevel
+    assert _model_at(Hardware, ("nope", "x")) is None
+
+
+def test_several_errors_report_the_first_and_count_the_rest_with_a_prefix() -> None:
+    data = copy.deepcopy(BASE)
+    data["compute"]["cores"] = 0
+    data["compute"]["clock_ghz"] = -1
+    data["memory"][0]["efficiency"] = 2
+    e = _convert(data, prefix="hardware")
+    assert str(e) == "f.yaml: hardware.compute.cores: got 0; accepted: a number > 0 (+2 more)"
+
+
+def test_a_validator_naming_its_field_moves_the_location_to_it() -> None:
+    data = copy.deepcopy(BASE)
+    data["memory"][2]["bandwidth_gbps"] = False
+    e = _convert(data, file=None)
+    assert str(e) == "memory.2.bandwidth_gbps: got False; accepted: a number, not true/false"
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda d: d.pop("source"), "source: missing; this field is required"),
+    (lambda d: d.__setitem__("reference_dtype", "fp6"),
+     "reference_dtype: got 'fp6'; accepted: one of 'fp64', 'fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8' or 'int4'"),
+    (lambda d: d["compute"].__setitem__("clock_ghz", float("inf")), "compute.clock_ghz: got inf; accepted: a finite number"),
+    (lambda d: d["compute"].__setitem__("launch_overhead_us", -1.0),
+     "compute.launch_overhead_us: got -1.0; accepted: a number >= 0.0"),
+    (lambda d: d.__setitem__("memory", []), "memory: got []; accepted: List should have at least 1 item after "
+                                            "validation, not 0"),
+])
+def test_each_pydantic_error_kind_gets_its_accepted_text(mutate, expected: str) -> None:
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    assert str(_convert(data)) == f"f.yaml: {expected}"
+
+
+def test_a_whole_block_rule_on_a_system_names_the_block() -> None:
+    data = {"name": "s", "chip": "npu-7nm", "source": "test",
+            "network": [{"name": "a", "size": 8, "topology": "ring", "latency_us": 1, "efficiency": 0.8,
+                         "source": "test", "in_network_reduction": True}]}
+    e = _convert(data, model=System)
+    assert e.field == "network.0" and e.message.endswith("; in_network_reduction needs a switch topology")
+    assert "\n" not in str(e)
