@@ -1,0 +1,57 @@
+"""dse.units: bytes per dtype, the dtype fallback order, and where the data folder is found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dse import units
+from dse.units import DTYPE_BYTES, DTYPE_INDEX, DTYPES, FALLBACK, fallback_dtype, repo_root
+
+INTS = {"int4", "int8"}
+
+
+def test_sizes_and_index_order() -> None:
+    assert DTYPE_BYTES["int4"] == 0.5 and DTYPE_BYTES["tf32"] == 4.0 and DTYPE_BYTES["fp8"] == 1.0
+    assert set(DTYPES) == set(DTYPE_BYTES) == set(FALLBACK)
+    assert [DTYPE_INDEX[d] for d in DTYPES] == list(range(len(DTYPES)))
+    assert (units.KIB, units.MIB, units.GIB, units.TERA) == (1024, 1024**2, 1024**3, 1e12)
+
+
+def test_fallback_examples_from_real_chips() -> None:
+    assert fallback_dtype("bf16", {"fp16": 125}) == "fp16"  # V100 runs bf16 on its fp16 tensor cores
+    assert fallback_dtype("fp8", {"bf16": 312, "fp16": 312, "tf32": 156}) == "fp16"  # A100: fp8 in 16-bit mode
+    assert fallback_dtype("fp8", {"int8": 624}) is None  # a float never runs on an integer mode
+    assert fallback_dtype("int8", {"fp16": 100}) == "fp16"
+    assert fallback_dtype("fp32", {"bf16": 1}) is None
+
+
+@given(dt=st.sampled_from(DTYPES), avail=st.sets(st.sampled_from(DTYPES)))
+def test_fallback_picks_an_available_mode_never_narrower_and_never_int_for_a_float(dt: str, avail: set[str]) -> None:
+    mode = fallback_dtype(dt, avail)
+    if mode is None:
+        assert not (set(FALLBACK[dt]) & avail)
+        return
+    assert mode in avail and mode == next(m for m in FALLBACK[dt] if m in avail)
+    assert DTYPE_BYTES[mode] >= DTYPE_BYTES[dt]
+    if dt not in INTS:
+        assert mode not in INTS
+    if dt in avail:
+        assert mode == dt
+
+
+def test_repo_root_prefers_dse_home_then_the_checkout(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DSE_HOME", str(tmp_path))
+    assert repo_root() == tmp_path
+    monkeypatch.delenv("DSE_HOME")
+    root = repo_root()
+    assert (root / "hw_templates").is_dir() and (root / "workloads").is_dir()
+    assert root == Path(units.__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_every_dtype_falls_back_to_itself_first(dt: str) -> None:
+    assert FALLBACK[dt][0] == dt
