@@ -1,0 +1,52 @@
+"""dse.hardware.energy: joules per FLOP and per byte by level class, and leakage, from the node file by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dse
+from dse.hardware.designs import DesignBatch
+from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
+from dse.hardware.templates import load_node
+from dse.units import DTYPE_INDEX
+
+N7 = load_node("7nm")
+NPU = DesignBatch.from_hardware(dse.hardware("npu-7nm"))  # local (24 private copies), global, hbm
+A100 = DesignBatch.from_hardware(dse.hardware("a100-80gb"))  # smem (108 private), l2, hbm
+
+
+def test_level_class_follows_kind_and_privacy() -> None:
+    local, glob, dram = (N7.energy_pj_per_byte_sram_local.value, N7.energy_pj_per_byte_sram_global.value,
+                         N7.energy_pj_per_byte_dram.value)
+    np.testing.assert_allclose(level_energy_per_byte(NPU, N7), np.array([local, glob, dram]) * PJ)
+    np.testing.assert_allclose(level_energy_per_byte(A100, N7), np.array([local, glob, dram]) * PJ)
+    assert local < glob < dram
+
+
+def test_flop_energy_by_dtype_with_fallback_to_the_widest_figure() -> None:
+    gpu = flop_energy(N7)
+    assert gpu[DTYPE_INDEX["bf16"]] == pytest.approx(N7.energy_pj_per_flop.values["bf16"] * PJ)
+    sys = flop_energy(N7, systolic=True)
+    vals = N7.energy_pj_per_flop_systolic.values
+    assert sys[DTYPE_INDEX["int8"]] == pytest.approx(vals["int8"] * PJ)
+    assert "fp64" not in vals and sys[DTYPE_INDEX["fp64"]] == pytest.approx(max(vals.values()) * PJ)
+    assert is_systolic(NPU) and not is_systolic(A100)
+
+
+def test_static_power_is_the_leakage_share_of_peak_dynamic_power_by_hand() -> None:
+    f = N7.leakage_fraction.value
+    e_flop = N7.energy_pj_per_flop_systolic.values["bf16"] * PJ
+    e_byte = level_energy_per_byte(NPU, N7)
+    peak_dyn = 275.2512e12 * e_flop + 8.6016e12 * e_byte[0] + 4.0e12 * e_byte[1] + 1638.4e9 * e_byte[2]
+    assert static_power(NPU, N7)[0] == pytest.approx(f / (1 - f) * peak_dyn)
+
+
+def test_static_power_grows_linearly_with_peak_and_bandwidth() -> None:
+    d = DesignBatch.stack([NPU] * 3).with_knobs(peak_flops=np.array([100e12, 200e12, 200e12]),
+                                                dram_bandwidth=np.array([1e12, 1e12, 2e12]))
+    p = static_power(d, N7)
+    f = N7.leakage_fraction.value
+    e_flop = N7.energy_pj_per_flop_systolic.values["bf16"] * PJ
+    assert p[1] - p[0] == pytest.approx(f / (1 - f) * 100e12 * e_flop)
+    assert p[2] - p[1] == pytest.approx(f / (1 - f) * 1e12 * N7.energy_pj_per_byte_dram.value * PJ)
