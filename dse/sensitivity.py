@@ -34,19 +34,22 @@ def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFram
     B = P / R
     ok = (b_lo <= B) & (b_hi >= B)
     params = {"peak_tflops": P[ok], "dram_bandwidth_tbps": B[ok]}
-    designs = designs_from_params(design, params)
+    designs = designs_from_params(design, params)  # DRAM bandwidth built as whole stacks: report what is built
     sc, _ = score_designs(ctx, designs)
     score = np.full(R.shape, np.nan)
     score[ok] = np.where(sc.feasible, sc.score, np.nan)
+    ridge, bw = np.full(R.shape, np.nan), np.full(R.shape, np.nan)
+    ridge[ok], bw[ok] = designs.ridge, designs.dram_bandwidth / 1e12
     rows = []
     for i, r in enumerate(ratios):
         if np.all(np.isnan(score[i])):
-            rows.append({"ridge_flop_per_byte": r, "best_score": np.nan, "peak_tflops": np.nan,
-                         "dram_bandwidth_tbps": np.nan})
+            rows.append({"grid_ridge_flop_per_byte": r, "ridge_flop_per_byte": np.nan, "best_score": np.nan,
+                         "peak_tflops": np.nan, "dram_bandwidth_tbps": np.nan})
             continue
         j = int(np.nanargmax(score[i]))
-        rows.append({"ridge_flop_per_byte": r, "best_score": score[i, j], "peak_tflops": P[i, j],
-                     "dram_bandwidth_tbps": B[i, j]})
+        rows.append({"grid_ridge_flop_per_byte": r, "ridge_flop_per_byte": ridge[i, j], "best_score": score[i, j],
+                     "peak_tflops": P[i, j],
+                     "dram_bandwidth_tbps": bw[i, j]})
     df = pd.DataFrame(rows)
     df["bw_per_flop_vs_base"] = float(ctx.base.ridge[0]) / df["ridge_flop_per_byte"]
     return df

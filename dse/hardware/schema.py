@@ -103,12 +103,12 @@ class MemoryLevel(Strict):
 
     @model_validator(mode="after")
     def _one_each(self) -> MemoryLevel:
-        caps = [c for c in (self.capacity_mib, self.capacity_gib, self.capacity_gb) if c is not None]
-        if len(caps) != 1:
-            raise ValueError("give exactly one of capacity_mib, capacity_gib, capacity_gb")
-        bws = [b for b in (self.bandwidth_tbps, self.bandwidth_gbps) if b is not None]
-        if len(bws) != 1:
-            raise ValueError("give exactly one of bandwidth_tbps, bandwidth_gbps")
+        for group in (("capacity_mib", "capacity_gib", "capacity_gb"), ("bandwidth_tbps", "bandwidth_gbps")):
+            given = [(f, getattr(self, f)) for f in group if getattr(self, f) is not None]
+            if len(given) != 1:
+                field = given[1][0] if given else group[0]
+                got = " and ".join(f"{f}={v:g}" for f, v in given) or "none of them"
+                raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
         return self
 
     @property
@@ -173,15 +173,18 @@ class Hardware(Strict):
     def _hierarchy(self) -> Hardware:
         names = [m.name for m in self.memory]
         if len(set(names)) != len(names):
-            raise ValueError(f"memory level names must be unique, got {names}")
+            raise ValueError(f"@memory@got level names {names}; accepted: unique memory level names")
         kinds = [m.kind for m in self.memory]
         if "dram" in kinds and kinds.index("dram") != len(kinds) - 1:
-            raise ValueError("only the outermost (last) memory level may be dram")
+            raise ValueError(f"@memory@got level kinds {kinds}; accepted: only the outermost (last) memory level "
+                             "may be dram")
         if self.reference_dtype not in self.compute.matrix.peak_tflops:
             from dse.units import fallback_dtype
 
             if fallback_dtype(self.reference_dtype, self.compute.matrix.peak_tflops) is None:
-                raise ValueError(f"matrix unit has no mode for reference_dtype {self.reference_dtype}")
+                modes = ", ".join(self.compute.matrix.peak_tflops)
+                raise ValueError(f"@reference_dtype@got {self.reference_dtype!r}; accepted: a mode of the matrix unit "
+                                 f"({modes}) or a dtype that falls back to one")
         return self
 
     # Convenience views in SI units -------------------------------------------------------------

@@ -121,6 +121,11 @@ class System(Strict):
                 levels = [lv0.model_copy(update={"size": chips})]
         elif len(levels) == 1 and levels[0].topology != "torus":
             levels = [levels[0].model_copy(update={"size": chips})]
+        elif len(levels) == 1:  # a lone torus neither grows nor takes a count that splits a dimension
+            lv0 = levels[0]
+            fills = ", ".join(str(math.prod(lv0.dims[:i + 1])) for i in range(len(lv0.dims or [])))
+            raise DseError(f"{chips} chips do not fill whole dimensions of the torus {lv0.dims} of {self.name}; "
+                           f"accepted: {fills}", field="chips")
         else:
             raise DseError(f"{chips} chips do not match the topology of {self.name} (levels {self.sizes}); "
                            f"accepted: a divisor of {levels[0].size} or a multiple of {inner}", field="chips")

@@ -294,7 +294,7 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
         a.set_xlabel(f"arithmetic intensity at {level} (FLOP/byte)")
     what = "FLOPs" if weight == "share_flops" else "time"
     ax.set_ylabel(f"share of {what} (fraction)")
-    ax2.set_ylabel(f"cumulative share of {what}")
+    ax2.set_ylabel(f"cumulative share of {what} (fraction)")
     ax.set_title(title, fontsize=10)
     ax2.set_title("ECDF (hatched: 4-16 FLOP/byte)", fontsize=9)
     if len(groups) <= 20:

@@ -108,12 +108,39 @@ def _bounds(n: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def constrained(rows: _Rows, idx: list[int], x0: np.ndarray, step: float = 1e-2, tol: float = 1e-6) -> np.ndarray:
+    """[P] bool: the parameters the rows ``idx`` constrain (a step of ``step`` times the parameter, or of its
+    range's 1 % for a parameter at 0, moves some row's log residual by more than ``tol``). A parameter no
+    fitted row depends on keeps its value."""
+    lo, hi = _bounds(x0.size)
+    r0 = rows.residuals(x0, idx)
+    out = np.zeros(x0.size, dtype=bool)
+    for p in range(x0.size):
+        x = x0.copy()
+        x[p] += step * max(abs(x0[p]), 1e-2 * (hi[p] - lo[p]))
+        out[p] = bool(np.max(np.abs(rows.residuals(x, idx) - r0), initial=0.0) > tol)
+    return out
+
+
 def fit_rows(rows: _Rows, idx: list[int], x0: np.ndarray) -> np.ndarray:
+    """Robust least squares (log residuals, soft-L1) of the parameters the rows ``idx`` constrain; the others
+    keep their ``x0`` value (fitting them would move them along flat directions to arbitrary bounds)."""
     lo, hi = _bounds(x0.size)
     x0 = np.clip(x0, lo + 1e-9, hi)
-    res = least_squares(rows.residuals, x0, bounds=(lo, hi), args=(idx,), x_scale="jac", diff_step=1e-3,
-                        loss="soft_l1", f_scale=0.2)
-    return res.x
+    active = constrained(rows, idx, x0)
+    if not active.any():
+        return x0
+
+    def residuals(sub: np.ndarray, idx: list[int]) -> np.ndarray:
+        x = x0.copy()
+        x[active] = sub
+        return rows.residuals(x, idx)
+
+    res = least_squares(residuals, x0[active], bounds=(lo[active], hi[active]), args=(idx,), x_scale="jac",
+                        diff_step=1e-3, loss="soft_l1", f_scale=0.2)
+    x = x0.copy()
+    x[active] = res.x
+    return x
 
 
 def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:

@@ -97,15 +97,21 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
                              np.where(bad, "unreadable FLOPs or bytes", ""))
     ok = ~bad
     secs = out["seconds"].where(ok)
-    out["ai_flop_per_byte"] = (out["flops"] / out["bytes"].replace(0, np.nan)).where(ok)
+    # AI: FLOPs per DRAM byte; a kernel with FLOPs and no DRAM bytes (served from on-chip memory) has AI
+    # infinity for the placement (the CSV column stays empty: no inf in files)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ai = np.where(out["bytes"] > 0, out["flops"] / out["bytes"], np.where(out["flops"] > 0, np.inf, np.nan))
+    out["ai_flop_per_byte"] = pd.Series(ai, index=out.index).replace(np.inf, np.nan).where(ok)
     out["achieved_tflops"] = (out["flops"] / secs / TERA).where(ok)
     out["achieved_bandwidth_tbps"] = (out["bytes"] / secs / TERA).where(ok)
-    roof = np.minimum(peak, bw * out["ai_flop_per_byte"].fillna(np.inf))
+    with np.errstate(over="ignore", invalid="ignore"):
+        roof = pd.Series(np.minimum(peak, bw * np.where(np.isnan(ai), np.inf, ai)), index=out.index)
     out["roof_tflops"] = (roof / TERA).where(ok)
     # Utilization of the binding roof: FLOP roof for compute-heavy kernels, bandwidth for the rest.
+    compute_side = ai >= peak / bw
     util_flop = out["flops"] / secs / roof
     util_bw = out["bytes"] / secs / bw
-    out["roof_utilization"] = np.where(out["ai_flop_per_byte"] >= peak / bw, util_flop, util_bw)
+    out["roof_utilization"] = np.where(compute_side, util_flop, util_bw)
     out["region"] = np.where(~ok, "", np.where(out["roof_utilization"] < 0.5, "far below roof",
-                             np.where(out["ai_flop_per_byte"] >= peak / bw, "compute-bound", "memory-bound")))
+                             np.where(compute_side, "compute-bound", "memory-bound")))
     return out

@@ -80,19 +80,17 @@ def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
     (lambda d: d["compute"]["matrix"]["peak_tflops"].__setitem__("bf16", 0), "peak_tflops.bf16 = 0"),
     (lambda d: d["compute"]["vector"].__setitem__("style", "systolic"), "only compute.matrix may be systolic"),
     (lambda d: d["memory"].reverse(), "only the outermost (last) memory level may be dram"),
-    (lambda d: d["memory"][1].__setitem__("name", "local"), "memory level names must be unique"),
-    (lambda d: d.__setitem__("reference_dtype", "fp32"), "no mode for reference_dtype fp32"),
-    (lambda d: d["memory"][0].__setitem__("capacity_gib", 1), "give exactly one of capacity_mib"),
-    (lambda d: d["memory"][0].pop("bandwidth_tbps"), "give exactly one of bandwidth_tbps, bandwidth_gbps"),
+    (lambda d: d["memory"][1].__setitem__("name", "local"), "accepted: unique memory level names"),
+    (lambda d: d.__setitem__("reference_dtype", "fp32"), "reference_dtype: got 'fp32'; accepted: a mode of the matrix unit"),
+    (lambda d: d["memory"][0].__setitem__("capacity_gib", 1),
+     "memory.0.capacity_gib: got capacity_mib=12 and capacity_gib=1; accepted: exactly one of capacity_mib"),
+    (lambda d: d["memory"][0].pop("bandwidth_tbps"), "memory.0.bandwidth_tbps: got none of them; "
+                                                    "accepted: exactly one of bandwidth_tbps, bandwidth_gbps"),
 ])
 def test_cross_field_rules_reject_inconsistent_templates(mutate, words: str) -> None:
     assert words in _error(mutate)
 
 
-@pytest.mark.xfail(strict=True, reason="schema bug: cross-field validators (MemoryLevel._one_each, Hardware._hierarchy) "
-                   "raise messages without '; accepted: ...' and errors.from_validation_error then reports the whole "
-                   "block as the bad value ('memory.0: got {'name': 'local', ...}; give exactly one of ...') instead of "
-                   "naming the field and its value")
 def test_two_capacities_name_the_field_and_what_is_accepted() -> None:
     msg = _error(lambda d: d["memory"][0].__setitem__("capacity_gib", 1))
     assert "accepted:" in msg and "{" not in msg

@@ -68,13 +68,12 @@ def test_resizing_scales_the_outer_level_or_shrinks_the_node() -> None:
         dgx.resized(12)
 
 
-@pytest.mark.xfail(strict=True, reason="system bug: System.resized on a one-level torus (tpu-v4-pod) says "
-                   "'accepted: a divisor of 64 or a multiple of 1' (inner = empty product) yet rejects 24, a multiple "
-                   "of 1, and every count above 64")
 def test_resizing_a_one_level_torus_names_only_counts_it_accepts() -> None:
     with pytest.raises(DseError) as ei:
         load_system("tpu-v4-pod").resized(24)
-    assert "multiple of 1" not in str(ei.value)
+    assert "multiple of 1" not in str(ei.value) and "accepted: 4, 16, 64" in str(ei.value)
+    with pytest.raises(DseError, match="accepted: 4, 16, 64"):
+        load_system("tpu-v4-pod").resized(128)
 
 
 @pytest.mark.parametrize(("level", "words"), [

@@ -84,10 +84,6 @@ def test_no_rows_is_an_error_naming_the_template() -> None:
         calibrate(NPU, [])
 
 
-@pytest.mark.xfail(strict=True, reason="calibrate bug: fit_rows (x_scale='jac', soft_l1) moves parameters that no "
-                   "fitted row constrains: fitting only HBM copies drives vector_eff 0.9 -> 0.02 (its lower bound) and "
-                   "local_eff 0.9 -> 0.25, so leave-family-out predicts held-out GEMMs +50 % slow instead of -33 % "
-                   "(template values) and a calibrated template would carry them")
 def test_parameters_no_row_constrains_keep_the_template_values() -> None:
     cases = _cases([0, 1, 2, 3])
     rows = Rows(NPU, cases)

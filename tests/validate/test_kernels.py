@@ -76,9 +76,6 @@ def test_place_by_hand_on_the_a100_roof() -> None:
         place(k, dse.hardware("npu-7nm"), dtype="fp32")
 
 
-@pytest.mark.xfail(strict=True, reason="kernels bug: place() gives a kernel with FLOPs and no DRAM bytes (served "
-                   "from L2) AI NaN instead of infinity, so it takes the bandwidth utilization 0 and is called "
-                   "'far below roof' while it runs at 200 of 312 TFLOP/s")
 def test_a_kernel_without_dram_traffic_is_measured_against_the_compute_roof() -> None:
     out = place(_k(name=["cached"], flops=[2e12], bytes=[0.0], seconds=[0.01]), A100).iloc[0]
     assert out["region"] == "compute-bound"
