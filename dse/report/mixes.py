@@ -48,7 +48,8 @@ def sensitivity_chart(curves: dict[str, pd.DataFrame], best: dict[str, tuple[flo
                       path: Path, title: str) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
     for k, (mix, df) in enumerate(curves.items()):
-        ax.plot(df["ridge_flop_per_byte"], df["best_score"], "-", color=f"C{k}", lw=1.8, label=mix)
+        pts = df.dropna(subset=["ridge_flop_per_byte", "best_score"]).sort_values("ridge_flop_per_byte")
+        ax.plot(pts["ridge_flop_per_byte"], pts["best_score"], "-o", ms=3, color=f"C{k}", lw=1.8, label=mix)
         ax.plot(*best[mix], marker="*", ms=14, color=f"C{k}", mec="k", ls="none")
     ax.axvline(base_ridge, color="k", ls=":", lw=1)
     ax.text(base_ridge, ax.get_ylim()[1], " base ridge", fontsize=8, va="top")

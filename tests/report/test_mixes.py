@@ -60,7 +60,7 @@ def test_write_mix_report_writes_table_curves_figure_and_summary(results, tmp_pa
                                                          "ratio_sensitivity.svg", "summary.md"]
     curves = pd.read_csv(tmp_path / "ratio_sensitivity.csv")
     assert set(curves["mix"]) == {"base", "wide"} and len(curves) == 2 * 32
-    assert np.all(np.diff(np.log(curves[curves["mix"] == "base"]["ridge_flop_per_byte"])) > 0)
+    assert np.all(np.diff(np.log(curves[curves["mix"] == "base"]["grid_ridge_flop_per_byte"])) > 0)
     md = (tmp_path / "summary.md").read_text()
     assert md.startswith("# Study `tiny`: best compute:bandwidth ratio per mix") and "| wide |" in md.replace("  ", " ")
     assert text.splitlines()[0].startswith("study tiny: best ratio per mix (base ridge 168.0 FLOP/byte)")
