@@ -634,8 +634,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's error format: a bad flag is one line ``error: ...`` and exit 2
+    (argparse's usage block stays on ``-h``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="dse", description="Design-space exploration for AI chips")
+    ap = _Parser(prog="dse", description="Design-space exploration for AI chips")
     ap.add_argument("--version", action="version", version=f"dse {package_version()}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)

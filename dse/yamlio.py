@@ -100,9 +100,10 @@ def load_yaml(path: str | Path) -> Any:
             return None
         nodes, depth = _expanded_size(node)
         if nodes > MAX_NODES or depth > MAX_DEPTH:
-            raise DseError(f"got a document of more than {min(nodes, MAX_NODES + 1) - 1:,} nodes or "
-                           f"{depth} levels deep once its aliases are expanded; accepted: at most {MAX_NODES:,} "
-                           f"nodes, {MAX_DEPTH} levels", file=str(path))
+            got = (f"nested more than {MAX_DEPTH} levels deep" if depth > MAX_DEPTH else
+                   f"more than {MAX_NODES:,} nodes once its aliases are expanded")
+            raise DseError(f"got a document {got}; accepted: at most {MAX_NODES:,} nodes, {MAX_DEPTH} levels",
+                           file=str(path))
         return loader.construct_document(node)
     except RecursionError:
         raise DseError(f"nested too deeply to read; accepted: at most {MAX_DEPTH} levels", file=str(path)) from None
@@ -114,6 +115,46 @@ def load_yaml(path: str | Path) -> Any:
         raise DseError(f"{where}not valid YAML ({getattr(exc, 'problem', exc)})", file=str(path)) from None
     finally:
         loader.dispose()
+
+
+MAX_CSV_BYTES = 64 * 1024 * 1024
+
+
+def load_csv(path: str | Path, what: str, required: tuple[str, ...] = ()) -> Any:
+    """A CSV as a DataFrame of strings (empty cells ``""``, short rows padded), checked like a YAML
+    file: at most ``MAX_CSV_BYTES``, UTF-8 text without NUL bytes, a header naming ``required``
+    columns, at least one data row. ``what`` names the expected file in the message (e.g. "a
+    measurements CSV")."""
+    import io
+
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DseError(f"file not found; accepted: {what}", file=str(path))
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: {what} of at most {MAX_CSV_BYTES:,} bytes",
+                       file=str(path))
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DseError(f"byte {exc.start} is not UTF-8; accepted: {what} (UTF-8 text)", file=str(path)) from None
+    if "\x00" in text:
+        raise DseError(f"got a NUL byte (a binary file?); accepted: {what} (UTF-8 text)", file=str(path))
+    if not text.strip():
+        raise DseError(f"got an empty file; accepted: {what} with a header row and data rows", file=str(path))
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DseError(f"not a readable CSV ({first}); accepted: {what}", file=str(path)) from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise DseError(f"missing column(s) {missing}; accepted: {what} with columns {', '.join(required)}",
+                       file=str(path))
+    if df.empty:
+        raise DseError(f"got a header and no rows; accepted: {what} with at least one data row", file=str(path))
+    return df.fillna("")
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
