@@ -11,6 +11,7 @@ import contextlib
 import json
 import multiprocessing
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +36,7 @@ from dse.search.storage import make_storage
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
 from dse.workloads.suites import load_suite
-from dse.yamlio import write_text
+from dse.yamlio import make_dir, write_text
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,23 @@ def results_folder(root: Path, name: str, resume: bool) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def storage_errors(url: str) -> Iterator[None]:
+    """A study storage that cannot be written (disk full, read-only, I/O error) ends in one line that
+    says the completed trials are kept and ``--resume`` continues (a trial caught mid-write is marked
+    failed on resume)."""
+    import sqlalchemy
+
+    try:
+        yield
+    except (sqlalchemy.exc.OperationalError, optuna.exceptions.StorageInternalError, OSError) as exc:
+        cause = exc.__cause__ or exc
+        first = str(getattr(cause, "orig", None) or cause).strip().splitlines()
+        raise DseError(f"cannot write the study storage ({first[0] if first else type(exc).__name__}); accepted: "
+                       "a writable storage with free space; the completed trials are saved: free space and "
+                       "continue with --resume", field=url) from None
+
+
 @dataclass(frozen=True)
 class StudyResult:
     folder: Path
@@ -355,12 +373,16 @@ def run_study(
     if folder is None:
         root = Path(out) if out is not None else Path(cfg.output.dir)
         folder = results_folder(root, cfg.name, resume)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     meta = study_meta(cfg)
-    study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
-                                           recover_stale=workers == 1)
-    if not resume:
+    # metadata.json is written last when a study is created: a folder without it is a run killed
+    # before its study existed, which --resume then creates (so --resume always finds a killed run)
+    created = (folder / "metadata.json").is_file()
+    with storage_errors(url):
+        study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
+                                               recover_stale=workers == 1, create_missing=not created)
+    if not resume or not (folder / "config.yaml").is_file():
         write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
                                                      "storage": url, "workers": workers}, indent=2) + "\n")
@@ -373,7 +395,8 @@ def run_study(
         for p in procs:
             p.start()
         _wait(start)
-    new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
+    with storage_errors(url):
+        new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
     for p in procs:
         p.join()
     bad = [p.exitcode for p in procs if p.exitcode != 0]
@@ -398,7 +421,7 @@ def run_mixes(
         raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
     root = Path(out) if out is not None else Path(cfg.output.dir)
     top = results_folder(root, cfg.name, resume)
-    top.mkdir(parents=True, exist_ok=True)
+    make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
     results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
                          mix=m, folder=top / m) for m in cfg.mix_names]

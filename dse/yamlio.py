@@ -47,6 +47,15 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 MAX_BYTES = 64 * 1024 * 1024
+
+
+def is_file(path: str | Path) -> bool:
+    """``Path.is_file`` that answers False instead of raising for a name the OS refuses to look up
+    (too long, a NUL byte): such a name is then reported as not found, on one line."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
 MAX_NODES = 2_000_000
 MAX_DEPTH = 64
 
@@ -82,8 +91,8 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
 def load_yaml(path: str | Path) -> Any:
     """Load one YAML file safely; errors name the file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise DseError("file not found; accepted: an existing YAML file", file=str(path))
+    if not is_file(path):
+        raise DseError("file not found; accepted: an existing YAML file", file=str(path)[:300])
     if path.stat().st_size > MAX_BYTES:
         raise DseError(f"got {path.stat().st_size:,} bytes; accepted: a YAML file of at most {MAX_BYTES:,} bytes",
                        file=str(path))
@@ -157,16 +166,39 @@ def load_csv(path: str | Path, what: str, required: tuple[str, ...] = ()) -> Any
     return df.fillna("")
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp_path)`` then rename ``tmp_path`` onto ``path`` (same folder, atomic on POSIX)."""
+def _write_error(exc: OSError, path: Path) -> DseError:
+    return DseError(f"cannot write ({exc.strerror or type(exc).__name__}); accepted: a writable folder with free "
+                    "space", file=str(path)[:300])
+
+
+def make_dir(path: str | Path) -> Path:
+    """``mkdir -p``; a folder that cannot be made (a file in the way, read-only, disk full) is one line."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(exc, path) from None
+    return path
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` then rename ``tmp_path`` onto ``path`` (same folder, atomic on POSIX).
+    The temporary file is removed on any failure; a disk that is full or a folder that cannot be
+    written is a one-line :class:`DseError` naming the file."""
+    path = Path(path)
+    make_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    except OSError as exc:
+        raise _write_error(exc, path) from None
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_error(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

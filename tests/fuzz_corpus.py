@@ -390,7 +390,8 @@ def _checkout_files() -> set[str]:
 
     out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all", "--ignored"],
                          capture_output=True, text=True, check=False).stdout
-    return {ln[3:] for ln in out.splitlines() if "__pycache__" not in ln and ".hypothesis" not in ln}
+    return {ln[3:] for ln in out.splitlines() if ln[:2] in ("??", "!!")
+            and not any(x in ln for x in ("__pycache__", ".hypothesis", ".ruff_cache", ".pytest_cache"))}
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -403,8 +404,10 @@ def summary(outcomes: list[Outcome]) -> str:
         lines.append(f"{c:<10} {n:>6} {by[(c, 'ok')]:>7} {by[(c, 'error-line')]:>7} {by[(c, 'FAIL')]:>6}")
     tot = Counter(k for (_, k), v in by.items() for _ in range(v))
     lines.append(f"{'all':<10} {len(outcomes):>6} {tot['ok']:>7} {tot['error-line']:>7} {tot['FAIL']:>6}")
-    slow = max((o.seconds for o in outcomes), default=0.0)
-    lines.append(f"slowest case {slow:.1f} s (limit {TIMEOUT_S:.0f} s); memory cap {MEMORY_BYTES / 1024**3:.0f} GiB")
+    slow = max(outcomes, key=lambda o: o.seconds)
+    lines.append(f"slowest case {slow.seconds:.1f} s ({slow.case.command} [{slow.case.mutation}]; limit "
+                 f"{TIMEOUT_S:.0f} s); memory cap {MEMORY_BYTES / 1024**3:.0f} GiB")
+    lines += [f"FAIL {o.case.command} [{o.case.mutation}]: {o.problem}" for o in outcomes if o.problem]
     return "\n".join(lines)
 
 
