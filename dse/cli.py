@@ -73,6 +73,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from dse.study import results_folder
     from dse.yamlio import write_text
 
+    for flag, value in (("--points", args.points), ("--sram-points", args.sram_points)):
+        if value < 1:
+            raise DseError(f"got {value}; accepted: a positive integer", field=flag)
     cfg, ctxs = contexts(args.config)
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
     n = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"]) * len(ctxs)

@@ -285,6 +285,13 @@ def results_folder(root: Path, name: str, resume: bool) -> Path:
     return folder
 
 
+def max_workers() -> int:
+    """The most worker processes a study may start: 4 per CPU core (each is a full Python process)."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
+
+
 @contextlib.contextmanager
 def storage_errors(url: str) -> Iterator[None]:
     """A study storage that cannot be written (disk full, read-only, I/O error) ends in one line that
@@ -324,8 +331,15 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
     """Load, validate and prepare a config (errors name the config file); ``one_mix`` names a command
     that takes one mix only, refusing configs with ``mixes:``."""
     cfg, cfg_dir = load_study(config)
-    if n_trials is not None:
-        cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
+    if n_trials is not None:  # checked against the same bounds as search.n_trials in the file
+        from pydantic import ValidationError
+
+        search = cfg.search.model_copy()
+        try:
+            type(search).__pydantic_validator__.validate_assignment(search, "n_trials", n_trials)
+        except ValidationError as exc:
+            raise DseError(f"got {n_trials}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
+        cfg = cfg.model_copy(update={"search": search})
     if cfg.mixes is not None and mix is None:
         if one_mix:
             raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=str(config))
@@ -367,8 +381,8 @@ def run_study(
     The study is created once here; with ``workers > 1`` that many processes (this one included)
     share it through the storage. :func:`dse.report.write.write_results` writes the tables, plots
     and summary from the result."""
-    if workers < 1:
-        raise DseError(f"got {workers}; accepted: a positive integer", field="--workers")
+    if not 1 <= workers <= max_workers():
+        raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
     if folder is None:
         root = Path(out) if out is not None else Path(cfg.output.dir)

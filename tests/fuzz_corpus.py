@@ -218,6 +218,8 @@ def make_case(rng: random.Random) -> Case:
     """One random case over every command."""
     command = rng.choices(["run", "sweep", "compare", "whatif", "predict", "import", "validate", "kernels"],
                           weights=[4, 3, 3, 2, 6, 2, 1, 1])[0]
+    if command in ("run", "sweep", "compare", "whatif") and rng.random() < 0.2:
+        return _flag_case(command, rng)
     if command in ("run", "sweep", "compare"):
         src = rng.choice(STUDIES if command != "compare" else STUDIES[:3] + STUDIES[4:])
         raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
@@ -262,6 +264,35 @@ def make_case(rng: random.Random) -> Case:
     raw, label = mutated_csv(KERNELS, rng)
     return Case(command, ["kernels", "k.csv", "--hardware", "h100-sxm", "--out", "out"], {"k.csv": raw},
                 f"kernels.csv: {label}")
+
+
+RATIOS = ["1:inf,1:1", "1:0,1:1", "1:-2,1:1", "1:nan,1:2", "a:b", "1:2", "", ",,,", "1:1e-300,1:1", "1:1e300,1:1",
+          "0:0,1:1", "1:2:3,1:1", "1:2," * 40]
+STAGES = ["fuse_elementwise,nope", "sram_mib=-1", "sram_mib=inf", "weight_dtype=int3", "dtype=", "=", ",",
+          "sram_mib=1e30", "winograd,winograd", "kv_dtype=nan", "flash_attention"]
+
+
+def _flag_case(command: str, rng: random.Random) -> Case:
+    """A shipped config (or a library model) with one bad command-line value."""
+    files = {"in.yaml": (ROOT / "configs" / "npu.yaml").read_bytes()}
+    if command == "run":
+        flag, value = rng.choice(["--trials", "--workers"]), rng.choice(BAD_ARGS)
+        argv = ["run", "in.yaml", "--out", "out", "--quiet", "--no-plots", *(["--trials", "4"] if flag != "--trials"
+                                                                             else []), flag, value]
+    elif command == "sweep":
+        flag, value = rng.choice(["--points", "--sram-points", "--chunk"]), rng.choice(BAD_ARGS)
+        argv = ["sweep", "in.yaml", "--out", "out", "--quiet", *(["--points", "3"] if flag != "--points" else []),
+                flag, value]
+    elif command == "compare":
+        flag, value = "--ratios", rng.choice(RATIOS)
+        argv = ["compare", "in.yaml", "--out", "out", "--quiet", flag, value]
+    else:
+        flag, value = rng.choice([("--stages", rng.choice(STAGES)), ("--batch", rng.choice(BAD_ARGS)),
+                                  ("--seq", rng.choice(BAD_ARGS)), ("--hardware", rng.choice(["nope", "..", "/"]))])
+        argv = ["whatif", "--workload", "llama2-7b", "--phase", "prefill", "--out", "out", "--quiet",
+                *(["--stages", "fuse_elementwise"] if flag != "--stages" else []), flag, value]
+        files = {}
+    return Case(command, argv, files, f"{flag} {value!r:.40}")
 
 
 def corpus(n: int, seed: int) -> list[Case]:
