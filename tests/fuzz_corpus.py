@@ -216,8 +216,13 @@ def mutated_csv(text: str, rng: random.Random) -> tuple[bytes, str]:
 # ----------------------------------------------------------------------------------------- cases
 def make_case(rng: random.Random) -> Case:
     """One random case over every command."""
-    command = rng.choices(["run", "sweep", "compare", "whatif", "predict", "import", "validate", "kernels"],
-                          weights=[4, 3, 3, 2, 6, 2, 1, 1])[0]
+    command = rng.choices(["run", "sweep", "compare", "whatif", "predict", "import", "validate", "kernels", "area"],
+                          weights=[4, 3, 3, 2, 6, 2, 1, 1, 2])[0]
+    if command == "area":  # a mutated template through the area, cost and power models
+        src = rng.choice(TEMPLATES)
+        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
+        return Case(command, ["area", "hw.yaml", "--format", rng.choice(["table", "json"])], {"hw.yaml": raw},
+                    f"{src}: {label}")
     if command in ("run", "sweep", "compare", "whatif") and rng.random() < 0.2:
         return _flag_case(command, rng)
     if command in ("run", "sweep", "compare"):
