@@ -292,6 +292,23 @@ def max_workers() -> int:
     return 4 * (os.cpu_count() or 1)
 
 
+def claim_results_folder(root: Path, name: str) -> Path:
+    """A new results folder (:func:`results_folder`), created atomically: two runs started together
+    never share one (the second takes ``name-N+1``)."""
+    for _ in range(100):
+        folder = results_folder(root, name, False)
+        make_dir(folder.parent)
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise DseError(f"cannot write ({exc.strerror}); accepted: a writable folder with free space",
+                           file=str(folder)) from None
+        return folder
+    raise DseError(f"could not claim a new folder for {name!r} in {root} after 100 tries", field="output.dir")
+
+
 @contextlib.contextmanager
 def storage_errors(url: str) -> Iterator[None]:
     """A study storage that cannot be written (disk full, read-only, I/O error) ends in one line that
@@ -386,7 +403,7 @@ def run_study(
     cfg, ctx = load_context(config, n_trials, mix)
     if folder is None:
         root = Path(out) if out is not None else Path(cfg.output.dir)
-        folder = results_folder(root, cfg.name, resume)
+        folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
     make_dir(folder)
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     meta = study_meta(cfg)
@@ -434,7 +451,7 @@ def run_mixes(
     if cfg.mixes is None:
         raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
     root = Path(out) if out is not None else Path(cfg.output.dir)
-    top = results_folder(root, cfg.name, resume)
+    top = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
     make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
     results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,

@@ -123,3 +123,14 @@ def test_kill_9_in_the_first_seconds_then_resume(tmp_path: Path, after_s: float,
     else:
         assert rc == 0, err
         assert _complete(out / "tiny") == 8
+
+
+def test_two_runs_started_together_get_their_own_folders(tmp_path: Path) -> None:
+    cfg, out = _cfg(tmp_path, 8), tmp_path / "r"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "dse", "run", str(cfg), "--out", str(out), "--quiet", "--no-plots"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(2)]
+    errs = [p.communicate(timeout=300)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sorted(p.name for p in out.iterdir()) == ["tiny", "tiny-2"]
+    assert _complete(out / "tiny") == _complete(out / "tiny-2") == 8
