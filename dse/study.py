@@ -241,7 +241,12 @@ def check_output_root(root: Path) -> Path:
     would be written among system or source files)."""
     from dse.units import repo_root
 
-    resolved = Path(root).expanduser().resolve()
+    try:
+        resolved = Path(root).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:
+        raise DseError(f"got {str(root)!r:.80}: {exc}; accepted: a folder path", field="output.dir") from None
+    if any(len(part.encode()) > 255 for part in resolved.parts) or len(str(resolved).encode()) > 4000:
+        raise DseError(f"got {str(root)!r:.80}; accepted: folder names of at most 255 bytes", field="output.dir")
     if resolved == Path(resolved.anchor):
         raise DseError(f"got {str(root)!r}; accepted: a folder below the filesystem root (e.g. results)",
                        field="output.dir")

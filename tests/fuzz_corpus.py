@@ -1,6 +1,6 @@
 """A corpus of mutated inputs for every command, and a runner that holds each case to the contract:
 exit 0, or exit 2 with a last stderr line ``error: ...``; never a traceback, never past ``TIMEOUT_S``
-or ``MEMORY_BYTES``, nothing written outside the case's folder.
+(wall) or ``CPU_LIMIT_S`` (CPU) or ``MEMORY_BYTES``, nothing written outside the case's folder.
 
 The inputs are the shipped files (``configs/``, ``experiments/``, ``hw_templates/``, ``workloads/``,
 ``validation/measurements.csv``) plus a what-if file, Hugging Face ``config.json`` files and a kernels
@@ -36,7 +36,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 30.0
+TIMEOUT_S = 30.0  # wall clock, the hang detector (raise it with --timeout on a machine shared with other jobs)
+CPU_LIMIT_S = 30.0  # the case's own compute
+NEST = Path("w1/w2/w3")  # cases run four levels below the corpus root, so "../../.." stays visible
 MEMORY_BYTES = 3 * 1024**3
 
 STUDIES = ["configs/npu.yaml", "configs/npu-perf-per-watt.yaml", "experiments/llm70b_serving_links.yaml",
@@ -81,6 +83,7 @@ class Case:
     argv: list[str]
     files: dict[str, bytes] = field(default_factory=dict)
     mutation: str = ""
+    out: str | None = "out"  # the only folder the case may write in; None: anywhere in its own folder
 
 
 @dataclass
@@ -90,6 +93,7 @@ class Outcome:
     seconds: float
     last: str
     problem: str  # "" when the contract holds
+    cpu_s: float = 0.0  # the child's user + system time (wall time grows with other load on the machine)
 
 
 # ------------------------------------------------------------------------------------- mutations
@@ -227,8 +231,19 @@ def make_case(rng: random.Random) -> Case:
         return _flag_case(command, rng)
     if command in ("run", "sweep", "compare"):
         src = rng.choice(STUDIES if command != "compare" else STUDIES[:3] + STUDIES[4:])
-        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
         extra = {"run": ["--trials", "4", "--no-plots"], "sweep": ["--points", "3"], "compare": []}[command]
+        if rng.random() < 0.25:  # no --out: the config's output.dir (set to "out", then maybe mutated) decides
+            data = yaml.safe_load((ROOT / src).read_text())
+            data["output"] = {**(data.get("output") or {}), "dir": "out"}
+            if rng.random() < 0.5:
+                # (a valid relative dir such as ".." is the user's choice of folder, not an escape: not tried)
+                data["output"]["dir"] = rng.choice(["/", ".", "", "a" * 300, "out/" + "b" * 256, None, 1, []])
+            elif rng.random() < 0.5:
+                data["name"] = rng.choice(["..", ".", "../x", "/", "a/b", "a" * 300, "", "é"])
+            return Case(command, [command, "in.yaml", "--quiet", *extra], {"in.yaml": _yaml_doc(data)},
+                        f"{src}: output.dir {data['output']['dir']!r:.20}, name {data.get('name')!r:.20}",
+                        out=None)
+        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
         return Case(command, [command, "in.yaml", "--out", "out", "--quiet", *extra], {"in.yaml": raw},
                     f"{src}: {label}")
     if command == "whatif":
@@ -325,6 +340,7 @@ def _child(case: Case, folder: Path) -> None:
     """In the forked child: cap memory, run the command in ``folder``, exit with its code."""
     try:
         os.chdir(folder)
+        os.environ["HOME"] = str(folder)  # a "~" in a mutated path expands into the case folder
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
         out = os.open("stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         err = os.open("stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -366,14 +382,16 @@ def run_case(case: Case, folder: Path, timeout_s: float = TIMEOUT_S) -> Outcome:
     if pid == 0:
         _child(case, folder)
     rc: int | None = None
+    cpu = 0.0
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             rc = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
             break
         if time.perf_counter() - t0 > timeout_s:
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            cpu = os.wait4(pid, 0)[2].ru_utime
             break
         time.sleep(0.02)
     seconds = time.perf_counter() - t0
@@ -390,13 +408,19 @@ def run_case(case: Case, folder: Path, timeout_s: float = TIMEOUT_S) -> Outcome:
     elif rc not in (0, 2):
         problem = f"exit {rc}: {last!r}"
     stray = _listing(folder) - inputs - {folder / "stdout", folder / "stderr"}
-    stray = {p for p in stray if folder / "out" not in p.parents}
+    if case.out is not None:
+        stray = {p for p in stray if folder / case.out not in p.parents}
+    else:  # the config's output.dir decides: a valid relative one lies in the case folder
+        stray = {p for p in stray if folder not in p.parents}
     if stray and not problem:
         problem = "wrote outside out/: " + ", ".join(sorted(str(p.relative_to(folder)) for p in stray)[:3])
-    return Outcome(case, rc, seconds, last, problem)
+    if not problem and cpu > CPU_LIMIT_S:
+        problem = f"{cpu:.0f} s of CPU time (limit {CPU_LIMIT_S:.0f} s)"
+    return Outcome(case, rc, seconds, last, problem, cpu)
 
 
-def run_corpus(cases: list[Case], root: Path, jobs: int = 1, progress: bool = False) -> list[Outcome]:
+def run_corpus(cases: list[Case], root: Path, jobs: int = 1, progress: bool = False,
+               timeout_s: float = TIMEOUT_S) -> list[Outcome]:
     """Run ``cases`` under ``root`` (``jobs`` at a time, each forked); also checks that nothing appeared in
     ``root`` besides the case folders and nothing new in the checkout."""
     from concurrent.futures import ThreadPoolExecutor
@@ -405,14 +429,17 @@ def run_corpus(cases: list[Case], root: Path, jobs: int = 1, progress: bool = Fa
     root.mkdir(parents=True, exist_ok=True)
     before = _checkout_files()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_case, c, root / f"case{i:04d}") for i, c in enumerate(cases)]
+        futures = [pool.submit(run_case, c, root / NEST / f"case{i:04d}", timeout_s) for i, c in enumerate(cases)]
         outcomes = []
         for i, f in enumerate(futures):
             outcomes.append(f.result())
             if progress and outcomes[-1].problem:
                 o = outcomes[-1]
                 print(f"case{i:04d} {o.case.command} [{o.case.mutation}]: {o.problem}", flush=True)
-    extra = {p.name for p in root.iterdir()} - {f"case{i:04d}" for i in range(len(cases))}
+    # a case escaping up to four levels lands in root/..., outside root/NEST/caseNNNN
+    cases_dir = root / NEST
+    extra = {str(p.relative_to(root)) for p in root.rglob("*") if p != cases_dir and p not in cases_dir.parents
+             and cases_dir not in p.parents}
     new = _checkout_files() - before
     if extra or new:
         outcomes.append(Outcome(Case("corpus", []), None, 0.0, "",
@@ -430,7 +457,7 @@ def _checkout_files() -> set[str]:
             and not any(x in ln for x in ("__pycache__", ".hypothesis", ".ruff_cache", ".pytest_cache"))}
 
 
-def summary(outcomes: list[Outcome]) -> str:
+def summary(outcomes: list[Outcome], timeout_s: float = TIMEOUT_S) -> str:
     by = Counter((o.case.command, "ok" if o.rc == 0 and not o.problem else "error-line" if o.rc == 2
                   and not o.problem else "FAIL") for o in outcomes)
     commands = sorted({c for c, _ in by})
@@ -441,8 +468,12 @@ def summary(outcomes: list[Outcome]) -> str:
     tot = Counter(k for (_, k), v in by.items() for _ in range(v))
     lines.append(f"{'all':<10} {len(outcomes):>6} {tot['ok']:>7} {tot['error-line']:>7} {tot['FAIL']:>6}")
     slow = max(outcomes, key=lambda o: o.seconds)
-    lines.append(f"slowest case {slow.seconds:.1f} s ({slow.case.command} [{slow.case.mutation}]; limit "
-                 f"{TIMEOUT_S:.0f} s); memory cap {MEMORY_BYTES / 1024**3:.0f} GiB")
+    busy = max(outcomes, key=lambda o: o.cpu_s)
+    walls = sorted(o.seconds for o in outcomes)
+    lines.append(f"wall s per case: median {walls[len(walls) // 2]:.1f}, max {slow.seconds:.1f} ({slow.case.command} "
+                 f"[{slow.case.mutation}]); CPU s max {busy.cpu_s:.1f} ({busy.case.command} [{busy.case.mutation}]); "
+                 f"wall limit {timeout_s:.0f} s, CPU limit {CPU_LIMIT_S:.0f} s, memory cap "
+                 f"{MEMORY_BYTES / 1024**3:.0f} GiB; {sum(o.seconds > 30 for o in outcomes)} over 30 s wall")
     lines += [f"FAIL {o.case.command} [{o.case.mutation}]: {o.problem}" for o in outcomes if o.problem]
     return "\n".join(lines)
 
@@ -454,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--root", default="/tmp/dse-fuzz")
     ap.add_argument("--only", help="run only this command's cases")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="wall-clock seconds per case")
     args = ap.parse_args(argv)
     import shutil
 
@@ -463,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         cases = [c for c in cases if c.command == args.only]
     t0 = time.perf_counter()
-    outcomes = run_corpus(cases, root, jobs=args.jobs, progress=True)
-    print(summary(outcomes))
+    outcomes = run_corpus(cases, root, jobs=args.jobs, progress=True, timeout_s=args.timeout)
+    print(summary(outcomes, args.timeout))
     print(f"{len(cases)} cases in {time.perf_counter() - t0:.0f} s (seed {args.seed})")
     return 1 if any(o.problem for o in outcomes) else 0
 
