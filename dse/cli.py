@@ -73,6 +73,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from dse.study import results_folder
     from dse.yamlio import write_text
 
+    for flag, value in (("--points", args.points), ("--sram-points", args.sram_points)):
+        if value < 1:
+            raise DseError(f"got {value}; accepted: a positive integer", field=flag)
     cfg, ctxs = contexts(args.config)
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
     n = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"]) * len(ctxs)
@@ -634,8 +637,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's error format: a bad flag is one line ``error: ...`` and exit 2
+    (argparse's usage block stays on ``-h``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="dse", description="Design-space exploration for AI chips")
+    ap = _Parser(prog="dse", description="Design-space exploration for AI chips")
     ap.add_argument("--version", action="version", version=f"dse {package_version()}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -183,7 +183,13 @@ def parse_ratio(text: str) -> float:
         raise ValueError("accepted: a ratio like 1:1 or 1:2") from None
     if not (0 < a < float("inf") and 0 < b < float("inf")):
         raise ValueError("accepted: a ratio of positive finite numbers, e.g. 1:2")
+    if not RATIO_RANGE[0] <= b / a <= RATIO_RANGE[1]:
+        raise ValueError(f"accepted: 1:x with x in {RATIO_RANGE[0]:g}..{RATIO_RANGE[1]:g} (bandwidth per FLOP "
+                         "relative to the base design)")
     return b / a
+
+
+RATIO_RANGE = (1e-3, 1e3)  # a candidate's bandwidth per FLOP within 1000x of the base's either way
 
 
 Hold = Literal["compute", "area"]

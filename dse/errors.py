@@ -56,6 +56,15 @@ def _unwrap(annotation: Any, typing: Any) -> Any:
     return annotation
 
 
+PLAIN = {  # pydantic's wording for a wrong type, said as what is accepted
+    "model_type": "a mapping", "model_attributes_type": "a mapping", "dict_type": "a mapping",
+    "list_type": "a list", "tuple_type": "a list", "string_type": "a string", "bool_type": "true or false",
+    "bool_parsing": "true or false", "int_type": "an integer", "int_parsing": "an integer",
+    "int_parsing_size": "an integer of a sensible size", "int_from_float": "an integer",
+    "float_type": "a number", "float_parsing": "a number",
+}
+
+
 def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     kind = err["type"]
     ctx = err.get("ctx", {}) or {}
@@ -68,6 +77,8 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
         return "this field is required"
     if kind == "finite_number":
         return "a finite number"
+    if kind in PLAIN:
+        return PLAIN[kind]
     if kind == "string_pattern_mismatch":
         return f"a string matching {ctx.get('pattern', '')}"
     if kind == "literal_error":

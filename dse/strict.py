@@ -11,10 +11,13 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+MAX_INT = 2**53  # the largest integer float64 arrays (the predictor's) hold exactly
+
 
 class Strict(BaseModel):
     """Base for every config block: unknown keys are errors, instances are immutable, every float is
-    finite (no .inf / .nan), and a boolean is never accepted where a number is expected."""
+    finite (no .inf / .nan), a boolean is never accepted where a number is expected, and an integer
+    is at most ``MAX_INT`` in magnitude (larger ones overflow int64 arrays)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -27,6 +30,9 @@ class Strict(BaseModel):
                 if field is not None and isinstance(value, bool) and _numeric(field.annotation):
                     # "@field@" lets dse.errors name the field itself rather than this block
                     raise ValueError(f"@{name}@got {value}; accepted: a number, not true/false")
+                if (field is not None and type(value) is int and abs(value) > MAX_INT and _numeric(field.annotation)
+                        and not any(getattr(m, b, None) is not None for m in field.metadata for b in ("le", "lt"))):
+                    raise ValueError(f"@{name}@got {value:.3g}; accepted: an integer of magnitude <= 2^53")
         return data
 
 

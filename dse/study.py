@@ -11,6 +11,7 @@ import contextlib
 import json
 import multiprocessing
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +37,7 @@ from dse.search.storage import make_storage
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
 from dse.workloads.suites import load_suite
-from dse.yamlio import write_text
+from dse.yamlio import make_dir, write_text
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,12 @@ def check_output_root(root: Path) -> Path:
     would be written among system or source files)."""
     from dse.units import repo_root
 
-    resolved = Path(root).expanduser().resolve()
+    try:
+        resolved = Path(root).expanduser().resolve()
+    except (OSError, RuntimeError) as exc:
+        raise DseError(f"got {str(root)!r:.80}: {exc}; accepted: a folder path", field="output.dir") from None
+    if any(len(part.encode()) > 255 for part in resolved.parts) or len(str(resolved).encode()) > 4000:
+        raise DseError(f"got {str(root)!r:.80}; accepted: folder names of at most 255 bytes", field="output.dir")
     if resolved == Path(resolved.anchor):
         raise DseError(f"got {str(root)!r}; accepted: a folder below the filesystem root (e.g. results)",
                        field="output.dir")
@@ -278,6 +284,47 @@ def results_folder(root: Path, name: str, resume: bool) -> Path:
     return folder
 
 
+def max_workers() -> int:
+    """The most worker processes a study may start: 4 per CPU core (each is a full Python process)."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
+
+
+def claim_results_folder(root: Path, name: str) -> Path:
+    """A new results folder (:func:`results_folder`), created atomically: two runs started together
+    never share one (the second takes ``name-N+1``)."""
+    for _ in range(100):
+        folder = results_folder(root, name, False)
+        make_dir(folder.parent)
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise DseError(f"cannot write ({exc.strerror}); accepted: a writable folder with free space",
+                           file=str(folder)) from None
+        return folder
+    raise DseError(f"could not claim a new folder for {name!r} in {root} after 100 tries", field="output.dir")
+
+
+@contextlib.contextmanager
+def storage_errors(url: str) -> Iterator[None]:
+    """A study storage that cannot be written (disk full, read-only, I/O error) ends in one line that
+    says the completed trials are kept and ``--resume`` continues (a trial caught mid-write is marked
+    failed on resume)."""
+    import sqlalchemy
+
+    try:
+        yield
+    except (sqlalchemy.exc.OperationalError, optuna.exceptions.StorageInternalError, OSError) as exc:
+        cause = exc.__cause__ or exc
+        first = str(getattr(cause, "orig", None) or cause).strip().splitlines()
+        raise DseError(f"cannot write the study storage ({first[0] if first else type(exc).__name__}); accepted: "
+                       "a writable storage with free space; the completed trials are saved: free space and "
+                       "continue with --resume", field=url) from None
+
+
 @dataclass(frozen=True)
 class StudyResult:
     folder: Path
@@ -300,8 +347,15 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
     """Load, validate and prepare a config (errors name the config file); ``one_mix`` names a command
     that takes one mix only, refusing configs with ``mixes:``."""
     cfg, cfg_dir = load_study(config)
-    if n_trials is not None:
-        cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
+    if n_trials is not None:  # checked against the same bounds as search.n_trials in the file
+        from pydantic import ValidationError
+
+        search = cfg.search.model_copy()
+        try:
+            type(search).__pydantic_validator__.validate_assignment(search, "n_trials", n_trials)
+        except ValidationError as exc:
+            raise DseError(f"got {n_trials}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
+        cfg = cfg.model_copy(update={"search": search})
     if cfg.mixes is not None and mix is None:
         if one_mix:
             raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=str(config))
@@ -343,18 +397,22 @@ def run_study(
     The study is created once here; with ``workers > 1`` that many processes (this one included)
     share it through the storage. :func:`dse.report.write.write_results` writes the tables, plots
     and summary from the result."""
-    if workers < 1:
-        raise DseError(f"got {workers}; accepted: a positive integer", field="--workers")
+    if not 1 <= workers <= max_workers():
+        raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
     if folder is None:
         root = Path(out) if out is not None else Path(cfg.output.dir)
-        folder = results_folder(root, cfg.name, resume)
-    folder.mkdir(parents=True, exist_ok=True)
+        folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
+    make_dir(folder)
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     meta = study_meta(cfg)
-    study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
-                                           recover_stale=workers == 1)
-    if not resume:
+    # metadata.json is written last when a study is created: a folder without it is a run killed
+    # before its study existed, which --resume then creates (so --resume always finds a killed run)
+    created = (folder / "metadata.json").is_file()
+    with storage_errors(url):
+        study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
+                                               recover_stale=workers == 1, create_missing=not created)
+    if not resume or not (folder / "config.yaml").is_file():
         write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
                                                      "storage": url, "workers": workers}, indent=2) + "\n")
@@ -367,7 +425,8 @@ def run_study(
         for p in procs:
             p.start()
         _wait(start)
-    new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
+    with storage_errors(url):
+        new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
     for p in procs:
         p.join()
     bad = [p.exitcode for p in procs if p.exitcode != 0]
@@ -391,8 +450,8 @@ def run_mixes(
     if cfg.mixes is None:
         raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
     root = Path(out) if out is not None else Path(cfg.output.dir)
-    top = results_folder(root, cfg.name, resume)
-    top.mkdir(parents=True, exist_ok=True)
+    top = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
+    make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
     results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
                          mix=m, folder=top / m) for m in cfg.mix_names]

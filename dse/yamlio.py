@@ -47,6 +47,15 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 MAX_BYTES = 64 * 1024 * 1024
+
+
+def is_file(path: str | Path) -> bool:
+    """``Path.is_file`` that answers False instead of raising for a name the OS refuses to look up
+    (too long, a NUL byte): such a name is then reported as not found, on one line."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
 MAX_NODES = 2_000_000
 MAX_DEPTH = 64
 
@@ -82,8 +91,8 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
 def load_yaml(path: str | Path) -> Any:
     """Load one YAML file safely; errors name the file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise DseError("file not found; accepted: an existing YAML file", file=str(path))
+    if not is_file(path):
+        raise DseError("file not found; accepted: an existing YAML file", file=str(path)[:300])
     if path.stat().st_size > MAX_BYTES:
         raise DseError(f"got {path.stat().st_size:,} bytes; accepted: a YAML file of at most {MAX_BYTES:,} bytes",
                        file=str(path))
@@ -100,9 +109,10 @@ def load_yaml(path: str | Path) -> Any:
             return None
         nodes, depth = _expanded_size(node)
         if nodes > MAX_NODES or depth > MAX_DEPTH:
-            raise DseError(f"got a document of more than {min(nodes, MAX_NODES + 1) - 1:,} nodes or "
-                           f"{depth} levels deep once its aliases are expanded; accepted: at most {MAX_NODES:,} "
-                           f"nodes, {MAX_DEPTH} levels", file=str(path))
+            got = (f"nested more than {MAX_DEPTH} levels deep" if depth > MAX_DEPTH else
+                   f"more than {MAX_NODES:,} nodes once its aliases are expanded")
+            raise DseError(f"got a document {got}; accepted: at most {MAX_NODES:,} nodes, {MAX_DEPTH} levels",
+                           file=str(path))
         return loader.construct_document(node)
     except RecursionError:
         raise DseError(f"nested too deeply to read; accepted: at most {MAX_DEPTH} levels", file=str(path)) from None
@@ -116,16 +126,79 @@ def load_yaml(path: str | Path) -> Any:
         loader.dispose()
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp_path)`` then rename ``tmp_path`` onto ``path`` (same folder, atomic on POSIX)."""
+MAX_CSV_BYTES = 64 * 1024 * 1024
+
+
+def load_csv(path: str | Path, what: str, required: tuple[str, ...] = ()) -> Any:
+    """A CSV as a DataFrame of strings (empty cells ``""``, short rows padded), checked like a YAML
+    file: at most ``MAX_CSV_BYTES``, UTF-8 text without NUL bytes, a header naming ``required``
+    columns, at least one data row. ``what`` names the expected file in the message (e.g. "a
+    measurements CSV")."""
+    import io
+
+    import pandas as pd
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    if not path.is_file():
+        raise DseError(f"file not found; accepted: {what}", file=str(path))
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: {what} of at most {MAX_CSV_BYTES:,} bytes",
+                       file=str(path))
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DseError(f"byte {exc.start} is not UTF-8; accepted: {what} (UTF-8 text)", file=str(path)) from None
+    if "\x00" in text:
+        raise DseError(f"got a NUL byte (a binary file?); accepted: {what} (UTF-8 text)", file=str(path))
+    if not text.strip():
+        raise DseError(f"got an empty file; accepted: {what} with a header row and data rows", file=str(path))
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DseError(f"not a readable CSV ({first}); accepted: {what}", file=str(path)) from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise DseError(f"missing column(s) {missing}; accepted: {what} with columns {', '.join(required)}",
+                       file=str(path))
+    if df.empty:
+        raise DseError(f"got a header and no rows; accepted: {what} with at least one data row", file=str(path))
+    return df.fillna("")
+
+
+def _write_error(exc: OSError, path: Path) -> DseError:
+    return DseError(f"cannot write ({exc.strerror or type(exc).__name__}); accepted: a writable folder with free "
+                    "space", file=str(path)[:300])
+
+
+def make_dir(path: str | Path) -> Path:
+    """``mkdir -p``; a folder that cannot be made (a file in the way, read-only, disk full) is one line."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _write_error(exc, path) from None
+    return path
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` then rename ``tmp_path`` onto ``path`` (same folder, atomic on POSIX).
+    The temporary file is removed on any failure; a disk that is full or a folder that cannot be
+    written is a one-line :class:`DseError` naming the file."""
+    path = Path(path)
+    make_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    except OSError as exc:
+        raise _write_error(exc, path) from None
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_error(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -50,3 +50,19 @@ def test_a_mutated_config_is_a_result_or_one_line(tmp_path_factory, capsys, path
         assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], (path, value, err)
     written = {p for p in folder.rglob("*") if p.is_file()} - {cfg}
     assert all(Path(folder / "out") in p.parents for p in written), (path, value)
+
+
+def test_every_command_on_mutated_files_is_a_result_or_one_line(tmp_path, request) -> None:
+    """A fixed sample of the corpus in ``tests/fuzz_corpus.py`` (every command, each case forked with a 3 GiB
+    address-space cap and a 30 s limit). ``--fuzz-n N`` runs N cases instead (the held-out corpus:
+    ``python -m pytest tests/test_fuzz.py --fuzz-n 300 --fuzz-seed 1000``; or
+    ``python -m tests.fuzz_corpus --n 300 --seed 1000`` for a table by command)."""
+    from tests.fuzz_corpus import corpus, run_corpus, summary
+
+    n = request.config.getoption("--fuzz-n") or 24
+    seed = request.config.getoption("--fuzz-seed")
+    cases = corpus(n, seed)
+    assert len({c.command for c in cases}) >= 6  # the sample reaches most commands
+    outcomes = run_corpus(cases, tmp_path / "fuzz", jobs=2)
+    failed = [f"{o.case.command} [{o.case.mutation}]: {o.problem}" for o in outcomes if o.problem]
+    assert not failed, summary(outcomes)

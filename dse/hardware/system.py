@@ -25,7 +25,7 @@ from dse.hardware.collectives import LEVEL_ALGORITHMS
 from dse.hardware.schema import Hardware
 from dse.strict import Strict
 from dse.units import repo_root
-from dse.yamlio import load_yaml
+from dse.yamlio import is_file, load_yaml
 
 
 class NetworkLevel(Strict):
@@ -180,7 +180,7 @@ def system_from_mapping(data: Any, *, file: str | None = None) -> System:
 @lru_cache(maxsize=32)
 def _load_named(name: str) -> System:
     path = systems_dir() / f"{name}.yaml"
-    if not path.is_file():
+    if not is_file(path):
         raise DseError(f"unknown system {name!r}; accepted: {', '.join(list_systems())} or a YAML path")
     return system_from_mapping(load_yaml(path), file=str(path))
 
@@ -192,14 +192,14 @@ def load_system(spec: str | Path | Mapping[str, Any] | System) -> System:
     if isinstance(spec, Mapping):
         return system_from_mapping(spec)
     path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or is_file(path):
         return system_from_mapping(load_yaml(path), file=str(path))
     return _load_named(str(spec))
 
 
 def is_system(name: str) -> bool:
     """Whether ``name`` names a shipped system template."""
-    return (systems_dir() / f"{name}.yaml").is_file()
+    return is_file(systems_dir() / f"{name}.yaml")
 
 
 def default_system(hw: Hardware) -> System:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Hardware, Node
 from dse.units import repo_root
-from dse.yamlio import load_yaml
+from dse.yamlio import is_file, load_yaml
 
 
 def templates_dir() -> Path:
@@ -47,7 +47,7 @@ def load_hardware(spec: str | Path | Mapping[str, Any] | Hardware) -> Hardware:
     if isinstance(spec, Mapping):
         return hardware_from_mapping(spec)
     path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or is_file(path):
         return hardware_from_mapping(load_yaml(path), file=str(path))
     return _load_named(str(spec))
 
@@ -61,7 +61,7 @@ def _user_dirs() -> list[Path]:
 
 def _load_named(name: str) -> Hardware:
     for d in _user_dirs():
-        if (d / f"{name}.yaml").is_file():
+        if is_file(d / f"{name}.yaml"):
             return hardware_from_mapping(load_yaml(d / f"{name}.yaml"), file=str(d / f"{name}.yaml"))
     return _load_shipped(name)
 
@@ -69,7 +69,7 @@ def _load_named(name: str) -> Hardware:
 @lru_cache(maxsize=64)
 def _load_shipped(name: str) -> Hardware:
     path = templates_dir() / f"{name}.yaml"
-    if not path.is_file():
+    if not is_file(path):
         raise DseError(
             f"unknown hardware template {name!r}; accepted: {', '.join(list_templates())} or a YAML path"
         )

@@ -78,12 +78,16 @@ def config_hash(text: str) -> str:
 
 
 def open_study(name: str, storage: optuna.storages.BaseStorage, search: Search, resume: bool, meta: dict,
-               recover_stale: bool = True) -> tuple[optuna.Study, int]:
+               recover_stale: bool = True, create_missing: bool = False) -> tuple[optuna.Study, int]:
     """Create the study once (or with ``resume`` load it, refusing a changed config); trials left
-    RUNNING by a killed single-worker run are marked FAIL on resume (``recover_stale``)."""
+    RUNNING by a killed single-worker run are marked FAIL on resume (``recover_stale``). With
+    ``create_missing`` a resume whose study is not in the storage creates it (a run killed before its
+    study was created: the caller knows its folder never got its metadata)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions = [OBJECTIVES[o].direction for o in search.objective_names]
     sampler = make_sampler(search)
+    if resume and create_missing and name not in {s.study_name for s in storage.get_all_studies()}:
+        resume = False
     if resume:
         try:
             study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)

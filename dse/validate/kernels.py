@@ -64,10 +64,10 @@ def _ncu(df: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 def load_kernels(path: str | Path) -> pd.DataFrame:
     """Kernels as ``name, flops, bytes, seconds`` (SI), from a generic or an Nsight Compute CSV."""
+    from dse.yamlio import load_csv
+
     path = Path(path)
-    if not path.is_file():
-        raise DseError("file not found; accepted: a profiler CSV", file=str(path))
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df = load_csv(path, "a profiler CSV (name,flops,bytes,seconds or ncu --csv --page raw)")
     if all(c in df.columns for c in GENERIC):
         out = df[list(GENERIC)].copy()
         for c in GENERIC[1:]:
@@ -91,7 +91,8 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
     peak = hw.compute.matrix.peak_tflops[mode] * TERA
     bw = hw.dram.bandwidth_bps
     out = kernels.copy()
-    bad = ~((out["seconds"] > 0) & (out["flops"] >= 0) & (out["bytes"] >= 0))
+    finite = np.isfinite(out[["seconds", "flops", "bytes"]].to_numpy(dtype=float)).all(axis=1)
+    bad = ~((out["seconds"] > 0) & (out["flops"] >= 0) & (out["bytes"] >= 0) & finite)
     out["status"] = np.where(bad, "error", "ok")
     out["reason"] = np.where(out["seconds"].fillna(0) <= 0, "duration is zero or missing",
                              np.where(bad, "unreadable FLOPs or bytes", ""))

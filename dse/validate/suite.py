@@ -11,6 +11,7 @@ neither stops the other rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from dse.workloads.library import Workload, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
 
+MAX_CHIPS = 1_000_000  # a measurement row's n_chips (the largest published runs use ~10^4-10^5 chips)
 REQUIRED = ("id", "workload", "scenario", "hardware", "n_chips", "metric", "value", "source")
 METRICS = {
     "time_s": "seconds per pass",
@@ -63,15 +65,9 @@ def parse_scenario(text: str) -> dict[str, object]:
 
 
 def load_measurements(path: str | Path | None = None) -> pd.DataFrame:
-    path = Path(path) if path else default_path()
-    if not path.is_file():
-        raise DseError("file not found; accepted: a measurements CSV", file=str(path))
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise DseError(f"missing column(s) {missing}; accepted: a CSV with columns {', '.join(REQUIRED)}",
-                       file=str(path))
-    return df
+    from dse.yamlio import load_csv
+
+    return load_csv(Path(path) if path else default_path(), "a measurements CSV", tuple(REQUIRED))
 
 
 @dataclass(frozen=True)
@@ -127,9 +123,13 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
         value = float(row["value"])
     except ValueError:
         raise DseError(f"row {rid}: value {row['value']!r} is not a number", field="value") from None
-    if not value > 0:
-        raise DseError(f"row {rid}: value {value}; accepted: a number > 0", field="value")
-    chips = int(float(row.get("n_chips") or 1))
+    if not (value > 0 and math.isfinite(value)):
+        raise DseError(f"row {rid}: value {value}; accepted: a finite number > 0", field="value")
+    chips_text = (row.get("n_chips") or "1").strip() or "1"
+    if not chips_text.isdigit() or not 1 <= int(chips_text) <= MAX_CHIPS:
+        raise DseError(f"row {rid}: n_chips {chips_text!r:.40}; accepted: an integer 1..{MAX_CHIPS}",
+                       field="n_chips")
+    chips = int(chips_text)
     name = row["hardware"].strip()
     templates = templates or {}
     if name in templates:

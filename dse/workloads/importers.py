@@ -31,31 +31,66 @@ def _load_json(src: str | Path | dict) -> tuple[dict, str]:
     path = Path(src)
     if not path.is_file():
         raise DseError("file not found; accepted: a Hugging Face config.json", file=str(path))
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: a config.json of at most {MAX_JSON_BYTES:,} "
+                       "bytes", file=str(path))
     try:
-        return json.loads(path.read_text()), str(path)
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        raise DseError(f"byte {exc.start} is not UTF-8; accepted: a UTF-8 JSON file", file=str(path)) from None
     except json.JSONDecodeError as exc:
         raise DseError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from None
+    except RecursionError:
+        raise DseError("nested too deeply to read; accepted: a Hugging Face config.json", file=str(path)) from None
+    except DseError as exc:
+        raise DseError(exc.message, file=str(path)) from None
+    if not isinstance(data, dict):
+        raise DseError(f"got a JSON {type(data).__name__}; accepted: a JSON object (a Hugging Face config.json)",
+                       file=str(path))
+    return data, str(path)
+
+
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+def _no_constant(name: str) -> None:
+    """JSON has no NaN/Infinity (Python's json reads them by default): refuse them."""
+    raise DseError(f"got {name}; accepted: finite JSON numbers")
 
 
 def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str, Any]:
     """A library description (mapping) from a Hugging Face config."""
     cfg, where = _load_json(src)
     mt = cfg.get("model_type")
-    if mt not in HF_TYPES:
-        raise DseError(f"unsupported model_type {mt!r}; accepted: {', '.join(HF_TYPES)}", file=where,
+    if not isinstance(mt, str) or mt not in HF_TYPES:
+        raise DseError(f"unsupported model_type {mt!r:.60}; accepted: {', '.join(HF_TYPES)}", file=where,
                        field="model_type")
+
+    def count(key: str, value: Any, minimum: int) -> int:
+        # every size the mapping reads is a whole number (a string, a float or true is refused here,
+        # before any arithmetic on it); the description's schema bounds it above
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise DseError(f"got {value!r:.60}; accepted: an integer >= {minimum}", file=where, field=key)
+        return value
 
     def need(*keys: str) -> Any:
         for k in keys:
             if k in cfg:
-                return cfg[k]
+                return count(k, cfg[k], 1)
         raise DseError(f"missing {keys[0]!r} for model_type {mt}", file=where, field=keys[0])
 
+    def opt(key: str, default: int | None, minimum: int = 1) -> int | None:
+        value = cfg.get(key)
+        return default if value is None else count(key, value, minimum)
+
     name = name or str(cfg.get("_name_or_path") or mt).split("/")[-1].lower()
+    if not isinstance(cfg.get("_name_or_path") or "", str):
+        raise DseError(f"got {cfg['_name_or_path']!r:.60}; accepted: a model id string", file=where,
+                       field="_name_or_path")
     if mt in ("gpt2",):
         h = need("n_embd")
         arch = {"kind": "decoder", "layers": need("n_layer"), "hidden": h, "heads": need("n_head"),
-                "ffn": cfg.get("n_inner") or 4 * h, "activation": "gelu", "norm": "layernorm", "position": "learned",
+                "ffn": opt("n_inner", None) or 4 * h, "activation": "gelu", "norm": "layernorm", "position": "learned",
                 "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": True,
                 "max_seq": need("n_positions"), "default_seq": min(1024, need("n_positions"))}
     elif mt in ("bert", "roberta"):
@@ -68,18 +103,18 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
         gated_act = "geglu" if "gelu" in act else "swiglu"
         arch = {"kind": "decoder", "layers": need("num_hidden_layers"), "hidden": need("hidden_size"),
                 "heads": need("num_attention_heads"),
-                "kv_heads": cfg.get("num_key_value_heads") or need("num_attention_heads"),
+                "kv_heads": opt("num_key_value_heads", None) or need("num_attention_heads"),
                 "ffn": need("intermediate_size"), "activation": gated_act, "norm": "rmsnorm", "position": "rope",
                 "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
                 "max_seq": need("max_position_embeddings"),
                 "default_seq": min(2048, need("max_position_embeddings"))}
-        if cfg.get("head_dim"):
-            arch["head_dim"] = cfg["head_dim"]
+        if cfg.get("head_dim") is not None:
+            arch["head_dim"] = opt("head_dim", None)
         if mt == "mixtral":
             arch["moe"] = {"experts": need("num_local_experts"), "active": need("num_experts_per_tok"),
                            "expert_ffn": need("intermediate_size")}
         elif mt == "qwen2_moe":
-            shared = cfg.get("shared_expert_intermediate_size", 0)
+            shared = opt("shared_expert_intermediate_size", 0, 0)
             f = need("moe_intermediate_size")
             arch["moe"] = {"experts": need("num_experts"), "active": need("num_experts_per_tok"), "expert_ffn": f,
                            "shared_experts": math.ceil(shared / f) if shared else 0}
@@ -88,8 +123,8 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
                            "qk_nope_head_dim": need("qk_nope_head_dim"), "qk_rope_head_dim": need("qk_rope_head_dim"),
                            "v_head_dim": need("v_head_dim")}
             arch["moe"] = {"experts": need("n_routed_experts"), "active": need("num_experts_per_tok"),
-                           "expert_ffn": need("moe_intermediate_size"), "shared_experts": cfg.get("n_shared_experts", 0),
-                           "dense_layers": cfg.get("first_k_dense_replace", 0)}
+                           "expert_ffn": need("moe_intermediate_size"), "shared_experts": opt("n_shared_experts", 0, 0),
+                           "dense_layers": opt("first_k_dense_replace", 0, 0)}
             arch.pop("kv_heads", None)
     phase = "forward" if arch["kind"] == "encoder" else "decode"
     defaults = {"phase": phase, "batch": 1, "dtype": "bf16"}
@@ -164,6 +199,9 @@ def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
                 raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
             trans_a = any(at.name == "transA" and at.i for at in node.attribute)
             trans_b = any(at.name == "transB" and at.i for at in node.attribute)
+            if (trans_a and len(a) < 2) or (trans_b and len(b) < 2):
+                raise DseError(f"node {nm}: a transposed rank-1 operand; accepted: rank >= 2 with transA/transB",
+                               file=str(path), field="graph")
             M, K = (a[-1], a[-2]) if trans_a else (a[-2] if len(a) > 1 else 1, a[-1])
             N = b[-2] if trans_b else b[-1]
             batch = math.prod(a[:-2]) if len(a) > 2 else 1
@@ -173,6 +211,9 @@ def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
             x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
             if not x or not w:
                 raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
+            if len(x) != 4 or len(w) != 4:
+                raise DseError(f"node {nm}: Conv on a rank-{len(x)} input with a rank-{len(w)} kernel; accepted: "
+                               "2-D convolutions (rank-4 NCHW input and kernel)", file=str(path), field="graph")
             at = {a.name: (list(a.ints) if a.ints else a.i) for a in node.attribute}
             strides = at.get("strides", [1, 1])
             pads = at.get("pads", [0, 0, 0, 0])

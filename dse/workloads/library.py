@@ -22,7 +22,7 @@ from dse.units import repo_root
 from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
-from dse.yamlio import load_yaml
+from dse.yamlio import is_file, load_yaml
 
 
 class ModelDescription(Strict):
@@ -135,7 +135,7 @@ def description_path(name: str) -> Path:
     if is_path(name):
         return Path(name).expanduser()
     for d in search_dirs():
-        if (d / f"{name}.yaml").is_file():
+        if is_file(d / f"{name}.yaml"):
             return d / f"{name}.yaml"
     return workloads_dir() / f"{name}.yaml"
 
@@ -143,7 +143,7 @@ def description_path(name: str) -> Path:
 @lru_cache(maxsize=512)
 def load_description(name: str) -> ModelDescription:
     path = description_path(name)
-    if not path.is_file():
+    if not is_file(path):
         if is_path(name):
             raise DseError(f"got {name!r}: no such file; accepted: a model description YAML (see workloads/)",
                            field="workload")

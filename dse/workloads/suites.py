@@ -8,7 +8,7 @@ from typing import Any
 
 from dse.errors import DseError
 from dse.workloads.library import available, workloads_dir
-from dse.yamlio import load_yaml
+from dse.yamlio import is_file, load_yaml
 
 
 def suites_dir() -> Path:
@@ -24,7 +24,7 @@ def load_suite(name: str) -> list[dict[str, Any]]:
     if name == "all":
         return [{"name": n, "weight": 1.0} for n in available()]
     path = suites_dir() / f"{name}.yaml"
-    if not path.is_file():
+    if not is_file(path):
         raise DseError(f"unknown suite {name!r}; accepted: {', '.join(list_suites())}")
     data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("workloads"), list) or not data["workloads"]:

@@ -151,3 +151,22 @@ def test_gpu_reads_a_real_h200_in_both_nvidia_smi_formats(tmp_path, name) -> Non
     assert hw.dram.capacity_bytes == pytest.approx(143771 * 2**20)
     assert main(["gpu", "--from-file", str(Path(__file__).resolve().parents[2] / "docs" / "reference" / "nvidia-smi"
                                                / name), "--out", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"", "got an empty file"), (b"name,flops,bytes,seconds\n", "got a header and no rows"),
+    (b"name,flops\n\xff\xfe,1\n", "is not UTF-8"),
+])
+def test_empty_or_unreadable_kernel_csv_is_one_line(tmp_path: Path, capsys, content: bytes, needle: str) -> None:
+    (tmp_path / "k.csv").write_bytes(content)
+    assert main(["kernels", str(tmp_path / "k.csv"), "--hardware", "h100-sxm", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "k.csv" in err and err.count("\n") == 1, err
+
+
+def test_non_finite_kernel_rows_are_errors_not_roofline_points(tmp_path: Path) -> None:
+    (tmp_path / "k.csv").write_text("name,flops,bytes,seconds\na,1e9,1e6,1e-3\nb,inf,1e6,1e-3\nc,1e9,nan,1e-3\n")
+    from dse.hardware.templates import load_hardware
+
+    df = place(load_kernels(tmp_path / "k.csv"), load_hardware("h100-sxm"))
+    assert list(df["status"]) == ["ok", "error", "error"]

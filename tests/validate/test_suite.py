@@ -173,3 +173,31 @@ def test_calibrate_command_reports_leave_one_out(tmp_path: Path, capsys) -> None
     assert "leave-one-out" in out and (tmp_path / "a100-80gb-calibrated.yaml").is_file()
     cal = dse.hardware(tmp_path / "a100-80gb-calibrated.yaml")
     assert 0 < cal.compute.matrix.efficiency <= 1
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (None, "got an empty file"),
+    ("", "got a header and no rows"),
+])
+def test_empty_or_header_only_measurements_are_one_line(tmp_path: Path, capsys, body, needle) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("" if body is None else COLS + body)
+    assert main(["validate", "--measurements", str(p), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "m.csv" in err and err.count("\n") == 1, err
+
+
+def test_rows_with_unreadable_cells_are_reported_and_the_run_goes_on(tmp_path: Path, capsys) -> None:
+    body = (
+        "ok,gemm:4096x4096x4096,dtype=bf16,a100-80gb,1,tflops,250,TFLOP/s,test,,steady\n"
+        "chips,gemm:64x64x64,dtype=bf16,a100-80gb,x,time_s,1e-5,s,test,,steady\n"
+        "inf,gemm:64x64x64,dtype=bf16,a100-80gb,1,time_s,inf,s,test,,steady\n"
+        "short,gemm:64x64x64\n"
+    )
+    assert main(["validate", "--measurements", str(_csv(tmp_path, body)), "--out", str(tmp_path / "o")]) == 0
+    res = pd.read_csv(tmp_path / "o" / "validation.csv", keep_default_na=False).set_index("id")
+    assert res.loc["ok", "status"] == "covered"
+    assert res.loc["chips", "status"] == "error" and "n_chips 'x'" in res.loc["chips", "reason"]
+    assert res.loc["inf", "status"] == "error" and "finite" in res.loc["inf", "reason"]
+    assert res.loc["short", "status"] == "error"
+    assert "chips: error" in capsys.readouterr().out

@@ -157,3 +157,42 @@ def test_torch_exported_onnx_imports_with_the_hand_count(tmp_path: Path) -> None
     hand = 2 * (2 * 16 * 16) * 8 * (3 * 9) + 2 * 2 * 64 * (8 * 16 * 16) + 2 * 2 * 10 * 64
     assert wl.matrix_flops == hand
     assert wl.scenario["params"] == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"[1, 2]", "got a JSON list; accepted: a JSON object"),
+    (b'{"model_type": "llama", "x": "\xe9t\xe9"}', "is not UTF-8"),
+    (b'{"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4, "vocab_size": 100, "n_positions": "1024"}',
+     "n_positions: got '1024'; accepted: an integer >= 1"),
+    (b'{"model_type": "gpt2", "n_embd": NaN, "n_layer": 4}', "got NaN; accepted: finite JSON numbers"),
+    (b'{"model_type": "llama", "num_hidden_layers": true}', "num_hidden_layers: got True"),
+])
+def test_bad_config_json_is_one_line(tmp_path: Path, capsys, content: bytes, needle: str) -> None:
+    (tmp_path / "config.json").write_bytes(content)
+    assert main(["workloads", "import", str(tmp_path / "config.json"), "-o", str(tmp_path / "o.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "config.json" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o.yaml").exists()
+
+
+def test_moe_intermediate_size_zero_is_refused_before_dividing() -> None:
+    qwen_moe = {**LLAMA3_8B, "model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2,
+                "moe_intermediate_size": 0, "shared_expert_intermediate_size": 1024}
+    with pytest.raises(DseError, match="moe_intermediate_size: got 0; accepted: an integer >= 1"):
+        from_hf_config(qwen_moe)
+
+
+def test_onnx_conv_on_a_rank_2_input_is_one_line(tmp_path: Path) -> None:
+    onnx = _need("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dse.workloads.importers import from_onnx
+
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"], name="conv")], "t",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.zeros((16, 64, 3, 3), np.float32), "W")])
+    onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
+    with pytest.raises(DseError, match="Conv on a rank-2 input|not a readable ONNX model"):
+        from_onnx(tmp_path / "m.onnx")
