@@ -158,8 +158,6 @@ def test_sweep_speedup_and_whatif_label_units(figures, tmp_path: Path) -> None:
         assert _missing_units(fig) == []
 
 
-@pytest.mark.xfail(strict=True, reason="plots bug: ai_distribution's ECDF panel is labelled 'cumulative share of "
-                   "FLOPs' with no unit, unlike its histogram panel's 'share of FLOPs (fraction)'")
 def test_ai_distribution_labels_units(figures, tmp_path: Path) -> None:
     mix = Mix.of([dse.workload("resnet50"), dse.workload("bert-base")])
     df = op_intensity(mix, DESIGN)
