@@ -114,7 +114,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.comparison import compare_config, write_comparison
+    from dse.comparison import check_strict, compare_config, infeasible_lines, write_comparison
     from dse.study import load_context, results_folder
 
     status(args, f"loading {args.config} and predicting the base design")
@@ -126,6 +126,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if len(ratios) < 2:
             raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
     cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold)
+    if args.strict:
+        check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
     status(args, f"writing {folder}: tables, figures and report")
     write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
@@ -134,7 +136,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
               f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
-              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W"
+              + ("" if r["feasible"] else "  INFEASIBLE"))
+    for line in infeasible_lines(cmp):
+        print(f"warning: {line}", file=sys.stderr)
     print(f"  {folder}")
     return 0
 
@@ -666,6 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "config's compare.hold, else compute)")
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     cpp.add_argument("--quiet", action="store_true", help="no progress lines")
+    cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")
     wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
                         "of one workload or operator on a roofline")
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "

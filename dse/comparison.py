@@ -152,6 +152,7 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
         table[f"{n}_ms"] = t * 1e3
     for n, t in zip(names[1:], times[1:], strict=True):
         table[f"speedup_{n}_vs_{names[0]}"] = times[0] / t
+    table["does_not_fit_on"] = unfit_on(ctx, names, designs)
     base_ridge = float(ctx.base.ridge[0])
     rows = []
     for c, d in zip(cands, designs, strict=True):
@@ -165,11 +166,46 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
                      "bw_per_flop_vs_base": f"1:{base_ridge / float(d.ridge[0]):.3g}",
                      "score_vs_base": float(sc.score[0]), "area_mm2": float(sc.area_mm2[0]),
                      "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
-                     "feasible": bool(sc.feasible[0])})
+                     "feasible": bool(sc.feasible[0]), "infeasible_reason": sc.reason[0]})
     dt = pd.DataFrame(rows)
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
     return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times))
+
+
+def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
+    """Per workload, the candidates whose outermost memory cannot hold its per-chip footprint (weights,
+    KV cache, activations; ``Mix.memory_bytes``), comma-separated ("" when it fits every candidate)."""
+    need = ctx.mix.memory_bytes  # [W]
+    cap = np.array([float(d.capacity[0, -1]) for d in designs])  # [C]
+    over = need[:, None] > cap[None, :]  # [W, C]
+    return [", ".join(n for n, o in zip(names, row, strict=True) if o) for row in over]
+
+
+def infeasible_lines(cmp: Comparison) -> list[str]:
+    """One line per infeasible candidate (its reason) and per workload that does not fit some candidate."""
+    dt = cmp.designs_table
+    lines = [f"infeasible candidate {r['candidate']!r}: {r['infeasible_reason'] or 'a constraint is broken'}"
+             for _, r in dt[~dt["feasible"].astype(bool)].iterrows()]
+    lines += [f"infeasible workload {w!r}: does not fit the memory of {on}"
+              for w, on in zip(cmp.table["workload"], cmp.table["does_not_fit_on"], strict=True) if on]
+    return lines
+
+
+def shown_names(cmp: Comparison) -> dict[str, str]:
+    """Candidate name -> its label in charts: infeasible ones carry `` [infeasible]``."""
+    ok = cmp.designs_table["feasible"].astype(bool).to_numpy()
+    return {n: n if f else f"{n} [infeasible]" for n, f in zip(cmp.names, ok, strict=True)}
+
+
+def check_strict(cmp: Comparison, config: str) -> None:
+    """``--strict``: any infeasible candidate is a one-line error naming each one and its reason."""
+    dt = cmp.designs_table
+    bad = dt[~dt["feasible"].astype(bool)]
+    if len(bad):
+        why = "; ".join(f"{r['candidate']} ({r['infeasible_reason']})" for _, r in bad.iterrows())
+        raise DseError(f"got infeasible candidate(s) {why}; accepted: feasible candidates (or drop --strict)",
+                       file=str(config), field="compare.candidates")
 
 
 #: the AI band of the reference story (operator intensity concentrated at 4-16 FLOP/byte)
@@ -220,19 +256,25 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                      ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai)):
         atomic_write(folder / name, lambda p, df=df: df.to_csv(p, index=False))
     title = ctx.cfg.name
-    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{title}: per-workload speedup over {cmp.names[0]}")
+    shown = shown_names(cmp)  # infeasible candidates and workloads that do not fit are marked in every chart
+    names = [shown[n] for n in cmp.names]
+    plot_table = cmp.table.rename(columns={f"speedup_{n}_vs_{cmp.names[0]}": f"speedup_{shown[n]}_vs_{names[0]}"
+                                           for n in cmp.names[1:]})
+    plot_table["workload"] = [w + (f" [does not fit {on}]" if on else "")
+                              for w, on in zip(cmp.table["workload"], cmp.table["does_not_fit_on"], strict=True)]
+    speedup_bars(plot_table, names, folder / "speedup.png", f"{title}: per-workload speedup over {names[0]}")
     wl = ctx.mix.ops["workload"].to_numpy()
     fams = [family_of(w.name) for w in ctx.mix.workloads]
     ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in wl], mix_weight=ctx.mix.weights[wl],
                              family=[fams[i] for i in wl])
     many = len(ctx.mix.workloads) > 12
-    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
+    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(names, cmp.designs, strict=True)},
                  folder / "ai_histogram.png",
                  f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
                  f"{', stacked by family' if many else ''}) with each candidate's ridge",
                  group="family" if many else "workload", band=BAND)
-    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{title}: every candidate's roofs")
-    parts = {n: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
+    rooflines(cmp.designs, names, ops, folder / "rooflines.png", f"{title}: every candidate's roofs")
+    parts = {shown[n]: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
                  for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
     stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
@@ -243,10 +285,13 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                                                 strict=True)}}])
     per_wl = pd.concat([cmp.table, mix_row], ignore_index=True)
     per_wl = per_wl.astype(object).where(per_wl.notna(), "")
+    bad = infeasible_lines(cmp)
     md = (f"# Comparison `{title}`: {heading}\n\n"
           "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
           f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
-          f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
+          + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
+             if bad else "")
+          + f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
           f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
           f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
           f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"

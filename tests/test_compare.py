@@ -170,3 +170,27 @@ def test_impossible_candidate_fields_are_one_line(tmp_path: Path, capsys, fields
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path: Path, capsys) -> None:
+    big = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}  # 140 GB of bf16 weights
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "workloads": [*SMALL_STUDY["workloads"], big]})
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: infeasible candidate '1:2': capacity: llama2-70b" in err
+    assert "warning: infeasible workload 'llama2-70b[decode" in err and "does not fit the memory of 1:2, 1:1" in err
+    folder = tmp_path / "tiny-compare"
+    cands = pd.read_csv(folder / "candidates.csv")
+    assert not cands["feasible"].any() and cands["infeasible_reason"].str.contains("GB per chip").all()
+    t = pd.read_csv(folder / "compare.csv", keep_default_na=False)
+    assert list(t["does_not_fit_on"]) == ["", "", "1:2, 1:1"]
+    assert "[infeasible]" in (folder / "speedup.svg").read_text()
+    assert "**Infeasible**" in (folder / "summary.md").read_text()
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: compare.candidates: got infeasible candidate(s) 1:2 (capacity") \
+        and err.count("\n") == 1
+    # a feasible comparison stays quiet and passes --strict
+    ok = write_config(tmp_path, SMALL_STUDY, "ok.yaml")
+    assert main(["compare", str(ok), "--ratios", "1:1,2:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 0
+    assert "infeasible" not in capsys.readouterr().err
