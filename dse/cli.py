@@ -667,8 +667,9 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("config")
     cpp.add_argument("--ratios", help="comma-separated 1:x ratios relative to the base (default: the config's "
                      "compare: section, else 1:2,1:1)")
-    cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
-                     "config's compare.hold, else compute)")
+    cpp.add_argument("--hold", choices=["compute", "area", "score"], help="what ratio candidates keep fixed "
+                     "(default: the config's compare.hold, else compute); score: the first candidate's score at the "
+                     "smallest area (later candidates only)")
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     cpp.add_argument("--quiet", action="store_true", help="no progress lines")
     cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")

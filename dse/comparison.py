@@ -69,22 +69,76 @@ def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
     return at_ratio(ctx, ctx.base, x, hold)
 
 
+def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str) -> DesignBatch:
+    """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the lowest
+    peak on a geometric grid (refined once) with ``score >= target``; area grows with peak at a fixed ratio,
+    so the lowest such peak is the smallest die. Scores come from one vectorized ``mix_times`` per grid."""
+    from dse.score import mix_score
+
+    base_ridge = float(ctx.base.ridge[0])
+    peak = float(start.peak_flops[0])
+    lo, hi = peak / 64, peak * 64
+    best = None
+    for _ in range(2):
+        peaks = np.geomspace(lo, hi, 256)
+        d = DesignBatch.stack([start] * peaks.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
+        s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
+        ok = np.flatnonzero(s >= target * (1 - 1e-9))
+        if ok.size == 0:
+            raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to {peaks[-1] / 1e12:.0f} "
+                           "TFLOP/s)", field=field)
+        best = d.take([int(ok[0])])
+        lo, hi = peaks[max(ok[0] - 1, 0)], peaks[ok[0]]
+    return best
+
+
+def ratio_of(ctx: Context, cand: Candidate, field: str) -> float:
+    """x of a relative candidate: its ``ratio`` 1:x, or ``base ridge / ridge`` for an absolute ridge."""
+    if cand.ridge is not None:
+        return float(ctx.base.ridge[0]) / cand.ridge
+    return parse_ratio(cand.ratio, f"{field}.ratio")
+
+
 def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
                     earlier: dict[str, DesignBatch] | None = None) -> DesignBatch:
-    """One candidate's design: fields first, then its ratio (at ``cand.hold`` or ``hold``, or at the area of
-    the earlier candidate ``cand.area_of``) or its knobs."""
+    """One candidate's design: fields first, then its ratio or ridge (at ``cand.hold`` or ``hold``, at the
+    area of the earlier candidate ``cand.area_of``, at the first candidate's score, or with ``reinvest``)
+    or its knobs.
+
+    ``reinvest: F``: at fixed compute the candidate has area ``A_c``; the first candidate (the base for the
+    first itself) has ``A_ref``; the candidate takes the largest peak at its ratio within
+    ``A_c + F * max(A_ref - A_c, 0)`` (F = 0: fixed compute; F = 1: the first candidate's area)."""
+    earlier = earlier or {}
     d = ctx.base
     for name, value in cand.fields.items():
         try:
             d = d.with_field(name, np.array([value], dtype=float))
         except ValueError as exc:
             raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
-    if cand.ratio is not None:
-        x = parse_ratio(cand.ratio, f"{field}.ratio")
-        if cand.area_of is not None:
-            return at_ratio(ctx, d, x, "area", field, float(area((earlier or {})[cand.area_of]).total[0]))
-        return at_ratio(ctx, d, x, cand.hold or hold, field)
-    return designs_from_params(d, [cand.knobs]) if cand.knobs else d
+    if not cand.relative:
+        return designs_from_params(d, [cand.knobs]) if cand.knobs else d
+    x = ratio_of(ctx, cand, field)
+    first = next(iter(earlier.values()), None)
+    if cand.area_of is not None:
+        return at_ratio(ctx, d, x, "area", field, float(area(earlier[cand.area_of]).total[0]))
+    if cand.reinvest is not None:
+        fixed = at_ratio(ctx, d, x, "compute", field)
+        a_c = float(area(fixed).total[0])
+        a_ref = float(area(first).total[0]) if first is not None else ctx.base_area_mm2
+        target = a_c + cand.reinvest * max(a_ref - a_c, 0.0)
+        if target <= a_c * (1 + 1e-9):
+            return fixed
+        grown = at_ratio(ctx, d, x, "area", field, target)  # whole DRAM stacks: the next one may not fit
+        return grown if grown.peak_flops[0] > fixed.peak_flops[0] else fixed
+    h = cand.hold or hold
+    if h == "score":
+        if first is None:
+            raise DseError(f"got {h!r} on the first candidate {cand.name!r}; accepted: hold: score on a later "
+                           "candidate (it matches the first candidate's score; give the first hold: compute or area)",
+                           field=f"{field}.hold")
+        target, _ = score_designs(ctx, first)
+        return at_score(ctx, d, x, float(target.score[0]), field)
+    return at_ratio(ctx, d, x, h, field)
 
 
 @dataclass(frozen=True)
@@ -138,6 +192,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
             parse_ratio(c, field)  # bad text -> a one-line error before the model sees it
             c = Candidate(name=c, ratio=c)
         cands.append(c)
+    if hold == "score" and cands[0].relative and cands[0].hold is None:
+        raise DseError(f"got hold 'score' for every candidate, the first ({cands[0].name!r}) included; accepted: "
+                       "hold: score on later candidates only (they match the first candidate's score)",
+                       field="--hold" if field == "--ratios" else "compare.hold")
     names = [c.name for c in cands]
     if len(set(names)) != len(names):
         raise DseError(f"got {names}; accepted: distinct candidate names", field=field)
@@ -158,8 +216,11 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
     for c, d in zip(cands, designs, strict=True):
         sc, _ = score_designs(ctx, d)
         k = base_knobs(d)
-        given = "absolute" if c.ratio is None else f"ratio {c.ratio}, " + (
-            f"area of {c.area_of}" if c.area_of else f"{c.hold or hold} held")
+        given = "absolute" if not c.relative else (
+            f"ratio {c.ratio}, " if c.ridge is None else f"ridge {c.ridge:g} FLOP/B, ") + (
+            f"area of {c.area_of}" if c.area_of else f"{c.reinvest:.0%} of the saved area into compute"
+            if c.reinvest is not None else f"score of {names[0]} held" if (c.hold or hold) == "score"
+            else f"{c.hold or hold} held")
         rows.append({"candidate": c.name, "given_as": given, "peak_tflops": k["peak_tflops"],
                      "dram_bandwidth_tbps": k["dram_bandwidth_tbps"], "sram_mib": k["sram_mib"],
                      "ridge_flop_per_byte": float(d.ridge[0]),
@@ -208,6 +269,53 @@ def check_strict(cmp: Comparison, config: str) -> None:
                        file=str(config), field="compare.candidates")
 
 
+def pareto_mask(area_mm2: np.ndarray, score: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """[N] bool: feasible points no other feasible point beats (area <= and score >=, one strictly)."""
+    a, s = area_mm2[:, None], score[:, None]
+    dominated = ((area_mm2[None, :] <= a) & (score[None, :] >= s)
+                 & ((area_mm2[None, :] < a) | (score[None, :] > s)) & ok[None, :]).any(axis=1)
+    return ok & ~dominated
+
+
+def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: int = 24,
+                chunk: int = 256) -> pd.DataFrame:
+    """The area-vs-score plane of the search: a ``points x points`` grid over the search space's peak
+    compute and DRAM bandwidth (log-spaced, whole DRAM stacks, at the first candidate's SRAM), flagged
+    ``pareto`` where no feasible grid point has less area and more score; plus, per candidate, its ratio
+    line (``line`` = the candidate's name: ``line_points`` peaks across the range at the candidate's ridge).
+    Rows: ``line`` ("" for the grid), peak_tflops, dram_bandwidth_tbps, ridge, score, area_mm2, feasible,
+    pareto."""
+    space = ctx.cfg.search.space
+    kb = base_knobs(cmp.designs[0])
+
+    def rng(knob: str) -> tuple[float, float]:
+        r = getattr(space, knob)
+        return (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
+
+    (p_lo, p_hi), (b_lo, b_hi) = rng("peak_tflops"), rng("dram_bandwidth_tbps")
+    P, B = np.meshgrid(np.geomspace(p_lo, p_hi, points), np.geomspace(b_lo, b_hi, points), indexing="ij")
+    grid = designs_from_params(ctx.base, {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(),
+                                          "sram_mib": np.full(P.size, kb["sram_mib"])})
+    peaks = np.geomspace(p_lo, p_hi, line_points) * 1e12
+    lines = [DesignBatch.stack([d] * line_points).with_knobs(
+        peak_flops=peaks, dram_bandwidth=peaks / float(d.ridge[0])) for d in cmp.designs]
+    labels = [""] * grid.n + [n for n in cmp.names for _ in range(line_points)]
+    allp = DesignBatch.stack([grid, *lines])
+    cols: dict[str, list[np.ndarray]] = {"score": [], "area_mm2": [], "feasible": []}
+    for start in range(0, allp.n, chunk):
+        sc, _ = score_designs(ctx, allp.take(slice(start, min(start + chunk, allp.n))))
+        cols["score"].append(sc.score)
+        cols["area_mm2"].append(sc.area_mm2)
+        cols["feasible"].append(sc.feasible)
+    df = pd.DataFrame({"line": labels, "peak_tflops": allp.peak_flops / 1e12,
+                       "dram_bandwidth_tbps": allp.dram_bandwidth / 1e12, "ridge_flop_per_byte": allp.ridge,
+                       **{k: np.concatenate(v) for k, v in cols.items()}})
+    on_grid = (df["line"] == "").to_numpy()
+    df["pareto"] = on_grid & pareto_mask(df["area_mm2"].to_numpy(), df["score"].to_numpy(),
+                                         on_grid & df["feasible"].to_numpy(dtype=bool))
+    return df
+
+
 #: the AI band of the reference story (operator intensity concentrated at 4-16 FLOP/byte)
 BAND = (4.0, 16.0)
 
@@ -245,7 +353,7 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     from pathlib import Path
 
     from dse.report.html import write_report
-    from dse.report.plots import ai_histogram, rooflines, speedup_bars, stacked_bars
+    from dse.report.plots import ai_histogram, area_score_front, rooflines, speedup_bars, stacked_bars
     from dse.report.summary import _md_table
     from dse.yamlio import atomic_write, write_text
 
@@ -278,7 +386,11 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                  for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
     stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
-    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png"]
+    front = front_table(ctx, cmp)
+    atomic_write(folder / "front.csv", lambda p: front.to_csv(p, index=False))
+    area_score_front(front, cmp.designs_table, folder / "area_vs_score.png",
+                     f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line")
+    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png", "area_vs_score.png"]
     mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
@@ -295,7 +407,7 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
           f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
           f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
           f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"
-          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`; figures: "
+          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `front.csv`; figures: "
           + ", ".join(f"`{f}`" for f in figures) + "\n")
     write_text(folder / "summary.md", md)
     write_report(folder, f"dse comparison {title}", md, figures, config_text)

@@ -225,6 +225,39 @@ def pareto_chart(all_points: pd.DataFrame, front: pd.DataFrame, x: str, y: str, 
     return _save(fig, path)
 
 
+def area_score_front(front: pd.DataFrame, marks: pd.DataFrame, path: Path, title: str) -> Path:
+    """The search's area-vs-score plane (``comparison.front_table``): grid designs (grey, infeasible
+    hollow), the Pareto front (line), each candidate's ratio line (its ridge across peaks) and the
+    candidates themselves (stars; ``marks`` has candidate, area_mm2, score_vs_base, feasible)."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    g = front[front["line"] == ""]
+    ok = g["feasible"].astype(bool)
+    ax.scatter(g.loc[ok, "area_mm2"], g.loc[ok, "score"], s=10, color="0.6", alpha=0.6, label="grid design (feasible)")
+    ax.scatter(g.loc[~ok, "area_mm2"], g.loc[~ok, "score"], s=10, facecolors="none", edgecolors="0.75",
+               label="grid design (infeasible)")
+    f = g[g["pareto"]].sort_values("area_mm2")
+    ax.step(f["area_mm2"], f["score"], where="post", color="k", lw=1.8, label=f"Pareto front ({len(f)} designs)")
+    drawn: set[float] = set()
+    for k, (_, m) in enumerate(marks.iterrows()):
+        color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
+        ln = front[front["line"] == m["candidate"]].sort_values("area_mm2")
+        ridge = round(float(ln["ridge_flop_per_byte"].iloc[0]), 3)
+        if ridge not in drawn:  # candidates at one ridge share a line
+            drawn.add(ridge)
+            ax.plot(ln["area_mm2"], ln["score"], color=color, lw=1.2, ls=("-", "--", "-.", ":")[k % 4],
+                    label=f"ratio line of {m['candidate']} (ridge {ridge:.0f} FLOP/B)")
+        ax.scatter([m["area_mm2"]], [m["score_vs_base"]], marker="*", s=180, color=color, edgecolors="k", zorder=5,
+                   label=f"{m['candidate']}" + ("" if m["feasible"] else " [infeasible]"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("die area (mm²)")
+    ax.set_ylabel("mix score (x the base design)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
 def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
     """Measured roofs of a host template, each panel operator as a dot (measured) and a ring
     (predicted) at its arithmetic intensity (compulsory bytes)."""
