@@ -142,6 +142,51 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
 
 
 @dataclass(frozen=True)
+class OpStats:
+    """One design's per-op view of the mix: ``fill`` and ``bound`` per operator row (table order), and per
+    workload the FLOP-weighted MAC-array fill of its matrix ops and the time share of each ceiling."""
+
+    fill: np.ndarray  # [O] MAC-array fill (1 off the matrix unit)
+    bound: np.ndarray  # [O] bound code (``dse.predict.bound_names``)
+    wl_fill: np.ndarray  # [W] FLOP-weighted fill of the workload's matrix ops (nan without any)
+    shares: np.ndarray  # [W, B] share of each workload's time under each ceiling
+
+
+def op_stats(ctx: Context, d: DesignBatch) -> OpStats:
+    """Per-op fill and binding ceiling of design ``d`` (one design) on the mix, per-workload fill and
+    ceiling shares: ``fill_w = sum_o F_o c_ow u_o / sum_o F_o c_ow`` over matrix ops (FLOPs F, counts c),
+    ``share_bw = sum_{o bound by b} t_o c_ow / sum_o t_o c_ow``."""
+    from dse.predict import bound_names, evaluate
+    from dse.predict.roofline import on_matrix
+
+    o = ctx.arrays[0]
+    r = evaluate(d, o)
+    member = ctx.mix.membership()  # [O, W], table order
+    mat = o.to_table_order(on_matrix(o, d))[0]
+    flops = ctx.mix.ops["flops"].to_numpy(dtype=float) * mat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wl_fill = (flops * r.fill[0]) @ member / (flops @ member)
+    n_b = len(bound_names(d.level_names))
+    by = np.stack([np.where(r.bound[0] == b, r.time[0], 0.0) @ member for b in range(n_b)], axis=1)  # [W, B]
+    total = by.sum(axis=1, keepdims=True)
+    return OpStats(r.fill[0], r.bound[0], wl_fill, by / np.where(total > 0, total, 1.0))
+
+
+def ceiling_table(ctx: Context, names: list[str], stats: list[OpStats], designs: list[DesignBatch]) -> pd.DataFrame:
+    """Per candidate: the mix-weighted share of time under each ceiling (``sum_w weight_w share_bw``; the
+    weights of the score) and the binding one (the largest share)."""
+    from dse.predict import bound_names
+
+    bn = bound_names(designs[0].level_names)
+    rows = []
+    for n, st in zip(names, stats, strict=True):
+        mix = ctx.mix.weights @ st.shares
+        rows.append({"candidate": n, "binding": bn[int(mix.argmax())],
+                     **{f"share_{b}": float(v) for b, v in zip(bn, mix, strict=True)}})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
 class Comparison:
     names: list[str]
     designs: list[DesignBatch]
@@ -149,6 +194,8 @@ class Comparison:
     table: pd.DataFrame  # per workload: time per candidate and speedup vs the first
     designs_table: pd.DataFrame  # per candidate: knobs, ridge, ratio, score, area, cost, power and % changes
     breakdown: pd.DataFrame  # area / cost / power by component per candidate, % change vs the first
+    ceilings: pd.DataFrame | None = None  # per candidate: mix time share under each ceiling, binding ceiling
+    stats: list[OpStats] | None = None  # per candidate: per-op fill and bound
 
 
 def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], times: np.ndarray) -> pd.DataFrame:
@@ -210,6 +257,11 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
         table[f"{n}_ms"] = t * 1e3
     for n, t in zip(names[1:], times[1:], strict=True):
         table[f"speedup_{n}_vs_{names[0]}"] = times[0] / t
+    stats = [op_stats(ctx, d) for d in designs]
+    wl_flops = ctx.mix.ops["flops"].to_numpy(dtype=float) @ ctx.mix.membership()  # [W]
+    for n, d, t, st in zip(names, designs, times, stats, strict=True):
+        table[f"array_fill_{n}"] = st.wl_fill  # FLOP-weighted over the workload's matrix ops
+        table[f"compute_util_{n}"] = wl_flops / t / float(d.peak_flops[0])  # achieved / matrix peak
     table["does_not_fit_on"] = unfit_on(ctx, names, designs)
     base_ridge = float(ctx.base.ridge[0])
     rows = []
@@ -231,7 +283,8 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
     dt = pd.DataFrame(rows)
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
-    return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times))
+    return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times),
+                      ceiling_table(ctx, names, stats, designs), stats)
 
 
 def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
@@ -360,8 +413,11 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ai = ai_table(ctx, cmp)
+    ceilings = cmp.ceilings if cmp.ceilings is not None else ceiling_table(ctx, cmp.names, [op_stats(ctx, d) for d in
+                                                                                          cmp.designs], cmp.designs)
+    stats = cmp.stats or [op_stats(ctx, d) for d in cmp.designs]
     for name, df in (("compare.csv", cmp.table), ("candidates.csv", cmp.designs_table),
-                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai)):
+                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai), ("ceilings.csv", ceilings)):
         atomic_write(folder / name, lambda p, df=df: df.to_csv(p, index=False))
     title = ctx.cfg.name
     shown = shown_names(cmp)  # infeasible candidates and workloads that do not fit are marked in every chart
@@ -381,7 +437,16 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                  f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
                  f"{', stacked by family' if many else ''}) with each candidate's ridge",
                  group="family" if many else "workload", band=BAND)
-    rooflines(cmp.designs, names, ops, folder / "rooflines.png", f"{title}: every candidate's roofs")
+    from dse.predict import bound_names
+
+    bn = np.array(bound_names(cmp.designs[0].level_names))
+    fills = []
+    for st in stats:  # FLOP-weighted fill of each candidate's array-bound ops
+        fl = ctx.mix.ops["flops"].to_numpy(dtype=float) * ctx.mix.ops["count"].to_numpy(dtype=float) * (bn[st.bound]
+                                                                                                        == "array")
+        fills.append(float(fl @ st.fill / fl.sum()) if fl.sum() > 0 else float("nan"))
+    rooflines(cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound]), folder / "rooflines.png",
+              f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill)", array_fills=fills)
     parts = {shown[n]: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
                  for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
@@ -404,10 +469,13 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
           + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
              if bad else "")
           + f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
+          f"## Binding ceilings (mix-weighted share of time)\n\n{_md_table(ceilings)}\n\n"
+          "(array = compute-bound at a MAC-array fill below 0.5, or where a full array would not be compute-bound; "
+          "per-workload fill and compute utilisation in `compare.csv`)\n\n"
           f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
           f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
           f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"
-          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `front.csv`; figures: "
+          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `ceilings.csv`, `front.csv`; figures: "
           + ", ".join(f"`{f}`" for f in figures) + "\n")
     write_text(folder / "summary.md", md)
     write_report(folder, f"dse comparison {title}", md, figures, config_text)

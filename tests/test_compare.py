@@ -110,6 +110,16 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     assert br.loc["area: dram_phy (mm2)", "1:1 vs 1:2 (%)"] == pytest.approx(-50.0)
     for f in ("speedup", "ai_histogram", "rooflines", "area_breakdown", "area_vs_score"):
         assert (folder / f"{f}.png").is_file() and (folder / f"{f}.svg").is_file()
+    ceil = pd.read_csv(folder / "ceilings.csv").set_index("candidate")
+    shares = ceil.filter(like="share_")
+    assert np.allclose(shares.sum(axis=1), 1.0) and "share_array" in shares
+    assert (ceil["binding"] == shares.idxmax(axis=1).str.removeprefix("share_")).all()
+    for n in ("1:2", "1:1", "big"):  # per-workload fill and utilisation match the single-workload predictions
+        for w, wl in enumerate(wls):
+            p = dse.predict(wl, designs[n])
+            assert t.loc[w, f"compute_util_{n}"] == pytest.approx(wl.flops / p.time_s / designs[n].peak_flops[0])
+        assert t.loc[1, f"array_fill_{n}"] == pytest.approx(1 / 64)  # batch-1 decode: one row of a 64 x 64 array
+        assert 0.5 < t.loc[0, f"array_fill_{n}"] <= 1
     front = pd.read_csv(folder / "front.csv", keep_default_na=False)
     grid, pareto = front[front["line"] == ""], front[front["pareto"]]
     assert len(pareto) >= 1 and pareto["feasible"].all() and (pareto["line"] == "").all()

@@ -359,7 +359,7 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
 
 
 #: colours of the binding ceilings in sweep heatmaps: compute red, overhead grey, memory levels from LEVEL_COLORS
-BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f"}
+BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f", "array": "#ff9896"}
 LEVEL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 
 
@@ -402,7 +402,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     shape = (len(P), len(B))
     mixes = list(rows)
     labels = sorted(set().union(*(set(g["binding"]) for g in rows.values())),
-                    key=lambda b: (b == "overhead", b != "compute", b))
+                    key=lambda b: (b == "overhead", b not in ("compute", "array"), b))
     colors = [BOUND_COLORS.get(b, LEVEL_COLORS[k % len(LEVEL_COLORS)]) for k, b in enumerate(labels)]
     cmap_b = matplotlib.colors.ListedColormap(colors)
     height = 9.0 * len(mixes) + 0.8
@@ -505,21 +505,34 @@ def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str, 
     return _save(fig, path)
 
 
-def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str) -> Path:
+def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str,
+              array_fills: list[float] | None = None) -> Path:
     """Several candidates' DRAM and compute roofs on one chart, with the mix's operators (AI at compulsory
-    bytes) placed at their attainable roof of the first candidate."""
+    bytes) placed at their attainable roof of the first candidate. With ``array_fills`` (per candidate, the
+    FLOP-weighted fill of its array-bound ops, nan without any) each candidate's lowered roof
+    ``min(AI x BW, peak x fill)`` is drawn dotted; with ``fill`` and ``bound`` columns in ``ops`` (the first
+    candidate's) an array-bound op sits on its own lowered roof, drawn in orange."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
         peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
-        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], lw=2,
-                ls=("-", "--", "-.", ":")[k % 4],
+        color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=color, lw=2, ls=("-", "--", "-.", ":")[k % 4],
                 label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
+        f = array_fills[k] if array_fills is not None else float("nan")
+        if np.isfinite(f):
+            ax.plot(xs, np.minimum(xs * bw, peak * f) / TERA, color=color, lw=1, ls=":",
+                    label=f"{n}: array roof at fill {f:.2f} ({peak * f / TERA:.0f} TFLOP/s)")
     o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
     ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
     d0 = designs[0]
-    ax.scatter(ai, np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0]) / TERA, s=8, color="0.3", alpha=0.5,
-               label="mix operators (at the first candidate's roof)")
+    fill = o["fill"].to_numpy(dtype=float) if "fill" in o else np.ones(len(o))
+    arr = (o["bound"] == "array").to_numpy() if "bound" in o else np.zeros(len(o), dtype=bool)
+    y = np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0] * np.where(arr, fill, 1.0)) / TERA
+    ax.scatter(ai[~arr], y[~arr], s=8, color="0.3", alpha=0.5, label="mix operators (at the first candidate's roof)")
+    if arr.any():
+        ax.scatter(ai[arr], y[arr], s=10, color="darkorange", alpha=0.7,
+                   label=f"array-bound operators ({arr.sum()}; at their fill-lowered roof)")
     finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
     return _save(fig, path)
 
