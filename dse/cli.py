@@ -114,6 +114,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import numpy as np
+    import pandas as pd
+
     from dse.comparison import check_strict, compare_config, infeasible_lines, write_comparison
     from dse.study import load_context, results_folder
 
@@ -125,7 +128,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
         if len(ratios) < 2:
             raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
-    cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold)
+    if args.samples is not None and not 0 <= args.samples <= 100_000:
+        raise DseError(f"got {args.samples}; accepted: 0 (no robustness analysis) to 100000 samples", field="--samples")
+    status(args, "building and predicting the candidates, Monte Carlo robustness")
+    cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold, samples=args.samples)
     if args.strict:
         check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
@@ -137,7 +143,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
               f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
               f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W"
-              + ("" if r["feasible"] else "  INFEASIBLE"))
+              + (f"  P(beats {cmp.names[0]}) {r['p_beats_first']:.0%}" if pd.notna(r.get("p_beats_first", np.nan))
+                 else "") + ("" if r["feasible"] else "  INFEASIBLE"))
     for line in infeasible_lines(cmp):
         print(f"warning: {line}", file=sys.stderr)
     print(f"  {folder}")
@@ -692,6 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     cpp.add_argument("--quiet", action="store_true", help="no progress lines")
     cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")
+    cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
+                     "config's compare.samples, else 256; 0: none)")
     wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
                         "of one workload or operator on a roofline")
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "

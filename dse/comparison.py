@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dse.config import Candidate, Hold
+from dse.config import Candidate, Compare, Hold
 from dse.config import parse_ratio as _parse_ratio
 from dse.cost.area import COMPONENTS, area
 from dse.cost.cost import COST_COMPONENTS, unit_cost
@@ -196,6 +196,7 @@ class Comparison:
     breakdown: pd.DataFrame  # area / cost / power by component per candidate, % change vs the first
     ceilings: pd.DataFrame | None = None  # per candidate: mix time share under each ceiling, binding ceiling
     stats: list[OpStats] | None = None  # per candidate: per-op fill and bound
+    robust: object | None = None  # dse.robustness.Robustness (None with samples=0)
 
 
 def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], times: np.ndarray) -> pd.DataFrame:
@@ -226,11 +227,13 @@ def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], 
 
 
 def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compute",
-            field: str = "--ratios") -> Comparison:
+            field: str = "--ratios", samples: int = 0, seed: int = 0) -> Comparison:
     """Every candidate's design, per-workload times and speedups vs the first, score and resources.
 
     ``candidates`` are ratio strings (``"1:2"``) or :class:`~dse.config.Candidate`; ``field`` names where
-    they came from in error messages (``compare.candidates`` for a config section)."""
+    they came from in error messages (``compare.candidates`` for a config section). With ``samples`` > 0
+    the candidates table gains the Monte Carlo columns of :mod:`dse.robustness` (``p_beats_first``,
+    ``objective_p10``, ``objective_p90``, ``p_less_area_than_first``)."""
     if len(candidates) < 2:
         raise DseError(f"got {len(candidates)} candidate(s); accepted: two or more", field=field)
     cands = []
@@ -283,8 +286,15 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
     dt = pd.DataFrame(rows)
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
+    robust = None
+    if samples > 0:
+        from dse.robustness import robustness
+
+        robust = robustness(ctx, names, designs, samples, seed)
+        dt["objective"] = ctx.cfg.search.objective
+        dt = dt.merge(robust.table, on="candidate", how="left")
     return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times),
-                      ceiling_table(ctx, names, stats, designs), stats)
+                      ceiling_table(ctx, names, stats, designs), stats, robust)
 
 
 def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
@@ -400,13 +410,71 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
     return out.rename(columns={key: f"share_in_{band[0]:g}_{band[1]:g}_flop_per_byte"})
 
 
+def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.DataFrame) -> str:
+    """Markdown: the recommendation (the feasible candidate with the highest objective; the first when none is
+    feasible), the evidence (AI share in 4-16 FLOP/byte with each ridge, binding-ceiling shares, the area parts
+    that change most) and the robustness (probability of beating the first, p10-p90, the inputs that decide)."""
+    dt = cmp.designs_table
+    kind = ctx.cfg.search.objective
+    first = cmp.names[0]
+    obj = dt["score_vs_base"] if kind == "score" else dt["score_vs_base"] / (
+        dt[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]]
+        / ctx.base_resources[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]])
+    feas = dt["feasible"].astype(bool)
+    pick = int(obj.where(feas).idxmax()) if feas.any() else 0
+    r, r0 = dt.iloc[pick], dt.iloc[0]
+    name = r["candidate"]
+    lines = ["## Decision memo", ""]
+    if not feas.any():
+        lines.append("**No candidate is feasible** (see *Infeasible* below); the figures compare them anyway.")
+    elif pick == 0:
+        lines.append(f"**Recommendation: keep {first}** — no feasible candidate beats it on {kind}.")
+    else:
+        lines.append(f"**Recommendation: {name}** over {first}"
+                     + (f" (which is infeasible: {r0['infeasible_reason']})" if not feas.iloc[0] else "") + ": "
+                     + (f"{kind} {obj.iloc[pick] / obj.iloc[0] * 100 - 100:+.1f} %, " if kind != "score" else "")
+                     + f"score {r['score_vs_base_change_pct']:+.1f} %, die area {r['area_mm2_change_pct']:+.1f} % "
+                     f"({r0['area_mm2']:.0f} -> {r['area_mm2']:.0f} mm²), power {r['power_w_change_pct']:+.1f} %, "
+                     f"ridge {r0['ridge_flop_per_byte']:.0f} -> {r['ridge_flop_per_byte']:.0f} FLOP/byte.")
+    lines.append("")
+    band = [c for c in ai.columns if c.startswith("share_in_")][0]
+    op = ai[ai["weighting"] == "per operator, FLOP-weighted, compulsory bytes"].iloc[0]
+    ridges = ", ".join(f"{n} {float(d.ridge[0]):.0f}" for n, d in zip(cmp.names, cmp.designs, strict=True))
+    lines.append(f"- *Evidence, intensity* (`ai_histogram.png`): {op[band]:.0%} of the mix's FLOPs are in operators at "
+                 f"4-16 FLOP/byte (p10 {op['p10_flop_per_byte']:.3g}, p50 {op['p50_flop_per_byte']:.3g}, p90 "
+                 f"{op['p90_flop_per_byte']:.3g}); ridges (FLOP/byte): {ridges}.")
+    share = ceilings.set_index("candidate").filter(like="share_")
+    top = lambda n: ", ".join(f"{c.removeprefix('share_')} {v:.0%}" for c, v in  # noqa: E731
+                              share.loc[n].sort_values(ascending=False).items() if v >= 0.05)
+    lines.append(f"- *Evidence, binding ceilings* (time share; `ceilings.csv`, `rooflines.png`): {first}: {top(first)}"
+                 + (f"; {name}: {top(name)}" if pick else "") + ".")
+    if pick:
+        br = cmp.breakdown.set_index("quantity")
+        col = f"{name} vs {first} (%)"
+        parts = br.loc[[q for q in br.index if q.startswith("area: ") and "total" not in q]]
+        diff = (parts[name] - parts[first]).sort_values(key=abs, ascending=False)
+        lines.append("- *Evidence, area* (`area_breakdown.png`): " + ", ".join(
+            f"{q.removeprefix('area: ').removesuffix(' (mm2)')} {v:+.0f} mm² ({parts.loc[q, col]:+.0f} %)"
+            for q, v in diff.head(3).items() if abs(v) > 0.05) + ".")
+    rb = cmp.robust
+    if rb is not None and pick:
+        lines.append(f"- *Robustness* ({len(rb.samples)} Monte Carlo samples over the node's sourced area ranges "
+                     f"and the efficiency bands; `robustness.csv`, `tornado.png`): P({name} beats {first} on {kind}) "
+                     f"= {r['p_beats_first']:.0%}; {kind} p10-p90 {r['objective_p10']:.3g}-{r['objective_p90']:.3g} "
+                     f"vs {r0['objective_p10']:.3g}-{r0['objective_p90']:.3g}; P(less area) "
+                     f"{r['p_less_area_than_first']:.0%}. Decided most by: " + ", ".join(
+                         f"{x['input']} (S1 {x['first_order_index']:.2f})" for _, x in
+                         rb.sensitivity[rb.sensitivity["candidate"] == name].head(3).iterrows()) + ".")
+    return "\n".join(lines) + "\n\n"
+
+
 def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config_text: str | None = None) -> str:
     """compare.csv (per workload), candidates.csv, breakdown.csv, ai_summary.csv, speedup / AI histogram /
     rooflines / area breakdown figures (PNG + SVG), summary.md and report.html; returns the summary."""
     from pathlib import Path
 
     from dse.report.html import write_report
-    from dse.report.plots import ai_histogram, area_score_front, rooflines, speedup_bars, stacked_bars
+    from dse.report.plots import ai_histogram, area_score_front, rooflines, speedup_bars, stacked_bars, tornado
     from dse.report.summary import _md_table
     from dse.yamlio import atomic_write, write_text
 
@@ -456,6 +524,13 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     area_score_front(front, cmp.designs_table, folder / "area_vs_score.png",
                      f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line")
     figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png", "area_vs_score.png"]
+    rb = cmp.robust
+    if rb is not None:
+        atomic_write(folder / "robustness.csv", lambda p: rb.sensitivity.to_csv(p, index=False))
+        atomic_write(folder / "mc_samples.csv", lambda p: rb.samples.to_csv(p, index=False))
+        tornado(rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective, folder / "tornado.png",
+                f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte Carlo samples)")
+        figures.append("tornado.png")
     mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
@@ -464,7 +539,8 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     per_wl = per_wl.astype(object).where(per_wl.notna(), "")
     bad = infeasible_lines(cmp)
     md = (f"# Comparison `{title}`: {heading}\n\n"
-          "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
+          + decision_memo(ctx, cmp, ai, ceilings)
+          + "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
           f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
           + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
              if bad else "")
@@ -483,7 +559,7 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
 
 
 def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = None, hold: Hold | None = None,
-                   field: str = "--ratios") -> tuple[Comparison, str]:
+                   field: str = "--ratios", samples: int | None = None) -> tuple[Comparison, str]:
     """The comparison a config asks for, and a heading that says what was compared: ``ratios`` at fixed
     ``hold`` when given (or when the config has no ``compare:`` section; default 1:2 vs 1:1), else the
     section's candidates. Errors in the section name the config file ``config``."""
@@ -491,10 +567,13 @@ def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = No
     if ratios is not None or section is None:
         ratios = list(ratios or ["1:2", "1:1"])
         hold = hold or (section.hold if section else "compute")
-        return compare(ctx, ratios, hold, field=field), f"ratios {', '.join(ratios)} at fixed {hold}"
+        n, seed = (section.samples, section.seed) if section else (Compare.model_fields["samples"].default, 0)
+        return (compare(ctx, ratios, hold, field=field, samples=n if samples is None else samples, seed=seed),
+                f"ratios {', '.join(ratios)} at fixed {hold}")
     hold = hold or section.hold
     try:
-        cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
+        cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates",
+                      samples=section.samples if samples is None else samples, seed=section.seed)
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
     return cmp, f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"

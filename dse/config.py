@@ -281,6 +281,9 @@ class Compare(Strict):
     hold: Hold = Field("compute", description="Ratio candidates: keep the base's peak compute, its die area, or "
                        "(score) the first candidate's score at the smallest area")
     candidates: list[Candidate] = Field(min_length=2, description="Two or more; ratio or absolute")
+    samples: int = Field(256, ge=0, le=100_000, description="Monte Carlo samples of the robustness analysis "
+                         "(dse.robustness; 0: none)")
+    seed: int = Field(0, ge=0, description="Seed of the Monte Carlo samples")
 
     @model_validator(mode="after")
     def _unique(self) -> Compare:

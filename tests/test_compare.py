@@ -130,7 +130,7 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
         line = front[front["line"] == n]
         assert len(line) > 1 and np.allclose(line["ridge_flop_per_byte"], cands.loc[n, "ridge_flop_per_byte"])
     page = (folder / "report.html").read_text()
-    assert page.count("<img") == 5 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
+    assert page.count("<img") == 6 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
     ai = pd.read_csv(folder / "ai_summary.csv")
     assert ai["share_in_4_16_flop_per_byte"].between(0, 1).all()
     assert "1:1 at 1:2 area" in capsys.readouterr().out

@@ -258,6 +258,28 @@ def area_score_front(front: pd.DataFrame, marks: pd.DataFrame, path: Path, title
     return _save(fig, path)
 
 
+def tornado(sens: pd.DataFrame, candidate: str, first: str, objective: str, path: Path, title: str,
+            top: int = 10) -> Path:
+    """The inputs that move ``candidate`` vs ``first`` most (``dse.robustness`` sensitivity rows): one bar
+    per input from the mean objective change with the input in its lowest quarter to that in its highest
+    quarter, ordered by the first-order (variance-based) index, which labels each bar."""
+    s = sens[sens["candidate"] == candidate].head(top).iloc[::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(s) + 1.6))
+    y = np.arange(len(s))
+    lo, hi = s["change_pct_at_low_input"].to_numpy(), s["change_pct_at_high_input"].to_numpy()
+    ax.barh(y, hi - lo, left=lo, color=np.where(hi >= lo, "tab:blue", "tab:orange"), alpha=0.8)
+    for k, (_, r) in enumerate(s.iterrows()):
+        ax.text(max(lo[k], hi[k]), k, f"  S1 {r['first_order_index']:.2f}", va="center", fontsize=7)
+    ax.set_yticks(y, [f"{r['input']} ({r['input_low']:.3g}-{r['input_high']:.3g})" for _, r in s.iterrows()],
+                  fontsize=7)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_xlabel(f"{objective} of {candidate} vs {first} (%): input in its lowest -> highest quarter "
+                  "(blue: rises, orange: falls)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
 def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
     """Measured roofs of a host template, each panel operator as a dot (measured) and a ring
     (predicted) at its arithmetic intensity (compulsory bytes)."""
