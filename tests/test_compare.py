@@ -273,3 +273,26 @@ def test_hold_score_without_a_first_candidate_is_one_line(tmp_path: Path, capsys
     assert main(["compare", str(cfg), "--out", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert expect in err and err.count("\n") == 1
+
+
+def test_npu_story_meets_its_claims_with_the_shipped_model() -> None:
+    """experiments/npu_story.yaml: >= 100 serving workloads, >= 60 % of operator FLOPs at 4-16 FLOP/byte, and
+    1:1 (20 % of the saved area reinvested) feasible with >= 10 % less area and >= 5 % more score than 1:2."""
+    from dse.comparison import ai_table
+    from dse.config import Candidate
+    from dse.study import load_context
+
+    path = Path(__file__).parents[1] / "experiments" / "npu_story.yaml"
+    cfg, ctx = load_context(path)
+    assert len(ctx.mix.workloads) >= 100
+    two = [c for c in cfg.compare.candidates if c.name in ("1:2", "1:1")]
+    assert [c.name for c in two] == ["1:2", "1:1"] and two[1].reinvest == 0.2
+    cmp = compare(ctx, [*two, Candidate(name="1:1 at 1:2 compute", ratio="1:1")], "compute")
+    t = cmp.designs_table.set_index("candidate")
+    assert t["feasible"].all()
+    assert t.loc["1:1", "area_mm2_change_pct"] <= -10 and t.loc["1:1", "score_vs_base_change_pct"] >= 5
+    assert t.loc["1:1 at 1:2 compute", "score_vs_base_change_pct"] < 0  # without the reinvested compute 1:1 loses
+    ai = ai_table(ctx, cmp).set_index("weighting")
+    assert ai.loc["per operator, FLOP-weighted, compulsory bytes", "share_in_4_16_flop_per_byte"] >= 0.6
+    ceil = cmp.ceilings.set_index("candidate")
+    assert ceil.loc["1:2", "binding"] == "array"  # the bandwidth-rich design waits on under-filled arrays
