@@ -17,7 +17,7 @@ The first candidate is the reference of every speedup and every % change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -150,6 +150,7 @@ class OpStats:
     bound: np.ndarray  # [O] bound code (``dse.predict.bound_names``)
     wl_fill: np.ndarray  # [W] FLOP-weighted fill of the workload's matrix ops (nan without any)
     shares: np.ndarray  # [W, B] share of each workload's time under each ceiling
+    feasible: bool | None = None  # the candidate's feasibility (set by ``compare``), marked in ceilings.csv
 
 
 def op_stats(ctx: Context, d: DesignBatch) -> OpStats:
@@ -181,7 +182,7 @@ def ceiling_table(ctx: Context, names: list[str], stats: list[OpStats], designs:
     rows = []
     for n, st in zip(names, stats, strict=True):
         mix = ctx.mix.weights @ st.shares
-        rows.append({"candidate": n, "binding": bn[int(mix.argmax())],
+        rows.append({"candidate": n, "binding": bn[int(mix.argmax())], "feasible": st.feasible,
                      **{f"share_{b}": float(v) for b, v in zip(bn, mix, strict=True)}})
     return pd.DataFrame(rows)
 
@@ -284,6 +285,7 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
                      "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
                      "feasible": bool(sc.feasible[0]), "infeasible_reason": sc.reason[0]})
     dt = pd.DataFrame(rows)
+    stats = [replace(st, feasible=bool(f)) for st, f in zip(stats, dt["feasible"], strict=True)]
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
     robust = None
@@ -293,7 +295,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
         robust = robustness(ctx, names, designs, samples, seed)
         dt["objective"] = ctx.cfg.search.objective
         dt = dt.merge(robust.table, on="candidate", how="left")
-    return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times),
+    br = breakdown_table(ctx, names, designs, times)
+    flag = pd.DataFrame([{"quantity": "feasible (1 yes, 0 no)", **{n: float(f) for n, f in zip(names, dt["feasible"],
+                                                                                               strict=True)}}])
+    return Comparison(names, designs, times, table, dt, pd.concat([br, flag], ignore_index=True),
                       ceiling_table(ctx, names, stats, designs), stats, robust)
 
 

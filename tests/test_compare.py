@@ -204,6 +204,9 @@ def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path
     t = pd.read_csv(folder / "compare.csv", keep_default_na=False)
     assert list(t["does_not_fit_on"]) == ["", "", "1:2, 1:1"]
     assert "[infeasible]" in (folder / "speedup.svg").read_text()
+    assert not pd.read_csv(folder / "ceilings.csv")["feasible"].any()
+    br = pd.read_csv(folder / "breakdown.csv").set_index("quantity")
+    assert list(br.loc["feasible (1 yes, 0 no)", ["1:2", "1:1"]]) == [0.0, 0.0]
     assert "**Infeasible**" in (folder / "summary.md").read_text()
     assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 2
     err = capsys.readouterr().err
