@@ -462,7 +462,9 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
             f"{q.removeprefix('area: ').removesuffix(' (mm2)')} {v:+.0f} mm² ({parts.loc[q, col]:+.0f} %)"
             for q, v in diff.head(3).items() if abs(v) > 0.05) + ".")
     rb = cmp.robust
-    if rb is not None and pick:
+    if rb is not None and len(cmp.names) > 1:
+        if not pick:  # keeping the first: how sure, against the second candidate
+            r, name = dt.iloc[1], cmp.names[1]
         lines.append(f"- *Robustness* ({len(rb.samples)} Monte Carlo samples over the node's sourced area ranges "
                      f"and the efficiency bands; `robustness.csv`, `tornado.png`): P({name} beats {first} on {kind}) "
                      f"= {r['p_beats_first']:.0%}; {kind} p10-p90 {r['objective_p10']:.3g}-{r['objective_p90']:.3g} "

@@ -75,5 +75,6 @@ def test_compare_writes_robustness_outputs_and_a_memo(tmp_path: Path, capsys) ->
     md = (folder / "summary.md").read_text()
     assert md.index("## Decision memo") < md.index("## Candidates")
     assert "Recommendation: keep 1:1" in md  # half the bandwidth at the same compute cannot win on score
+    assert "P(2:1 beats 1:1 on score) = 0%" in md
     assert main(["compare", str(cfg), "--samples", "-1", "--out", str(tmp_path)]) == 2
     assert "--samples: got -1" in capsys.readouterr().err

@@ -236,7 +236,8 @@ def area_score_front(front: pd.DataFrame, marks: pd.DataFrame, path: Path, title
     ax.scatter(g.loc[~ok, "area_mm2"], g.loc[~ok, "score"], s=10, facecolors="none", edgecolors="0.75",
                label="grid design (infeasible)")
     f = g[g["pareto"]].sort_values("area_mm2")
-    ax.step(f["area_mm2"], f["score"], where="post", color="k", lw=1.8, label=f"Pareto front ({len(f)} designs)")
+    ax.step(f["area_mm2"], f["score"], where="post", color="tab:green", lw=4, alpha=0.35,
+            label=f"Pareto front ({len(f)} designs)")
     drawn: set[float] = set()
     for k, (_, m) in enumerate(marks.iterrows()):
         color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
