@@ -67,15 +67,18 @@ def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:
     return _area(hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))
 
 
-def compare(config: str | Path, ratios: list[str] | None = None, hold: str | None = None):
+def compare(config: str | Path, ratios: list[str] | None = None, hold: str | None = None,
+            samples: int | None = None):
     """``dse compare`` as data: the config's ``compare:`` candidates, or ``ratios`` (e.g. ``["1:2", "1:1"]``)
-    at fixed ``hold`` (compute or area). Returns ``dse.comparison.Comparison`` (``.table`` per workload,
-    ``.designs_table`` per candidate, ``.breakdown`` area/cost/power by component)."""
+    at fixed ``hold`` (compute, area or score). Returns ``dse.comparison.Comparison`` (``.table`` per workload,
+    ``.designs_table`` per candidate with the Monte Carlo columns, ``.breakdown`` area/cost/power by component,
+    ``.ceilings`` binding-ceiling shares, ``.robust`` the samples and sensitivities); ``samples`` overrides
+    ``compare.samples`` (0: no robustness analysis)."""
     from dse.comparison import compare_config
     from dse.study import load_context
 
     cfg, ctx = load_context(config, one_mix="compare")
-    return compare_config(cfg, ctx, str(config), ratios, hold, field="ratios")[0]
+    return compare_config(cfg, ctx, str(config), ratios, hold, field="ratios", samples=samples)[0]
 
 
 def sweep(config: str | Path, points: int = 12, sram_points: int = 1):

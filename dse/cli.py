@@ -117,7 +117,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.comparison import compare_config, write_comparison
+    import numpy as np
+    import pandas as pd
+
+    from dse.comparison import check_strict, compare_config, infeasible_lines, write_comparison
     from dse.study import load_context, results_folder
 
     status(args, f"loading {args.config} and predicting the base design")
@@ -128,7 +131,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
         if len(ratios) < 2:
             raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
-    cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold)
+    if args.samples is not None and not 0 <= args.samples <= 100_000:
+        raise DseError(f"got {args.samples}; accepted: 0 (no robustness analysis) to 100000 samples", field="--samples")
+    status(args, "building and predicting the candidates, Monte Carlo robustness")
+    cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold, samples=args.samples)
+    if args.strict:
+        check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
     status(args, f"writing {folder}: tables, figures and report")
     write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
@@ -137,7 +145,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
               f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
-              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W")
+              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W"
+              + (f"  P(beats {cmp.names[0]}) {r['p_beats_first']:.0%}" if pd.notna(r.get("p_beats_first", np.nan))
+                 else "") + ("" if r["feasible"] else "  INFEASIBLE"))
+    for line in infeasible_lines(cmp):
+        print(f"warning: {line}", file=sys.stderr)
     print(f"  {folder}")
     return 0
 
@@ -294,15 +306,32 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     from dse.yamlio import atomic_write
 
     suite = args.target or "all"
-    entries = load_suite(suite)
-    over = _scenario_flags(args)
-    from tqdm import tqdm
+    if suite.endswith((".yaml", ".yml")) or Path(suite).is_file():  # a study config: its own weighted mix
+        from dse.grid import contexts
 
-    wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
-           for e in tqdm(entries, desc="expanding workloads", unit="model", disable=args.quiet, leave=False)]
-    mix = Mix.of(wls, [float(e["weight"]) for e in entries])
-    hw = load_hardware(args.hardware)
-    d = DesignBatch.from_hardware(hw)
+        if _scenario_flags(args):
+            flags = ", ".join("--" + k.replace("_", "-") for k in _scenario_flags(args))
+            raise DseError(f"got {flags} with a config; accepted: scenario flags with a suite only (a config's "
+                           "entries set their own)", file=suite, field=flags)
+        cfg, ctxs = contexts(suite)
+        label, ctx = next(iter(ctxs.items()))
+        if len(ctxs) > 1:
+            print(f"{suite}: several mixes; AI of the first ({label})")
+        mix, what = ctx.mix, f"config {cfg.name}"
+        suite = cfg.name
+        hw = load_hardware(args.hardware) if args.hardware else ctx.base_hw
+        d = DesignBatch.from_hardware(hw) if args.hardware else ctx.base
+    else:
+        entries = load_suite(suite)
+        over = _scenario_flags(args)
+        from tqdm import tqdm
+
+        wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
+               for e in tqdm(entries, desc="expanding workloads", unit="model", disable=args.quiet, leave=False)]
+        mix, what = Mix.of(wls, [float(e["weight"]) for e in entries]), f"suite {suite}"
+        hw = load_hardware(args.hardware or "npu-7nm")
+        d = DesignBatch.from_hardware(hw)
+    wls = mix.workloads
     status(args, f"operator intensities of {len(wls)} workloads on {hw.name}")
     df = op_intensity(mix, d)
     status(args, f"writing {args.out}: table and histograms")
@@ -310,15 +339,15 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / f"ai_{suite}.csv", lambda p: df.to_csv(p, index=False))
     dram = hw.memory[-1].name
-    ridges = {hw.name: hw.ridge_flop_per_byte}
+    ridges = {hw.name: float(d.ridge[0])}
     ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_flops.png",
-                    f"suite {suite}: FLOP-weighted operator AI (compulsory bytes)")
+                    f"{what}: FLOP-weighted operator AI (compulsory bytes)")
     ai_distribution(df, dram, "share_time", ridges, out / f"ai_{suite}_time.png",
-                    f"suite {suite}: time-weighted AI at {dram} on {hw.name}")
+                    f"{what}: time-weighted AI at {dram} on {hw.name}")
     ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_family.png",
-                    f"suite {suite}: FLOP-weighted operator AI by family", group="family")
-    print(f"suite {suite}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
-          f"(ridge {hw.ridge_flop_per_byte:.0f} FLOP/byte)")
+                    f"{what}: FLOP-weighted operator AI by family", group="family")
+    print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
+          f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
     for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
                                  (f"FLOP-weighted, at {dram}", dram, "share_flops"),
                                  (f"time-weighted, at {dram}", dram, "share_time")):
@@ -652,14 +681,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_run_args(sub.add_parser("run", help="run a study config"))
-    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE] | import PATH")
+    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE|CONFIG] | import PATH")
     wp.add_argument("action", nargs="?", choices=["list", "show", "ai", "import"], help="default: list")
-    wp.add_argument("target", nargs="?", help="model (show), suite (ai; default all), or a file (import)")
+    wp.add_argument("target", nargs="?", help="model (show), suite or study config (ai; default the suite all: a "
+                    "config gives its own weighted mix on its base design), or a file (import)")
     wp.add_argument("-o", "--output", help="import: the description YAML to write (default results/imports/NAME.yaml)")
     for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wp.add_argument(flag, type=typ)
-    wp.add_argument("--hardware", default="npu-7nm", help="design for time-weighted and per-level AI (ai)")
+    wp.add_argument("--hardware", help="design for time-weighted and per-level AI (ai; default: a config's base "
+                    "design, else npu-7nm)")
     wp.add_argument("--format", choices=["table", "json"], default="table", help="list: a table or JSON")
     wp.add_argument("--quiet", action="store_true", help="no progress bar (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
@@ -674,10 +705,14 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("config")
     cpp.add_argument("--ratios", help="comma-separated 1:x ratios relative to the base (default: the config's "
                      "compare: section, else 1:2,1:1)")
-    cpp.add_argument("--hold", choices=["compute", "area"], help="what ratio candidates keep fixed (default: the "
-                     "config's compare.hold, else compute)")
+    cpp.add_argument("--hold", choices=["compute", "area", "score"], help="what ratio candidates keep fixed "
+                     "(default: the config's compare.hold, else compute); score: the first candidate's score at the "
+                     "smallest area (later candidates only)")
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     cpp.add_argument("--quiet", action="store_true", help="no progress lines")
+    cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")
+    cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
+                     "config's compare.samples, else 256; 0: none)")
     wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
                         "of one workload or operator on a roofline")
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "

@@ -17,12 +17,12 @@ The first candidate is the reference of every speedup and every % change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from dse.config import Candidate, Hold
+from dse.config import Candidate, Compare, Hold
 from dse.config import parse_ratio as _parse_ratio
 from dse.cost.area import COMPONENTS, area
 from dse.cost.cost import COST_COMPONENTS, unit_cost
@@ -69,22 +69,122 @@ def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
     return at_ratio(ctx, ctx.base, x, hold)
 
 
+def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str) -> DesignBatch:
+    """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the lowest
+    peak on a geometric grid (refined once) with ``score >= target``; area grows with peak at a fixed ratio,
+    so the lowest such peak is the smallest die. Scores come from one vectorized ``mix_times`` per grid."""
+    from dse.score import mix_score
+
+    base_ridge = float(ctx.base.ridge[0])
+    peak = float(start.peak_flops[0])
+    lo, hi = peak / 64, peak * 64
+    best = None
+    for _ in range(2):
+        peaks = np.geomspace(lo, hi, 256)
+        d = DesignBatch.stack([start] * peaks.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
+        s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
+        ok = np.flatnonzero(s >= target * (1 - 1e-9))
+        if ok.size == 0:
+            raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to {peaks[-1] / 1e12:.0f} "
+                           "TFLOP/s)", field=field)
+        best = d.take([int(ok[0])])
+        lo, hi = peaks[max(ok[0] - 1, 0)], peaks[ok[0]]
+    return best
+
+
+def ratio_of(ctx: Context, cand: Candidate, field: str) -> float:
+    """x of a relative candidate: its ``ratio`` 1:x, or ``base ridge / ridge`` for an absolute ridge."""
+    if cand.ridge is not None:
+        return float(ctx.base.ridge[0]) / cand.ridge
+    return parse_ratio(cand.ratio, f"{field}.ratio")
+
+
 def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
                     earlier: dict[str, DesignBatch] | None = None) -> DesignBatch:
-    """One candidate's design: fields first, then its ratio (at ``cand.hold`` or ``hold``, or at the area of
-    the earlier candidate ``cand.area_of``) or its knobs."""
+    """One candidate's design: fields first, then its ratio or ridge (at ``cand.hold`` or ``hold``, at the
+    area of the earlier candidate ``cand.area_of``, at the first candidate's score, or with ``reinvest``)
+    or its knobs.
+
+    ``reinvest: F``: at fixed compute the candidate has area ``A_c``; the first candidate (the base for the
+    first itself) has ``A_ref``; the candidate takes the largest peak at its ratio within
+    ``A_c + F * max(A_ref - A_c, 0)`` (F = 0: fixed compute; F = 1: the first candidate's area)."""
+    earlier = earlier or {}
     d = ctx.base
     for name, value in cand.fields.items():
         try:
             d = d.with_field(name, np.array([value], dtype=float))
         except ValueError as exc:
             raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
-    if cand.ratio is not None:
-        x = parse_ratio(cand.ratio, f"{field}.ratio")
-        if cand.area_of is not None:
-            return at_ratio(ctx, d, x, "area", field, float(area((earlier or {})[cand.area_of]).total[0]))
-        return at_ratio(ctx, d, x, cand.hold or hold, field)
-    return designs_from_params(d, [cand.knobs]) if cand.knobs else d
+    if not cand.relative:
+        return designs_from_params(d, [cand.knobs]) if cand.knobs else d
+    x = ratio_of(ctx, cand, field)
+    first = next(iter(earlier.values()), None)
+    if cand.area_of is not None:
+        return at_ratio(ctx, d, x, "area", field, float(area(earlier[cand.area_of]).total[0]))
+    if cand.reinvest is not None:
+        fixed = at_ratio(ctx, d, x, "compute", field)
+        a_c = float(area(fixed).total[0])
+        a_ref = float(area(first).total[0]) if first is not None else ctx.base_area_mm2
+        target = a_c + cand.reinvest * max(a_ref - a_c, 0.0)
+        if target <= a_c * (1 + 1e-9):
+            return fixed
+        grown = at_ratio(ctx, d, x, "area", field, target)  # whole DRAM stacks: the next one may not fit
+        return grown if grown.peak_flops[0] > fixed.peak_flops[0] else fixed
+    h = cand.hold or hold
+    if h == "score":
+        if first is None:
+            raise DseError(f"got {h!r} on the first candidate {cand.name!r}; accepted: hold: score on a later "
+                           "candidate (it matches the first candidate's score; give the first hold: compute or area)",
+                           field=f"{field}.hold")
+        target, _ = score_designs(ctx, first)
+        return at_score(ctx, d, x, float(target.score[0]), field)
+    return at_ratio(ctx, d, x, h, field)
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """One design's per-op view of the mix: ``fill`` and ``bound`` per operator row (table order), and per
+    workload the FLOP-weighted MAC-array fill of its matrix ops and the time share of each ceiling."""
+
+    fill: np.ndarray  # [O] MAC-array fill (1 off the matrix unit)
+    bound: np.ndarray  # [O] bound code (``dse.predict.bound_names``)
+    wl_fill: np.ndarray  # [W] FLOP-weighted fill of the workload's matrix ops (nan without any)
+    shares: np.ndarray  # [W, B] share of each workload's time under each ceiling
+    feasible: bool | None = None  # the candidate's feasibility (set by ``compare``), marked in ceilings.csv
+
+
+def op_stats(ctx: Context, d: DesignBatch) -> OpStats:
+    """Per-op fill and binding ceiling of design ``d`` (one design) on the mix, per-workload fill and
+    ceiling shares: ``fill_w = sum_o F_o c_ow u_o / sum_o F_o c_ow`` over matrix ops (FLOPs F, counts c),
+    ``share_bw = sum_{o bound by b} t_o c_ow / sum_o t_o c_ow``."""
+    from dse.predict import bound_names, evaluate
+    from dse.predict.roofline import on_matrix
+
+    o = ctx.arrays[0]
+    r = evaluate(d, o)
+    member = ctx.mix.membership()  # [O, W], table order
+    mat = o.to_table_order(on_matrix(o, d))[0]
+    flops = ctx.mix.ops["flops"].to_numpy(dtype=float) * mat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wl_fill = (flops * r.fill[0]) @ member / (flops @ member)
+    n_b = len(bound_names(d.level_names))
+    by = np.stack([np.where(r.bound[0] == b, r.time[0], 0.0) @ member for b in range(n_b)], axis=1)  # [W, B]
+    total = by.sum(axis=1, keepdims=True)
+    return OpStats(r.fill[0], r.bound[0], wl_fill, by / np.where(total > 0, total, 1.0))
+
+
+def ceiling_table(ctx: Context, names: list[str], stats: list[OpStats], designs: list[DesignBatch]) -> pd.DataFrame:
+    """Per candidate: the mix-weighted share of time under each ceiling (``sum_w weight_w share_bw``; the
+    weights of the score) and the binding one (the largest share)."""
+    from dse.predict import bound_names
+
+    bn = bound_names(designs[0].level_names)
+    rows = []
+    for n, st in zip(names, stats, strict=True):
+        mix = ctx.mix.weights @ st.shares
+        rows.append({"candidate": n, "binding": bn[int(mix.argmax())], "feasible": st.feasible,
+                     **{f"share_{b}": float(v) for b, v in zip(bn, mix, strict=True)}})
+    return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
@@ -95,6 +195,9 @@ class Comparison:
     table: pd.DataFrame  # per workload: time per candidate and speedup vs the first
     designs_table: pd.DataFrame  # per candidate: knobs, ridge, ratio, score, area, cost, power and % changes
     breakdown: pd.DataFrame  # area / cost / power by component per candidate, % change vs the first
+    ceilings: pd.DataFrame | None = None  # per candidate: mix time share under each ceiling, binding ceiling
+    stats: list[OpStats] | None = None  # per candidate: per-op fill and bound
+    robust: object | None = None  # dse.robustness.Robustness (None with samples=0)
 
 
 def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], times: np.ndarray) -> pd.DataFrame:
@@ -125,11 +228,13 @@ def breakdown_table(ctx: Context, names: list[str], designs: list[DesignBatch], 
 
 
 def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compute",
-            field: str = "--ratios") -> Comparison:
+            field: str = "--ratios", samples: int = 0, seed: int = 0) -> Comparison:
     """Every candidate's design, per-workload times and speedups vs the first, score and resources.
 
     ``candidates`` are ratio strings (``"1:2"``) or :class:`~dse.config.Candidate`; ``field`` names where
-    they came from in error messages (``compare.candidates`` for a config section)."""
+    they came from in error messages (``compare.candidates`` for a config section). With ``samples`` > 0
+    the candidates table gains the Monte Carlo columns of :mod:`dse.robustness` (``p_beats_first``,
+    ``objective_p10``, ``objective_p90``, ``p_less_area_than_first``)."""
     if len(candidates) < 2:
         raise DseError(f"got {len(candidates)} candidate(s); accepted: two or more", field=field)
     cands = []
@@ -138,6 +243,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
             parse_ratio(c, field)  # bad text -> a one-line error before the model sees it
             c = Candidate(name=c, ratio=c)
         cands.append(c)
+    if hold == "score" and cands[0].relative and cands[0].hold is None:
+        raise DseError(f"got hold 'score' for every candidate, the first ({cands[0].name!r}) included; accepted: "
+                       "hold: score on later candidates only (they match the first candidate's score)",
+                       field="--hold" if field == "--ratios" else "compare.hold")
     names = [c.name for c in cands]
     if len(set(names)) != len(names):
         raise DseError(f"got {names}; accepted: distinct candidate names", field=field)
@@ -152,24 +261,127 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
         table[f"{n}_ms"] = t * 1e3
     for n, t in zip(names[1:], times[1:], strict=True):
         table[f"speedup_{n}_vs_{names[0]}"] = times[0] / t
+    stats = [op_stats(ctx, d) for d in designs]
+    wl_flops = ctx.mix.ops["flops"].to_numpy(dtype=float) @ ctx.mix.membership()  # [W]
+    for n, d, t, st in zip(names, designs, times, stats, strict=True):
+        table[f"array_fill_{n}"] = st.wl_fill  # FLOP-weighted over the workload's matrix ops
+        table[f"compute_util_{n}"] = wl_flops / t / float(d.peak_flops[0])  # achieved / matrix peak
+    table["does_not_fit_on"] = unfit_on(ctx, names, designs)
     base_ridge = float(ctx.base.ridge[0])
     rows = []
     for c, d in zip(cands, designs, strict=True):
         sc, _ = score_designs(ctx, d)
         k = base_knobs(d)
-        given = "absolute" if c.ratio is None else f"ratio {c.ratio}, " + (
-            f"area of {c.area_of}" if c.area_of else f"{c.hold or hold} held")
+        given = "absolute" if not c.relative else (
+            f"ratio {c.ratio}, " if c.ridge is None else f"ridge {c.ridge:g} FLOP/B, ") + (
+            f"area of {c.area_of}" if c.area_of else f"{c.reinvest:.0%} of the saved area into compute"
+            if c.reinvest is not None else f"score of {names[0]} held" if (c.hold or hold) == "score"
+            else f"{c.hold or hold} held")
         rows.append({"candidate": c.name, "given_as": given, "peak_tflops": k["peak_tflops"],
                      "dram_bandwidth_tbps": k["dram_bandwidth_tbps"], "sram_mib": k["sram_mib"],
                      "ridge_flop_per_byte": float(d.ridge[0]),
                      "bw_per_flop_vs_base": f"1:{base_ridge / float(d.ridge[0]):.3g}",
                      "score_vs_base": float(sc.score[0]), "area_mm2": float(sc.area_mm2[0]),
                      "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
-                     "feasible": bool(sc.feasible[0])})
+                     "feasible": bool(sc.feasible[0]), "infeasible_reason": sc.reason[0]})
     dt = pd.DataFrame(rows)
+    stats = [replace(st, feasible=bool(f)) for st, f in zip(stats, dt["feasible"], strict=True)]
     for col in ("score_vs_base", "area_mm2", "cost_usd", "power_w"):
         dt[f"{col}_change_pct"] = (dt[col] / dt[col].iloc[0] - 1) * 100
-    return Comparison(names, designs, times, table, dt, breakdown_table(ctx, names, designs, times))
+    robust = None
+    if samples > 0:
+        from dse.robustness import robustness
+
+        robust = robustness(ctx, names, designs, samples, seed)
+        dt["objective"] = ctx.cfg.search.objective
+        dt = dt.merge(robust.table, on="candidate", how="left")
+    br = breakdown_table(ctx, names, designs, times)
+    flag = pd.DataFrame([{"quantity": "feasible (1 yes, 0 no)", **{n: float(f) for n, f in zip(names, dt["feasible"],
+                                                                                               strict=True)}}])
+    return Comparison(names, designs, times, table, dt, pd.concat([br, flag], ignore_index=True),
+                      ceiling_table(ctx, names, stats, designs), stats, robust)
+
+
+def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
+    """Per workload, the candidates whose outermost memory cannot hold its per-chip footprint (weights,
+    KV cache, activations; ``Mix.memory_bytes``), comma-separated ("" when it fits every candidate)."""
+    need = ctx.mix.memory_bytes  # [W]
+    cap = np.array([float(d.capacity[0, -1]) for d in designs])  # [C]
+    over = need[:, None] > cap[None, :]  # [W, C]
+    return [", ".join(n for n, o in zip(names, row, strict=True) if o) for row in over]
+
+
+def infeasible_lines(cmp: Comparison) -> list[str]:
+    """One line per infeasible candidate (its reason) and per workload that does not fit some candidate."""
+    dt = cmp.designs_table
+    lines = [f"infeasible candidate {r['candidate']!r}: {r['infeasible_reason'] or 'a constraint is broken'}"
+             for _, r in dt[~dt["feasible"].astype(bool)].iterrows()]
+    lines += [f"infeasible workload {w!r}: does not fit the memory of {on}"
+              for w, on in zip(cmp.table["workload"], cmp.table["does_not_fit_on"], strict=True) if on]
+    return lines
+
+
+def shown_names(cmp: Comparison) -> dict[str, str]:
+    """Candidate name -> its label in charts: infeasible ones carry `` [infeasible]``."""
+    ok = cmp.designs_table["feasible"].astype(bool).to_numpy()
+    return {n: n if f else f"{n} [infeasible]" for n, f in zip(cmp.names, ok, strict=True)}
+
+
+def check_strict(cmp: Comparison, config: str) -> None:
+    """``--strict``: any infeasible candidate is a one-line error naming each one and its reason."""
+    dt = cmp.designs_table
+    bad = dt[~dt["feasible"].astype(bool)]
+    if len(bad):
+        why = "; ".join(f"{r['candidate']} ({r['infeasible_reason']})" for _, r in bad.iterrows())
+        raise DseError(f"got infeasible candidate(s) {why}; accepted: feasible candidates (or drop --strict)",
+                       file=str(config), field="compare.candidates")
+
+
+def pareto_mask(area_mm2: np.ndarray, score: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """[N] bool: feasible points no other feasible point beats (area <= and score >=, one strictly)."""
+    a, s = area_mm2[:, None], score[:, None]
+    dominated = ((area_mm2[None, :] <= a) & (score[None, :] >= s)
+                 & ((area_mm2[None, :] < a) | (score[None, :] > s)) & ok[None, :]).any(axis=1)
+    return ok & ~dominated
+
+
+def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: int = 24,
+                chunk: int = 256) -> pd.DataFrame:
+    """The area-vs-score plane of the search: a ``points x points`` grid over the search space's peak
+    compute and DRAM bandwidth (log-spaced, whole DRAM stacks, at the first candidate's SRAM), flagged
+    ``pareto`` where no feasible grid point has less area and more score; plus, per candidate, its ratio
+    line (``line`` = the candidate's name: ``line_points`` peaks across the range at the candidate's ridge).
+    Rows: ``line`` ("" for the grid), peak_tflops, dram_bandwidth_tbps, ridge, score, area_mm2, feasible,
+    pareto."""
+    space = ctx.cfg.search.space
+    kb = base_knobs(cmp.designs[0])
+
+    def rng(knob: str) -> tuple[float, float]:
+        r = getattr(space, knob)
+        return (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
+
+    (p_lo, p_hi), (b_lo, b_hi) = rng("peak_tflops"), rng("dram_bandwidth_tbps")
+    P, B = np.meshgrid(np.geomspace(p_lo, p_hi, points), np.geomspace(b_lo, b_hi, points), indexing="ij")
+    grid = designs_from_params(ctx.base, {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(),
+                                          "sram_mib": np.full(P.size, kb["sram_mib"])})
+    peaks = np.geomspace(p_lo, p_hi, line_points) * 1e12
+    lines = [DesignBatch.stack([d] * line_points).with_knobs(
+        peak_flops=peaks, dram_bandwidth=peaks / float(d.ridge[0])) for d in cmp.designs]
+    labels = [""] * grid.n + [n for n in cmp.names for _ in range(line_points)]
+    allp = DesignBatch.stack([grid, *lines])
+    cols: dict[str, list[np.ndarray]] = {"score": [], "area_mm2": [], "feasible": []}
+    for start in range(0, allp.n, chunk):
+        sc, _ = score_designs(ctx, allp.take(slice(start, min(start + chunk, allp.n))))
+        cols["score"].append(sc.score)
+        cols["area_mm2"].append(sc.area_mm2)
+        cols["feasible"].append(sc.feasible)
+    df = pd.DataFrame({"line": labels, "peak_tflops": allp.peak_flops / 1e12,
+                       "dram_bandwidth_tbps": allp.dram_bandwidth / 1e12, "ridge_flop_per_byte": allp.ridge,
+                       **{k: np.concatenate(v) for k, v in cols.items()}})
+    on_grid = (df["line"] == "").to_numpy()
+    df["pareto"] = on_grid & pareto_mask(df["area_mm2"].to_numpy(), df["score"].to_numpy(),
+                                         on_grid & df["feasible"].to_numpy(dtype=bool))
+    return df
 
 
 #: the AI band of the reference story (operator intensity concentrated at 4-16 FLOP/byte)
@@ -203,54 +415,150 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
     return out.rename(columns={key: f"share_in_{band[0]:g}_{band[1]:g}_flop_per_byte"})
 
 
+def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.DataFrame) -> str:
+    """Markdown: the recommendation (the feasible candidate with the highest objective; the first when none is
+    feasible), the evidence (AI share in 4-16 FLOP/byte with each ridge, binding-ceiling shares, the area parts
+    that change most) and the robustness (probability of beating the first, p10-p90, the inputs that decide)."""
+    dt = cmp.designs_table
+    kind = ctx.cfg.search.objective
+    first = cmp.names[0]
+    obj = dt["score_vs_base"] if kind == "score" else dt["score_vs_base"] / (
+        dt[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]]
+        / ctx.base_resources[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]])
+    feas = dt["feasible"].astype(bool)
+    pick = int(obj.where(feas).idxmax()) if feas.any() else 0
+    r, r0 = dt.iloc[pick], dt.iloc[0]
+    name = r["candidate"]
+    lines = ["## Decision memo", ""]
+    if not feas.any():
+        lines.append("**No candidate is feasible** (see *Infeasible* below); the figures compare them anyway.")
+    elif pick == 0:
+        lines.append(f"**Recommendation: keep {first}** — no feasible candidate beats it on {kind}.")
+    else:
+        lines.append(f"**Recommendation: {name}** over {first}"
+                     + (f" (which is infeasible: {r0['infeasible_reason']})" if not feas.iloc[0] else "") + ": "
+                     + (f"{kind} {obj.iloc[pick] / obj.iloc[0] * 100 - 100:+.1f} %, " if kind != "score" else "")
+                     + f"score {r['score_vs_base_change_pct']:+.1f} %, die area {r['area_mm2_change_pct']:+.1f} % "
+                     f"({r0['area_mm2']:.0f} -> {r['area_mm2']:.0f} mm²), power {r['power_w_change_pct']:+.1f} %, "
+                     f"ridge {r0['ridge_flop_per_byte']:.0f} -> {r['ridge_flop_per_byte']:.0f} FLOP/byte.")
+    lines.append("")
+    band = [c for c in ai.columns if c.startswith("share_in_")][0]
+    op = ai[ai["weighting"] == "per operator, FLOP-weighted, compulsory bytes"].iloc[0]
+    ridges = ", ".join(f"{n} {float(d.ridge[0]):.0f}" for n, d in zip(cmp.names, cmp.designs, strict=True))
+    lines.append(f"- *Evidence, intensity* (`ai_histogram.png`): {op[band]:.0%} of the mix's FLOPs are in operators at "
+                 f"4-16 FLOP/byte (p10 {op['p10_flop_per_byte']:.3g}, p50 {op['p50_flop_per_byte']:.3g}, p90 "
+                 f"{op['p90_flop_per_byte']:.3g}); ridges (FLOP/byte): {ridges}.")
+    share = ceilings.set_index("candidate").filter(like="share_")
+    top = lambda n: ", ".join(f"{c.removeprefix('share_')} {v:.0%}" for c, v in  # noqa: E731
+                              share.loc[n].sort_values(ascending=False).items() if v >= 0.05)
+    lines.append(f"- *Evidence, binding ceilings* (time share; `ceilings.csv`, `rooflines.png`): {first}: {top(first)}"
+                 + (f"; {name}: {top(name)}" if pick else "") + ".")
+    if pick:
+        br = cmp.breakdown.set_index("quantity")
+        col = f"{name} vs {first} (%)"
+        parts = br.loc[[q for q in br.index if q.startswith("area: ") and "total" not in q]]
+        diff = (parts[name] - parts[first]).sort_values(key=abs, ascending=False)
+        lines.append("- *Evidence, area* (`area_breakdown.png`): " + ", ".join(
+            f"{q.removeprefix('area: ').removesuffix(' (mm2)')} {v:+.0f} mm² ({parts.loc[q, col]:+.0f} %)"
+            for q, v in diff.head(3).items() if abs(v) > 0.05) + ".")
+    rb = cmp.robust
+    if rb is not None and len(cmp.names) > 1:
+        if not pick:  # keeping the first: how sure, against the second candidate
+            r, name = dt.iloc[1], cmp.names[1]
+        lines.append(f"- *Robustness* ({len(rb.samples)} Monte Carlo samples over the node's sourced area ranges "
+                     f"and the efficiency bands; `robustness.csv`, `tornado.png`): P({name} beats {first} on {kind}) "
+                     f"= {r['p_beats_first']:.0%}; {kind} p10-p90 {r['objective_p10']:.3g}-{r['objective_p90']:.3g} "
+                     f"vs {r0['objective_p10']:.3g}-{r0['objective_p90']:.3g}; P(less area) "
+                     f"{r['p_less_area_than_first']:.0%}. Decided most by: " + ", ".join(
+                         f"{x['input']} (S1 {x['first_order_index']:.2f})" for _, x in
+                         rb.sensitivity[rb.sensitivity["candidate"] == name].head(3).iterrows()) + ".")
+    return "\n".join(lines) + "\n\n"
+
+
 def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config_text: str | None = None) -> str:
     """compare.csv (per workload), candidates.csv, breakdown.csv, ai_summary.csv, speedup / AI histogram /
     rooflines / area breakdown figures (PNG + SVG), summary.md and report.html; returns the summary."""
     from pathlib import Path
 
     from dse.report.html import write_report
-    from dse.report.plots import ai_histogram, rooflines, speedup_bars, stacked_bars
+    from dse.report.plots import ai_histogram, area_score_front, rooflines, speedup_bars, stacked_bars, tornado
     from dse.report.summary import _md_table
     from dse.yamlio import atomic_write, write_text
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ai = ai_table(ctx, cmp)
+    ceilings = cmp.ceilings if cmp.ceilings is not None else ceiling_table(ctx, cmp.names, [op_stats(ctx, d) for d in
+                                                                                          cmp.designs], cmp.designs)
+    stats = cmp.stats or [op_stats(ctx, d) for d in cmp.designs]
     for name, df in (("compare.csv", cmp.table), ("candidates.csv", cmp.designs_table),
-                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai)):
+                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai), ("ceilings.csv", ceilings)):
         atomic_write(folder / name, lambda p, df=df: df.to_csv(p, index=False))
     title = ctx.cfg.name
-    speedup_bars(cmp.table, cmp.names, folder / "speedup.png", f"{title}: per-workload speedup over {cmp.names[0]}")
+    shown = shown_names(cmp)  # infeasible candidates and workloads that do not fit are marked in every chart
+    names = [shown[n] for n in cmp.names]
+    plot_table = cmp.table.rename(columns={f"speedup_{n}_vs_{cmp.names[0]}": f"speedup_{shown[n]}_vs_{names[0]}"
+                                           for n in cmp.names[1:]})
+    plot_table["workload"] = [w + (f" [does not fit {on}]" if on else "")
+                              for w, on in zip(cmp.table["workload"], cmp.table["does_not_fit_on"], strict=True)]
+    speedup_bars(plot_table, names, folder / "speedup.png", f"{title}: per-workload speedup over {names[0]}")
     wl = ctx.mix.ops["workload"].to_numpy()
     fams = [family_of(w.name) for w in ctx.mix.workloads]
     ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in wl], mix_weight=ctx.mix.weights[wl],
                              family=[fams[i] for i in wl])
     many = len(ctx.mix.workloads) > 12
-    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(cmp.names, cmp.designs, strict=True)},
+    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(names, cmp.designs, strict=True)},
                  folder / "ai_histogram.png",
                  f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
                  f"{', stacked by family' if many else ''}) with each candidate's ridge",
                  group="family" if many else "workload", band=BAND)
-    rooflines(cmp.designs, cmp.names, ops, folder / "rooflines.png", f"{title}: every candidate's roofs")
-    parts = {n: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
+    from dse.predict import bound_names
+
+    bn = np.array(bound_names(cmp.designs[0].level_names))
+    fills = []
+    for st in stats:  # FLOP-weighted fill of each candidate's array-bound ops
+        fl = ctx.mix.ops["flops"].to_numpy(dtype=float) * ctx.mix.ops["count"].to_numpy(dtype=float) * (bn[st.bound]
+                                                                                                        == "array")
+        fills.append(float(fl @ st.fill / fl.sum()) if fl.sum() > 0 else float("nan"))
+    rooflines(cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound]), folder / "rooflines.png",
+              f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill)", array_fills=fills)
+    parts = {shown[n]: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
                  for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
     stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
-    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png"]
+    front = front_table(ctx, cmp)
+    atomic_write(folder / "front.csv", lambda p: front.to_csv(p, index=False))
+    area_score_front(front, cmp.designs_table, folder / "area_vs_score.png",
+                     f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line")
+    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png", "area_vs_score.png"]
+    rb = cmp.robust
+    if rb is not None:
+        atomic_write(folder / "robustness.csv", lambda p: rb.sensitivity.to_csv(p, index=False))
+        atomic_write(folder / "mc_samples.csv", lambda p: rb.samples.to_csv(p, index=False))
+        tornado(rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective, folder / "tornado.png",
+                f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte Carlo samples)")
+        figures.append("tornado.png")
     mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
                                                 strict=True)}}])
     per_wl = pd.concat([cmp.table, mix_row], ignore_index=True)
     per_wl = per_wl.astype(object).where(per_wl.notna(), "")
+    bad = infeasible_lines(cmp)
     md = (f"# Comparison `{title}`: {heading}\n\n"
-          "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
+          + decision_memo(ctx, cmp, ai, ceilings)
+          + "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
           f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
-          f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
+          + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
+             if bad else "")
+          + f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
+          f"## Binding ceilings (mix-weighted share of time)\n\n{_md_table(ceilings)}\n\n"
+          "(array = compute-bound at a MAC-array fill below 0.5, or where a full array would not be compute-bound; "
+          "per-workload fill and compute utilisation in `compare.csv`)\n\n"
           f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
           f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
           f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"
-          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`; figures: "
+          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `ceilings.csv`, `front.csv`; figures: "
           + ", ".join(f"`{f}`" for f in figures) + "\n")
     write_text(folder / "summary.md", md)
     write_report(folder, f"dse comparison {title}", md, figures, config_text)
@@ -258,7 +566,7 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
 
 
 def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = None, hold: Hold | None = None,
-                   field: str = "--ratios") -> tuple[Comparison, str]:
+                   field: str = "--ratios", samples: int | None = None) -> tuple[Comparison, str]:
     """The comparison a config asks for, and a heading that says what was compared: ``ratios`` at fixed
     ``hold`` when given (or when the config has no ``compare:`` section; default 1:2 vs 1:1), else the
     section's candidates. Errors in the section name the config file ``config``."""
@@ -266,10 +574,13 @@ def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = No
     if ratios is not None or section is None:
         ratios = list(ratios or ["1:2", "1:1"])
         hold = hold or (section.hold if section else "compute")
-        return compare(ctx, ratios, hold, field=field), f"ratios {', '.join(ratios)} at fixed {hold}"
+        n, seed = (section.samples, section.seed) if section else (Compare.model_fields["samples"].default, 0)
+        return (compare(ctx, ratios, hold, field=field, samples=n if samples is None else samples, seed=seed),
+                f"ratios {', '.join(ratios)} at fixed {hold}")
     hold = hold or section.hold
     try:
-        cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates")
+        cmp = compare(ctx, list(section.candidates), hold, field="compare.candidates",
+                      samples=section.samples if samples is None else samples, seed=section.seed)
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
     return cmp, f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"

@@ -192,7 +192,7 @@ def parse_ratio(text: str) -> float:
 RATIO_RANGE = (1e-3, 1e3)  # a candidate's bandwidth per FLOP within 1000x of the base's either way
 
 
-Hold = Literal["compute", "area"]
+Hold = Literal["compute", "area", "score"]
 KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
 
 
@@ -203,7 +203,12 @@ class Candidate(Strict):
 
     name: str = Field(min_length=1, description="Label in tables and charts")
     ratio: str | None = Field(None, description="1:x relative to the base design, e.g. '1:2'")
-    hold: Hold | None = Field(None, description="Ratio candidates: what stays fixed (default: the section's hold)")
+    ridge: float | None = Field(None, description="Instead of ratio: the absolute ridge point, FLOP/byte "
+                                "(peak compute / DRAM bandwidth), e.g. 42")
+    hold: Hold | None = Field(None, description="Ratio candidates: what stays fixed (default: the section's hold); "
+                              "score = the smallest design at the first candidate's score")
+    reinvest: float | None = Field(None, description="Ratio candidates: fraction in [0, 1] of the die area saved at "
+                                   "fixed compute (vs the first candidate) put back into compute at the same ratio")
     area_of: str | None = Field(None, min_length=1, description="Ratio candidates: fill the die area of this "
                                 "earlier candidate instead of the base's (implies hold: area)")
     peak_tflops: float | None = Field(None, gt=0, description="Matrix peak at the reference dtype, TFLOP/s")
@@ -221,6 +226,20 @@ class Candidate(Strict):
             parse_ratio(str(v))
         return v
 
+    @field_validator("ridge", mode="before")
+    @classmethod
+    def _ridge(cls, v: object) -> object:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf")):
+            raise ValueError("accepted: a ridge point > 0 FLOP/byte, e.g. 42")
+        return v
+
+    @field_validator("reinvest", mode="before")
+    @classmethod
+    def _reinvest(cls, v: object) -> object:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1):
+            raise ValueError("accepted: a fraction in [0, 1] of the saved area put into compute")
+        return v
+
     @field_validator("fields")
     @classmethod
     def _physical_fields(cls, v: dict[str, float]) -> dict[str, float]:
@@ -236,16 +255,28 @@ class Candidate(Strict):
         knobs = [k for k in KNOBS if getattr(self, k) is not None]
         accepted = ("accepted: either ratio (e.g. '1:2') or absolute values (peak_tflops, dram_bandwidth_tbps, "
                     "sram_mib and/or fields)")
-        if self.ratio is None and not knobs and not self.fields:
+        if self.ratio is not None and self.ridge is not None:
+            raise ValueError(f"candidate {self.name!r} gives both ratio and ridge; accepted: one of them")
+        rel = self.ratio if self.ridge is None else self.ridge
+        if rel is None and not knobs and not self.fields:
             raise ValueError(f"candidate {self.name!r} gives neither a ratio nor any value; {accepted}")
-        if self.ratio is not None and knobs:
-            raise ValueError(f"candidate {self.name!r} gives both ratio and {', '.join(knobs)}; {accepted}, not both")
-        if self.ratio is None and (self.hold is not None or self.area_of is not None):
-            raise ValueError(f"candidate {self.name!r}: hold and area_of apply to ratio candidates only; "
+        if rel is not None and knobs:
+            what = "ratio" if self.ridge is None else "ridge"
+            raise ValueError(f"candidate {self.name!r} gives both {what} and {', '.join(knobs)}; {accepted}, not both")
+        if rel is None and (self.hold is not None or self.area_of is not None or self.reinvest is not None):
+            raise ValueError(f"candidate {self.name!r}: hold, area_of and reinvest apply to ratio candidates only; "
                              "accepted: drop them or give a ratio")
-        if self.area_of is not None and self.hold == "compute":
+        if self.area_of is not None and self.hold in ("compute", "score"):
             raise ValueError(f"candidate {self.name!r}: area_of holds an area; accepted: hold: area or no hold")
+        if self.reinvest is not None and (self.hold is not None or self.area_of is not None):
+            raise ValueError(f"candidate {self.name!r}: reinvest sets its own area; accepted: no hold or area_of "
+                             "with reinvest")
         return self
+
+    @property
+    def relative(self) -> bool:
+        """A ratio (or ridge) candidate, built relative to the base design."""
+        return self.ratio is not None or self.ridge is not None
 
     @property
     def knobs(self) -> dict[str, float]:
@@ -255,8 +286,12 @@ class Candidate(Strict):
 class Compare(Strict):
     """Named candidates side by side (``dse compare``): the first is the reference of the speedups."""
 
-    hold: Hold = Field("compute", description="Ratio candidates: keep the base's peak compute, or its die area")
+    hold: Hold = Field("compute", description="Ratio candidates: keep the base's peak compute, its die area, or "
+                       "(score) the first candidate's score at the smallest area")
     candidates: list[Candidate] = Field(min_length=2, description="Two or more; ratio or absolute")
+    samples: int = Field(256, ge=0, le=100_000, description="Monte Carlo samples of the robustness analysis "
+                         "(dse.robustness; 0: none)")
+    seed: int = Field(0, ge=0, description="Seed of the Monte Carlo samples")
 
     @model_validator(mode="after")
     def _unique(self) -> Compare:

@@ -81,7 +81,7 @@ def binding_ceiling(ctx: Context, designs: DesignBatch, member: np.ndarray | Non
     """
     o = ctx.arrays[0]
     member = ctx.mix.membership() if member is None else member  # [O, W], table order (as evaluate returns)
-    n_bounds = designs.capacity.shape[1] + 2
+    n_bounds = len(bound_names(designs.level_names))
     step = max(1, budget // max(o.n * n_bounds, 1))
     codes = np.empty(designs.n, dtype=int)
     shares = np.empty(designs.n)

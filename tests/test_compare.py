@@ -108,10 +108,29 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     for comp, mm2 in dse.area("npu-7nm").breakdown.items():  # the base template is the 1:1 candidate
         assert br.loc[f"area: {comp} (mm2)", "1:1"] == pytest.approx(mm2, rel=1e-9)
     assert br.loc["area: dram_phy (mm2)", "1:1 vs 1:2 (%)"] == pytest.approx(-50.0)
-    for f in ("speedup", "ai_histogram", "rooflines", "area_breakdown"):
+    for f in ("speedup", "ai_histogram", "rooflines", "area_breakdown", "area_vs_score"):
         assert (folder / f"{f}.png").is_file() and (folder / f"{f}.svg").is_file()
+    ceil = pd.read_csv(folder / "ceilings.csv").set_index("candidate")
+    shares = ceil.filter(like="share_")
+    assert np.allclose(shares.sum(axis=1), 1.0) and "share_array" in shares
+    assert (ceil["binding"] == shares.idxmax(axis=1).str.removeprefix("share_")).all()
+    for n in ("1:2", "1:1", "big"):  # per-workload fill and utilisation match the single-workload predictions
+        for w, wl in enumerate(wls):
+            p = dse.predict(wl, designs[n])
+            assert t.loc[w, f"compute_util_{n}"] == pytest.approx(wl.flops / p.time_s / designs[n].peak_flops[0])
+        assert t.loc[1, f"array_fill_{n}"] == pytest.approx(1 / 64)  # batch-1 decode: one row of a 64 x 64 array
+        assert 0.5 < t.loc[0, f"array_fill_{n}"] <= 1
+    front = pd.read_csv(folder / "front.csv", keep_default_na=False)
+    grid, pareto = front[front["line"] == ""], front[front["pareto"]]
+    assert len(pareto) >= 1 and pareto["feasible"].all() and (pareto["line"] == "").all()
+    ok = grid[grid["feasible"]]
+    for _, p in pareto.iterrows():  # nothing feasible has less area and more score
+        assert not ((ok["area_mm2"] < p["area_mm2"]) & (ok["score"] > p["score"])).any()
+    for n in ("1:2", "1:1", "big"):  # each candidate's ratio line holds its ridge
+        line = front[front["line"] == n]
+        assert len(line) > 1 and np.allclose(line["ridge_flop_per_byte"], cands.loc[n, "ridge_flop_per_byte"])
     page = (folder / "report.html").read_text()
-    assert page.count("<img") == 4 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
+    assert page.count("<img") == 6 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
     ai = pd.read_csv(folder / "ai_summary.csv")
     assert ai["share_in_4_16_flop_per_byte"].between(0, 1).all()
     assert "1:1 at 1:2 area" in capsys.readouterr().out
@@ -170,3 +189,113 @@ def test_impossible_candidate_fields_are_one_line(tmp_path: Path, capsys, fields
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path: Path, capsys) -> None:
+    big = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}  # 140 GB of bf16 weights
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "workloads": [*SMALL_STUDY["workloads"], big]})
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: infeasible candidate '1:2': capacity: llama2-70b" in err
+    assert "warning: infeasible workload 'llama2-70b[decode" in err and "does not fit the memory of 1:2, 1:1" in err
+    folder = tmp_path / "tiny-compare"
+    cands = pd.read_csv(folder / "candidates.csv")
+    assert not cands["feasible"].any() and cands["infeasible_reason"].str.contains("GB per chip").all()
+    t = pd.read_csv(folder / "compare.csv", keep_default_na=False)
+    assert list(t["does_not_fit_on"]) == ["", "", "1:2, 1:1"]
+    assert "[infeasible]" in (folder / "speedup.svg").read_text()
+    assert not pd.read_csv(folder / "ceilings.csv")["feasible"].any()
+    br = pd.read_csv(folder / "breakdown.csv").set_index("quantity")
+    assert list(br.loc["feasible (1 yes, 0 no)", ["1:2", "1:1"]]) == [0.0, 0.0]
+    assert "**Infeasible**" in (folder / "summary.md").read_text()
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: compare.candidates: got infeasible candidate(s) 1:2 (capacity") \
+        and err.count("\n") == 1
+    # a feasible comparison stays quiet and passes --strict
+    ok = write_config(tmp_path, SMALL_STUDY, "ok.yaml")
+    assert main(["compare", str(ok), "--ratios", "1:1,2:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 0
+    assert "infeasible" not in capsys.readouterr().err
+
+
+def test_hold_score_reinvest_and_absolute_ridge(tmp_path: Path) -> None:
+    from dse.config import Candidate
+
+    c, d = load_study(write_config(tmp_path, SMALL_STUDY))
+    ctx = prepare(c, d)
+    cands = [Candidate(name="ref", ratio="1:2"), Candidate(name="iso", ratio="1:1", hold="score"),
+             *[Candidate(name=f"r{f}", ratio="1:1", reinvest=f) for f in (0.0, 0.5, 1.0)],
+             Candidate(name="fixed", ratio="1:1"), Candidate(name="r42", ridge=42.0)]
+    cmp = compare(ctx, cands, "compute")
+    t = cmp.designs_table.set_index("candidate")
+    # hold: score reaches the first candidate's score, and 1 % less compute at that ratio does not
+    assert t.loc["iso", "score_vs_base"] >= t.loc["ref", "score_vs_base"] * (1 - 1e-9)
+    iso = cmp.designs[1]
+    less = iso.with_knobs(peak_flops=iso.peak_flops * 0.99, dram_bandwidth=iso.dram_bandwidth * 0.99)
+    from dse.study import score_designs
+
+    assert score_designs(ctx, less)[0].score[0] < t.loc["ref", "score_vs_base"]
+    # reinvest 0 = fixed compute; 1 = the first candidate's area; 0.5 in between; more F, more compute
+    assert t.loc["r0.0", "peak_tflops"] == pytest.approx(t.loc["fixed", "peak_tflops"])
+    a_c, a_ref = t.loc["fixed", "area_mm2"], t.loc["ref", "area_mm2"]
+    assert a_c < a_ref and t.loc["r1.0", "area_mm2"] <= a_ref * (1 + 1e-9)
+    assert a_c < t.loc["r0.5", "area_mm2"] <= a_c + 0.5 * (a_ref - a_c) + 1e-6
+    assert t.loc["r0.0", "peak_tflops"] < t.loc["r0.5", "peak_tflops"] < t.loc["r1.0", "peak_tflops"]
+    assert list(t.loc[["r0.5", "r1.0"], "ridge_flop_per_byte"]) == pytest.approx([t.loc["fixed", "ridge_flop_per_byte"]] * 2)
+    assert t.loc["r42", "ridge_flop_per_byte"] == pytest.approx(42.0)
+    assert t.loc["r42", "given_as"] == "ridge 42 FLOP/B, compute held"
+    assert t.loc["r0.5", "given_as"] == "ratio 1:1, 50% of the saved area into compute"
+
+
+@pytest.mark.parametrize(("candidate", "expect"), [
+    ({"name": "x", "ratio": "1:1", "reinvest": 1.5}, "compare.candidates.1.reinvest: got 1.5; accepted: a fraction "
+                                                     "in [0, 1]"),
+    ({"name": "x", "ratio": "1:1", "reinvest": -0.1}, "compare.candidates.1.reinvest: got -0.1; accepted"),
+    ({"name": "x", "ridge": 0}, "compare.candidates.1.ridge: got 0; accepted: a ridge point > 0 FLOP/byte"),
+    ({"name": "x", "ridge": -42}, "compare.candidates.1.ridge: got -42; accepted: a ridge point > 0"),
+    ({"name": "x", "ridge": 42, "ratio": "1:1"}, "gives both ratio and ridge"),
+    ({"name": "x", "ratio": "1:1", "reinvest": 0.5, "hold": "area"}, "reinvest sets its own area"),
+])
+def test_bad_reinvest_and_ridge_are_one_line_errors(tmp_path: Path, capsys, candidate: dict, expect: str) -> None:
+    section = {"candidates": [{"name": "1:2", "ratio": "1:2"}, candidate]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: ") and expect in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("section", "args", "expect"), [
+    ({"candidates": [{"name": "a", "ratio": "1:2", "hold": "score"}, {"name": "b", "ratio": "1:1"}]}, [],
+     "compare.candidates.0.hold: got 'score' on the first candidate 'a'; accepted: hold: score on a later"),
+    ({"hold": "score", "candidates": [{"name": "a", "ratio": "1:2"}, {"name": "b", "ratio": "1:1"}]}, [],
+     "compare.hold: got hold 'score' for every candidate, the first ('a') included"),
+    (None, ["--ratios", "1:2,1:1", "--hold", "score"], "--hold: got hold 'score' for every candidate"),
+])
+def test_hold_score_without_a_first_candidate_is_one_line(tmp_path: Path, capsys, section, args, expect) -> None:
+    cfg = write_config(tmp_path, {**SMALL_STUDY, **({"compare": section} if section else {})})
+    assert main(["compare", str(cfg), "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and err.count("\n") == 1
+
+
+def test_npu_story_meets_its_claims_with_the_shipped_model() -> None:
+    """experiments/npu_story.yaml: >= 100 serving workloads, >= 60 % of operator FLOPs at 4-16 FLOP/byte, and
+    1:1 (20 % of the saved area reinvested) feasible with >= 10 % less area and >= 5 % more score than 1:2."""
+    from dse.comparison import ai_table
+    from dse.config import Candidate
+    from dse.study import load_context
+
+    path = Path(__file__).parents[1] / "experiments" / "npu_story.yaml"
+    cfg, ctx = load_context(path)
+    assert len(ctx.mix.workloads) >= 100
+    two = [c for c in cfg.compare.candidates if c.name in ("1:2", "1:1")]
+    assert [c.name for c in two] == ["1:2", "1:1"] and two[1].reinvest == 0.2
+    cmp = compare(ctx, [*two, Candidate(name="1:1 at 1:2 compute", ratio="1:1")], "compute")
+    t = cmp.designs_table.set_index("candidate")
+    assert t["feasible"].all()
+    assert t.loc["1:1", "area_mm2_change_pct"] <= -10 and t.loc["1:1", "score_vs_base_change_pct"] >= 5
+    assert t.loc["1:1 at 1:2 compute", "score_vs_base_change_pct"] < 0  # without the reinvested compute 1:1 loses
+    ai = ai_table(ctx, cmp).set_index("weighting")
+    assert ai.loc["per operator, FLOP-weighted, compulsory bytes", "share_in_4_16_flop_per_byte"] >= 0.6
+    ceil = cmp.ceilings.set_index("candidate")
+    assert ceil.loc["1:2", "binding"] == "array"  # the bandwidth-rich design waits on under-filled arrays

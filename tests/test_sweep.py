@@ -83,7 +83,7 @@ def test_sweep_per_mix_writes_one_grid_with_a_mix_column_and_faceted_heatmaps(tm
     grid = pd.read_csv(folder / "sweep.csv", keep_default_na=False)
     assert list(grid["mix"].unique()) == ["vision", "llm"] and len(grid) == 2 * 5 * 5 * 2
     assert {"binding", "binding_time_share"} <= set(grid.columns)
-    assert set(grid["binding"]) <= {"compute", "local", "global", "hbm", "overhead"}
+    assert set(grid["binding"]) <= {"compute", "array", "local", "global", "hbm", "overhead"}
     out = capsys.readouterr().out
     assert "vision: best feasible" in out and "llm: best feasible" in out
     for k in (0, 1):

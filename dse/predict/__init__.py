@@ -27,8 +27,9 @@ FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
 
 def bound_names(levels: list[str]) -> list[str]:
-    """Names of the bound codes: compute, one per memory level, network, overhead."""
-    return ["compute", *levels, "network", "overhead"]
+    """Names of the bound codes: compute, one per memory level, network, overhead, array (compute bound by
+    MAC-array fill; ``dse.predict.roofline``)."""
+    return ["compute", *levels, "network", "overhead", "array"]
 
 
 @dataclass(frozen=True)
@@ -135,9 +136,9 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> 
     df["utilization"] = t_roof / t
     df["fill"] = r.fill[0]
     df["clock_fraction"] = r.clock[0] if r.clock is not None else 1.0
-    kind = np.where(df["bound"] == "compute", "compute-bound",
+    kind = np.where(df["bound"] == "compute", "compute-bound", np.where(df["bound"] == "array", "array-bound",
                     np.where(df["bound"] == "overhead", "overhead-bound",
-                             np.where(df["bound"] == "network", "network-bound", "memory-bound")))
+                             np.where(df["bound"] == "network", "network-bound", "memory-bound"))))
     df["region"] = np.where(df["utilization"] < FAR_BELOW, "far below roof", kind)
     return df
 

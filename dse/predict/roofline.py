@@ -14,7 +14,10 @@ overhead ceiling then binds). With a ``power_limit_w`` the compute term is divid
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
 ``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row). The binding
-ceiling is the largest term; the overhead binds when it alone exceeds the roofline time.
+ceiling is the largest term; the overhead binds when it alone exceeds the roofline time. A compute-bound
+op is *array*-bound (its own ceiling, the roof lowered to ``P * eta * u_array``) when the fill is what makes
+compute bind: ``u_array < ARRAY_FILL`` (more than half the array idles), or a full array would have left
+it under a memory or network ceiling (``t_compute * u_array < max(t_memory, t_network)``).
 Everything is ``[D, O]`` numpy; there is no Python loop over designs or ops.
 """
 
@@ -40,11 +43,15 @@ class BatchResult:
     t_memory: np.ndarray  # [D, O, L]
     t_overhead: np.ndarray  # [D, O]
     traffic: np.ndarray  # [D, O, L]
-    bound: np.ndarray  # [D, O] int: 0 compute, 1..L level, L+1 network, L+2 overhead
+    bound: np.ndarray  # [D, O] int: 0 compute, 1..L level, L+1 network, L+2 overhead, L+3 array (fill-limited)
     peak: np.ndarray  # [D, O] raw peak FLOP/s of the unit for the op's dtype
     fill: np.ndarray  # [D, O] MAC-array fill
     t_network: np.ndarray | None = None  # [D, O] collective time (0 for other ops)
     clock: np.ndarray | None = None  # [D, O] clock fraction under the power cap (1 without one)
+
+
+#: fill under which a compute-bound op is called array-bound (more than half the MAC array idles)
+ARRAY_FILL = 0.5
 
 
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -100,6 +107,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
         time = t_roof + t_over
     terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
+    other = terms[:, :, 1:].max(axis=2)  # the largest memory or network term
+    array = (bound == 0) & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
+    bound = np.where(array, terms.shape[2] + 1, bound)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
     back = o.to_table_order
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),

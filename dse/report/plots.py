@@ -225,6 +225,62 @@ def pareto_chart(all_points: pd.DataFrame, front: pd.DataFrame, x: str, y: str, 
     return _save(fig, path)
 
 
+def area_score_front(front: pd.DataFrame, marks: pd.DataFrame, path: Path, title: str) -> Path:
+    """The search's area-vs-score plane (``comparison.front_table``): grid designs (grey, infeasible
+    hollow), the Pareto front (line), each candidate's ratio line (its ridge across peaks) and the
+    candidates themselves (stars; ``marks`` has candidate, area_mm2, score_vs_base, feasible)."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    g = front[front["line"] == ""]
+    ok = g["feasible"].astype(bool)
+    ax.scatter(g.loc[ok, "area_mm2"], g.loc[ok, "score"], s=10, color="0.6", alpha=0.6, label="grid design (feasible)")
+    ax.scatter(g.loc[~ok, "area_mm2"], g.loc[~ok, "score"], s=10, facecolors="none", edgecolors="0.75",
+               label="grid design (infeasible)")
+    f = g[g["pareto"]].sort_values("area_mm2")
+    ax.step(f["area_mm2"], f["score"], where="post", color="tab:green", lw=4, alpha=0.35,
+            label=f"Pareto front ({len(f)} designs)")
+    drawn: set[float] = set()
+    for k, (_, m) in enumerate(marks.iterrows()):
+        color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
+        ln = front[front["line"] == m["candidate"]].sort_values("area_mm2")
+        ridge = round(float(ln["ridge_flop_per_byte"].iloc[0]), 3)
+        if ridge not in drawn:  # candidates at one ridge share a line
+            drawn.add(ridge)
+            ax.plot(ln["area_mm2"], ln["score"], color=color, lw=1.2, ls=("-", "--", "-.", ":")[k % 4],
+                    label=f"ratio line of {m['candidate']} (ridge {ridge:.0f} FLOP/B)")
+        ax.scatter([m["area_mm2"]], [m["score_vs_base"]], marker="*", s=180, color=color, edgecolors="k", zorder=5,
+                   label=f"{m['candidate']}" + ("" if m["feasible"] else " [infeasible]"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("die area (mm²)")
+    ax.set_ylabel("mix score (x the base design)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def tornado(sens: pd.DataFrame, candidate: str, first: str, objective: str, path: Path, title: str,
+            top: int = 10) -> Path:
+    """The inputs that move ``candidate`` vs ``first`` most (``dse.robustness`` sensitivity rows): one bar
+    per input from the mean objective change with the input in its lowest quarter to that in its highest
+    quarter, ordered by the first-order (variance-based) index, which labels each bar."""
+    s = sens[sens["candidate"] == candidate].head(top).iloc[::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(s) + 1.6))
+    y = np.arange(len(s))
+    lo, hi = s["change_pct_at_low_input"].to_numpy(), s["change_pct_at_high_input"].to_numpy()
+    ax.barh(y, hi - lo, left=lo, color=np.where(hi >= lo, "tab:blue", "tab:orange"), alpha=0.8)
+    for k, (_, r) in enumerate(s.iterrows()):
+        ax.text(max(lo[k], hi[k]), k, f"  S1 {r['first_order_index']:.2f}", va="center", fontsize=7)
+    ax.set_yticks(y, [f"{r['input']} ({r['input_low']:.3g}-{r['input_high']:.3g})" for _, r in s.iterrows()],
+                  fontsize=7)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_xlabel(f"{objective} of {candidate} vs {first} (%): input in its lowest -> highest quarter "
+                  "(blue: rises, orange: falls)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
 def host_roofline(df: pd.DataFrame, hw, path: Path, title: str) -> Path:
     """Measured roofs of a host template, each panel operator as a dot (measured) and a ring
     (predicted) at its arithmetic intensity (compulsory bytes)."""
@@ -326,7 +382,7 @@ def validation_scatter(cov: pd.DataFrame, metric_desc: dict[str, str], path: Pat
 
 
 #: colours of the binding ceilings in sweep heatmaps: compute red, overhead grey, memory levels from LEVEL_COLORS
-BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f"}
+BOUND_COLORS = {"compute": "#d62728", "overhead": "#7f7f7f", "array": "#ff9896"}
 LEVEL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 
 
@@ -369,7 +425,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     shape = (len(P), len(B))
     mixes = list(rows)
     labels = sorted(set().union(*(set(g["binding"]) for g in rows.values())),
-                    key=lambda b: (b == "overhead", b != "compute", b))
+                    key=lambda b: (b == "overhead", b not in ("compute", "array"), b))
     colors = [BOUND_COLORS.get(b, LEVEL_COLORS[k % len(LEVEL_COLORS)]) for k, b in enumerate(labels)]
     cmap_b = matplotlib.colors.ListedColormap(colors)
     height = 9.0 * len(mixes) + 0.8
@@ -472,21 +528,34 @@ def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str, 
     return _save(fig, path)
 
 
-def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str) -> Path:
+def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str,
+              array_fills: list[float] | None = None) -> Path:
     """Several candidates' DRAM and compute roofs on one chart, with the mix's operators (AI at compulsory
-    bytes) placed at their attainable roof of the first candidate."""
+    bytes) placed at their attainable roof of the first candidate. With ``array_fills`` (per candidate, the
+    FLOP-weighted fill of its array-bound ops, nan without any) each candidate's lowered roof
+    ``min(AI x BW, peak x fill)`` is drawn dotted; with ``fill`` and ``bound`` columns in ``ops`` (the first
+    candidate's) an array-bound op sits on its own lowered roof, drawn in orange."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
         peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
-        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)], lw=2,
-                ls=("-", "--", "-.", ":")[k % 4],
+        color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=color, lw=2, ls=("-", "--", "-.", ":")[k % 4],
                 label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
+        f = array_fills[k] if array_fills is not None else float("nan")
+        if np.isfinite(f):
+            ax.plot(xs, np.minimum(xs * bw, peak * f) / TERA, color=color, lw=1, ls=":",
+                    label=f"{n}: array roof at fill {f:.2f} ({peak * f / TERA:.0f} TFLOP/s)")
     o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
     ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
     d0 = designs[0]
-    ax.scatter(ai, np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0]) / TERA, s=8, color="0.3", alpha=0.5,
-               label="mix operators (at the first candidate's roof)")
+    fill = o["fill"].to_numpy(dtype=float) if "fill" in o else np.ones(len(o))
+    arr = (o["bound"] == "array").to_numpy() if "bound" in o else np.zeros(len(o), dtype=bool)
+    y = np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0] * np.where(arr, fill, 1.0)) / TERA
+    ax.scatter(ai[~arr], y[~arr], s=8, color="0.3", alpha=0.5, label="mix operators (at the first candidate's roof)")
+    if arr.any():
+        ax.scatter(ai[arr], y[arr], s=10, color="darkorange", alpha=0.7,
+                   label=f"array-bound operators ({arr.sum()}; at their fill-lowered roof)")
     finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
     return _save(fig, path)
 

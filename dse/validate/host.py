@@ -28,7 +28,7 @@ import pandas as pd
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
-from dse.predict import OpArrays, evaluate
+from dse.predict import OpArrays, bound_names, evaluate
 from dse.workloads import ops as oprows
 
 FP = {"fp32": np.float32, "fp64": np.float64}
@@ -248,7 +248,7 @@ def predict_item(item: PanelOp, d: DesignBatch) -> tuple[float, float, str]:
     t = float(r.time[0] @ counts)
     roof = float(np.maximum(np.where(r.peak[0] > 0, table["flops"].to_numpy() / np.where(r.peak[0] > 0, r.peak[0], 1),
                                      0.0), (r.traffic[0] / d.bandwidth[0]).max(axis=1)) @ counts)
-    names = ["compute", *d.level_names, "network", "overhead"]
+    names = bound_names(d.level_names)
     shares: dict[str, float] = {}
     for b, tt in zip(r.bound[0], r.time[0] * counts, strict=True):
         shares[names[b]] = shares.get(names[b], 0.0) + float(tt)
@@ -272,7 +272,7 @@ def run_panel(items: list[PanelOp], hw: Hardware, measured: np.ndarray | None = 
         flops = float((table["flops"] * table["count"]).sum())
         nbytes = float(((table["bytes_read"] + table["bytes_written"]) * table["count"]).sum())
         util = roof / measured
-        region = "far below roof" if util < 0.5 else ("compute-bound" if bound == "compute" else "memory-bound")
+        region = "far below roof" if util < 0.5 else ("compute-bound" if bound in ("compute", "array") else "memory-bound")
         recs.append({"operator": it.name, "kind": it.kind, "flops": flops, "bytes": nbytes,
                      "ai_flop_per_byte": flops / nbytes if nbytes else np.inf, "measured_s": measured,
                      "predicted_s": pred, "error_pct": (pred / measured - 1) * 100,

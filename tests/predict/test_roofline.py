@@ -142,3 +142,37 @@ def test_time_never_increases_when_a_resource_grows(table, d, which, level, fact
 def test_lean_and_full_paths_agree(table, d) -> None:
     o = OpArrays.from_table(table)
     np.testing.assert_allclose(evaluate(d, o).time, evaluate_times(d, o), rtol=1e-12)
+
+
+def test_a_small_batch_gemm_on_a_big_array_is_array_bound_and_a_full_array_lifts_it() -> None:
+    # M = 8 rows of a 64 x 64 array: fill 8/64; with 4x the bandwidth per FLOP (ridge 42) the fill-lowered
+    # roof (0.9 x 275 / 8 = 31 TFLOP/s) is below the DRAM roof of an AI-8 bf16 GEMM (8 x 6.6 TB/s x eta)
+    # and, with 16 TB/s of global SRAM, below its SRAM roof too
+    d = DesignBatch.from_hardware(NPU)
+    d = d.with_knobs(dram_bandwidth=4 * d.dram_bandwidth).with_field("memory.global.bandwidth_tbps", np.array([16.0]))
+    g = dse.gemm(8, 4096, 4096, dtype="bf16")
+    row = dse.predict(g, d).ops.iloc[0]
+    assert row["fill"] == pytest.approx(8 / 64) and row["bound"] == "array" and row["region"] in (
+        "array-bound", "far below roof")
+    full = d.with_field("compute.matrix.array_rows", np.array([8.0]))  # the same MACs, 8 rows: full fill
+    row = dse.predict(g, full).ops.iloc[0]
+    assert row["fill"] == pytest.approx(1.0) and row["bound"] != "array"
+    big = dse.predict(dse.gemm(4096, 4096, 4096, dtype="bf16"), d).ops.iloc[0]
+    assert big["bound"] == "compute"  # a full array stays compute-bound
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 512), n=st.integers(1, 4096), k=st.integers(1, 8192), bw=st.floats(0.2, 20.0))
+def test_array_bound_means_compute_binds_and_fill_decides(m: int, n: int, k: int, bw: float) -> None:
+    from dse.predict import bound_names
+    from dse.predict.roofline import ARRAY_FILL
+
+    d = DesignBatch.from_hardware(NPU).with_knobs(dram_bandwidth=np.array([bw * 1e12]))
+    o = OpArrays.from_table(dse.gemm(m, n, k, dtype="bf16").ops)
+    r = evaluate(d, o)
+    t_other = max(r.t_memory.max(), 0.0)
+    if bound_names(d.level_names)[r.bound[0, 0]] == "array":
+        assert r.t_compute[0, 0] >= t_other and r.fill[0, 0] < 1
+        assert r.fill[0, 0] < ARRAY_FILL or r.t_compute[0, 0] * r.fill[0, 0] < t_other
+    elif r.bound[0, 0] == 0:
+        assert r.fill[0, 0] >= ARRAY_FILL and r.t_compute[0, 0] * r.fill[0, 0] >= t_other

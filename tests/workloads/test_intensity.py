@@ -23,3 +23,22 @@ def test_mix_shares_follow_mix_weights() -> None:
     st = summary(df)
     assert st["p90"] == pytest.approx(df.loc[0, "ai_compulsory"])
     assert "ai_hbm" in df and "ai_local" in df
+
+
+def test_ai_of_a_config_uses_its_weighted_mix_and_base_design(tmp_path, capsys) -> None:
+    import pandas as pd
+
+    from dse.cli import main
+    from tests.conftest import SMALL_STUDY, write_config
+
+    cfg = write_config(tmp_path, SMALL_STUDY)  # resnet50 weight 1, llama2-7b decode weight 2
+    assert main(["workloads", "ai", str(cfg), "--out", str(tmp_path / "ai"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("config tiny: 2 workloads") and "design npu-7nm (ridge 168 FLOP/byte)" in out
+    df = pd.read_csv(tmp_path / "ai" / "ai_tiny.csv")
+    by_wl = df.groupby("wl")["share_flops"].sum()
+    assert by_wl.to_numpy() == pytest.approx([1 / 3, 2 / 3])
+    assert (tmp_path / "ai" / "ai_tiny_flops.png").is_file()
+    assert main(["workloads", "ai", str(cfg), "--batch", "4", "--out", str(tmp_path / "ai")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: --batch: got --batch with a config") and err.count("\n") == 1

@@ -1,0 +1,80 @@
+"""Monte Carlo robustness of a comparison and the variance-based sensitivity behind its tornado chart."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dse.comparison import compare
+from dse.config import load_study
+from dse.cost.area import area, inventory, price
+from dse.robustness import first_order_indices, node_ranges, sampled_node
+from dse.study import prepare
+from tests.conftest import SMALL_STUDY, write_config
+
+
+def test_first_order_indices_find_the_input_that_matters() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, (2000, 3))
+    s = first_order_indices(x, x[:, 0] + 0.05 * rng.normal(size=2000))
+    assert s[0] > 0.9 and (s[1:] < 0.03).all()
+    s = first_order_indices(x, x[:, 0] + x[:, 1])  # equal variance: half each (analytic Sobol index 0.5)
+    assert s[0] == pytest.approx(0.5, abs=0.06) and s[1] == pytest.approx(0.5, abs=0.06) and s[2] < 0.03
+
+
+def test_sampled_node_prices_like_the_node_at_its_values() -> None:
+    import dse
+
+    d = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    ar = area(d)
+    ranges = node_ranges(ar.node)
+    assert "dram_phy_mm2_per_stack" in ranges and "scratchpad_mm2_per_mib" in ranges
+    inv = inventory(d, ar.node)
+    same = price(inv, sampled_node(ar.node, {k: np.full(4, getattr(ar.node, k).value) for k in ranges}))
+    assert np.allclose(np.sum([np.broadcast_to(v, (4,)) for v in same.values()], axis=0), ar.total[0])
+    lo = price(inv, sampled_node(ar.node, {k: np.array([r[0]]) for k, r in ranges.items()}))
+    hi = price(inv, sampled_node(ar.node, {k: np.array([r[1]]) for k, r in ranges.items()}))
+    assert sum(float(np.sum(v)) for v in lo.values()) < sum(float(np.sum(v)) for v in hi.values())
+
+
+def test_monte_carlo_is_seeded_and_more_bandwidth_always_wins_on_a_decode_mix(tmp_path: Path) -> None:
+    c, d = load_study(write_config(tmp_path, SMALL_STUDY))
+    ctx = prepare(c, d)
+    cmp = compare(ctx, ["1:1", "1:4"], samples=128, seed=7)
+    again = compare(ctx, ["1:1", "1:4"], samples=128, seed=7)
+    pd.testing.assert_frame_equal(cmp.designs_table, again.designs_table)
+    t = cmp.designs_table.set_index("candidate")
+    assert t.loc["1:4", "p_beats_first"] == 1.0  # 4x the bandwidth at the same compute is never slower
+    assert np.isnan(t.loc["1:1", "p_beats_first"])
+    for n in ("1:1", "1:4"):
+        assert t.loc[n, "objective_p10"] <= t.loc[n, "objective_p50"] <= t.loc[n, "objective_p90"]
+    # the score moves with the sampled efficiencies: the nominal lies inside the spread of the base-relative score
+    assert t.loc["1:4", "objective_p10"] < t.loc["1:4", "objective_p90"]
+    sens = cmp.robust.sensitivity
+    top = sens[sens["candidate"] == "1:4"].iloc[0]
+    assert top["input"] == "hbm efficiency scale"  # decode is DRAM-bound on 1:1: the HBM efficiency decides
+    assert ((sens["first_order_index"] >= 0) & (sens["first_order_index"] <= 1)).all()
+    other = compare(ctx, ["1:1", "1:4"], samples=128, seed=8).designs_table.set_index("candidate")
+    assert other.loc["1:4", "objective_p50"] != t.loc["1:4", "objective_p50"]  # another seed, other draws
+
+
+def test_compare_writes_robustness_outputs_and_a_memo(tmp_path: Path, capsys) -> None:
+    from dse.cli import main
+
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["compare", str(cfg), "--ratios", "1:1,2:1", "--samples", "64", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "P(beats 1:1)" in out
+    folder = tmp_path / "tiny-compare"
+    cands = pd.read_csv(folder / "candidates.csv")
+    assert {"p_beats_first", "objective_p10", "objective_p90"} <= set(cands.columns)
+    assert len(pd.read_csv(folder / "mc_samples.csv")) == 64
+    assert (folder / "tornado.png").is_file() and (folder / "robustness.csv").is_file()
+    md = (folder / "summary.md").read_text()
+    assert md.index("## Decision memo") < md.index("## Candidates")
+    assert "Recommendation: keep 1:1" in md  # half the bandwidth at the same compute cannot win on score
+    assert "P(2:1 beats 1:1 on score) = 0%" in md
+    assert main(["compare", str(cfg), "--samples", "-1", "--out", str(tmp_path)]) == 2
+    assert "--samples: got -1" in capsys.readouterr().err
