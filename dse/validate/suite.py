@@ -193,12 +193,19 @@ def harness_sync_us(pred_s: np.ndarray, meas_s: np.ndarray) -> np.ndarray:
     return out
 
 
+def harness_of(row: Mapping[str, str]) -> str:
+    """The timing harness of a row: its source up to the first space (a repository@commit or a paper).
+    Rows of one source were timed by one harness (e.g. LLMCompass's torch.matmul loop, MLPerf's
+    LoadGen + LWIS), so they share its host-synchronisation time; different sources do not."""
+    return str(row.get("source") or "").strip().split(" ", 1)[0]
+
+
 def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None) -> pd.DataFrame:
     """One result row per measurement: status (covered / not covered / error), predicted, error %.
 
     Isolated rows (one host-synchronised call) on a template without ``sync_overhead_us`` get the
-    harness time estimated leave-one-out from that template's other isolated rows (:func:`harness_sync_us`,
-    column ``sync_us_loo``): never from the row itself."""
+    harness time estimated leave-one-out from the other isolated rows of the same template and the same
+    harness (:func:`harness_of`; :func:`harness_sync_us`, column ``sync_us_loo``): never from the row itself."""
     out = []
     loo_sync: dict[int, float] = {}
     isolated: dict[str, list[tuple[int, float, float]]] = {}
@@ -208,7 +215,8 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
         except (NotCoveredError, DseError):
             continue
         if case.isolated and case.metric == "time_s" and case.hardware.compute.sync_overhead_us == 0:
-            isolated.setdefault(case.hardware.name, []).append((k, predict_case(case), case.measured))
+            key = f"{case.hardware.name} {harness_of(row)}"
+            isolated.setdefault(key, []).append((k, predict_case(case), case.measured))
     for rows in isolated.values():
         if len(rows) > 1:
             s = harness_sync_us(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))

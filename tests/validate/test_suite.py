@@ -173,3 +173,20 @@ def test_calibrate_command_reports_leave_one_out(tmp_path: Path, capsys) -> None
     assert "leave-one-out" in out and (tmp_path / "a100-80gb-calibrated.yaml").is_file()
     cal = dse.hardware(tmp_path / "a100-80gb-calibrated.yaml")
     assert 0 < cal.compute.matrix.efficiency <= 1
+
+
+def test_isolated_rows_share_a_harness_only_with_rows_of_the_same_source(tmp_path: Path) -> None:
+    """Two harnesses (25 us and 300 us) on one template: each row's harness time comes from the other
+    rows of its own source, so neither harness leaks into the other."""
+    body = ""
+    for src, sync in (("harnessA@1", 25e-6), ("harnessB@2", 300e-6)):
+        for i, n in enumerate((1024, 2048, 4096)):
+            case = prepare_row({"id": "x", "workload": f"gemm:{n}x{n}x{n}", "scenario": "dtype=bf16",
+                                "hardware": "a100-80gb", "n_chips": "1", "metric": "time_s", "value": "1",
+                                "source": "s", "timing": "isolated"})
+            from dse.validate.suite import predict_case
+            t = predict_case(case, sync_overhead_us=0.0) + sync
+            body += f"{src}-{i},gemm:{n}x{n}x{n},dtype=bf16,a100-80gb,1,time_s,{t},s,{src} table,,isolated\n"
+    res = run_suite(load_measurements(_csv(tmp_path, body)))
+    assert res["error_pct"].abs().max() < 0.5
+    assert np.allclose(res["sync_us_loo"], [25] * 3 + [300] * 3, rtol=1e-2)
