@@ -293,3 +293,16 @@ def test_activation_and_residual_add_run_in_the_conv_epilogue_at_inference_with_
     assert fused.bytes < plain.bytes
     train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
     assert (train.ops["kind"] == "elementwise").any()  # training keeps its activations for the backward pass
+
+
+def test_row_norms_stay_kernels_and_absorb_the_residual_add_with_fusion() -> None:
+    plain = dse.workload("bert-large", batch=2, seq=128)
+    fused = dse.workload("bert-large", batch=2, seq=128, fuse_elementwise=True)
+    norms = lambda w: w.ops[w.ops["kind"] == "norm"]  # noqa: E731
+    assert not norms(fused)["fused"].any()  # a LayerNorm reduces a whole row: a kernel of its own
+    # fused: the norm reads the stream and the residual (2 inputs), the add itself leaves no traffic
+    np.testing.assert_allclose(norms(fused)["bytes_read"], 2 * norms(plain)["bytes_read"])
+    adds = fused.ops[fused.ops["name"].str.contains("residual")]
+    assert adds["fused"].all()
+    a100 = dse.hardware("a100-80gb")
+    assert dse.predict(fused, a100).time_s < dse.predict(plain, a100).time_s
