@@ -75,7 +75,7 @@ def test_other_subcommands(capsys) -> None:
     assert "a100-80gb" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "a100-80gb", "--context", "1024"]) == 0
     assert "ms per step" in capsys.readouterr().out
-    assert main(["predict", "llama2-7b", "a100-40gb"]) == 2
+    assert main(["predict", "llama2-7b", "a100-20gb"]) == 2  # no such template
     assert main(["area"]) == 0
     out = capsys.readouterr().out
     assert "leave-one-out" in out and "gc200" in out and "unit_cost_usd" in out and "v100-sxm" in out

@@ -2,7 +2,8 @@
 
 Each row names a workload (a library model, ``gemm:MxNxK`` or ``copy:N``), a scenario
 (``key=value;...``), a hardware template, a system size, a metric and the measured value with its
-source; ``timing=isolated`` marks a single call timed on its own with a host synchronisation, which
+source; ``timing=isolated`` (or ``isolated:HARNESS`` naming the benchmark script when one source times
+operators through different harnesses) marks a single call timed on its own with a host synchronisation, which
 adds the template's ``sync_overhead_us`` (a property of the measurement, not of a workload).
 A row the model cannot cover yet (several chips, a missing template, a scenario keyword not
 supported) is listed as not covered with the reason; a malformed row is an error with the reason;
@@ -157,9 +158,10 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
         except DseError as exc:
             raise NotCoveredError(f"no system for {chips} x {hw.name}: {exc}") from None
     timing = (row.get("timing") or "steady").strip() or "steady"
-    if timing not in ("steady", "isolated"):
-        raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated", field="timing")
-    return RowCase(rid, wl, hw, metric, value, timing == "isolated", system)
+    isolated = timing == "isolated" or (timing.startswith("isolated:") and len(timing) > len("isolated:"))
+    if timing != "steady" and not isolated:
+        raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated, isolated:HARNESS", field="timing")
+    return RowCase(rid, wl, hw, metric, value, isolated, system)
 
 
 class NotCoveredError(Exception):
@@ -193,12 +195,23 @@ def harness_sync_us(pred_s: np.ndarray, meas_s: np.ndarray) -> np.ndarray:
     return out
 
 
+def harness_of(row: Mapping[str, str]) -> str:
+    """The timing harness of a row: the name after ``timing=isolated:`` if given, else its source up to
+    the first space without ``@commit`` (a repository or a paper). Rows of one source were timed by one harness
+    (e.g. LLMCompass's torch.matmul loop, MLPerf's LoadGen + LWIS), so they share its host-synchronisation
+    time; different sources do not, nor do differently named harnesses of one source (LLMCompass times
+    its GeLU through a different function than its matmuls and adds a different overhead to each)."""
+    timing = str(row.get("timing") or "").strip()
+    source = str(row.get("source") or "").strip().split(" ", 1)[0].split("@", 1)[0]  # the repository, any commit
+    return f"{source} {timing[len('isolated:'):]}" if timing.startswith("isolated:") else source
+
+
 def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None) -> pd.DataFrame:
     """One result row per measurement: status (covered / not covered / error), predicted, error %.
 
     Isolated rows (one host-synchronised call) on a template without ``sync_overhead_us`` get the
-    harness time estimated leave-one-out from that template's other isolated rows (:func:`harness_sync_us`,
-    column ``sync_us_loo``): never from the row itself."""
+    harness time estimated leave-one-out from the other isolated rows of the same template and the same
+    harness (:func:`harness_of`; :func:`harness_sync_us`, column ``sync_us_loo``): never from the row itself."""
     out = []
     loo_sync: dict[int, float] = {}
     isolated: dict[str, list[tuple[int, float, float]]] = {}
@@ -208,7 +221,8 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
         except (NotCoveredError, DseError):
             continue
         if case.isolated and case.metric == "time_s" and case.hardware.compute.sync_overhead_us == 0:
-            isolated.setdefault(case.hardware.name, []).append((k, predict_case(case), case.measured))
+            key = f"{case.hardware.name} {harness_of(row)}"
+            isolated.setdefault(key, []).append((k, predict_case(case), case.measured))
     for rows in isolated.values():
         if len(rows) > 1:
             s = harness_sync_us(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))

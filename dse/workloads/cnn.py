@@ -4,6 +4,11 @@ inverted residuals (Sandler et al. 2018). Activations are NHWC; batch norm is an
 per-channel scale and shift. With ``fuse_elementwise`` at inference, a batch norm right after a
 convolution is folded into the convolution's weights and bias (what TensorRT, ONNX Runtime and
 torch.fx's ``fuse_conv_bn_eval`` do), so it leaves no operator; pre-activation norms (DenseNet) stay.
+The same inference engines run a convolution's activation, and a residual add with its activation, in
+the convolution's epilogue on the output tile while it is still in registers (TensorRT's conv + bias +
+ReLU and conv + elementwise-sum + ReLU fusions, NVIDIA TensorRT Developer Guide, "Layer Fusion";
+cuDNN's ConvBiasAddActivation): no operator is left, and the residual add costs one read of the
+shortcut tensor, charged to the convolution's output traffic (see ``_Builder.epilogue_add``).
 """
 
 from __future__ import annotations
@@ -236,8 +241,22 @@ class _Builder:
             self.params += 2 * out
             if not self.fold_bn:  # folded: w' = w * gamma / sigma, b' = beta - mu * gamma / sigma, no op left
                 self.vector(f"{name}.bn", "norm", "batchnorm")
-        if act != "none":
+        if act != "none" and not self.fold_bn:  # folded inference: the activation runs in the conv's epilogue
             self.vector(f"{name}.{act}", "elementwise", act)
+
+    def epilogue_add(self) -> bool:
+        """Fold a residual add into the epilogue of the convolution just emitted (inference with fused
+        elementwise work): the epilogue reads the shortcut, one tensor of the conv's output shape, so
+        its bytes join the conv's output traffic ``c_bytes`` (read once, like the output is written once).
+        Returns False (nothing changed) when the last row is not a conv producing this shape."""
+        last = self.rows[-1] if self.rows else None
+        if not (self.fold_bn and last is not None and last.get("kind") == "conv"
+                and int(last["M"]) * int(last["N"]) * int(last.get("batch", 1)) == self.elems()):
+            return False
+        extra = self.elems() * ops.DTYPE_BYTES[self.dt]
+        last["c_bytes"] += extra
+        last["bytes_read"] += extra
+        return True
 
     def pool(self, name: str, p: Pool) -> None:
         in_elems = self.elems()
@@ -291,6 +310,8 @@ class _Builder:
             out_shape = (self.h, self.w, self.c)
             self.h, self.w, self.c = h0, w0, c0
             self.conv(f"{name}.downsample", out_shape[2], 1, stride=stride, pad=0, act="none")
+        if self.epilogue_add():  # add and activation run in the conv's epilogue
+            return
         self.vector(f"{name}.add", "elementwise", "add", inputs=2)
         if act != "none":
             self.vector(f"{name}.{act}", "elementwise", act)

@@ -17,6 +17,22 @@ from dse.workloads import ops
 from dse.workloads.scenario import Scenario
 from dse.workloads.training import training_step
 
+#: row-reduction norms: a kernel of their own even with fused elementwise work (see ``norm_row``)
+ROW_NORMS = ("layernorm", "rmsnorm")
+
+
+def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool) -> dict[str, Any]:
+    """A LayerNorm/RMSNorm over ``elems`` activations. It reduces over a whole row (the hidden size), which no
+    GEMM output tile holds, so inference engines keep it a kernel of its own; with ``fe`` (fused elementwise
+    work) the residual add before it merges into it (TensorRT's skip-layernorm plugin, vLLM's
+    fused_add_rms_norm, Inductor's add + norm kernel): one kernel reading the stream and the residual and
+    writing once, while the add row itself is fused away. Other norms (batchnorm) stay foldable."""
+    if fn not in ROW_NORMS:
+        return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn],
+                             dtype=dt, count=count, fused=fe)
+    return ops.streaming(name, kind="norm", elems=elems, inputs=2.0 if fe else 1.0,
+                         flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=False)
+
 
 class PatchEmbed(Strict):
     """ViT input: a ``patch x patch`` stride-``patch`` conv over the image, plus a class token."""
@@ -252,6 +268,8 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
 
     # Layers ----------------------------------------------------------------------------------
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
+        if kind == "norm":
+            return norm_row(f"layer.{nm}", elems, fn, dt, L, fe)
         return ops.streaming(f"layer.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=L, fused=fe)
 
@@ -295,8 +313,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
 
     # Output ----------------------------------------------------------------------------------
-    rows.append(ops.streaming("final_norm", kind="norm", elems=T * h,
-                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[arch.norm], dtype=dt, fused=fe))
+    rows.append(norm_row("final_norm", T * h, arch.norm, dt, 1, fe))
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt))
@@ -384,6 +401,8 @@ def _block(prefix: str, T: int, B: int, q: int, kv: int, h: int, H: int, d: int,
     """One pre-norm block: self-attention, optional cross-attention over ``cross_len`` cached encoder
     tokens, FFN; residuals and norms as streaming rows."""
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
+        if kind == "norm":
+            return norm_row(f"{prefix}.{nm}", elems, fn, dt, count, fe)
         return ops.streaming(f"{prefix}.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=fe)
 

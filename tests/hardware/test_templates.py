@@ -66,7 +66,7 @@ def test_zero_bandwidth_and_unknown_key_are_rejected() -> None:
 
 def test_missing_template_lists_the_accepted_names() -> None:
     with pytest.raises(DseError) as ei:
-        dse.hardware("a100-40gb")
+        dse.hardware("a100-20gb")
     assert "a100-80gb" in str(ei.value) and "unknown hardware template" in str(ei.value)
 
 

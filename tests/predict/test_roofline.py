@@ -40,7 +40,8 @@ def test_decode_gemm_streams_weights_and_fills_one_row() -> None:
     assert row["bound"] == "hbm"
     weights = 12288 * 12288 * 2
     assert row["traffic_hbm_bytes"] >= weights
-    assert p.time_s == pytest.approx(weights / (2039e9 * 0.834), rel=0.05)
+    launch = A100.compute.launch_overhead_us * 1e-6  # the kernel's fixed launch/ramp/tail time
+    assert p.time_s - launch == pytest.approx(weights / (2039e9 * 0.834), rel=0.05)
     p1 = dse.predict(dse.gemm(1, 4096, 4096, dtype="bf16"), NPU)
     assert p1.ops.iloc[0]["fill"] == pytest.approx(1 / 64)
 

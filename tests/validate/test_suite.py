@@ -201,3 +201,39 @@ def test_rows_with_unreadable_cells_are_reported_and_the_run_goes_on(tmp_path: P
     assert res.loc["inf", "status"] == "error" and "finite" in res.loc["inf", "reason"]
     assert res.loc["short", "status"] == "error"
     assert "chips: error" in capsys.readouterr().out
+
+
+def test_isolated_rows_share_a_harness_only_with_rows_of_the_same_source(tmp_path: Path) -> None:
+    """Two harnesses (25 us and 300 us) on one template: each row's harness time comes from the other
+    rows of its own source, so neither harness leaks into the other."""
+    body = ""
+    for src, sync in (("harnessA@1", 25e-6), ("harnessB@2", 300e-6)):
+        for i, n in enumerate((1024, 2048, 4096)):
+            case = prepare_row({"id": "x", "workload": f"gemm:{n}x{n}x{n}", "scenario": "dtype=bf16",
+                                "hardware": "a100-80gb", "n_chips": "1", "metric": "time_s", "value": "1",
+                                "source": "s", "timing": "isolated"})
+            from dse.validate.suite import predict_case
+            t = predict_case(case, sync_overhead_us=0.0) + sync
+            body += f"{src}-{i},gemm:{n}x{n}x{n},dtype=bf16,a100-80gb,1,time_s,{t},s,{src} table,,isolated\n"
+    res = run_suite(load_measurements(_csv(tmp_path, body)))
+    assert res["error_pct"].abs().max() < 0.5
+    assert np.allclose(res["sync_us_loo"], [25] * 3 + [300] * 3, rtol=1e-2)
+
+
+def test_named_harnesses_of_one_source_are_kept_apart_and_bad_timing_is_one_line(tmp_path: Path) -> None:
+    from dse.validate.suite import harness_of, predict_case
+
+    assert harness_of({"source": "github.com/x/y@abc file.csv (note)", "timing": "isolated"}) == "github.com/x/y"
+    assert harness_of({"source": "github.com/x/y@def other.csv", "timing": "isolated:gelu"}) == "github.com/x/y gelu"
+    body = ""
+    for name, sync in (("isolated:a", 10e-6), ("isolated:b", 200e-6)):
+        for i, n in enumerate((2**20, 2**24, 2**28)):
+            case = prepare_row({"id": "x", "workload": f"copy:{n}", "scenario": "dtype=fp16", "hardware": "a100-80gb",
+                                "n_chips": "1", "metric": "time_s", "value": "1", "source": "s", "timing": name})
+            t = predict_case(case, sync_overhead_us=0.0) + sync
+            body += f"{name[-1]}{i},copy:{n},dtype=fp16,a100-80gb,1,time_s,{t},s,repo@1 f.csv,,{name}\n"
+    body += "bad,copy:1024,dtype=fp16,a100-80gb,1,time_s,1e-5,s,repo@1,,isolated:\n"
+    res = run_suite(load_measurements(_csv(tmp_path, body))).set_index("id")
+    assert np.allclose(res["sync_us_loo"].iloc[:6], [10] * 3 + [200] * 3, rtol=1e-2)
+    assert res.loc["bad", "status"] == "error"
+    assert "accepted: steady, isolated, isolated:HARNESS" in res.loc["bad", "reason"]

@@ -272,9 +272,37 @@ def test_batch_norm_after_a_conv_folds_away_at_inference_with_fusion() -> None:
     plain = dse.workload("resnet50", batch=8)
     fused = dse.workload("resnet50", batch=8, fuse_elementwise=True)
     assert (plain.ops["kind"] == "norm").any() and not (fused.ops["kind"] == "norm").any()
-    norms = plain.ops[plain.ops["kind"] == "norm"]
-    assert plain.flops - fused.flops == pytest.approx((norms["flops"] * norms["count"]).sum())
+    gone = plain.ops[plain.ops["kind"].isin(["norm", "elementwise"])]  # BN folded; act/add in epilogues
+    assert plain.flops - fused.flops == pytest.approx((gone["flops"] * gone["count"]).sum())
     train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
     assert (train.ops["kind"] == "norm").any()  # training keeps its batch statistics
     dense = dse.workload("densenet121", batch=8, fuse_elementwise=True)
     assert (dense.ops["kind"] == "norm").any()  # pre-activation norms have no conv before them to fold into
+
+
+def test_activation_and_residual_add_run_in_the_conv_epilogue_at_inference_with_fusion() -> None:
+    plain = dse.workload("resnet50", batch=8)
+    fused = dse.workload("resnet50", batch=8, fuse_elementwise=True)
+    assert (plain.ops["kind"] == "elementwise").any() and not (fused.ops["kind"] == "elementwise").any()
+    convs = lambda w: w.ops[w.ops["kind"] == "conv"]  # noqa: E731
+    pc, fc = convs(plain), convs(fused)
+    # the epilogue of one conv per residual block reads the shortcut: 16 bottlenecks in ResNet-50
+    extra = (fc["c_bytes"] * fc["count"]).sum() - (pc["c_bytes"] * pc["count"]).sum()
+    adds = plain.ops[plain.ops["name"].str.contains(r"\.add")]
+    assert extra == pytest.approx((adds["bytes_written"] * adds["count"]).sum())
+    assert fused.bytes < plain.bytes
+    train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
+    assert (train.ops["kind"] == "elementwise").any()  # training keeps its activations for the backward pass
+
+
+def test_row_norms_stay_kernels_and_absorb_the_residual_add_with_fusion() -> None:
+    plain = dse.workload("bert-large", batch=2, seq=128)
+    fused = dse.workload("bert-large", batch=2, seq=128, fuse_elementwise=True)
+    norms = lambda w: w.ops[w.ops["kind"] == "norm"]  # noqa: E731
+    assert not norms(fused)["fused"].any()  # a LayerNorm reduces a whole row: a kernel of its own
+    # fused: the norm reads the stream and the residual (2 inputs), the add itself leaves no traffic
+    np.testing.assert_allclose(norms(fused)["bytes_read"], 2 * norms(plain)["bytes_read"])
+    adds = fused.ops[fused.ops["name"].str.contains("residual")]
+    assert adds["fused"].all()
+    a100 = dse.hardware("a100-80gb")
+    assert dse.predict(fused, a100).time_s < dse.predict(plain, a100).time_s
