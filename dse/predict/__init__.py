@@ -155,6 +155,8 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         raise ValueError("predict() takes one design; use evaluate() or mix_times() for batches")
     if chips is not None or plan:
         keys = {k: v for k, v in plan.items() if v is not None}
+        if wl.plan is not None and wl.plan.trivial:  # a one-chip plan's settings (recompute) carry over
+            keys = {**wl.plan.model_dump(exclude_defaults=True), **keys}
         if chips is not None and not ({"tp", "pp", "dp"} & set(keys)):
             keys["tp"] = chips  # chips alone: tensor parallel over all of them
         try:

@@ -111,9 +111,9 @@ def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: n
         return batch / t
     if metric == "bandwidth_gbps":
         return wl.bytes / t / 1e9
-    if metric == "mfu":
+    if metric == "mfu":  # model FLOPs: what recomputation runs again is left out (Korthikanti et al. 2022, Sec. 6)
         peak = hw.peak_flops if isinstance(hw, Hardware) else hw.peak_flops
-        return wl.flops / t / peak
+        return (wl.flops - wl.scenario.get("recompute_flops", 0.0)) / t / peak
     raise ValueError(f"unknown metric {metric!r}")
 
 

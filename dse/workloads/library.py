@@ -20,6 +20,7 @@ from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import repo_root
 from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
+from dse.workloads import training as training_mod
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
 from dse.yamlio import load_yaml
@@ -107,7 +108,7 @@ class Workload:
             bits.append(f"kv:{sp['kv_dtype']}")
         if s.get("execution") == "eager":
             bits.append("eager")
-        if self.plan is not None and not self.plan.trivial:
+        if self.plan is not None and self.plan.label() != "1 chip":
             bits.append(self.plan.label())
         return f"{self.name}[{' '.join(b for b in bits if b)}]"
 
@@ -215,8 +216,8 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
             plan = Plan.model_validate(dict(plan))
         except ValidationError as exc:
             raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
-    if plan is not None and plan.trivial:
-        plan = None
+    if plan is not None and plan.trivial and plan.recompute == "none":
+        plan = None  # one chip, nothing to charge: the plain workload
     if plan is not None and (name.startswith("copy:") or name.startswith("gemm:")):
         raise DseError(f"{name} is a single operator; accepted: a library model for a parallelism plan", field="plan")
     if name.startswith("copy:"):
@@ -279,7 +280,6 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
-    training = (sc.phase or "") == "training"
     if family == "transformer":
         arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
         rows, facts = transformer.build(arch_l, local, name)
@@ -291,10 +291,18 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
         coll = parallel.gradient_rows(plan, facts, sc.dtype, training)
+    if plan.recompute != "none":
+        if not training:
+            raise DseError(f"got {plan.recompute!r} for phase {facts.get('phase')}; accepted: 'none' "
+                           "(recomputation trades memory for time in training only)", field="plan.recompute")
+        rows = rows + training_mod.recompute_rows(rows, plan.recompute, sc.fused_attention)
     if not plan.trivial:
         rows = parallel.per_microbatch(rows, plan) + coll
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),
                  "params_per_chip": facts.get("params"), "chips": plan.n_chips}
+    if training:  # FLOPs spent again by recomputation: hardware FLOPs, not model FLOPs (MFU leaves them out)
+        facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
+                                             if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))
     return rows, facts, memory
 
 

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from dse.errors import DseError
 from dse.hardware.schema import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -62,6 +63,8 @@ class Plan(Strict):
     ep: int = Field(1, gt=0, description="Expert parallel degree (MoE; divides dp * tp)")
     sp: bool = Field(False, description="Sequence parallelism with TP (norms/dropout split over tp)")
     microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
+    interleave: int = Field(1, gt=0, description="Virtual pipeline stages per rank (Megatron's interleaved 1F1B; "
+                            "divides the layers per stage)")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
     overlap: Overlap = Field(default_factory=Overlap)
@@ -94,11 +97,18 @@ class Plan(Strict):
         return {"tp": 1, "ep": self.tp, "dp": self.tp, "pp": self.tp * self.dp}[group]
 
     def bubble_scale(self) -> float:
-        """(m + pp - 1) / m: the pipeline's fill-and-drain factor on micro-batch work."""
-        return (self.m + self.pp - 1) / self.m
+        """``1 + (pp - 1) / (v * m)``: the pipeline's fill-and-drain factor on micro-batch work.
+
+        1F1B bubble fraction (pp - 1) / m; the interleaved schedule with ``v`` model chunks per rank
+        cuts it to (pp - 1) / (v * m) (Narayanan et al., SC 2021, Sec. 2.2.2)."""
+        return 1.0 + (self.pp - 1) / (self.interleave * self.m)
 
     def label(self) -> str:
         bits = [f"{g}{getattr(self, g)}" for g in GROUPS if getattr(self, g) > 1]
+        if self.interleave > 1:
+            bits.append(f"v{self.interleave}")
+        if self.recompute != "none":
+            bits.append(f"rc:{self.recompute}")
         return " ".join(bits) or "1 chip"
 
 
@@ -116,6 +126,7 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
         raise ValueError(f"{name}: FFN width {arch.ffn} is not divisible by tp = {tp}")
     if pp > arch.layers:
         raise ValueError(f"{name}: pp = {pp} exceeds its {arch.layers} layers")
+    check_interleave(arch.layers, plan)
     upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
                            "vocab": math.ceil(arch.vocab / tp), "layers": math.ceil(arch.layers / pp)}
     if arch.moe is not None:
@@ -130,6 +141,25 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
     elif ep > 1:
         raise ValueError(f"{name} has no experts; accepted: ep = 1")
     return arch.model_copy(update=upd)
+
+
+def check_interleave(layers: int, plan: Plan) -> None:
+    """Interleaving splits each stage's layers into ``v`` equal model chunks (Megatron-LM requires
+    layers divisible by pp x v): raise a one-line ``DseError`` naming ``plan.interleave`` otherwise."""
+    v = plan.interleave
+    if v == 1:
+        return
+    if plan.pp == 1:
+        raise DseError(f"got {v} with pp = 1; accepted: 1 (interleaving needs pipeline stages, pp > 1)",
+                       field="plan.interleave")
+    per = layers // plan.pp
+    if layers % plan.pp:
+        raise DseError(f"got {v}; accepted: 1 ({layers} layers do not split evenly over pp = {plan.pp})",
+                       field="plan.interleave")
+    if per % v:
+        divisors = ", ".join(str(k) for k in range(1, per + 1) if per % k == 0)
+        raise DseError(f"got {v}; accepted: a divisor of the {per} layers per stage ({divisors})",
+                       field="plan.interleave")
 
 
 def collective(name: str, coll: str, S: float, group: str, plan: Plan, count: float, scale: float) -> dict[str, Any]:
@@ -152,11 +182,14 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
     rows: list[dict[str, Any]] = []
     act = T * h * b
     if plan.tp > 1:
-        rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, 2 * L * passes * m, bs))
+        # full recomputation runs each layer's forward again, all-reduces included (Korthikanti et al. 2022, Sec. 5)
+        redo = 1 if (training and plan.recompute == "full") else 0
+        rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, 2 * L * (passes + redo) * m, bs))
         rows.append(collective("tp.embedding_all_reduce", "all_reduce", act, "tp", plan, passes * m, bs))
     if plan.pp > 1:
+        # each of the v model chunks of a rank sends its output on (and its input gradient back)
         rows.append(collective("pp.send_activations", "p2p", act / (plan.tp if plan.sp else 1), "pp", plan,
-                               passes * m, bs))
+                               passes * m * plan.interleave, bs))
     if plan.ep > 1 and arch.moe is not None:
         moe_layers = L - arch.moe.dense_layers
         a2a = T * arch.moe.active * h * b

@@ -8,6 +8,16 @@ backward reads the output gradient and its saved input(s) and writes the input g
 (2x the bytes). The optimizer is AdamW with fp32 master weights and moments: per parameter it reads
 the master weight, the gradient and two moments and writes them back plus the low-precision copy
 (Loshchilov & Hutter 2019; mixed precision per Micikevicius et al. 2018).
+
+Activation recomputation (Chen et al. 2016; Korthikanti et al. 2022, Sec. 5) costs time as extra
+forward rows run during the backward pass (:func:`recompute_rows`):
+
+* ``full``: every layer's forward runs once more (Megatron-LM keeps only each layer's input and
+  recomputes the layer before its backward); the input embedding, output head, loss and optimizer
+  are not recomputed. A training step then does ~4 forward-equivalents of layer work instead of 3.
+* ``selective``: only the attention core (``QK^T``, softmax, ``softmax.V``) runs again. With flash
+  attention (``fused_attention``) the backward already recomputes the scores (its 2.5x FLOPs), so
+  selective recomputation adds nothing more (Dao et al. 2022, Sec. 3.1).
 """
 
 from __future__ import annotations
@@ -42,6 +52,38 @@ def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
     r.update(name=name, flops=2.0 * row["flops"], bytes_read=row["bytes_read"] + row["bytes_written"],
              bytes_written=row["bytes_read"])
     return [r]
+
+
+#: forward rows that are never recomputed (input embedding, output head, loss; the optimizer is no forward row)
+NOT_RECOMPUTED = ("embed.", "lm_head", "classifier", "final_norm", "loss.", "optimizer.", "patch_embed", "head.")
+RECOMPUTE_SUFFIX = ".recompute"
+
+
+def is_forward(name: str) -> bool:
+    """A forward row of a training step (not a backward, recompute or optimizer row)."""
+    return not (name.endswith(".bwd") or ".bwd." in name or name.endswith(RECOMPUTE_SUFFIX)
+                or name.startswith("optimizer."))
+
+
+def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool = True) -> list[dict[str, Any]]:
+    """The extra forward rows activation recomputation ``mode`` (none | selective | full) runs per step.
+
+    full: a copy of every forward row except :data:`NOT_RECOMPUTED`; selective: a copy of the
+    unfused attention core rows (``layer.attention*``: ``qk``, ``softmax``, ``pv``), none with flash
+    attention (its backward already recomputes them). Copies are named ``<row>.recompute``."""
+    if mode == "none":
+        return []
+    out = []
+    for r in rows:
+        name = str(r["name"])
+        if not is_forward(name) or name.startswith(NOT_RECOMPUTED):
+            continue
+        if mode == "selective" and (fused_attention or not name.startswith("layer.attention")):
+            continue
+        c = dict(r)
+        c["name"] = name + RECOMPUTE_SUFFIX
+        out.append(c)
+    return out
 
 
 def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[dict[str, Any]]:
