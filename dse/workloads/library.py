@@ -174,7 +174,7 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
     a = desc.arch
     match desc.family:
         case "transformer":
-            extra = {"weight_dtype", "weight_group", "fused_attention"}
+            extra = {"weight_dtype", "weight_group", "fused_attention", "dropout"}
             if a.get("kind") == "decoder":
                 extra |= {"seq", "context", "kv_dtype", "logits"}
             elif a.get("patch"):
@@ -283,6 +283,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
     if family == "transformer":
         arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
         rows, facts = transformer.build(arch_l, local, name)
+        rows = parallel.sequence_shard(rows, plan)
         training = facts["phase"] == "training"
         memory = parallel.transformer_memory(arch_l, plan, facts, local, training)
         coll = parallel.collectives(arch_l, plan, facts, local, training)

@@ -14,10 +14,13 @@ times, plus collective rows:
 * TP (Megatron, Shoeybi et al. 2019, Sec. 3): two all-reduces of the layer's activations
   (``tokens x hidden``) per layer in the forward pass, two more in the backward pass, one for the
   vocabulary-parallel embedding; with sequence parallelism (Korthikanti et al. 2022) each becomes a
-  reduce-scatter + all-gather of the same total bytes (priced as the all-reduce).
-* PP: one point-to-point send of the activations per micro-batch (and one of their gradients in
-  training). Step time = (microbatches + pp - 1) / microbatches x the work of ``microbatches``
-  micro-batches (the GPipe / 1F1B bubble, Narayanan et al. 2021, Sec. 2.2).
+  reduce-scatter + all-gather of the same total bytes, and the norms, dropouts and residual adds
+  run on ``1/tp`` of the tokens (:func:`sequence_shard`). Full recomputation repeats the forward
+  all-reduces.
+* PP: one point-to-point send of the activations per micro-batch and model chunk (and one of their
+  gradients in training), ``1/tp`` of them per rank with the scatter/gather optimisation (Narayanan
+  et al. 2021, Sec. 4.1). Step time = ``(1 + (pp - 1) / (v m))`` x the work of ``m`` micro-batches
+  (the 1F1B bubble, Sec. 2.2; ``v`` = ``interleave`` model chunks per rank, Sec. 2.2.2).
 * EP: two all-to-alls per MoE layer (dispatch and combine, ``tokens x top-k x hidden``), doubled in
   training.
 * DP (training): an all-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather, the same
@@ -143,6 +146,27 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
     return arch.model_copy(update=upd)
 
 
+#: per-token rows that sequence parallelism splits over the TP ranks (Korthikanti et al. 2022, Sec. 4.2.2:
+#: layer norms, dropouts and residual adds run on s/t tokens per rank instead of all s on every rank)
+SEQUENCE_ROWS = ("layer.norm1", "layer.norm2", "layer.residual1", "layer.residual2", "layer.dropout1",
+                 "layer.dropout2", "final_norm", "embed.position")
+
+
+def sequence_shard(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:
+    """With ``sp`` and ``tp`` > 1, the :data:`SEQUENCE_ROWS` (and their backward) shrink by ``tp``."""
+    if not plan.sp or plan.tp == 1:
+        return rows
+    out = []
+    for r in rows:
+        if r["reuse"] == "stream" and str(r["name"]).split(".bwd")[0] in SEQUENCE_ROWS:
+            r = dict(r)
+            r["M"] = math.ceil(r["M"] / plan.tp)
+            for k in ("flops", "bytes_read", "bytes_written", "a_bytes", "c_bytes"):
+                r[k] = r[k] / plan.tp
+        out.append(r)
+    return out
+
+
 def check_interleave(layers: int, plan: Plan) -> None:
     """Interleaving splits each stage's layers into ``v`` equal model chunks (Megatron-LM requires
     layers divisible by pp x v): raise a one-line ``DseError`` naming ``plan.interleave`` otherwise."""
@@ -184,12 +208,24 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
     if plan.tp > 1:
         # full recomputation runs each layer's forward again, all-reduces included (Korthikanti et al. 2022, Sec. 5)
         redo = 1 if (training and plan.recompute == "full") else 0
-        rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, 2 * L * (passes + redo) * m, bs))
+        n = 2 * L * (passes + redo) * m
+        if plan.sp:  # each all-reduce becomes a reduce-scatter + an all-gather (Korthikanti et al. 2022, Sec. 4.2.2)
+            # training keeps only the split input of each linear block and all-gathers it again in the
+            # backward pass before the weight-gradient GEMM (Sec. 4.2.2, last paragraph): two more per layer
+            regather = 2 * L * m if (training and redo == 0) else 0
+            rows.append(collective("tp.layer_reduce_scatter", "reduce_scatter", act, "tp", plan, n, bs))
+            rows.append(collective("tp.layer_all_gather", "all_gather", act, "tp", plan, n + regather, bs))
+        else:
+            rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, n, bs))
         rows.append(collective("tp.embedding_all_reduce", "all_reduce", act, "tp", plan, passes * m, bs))
     if plan.pp > 1:
-        # each of the v model chunks of a rank sends its output on (and its input gradient back)
-        rows.append(collective("pp.send_activations", "p2p", act / (plan.tp if plan.sp else 1), "pp", plan,
-                               passes * m * plan.interleave, bs))
+        # each of the v model chunks of a rank sends its output on (and its input gradient back). With TP
+        # the scatter/gather optimisation sends 1/tp of the activation per rank and all-gathers it inside
+        # the receiving node (Narayanan et al., SC 2021, Sec. 4.1); with SP it is already split.
+        sends = passes * m * plan.interleave
+        rows.append(collective("pp.send_activations", "p2p", act / plan.tp, "pp", plan, sends, bs))
+        if plan.tp > 1 and not plan.sp:
+            rows.append(collective("pp.gather_activations", "all_gather", act, "tp", plan, sends, bs))
     if plan.ep > 1 and arch.moe is not None:
         moe_layers = L - arch.moe.dense_layers
         a2a = T * arch.moe.active * h * b

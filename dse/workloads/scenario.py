@@ -39,6 +39,8 @@ class Scenario(Strict):
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "
+                           "the attention probabilities and after the attention and MLP blocks; 0 = no dropout ops")
     execution: Literal["graph", "eager"] = Field(
         "graph", description="graph: operators launched from a captured graph (CUDA graph, XLA), the template's "
         "launch overhead only; eager: every unfused operator is dispatched by the host framework one at a time, "

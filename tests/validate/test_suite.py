@@ -173,3 +173,18 @@ def test_calibrate_command_reports_leave_one_out(tmp_path: Path, capsys) -> None
     assert "leave-one-out" in out and (tmp_path / "a100-80gb-calibrated.yaml").is_file()
     cal = dse.hardware(tmp_path / "a100-80gb-calibrated.yaml")
     assert 0 < cal.compute.matrix.efficiency <= 1
+
+
+def test_megatron_training_rows_are_their_own_family_and_the_recompute_ratio_holds() -> None:
+    """Korthikanti et al. 2022 Table 5 (22B..1T on 8..512 A100): nothing is fitted on these rows.
+    The step-time ratio full / selective recomputation is within 5 % of the measured ratio per model,
+    and no row is off by more than 30 %."""
+    df = load_measurements()
+    rows = df[df["id"].str.startswith("korthikanti-")]
+    res = run_suite(rows).set_index("id")
+    assert (res["status"] == "covered").all() and (res["family"] == "multi-chip-training").all()
+    assert (res["fitted_into"] == "").all() and res["time_error_pct"].abs().max() < 30
+    for model in ("22b", "175b", "530b", "1t"):
+        full, sel = res.loc[f"korthikanti-a100-{model}-full"], res.loc[f"korthikanti-a100-{model}-selective"]
+        ratio_pred, ratio_meas = full["predicted"] / sel["predicted"], full["measured"] / sel["measured"]
+        assert abs(ratio_pred / ratio_meas - 1) < 0.05, (model, ratio_pred, ratio_meas)

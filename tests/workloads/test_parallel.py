@@ -37,3 +37,43 @@ def test_interleave_not_dividing_the_layers_per_stage_is_one_line(v: int, pp: in
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith(f"plan.interleave: got {v}")
     assert ("12 layers per stage (1, 2, 3, 4, 6, 12)" in msg) if pp == 8 else ("pp > 1" in msg)
+
+
+def _coll(p, name: str) -> tuple[float, float]:
+    r = p.ops[p.ops["name"].str.startswith(name)]  # same-shape rows merge: "name (+1 same shape)"
+    return float(r["count"].sum()), float(r["net_bytes"].max()) if len(r) else 0.0
+
+
+def test_sequence_parallelism_is_reduce_scatter_plus_all_gather_and_splits_the_norms() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=8)
+    p_sp = dse.predict(wl, "dgx-a100", sp=True, recompute="selective", **kw)
+    p_tp = dse.predict(wl, "dgx-a100", sp=False, recompute="selective", **kw)
+    n_ar, S = _coll(p_tp, "tp.layer_all_reduce")
+    n_rs, S_rs = _coll(p_sp, "tp.layer_reduce_scatter")
+    n_ag, _ = _coll(p_sp, "tp.layer_all_gather")
+    L, m = 96 // 8, 8
+    # 2 per layer in forward and in backward (the TP case's row also holds the embedding's 2 m all-reduces)
+    assert n_ar - 2 * m == n_rs == 2 * L * 2 * m and S_rs == S
+    assert n_ag == n_rs + 2 * L * m  # the backward re-gathers each linear block's split input
+    assert _coll(p_tp, "tp.layer_reduce_scatter")[0] == 0
+    norm = {p.workload.plan.sp: p.ops[p.ops["name"].str.startswith("layer.norm1")]["bytes_read"].max()
+            for p in (p_sp, p_tp)}
+    assert norm[True] == pytest.approx(norm[False] / 8)
+    assert p_sp.memory["activations"] < p_tp.memory["activations"]
+
+
+def test_pipeline_sends_one_tp_slice_per_rank_and_gathers_it_inside_the_node() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    p = dse.predict(wl, "dgx-a100", chips=64, tp=8, pp=8, microbatches=8)
+    n, S = _coll(p, "pp.send_activations")
+    assert pytest.approx(2048 * 12288 * 2 / 8) == S  # one micro-batch's activations / tp, bf16
+    assert _coll(p, "pp.gather_activations")[0] == n
+
+
+def test_full_recompute_repeats_the_forward_all_reduces() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=8)
+    n_full = _coll(dse.predict(wl, "dgx-a100", recompute="full", **kw), "tp.layer_all_reduce")[0]
+    n_none = _coll(dse.predict(wl, "dgx-a100", recompute="none", **kw), "tp.layer_all_reduce")[0]
+    assert n_full - 16 == pytest.approx((n_none - 16) * 3 / 2)  # 16: the embedding's (not recomputed)
