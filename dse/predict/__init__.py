@@ -82,6 +82,16 @@ class Prediction:
         return float((o["time_s"] * o["count"] * (o["scale"] - 1.0)).sum())
 
     @property
+    def serving(self) -> dict[str, float]:
+        """``phase: serving`` only: output tokens/s, ttft_s, tpot_s (mean), tpot_max_s, decode_step_s
+        (``dse.workloads.serving``); empty for other phases."""
+        if self.workload.scenario.get("phase") != "serving":
+            return {}
+        from dse.workloads.serving import metrics
+
+        return metrics(self.ops, self.workload.scenario)
+
+    @property
     def throughput(self) -> float:
         """Passes per second."""
         return 1.0 / self.time_s

@@ -107,6 +107,8 @@ def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: n
         return t
     if metric == "tflops":
         return wl.flops / t / 1e12
+    if metric == "tokens_per_s" and wl.scenario.get("phase") == "serving":  # output tokens of one pass
+        return wl.scenario["tokens"] / t
     if metric in ("tokens_per_s", "samples_per_s"):
         return batch / t
     if metric == "bandwidth_gbps":

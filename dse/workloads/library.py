@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Strict
 from dse.units import repo_root
-from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
+from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, serving, transformer
 from dse.workloads import training as training_mod
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
@@ -98,8 +98,10 @@ class Workload:
         s = self.scenario
         bits = [s.get("phase", "")]
         for key in ("batch", "seq", "context", "resolution"):
-            if s.get(key):
+            if s.get(key) and not (key == "seq" and s.get("phase") == "serving"):
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
+        if s.get("phase") == "serving":
+            bits.append(f"in{s['input_len']} out{s['output_len']}" + (f" chunk{s['chunk']}" if s.get("chunk") else ""))
         bits.append(s.get("dtype", ""))
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
@@ -176,7 +178,7 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
         case "transformer":
             extra = {"weight_dtype", "weight_group", "fused_attention", "dropout"}
             if a.get("kind") == "decoder":
-                extra |= {"seq", "context", "kv_dtype", "logits"}
+                extra |= {"seq", "context", "kv_dtype", "logits", "input_len", "output_len", "chunk"}
             elif a.get("patch"):
                 extra |= {"resolution"}
             elif a.get("conv_frontend") or a.get("conformer"):
@@ -263,7 +265,11 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution}
-    table = ops.table(rows)
+    if facts.get("phase") == "serving":  # compact prefill and decode apart: the TTFT/TPOT split reads them by name
+        parts = [[r for r in rows if str(r["name"]).startswith(pre)] for pre in (serving.PREFILL, serving.DECODE)]
+        table = pd.concat([ops.table(p) for p in parts], ignore_index=True)
+    else:
+        table = ops.table(rows)
     if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
@@ -280,6 +286,8 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
+    if sc.phase == "serving":
+        return build_serving(family, arch, local, name, plan, sc.batch)
     if family == "transformer":
         arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
         rows, facts = transformer.build(arch_l, local, name)
@@ -304,6 +312,35 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
     if training:  # FLOPs spent again by recomputation: hardware FLOPs, not model FLOPs (MFU leaves them out)
         facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
                                              if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))
+    return rows, facts, memory
+
+
+def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan, batch: int
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, float]]:
+    """``phase: serving`` (``dse.workloads.serving``): the prefill of ``batch`` prompts plus
+    ``output_len`` decode steps at the mean KV length, each with its collectives; memory at the
+    longest KV cache (``input_len + output_len`` tokens per sequence)."""
+    if family != "transformer" or getattr(arch, "kind", "") != "decoder":
+        raise ValueError(f"{name} ({family}) has no serving phase; accepted: a decoder transformer (LLM)")
+    if local.input_len is None or local.output_len is None:
+        raise DseError(f"phase serving needs input_len and output_len; got input_len={local.input_len}, "
+                       f"output_len={local.output_len}; accepted: integers >= 1", field=f"workload {name}")
+    if plan.recompute != "none":
+        raise DseError(f"got {plan.recompute!r} for phase serving; accepted: 'none' "
+                       "(recomputation trades memory for time in training only)", field="plan.recompute")
+    i, o = local.input_len, local.output_len
+    arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
+    pre = local.model_copy(update={"phase": "prefill", "seq": i, "logits": "last"})
+    dec = local.model_copy(update={"phase": "decode", "context": serving.mean_context(i, o)})
+    rows_p, facts_p = transformer.build(arch_l, pre, name)
+    rows_d, facts_d = transformer.build(arch_l, dec, name)
+    if not plan.trivial:
+        rows_p = parallel.per_microbatch(rows_p, plan) + parallel.collectives(arch_l, plan, facts_p, pre, False)
+        rows_d = parallel.per_microbatch(rows_d, plan) + parallel.collectives(arch_l, plan, facts_d, dec, False)
+    rows = serving.prefixed(rows_p, serving.PREFILL) + serving.prefixed(rows_d, serving.DECODE, o)
+    memory = parallel.transformer_memory(arch_l, plan, {**facts_d, "context": i + o, "seq": 0}, dec, False)
+    facts = {"phase": "serving", "batch": batch, "seq": i, "context": None, "input_len": i, "output_len": o,
+             "chunk": local.chunk, "tokens": batch * o, "params": facts_d["params"], "chips": plan.n_chips}
     return rows, facts, memory
 
 
