@@ -25,7 +25,8 @@ times, plus collective rows:
   training.
 * DP (training): an all-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather, the same
   bytes; ZeRO-3 adds an all-gather of the parameters in forward and backward; Rajbhandari et al.,
-  SC 2020), overlapped with the backward pass by default.
+  SC 2020), in ``bucket_mb`` buckets overlapped with the backward pass by default except the last
+  bucket, which starts when the backward pass ends (Li et al., PyTorch Distributed, VLDB 2020).
 
 Only the transformer family has tensor, pipeline and expert sharding; every family has data
 parallelism.
@@ -68,6 +69,8 @@ class Plan(Strict):
     microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
     interleave: int = Field(1, gt=0, description="Virtual pipeline stages per rank (Megatron's interleaved 1F1B; "
                             "divides the layers per stage)")
+    bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
+                             "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
     overlap: Overlap = Field(default_factory=Overlap)
@@ -239,7 +242,14 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     if plan.dp == 1 or not training or not facts.get("params"):
         return []
     grads = facts["params"] * DTYPE_BYTES[dtype]
-    rows = [collective("dp.gradient_all_reduce", "all_reduce", grads, "dp", plan, 1, 1.0)]
+    # bucketed (PyTorch DDP, Li et al., VLDB 2020; Megatron-LM DDP): each bucket's all-reduce starts when its
+    # gradients are ready and overlaps the rest of the backward pass (as plan.overlap.dp says); the last
+    # bucket only starts when the backward pass ends, so it is always exposed
+    last = min(grads, plan.bucket_mb * 1e6)
+    rows = [collective("dp.gradient_all_reduce.last_bucket", "all_reduce", last, "dp", plan, 1, 1.0)]
+    rows[0]["overlap"] = False
+    if grads > last:
+        rows.append(collective("dp.gradient_all_reduce", "all_reduce", grads - last, "dp", plan, 1, 1.0))
     if plan.zero == 3:
         rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
     return rows

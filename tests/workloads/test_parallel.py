@@ -77,3 +77,12 @@ def test_full_recompute_repeats_the_forward_all_reduces() -> None:
     n_full = _coll(dse.predict(wl, "dgx-a100", recompute="full", **kw), "tp.layer_all_reduce")[0]
     n_none = _coll(dse.predict(wl, "dgx-a100", recompute="none", **kw), "tp.layer_all_reduce")[0]
     assert n_full - 16 == pytest.approx((n_none - 16) * 3 / 2)  # 16: the embedding's (not recomputed)
+
+
+def test_the_last_gradient_bucket_is_exposed_and_bigger_buckets_expose_more() -> None:
+    wl = dse.workload("gpt3-1.3b", phase="training", batch=16, seq=1024)
+    times = {b: dse.predict(wl, "dgx-a100", chips=16, dp=16, bucket_mb=b) for b in (25.0, 1e5)}
+    small, whole = times[25.0], times[1e5]
+    assert small.network_s > 0  # the last 25 MB bucket waits for the end of the backward pass
+    assert whole.network_s > 10 * small.network_s  # one bucket: nothing overlaps
+    assert whole.time_s > small.time_s
