@@ -291,6 +291,8 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
     if family == "transformer":
         arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
         rows, facts = transformer.build(arch_l, local, name)
+        if plan.pp > 1:
+            arch_l, rows, facts = pipeline_stage(arch, arch_l, local, name, plan)
         rows = parallel.sequence_shard(rows, plan)
         training = facts["phase"] == "training"
         memory = parallel.transformer_memory(arch_l, plan, facts, local, training)
@@ -313,6 +315,25 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
                                              if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))
     return rows, facts, memory
+
+
+def pipeline_stage(arch: Any, arch_l: Any, local: Scenario, name: str, plan: Plan
+                   ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """The pipeline stage that paces the step (``parallel.slowest_stage`` by FLOPs, one layer built to
+    weigh a layer against the LM head): its layers, the head and loss only on the last stage, the
+    embedding only on the first."""
+    first, middle, last = parallel.stage_layers(arch.layers, plan)
+    one, _ = transformer.build(arch_l.model_copy(update={"layers": 1}), local, name)
+
+    def flops(prefixes: tuple[str, ...]) -> float:
+        return float(sum(r["flops"] * r["count"] for r in one if str(r["name"]).startswith(prefixes)))
+
+    stage = parallel.slowest_stage(first, middle, last, plan.pp, flops(("layer.",)), flops(parallel.HEAD_ROWS))
+    arch_s = arch_l.model_copy(update={"layers": {"first": first, "middle": middle, "last": last}[stage]})
+    rows, facts = transformer.build(arch_s, local, name)
+    drop = (() if stage == "last" else parallel.HEAD_ROWS) + (() if stage == "first" else parallel.EMBED_ROWS)
+    rows = [r for r in rows if not str(r["name"]).startswith(drop)] if drop else rows
+    return arch_s, rows, {**facts, "pipeline_stage": stage}
 
 
 def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan, batch: int

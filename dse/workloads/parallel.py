@@ -69,6 +69,10 @@ class Plan(Strict):
     microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
     interleave: int = Field(1, gt=0, description="Virtual pipeline stages per rank (Megatron's interleaved 1F1B; "
                             "divides the layers per stage)")
+    first_stage_layers: int | None = Field(None, gt=0, description="Layers on the first pipeline stage (the one with "
+                                           "the embedding; Megatron --decoder-first-pipeline-num-layers)")
+    last_stage_layers: int | None = Field(None, gt=0, description="Layers on the last pipeline stage (the one with the "
+                                          "LM head and loss; Megatron --decoder-last-pipeline-num-layers)")
     bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
                              "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
@@ -134,7 +138,7 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
         raise ValueError(f"{name}: pp = {pp} exceeds its {arch.layers} layers")
     check_interleave(arch.layers, plan)
     upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
-                           "vocab": math.ceil(arch.vocab / tp), "layers": math.ceil(arch.layers / pp)}
+                           "vocab": math.ceil(arch.vocab / tp), "layers": max(stage_layers(arch.layers, plan))}
     if arch.moe is not None:
         m = arch.moe
         if m.experts % ep:
@@ -168,6 +172,43 @@ def sequence_shard(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any
                 r[k] = r[k] / plan.tp
         out.append(r)
     return out
+
+
+#: rows of the last pipeline stage only (final norm, LM head, loss) and of the first only (the embedding)
+HEAD_ROWS = ("final_norm", "lm_head", "classifier", "loss.")
+EMBED_ROWS = ("embed.", "patch_embed")
+
+
+def stage_layers(layers: int, plan: Plan) -> tuple[int, int, int]:
+    """(first, middle, last) stage layer counts. Default: ``ceil(layers / pp)`` everywhere (the slowest
+    stage of an even split); ``first_stage_layers`` / ``last_stage_layers`` fix those stages and the other
+    stages share the rest evenly (it must divide), as Megatron-LM's uneven pipeline split does."""
+    f, l_ = plan.first_stage_layers, plan.last_stage_layers
+    if f is None and l_ is None:
+        even = math.ceil(layers / plan.pp)
+        return even, even, even
+    field = "plan.first_stage_layers" if f is not None else "plan.last_stage_layers"
+    if plan.pp == 1:
+        raise DseError("got a stage split with pp = 1; accepted: pp > 1", field=field)
+    if plan.interleave > 1:
+        raise DseError(f"got an uneven split with interleave = {plan.interleave}; accepted: interleave 1", field=field)
+    fixed = (f or 0) + (l_ or 0)
+    others = plan.pp - (f is not None) - (l_ is not None)
+    rest = layers - fixed
+    if rest < 0 or (others == 0 and rest) or (others and (rest <= 0 or rest % others)):
+        raise DseError(f"got first {f}, last {l_} of {layers} layers over pp = {plan.pp}; accepted: counts that leave "
+                       f"the other {others} stages an equal, positive share", field=field)
+    mid = rest // others if others else 0
+    return (f if f is not None else mid), mid, (l_ if l_ is not None else mid)
+
+
+def slowest_stage(first: int, middle: int, last: int, pp: int, layer_flops: float, head_flops: float) -> str:
+    """The stage that paces the pipeline by FLOPs: ``first``, ``middle`` or ``last`` (the last holds the
+    LM head and loss, ``head_flops``; ties go to the last stage)."""
+    cost = {"last": last * layer_flops + head_flops, "first": first * layer_flops}
+    if pp > 2:
+        cost["middle"] = middle * layer_flops
+    return max(cost, key=lambda k: (cost[k], k == "last"))
 
 
 def check_interleave(layers: int, plan: Plan) -> None:

@@ -86,3 +86,29 @@ def test_the_last_gradient_bucket_is_exposed_and_bigger_buckets_expose_more() ->
     assert small.network_s > 0  # the last 25 MB bucket waits for the end of the backward pass
     assert whole.network_s > 10 * small.network_s  # one bucket: nothing overlaps
     assert whole.time_s > small.time_s
+
+
+def test_uneven_pipeline_split_prices_the_slowest_stage_with_head_only_on_the_last() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=64, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=64)
+    even = dse.predict(wl, "dgx-a100", **kw)
+    assert even.workload.scenario["pipeline_stage"] == "last"  # 12 layers + the LM head
+    assert even.ops["name"].str.startswith("lm_head").any() and not even.ops["name"].str.startswith("embed.tokens").any()
+    # a light last stage (5 layers + head) leaves 13 layers on the others: the first stage paces the step
+    light = dse.predict(wl, "dgx-a100", last_stage_layers=5, **kw)
+    assert light.workload.scenario["pipeline_stage"] == "first" and light.time_s > even.time_s
+    assert not light.ops["name"].str.startswith("lm_head").any() and light.ops["name"].str.startswith("embed.").any()
+    with pytest.raises(DseError) as exc:
+        dse.predict(wl, "dgx-a100", last_stage_layers=10, **kw)  # 86 layers do not split over 7 stages
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("plan.last_stage_layers: got first None, last 10")
+
+
+@pytest.mark.parametrize(("layers", "pp", "f", "l_", "flops", "head", "stage"), [
+    (96, 8, None, None, 1.0, 0.3, "last"), (96, 8, None, 5, 1.0, 0.3, "first"), (96, 8, 6, 6, 1.0, 0.3, "middle"),
+])
+def test_stage_layers_and_slowest_stage(layers, pp, f, l_, flops, head, stage) -> None:
+    from dse.workloads.parallel import slowest_stage, stage_layers
+
+    first, mid, last = stage_layers(layers, Plan(pp=pp, first_stage_layers=f, last_stage_layers=l_))
+    assert first + (pp - 2) * mid + last == layers or (f is None and l_ is None)
+    assert slowest_stage(first, mid, last, pp, flops, head) == stage
