@@ -83,3 +83,22 @@ def test_metrics_invariants(tp: float, td: float, b: int, i: int, o: int, chunk:
     assert s["tpot_max_s"] >= s["decode_step_s"] and s["ttft_s"] >= tp / b * (1 - 1e-9)
     if chunk:
         assert s["ttft_s"] == pytest.approx(math.ceil(i / chunk) * td / o + tp / b)
+
+
+def test_a_study_config_takes_serving_and_training_entries(tmp_path) -> None:
+    import copy
+
+    from dse.errors import DseError
+    from dse.study import load_context
+    from tests.conftest import SMALL_STUDY, write_config
+
+    cfg = copy.deepcopy(SMALL_STUDY)
+    cfg["workloads"] = [{"name": "llama2-7b", "phase": "serving", "batch": 8, "input_len": 256, "output_len": 64},
+                        {"name": "gpt3-1.3b", "phase": "training", "batch": 4, "seq": 512, "dropout": 0.1,
+                         "plan": {"recompute": "full"}}]
+    _, ctx = load_context(write_config(tmp_path, cfg))
+    assert ctx.mix.labels == ["llama2-7b[serving b8 in256 out64 bf16]", "gpt3-1.3b[training b4 s512 bf16 rc:full]"]
+    cfg["workloads"][0]["output_len"] = 0
+    with pytest.raises(DseError) as exc:
+        load_context(write_config(tmp_path, cfg))
+    assert "\n" not in str(exc.value) and "output_len" in str(exc.value) and "accepted" in str(exc.value)
