@@ -627,10 +627,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.workloads.library import workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
-            "resolution")
+            "resolution", "input_len", "output_len", "chunk", "dropout")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     wl = workload(args.workload, **scen)
-    plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute")
+    plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
     if args.sp:
         plan["sp"] = True
@@ -660,6 +660,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     band = band_for(wl)
     lo, hi = band.interval(p.time_s)
     print(f"error band: {band.label()}; the measured step would be {lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
+    if p.serving:
+        sv = p.serving
+        print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
+              f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
     mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
     print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
@@ -773,9 +777,13 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--kv-dtype", help="KV cache dtype")
     pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
     pp.add_argument("--resolution", type=int)
+    pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")
+    pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")
+    pp.add_argument("--chunk", type=int, help="serving: chunked-prefill tokens per iteration")
+    pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
-    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero"):
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     pp.add_argument("--recompute", choices=["none", "selective", "full"])

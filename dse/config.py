@@ -32,8 +32,12 @@ class WorkloadEntry(Strict):
                                                             "this config)")
     suite: str | None = Field(None, min_length=1, description="A named suite instead of one model (its weights x weight)")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
-    phase: Literal["forward", "prefill", "decode", "training"] | None = None
+    phase: Literal["forward", "prefill", "decode", "training", "serving"] | None = None
     batch: int | None = Field(None, gt=0, le=MAX_BATCH)
+    input_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: prompt tokens per request")
+    output_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: generated tokens per request")
+    chunk: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: chunked-prefill tokens per iteration")
+    dropout: float | None = Field(None, ge=0.0, lt=1.0, description="Training: dropout probability")
     seq: int | None = Field(None, gt=0, le=MAX_TOKENS)
     context: int | None = Field(None, gt=0, le=MAX_TOKENS)
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION)

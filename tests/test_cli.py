@@ -172,6 +172,21 @@ def test_predict_takes_the_quantization_flags_and_labels_show_them(capsys) -> No
     assert "llama2-7b[decode b1 ctx1024 bf16 w:int4/g128 kv:fp8 eager]" in out
 
 
+def test_predict_serving_and_training_flags(capsys) -> None:
+    assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "serving", "--batch", "8", "--input-len", "256",
+                 "--output-len", "64", "--chunk", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "llama2-7b[serving b8 in256 out64 chunk128 bf16]" in out and "output tokens/s, TTFT" in out
+    assert main(["predict", "gpt3-175b", "a100-80gb", "--phase", "training", "--batch", "64", "--seq", "2048",
+                 "--chips", "64", "--tp", "8", "--pp", "8", "--microbatches", "64", "--interleave", "3",
+                 "--recompute", "full", "--dropout", "0.1"]) == 0
+    assert "tp8 pp8 v3 rc:full" in capsys.readouterr().out
+    assert main(["predict", "gpt3-175b", "a100-80gb", "--phase", "training", "--batch", "64", "--seq", "2048",
+                 "--chips", "64", "--tp", "8", "--pp", "8", "--microbatches", "64", "--interleave", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "plan.interleave: got 5; accepted: a divisor of the 12 layers per stage" in err[0]
+
+
 def test_hardware_and_area_take_template_paths(capsys) -> None:
     from dse.hardware.templates import templates_dir
 

@@ -83,6 +83,16 @@ class Prediction:
         return float((o["time_s"] * o["count"] * (o["scale"] - 1.0)).sum())
 
     @property
+    def serving(self) -> dict[str, float]:
+        """``phase: serving`` only: output tokens/s, ttft_s, tpot_s (mean), tpot_max_s, decode_step_s
+        (``dse.workloads.serving``); empty for other phases."""
+        if self.workload.scenario.get("phase") != "serving":
+            return {}
+        from dse.workloads.serving import metrics
+
+        return metrics(self.ops, self.workload.scenario)
+
+    @property
     def throughput(self) -> float:
         """Passes per second."""
         return 1.0 / self.time_s
@@ -156,6 +166,8 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         raise ValueError("predict() takes one design; use evaluate() or mix_times() for batches")
     if chips is not None or plan:
         keys = {k: v for k, v in plan.items() if v is not None}
+        if wl.plan is not None and wl.plan.trivial:  # a one-chip plan's settings (recompute) carry over
+            keys = {**wl.plan.model_dump(exclude_defaults=True), **keys}
         if chips is not None and not ({"tp", "pp", "dp"} & set(keys)):
             keys["tp"] = chips  # chips alone: tensor parallel over all of them
         try:

@@ -1,7 +1,9 @@
 """Error per workload family and the error band every prediction carries.
 
 Families group the validation rows by what limits them (``family_of``): single GEMMs, attention,
-copies, LLM decode and prefill, CNN and encoder inference, training steps, multi-chip rows. A row
+copies, LLM decode and prefill, CNN and encoder inference, training steps, multi-chip inference and
+multi-chip training steps (3D-parallel, e.g. Korthikanti et al. 2022 Table 5) and LLM serving
+(prefill + batched decode, ``dse.workloads.serving``). A row
 whose measurement set a template coefficient (``fitted_into`` in ``validation/measurements.csv``,
 e.g. the best-GEMM row behind a matrix efficiency) is in-sample: it is listed but left out of every
 error statistic and band. Errors are compared as time errors ``t_predicted / t_measured - 1`` (a rate
@@ -20,14 +22,17 @@ import pandas as pd
 
 from dse.workloads.library import Workload
 
-FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip")
+FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip",
+            "multi-chip-training", "serving")
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
 
 
 def family_of(wl: Workload) -> str:
     """The validation family of a workload (see the module docstring)."""
+    if wl.scenario.get("phase") == "serving":
+        return "serving"
     if wl.chips > 1:
-        return "multi-chip"
+        return "multi-chip-training" if wl.scenario.get("phase") == "training" else "multi-chip"
     name = wl.name.split(":")[0]
     if name in ("gemm", "copy", "attention"):
         return name

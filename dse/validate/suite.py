@@ -104,13 +104,15 @@ def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: n
         return t
     if metric == "tflops":
         return wl.flops / t / 1e12
+    if metric == "tokens_per_s" and wl.scenario.get("phase") == "serving":  # output tokens of one pass
+        return wl.scenario["tokens"] / t
     if metric in ("tokens_per_s", "samples_per_s"):
         return batch / t
     if metric == "bandwidth_gbps":
         return wl.bytes / t / 1e9
-    if metric == "mfu":
+    if metric == "mfu":  # model FLOPs: what recomputation runs again is left out (Korthikanti et al. 2022, Sec. 6)
         peak = hw.peak_flops if isinstance(hw, Hardware) else hw.peak_flops
-        return wl.flops / t / peak
+        return (wl.flops - wl.scenario.get("recompute_flops", 0.0)) / t / peak
     raise ValueError(f"unknown metric {metric!r}")
 
 

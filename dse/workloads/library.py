@@ -19,7 +19,8 @@ from pydantic import Field, ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.strict import Strict
 from dse.units import repo_root
-from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, transformer
+from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, serving, transformer
+from dse.workloads import training as training_mod
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
 from dse.yamlio import is_file, load_yaml
@@ -97,8 +98,10 @@ class Workload:
         s = self.scenario
         bits = [s.get("phase", "")]
         for key in ("batch", "seq", "context", "resolution"):
-            if s.get(key):
+            if s.get(key) and not (key == "seq" and s.get("phase") == "serving"):
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
+        if s.get("phase") == "serving":
+            bits.append(f"in{s['input_len']} out{s['output_len']}" + (f" chunk{s['chunk']}" if s.get("chunk") else ""))
         bits.append(s.get("dtype", ""))
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
@@ -107,7 +110,7 @@ class Workload:
             bits.append(f"kv:{sp['kv_dtype']}")
         if s.get("execution") == "eager":
             bits.append("eager")
-        if self.plan is not None and not self.plan.trivial:
+        if self.plan is not None and self.plan.label() != "1 chip":
             bits.append(self.plan.label())
         return f"{self.name}[{' '.join(b for b in bits if b)}]"
 
@@ -173,9 +176,9 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
     a = desc.arch
     match desc.family:
         case "transformer":
-            extra = {"weight_dtype", "weight_group", "fused_attention"}
+            extra = {"weight_dtype", "weight_group", "fused_attention", "dropout"}
             if a.get("kind") == "decoder":
-                extra |= {"seq", "context", "kv_dtype", "logits"}
+                extra |= {"seq", "context", "kv_dtype", "logits", "input_len", "output_len", "chunk"}
             elif a.get("patch"):
                 extra |= {"resolution"}
             elif a.get("conv_frontend") or a.get("conformer"):
@@ -215,8 +218,8 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
             plan = Plan.model_validate(dict(plan))
         except ValidationError as exc:
             raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
-    if plan is not None and plan.trivial:
-        plan = None
+    if plan is not None and plan.trivial and plan.recompute == "none":
+        plan = None  # one chip, nothing to charge: the plain workload
     if plan is not None and (name.startswith("copy:") or name.startswith("gemm:")):
         raise DseError(f"{name} is a single operator; accepted: a library model for a parallelism plan", field="plan")
     if name.startswith("copy:"):
@@ -262,7 +265,11 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution}
-    table = ops.table(rows)
+    if facts.get("phase") == "serving":  # compact prefill and decode apart: the TTFT/TPOT split reads them by name
+        parts = [[r for r in rows if str(r["name"]).startswith(pre)] for pre in (serving.PREFILL, serving.DECODE)]
+        table = pd.concat([ops.table(p) for p in parts], ignore_index=True)
+    else:
+        table = ops.table(rows)
     if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
@@ -279,10 +286,14 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
-    training = (sc.phase or "") == "training"
+    if sc.phase == "serving":
+        return build_serving(family, arch, local, name, plan, sc.batch)
     if family == "transformer":
         arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
         rows, facts = transformer.build(arch_l, local, name)
+        if plan.pp > 1:
+            arch_l, rows, facts = pipeline_stage(arch, arch_l, local, name, plan)
+        rows = parallel.sequence_shard(rows, plan)
         training = facts["phase"] == "training"
         memory = parallel.transformer_memory(arch_l, plan, facts, local, training)
         coll = parallel.collectives(arch_l, plan, facts, local, training)
@@ -291,10 +302,66 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
         coll = parallel.gradient_rows(plan, facts, sc.dtype, training)
+    if plan.recompute != "none":
+        if not training:
+            raise DseError(f"got {plan.recompute!r} for phase {facts.get('phase')}; accepted: 'none' "
+                           "(recomputation trades memory for time in training only)", field="plan.recompute")
+        rows = rows + training_mod.recompute_rows(rows, plan.recompute, sc.fused_attention)
     if not plan.trivial:
         rows = parallel.per_microbatch(rows, plan) + coll
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),
                  "params_per_chip": facts.get("params"), "chips": plan.n_chips}
+    if training:  # FLOPs spent again by recomputation: hardware FLOPs, not model FLOPs (MFU leaves them out)
+        facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
+                                             if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))
+    return rows, facts, memory
+
+
+def pipeline_stage(arch: Any, arch_l: Any, local: Scenario, name: str, plan: Plan
+                   ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """The pipeline stage that paces the step (``parallel.slowest_stage`` by FLOPs, one layer built to
+    weigh a layer against the LM head): its layers, the head and loss only on the last stage, the
+    embedding only on the first."""
+    first, middle, last = parallel.stage_layers(arch.layers, plan)
+    one, _ = transformer.build(arch_l.model_copy(update={"layers": 1}), local, name)
+
+    def flops(prefixes: tuple[str, ...]) -> float:
+        return float(sum(r["flops"] * r["count"] for r in one if str(r["name"]).startswith(prefixes)))
+
+    stage = parallel.slowest_stage(first, middle, last, plan.pp, flops(("layer.",)), flops(parallel.HEAD_ROWS))
+    arch_s = arch_l.model_copy(update={"layers": {"first": first, "middle": middle, "last": last}[stage]})
+    rows, facts = transformer.build(arch_s, local, name)
+    drop = (() if stage == "last" else parallel.HEAD_ROWS) + (() if stage == "first" else parallel.EMBED_ROWS)
+    rows = [r for r in rows if not str(r["name"]).startswith(drop)] if drop else rows
+    return arch_s, rows, {**facts, "pipeline_stage": stage}
+
+
+def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan, batch: int
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, float]]:
+    """``phase: serving`` (``dse.workloads.serving``): the prefill of ``batch`` prompts plus
+    ``output_len`` decode steps at the mean KV length, each with its collectives; memory at the
+    longest KV cache (``input_len + output_len`` tokens per sequence)."""
+    if family != "transformer" or getattr(arch, "kind", "") != "decoder":
+        raise ValueError(f"{name} ({family}) has no serving phase; accepted: a decoder transformer (LLM)")
+    if local.input_len is None or local.output_len is None:
+        raise DseError(f"phase serving needs input_len and output_len; got input_len={local.input_len}, "
+                       f"output_len={local.output_len}; accepted: integers >= 1", field=f"workload {name}")
+    if plan.recompute != "none":
+        raise DseError(f"got {plan.recompute!r} for phase serving; accepted: 'none' "
+                       "(recomputation trades memory for time in training only)", field="plan.recompute")
+    i, o = local.input_len, local.output_len
+    arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
+    pre = local.model_copy(update={"phase": "prefill", "seq": i, "logits": "last"})
+    dec = local.model_copy(update={"phase": "decode", "context": serving.mean_context(i, o)})
+    rows_p, facts_p = transformer.build(arch_l, pre, name)
+    rows_d, facts_d = transformer.build(arch_l, dec, name)
+    if not plan.trivial:
+        rows_p = parallel.per_microbatch(rows_p, plan) + parallel.collectives(arch_l, plan, facts_p, pre, False)
+        rows_d = parallel.per_microbatch(rows_d, plan) + parallel.collectives(arch_l, plan, facts_d, dec, False)
+    rows = serving.prefixed(rows_p, serving.PREFILL) + serving.prefixed(rows_d, serving.DECODE, o)
+    memory = parallel.transformer_memory(arch_l, plan, {**facts_d, "context": i + o, "seq": 0}, dec, False)
+    facts = {"phase": "serving", "batch": batch, "seq": i, "context": None, "input_len": i, "output_len": o,
+             "chunk": local.chunk, "tokens": batch * o, "params": facts_d["params"], "chips": plan.n_chips}
     return rows, facts, memory
 
 

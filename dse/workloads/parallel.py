@@ -14,15 +14,19 @@ times, plus collective rows:
 * TP (Megatron, Shoeybi et al. 2019, Sec. 3): two all-reduces of the layer's activations
   (``tokens x hidden``) per layer in the forward pass, two more in the backward pass, one for the
   vocabulary-parallel embedding; with sequence parallelism (Korthikanti et al. 2022) each becomes a
-  reduce-scatter + all-gather of the same total bytes (priced as the all-reduce).
-* PP: one point-to-point send of the activations per micro-batch (and one of their gradients in
-  training). Step time = (microbatches + pp - 1) / microbatches x the work of ``microbatches``
-  micro-batches (the GPipe / 1F1B bubble, Narayanan et al. 2021, Sec. 2.2).
+  reduce-scatter + all-gather of the same total bytes, and the norms, dropouts and residual adds
+  run on ``1/tp`` of the tokens (:func:`sequence_shard`). Full recomputation repeats the forward
+  all-reduces.
+* PP: one point-to-point send of the activations per micro-batch and model chunk (and one of their
+  gradients in training), ``1/tp`` of them per rank with the scatter/gather optimisation (Narayanan
+  et al. 2021, Sec. 4.1). Step time = ``(1 + (pp - 1) / (v m))`` x the work of ``m`` micro-batches
+  (the 1F1B bubble, Sec. 2.2; ``v`` = ``interleave`` model chunks per rank, Sec. 2.2.2).
 * EP: two all-to-alls per MoE layer (dispatch and combine, ``tokens x top-k x hidden``), doubled in
   training.
 * DP (training): an all-reduce of the gradients (ZeRO-1/2: reduce-scatter + all-gather, the same
   bytes; ZeRO-3 adds an all-gather of the parameters in forward and backward; Rajbhandari et al.,
-  SC 2020), overlapped with the backward pass by default.
+  SC 2020), in ``bucket_mb`` buckets overlapped with the backward pass by default except the last
+  bucket, which starts when the backward pass ends (Li et al., PyTorch Distributed, VLDB 2020).
 
 Only the transformer family has tensor, pipeline and expert sharding; every family has data
 parallelism.
@@ -35,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from dse.errors import DseError
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -62,6 +67,14 @@ class Plan(Strict):
     ep: int = Field(1, gt=0, description="Expert parallel degree (MoE; divides dp * tp)")
     sp: bool = Field(False, description="Sequence parallelism with TP (norms/dropout split over tp)")
     microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
+    interleave: int = Field(1, gt=0, description="Virtual pipeline stages per rank (Megatron's interleaved 1F1B; "
+                            "divides the layers per stage)")
+    first_stage_layers: int | None = Field(None, gt=0, description="Layers on the first pipeline stage (the one with "
+                                           "the embedding; Megatron --decoder-first-pipeline-num-layers)")
+    last_stage_layers: int | None = Field(None, gt=0, description="Layers on the last pipeline stage (the one with the "
+                                          "LM head and loss; Megatron --decoder-last-pipeline-num-layers)")
+    bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
+                             "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
     overlap: Overlap = Field(default_factory=Overlap)
@@ -94,11 +107,18 @@ class Plan(Strict):
         return {"tp": 1, "ep": self.tp, "dp": self.tp, "pp": self.tp * self.dp}[group]
 
     def bubble_scale(self) -> float:
-        """(m + pp - 1) / m: the pipeline's fill-and-drain factor on micro-batch work."""
-        return (self.m + self.pp - 1) / self.m
+        """``1 + (pp - 1) / (v * m)``: the pipeline's fill-and-drain factor on micro-batch work.
+
+        1F1B bubble fraction (pp - 1) / m; the interleaved schedule with ``v`` model chunks per rank
+        cuts it to (pp - 1) / (v * m) (Narayanan et al., SC 2021, Sec. 2.2.2)."""
+        return 1.0 + (self.pp - 1) / (self.interleave * self.m)
 
     def label(self) -> str:
         bits = [f"{g}{getattr(self, g)}" for g in GROUPS if getattr(self, g) > 1]
+        if self.interleave > 1:
+            bits.append(f"v{self.interleave}")
+        if self.recompute != "none":
+            bits.append(f"rc:{self.recompute}")
         return " ".join(bits) or "1 chip"
 
 
@@ -116,8 +136,9 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
         raise ValueError(f"{name}: FFN width {arch.ffn} is not divisible by tp = {tp}")
     if pp > arch.layers:
         raise ValueError(f"{name}: pp = {pp} exceeds its {arch.layers} layers")
+    check_interleave(arch.layers, plan)
     upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
-                           "vocab": math.ceil(arch.vocab / tp), "layers": math.ceil(arch.layers / pp)}
+                           "vocab": math.ceil(arch.vocab / tp), "layers": max(stage_layers(arch.layers, plan))}
     if arch.moe is not None:
         m = arch.moe
         if m.experts % ep:
@@ -130,6 +151,83 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
     elif ep > 1:
         raise ValueError(f"{name} has no experts; accepted: ep = 1")
     return arch.model_copy(update=upd)
+
+
+#: per-token rows that sequence parallelism splits over the TP ranks (Korthikanti et al. 2022, Sec. 4.2.2:
+#: layer norms, dropouts and residual adds run on s/t tokens per rank instead of all s on every rank)
+SEQUENCE_ROWS = ("layer.norm1", "layer.norm2", "layer.residual1", "layer.residual2", "layer.dropout1",
+                 "layer.dropout2", "final_norm", "embed.position")
+
+
+def sequence_shard(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:
+    """With ``sp`` and ``tp`` > 1, the :data:`SEQUENCE_ROWS` (and their backward) shrink by ``tp``."""
+    if not plan.sp or plan.tp == 1:
+        return rows
+    out = []
+    for r in rows:
+        if r["reuse"] == "stream" and str(r["name"]).split(".bwd")[0] in SEQUENCE_ROWS:
+            r = dict(r)
+            r["M"] = math.ceil(r["M"] / plan.tp)
+            for k in ("flops", "bytes_read", "bytes_written", "a_bytes", "c_bytes"):
+                r[k] = r[k] / plan.tp
+        out.append(r)
+    return out
+
+
+#: rows of the last pipeline stage only (final norm, LM head, loss) and of the first only (the embedding)
+HEAD_ROWS = ("final_norm", "lm_head", "classifier", "loss.")
+EMBED_ROWS = ("embed.", "patch_embed")
+
+
+def stage_layers(layers: int, plan: Plan) -> tuple[int, int, int]:
+    """(first, middle, last) stage layer counts. Default: ``ceil(layers / pp)`` everywhere (the slowest
+    stage of an even split); ``first_stage_layers`` / ``last_stage_layers`` fix those stages and the other
+    stages share the rest evenly (it must divide), as Megatron-LM's uneven pipeline split does."""
+    f, l_ = plan.first_stage_layers, plan.last_stage_layers
+    if f is None and l_ is None:
+        even = math.ceil(layers / plan.pp)
+        return even, even, even
+    field = "plan.first_stage_layers" if f is not None else "plan.last_stage_layers"
+    if plan.pp == 1:
+        raise DseError("got a stage split with pp = 1; accepted: pp > 1", field=field)
+    if plan.interleave > 1:
+        raise DseError(f"got an uneven split with interleave = {plan.interleave}; accepted: interleave 1", field=field)
+    fixed = (f or 0) + (l_ or 0)
+    others = plan.pp - (f is not None) - (l_ is not None)
+    rest = layers - fixed
+    if rest < 0 or (others == 0 and rest) or (others and (rest <= 0 or rest % others)):
+        raise DseError(f"got first {f}, last {l_} of {layers} layers over pp = {plan.pp}; accepted: counts that leave "
+                       f"the other {others} stages an equal, positive share", field=field)
+    mid = rest // others if others else 0
+    return (f if f is not None else mid), mid, (l_ if l_ is not None else mid)
+
+
+def slowest_stage(first: int, middle: int, last: int, pp: int, layer_flops: float, head_flops: float) -> str:
+    """The stage that paces the pipeline by FLOPs: ``first``, ``middle`` or ``last`` (the last holds the
+    LM head and loss, ``head_flops``; ties go to the last stage)."""
+    cost = {"last": last * layer_flops + head_flops, "first": first * layer_flops}
+    if pp > 2:
+        cost["middle"] = middle * layer_flops
+    return max(cost, key=lambda k: (cost[k], k == "last"))
+
+
+def check_interleave(layers: int, plan: Plan) -> None:
+    """Interleaving splits each stage's layers into ``v`` equal model chunks (Megatron-LM requires
+    layers divisible by pp x v): raise a one-line ``DseError`` naming ``plan.interleave`` otherwise."""
+    v = plan.interleave
+    if v == 1:
+        return
+    if plan.pp == 1:
+        raise DseError(f"got {v} with pp = 1; accepted: 1 (interleaving needs pipeline stages, pp > 1)",
+                       field="plan.interleave")
+    per = layers // plan.pp
+    if layers % plan.pp:
+        raise DseError(f"got {v}; accepted: 1 ({layers} layers do not split evenly over pp = {plan.pp})",
+                       field="plan.interleave")
+    if per % v:
+        divisors = ", ".join(str(k) for k in range(1, per + 1) if per % k == 0)
+        raise DseError(f"got {v}; accepted: a divisor of the {per} layers per stage ({divisors})",
+                       field="plan.interleave")
 
 
 def collective(name: str, coll: str, S: float, group: str, plan: Plan, count: float, scale: float) -> dict[str, Any]:
@@ -152,11 +250,26 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
     rows: list[dict[str, Any]] = []
     act = T * h * b
     if plan.tp > 1:
-        rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, 2 * L * passes * m, bs))
+        # full recomputation runs each layer's forward again, all-reduces included (Korthikanti et al. 2022, Sec. 5)
+        redo = 1 if (training and plan.recompute == "full") else 0
+        n = 2 * L * (passes + redo) * m
+        if plan.sp:  # each all-reduce becomes a reduce-scatter + an all-gather (Korthikanti et al. 2022, Sec. 4.2.2)
+            # training keeps only the split input of each linear block and all-gathers it again in the
+            # backward pass before the weight-gradient GEMM (Sec. 4.2.2, last paragraph): two more per layer
+            regather = 2 * L * m if (training and redo == 0) else 0
+            rows.append(collective("tp.layer_reduce_scatter", "reduce_scatter", act, "tp", plan, n, bs))
+            rows.append(collective("tp.layer_all_gather", "all_gather", act, "tp", plan, n + regather, bs))
+        else:
+            rows.append(collective("tp.layer_all_reduce", "all_reduce", act, "tp", plan, n, bs))
         rows.append(collective("tp.embedding_all_reduce", "all_reduce", act, "tp", plan, passes * m, bs))
     if plan.pp > 1:
-        rows.append(collective("pp.send_activations", "p2p", act / (plan.tp if plan.sp else 1), "pp", plan,
-                               passes * m, bs))
+        # each of the v model chunks of a rank sends its output on (and its input gradient back). With TP
+        # the scatter/gather optimisation sends 1/tp of the activation per rank and all-gathers it inside
+        # the receiving node (Narayanan et al., SC 2021, Sec. 4.1); with SP it is already split.
+        sends = passes * m * plan.interleave
+        rows.append(collective("pp.send_activations", "p2p", act / plan.tp, "pp", plan, sends, bs))
+        if plan.tp > 1 and not plan.sp:
+            rows.append(collective("pp.gather_activations", "all_gather", act, "tp", plan, sends, bs))
     if plan.ep > 1 and arch.moe is not None:
         moe_layers = L - arch.moe.dense_layers
         a2a = T * arch.moe.active * h * b
@@ -170,7 +283,14 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     if plan.dp == 1 or not training or not facts.get("params"):
         return []
     grads = facts["params"] * DTYPE_BYTES[dtype]
-    rows = [collective("dp.gradient_all_reduce", "all_reduce", grads, "dp", plan, 1, 1.0)]
+    # bucketed (PyTorch DDP, Li et al., VLDB 2020; Megatron-LM DDP): each bucket's all-reduce starts when its
+    # gradients are ready and overlaps the rest of the backward pass (as plan.overlap.dp says); the last
+    # bucket only starts when the backward pass ends, so it is always exposed
+    last = min(grads, plan.bucket_mb * 1e6)
+    rows = [collective("dp.gradient_all_reduce.last_bucket", "all_reduce", last, "dp", plan, 1, 1.0)]
+    rows[0]["overlap"] = False
+    if grads > last:
+        rows.append(collective("dp.gradient_all_reduce", "all_reduce", grads - last, "dp", plan, 1, 1.0))
     if plan.zero == 3:
         rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
     return rows

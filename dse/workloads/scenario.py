@@ -9,7 +9,7 @@ from pydantic import Field
 from dse.strict import Strict
 from dse.units import Dtype
 
-Phase = Literal["forward", "prefill", "decode", "training"]
+Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
 #: physical ranges of a scenario (beyond them counts overflow and no real deployment runs)
 MAX_BATCH = 2**20  # sequences or images per pass
@@ -23,13 +23,19 @@ class Scenario(Strict):
     * ``forward``: one inference pass (CNNs, encoders, ViTs); ``prefill``: a decoder LLM ingests a
       prompt of ``seq`` tokens; ``decode``: one new token per sequence against a KV cache of
       ``context`` tokens; ``training``: one training step (forward over ``seq`` tokens or the image,
-      backward, AdamW update; ``dse.workloads.training``).
+      backward, AdamW update; ``dse.workloads.training``); ``serving``: continuous batching of
+      ``batch`` sequences with ``input_len`` prompt and ``output_len`` generated tokens, optionally
+      chunked prefill of ``chunk`` tokens (``dse.workloads.serving``).
     """
 
-    phase: Phase | None = Field(None, description="forward | prefill | decode | training (default: the model's)")
+    phase: Phase | None = Field(None, description="forward | prefill | decode | training | serving (default: the model's)")
     batch: int = Field(1, gt=0, le=MAX_BATCH, description="Sequences or images per pass")
     seq: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Tokens per sequence (forward/prefill)")
     context: int | None = Field(None, gt=0, le=MAX_TOKENS, description="KV-cache length in tokens (decode)")
+    input_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: prompt tokens per request")
+    output_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: generated tokens per request")
+    chunk: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: chunked prefill, prompt tokens per "
+                              "iteration (default: whole prompts)")
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
@@ -39,6 +45,8 @@ class Scenario(Strict):
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "
+                           "the attention probabilities and after the attention and MLP blocks; 0 = no dropout ops")
     execution: Literal["graph", "eager"] = Field(
         "graph", description="graph: operators launched from a captured graph (CUDA graph, XLA), the template's "
         "launch overhead only; eager: every unfused operator is dispatched by the host framework one at a time, "

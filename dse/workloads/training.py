@@ -5,9 +5,24 @@ Backward (the standard 2x rule, Kaplan et al. 2020; Narayanan et al. 2021): ever
 attention's backward recomputes the scores and costs 2.5x its forward FLOPs (five matmuls instead of
 two; Dao, FlashAttention-2, 2023) reading Q, K, V, O, dO and writing dQ, dK, dV; a streaming op's
 backward reads the output gradient and its saved input(s) and writes the input gradient(s)
-(2x the bytes). The optimizer is AdamW with fp32 master weights and moments: per parameter it reads
-the master weight, the gradient and two moments and writes them back plus the low-precision copy
-(Loshchilov & Hutter 2019; mixed precision per Micikevicius et al. 2018).
+(2x the bytes). The optimizer is AdamW with fp32 master weights and moments (Loshchilov & Hutter
+2019; mixed precision per Micikevicius et al. 2018) in one fused multi-tensor kernel (apex
+``FusedAdam`` / ``torch.optim.AdamW(fused=True)``): per parameter it reads the fp32 master weight,
+the fp32 gradient (PyTorch AMP keeps fp32 parameters and so fp32 gradients; Megatron-LM accumulates
+into an fp32 ``main_grad`` buffer) and the two moments, and writes master, moments and the
+low-precision weight copy; before it, global-norm gradient clipping reads every gradient once more
+(``clip_grad_norm_``; Megatron-LM ``clip_grad_norm_fp32``, clip 1.0 in its GPT recipes): 20 bytes
+read and ``12 + b`` written per parameter.
+
+Activation recomputation (Chen et al. 2016; Korthikanti et al. 2022, Sec. 5) costs time as extra
+forward rows run during the backward pass (:func:`recompute_rows`):
+
+* ``full``: every layer's forward runs once more (Megatron-LM keeps only each layer's input and
+  recomputes the layer before its backward); the input embedding, output head, loss and optimizer
+  are not recomputed. A training step then does ~4 forward-equivalents of layer work instead of 3.
+* ``selective``: only the attention core (``QK^T``, softmax, ``softmax.V``) runs again. With flash
+  attention (``fused_attention``) the backward already recomputes the scores (its 2.5x FLOPs), so
+  selective recomputation adds nothing more (Dao et al. 2022, Sec. 3.1).
 """
 
 from __future__ import annotations
@@ -19,6 +34,11 @@ from dse.workloads import ops
 
 #: AdamW per parameter: FLOPs (moments, bias correction, decay, update) and bytes moved
 ADAMW_FLOPS_PER_PARAM = 12.0
+#: global gradient norm: a square and an add per parameter
+GRAD_NORM_FLOPS_PER_PARAM = 2.0
+#: bytes read per parameter: fp32 master, gradient, two moments (the fused update) + the gradient
+#: again for the global-norm clipping
+OPTIMIZER_READ_BYTES = 4 + 4 + 4 + 4 + 4
 
 
 def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,6 +64,38 @@ def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [r]
 
 
+#: forward rows that are never recomputed (input embedding, output head, loss; the optimizer is no forward row)
+NOT_RECOMPUTED = ("embed.", "lm_head", "classifier", "final_norm", "loss.", "optimizer.", "patch_embed", "head.")
+RECOMPUTE_SUFFIX = ".recompute"
+
+
+def is_forward(name: str) -> bool:
+    """A forward row of a training step (not a backward, recompute or optimizer row)."""
+    return not (name.endswith(".bwd") or ".bwd." in name or name.endswith(RECOMPUTE_SUFFIX)
+                or name.startswith("optimizer."))
+
+
+def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool = True) -> list[dict[str, Any]]:
+    """The extra forward rows activation recomputation ``mode`` (none | selective | full) runs per step.
+
+    full: a copy of every forward row except :data:`NOT_RECOMPUTED`; selective: a copy of the
+    unfused attention core rows (``layer.attention*``: ``qk``, ``softmax``, ``pv``), none with flash
+    attention (its backward already recomputes them). Copies are named ``<row>.recompute``."""
+    if mode == "none":
+        return []
+    out = []
+    for r in rows:
+        name = str(r["name"])
+        if not is_forward(name) or name.startswith(NOT_RECOMPUTED):
+            continue
+        if mode == "selective" and (fused_attention or not name.startswith("layer.attention")):
+            continue
+        c = dict(r)
+        c["name"] = name + RECOMPUTE_SUFFIX
+        out.append(c)
+    return out
+
+
 def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[dict[str, Any]]:
     """Forward rows + their backward rows + an AdamW update over ``params`` parameters."""
     out = list(rows)
@@ -51,7 +103,7 @@ def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[d
         out.extend(backward_rows(row))
     b = DTYPE_BYTES[dtype]
     out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,
-                             flops_per_elem=ADAMW_FLOPS_PER_PARAM, dtype="fp32",
-                             read_bytes=params * (4 + b + 4 + 4),  # master, grad, m, v
+                             flops_per_elem=ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM, dtype="fp32",
+                             read_bytes=params * OPTIMIZER_READ_BYTES,
                              write_bytes=params * (4 + 4 + 4 + b)))  # master, m, v, weight copy
     return out

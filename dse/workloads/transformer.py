@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from dse.strict import Strict
+from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
 from dse.workloads.training import training_step
@@ -188,6 +189,19 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
     return rows
 
 
+def dropout_row(name: str, elems: float, dt: str, count: int, fused: bool, into_add: bool = False) -> dict[str, Any]:
+    """Training dropout over ``elems`` activations with a one-byte keep-mask (PyTorch's dropout mask
+    is bool; the ``s*b*h`` / ``a*s^2*b`` mask terms of Korthikanti et al. 2022, Sec. 4.1). Megatron-LM
+    applies it to the attention probabilities (its own kernel: read, write and the mask) and before
+    each residual add, fused with the bias and the add (``bias_dropout_add_fused_train``: only the mask
+    is extra traffic, ``into_add``) (Shoeybi et al. 2019, Sec. 3). The backward (``dse.workloads.training``)
+    reads the gradient and the mask and writes the input gradient."""
+    b = DTYPE_BYTES[dt]
+    return ops.streaming(name, kind="elementwise", elems=elems, flops_per_elem=1.0, dtype=dt, count=count,
+                         fused=fused, read_bytes=0.0 if into_add else elems * b,
+                         write_bytes=elems * (1 if into_add else b + 1))
+
+
 def default_phase(arch: TransformerArch) -> str:
     return "decode" if arch.kind == "decoder" else "forward"
 
@@ -200,6 +214,8 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     if arch.kind == "decoder" and phase not in ("prefill", "decode", "training"):
         raise ValueError(f"{name} is a decoder; accepted phase: prefill, decode, training (got {phase})")
     training = phase == "training"
+    if sc.dropout > 0 and not training:
+        raise ValueError(f"dropout: got {sc.dropout} for phase {phase}; accepted: 0 (dropout runs in training only)")
     dt = sc.dtype
     kvdt = sc.kv_dtype or dt
     B, h, L = sc.batch, arch.hidden, arch.layers
@@ -287,7 +303,11 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
                                   kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
                                   kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe))
+        if training and sc.dropout > 0 and not sc.fused_attention:
+            rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
         rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
+    if training and sc.dropout > 0:
+        rows.append(dropout_row("layer.dropout1", T * h, dt, L, fe, into_add=True))
     rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
     rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
@@ -310,6 +330,8 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=ffn_count))
     else:
         rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe))
+    if training and sc.dropout > 0:
+        rows.append(dropout_row("layer.dropout2", T * h, dt, L, fe, into_add=True))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
 
     # Output ----------------------------------------------------------------------------------

@@ -124,7 +124,10 @@ def test_training_memory_parts_and_zero():
     p1 = dse.predict(w, "a100-80gb", chips=8, dp=8, zero=1)
     assert set(p0.memory) == {"weights", "gradients", "optimizer", "activations"}
     assert p1.memory["optimizer"] == pytest.approx(p0.memory["optimizer"] / 8)
-    assert p0.ops.loc[p0.ops["coll"] == "all_reduce", "overlap"].all()  # DP all-reduce hides behind backward
+    ar = p0.ops[p0.ops["coll"] == "all_reduce"].set_index("name")
+    assert ar.loc["dp.gradient_all_reduce", "overlap"]  # DP all-reduce hides behind backward ...
+    assert not ar.loc["dp.gradient_all_reduce.last_bucket", "overlap"]  # ... but for its last 25 MB bucket
+    assert ar.loc["dp.gradient_all_reduce.last_bucket", "net_bytes"] == pytest.approx(25e6)
 
 
 @pytest.mark.parametrize(("kw", "match"), [

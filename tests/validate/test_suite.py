@@ -237,3 +237,18 @@ def test_named_harnesses_of_one_source_are_kept_apart_and_bad_timing_is_one_line
     assert np.allclose(res["sync_us_loo"].iloc[:6], [10] * 3 + [200] * 3, rtol=1e-2)
     assert res.loc["bad", "status"] == "error"
     assert "accepted: steady, isolated, isolated:HARNESS" in res.loc["bad", "reason"]
+
+
+def test_megatron_training_rows_are_their_own_family_and_the_recompute_ratio_holds() -> None:
+    """Korthikanti et al. 2022 Table 5 (22B..1T on 8..512 A100): nothing is fitted on these rows.
+    The step-time ratio full / selective recomputation is within 5 % of the measured ratio per model,
+    and no row is off by more than 30 %."""
+    df = load_measurements()
+    rows = df[df["id"].str.startswith("korthikanti-")]
+    res = run_suite(rows).set_index("id")
+    assert (res["status"] == "covered").all() and (res["family"] == "multi-chip-training").all()
+    assert (res["fitted_into"] == "").all() and res["time_error_pct"].abs().max() < 30
+    for model in ("22b", "175b", "530b", "1t"):
+        full, sel = res.loc[f"korthikanti-a100-{model}-full"], res.loc[f"korthikanti-a100-{model}-selective"]
+        ratio_pred, ratio_meas = full["predicted"] / sel["predicted"], full["measured"] / sel["measured"]
+        assert abs(ratio_pred / ratio_meas - 1) < 0.05, (model, ratio_pred, ratio_meas)

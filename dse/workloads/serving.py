@@ -1,0 +1,97 @@
+"""LLM serving with continuous batching: prefill + batched decode combined into tokens/s, TTFT, TPOT.
+
+``phase: serving`` serves ``batch`` concurrent sequences, each with a prompt of ``input_len`` tokens and
+``output_len`` generated tokens, under continuous batching (Yu et al., Orca, OSDI 2022; Kwon et al.,
+vLLM, SOSP 2023): a finished sequence's slot is refilled at once, so in steady state the engine runs
+``output_len`` decode iterations of ``batch`` sequences for every ``batch`` prompts it prefills. One
+*pass* of the workload is that cycle:
+
+* ``prefill.*`` rows: the ``batch`` prompts (``batch x input_len`` tokens, logits of the last token);
+* ``decode.*`` rows, count x ``output_len``: one decode step of ``batch`` sequences at the mean KV
+  length ``input_len + output_len / 2`` (attention and KV reads grow linearly over a sequence's life,
+  so the mean length gives the exact total for them).
+
+With ``T_p`` and ``T_d`` the predicted prefill and decode times of a pass:
+
+* output tokens/s (MLPerf Inference "Offline": tokens per second at full load) = ``batch x output_len / (T_p + T_d)``
+* TPOT (mean time per output token of one sequence) = ``(T_p + T_d) / output_len``: prefills of the
+  joining requests interleave with the decode iterations, so they stretch every sequence's token gaps;
+* TTFT (time to first token, no queueing) = one prompt's prefill ``T_p / batch``; with chunked prefill
+  of ``chunk`` tokens (Agrawal et al., Sarathi-Serve, OSDI 2024) the prompt is spread over
+  ``n = ceil(input_len / chunk)`` iterations each of one decode step plus one chunk:
+  ``n x (T_d / output_len + T_p / (batch n))``;
+* worst TPOT (the stall a running sequence sees when a prompt joins) = decode step + one prompt's
+  prefill, or + one chunk with chunked prefill, which is what chunking buys.
+
+Chunked prefill here moves latency, not work: its throughput is that of unchunked prefill (the extra
+sharing of weight reads between a chunk and the decode tokens of the same iteration is not modelled).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+PREFILL, DECODE = "prefill.", "decode."
+
+
+def prefixed(rows: list[dict[str, Any]], prefix: str, repeat: int = 1) -> list[dict[str, Any]]:
+    """Rows renamed ``prefix + name`` with counts x ``repeat``."""
+    return [{**r, "name": prefix + str(r["name"]), "count": r["count"] * repeat} for r in rows]
+
+
+def mean_context(input_len: int, output_len: int) -> int:
+    """KV length of the mean decode step: ``input_len + output_len / 2`` (rounded, at least 1)."""
+    return max(1, int(round(input_len + output_len / 2)))
+
+
+def metrics(ops: pd.DataFrame, facts: dict[str, Any]) -> dict[str, float]:
+    """tokens/s, TTFT, mean and worst TPOT (seconds) from a serving prediction's per-row ``total_time_s``."""
+    names = ops["name"].astype(str)
+    t = ops["total_time_s"].to_numpy(dtype=float)
+    t_p = float(t[names.str.startswith(PREFILL).to_numpy()].sum())
+    t_d = float(t[names.str.startswith(DECODE).to_numpy()].sum())
+    return serving_metrics(t_p, t_d, facts["batch"], facts["input_len"], facts["output_len"], facts.get("chunk"))
+
+
+def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: int, output_len: int,
+                    chunk: int | None = None) -> dict[str, float]:
+    """The module docstring's formulas from the prefill and decode times of one pass (seconds)."""
+    cycle = t_prefill + t_decode
+    step = t_decode / output_len
+    one_prompt = t_prefill / batch
+    if chunk:
+        n = math.ceil(input_len / chunk)
+        ttft, stall = n * (step + one_prompt / n), one_prompt / n
+    else:
+        ttft, stall = one_prompt, one_prompt
+    return {"tokens_per_s": batch * output_len / cycle, "ttft_s": ttft, "tpot_s": cycle / output_len,
+            "tpot_max_s": step + stall, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
+
+
+def best_batch(name: str, hardware: Any, tpot_limit_s: float, *, batches: list[int] | None = None,
+               **kwargs: Any) -> tuple[int | None, pd.DataFrame]:
+    """The batch with the most output tokens/s whose mean TPOT stays under ``tpot_limit_s`` and whose
+    KV cache and weights fit one chip; and the table over ``batches`` (default 1, 2, 4 .. 1024).
+
+    ``kwargs`` go to ``dse.workload`` (``input_len``, ``output_len``, ``chunk``, ``dtype``, ...) and
+    ``dse.predict`` (``chips``, ``tp``, ...). Returns ``(None, table)`` when no batch qualifies."""
+    import dse
+    from dse.workloads.parallel import Plan
+
+    plan_keys = set(Plan.model_fields) | {"chips", "system"}
+    wl_kw = {k: v for k, v in kwargs.items() if k not in plan_keys}
+    pr_kw = {k: v for k, v in kwargs.items() if k in plan_keys}
+    recs = []
+    for b in batches or [2**k for k in range(11)]:
+        p = dse.predict(dse.workload(name, phase="serving", batch=b, **wl_kw), hardware, **pr_kw)
+        recs.append({"batch": b, **p.serving, "fits": p.fits})
+    table = pd.DataFrame(recs)
+    ok = table[(table["tpot_s"] <= tpot_limit_s) & table["fits"]]
+    best = int(ok.loc[ok["tokens_per_s"].idxmax(), "batch"]) if len(ok) else None
+    return best, table
+
+
+__all__ = ["best_batch", "mean_context", "metrics", "prefixed", "serving_metrics"]

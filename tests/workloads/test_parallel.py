@@ -1,0 +1,114 @@
+"""Parallel plans: interleaved pipeline bubble and p2p traffic (dse.workloads.parallel)."""
+
+import pytest
+
+import dse
+from dse.errors import DseError
+from dse.workloads.parallel import Plan
+
+
+def test_interleaved_bubble_is_pp_minus_one_over_v_m() -> None:
+    assert Plan(pp=8, microbatches=64).bubble_scale() == pytest.approx(1 + 7 / 64)
+    assert Plan(pp=8, microbatches=64, interleave=3).bubble_scale() == pytest.approx(1 + 7 / 192)
+
+
+def test_the_issue_call_runs_and_interleave_trades_bubble_for_p2p() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=64, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, dp=1, microbatches=64)
+    p3 = dse.predict(wl, "dgx-a100", interleave=3, recompute="full", **kw)
+    p1 = dse.predict(wl, "dgx-a100", interleave=1, recompute="full", **kw)
+    assert p3.time_s > 0 and p3.workload.plan.interleave == 3
+    def compute_bubble(p):
+        o = p.ops[p.ops["coll"] == ""]
+        return float((o["time_s"] * o["count"] * (o["scale"] - 1.0)).sum())
+
+    assert compute_bubble(p3) == pytest.approx(compute_bubble(p1) / 3, rel=1e-6)
+    sends = {p.workload.plan.interleave: p.ops.loc[p.ops["name"] == "pp.send_activations", "count"].sum() for p in (p1, p3)}
+    assert sends[3] == 3 * sends[1]
+    p_none = dse.predict(wl, "dgx-a100", interleave=3, recompute="none", **kw)
+    assert p3.time_s > 1.15 * p_none.time_s  # full recomputation costs time in plans too
+
+
+@pytest.mark.parametrize(("v", "pp"), [(5, 8), (2, 1)])
+def test_interleave_not_dividing_the_layers_per_stage_is_one_line(v: int, pp: int) -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=64, seq=2048)
+    with pytest.raises(DseError) as exc:
+        dse.predict(wl, "dgx-a100", chips=8 * pp, tp=8, pp=pp, microbatches=8, interleave=v)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith(f"plan.interleave: got {v}")
+    assert ("12 layers per stage (1, 2, 3, 4, 6, 12)" in msg) if pp == 8 else ("pp > 1" in msg)
+
+
+def _coll(p, name: str) -> tuple[float, float]:
+    r = p.ops[p.ops["name"].str.startswith(name)]  # same-shape rows merge: "name (+1 same shape)"
+    return float(r["count"].sum()), float(r["net_bytes"].max()) if len(r) else 0.0
+
+
+def test_sequence_parallelism_is_reduce_scatter_plus_all_gather_and_splits_the_norms() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=8)
+    p_sp = dse.predict(wl, "dgx-a100", sp=True, recompute="selective", **kw)
+    p_tp = dse.predict(wl, "dgx-a100", sp=False, recompute="selective", **kw)
+    n_ar, S = _coll(p_tp, "tp.layer_all_reduce")
+    n_rs, S_rs = _coll(p_sp, "tp.layer_reduce_scatter")
+    n_ag, _ = _coll(p_sp, "tp.layer_all_gather")
+    L, m = 96 // 8, 8
+    # 2 per layer in forward and in backward (the TP case's row also holds the embedding's 2 m all-reduces)
+    assert n_ar - 2 * m == n_rs == 2 * L * 2 * m and S_rs == S
+    assert n_ag == n_rs + 2 * L * m  # the backward re-gathers each linear block's split input
+    assert _coll(p_tp, "tp.layer_reduce_scatter")[0] == 0
+    norm = {p.workload.plan.sp: p.ops[p.ops["name"].str.startswith("layer.norm1")]["bytes_read"].max()
+            for p in (p_sp, p_tp)}
+    assert norm[True] == pytest.approx(norm[False] / 8)
+    assert p_sp.memory["activations"] < p_tp.memory["activations"]
+
+
+def test_pipeline_sends_one_tp_slice_per_rank_and_gathers_it_inside_the_node() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    p = dse.predict(wl, "dgx-a100", chips=64, tp=8, pp=8, microbatches=8)
+    n, S = _coll(p, "pp.send_activations")
+    assert pytest.approx(2048 * 12288 * 2 / 8) == S  # one micro-batch's activations / tp, bf16
+    assert _coll(p, "pp.gather_activations")[0] == n
+
+
+def test_full_recompute_repeats_the_forward_all_reduces() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=8)
+    n_full = _coll(dse.predict(wl, "dgx-a100", recompute="full", **kw), "tp.layer_all_reduce")[0]
+    n_none = _coll(dse.predict(wl, "dgx-a100", recompute="none", **kw), "tp.layer_all_reduce")[0]
+    assert n_full - 16 == pytest.approx((n_none - 16) * 3 / 2)  # 16: the embedding's (not recomputed)
+
+
+def test_the_last_gradient_bucket_is_exposed_and_bigger_buckets_expose_more() -> None:
+    wl = dse.workload("gpt3-1.3b", phase="training", batch=16, seq=1024)
+    times = {b: dse.predict(wl, "dgx-a100", chips=16, dp=16, bucket_mb=b) for b in (25.0, 1e5)}
+    small, whole = times[25.0], times[1e5]
+    assert small.network_s > 0  # the last 25 MB bucket waits for the end of the backward pass
+    assert whole.network_s > 10 * small.network_s  # one bucket: nothing overlaps
+    assert whole.time_s > small.time_s
+
+
+def test_uneven_pipeline_split_prices_the_slowest_stage_with_head_only_on_the_last() -> None:
+    wl = dse.workload("gpt3-175b", phase="training", batch=64, seq=2048)
+    kw = dict(chips=64, tp=8, pp=8, microbatches=64)
+    even = dse.predict(wl, "dgx-a100", **kw)
+    assert even.workload.scenario["pipeline_stage"] == "last"  # 12 layers + the LM head
+    assert even.ops["name"].str.startswith("lm_head").any() and not even.ops["name"].str.startswith("embed.tokens").any()
+    # a light last stage (5 layers + head) leaves 13 layers on the others: the first stage paces the step
+    light = dse.predict(wl, "dgx-a100", last_stage_layers=5, **kw)
+    assert light.workload.scenario["pipeline_stage"] == "first" and light.time_s > even.time_s
+    assert not light.ops["name"].str.startswith("lm_head").any() and light.ops["name"].str.startswith("embed.").any()
+    with pytest.raises(DseError) as exc:
+        dse.predict(wl, "dgx-a100", last_stage_layers=10, **kw)  # 86 layers do not split over 7 stages
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("plan.last_stage_layers: got first None, last 10")
+
+
+@pytest.mark.parametrize(("layers", "pp", "f", "l_", "flops", "head", "stage"), [
+    (96, 8, None, None, 1.0, 0.3, "last"), (96, 8, None, 5, 1.0, 0.3, "first"), (96, 8, 6, 6, 1.0, 0.3, "middle"),
+])
+def test_stage_layers_and_slowest_stage(layers, pp, f, l_, flops, head, stage) -> None:
+    from dse.workloads.parallel import slowest_stage, stage_layers
+
+    first, mid, last = stage_layers(layers, Plan(pp=pp, first_stage_layers=f, last_stage_layers=l_))
+    assert first + (pp - 2) * mid + last == layers or (f is None and l_ is None)
+    assert slowest_stage(first, mid, last, pp, flops, head) == stage

@@ -1,0 +1,104 @@
+"""LLM serving: prefill + batched decode combined into tokens/s, TTFT and TPOT (dse.workloads.serving)."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.errors import DseError
+from dse.workloads.serving import best_batch, serving_metrics
+
+KW = dict(phase="serving", input_len=512, output_len=128)
+
+
+def test_serving_pass_is_one_prefill_plus_output_len_decode_steps() -> None:
+    wl = dse.workload("llama2-7b", batch=8, **KW)
+    p = dse.predict(wl, "a100-80gb")
+    pre = dse.predict(dse.workload("llama2-7b", phase="prefill", batch=8, seq=512), "a100-80gb").time_s
+    dec = dse.predict(dse.workload("llama2-7b", phase="decode", batch=8, context=512 + 64), "a100-80gb").time_s
+    assert p.time_s == pytest.approx(pre + 128 * dec, rel=1e-9)
+    s = p.serving
+    assert s["tokens_per_s"] == pytest.approx(8 * 128 / p.time_s)
+    assert s["tpot_s"] == pytest.approx(p.time_s / 128) and s["decode_step_s"] == pytest.approx(dec)
+    assert s["ttft_s"] == pytest.approx(pre / 8)
+    assert "in512 out128" in wl.label() and wl.memory["kv_cache"] > 0
+
+
+def test_batching_raises_throughput_and_tpot_and_chunking_cuts_the_stall() -> None:
+    s1 = dse.predict(dse.workload("llama2-7b", batch=1, **KW), "a100-80gb").serving
+    s32 = dse.predict(dse.workload("llama2-7b", batch=32, **KW), "a100-80gb").serving
+    assert s32["tokens_per_s"] > 8 * s1["tokens_per_s"] and s32["tpot_s"] > s1["tpot_s"]
+    c = dse.predict(dse.workload("llama2-7b", batch=32, chunk=128, **KW), "a100-80gb").serving
+    assert c["tokens_per_s"] == pytest.approx(s32["tokens_per_s"])  # same work, scheduled differently
+    assert c["tpot_max_s"] < s32["tpot_max_s"] and c["ttft_s"] > s32["ttft_s"]
+
+
+def test_best_batch_respects_the_tpot_limit_and_memory() -> None:
+    best, table = best_batch("llama2-7b", "a100-80gb", 0.02, batches=[1, 4, 16, 64, 256], **{k: v for k, v in KW.items()
+                                                                                            if k != "phase"})
+    ok = table[(table["tpot_s"] <= 0.02) & table["fits"]]
+    assert best == int(ok.loc[ok["tokens_per_s"].idxmax(), "batch"])
+    assert (table.loc[table["batch"] > best, "tpot_s"] > 0.02).all() or not table.loc[table["batch"] > best, "fits"].all()
+    assert best_batch("llama2-7b", "a100-80gb", 1e-6, batches=[1, 2], input_len=64, output_len=8)[0] is None
+
+
+def test_serving_in_a_plan_and_in_a_mix_score() -> None:
+    wl = dse.workload("llama2-70b", batch=16, **KW)
+    p = dse.predict(wl, "dgx-a100", chips=8, tp=8)
+    assert p.serving["tokens_per_s"] > 0 and p.network_s > 0
+    from dse.hardware.designs import DesignBatch
+    from dse.predict import mix_times
+    from dse.workloads.mix import Mix
+
+    mix = Mix.of([dse.workload("llama2-7b", batch=16, **KW), dse.workload("resnet50")])
+    t = mix_times(DesignBatch.from_hardware(dse.hardware("a100-80gb")), mix)
+    assert t.shape == (1, 2) and t[0, 0] == pytest.approx(dse.predict(mix.workloads[0], "a100-80gb").time_s)
+
+
+@pytest.mark.parametrize(("kw", "field"), [({"output_len": 0}, "output_len"), ({"input_len": -1}, "input_len")])
+def test_bad_serving_lengths_are_one_line(kw: dict, field: str) -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload("llama2-7b", **{**KW, **kw})
+    msg = str(exc.value)
+    assert "\n" not in msg and field in msg and "accepted" in msg
+
+
+def test_serving_needs_both_lengths_a_decoder_and_no_recompute() -> None:
+    for bad in (lambda: dse.workload("llama2-7b", phase="serving"),
+                lambda: dse.workload("bert-base", phase="serving"),
+                lambda: dse.workload("llama2-7b", plan={"recompute": "full"}, **KW)):
+        with pytest.raises(DseError) as exc:
+            bad()
+        assert "\n" not in str(exc.value) and "accepted" in str(exc.value)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1e-4, 10), st.floats(1e-4, 10), st.integers(1, 512), st.integers(1, 4096), st.integers(1, 2048),
+       st.one_of(st.none(), st.integers(1, 4096)))
+def test_metrics_invariants(tp: float, td: float, b: int, i: int, o: int, chunk: int | None) -> None:
+    s = serving_metrics(tp, td, b, i, o, chunk)
+    assert s["tokens_per_s"] * s["tpot_s"] == pytest.approx(b)  # b sequences each emit a token per TPOT
+    assert s["tpot_max_s"] >= s["decode_step_s"] and s["ttft_s"] >= tp / b * (1 - 1e-9)
+    if chunk:
+        assert s["ttft_s"] == pytest.approx(math.ceil(i / chunk) * td / o + tp / b)
+
+
+def test_a_study_config_takes_serving_and_training_entries(tmp_path) -> None:
+    import copy
+
+    from dse.errors import DseError
+    from dse.study import load_context
+    from tests.conftest import SMALL_STUDY, write_config
+
+    cfg = copy.deepcopy(SMALL_STUDY)
+    cfg["workloads"] = [{"name": "llama2-7b", "phase": "serving", "batch": 8, "input_len": 256, "output_len": 64},
+                        {"name": "gpt3-1.3b", "phase": "training", "batch": 4, "seq": 512, "dropout": 0.1,
+                         "plan": {"recompute": "full"}}]
+    _, ctx = load_context(write_config(tmp_path, cfg))
+    assert ctx.mix.labels == ["llama2-7b[serving b8 in256 out64 bf16]", "gpt3-1.3b[training b4 s512 bf16 rc:full]"]
+    cfg["workloads"][0]["output_len"] = 0
+    with pytest.raises(DseError) as exc:
+        load_context(write_config(tmp_path, cfg))
+    assert "\n" not in str(exc.value) and "output_len" in str(exc.value) and "accepted" in str(exc.value)

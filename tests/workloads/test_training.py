@@ -1,0 +1,74 @@
+"""Training steps: activation recomputation is charged in time (dse.workloads.training)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.errors import DseError
+from dse.workloads.library import load_description
+from dse.workloads.ops import VECTOR_FLOPS_PER_ELEM
+from dse.workloads.training import RECOMPUTE_SUFFIX, is_forward, recompute_rows
+
+
+def _step(rc: str, **kw) -> tuple[float, dse.Workload]:
+    wl = dse.workload("gpt3-1.3b", phase="training", batch=4, seq=1024, plan={"recompute": rc}, **kw)
+    return dse.predict(wl, "a100-80gb").time_s, wl
+
+
+def test_full_recompute_costs_about_one_more_forward_on_one_chip() -> None:
+    t_none, wl_none = _step("none")
+    t_full, wl_full = _step("full")
+    # a step is ~3 forward-equivalents of layer work; full recompute adds one: ~4/3 (head and optimizer not redone)
+    assert 1.2 < t_full / t_none < 1.34
+    assert wl_full.flops > wl_none.flops
+    rc = wl_full.scenario["recompute_flops"]
+    assert rc == pytest.approx(wl_full.flops - wl_none.flops, rel=1e-9)
+    assert 0.2 < rc / wl_none.flops < 1 / 3
+    assert "rc:full" in wl_full.label()
+
+
+def test_selective_recompute_with_flash_attention_is_free_and_unfused_costs_the_attention_core() -> None:
+    t_none, _ = _step("none")
+    t_sel, wl = _step("selective")
+    assert t_sel == pytest.approx(t_none) and wl.scenario["recompute_flops"] == 0
+    t_none_u, wl_none_u = _step("none", fused_attention=False)
+    t_sel_u, wl_u = _step("selective", fused_attention=False)
+    t_full_u, _ = _step("full", fused_attention=False)
+    assert t_none_u < t_sel_u < t_full_u
+    a = load_description("gpt3-1.3b").arch  # the attention core once per layer: QK^T, PV and the softmax
+    B, s, H, d = 4, 1024, a["heads"], a["hidden"] // a["heads"]
+    core = a["layers"] * (4.0 * B * H * s * s * d + VECTOR_FLOPS_PER_ELEM["softmax"] * B * H * s * s)
+    assert wl_u.scenario["recompute_flops"] == pytest.approx(core)
+
+
+def test_predict_keeps_a_one_chip_recompute_plan_when_adding_chips() -> None:
+    wl = dse.workload("gpt3-1.3b", phase="training", batch=8, seq=1024, plan={"recompute": "full"})
+    p = dse.predict(wl, "dgx-a100", chips=2, dp=2)
+    assert p.workload.plan.recompute == "full"
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_recompute_on_an_inference_phase_is_one_line_naming_the_field(phase: str) -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload("gpt3-1.3b", phase=phase, plan={"recompute": "full"})
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("plan.recompute: got 'full'") and "accepted: 'none'" in msg
+
+
+def test_recompute_rows_skip_head_loss_optimizer_and_backward() -> None:
+    rows = [{"name": n, "flops": 1.0, "count": 1} for n in
+            ("embed.tokens", "layer.qkv_proj", "layer.attention.qk", "layer.qkv_proj.bwd.dinput", "lm_head",
+             "loss.softmax_xent", "optimizer.adamw")]
+    assert [r["name"] for r in recompute_rows(rows, "full")] == ["layer.qkv_proj.recompute", "layer.attention.qk.recompute"]
+    assert [r["name"] for r in recompute_rows(rows, "selective", fused_attention=False)] == ["layer.attention.qk.recompute"]
+    assert recompute_rows(rows, "none") == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(["layer.a", "layer.attention.x", "lm_head", "x.bwd", "x.bwd.dweight"]), max_size=12))
+def test_recomputed_rows_are_forward_rows_and_never_recomputed_twice(names: list[str]) -> None:
+    rows = [{"name": n} for n in names]
+    once = recompute_rows(rows, "full")
+    assert all(r["name"].endswith(RECOMPUTE_SUFFIX) and not is_forward(r["name"]) for r in once)
+    assert recompute_rows(rows + once, "full") == once
