@@ -58,5 +58,5 @@ def one_line_error_with_cache_cleared(cached, call) -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--fuzz-n", type=int, default=0, help="cases of the all-command fuzz corpus (default: 24)")
+    parser.addoption("--fuzz-n", type=int, default=0, help="cases of the all-command fuzz corpus (default: 60)")
     parser.addoption("--fuzz-seed", type=int, default=20261201, help="seed of the all-command fuzz corpus")

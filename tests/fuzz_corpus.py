@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -172,6 +173,43 @@ def mutate_bytes(raw: bytes, rng: random.Random) -> tuple[bytes, str]:
     return bomb, "alias bomb"
 
 
+HAVE_ONNX = importlib.util.find_spec("onnx") is not None  # the onnx extra: ONNX imports are fuzzed too
+ONNX_INPUTS = {"x": [8, 64], "img": [1, 3, 32, 32]}
+BAD_DIMS = [[], [0, 64], [-1, 64], [2**31, 64], [8], [8, 64, 2, 2, 2], [64, 8], [1, 3], [1, 3, 32], [0, 0, 0, 0],
+            [1, 3, 1, 1], [10**12, 3, 32, 32]]
+
+
+def mutated_onnx(rng: random.Random) -> tuple[bytes, str]:
+    """A small MLP + conv ONNX graph with one input's shape changed (rank, zero, negative, huge) or its
+    bytes damaged; initializers stay small (a mutated weight would be allocated here)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    dims = dict(ONNX_INPUTS)
+    label = "bytes"
+    if rng.random() < 0.75:
+        key = rng.choice(list(dims))
+        dims[key] = rng.choice(BAD_DIMS)
+        label = f"input {key} dims {dims[key]}"
+    inits = [numpy_helper.from_array(np.zeros((64, 128), np.float32), "W1"),
+             numpy_helper.from_array(np.zeros((128, 10), np.float32), "W2"),
+             numpy_helper.from_array(np.zeros((16, 3, 3, 3), np.float32), "Wc")]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h1"], name="fc1"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
+             helper.make_node(rng.choice(["MatMul", "Gemm"]), ["h2", "W2"], ["h3"], name="fc2"),
+             helper.make_node("Softmax", ["h3"], ["y"], name="softmax"),
+             helper.make_node("Conv", ["img", "Wc"], ["c1"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1]),
+             helper.make_node("ReduceMean", ["c1"], ["c2"], name="pool")]
+    graph = helper.make_graph(nodes, "fuzz", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v)
+                                              for k, v in dims.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("c2", TensorProto.FLOAT, None)], inits)
+    raw = helper.make_model(graph).SerializeToString()
+    if label == "bytes":
+        return mutate_bytes(raw, rng)
+    return raw, label
+
+
 def _yaml_doc(data: object) -> bytes:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode()
 
@@ -274,6 +312,10 @@ def make_case(rng: random.Random) -> Case:
         return Case(command, ["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", flag, value], {},
                     f"{flag} {value}")
     if command == "import":
+        if HAVE_ONNX and rng.random() < 0.4:
+            raw, label = mutated_onnx(rng)
+            return Case(command, ["workloads", "import", "m.onnx", "-o", "out/model.yaml"], {"m.onnx": raw},
+                        f"m.onnx: {label}")
         raw, label = mutated_json(rng.choice(HF), rng)
         return Case(command, ["workloads", "import", "config.json", "-o", "out/model.yaml"],
                     {"config.json": raw}, f"config.json: {label}")

@@ -59,7 +59,7 @@ def test_every_command_on_mutated_files_is_a_result_or_one_line(tmp_path, reques
     ``python -m tests.fuzz_corpus --n 300 --seed 1000`` for a table by command)."""
     from tests.fuzz_corpus import corpus, run_corpus, summary
 
-    n = request.config.getoption("--fuzz-n") or 24
+    n = request.config.getoption("--fuzz-n") or 60
     seed = request.config.getoption("--fuzz-seed")
     cases = corpus(n, seed)
     assert len({c.command for c in cases}) >= 6  # the sample reaches most commands

@@ -115,3 +115,13 @@ def test_binding_ceiling_does_not_depend_on_the_sub_batch_size(tmp_path: Path) -
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
     assert len(set(a[0])) == 2  # compute-bound at the high-bandwidth end, memory-bound at the other
+
+
+def test_a_knob_not_searched_gives_a_one_column_grid_and_its_heatmaps(tmp_path: Path, capsys) -> None:
+    space = {k: v for k, v in SMALL_STUDY["search"]["space"].items() if k != "dram_bandwidth_tbps"}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
+    assert main(["sweep", str(cfg), "--points", "3", "--out", str(tmp_path / "o"), "--quiet"]) == 0, \
+        capsys.readouterr().err
+    grid = pd.read_csv(next((tmp_path / "o").glob("*/sweep.csv")))
+    assert len(grid) == 3 and grid["dram_bandwidth_tbps"].nunique() == 1
+    assert list((tmp_path / "o").glob("*/*.png"))

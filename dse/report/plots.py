@@ -434,6 +434,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     axs = grid_axs.reshape(len(mixes), 4)  # per mix: score, score/mm2 | area, binding
     R = P[None, :] / B[:, None]
     ratio_levels = [r for r in (12.5, 25, 50, 100, 200, 400, 800, 1600) if R.min() < r < R.max()]
+    contours = min(shape) >= 2  # contour lines need a 2-D grid (a knob not searched gives one column)
     for row, mix in zip(axs, mixes, strict=True):
         g = rows[mix]
         feas = g["feasible"].to_numpy().reshape(shape).T  # rows: bandwidth, columns: compute
@@ -453,17 +454,17 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
                 fig.colorbar(mesh, ax=ax, label=label)
                 heading = label
-            if col == "area_mm2":
+            if col == "area_mm2" and contours:
                 lv = matplotlib.ticker.MaxNLocator(6).tick_values(area.min(), area.max())
                 lv = [v for v in lv if area.min() < v < area.max()]
                 if lv:
                     ca = ax.contour(P, B, area, levels=lv, colors="w", linewidths=0.7, linestyles="-")
                     ax.clabel(ca, fmt=lambda v: f"{v:.0f} mm²", fontsize=6)
-            if (~feas).any():
+            if (~feas).any() and contours:
                 ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
-            if budget_mm2 is not None and area.min() < budget_mm2 < area.max():
+            if budget_mm2 is not None and area.min() < budget_mm2 < area.max() and contours:
                 ax.contour(P, B, area, levels=[budget_mm2], colors="w", linewidths=2.0)
-            if ratio_levels:
+            if ratio_levels and contours:
                 cr = ax.contour(P, B, R, levels=ratio_levels, colors="0.85", linewidths=0.6, linestyles=":")
                 ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
             b = best[mix]

@@ -194,5 +194,5 @@ def test_onnx_conv_on_a_rank_2_input_is_one_line(tmp_path: Path) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(np.zeros((16, 64, 3, 3), np.float32), "W")])
     onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
-    with pytest.raises(DseError, match="Conv on a rank-2 input|not a readable ONNX model"):
+    with pytest.raises(DseError, match="node conv: Conv on a rank-2 input"):
         from_onnx(tmp_path / "m.onnx")
