@@ -50,7 +50,10 @@ class BatchResult:
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[D, O] bool: the op runs on the MAC arrays. A matrix op whose dtype the arrays have no mode
     for (e.g. an fp32 GEMM on an NPU with bf16/int8 arrays) runs on the vector units instead."""
-    return o.matrix[None, :] & ~np.isnan(d.matrix_peak[:, o.dtype_idx])
+    nan = np.isnan(d.matrix_peak)
+    if d.n and (nan == nan[:1]).all():  # the same modes on every design: one shared [1, O] row
+        return o.matrix[None, :] & ~nan[:1, o.dtype_idx]
+    return o.matrix[None, :] & ~np.take(nan, o.dtype_idx, axis=1)  # row-ordered gather (C layout)
 
 
 def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
@@ -67,11 +70,64 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
 
 def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
-    peak = np.where(matrix, d.matrix_peak[:, o.dtype_idx], d.vector_peak[:, o.dtype_idx])
+    col = _unit_columns(o, d, matrix)
+    peak = _gather(np.concatenate([d.matrix_peak, d.vector_peak], axis=1), col)
     eff = np.where(matrix, d.matrix_eff[:, None], d.vector_eff[:, None])
+    _check_modes(o, peak)
+    return peak, eff
+
+
+def _unit_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[1 or D, O] column of each op in ``[matrix_peak | vector_peak]`` (its unit at its dtype)."""
+    return np.where(matrix, o.dtype_idx, o.dtype_idx + d.matrix_peak.shape[1])
+
+
+def _gather(table: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """[D, O] ``table[d, col[d or 0, o]]`` as a C-ordered array (a row-ordered gather, not a column pick)."""
+    if col.shape[0] == 1:
+        return np.take(table, col[0], axis=1)
+    return np.take_along_axis(table, col, axis=1)
+
+
+def _check_modes(o: OpArrays, peak: np.ndarray) -> None:
     if np.isnan(peak[:, o.flops > 0]).any():
         raise DseError("an op uses a dtype that neither unit has a mode for; accepted: add it to peak_tflops")
-    return peak, eff
+
+
+def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[D, O] peak x efficiency of each op's unit (the same products as ``peak * eff`` of :func:`unit_peak`,
+    taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
+    K = d.matrix_peak.shape[1]
+    table = np.empty((d.n, 2 * K + 1))
+    np.multiply(d.matrix_peak, d.matrix_eff[:, None], out=table[:, :K])
+    np.multiply(d.vector_peak, d.vector_eff[:, None], out=table[:, K : 2 * K])
+    table[:, 2 * K] = 1.0
+    if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
+        key = ("unit-columns", matrix.tobytes())
+        if key not in o.cache:
+            col = np.where(o.flops > 0, _unit_columns(o, d, matrix)[0], 2 * K)
+            o.cache[key] = (col, np.unique(col))
+        col, used = o.cache[key]
+        if np.isnan(table[:, used]).any():
+            _check_modes(o, _gather(table, col[None, :]))
+        return np.take(table, col, axis=1)
+    col = np.where(o.flops > 0, _unit_columns(o, d, matrix), 2 * K)
+    _check_modes(o, _gather(table, col))
+    return _gather(table, col)
+
+
+def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """:func:`array_fill`, kept in ``o.cache`` as a read-only [1, O] row when every design has the same arrays."""
+    r, c = d.array_rows, d.array_cols
+    if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all()):
+        return array_fill(o, d, matrix)
+    key = ("fill", float(r[0]), float(c[0]), matrix.tobytes())
+    row = o.cache.get(key)
+    if row is None:
+        row = array_fill(o, d, matrix)
+        row.flags.writeable = False
+        o.cache[key] = row
+    return row
 
 
 def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
@@ -111,14 +167,19 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     """Sorted-order ``[D, O]`` pieces of the lean path: the op's unit (matrix or not), its compute time at
     full clock, the largest memory/network time and the launch overhead."""
     matrix = on_matrix(o, d)
-    peak, eff = unit_peak(o, d, matrix)
-    rate = peak * eff
-    rate *= array_fill(o, d, matrix)
-    t_compute = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
-    rest = max_memory_time(d, o, np.zeros_like(t_compute))
+    rate = _unit_rate(o, d, matrix)  # ops without FLOPs read 1.0: they get 0, not 0/NaN
+    rate *= _lean_fill(o, d, matrix)
+    t_compute = np.divide(o.flops, rate, out=rate)
+    rest = max_memory_time(d, o)  # [1, O] when no level differs between designs
     if o.coll_idx.size:
+        rest = np.array(np.broadcast_to(rest, t_compute.shape))
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    return matrix, t_compute, rest, np.where(o.fused, 0.0, d.overhead_s[:, None])
+    return matrix, t_compute, rest, np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+
+
+def _shared(x: np.ndarray) -> np.ndarray:
+    """``x`` [D], or its first entry [1] when every design has the same value (one shared row)."""
+    return x[:1] if x.size and (x == x[0]).all() else x
 
 
 def op_clocks(d: DesignBatch, o: OpArrays) -> np.ndarray:
@@ -139,5 +200,5 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
     np.maximum(t, rest, out=t)
     t += t_over
     if o.eager.any():  # the host dispatches eager ops one at a time: each takes at least its dispatch time
-        np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
+        np.maximum(t, np.where(o.eager, _shared(d.host_s)[:, None], 0.0), out=t)
     return o.to_table_order(t) if table_order else t
