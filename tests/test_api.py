@@ -30,3 +30,24 @@ def test_compare_sweep_and_whatif_return_the_commands_tables_and_write_nothing(t
     assert main(["sweep", str(cfg), "--points", "3", "--out", str(tmp_path / "o")]) == 0
     written = pd.read_csv(next((tmp_path / "o").glob("*-sweep")) / "sweep.csv")
     assert written["score"].to_numpy() == pytest.approx(grid["score"].to_numpy(), rel=1e-12)
+
+
+def test_import_dse_loads_no_heavy_library_until_used() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, dse; heavy = {'numpy', 'pandas', 'optuna', 'matplotlib', 'seaborn', 'scipy', 'pydantic'}; "
+            "print(sorted(heavy & set(sys.modules)));"
+            "from dse.hardware.designs import DesignBatch; import dse.predict.roofline;"
+            "print(callable(dse.hardware), callable(dse.predict), 'optuna' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "True True False False"  # the API names win over same-named subpackages
+
+
+def test_public_names_resolve() -> None:
+    import dse
+
+    assert set(dse.__all__) <= set(dir(dse))
+    for name in dse.__all__:
+        assert getattr(dse, name) is not None
