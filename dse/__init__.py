@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _API = {
     **dict.fromkeys(("AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "compare",
-                     "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict",
+                     "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict", "predict_many",
                      "sweep", "whatif", "workload"), "dse.api"),
     "Study": "dse.batch", "StudyRun": "dse.batch", "DseError": "dse.errors",
 }
@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
         list_hardware,
         list_workloads,
         predict,
+        predict_many,
         sweep,
         whatif,
         workload,

@@ -173,9 +173,10 @@ def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArra
     }
 
 
-def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarray]:
-    """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]."""
-    times = mix_times(designs, ctx.mix, arrays=ctx.arrays)
+def score_designs(ctx: Context, designs: DesignBatch, times: np.ndarray | None = None) -> tuple[Scored, np.ndarray]:
+    """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]
+    (``times`` when the caller already has them from ``mix_times``/``mix_times_bounds``)."""
+    times = mix_times(designs, ctx.mix, arrays=ctx.arrays) if times is None else times
     s = mix_score(times, ctx.base_times, ctx.mix.weights)
     ar = area(designs)
     res = resources(designs, ctx.mix, times, ctx.arrays, ar=ar)

@@ -202,3 +202,59 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
     if o.eager.any():  # the host dispatches eager ops one at a time: each takes at least its dispatch time
         np.maximum(t, np.where(o.eager, _shared(d.host_s)[:, None], 0.0), out=t)
     return o.to_table_order(t) if table_order else t
+
+
+def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """([D, O] time as :func:`evaluate_times`, [D, O] int8 binding ceiling as :func:`evaluate`'s ``bound``) in
+    one lean pass: the terms are compared level by level as they are made, no [D, O, L] array is kept.
+    (Under a power cap the bound comes from :func:`evaluate`.)"""
+    if d.base.power_limit_w is not None:
+        bound = evaluate(d, o).bound.astype(np.int8)  # table order
+        return evaluate_times(d, o, table_order), bound if table_order else np.take(bound, o.perm, axis=1)
+    matrix = on_matrix(o, d)
+    rate = _unit_rate(o, d, matrix)
+    rate *= _lean_fill(o, d, matrix)
+    roof = np.divide(o.flops, rate, out=rate)  # compute term, then the running max over the terms
+    code = np.zeros(roof.shape, dtype=np.int8)
+    bw = d.bandwidth * d.bw_eff
+    row = row_code = None  # leading levels the same on every design: merged into one [1, O] row first
+
+    def fold(x: np.ndarray, c: np.ndarray | np.int8) -> None:
+        wins = x > roof  # strict: the first largest term binds, as argmax does
+        np.copyto(code, np.broadcast_to(c, code.shape), where=wins)
+        np.maximum(roof, x, out=roof)
+
+    for lv, tr in per_level(d, o):
+        col = bw[:, lv : lv + 1]
+        if row_code is not False and tr.shape[0] == 1 and (col == col[0]).all():
+            x = tr / col[:1]
+            if row is None:
+                row, row_code = x, np.full(x.shape, np.int8(lv + 1))
+            else:
+                np.copyto(row_code, np.int8(lv + 1), where=x > row)
+                np.maximum(row, x, out=row)
+            continue
+        if row is not None:
+            fold(row, row_code)
+            row = None
+        row_code = False  # a later shared level must not jump ahead of this one on ties
+        fold(tr / col, np.int8(lv + 1))
+    if row is not None:
+        fold(row, row_code)
+    L = d.capacity.shape[1]
+    if o.coll_idx.size:
+        x = network_times(d, o)
+        sub = roof[:, o.coll_idx]
+        wins = x > sub
+        code[:, o.coll_idx] = np.where(wins, np.int8(L + 1), code[:, o.coll_idx])
+        roof[:, o.coll_idx] = np.maximum(sub, x)
+    t_over = np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+    time = roof + t_over
+    if o.eager.any():
+        t_host = np.where(o.eager, _shared(d.host_s)[:, None], 0.0)
+        np.maximum(time, t_host, out=time)
+        t_over = np.maximum(t_over, t_host - roof)
+    np.copyto(code, np.int8(L + 2), where=t_over > roof)
+    if table_order:
+        return o.to_table_order(time), o.to_table_order(code)
+    return time, code

@@ -130,3 +130,31 @@ def test_chunk_size_follows_the_operator_count() -> None:
 
     assert chunk_designs(100) > chunk_designs(1000) >= 16
     assert chunk_designs(100) * 100 * 8 <= 2**20 and chunk_designs(10**6) == 16
+
+
+def _cases():
+    rng = np.random.default_rng(5)
+    npu = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    yield _mix(*DEFAULT), _searched(npu, 500, rng)
+    yield _mix(*DEFAULT), _everything(npu, 500, rng)
+    hw = dse.hardware("h100-sxm")
+    mix = Mix.of([dse.workload("gpt2", phase="decode", batch=4, context=512, dtype="fp32", execution="eager"),
+                  dse.workload("llama2-7b", phase="decode", batch=8, context=1024, dtype="bf16", plan={"tp": 4})])
+    for h in (hw, hw.model_copy(update={"power_limit_w": 350.0})):
+        base = DesignBatch.from_hardware(h).with_system(dse.api.load_system("dgx-h100").resized(4))
+        yield mix, _everything(base, 200, rng)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_lean_binding_pass_matches_the_full_evaluation(case) -> None:
+    from dse.predict import mix_times_bounds
+    from dse.predict.roofline import evaluate_bound
+
+    mix, d = list(_cases())[case]
+    o = OpArrays.from_table(mix.ops)
+    t, code = evaluate_bound(d, o)
+    assert np.array_equal(t, evaluate_times(d, o))
+    assert np.array_equal(code, evaluate(d, o).bound)
+    times, by = mix_times_bounds(d, mix)
+    assert np.array_equal(times, mix_times(d, mix))
+    np.testing.assert_allclose(by.sum(axis=2), evaluate(d, o).time @ mix.membership(), rtol=1e-12)
