@@ -40,10 +40,30 @@ def finish(ax: plt.Axes, xlabel: str, ylabel: str, heading: str, logy: bool = Tr
     ax.legend(**{"fontsize": 7, **legend})
 
 
+#: artists with more elements than this are drawn as a raster image inside the SVG (axes, text and legends
+#: stay vector): a heatmap of 10^4 cells or a scatter of 10^4 points made 10-80 MB SVGs
+RASTER_ABOVE = 500
+
+
+def rasterize_heavy(fig: plt.Figure, limit: int = RASTER_ABOVE) -> None:
+    """Mark heatmaps (QuadMesh, images) and collections or lines with more than ``limit`` elements rasterized."""
+    import matplotlib.collections
+
+    for ax in fig.axes:
+        for c in ax.collections:
+            n = len(c.get_paths()) if not isinstance(c, matplotlib.collections.QuadMesh) else limit + 1
+            if n > limit or len(getattr(c, "get_offsets", lambda: [])()) > limit:
+                c.set_rasterized(True)
+        for line in ax.lines:
+            if len(line.get_xdata()) > limit:
+                line.set_rasterized(True)
+
+
 def _save(fig: plt.Figure, path: Path) -> Path:
-    """The figure as PNG at ``path`` and as SVG next to it (both atomic)."""
+    """The figure as PNG at ``path`` and as SVG next to it (both atomic; heavy artists rasterized in the SVG)."""
     atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
-    atomic_write(path.with_suffix(".svg"), lambda p: fig.savefig(p, bbox_inches="tight", format="svg"))
+    rasterize_heavy(fig)
+    atomic_write(path.with_suffix(".svg"), lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="svg"))
     plt.close(fig)
     return path
 
