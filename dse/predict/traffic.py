@@ -126,9 +126,12 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     Sc = S[:, None]
     ti = o.tiled
     if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
-        t = np.divide(Sc, o.tile_elem_bytes[ti])
-        np.sqrt(t, out=t)
+        if "tile-classes" not in o.cache:  # ops share a few e_a + e_b + e_out values: one sqrt per value
+            o.cache["tile-classes"] = np.unique(o.tile_elem_bytes[ti], return_inverse=True)
+        teb, cls = o.cache["tile-classes"]
+        t = np.sqrt(Sc / teb)
         np.maximum(t, 1.0, out=t)
+        t = np.take(t, cls, axis=1)  # [K, n_tiled] tile side per op (row-ordered gather)
         M, N = o.M[ti], o.N[ti]
         a_passes = np.minimum(t, N)  # ceil(N / min(t, N))
         np.divide(N, a_passes, out=a_passes)
