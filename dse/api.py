@@ -4,6 +4,7 @@
     wl = dse.workload("llama2-7b", phase="decode", batch=1, context=1024, dtype="bf16")
     hw = dse.hardware("a100-80gb")          # template name, YAML path, or a mapping
     p = dse.predict(wl, hw)                 # p.time_s, p.ops (per-operator DataFrame)
+    dse.predict_many([wl, ...], knobs_df, base="npu-7nm")   # designs x workloads times, binding ceilings
     a = dse.area(hw)                        # a.total_mm2, a.breakdown
     dse.list_workloads(); dse.gemm(1024, 1024, 1024, dtype="fp32")
 
@@ -30,7 +31,7 @@ from dse.workloads.library import Workload, elementwise, gemm, list_workloads, w
 
 __all__ = [
     "AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "elementwise", "gemm",
-    "hardware", "list_hardware", "list_workloads", "predict", "workload",
+    "hardware", "list_hardware", "list_workloads", "predict", "predict_many", "workload",
 ]
 
 
@@ -60,6 +61,71 @@ def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int 
     sysm = load_system(system) if isinstance(system, str) else system
     degrees = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, **plan).items() if v is not None}
     return _predict(wl, hwm, system=sysm, chips=chips, **degrees)
+
+
+def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | Any, *,
+                 base: Hardware | str | Mapping[str, Any] | None = None, weights: list[float] | None = None,
+                 system: str | System | None = None):
+    """Step time of every workload on every design in one vectorized call (no Python loop over designs).
+
+    ``designs`` is a :class:`DesignBatch` or a DataFrame of knobs, one row per design, on the template
+    ``base``: ``peak_tflops``, ``dram_bandwidth_tbps``, ``sram_mib`` (as a search's shorthand knobs, taken
+    exactly) and any hardware field a search accepts (``compute.clock_ghz``, ``memory.hbm.bandwidth_tbps``,
+    ...). Returns a DataFrame, one row per design (the knob columns first when given): ``time_s.<workload>``
+    (seconds per step), ``binding.<workload>`` (the ceiling under which that workload spends most of its
+    time: compute, a memory level, network or overhead), and for the whole set ``binding`` and
+    ``binding_time_share`` (time shares weighted by ``weights``, default equal)."""
+    import numpy as np
+    import pandas as pd
+
+    from dse.errors import DseError
+    from dse.predict import bound_names, mix_times_bounds
+    from dse.units import MIB, TERA
+    from dse.workloads.mix import Mix
+
+    wls = [workloads] if isinstance(workloads, Workload) else list(workloads)
+    if not wls or not all(isinstance(w, Workload) for w in wls):
+        raise DseError("got no workloads or a non-workload; accepted: dse.workload(...) results", field="workloads")
+    knobs = None
+    if isinstance(designs, DesignBatch):
+        d = designs
+    elif isinstance(designs, pd.DataFrame):
+        if base is None:
+            raise DseError("a DataFrame of knobs needs base=; accepted: a template name, path or Hardware", field="base")
+        knobs = designs.reset_index(drop=True)
+        d = DesignBatch.from_hardware(base if isinstance(base, Hardware) else load_hardware(base), len(knobs))
+        col = {k: knobs[k].to_numpy(dtype=float) for k in knobs.columns}
+        d = d.with_knobs(peak_flops=col["peak_tflops"] * TERA if "peak_tflops" in col else None,
+                         dram_bandwidth=col["dram_bandwidth_tbps"] * TERA if "dram_bandwidth_tbps" in col else None,
+                         sram_bytes=col["sram_mib"] * MIB if "sram_mib" in col else None)
+        for name, v in col.items():
+            if name in ("peak_tflops", "dram_bandwidth_tbps", "sram_mib"):
+                continue
+            try:
+                d = d.with_field(name, v)
+            except ValueError as exc:
+                raise DseError(f"got column {name!r}; accepted: peak_tflops, dram_bandwidth_tbps, sram_mib, "
+                               f"{str(exc).split('accepted: ', 1)[-1]}", field="designs") from None
+    else:
+        raise DseError(f"got {type(designs).__name__}; accepted: a DesignBatch or a pandas DataFrame of knobs",
+                       field="designs")
+    chips = max(w.chips for w in wls)
+    if system is not None or chips > 1 or any((w.ops["coll"] != "").any() for w in wls):
+        from dse.hardware.system import default_system
+
+        sysm = load_system(system) if isinstance(system, str) else (system or d.system or default_system(d.base))
+        d = d.with_system(sysm.resized(chips))
+    mix = Mix.of(wls, weights)
+    times, by = mix_times_bounds(d, mix)
+    names = np.array(bound_names(d.level_names))
+    labels = mix.labels
+    labels = [lab if labels.count(lab) == 1 else f"{lab}#{i}" for i, lab in enumerate(labels)]
+    share = np.einsum("dwb,w->db", by / by.sum(axis=2, keepdims=True), mix.weights)
+    cols = {**{f"time_s.{lab}": times[:, i] for i, lab in enumerate(labels)},
+            **{f"binding.{lab}": names[by[:, i].argmax(axis=1)] for i, lab in enumerate(labels)},
+            "binding": names[share.argmax(axis=1)], "binding_time_share": share.max(axis=1)}
+    out = pd.DataFrame(cols)
+    return out if knobs is None else pd.concat([knobs, out], axis=1)
 
 
 def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:

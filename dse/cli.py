@@ -67,7 +67,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from dse.grid import axes_for, best_row, contexts, run_sweep, write_sweep
+    from dse.errors import DseError
+    from dse.grid import (
+        KNOBS,
+        MAX_DESIGNS,
+        SweepResult,
+        axes_for,
+        best_row,
+        contexts,
+        grid_size,
+        run_sweep,
+        stream_sweep,
+        write_sweep,
+        write_sweep_csv,
+    )
     from dse.report.html import write_report
     from dse.report.summary import _md_table
     from dse.study import results_folder
@@ -77,20 +90,43 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if value < 1:
             raise DseError(f"got {value}; accepted: a positive integer", field=flag)
     cfg, ctxs = contexts(args.config)
-    axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points)
-    n = len(axes["peak_tflops"]) * len(axes["dram_bandwidth_tbps"]) * len(axes["sram_mib"]) * len(ctxs)
-    status(args, f"scoring {n:,} designs")
-    t0 = time.perf_counter()
-    res = run_sweep(ctxs, axes, chunk=args.chunk)
-    dt = time.perf_counter() - t0
+    fmt = args.format or ("parquet" if args.engine == "dask" else "csv")
+    if fmt == "csv" and args.engine == "dask":
+        raise DseError("got --engine dask with --format csv; accepted: --format parquet (blocks stream to files)",
+                       field="--format")
+    axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points,
+                    limit=MAX_DESIGNS if fmt == "csv" else None)
+    n = grid_size(axes) * len(ctxs)
+    status(args, f"scoring {n:,} designs" + (f" on {args.engine}" if fmt == "parquet" else ""))
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-sweep", False)
-    status(args, f"writing {folder}: sweep.csv and heatmaps")
-    paths = write_sweep(res, folder, cfg.name)
+    t0 = time.perf_counter()
+    if fmt == "parquet":
+        summary = stream_sweep(ctxs, axes, folder / "sweep.parquet", chunk=args.chunk, engine=args.engine,
+                               scheduler=args.scheduler, workers=args.workers, progress=not args.quiet)
+        dt = time.perf_counter() - t0
+        small = n <= MAX_DESIGNS and not args.no_plots
+        if small:  # the grid fits in memory: the same heatmaps as a CSV sweep
+            grid = pd.read_parquet(folder / "sweep.parquet").sort_values(["mix", *KNOBS], kind="stable")
+            res = SweepResult(grid.reset_index(drop=True), axes, ctxs)
+        status(args, f"writing {folder}: sweep.parquet/" + (" and heatmaps" if small else ""))
+        paths = [folder / "sweep.parquet", *(write_sweep(res, folder, cfg.name, csv=False) if small else [])]
+        best_rows = {m: pd.Series(summary["mixes"][m]["best"]) for m in ctxs if summary["mixes"][m]["best"]}
+        counts = {m: summary["mixes"][m]["binding"] for m in ctxs}
+    else:
+        res = run_sweep(ctxs, axes, chunk=args.chunk)
+        dt = time.perf_counter() - t0
+        status(args, f"writing {folder}: sweep.csv and heatmaps")
+        paths = write_sweep(res, folder, cfg.name, csv=True) if not args.no_plots else write_sweep_csv(res, folder)
+        best_rows = {m: best_row(res, mix=m) for m in res.mixes}
+        counts = {m: res.grid.loc[res.grid["mix"] == m, "binding"].value_counts().to_dict() for m in res.mixes}
+    missing = [m for m in ctxs if m not in best_rows]
+    if missing:
+        raise DseError(f"no feasible design in the grid of mix {missing[0]!r}; accepted: larger budgets or other ranges")
     n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
-    lines = [f"sweep {cfg.name}: {len(res.grid):,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
+    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
     best = []
-    for m in res.mixes:
-        b = best_row(res, mix=m)
+    for m in ctxs:
+        b = best_rows[m]
         best.append(b)
         lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
                      f"({b['dram_stacks']:.0f} stacks), "
@@ -100,7 +136,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "dram_stacks", "dram_bandwidth_tbps_built", "sram_mib",
             "ridge_flop_per_byte", "score", "score_per_mm2",
             "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
-    share = res.grid.groupby("mix")["binding"].value_counts(normalize=True).unstack(fill_value=0.0).reset_index()
+    share = pd.DataFrame([{"mix": m, **{k: v / sum(c.values()) for k, v in c.items()}} for m, c in counts.items()]
+                         ).fillna(0.0)
     files = "\n".join(f"- `{p.name}`" for p in paths)
     md = (f"# Sweep `{cfg.name}`\n\n{lines[0]}\n\n## Best feasible design per mix\n\n"
           f"{_md_table(pd.DataFrame(best)[cols])}\n\n## Share of grid points by binding ceiling\n\n"
@@ -735,6 +772,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
     sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
     sp.add_argument("--chunk", type=int, default=4096, help="designs evaluated per vectorized call")
+    sp.add_argument("--format", choices=["csv", "parquet"],
+                    help="sweep.csv in memory (default; at most 5,000,000 designs) or sweep.parquet/ streamed per "
+                         "chunk, any size (default with --engine dask; needs the scale extra)")
+    sp.add_argument("--engine", choices=["local", "dask"], default="local",
+                    help="dask: blocks of the grid on a dask.distributed cluster (LocalCluster over the local cores "
+                         "unless --scheduler)")
+    sp.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://host:8786 (with --engine dask)")
+    sp.add_argument("--workers", type=int, help="LocalCluster worker processes (default: the local cores)")
+    sp.add_argument("--no-plots", action="store_true", help="no heatmaps")
     sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
     arp = sub.add_parser("area", help="area, cost and power of every template (or the named ones / YAML paths); "

@@ -22,15 +22,13 @@ from dse.config import StudyConfig
 from dse.cost.area import dram_stacks
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.predict import bound_names, evaluate
+from dse.predict import bound_names, mix_times_bounds
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
 
 MAX_DESIGNS = 5_000_000
 #: a single-mix config's label in the ``mix`` column
 ONE_MIX = "workloads"
-#: elements of one [designs, ops, levels] temporary in the binding-ceiling pass (~64 MB of float64)
-BOUND_ELEMENTS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -55,12 +53,17 @@ def contexts(config: str | Path) -> tuple[StudyConfig, dict[str, Context]]:
     return cfg, {m: load_context(config, mix=m)[1] for m in cfg.mix_names}
 
 
-def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int) -> dict[str, np.ndarray]:
-    """Grid values per knob: the search space's ranges, or the base value when a knob is not searched."""
+def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int,
+             limit: int | None = MAX_DESIGNS) -> dict[str, np.ndarray]:
+    """Grid values per knob: the search space's ranges, or the base value when a knob is not searched.
+    ``limit`` (designs) applies to an in-memory grid; a streamed sweep (:func:`stream_sweep`) passes None."""
     kb = base_knobs(ctx.base)
-    if points * points * sram_points > MAX_DESIGNS:
+    if points < 1 or sram_points < 1:
+        raise DseError(f"got {points} x {sram_points}; accepted: positive integers", field="--points")
+    if limit is not None and points * points * sram_points > limit:
         raise DseError(f"got {points} x {points} x {sram_points} = {points * points * sram_points:,} designs; "
-                       f"accepted: at most {MAX_DESIGNS:,} (fewer --points)", field="--points")
+                       f"accepted: at most {limit:,} (fewer --points), or --format parquet (streamed, any size)",
+                       field="--points")
     out = {}
     for knob, n in (("peak_tflops", points), ("dram_bandwidth_tbps", points), ("sram_mib", sram_points)):
         r = getattr(cfg.search.space, knob)
@@ -70,51 +73,172 @@ def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int) -> d
 
 
 def binding_ceiling(ctx: Context, designs: DesignBatch, member: np.ndarray | None = None,
-                    budget: int = BOUND_ELEMENTS) -> tuple[np.ndarray, np.ndarray]:
+                    budget: int | None = None, by: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """[D] binding ceiling of the mix on each design (code into ``dse.predict.bound_names``) and its share.
 
-    Per workload ``w``, ``share_b,w = sum of op time bound by b / workload time`` (op times and bounds
-    from :func:`dse.predict.evaluate`, counts applied); the mix share is ``sum_w weight_w * share_b,w``
+    Per workload ``w``, ``share_b,w = sum of op time bound by b / workload time`` (op times x counts,
+    bounds as :func:`dse.predict.evaluate` gives them); the mix share is ``sum_w weight_w * share_b,w``
     (the weights of the score) and the binding ceiling is the ceiling with the largest mix share (the
-    time-weighted majority). Evaluated in sub-batches of at most ``budget`` design x op x level
-    elements, so memory stays bounded for large mixes.
-    """
-    o = ctx.arrays[0]
-    member = ctx.mix.membership() if member is None else member  # [O, W], table order (as evaluate returns)
-    n_bounds = len(bound_names(designs.level_names))
-    step = max(1, budget // max(o.n * n_bounds, 1))
-    codes = np.empty(designs.n, dtype=int)
-    shares = np.empty(designs.n)
-    for start in range(0, designs.n, step):
-        sl = slice(start, min(start + step, designs.n))
-        r = evaluate(designs.take(sl), o)
-        total = r.time @ member  # [d, W]
-        by = np.stack([np.where(r.bound == b, r.time, 0.0) @ member for b in range(n_bounds)], axis=2)  # [d, W, B]
-        mix_share = np.einsum("dwb,w->db", by / total[:, :, None], ctx.mix.weights)
-        codes[sl] = mix_share.argmax(axis=1)
-        shares[sl] = mix_share.max(axis=1)
-    return codes, shares
+    time-weighted majority). ``by`` [D, W, B] from :func:`dse.predict.mix_times_bounds` (computed here when
+    not given; ``member`` and ``budget`` are accepted for the old call form and unused)."""
+    if by is None:
+        by = mix_times_bounds(designs, ctx.mix, arrays=ctx.arrays)[1]
+    total = by.sum(axis=2, keepdims=True)
+    mix_share = np.einsum("dwb,w->db", by / total, ctx.mix.weights)
+    return mix_share.argmax(axis=1), mix_share.max(axis=1)
+
+
+def score_chunk(ctx: Context, params: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The grid rows of one chunk of designs (knob columns ``params``): one lean pass gives the times and the
+    binding ceilings, the search's scorer the rest."""
+    names = np.array(bound_names(ctx.base.level_names))
+    d = designs_from_params(ctx.base, params)
+    times, by = mix_times_bounds(d, ctx.mix, arrays=ctx.arrays)  # one pass: times and binding ceilings
+    sc, _ = score_designs(ctx, d, times=times)
+    code, share = binding_ceiling(ctx, d, by=by)
+    return pd.DataFrame({**params, "score": sc.score, "objective": sc.objective, "area_mm2": sc.area_mm2,
+                         "cost_usd": sc.cost_usd, "power_w": sc.power_w, "ridge_flop_per_byte": d.ridge,
+                         "dram_stacks": dram_stacks(d), "dram_bandwidth_tbps_built": d.dram_bandwidth / 1e12,
+                         "binding": names[code], "binding_time_share": share,
+                         "feasible": sc.feasible, "infeasible_reason": sc.reason,
+                         "score_per_mm2": sc.score / (sc.area_mm2 / ctx.base_area_mm2)})
 
 
 def _sweep_one(ctx: Context, flat: dict[str, np.ndarray], chunk: int) -> pd.DataFrame:
-    names = np.array(bound_names(ctx.base.level_names))
-    member = ctx.mix.membership()
-    parts = []
     n = len(flat["peak_tflops"])
-    for start in range(0, n, chunk):
-        sl = slice(start, min(start + chunk, n))
-        params = {k: v[sl] for k, v in flat.items()}
-        d = designs_from_params(ctx.base, params)
-        sc, _ = score_designs(ctx, d)
-        code, share = binding_ceiling(ctx, d, member)
-        parts.append(pd.DataFrame({**params, "score": sc.score, "objective": sc.objective, "area_mm2": sc.area_mm2,
-                                   "cost_usd": sc.cost_usd, "power_w": sc.power_w, "ridge_flop_per_byte": d.ridge,
-                                   "dram_stacks": dram_stacks(d), "dram_bandwidth_tbps_built": d.dram_bandwidth / 1e12,
-                                   "binding": names[code], "binding_time_share": share,
-                                   "feasible": sc.feasible, "infeasible_reason": sc.reason}))
-    grid = pd.concat(parts, ignore_index=True)
-    grid["score_per_mm2"] = grid["score"] / (grid["area_mm2"] / ctx.base_area_mm2)
-    return grid
+    parts = [score_chunk(ctx, {k: v[s : s + chunk] for k, v in flat.items()}) for s in range(0, n, chunk)]
+    return pd.concat(parts, ignore_index=True)
+
+
+# ------------------------------------------------------------------------------ streamed sweeps (Parquet, dask)
+KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
+#: designs per Parquet part file (one dask task); each is written chunk by chunk, so memory follows ``chunk``
+BLOCK = 1 << 22
+
+
+def grid_size(axes: dict[str, np.ndarray]) -> int:
+    return int(np.prod([len(axes[k]) for k in KNOBS]))
+
+
+def block_params(axes: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
+    """Knob values of grid rows ``start:stop`` rebuilt from their indices (row-major over peak, bandwidth,
+    SRAM, as ``np.meshgrid(..., indexing="ij").ravel()`` orders them): no block needs the whole grid."""
+    i = np.arange(start, stop, dtype=np.int64)
+    nb, ns = len(axes["dram_bandwidth_tbps"]), len(axes["sram_mib"])
+    ip, rest = np.divmod(i, nb * ns)
+    ib, is_ = np.divmod(rest, ns)
+    return {"peak_tflops": np.asarray(axes["peak_tflops"], float)[ip],
+            "dram_bandwidth_tbps": np.asarray(axes["dram_bandwidth_tbps"], float)[ib],
+            "sram_mib": np.asarray(axes["sram_mib"], float)[is_]}
+
+
+def need(module: str, feature: str):  # noqa: ANN201 - returns the module
+    """Import an optional dependency of the ``scale`` extra, or one line naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DseError(f"{feature} needs {module.split('.')[0]}, which is not installed; accepted: "
+                       "pip install -e '.[scale]' (pyarrow, dask[distributed])", field="--engine") from None
+
+
+def sweep_block(ctxs: dict[str, Context], axes: dict[str, np.ndarray], start: int, stop: int, chunk: int,
+                folder: str, part: int) -> dict:
+    """Score grid rows ``start:stop`` of every mix, chunk by chunk, into ``folder/part-NNNNNN.parquet``
+    (one row group per chunk; written under a temporary name, renamed when complete). Returns a small
+    summary: rows, and per mix the best feasible row, feasible count and binding-ceiling counts."""
+    pa = need("pyarrow", "a streamed sweep")
+    pq = need("pyarrow.parquet", "a streamed sweep")
+    path = Path(folder) / f"part-{part:06d}.parquet"
+    tmp = path.with_name(f".{path.name}.tmp")
+    summary: dict = {"rows": 0, "mixes": {}}
+    writer = None
+    try:
+        for s in range(start, stop, chunk):
+            params = block_params(axes, s, min(s + chunk, stop))
+            for m, ctx in ctxs.items():
+                df = score_chunk(ctx, params)
+                df.insert(0, "mix", m)
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                writer.write_table(table)
+                summary["rows"] += len(df)
+                _merge_summary(summary["mixes"].setdefault(m, {"best": None, "feasible": 0, "binding": {}}), df)
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.replace(path)
+    return summary
+
+
+def _merge_summary(acc: dict, df: pd.DataFrame) -> None:
+    ok = df[df["feasible"]]
+    acc["feasible"] += len(ok)
+    for k, v in df["binding"].value_counts().items():
+        acc["binding"][k] = acc["binding"].get(k, 0) + int(v)
+    if len(ok):
+        row = ok.loc[ok["score"].idxmax()]
+        if acc["best"] is None or row["score"] > acc["best"]["score"]:
+            acc["best"] = row.to_dict()
+
+
+def _reduce(summaries: list[dict]) -> dict:
+    out: dict = {"rows": 0, "mixes": {}}
+    for s in summaries:
+        out["rows"] += s["rows"]
+        for m, acc in s["mixes"].items():
+            o = out["mixes"].setdefault(m, {"best": None, "feasible": 0, "binding": {}})
+            o["feasible"] += acc["feasible"]
+            for k, v in acc["binding"].items():
+                o["binding"][k] = o["binding"].get(k, 0) + v
+            if acc["best"] is not None and (o["best"] is None or acc["best"]["score"] > o["best"]["score"]):
+                o["best"] = acc["best"]
+    return out
+
+
+def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: Path, chunk: int = 65536,
+                 engine: str = "local", scheduler: str | None = None, workers: int | None = None,
+                 block: int = BLOCK, progress: bool = False) -> dict:
+    """Score the whole grid of every mix into the Parquet dataset ``folder`` (``part-*.parquet``, one per
+    block of ``block`` designs, columns as ``sweep.csv`` plus ``mix``), memory bounded by ``chunk`` per
+    worker whatever the grid size. ``engine="dask"`` spreads the blocks over a dask.distributed cluster:
+    ``scheduler`` (an address such as ``tcp://host:8786``) or a LocalCluster of ``workers`` single-threaded
+    processes (default: the local cores). Each block rebuilds its designs from grid indices; only the
+    per-block summaries travel back. Returns the reduced summary (rows; per mix best feasible row,
+    feasible count, binding-ceiling counts)."""
+    if chunk < 1 or block < 1:
+        raise DseError(f"got chunk {chunk}, block {block}; accepted: positive integers", field="--chunk")
+    need("pyarrow", "a streamed sweep")
+    folder.mkdir(parents=True, exist_ok=True)
+    n = grid_size(axes)
+    blocks = [(k, s, min(s + block, n)) for k, s in enumerate(range(0, n, block))]
+    if engine == "local":
+        return _reduce([sweep_block(ctxs, axes, s, e, chunk, str(folder), k) for k, s, e in blocks])
+    if engine != "dask":
+        raise DseError(f"got {engine!r}; accepted: local, dask", field="--engine")
+    distributed = need("distributed", "--engine dask")
+    import os
+
+    cluster = None
+    if scheduler is None:
+        cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+    try:
+        with distributed.Client(scheduler or cluster) as client:
+            shared = client.scatter(ctxs, broadcast=True)
+            futures = [client.submit(sweep_block, shared, axes, s, e, chunk, str(folder), k, pure=False)
+                       for k, s, e in blocks]
+            summaries = []
+            for fut in distributed.as_completed(futures):
+                summaries.append(fut.result())
+                fut.release()
+                if progress:
+                    print(f"  {len(summaries)}/{len(blocks)} blocks", flush=True)
+            return _reduce(summaries)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def run_sweep(ctx: Context | dict[str, Context], axes: dict[str, np.ndarray], chunk: int = 4096) -> SweepResult:
@@ -145,15 +269,26 @@ def best_row(res: SweepResult, column: str = "score", mix: str | None = None) ->
     return ok.loc[ok[column].idxmax()]
 
 
-def write_sweep(res: SweepResult, folder: Path, title: str) -> list[Path]:
-    """sweep.csv and one heatmap figure per SRAM value: a 2 x 2 block of panels per mix (score,
+def write_sweep_csv(res: SweepResult, folder: Path) -> list[Path]:
+    """sweep.csv alone."""
+    from dse.yamlio import atomic_write
+
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "sweep.csv", lambda p: res.grid.to_csv(p, index=False))
+    return [folder / "sweep.csv"]
+
+
+def write_sweep(res: SweepResult, folder: Path, title: str, csv: bool = True) -> list[Path]:
+    """sweep.csv (with ``csv``) and one heatmap figure per SRAM value: a 2 x 2 block of panels per mix (score,
     score/mm2, area, binding ceiling), each mix's best feasible point starred on its own SRAM's figure."""
     from dse.report.plots import sweep_heatmaps
     from dse.yamlio import atomic_write
 
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "sweep.csv", lambda p: res.grid.to_csv(p, index=False))
-    paths = [folder / "sweep.csv"]
+    paths = []
+    if csv:
+        atomic_write(folder / "sweep.csv", lambda p: res.grid.to_csv(p, index=False))
+        paths.append(folder / "sweep.csv")
     ctx0 = next(iter(res.ctxs.values()))
     budget = ctx0.cfg.search.area_budget_mm2
     kb = base_knobs(ctx0.base)

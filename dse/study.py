@@ -175,9 +175,10 @@ def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArra
     }
 
 
-def score_designs(ctx: Context, designs: DesignBatch) -> tuple[Scored, np.ndarray]:
-    """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]."""
-    times = mix_times(designs, ctx.mix, arrays=ctx.arrays)
+def score_designs(ctx: Context, designs: DesignBatch, times: np.ndarray | None = None) -> tuple[Scored, np.ndarray]:
+    """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]
+    (``times`` when the caller already has them from ``mix_times``/``mix_times_bounds``)."""
+    times = mix_times(designs, ctx.mix, arrays=ctx.arrays) if times is None else times
     s = mix_score(times, ctx.base_times, ctx.mix.weights)
     ar = area(designs)
     res = resources(designs, ctx.mix, times, ctx.arrays, ar=ar)
@@ -390,13 +391,15 @@ def _wait(barrier: object | None, timeout: float = 300.0) -> None:
 def run_study(
     config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
     n_trials: int | None = None, progress: bool = True, workers: int = 1, mix: str | None = None,
-    folder: Path | None = None,
+    folder: Path | None = None, exclusive: bool | None = None,
 ) -> StudyResult:
     """Run the study in ``config`` (results folder created, config copied); return the outcome.
 
     The study is created once here; with ``workers > 1`` that many processes (this one included)
     share it through the storage. :func:`dse.report.write.write_results` writes the tables, plots
-    and summary from the result."""
+    and summary from the result. ``exclusive`` (default: one worker on the default storage in the results
+    folder) lets the search buffer its trials in memory and write them in batches (``optimize.run``); with
+    ``--storage`` another machine may join the study, so each trial is claimed and recorded there at once."""
     if not 1 <= workers <= max_workers():
         raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
@@ -425,8 +428,11 @@ def run_study(
         for p in procs:
             p.start()
         _wait(start)
+    if exclusive is None:
+        exclusive = workers == 1 and storage is None
     with storage_errors(url):
-        new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress)
+        new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress,
+                           exclusive=exclusive and workers == 1)
     for p in procs:
         p.join()
     bad = [p.exitcode for p in procs if p.exitcode != 0]
@@ -454,5 +460,5 @@ def run_mixes(
     make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
     results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
-                         mix=m, folder=top / m) for m in cfg.mix_names]
+                         mix=m, folder=top / m, exclusive=workers == 1 and storage is None) for m in cfg.mix_names]
     return top, results

@@ -49,6 +49,11 @@ CASES: dict[str, Callable[[], list[tuple[str, str, float | str]]]] = {
                                                          dtype="bf16"),
     "gpt3-175b training b64 @ dgx-a100 tp8 pp8": _predict("gpt3-175b", "dgx-a100", phase="training", batch=64,
                                                           seq=2048, dtype="bf16", chips=64, tp=8, pp=8, dp=1),
+    "gpt3-175b training b64 @ dgx-a100 tp8 pp8 v3 full recompute": _predict(
+        "gpt3-175b", "dgx-a100", phase="training", batch=64, seq=2048, dtype="bf16", chips=64, tp=8, pp=8, dp=1,
+        microbatches=64, interleave=3, recompute="full"),
+    "llama2-7b serving b16 in512 out128 bf16 @ h100-sxm": _predict("llama2-7b", "h100-sxm", phase="serving", batch=16,
+                                                                    input_len=512, output_len=128, dtype="bf16"),
     "npu-7nm area": _area("npu-7nm"),
     "h100-sxm area": _area("h100-sxm"),
 }

@@ -30,3 +30,66 @@ def test_compare_sweep_and_whatif_return_the_commands_tables_and_write_nothing(t
     assert main(["sweep", str(cfg), "--points", "3", "--out", str(tmp_path / "o")]) == 0
     written = pd.read_csv(next((tmp_path / "o").glob("*-sweep")) / "sweep.csv")
     assert written["score"].to_numpy() == pytest.approx(grid["score"].to_numpy(), rel=1e-12)
+
+
+def test_import_dse_loads_no_heavy_library_until_used() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, dse; heavy = {'numpy', 'pandas', 'optuna', 'matplotlib', 'seaborn', 'scipy', 'pydantic'}; "
+            "print(sorted(heavy & set(sys.modules)));"
+            "from dse.hardware.designs import DesignBatch; import dse.predict.roofline;"
+            "print(callable(dse.hardware), callable(dse.predict), 'optuna' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "True True False False"  # the API names win over same-named subpackages
+
+
+def test_public_names_resolve() -> None:
+    import dse
+
+    assert set(dse.__all__) <= set(dir(dse))
+    for name in dse.__all__:
+        assert getattr(dse, name) is not None
+
+
+def test_predict_many_equals_one_prediction_per_design_and_workload() -> None:
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    import dse
+    from dse.hardware.designs import DesignBatch
+
+    wls = [dse.workload("llama2-7b", phase="decode", batch=1, context=1024, dtype="bf16"),
+           dse.workload("resnet50", batch=32, dtype="bf16")]
+    npu = dse.hardware("npu-7nm")
+    knobs = pd.DataFrame({"peak_tflops": [64.0, 275.2512, 1024.0], "dram_bandwidth_tbps": [4.0, 1.6384, 0.4],
+                          "memory.global.capacity_mib": [8.0, 32.0, 256.0]})
+    table = dse.predict_many(wls, knobs, base="npu-7nm")
+    assert list(table.columns[:3]) == list(knobs.columns) and len(table) == 3
+    base = DesignBatch.from_hardware(npu, 3)
+    d = base.with_knobs(peak_flops=knobs["peak_tflops"].to_numpy() * 1e12,
+                        dram_bandwidth=knobs["dram_bandwidth_tbps"].to_numpy() * 1e12,
+                        sram_bytes=knobs["memory.global.capacity_mib"].to_numpy() * 2**20)
+    assert dse.predict_many(wls, d).iloc[:, :2].equals(table.iloc[:, 3:5])  # a DesignBatch gives the same times
+    for i in range(3):
+        for wl in wls:
+            p = dse.predict(wl, d.take([i]))
+            assert table.loc[i, f"time_s.{wl.label()}"] == pytest.approx(p.time_s, rel=1e-12)
+            assert table.loc[i, f"binding.{wl.label()}"] == p.time_by_bound().idxmax()
+    assert set(table["binding"]) <= {"compute", "local", "global", "hbm", "network", "overhead", "array"}
+    with pytest.raises(dse.DseError, match="compute.clock_ghz"):
+        dse.predict_many(wls, pd.DataFrame({"speed": [1.0]}), base="npu-7nm")
+    assert np.all(table["binding_time_share"].between(0, 1))
+
+
+def test_repeated_calls_reuse_the_expansion_and_results_do_not_change() -> None:
+    import dse
+
+    a = dse.workload("gpt2", phase="decode", batch=8, context=1024, dtype="bf16")
+    assert dse.workload("gpt2", phase="decode", batch=8, context=1024, dtype="bf16") is a
+    assert dse.workload("gpt2", phase="decode", batch=8, context=512, dtype="bf16") is not a
+    p = dse.predict(a, "a100-80gb")
+    t = p.time_s  # from arrays, before the per-operator table exists
+    assert p.ops["total_time_s"].sum() == t and p.time_s == t

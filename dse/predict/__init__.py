@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,14 +15,14 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
 from dse.predict.network import sent_per_op
-from dse.predict.roofline import BatchResult, evaluate, evaluate_times
+from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times
 from dse.predict.traffic import OpArrays
 from dse.workloads.library import Workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
 
-__all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "evaluate", "evaluate_times", "mix_arrays",
-           "mix_times", "predict", "step_times"]
+__all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "chunk_designs", "evaluate", "evaluate_times",
+           "mix_arrays", "mix_times", "mix_times_bounds", "predict", "step_times"]
 
 FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
@@ -32,20 +33,36 @@ def bound_names(levels: list[str]) -> list[str]:
     return ["compute", *levels, "network", "overhead", "array"]
 
 
-@dataclass(frozen=True)
 class Prediction:
     """One workload on one design (one chip of a system under a plan). ``ops`` adds per-op results to
-    the operator table; ``total_time_s`` is each row's share of the step (count x scale, overlap applied)."""
+    the operator table; ``total_time_s`` is each row's share of the step (count x scale, overlap applied).
 
-    workload: Workload
-    hardware: Hardware
-    ops: pd.DataFrame
-    system: System | None = None
-    capacity_bytes: float = float("inf")  #: DRAM (outermost level) bytes per chip
+    ``ops`` is built on first use (``build_ops``): ``time_s`` and ``fits`` come from numpy arrays alone, so a
+    loop that reads only them pays no pandas (issue 17)."""
+
+    def __init__(self, workload: Workload, hardware: Hardware, ops: pd.DataFrame | None = None,
+                 system: System | None = None, capacity_bytes: float = float("inf"), *,
+                 total_time_s: np.ndarray | None = None, build_ops: Callable[[], pd.DataFrame] | None = None) -> None:
+        if ops is None and build_ops is None:
+            raise ValueError("Prediction needs ops or build_ops")
+        self.workload, self.hardware, self.system = workload, hardware, system
+        self.capacity_bytes = capacity_bytes  #: DRAM (outermost level) bytes per chip
+        self._ops, self._build, self._total = ops, build_ops, total_time_s
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        if self._ops is None:
+            self._ops, self._build = self._build(), None
+        return self._ops
+
+    def __repr__(self) -> str:
+        return f"Prediction({self.workload.label()} on {self.hardware.name}: {self.time_s * 1e3:.4g} ms)"
 
     @property
     def time_s(self) -> float:
         """Time of one step (one inference / one decode step / one prefill / one training step), seconds."""
+        if self._total is not None:
+            return float(self._total.sum())
         return float(self.ops["total_time_s"].sum())
 
     @property
@@ -107,7 +124,48 @@ class Prediction:
         return s / s.sum()
 
 
-def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> pd.DataFrame:
+class TableArrays(NamedTuple):
+    """What a single prediction reads from a workload's operator table, once per table (table row order)."""
+
+    o: OpArrays
+    count_scale: np.ndarray  # [O] count x scale
+    overlapped: np.ndarray  # [O] bool: an overlapped collective
+    compute: np.ndarray  # [O] bool: not a collective
+
+
+#: ops table -> (table, its arrays); the table is held so its id stays unique while cached
+_TABLES: dict[int, tuple[pd.DataFrame, TableArrays]] = {}
+
+
+def table_arrays(ops: pd.DataFrame) -> TableArrays:
+    """:class:`TableArrays` of an operator table, kept for the last 256 tables (``dse.workload`` returns the
+    same table for the same call, so a loop over designs converts it once)."""
+    hit = _TABLES.get(id(ops))
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    coll = ops["coll"].to_numpy() != ""
+    ta = TableArrays(OpArrays.from_table(ops), ops["count"].to_numpy(dtype=float) * ops["scale"].to_numpy(dtype=float),
+                     ops["overlap"].to_numpy(dtype=bool) & coll, ~coll)
+    if len(_TABLES) >= 256:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[id(ops)] = (ops, ta)
+    return ta
+
+
+def total_times(ta: TableArrays, t: np.ndarray) -> np.ndarray:
+    """[O] each row's share of the step from per-instance times ``t`` [O]: count x scale, and overlapped
+    collectives reduced to their exposed share (what the computation does not hide)."""
+    total = t * ta.count_scale
+    ovl = ta.overlapped
+    if ovl.any():
+        hidden_behind = total[ta.compute].sum()
+        exposed = max(0.0, total[ovl].sum() - hidden_behind)
+        total[ovl] *= exposed / total[ovl].sum()
+    return total
+
+
+def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, total: np.ndarray | None = None
+                  ) -> pd.DataFrame:
     levels = d.level_names
     names = bound_names(levels)
     df = wl.ops.copy()
@@ -115,13 +173,7 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> 
     compulsory = (df["bytes_read"] + df["bytes_written"]).to_numpy(dtype=float)
     t = r.time[0]
     df["time_s"] = t
-    total = t * df["count"].to_numpy() * df["scale"].to_numpy()
-    ovl = (df["overlap"] & (df["coll"] != "")).to_numpy()
-    if ovl.any():  # overlapped collectives show only their exposed share
-        hidden_behind = total[(df["coll"] == "").to_numpy()].sum()
-        exposed = max(0.0, total[ovl].sum() - hidden_behind)
-        total[ovl] *= exposed / total[ovl].sum()
-    df["total_time_s"] = total
+    df["total_time_s"] = total_times(table_arrays(wl.ops), t) if total is None else total
     df["t_compute_s"] = r.t_compute[0]
     for j, lv in enumerate(levels):
         df[f"traffic_{lv}_bytes"] = r.traffic[0, :, j]
@@ -153,6 +205,21 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult) -> 
     return df
 
 
+_DESIGNS: dict[int, tuple[Hardware, DesignBatch]] = {}
+
+
+def _one_design(hw: Hardware) -> DesignBatch:
+    """``DesignBatch.from_hardware(hw)``, kept per template object (templates are frozen) for the last 64."""
+    hit = _DESIGNS.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    d = DesignBatch.from_hardware(hw)
+    if len(_DESIGNS) >= 64:
+        _DESIGNS.pop(next(iter(_DESIGNS)))
+    _DESIGNS[id(hw)] = (hw, d)
+    return d
+
+
 def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None = None, chips: int | None = None,
             **plan: Any) -> Prediction:
     """Predict one workload on one hardware template (or a one-design batch).
@@ -161,7 +228,7 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
     field) the workload is rebuilt as one chip's share under that plan and predicted on ``system``
     (default: the shipped system of this chip, resized to the chip count); ``time_s`` stays the time
     of one step and ``ops`` gains the collective operators."""
-    d = hw if isinstance(hw, DesignBatch) else DesignBatch.from_hardware(hw)
+    d = hw if isinstance(hw, DesignBatch) else _one_design(hw)
     if d.n != 1:
         raise ValueError("predict() takes one design; use evaluate() or mix_times() for batches")
     if chips is not None or plan:
@@ -181,15 +248,17 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         from dse.workloads.library import workload as build
 
         wl = build(wl.origin or wl.name, plan=p, **wl.spec)
-    if wl.chips > 1 or wl.ops["coll"].ne("").any():
+    ta = table_arrays(wl.ops)
+    o = ta.o
+    if wl.chips > 1 or o.coll_idx.size:
         sysm = system or d.system or default_system(d.base)
         if isinstance(sysm, str):
             sysm = load_system(sysm)
         d = d.with_system(sysm.resized(wl.chips))
-    o = OpArrays.from_table(wl.ops)
     r = evaluate(d, o)
-    return Prediction(workload=wl, hardware=d.base, ops=_single_table(wl, d, o, r), system=d.system,
-                      capacity_bytes=float(d.capacity[0, -1]))
+    total = total_times(ta, r.time[0])
+    return Prediction(workload=wl, hardware=d.base, system=d.system, capacity_bytes=float(d.capacity[0, -1]),
+                      total_time_s=total, build_ops=partial(_single_table, wl, d, o, r, total.copy()))
 
 
 class MixArrays(NamedTuple):
@@ -228,10 +297,46 @@ def step_times(t: np.ndarray, a: MixArrays) -> np.ndarray:
     return out
 
 
-def mix_times(d: DesignBatch, mix: Mix, chunk: int = 2048, arrays: MixArrays | None = None) -> np.ndarray:
-    """[D, W] seconds per step of each workload of ``mix`` on each design (chunked over designs)."""
+def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, chunk: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """([D, W] step times as :func:`mix_times`, [D, W, B] time of each workload's ops under each binding ceiling
+    (``bound_names`` order; op time x count, as ``dse.grid.binding_ceiling`` always weighed them)) in one
+    lean pass over chunks of designs (:func:`dse.predict.roofline.evaluate_bound`)."""
+    a = arrays or mix_arrays(mix)
+    n_b = len(bound_names(d.level_names))
+    times = np.empty((d.n, a.member.shape[1]))
+    by = np.empty((d.n, a.member.shape[1], n_b))
+    chunk = chunk or chunk_designs(a.o.n)
+    W = a.counts.shape[1]
+    owner = a.counts.argmax(axis=1)  # each row of a mix's table belongs to one workload
+    weight = a.counts[np.arange(a.o.n), owner]
+    for start in range(0, d.n, chunk):
+        sl = slice(start, min(start + chunk, d.n))
+        t, code = evaluate_bound(d.take(sl), a.o, table_order=False)
+        times[sl] = step_times(t, a)
+        k = sl.stop - sl.start  # one weighted histogram over (design, workload, ceiling) instead of B matmuls
+        idx = code.astype(np.intp)
+        idx += (np.arange(k, dtype=np.intp) * (W * n_b))[:, None] + (owner * n_b)[None, :]
+        by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
+    return times, by
+
+
+#: bytes of one [chunk, O] float64 temporary (384 KiB): the few live ones stay in a core's L2 cache (2 MiB here), so the
+#: predictor's ~20 array steps run from cache instead of faulting in fresh pages (issue 17)
+CHUNK_BYTES = 3 << 17
+
+
+def chunk_designs(n_ops: int, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """Designs per chunk so that one [chunk, n_ops] float64 array takes about ``chunk_bytes`` (at least 16)."""
+    return max(16, chunk_bytes // (8 * max(n_ops, 1)))
+
+
+def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArrays | None = None) -> np.ndarray:
+    """[D, W] seconds per step of each workload of ``mix`` on each design (chunked over designs; the chunk
+    defaults to :func:`chunk_designs` of the operator count)."""
     a = arrays or mix_arrays(mix)
     out = np.empty((d.n, a.member.shape[1]))
+    chunk = chunk or chunk_designs(a.o.n)
     for start in range(0, d.n, chunk):
         sl = slice(start, min(start + chunk, d.n))
         out[sl] = step_times(evaluate_times(d.take(sl), a.o, table_order=False), a)

@@ -57,7 +57,10 @@ ARRAY_FILL = 0.5
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[D, O] bool: the op runs on the MAC arrays. A matrix op whose dtype the arrays have no mode
     for (e.g. an fp32 GEMM on an NPU with bf16/int8 arrays) runs on the vector units instead."""
-    return o.matrix[None, :] & ~np.isnan(d.matrix_peak[:, o.dtype_idx])
+    nan = np.isnan(d.matrix_peak)
+    if d.n and (nan == nan[:1]).all():  # the same modes on every design: one shared [1, O] row
+        return o.matrix[None, :] & ~nan[:1, o.dtype_idx]
+    return o.matrix[None, :] & ~np.take(nan, o.dtype_idx, axis=1)  # row-ordered gather (C layout)
 
 
 def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
@@ -74,11 +77,64 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
 
 def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
-    peak = np.where(matrix, d.matrix_peak[:, o.dtype_idx], d.vector_peak[:, o.dtype_idx])
+    col = _unit_columns(o, d, matrix)
+    peak = _gather(np.concatenate([d.matrix_peak, d.vector_peak], axis=1), col)
     eff = np.where(matrix, d.matrix_eff[:, None], d.vector_eff[:, None])
+    _check_modes(o, peak)
+    return peak, eff
+
+
+def _unit_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[1 or D, O] column of each op in ``[matrix_peak | vector_peak]`` (its unit at its dtype)."""
+    return np.where(matrix, o.dtype_idx, o.dtype_idx + d.matrix_peak.shape[1])
+
+
+def _gather(table: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """[D, O] ``table[d, col[d or 0, o]]`` as a C-ordered array (a row-ordered gather, not a column pick)."""
+    if col.shape[0] == 1:
+        return np.take(table, col[0], axis=1)
+    return np.take_along_axis(table, col, axis=1)
+
+
+def _check_modes(o: OpArrays, peak: np.ndarray) -> None:
     if np.isnan(peak[:, o.flops > 0]).any():
         raise DseError("an op uses a dtype that neither unit has a mode for; accepted: add it to peak_tflops")
-    return peak, eff
+
+
+def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[D, O] peak x efficiency of each op's unit (the same products as ``peak * eff`` of :func:`unit_peak`,
+    taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
+    K = d.matrix_peak.shape[1]
+    table = np.empty((d.n, 2 * K + 1))
+    np.multiply(d.matrix_peak, d.matrix_eff[:, None], out=table[:, :K])
+    np.multiply(d.vector_peak, d.vector_eff[:, None], out=table[:, K : 2 * K])
+    table[:, 2 * K] = 1.0
+    if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
+        key = ("unit-columns", matrix.tobytes())
+        if key not in o.cache:
+            col = np.where(o.flops > 0, _unit_columns(o, d, matrix)[0], 2 * K)
+            o.cache[key] = (col, np.unique(col))
+        col, used = o.cache[key]
+        if np.isnan(table[:, used]).any():
+            _check_modes(o, _gather(table, col[None, :]))
+        return np.take(table, col, axis=1)
+    col = np.where(o.flops > 0, _unit_columns(o, d, matrix), 2 * K)
+    _check_modes(o, _gather(table, col))
+    return _gather(table, col)
+
+
+def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """:func:`array_fill`, kept in ``o.cache`` as a read-only [1, O] row when every design has the same arrays."""
+    r, c = d.array_rows, d.array_cols
+    if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all()):
+        return array_fill(o, d, matrix)
+    key = ("fill", float(r[0]), float(c[0]), matrix.tobytes())
+    row = o.cache.get(key)
+    if row is None:
+        row = array_fill(o, d, matrix)
+        row.flags.writeable = False
+        o.cache[key] = row
+    return row
 
 
 def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
@@ -121,14 +177,19 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     """Sorted-order ``[D, O]`` pieces of the lean path: the op's unit (matrix or not), its compute time at
     full clock, the largest memory/network time and the launch overhead."""
     matrix = on_matrix(o, d)
-    peak, eff = unit_peak(o, d, matrix)
-    rate = peak * eff
-    rate *= array_fill(o, d, matrix)
-    t_compute = o.flops / np.where(o.flops > 0, rate, 1.0)  # ops without FLOPs get 0, not 0/NaN
-    rest = max_memory_time(d, o, np.zeros_like(t_compute))
+    rate = _unit_rate(o, d, matrix)  # ops without FLOPs read 1.0: they get 0, not 0/NaN
+    rate *= _lean_fill(o, d, matrix)
+    t_compute = np.divide(o.flops, rate, out=rate)
+    rest = max_memory_time(d, o)  # [1, O] when no level differs between designs
     if o.coll_idx.size:
+        rest = np.array(np.broadcast_to(rest, t_compute.shape))
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    return matrix, t_compute, rest, np.where(o.fused, 0.0, d.overhead_s[:, None])
+    return matrix, t_compute, rest, np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+
+
+def _shared(x: np.ndarray) -> np.ndarray:
+    """``x`` [D], or its first entry [1] when every design has the same value (one shared row)."""
+    return x[:1] if x.size and (x == x[0]).all() else x
 
 
 def op_clocks(d: DesignBatch, o: OpArrays) -> np.ndarray:
@@ -149,5 +210,69 @@ def evaluate_times(d: DesignBatch, o: OpArrays, table_order: bool = True) -> np.
     np.maximum(t, rest, out=t)
     t += t_over
     if o.eager.any():  # the host dispatches eager ops one at a time: each takes at least its dispatch time
-        np.maximum(t, np.where(o.eager, d.host_s[:, None], 0.0), out=t)
+        np.maximum(t, np.where(o.eager, _shared(d.host_s)[:, None], 0.0), out=t)
     return o.to_table_order(t) if table_order else t
+
+
+def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """([D, O] time as :func:`evaluate_times`, [D, O] int8 binding ceiling as :func:`evaluate`'s ``bound``) in
+    one lean pass: the terms are compared level by level as they are made, no [D, O, L] array is kept.
+    (Under a power cap the bound comes from :func:`evaluate`.)"""
+    if d.base.power_limit_w is not None:
+        bound = evaluate(d, o).bound.astype(np.int8)  # table order
+        return evaluate_times(d, o, table_order), bound if table_order else np.take(bound, o.perm, axis=1)
+    matrix = on_matrix(o, d)
+    rate = _unit_rate(o, d, matrix)
+    fill = _lean_fill(o, d, matrix)
+    rate *= fill
+    roof = np.divide(o.flops, rate, out=rate)  # compute term, then the running max over the terms
+    t_compute = roof.copy()
+    other = np.zeros_like(roof)  # the largest memory or network term (for the array-fill ceiling)
+    code = np.zeros(roof.shape, dtype=np.int8)
+    bw = d.bandwidth * d.bw_eff
+    row = row_code = None  # leading levels the same on every design: merged into one [1, O] row first
+
+    def fold(x: np.ndarray, c: np.ndarray | np.int8) -> None:
+        wins = x > roof  # strict: the first largest term binds, as argmax does
+        np.copyto(code, np.broadcast_to(c, code.shape), where=wins)
+        np.maximum(roof, x, out=roof)
+        np.maximum(other, x, out=other)
+
+    for lv, tr in per_level(d, o):
+        col = bw[:, lv : lv + 1]
+        if row_code is not False and tr.shape[0] == 1 and (col == col[0]).all():
+            x = tr / col[:1]
+            if row is None:
+                row, row_code = x, np.full(x.shape, np.int8(lv + 1))
+            else:
+                np.copyto(row_code, np.int8(lv + 1), where=x > row)
+                np.maximum(row, x, out=row)
+            continue
+        if row is not None:
+            fold(row, row_code)
+            row = None
+        row_code = False  # a later shared level must not jump ahead of this one on ties
+        fold(tr / col, np.int8(lv + 1))
+    if row is not None:
+        fold(row, row_code)
+    L = d.capacity.shape[1]
+    if o.coll_idx.size:
+        x = network_times(d, o)
+        sub = roof[:, o.coll_idx]
+        wins = x > sub
+        code[:, o.coll_idx] = np.where(wins, np.int8(L + 1), code[:, o.coll_idx])
+        roof[:, o.coll_idx] = np.maximum(sub, x)
+        other[:, o.coll_idx] = np.maximum(other[:, o.coll_idx], x)
+    # the MAC-array fill decides a compute-bound op (as in evaluate): its own ceiling
+    array = (code == 0) & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
+    np.copyto(code, np.int8(L + 3), where=array)
+    t_over = np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+    time = roof + t_over
+    if o.eager.any():
+        t_host = np.where(o.eager, _shared(d.host_s)[:, None], 0.0)
+        np.maximum(time, t_host, out=time)
+        t_over = np.maximum(t_over, t_host - roof)
+    np.copyto(code, np.int8(L + 2), where=t_over > roof)
+    if table_order:
+        return o.to_table_order(time), o.to_table_order(code)
+    return time, code

@@ -125,13 +125,23 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     out = np.empty((S.shape[0], o.n))
     Sc = S[:, None]
     ti = o.tiled
-    if ti.stop > ti.start:
-        t = np.sqrt(Sc / o.tile_elem_bytes[ti])
+    if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
+        if "tile-classes" not in o.cache:  # ops share a few e_a + e_b + e_out values: one sqrt per value
+            o.cache["tile-classes"] = np.unique(o.tile_elem_bytes[ti], return_inverse=True)
+        teb, cls = o.cache["tile-classes"]
+        t = np.sqrt(Sc / teb)
         np.maximum(t, 1.0, out=t)
+        t = np.take(t, cls, axis=1)  # [K, n_tiled] tile side per op (row-ordered gather)
         M, N = o.M[ti], o.N[ti]
-        a_passes = np.ceil(N / np.minimum(t, N))
-        b_passes = np.ceil(M / np.minimum(t, M))
-        out[:, ti] = o.a_bytes[ti] * a_passes + o.b_bytes[ti] * b_passes + o.c_bytes[ti]
+        a_passes = np.minimum(t, N)  # ceil(N / min(t, N))
+        np.divide(N, a_passes, out=a_passes)
+        np.ceil(a_passes, out=a_passes)
+        b_passes = np.minimum(t, M, out=t)  # ceil(M / min(t, M))
+        np.divide(M, b_passes, out=b_passes)
+        np.ceil(b_passes, out=b_passes)
+        tr = np.multiply(a_passes, o.a_bytes[ti], out=a_passes)  # A*a_passes + B*b_passes + C
+        tr += np.multiply(b_passes, o.b_bytes[ti], out=b_passes)
+        np.add(tr, o.c_bytes[ti], out=out[:, ti])
     at = o.attn
     if at.stop > at.start:
         M = o.M[at]
@@ -149,9 +159,24 @@ def per_level(d: DesignBatch, o: OpArrays):
     for lv in range(S.shape[1]):
         col = S[:, lv]
         if np.all(col == col[0]):
-            yield lv, level_traffic(col[:1], o, bool(d.offchip[lv]))
+            yield lv, shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]))
         else:
             yield lv, level_traffic(col, o, bool(d.offchip[lv]))
+
+
+def shared_level_traffic(S: float, o: OpArrays, offchip: bool) -> np.ndarray:
+    """[1, O] :func:`level_traffic` of one inner capacity, kept in ``o.cache`` (chunks and trials of a batch
+    reuse it; at most 256 capacities are kept). Read-only: callers must not write into it."""
+    key = ("traffic", S, offchip)
+    row = o.cache.get(key)
+    if row is None:
+        if len(o.cache) > 256:
+            for k in [k for k in o.cache if k[0] == "traffic"]:
+                del o.cache[k]
+        row = level_traffic(np.array([S]), o, offchip)
+        row.flags.writeable = False
+        o.cache[key] = row
+    return row
 
 
 def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
@@ -162,9 +187,23 @@ def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
     return out
 
 
-def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray) -> np.ndarray:
-    """``out`` [D, O] <- max(out, max over levels of traffic / (BW * eta)); no [D, O, L] temporary."""
+def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) -> np.ndarray:
+    """Max over levels of traffic / (BW * eta), no [D, O, L] temporary; ``out`` [D, O] <- max(out, that).
+
+    Without ``out`` a level whose traffic and bandwidth are the same on every design is computed once
+    as a shared [1, O] row; the result is [1, O] when every level is shared, else [D, O]."""
     rate = d.bandwidth * d.bw_eff
+    shared = full = None
     for lv, tr in per_level(d, o):
-        np.maximum(out, tr / rate[:, lv : lv + 1], out=out)
-    return out
+        bw = rate[:, lv : lv + 1]
+        if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
+            x = tr / bw[:1]
+            shared = x if shared is None else np.maximum(shared, x, out=shared)
+        else:
+            x = tr / bw
+            full = x if full is None else np.maximum(full, x, out=full)
+    if out is not None:
+        return np.maximum(out, full, out=out) if full is not None else out
+    if full is None:
+        return shared if shared is not None else np.zeros((1, o.n))
+    return np.maximum(full, shared, out=full) if shared is not None else full

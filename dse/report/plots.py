@@ -13,11 +13,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from dse.hardware.designs import DesignBatch  # noqa: E402
 from dse.units import TERA  # noqa: E402
 from dse.yamlio import atomic_write  # noqa: E402
+
+
+def palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
+    """``n`` colours of a matplotlib colormap: a qualitative one (tab10, tab20) cycles its colours, a
+    continuous one (viridis) is sampled evenly. (matplotlib only: seaborn pulls scipy.stats, ~1 s.)"""
+    cmap = matplotlib.colormaps[name]
+    if isinstance(cmap, matplotlib.colors.ListedColormap) and cmap.N <= 20:
+        return [tuple(cmap(i % cmap.N)) for i in range(n)]
+    return [tuple(c) for c in cmap(np.linspace(0.0, 1.0, max(n, 1)))][:n]
 
 
 def finish(ax: plt.Axes, xlabel: str, ylabel: str, heading: str, logy: bool = True, **legend: object) -> None:
@@ -32,10 +40,30 @@ def finish(ax: plt.Axes, xlabel: str, ylabel: str, heading: str, logy: bool = Tr
     ax.legend(**{"fontsize": 7, **legend})
 
 
+#: artists with more elements than this are drawn as a raster image inside the SVG (axes, text and legends
+#: stay vector): a heatmap of 10^4 cells or a scatter of 10^4 points made 10-80 MB SVGs
+RASTER_ABOVE = 500
+
+
+def rasterize_heavy(fig: plt.Figure, limit: int = RASTER_ABOVE) -> None:
+    """Mark heatmaps (QuadMesh, images) and collections or lines with more than ``limit`` elements rasterized."""
+    import matplotlib.collections
+
+    for ax in fig.axes:
+        for c in ax.collections:
+            n = len(c.get_paths()) if not isinstance(c, matplotlib.collections.QuadMesh) else limit + 1
+            if n > limit or len(getattr(c, "get_offsets", lambda: [])()) > limit:
+                c.set_rasterized(True)
+        for line in ax.lines:
+            if len(line.get_xdata()) > limit:
+                line.set_rasterized(True)
+
+
 def _save(fig: plt.Figure, path: Path) -> Path:
-    """The figure as PNG at ``path`` and as SVG next to it (both atomic)."""
+    """The figure as PNG at ``path`` and as SVG next to it (both atomic; heavy artists rasterized in the SVG)."""
     atomic_write(path, lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="png"))
-    atomic_write(path.with_suffix(".svg"), lambda p: fig.savefig(p, bbox_inches="tight", format="svg"))
+    rasterize_heavy(fig)
+    atomic_write(path.with_suffix(".svg"), lambda p: fig.savefig(p, dpi=130, bbox_inches="tight", format="svg"))
     plt.close(fig)
     return path
 
@@ -54,7 +82,7 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     hi = max(x.max() if len(x) else 1e3, 1e3) * 2
     xs = np.logspace(np.log10(lo), np.log10(hi), 200)
     peak = design.peak_flops[0]
-    colors = sns.color_palette("muted", len(design.level_names) + 1)
+    colors = palette("tab10", len(design.level_names) + 1)
     ax.plot(xs, np.full_like(xs, peak / TERA), color="k", lw=2,
             label=f"matrix peak {peak / TERA:.0f} TFLOP/s ({design.base.reference_dtype})")
     for j, lv in enumerate(design.level_names):
@@ -63,7 +91,7 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
                 label=f"{lv} {bw / TERA:.2f} TB/s")
     total = df["total_time_s"].sum()
     wl_names = list(dict.fromkeys(df["workload"]))
-    pal = sns.color_palette("tab10", max(len(wl_names), 1))
+    pal = palette("tab10", max(len(wl_names), 1))
     for k, wl in enumerate(wl_names):
         sel = df["workload"] == wl
         sizes = 10 + 400 * df.loc[sel, "total_time_s"] / total
@@ -118,7 +146,7 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
     bins = np.logspace(-1, np.log10(max(ai_max, max(ridges.values(), default=1)) * 2), 40)
     fig, ax = plt.subplots(figsize=(9, 4.8))
     names = list(dict.fromkeys(df[group]))
-    pal = sns.color_palette("tab20" if len(names) > 10 else "tab10", max(len(names), 1))
+    pal = palette("tab20" if len(names) > 10 else "tab10", max(len(names), 1))
     ax.hist([df.loc[df[group] == g, "ai"] for g in names], bins=bins, stacked=True,
             weights=[df.loc[df[group] == g, "share"] for g in names], color=pal[: len(names)],
             label=names, edgecolor="white", linewidth=0.3)
@@ -172,7 +200,7 @@ def stacked_bars(parts: dict[str, dict[str, float]], path: Path, title: str, yla
     df = pd.DataFrame(parts).T.fillna(0.0)
     fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(df) + 3), 4.8))
     bottom = np.zeros(len(df))
-    pal = sns.color_palette("tab20", len(df.columns))
+    pal = palette("tab20", len(df.columns))
     for k, comp in enumerate(df.columns):
         vals = df[comp].to_numpy()
         ax.bar(df.index, vals, bottom=bottom, color=pal[k], label=comp, edgecolor="white", linewidth=0.5)
@@ -335,7 +363,7 @@ def ai_distribution(df: pd.DataFrame, level: str, weight: str, ridges: dict[str,
     hi = max(float(d["ai"].max()) * 2, max(ridges.values(), default=1.0) * 2) if len(d) else 1e3
     bins = np.geomspace(lo, hi, 45)
     groups = list(dict.fromkeys(d[group]))
-    pal = sns.color_palette("tab20", max(len(groups), 1))
+    pal = palette("tab20", max(len(groups), 1))
     ax.hist([d.loc[d[group] == g, "ai"] for g in groups], bins=bins, stacked=True,
             weights=[d.loc[d[group] == g, weight] for g in groups], color=pal[: len(groups)],
             label=groups if len(groups) <= 20 else None, edgecolor="white", linewidth=0.2)
@@ -582,7 +610,7 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
         ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
                 ls=("-", "--", "-.", ":")[k % 4],
                 label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.level_names[-1]} {bw / TERA:.2f} TB/s")
-    pal = sns.color_palette("viridis", len(table))
+    pal = palette("viridis", len(table))
     for k in range(len(table)):
         ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
                    label=f"{k}: {table['transform'].iloc[k]} ({table['time_ms'].iloc[k]:.3g} ms, "

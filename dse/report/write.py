@@ -14,7 +14,6 @@ from dse.cost.area import area
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
 from dse.cost.power import mix_energy
 from dse.predict import predict
-from dse.report import plots
 from dse.report.html import write_report
 from dse.report.summary import (
     coefficient_table,
@@ -131,6 +130,8 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
 
     figures: list[str] = []
     if plots_on:
+        from dse.report import plots  # matplotlib only when figures are drawn
+
         kb, kx = base_knobs(ctx.base), base_knobs(result.best)
         plots.roofline_chart(ops_best, result.best, folder / "roofline_best.png",
                              f"{ctx.cfg.name}: best design, one dot per operator (size ~ time share)")

@@ -11,6 +11,7 @@ with their constraints (optuna's constraint attribute, read by TPE and NSGA-II) 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -138,9 +139,105 @@ def _finite(values: np.ndarray, constraints: list[float]) -> bool:
     return bool(np.all(np.isfinite(values))) and all(np.isfinite(c) for c in constraints)
 
 
-def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True) -> int:
+#: seconds between writes of a lone worker's finished trials to the configured storage
+FLUSH_S = 2.0
+
+
+def _memory_study(study: optuna.Study) -> optuna.Study:
+    """An in-memory twin of ``study`` (same directions, same sampler) that the sampler reads and writes:
+    optuna's RDB storages cost ~15x the model per trial when every ask and tell goes through them."""
+    return optuna.create_study(storage=optuna.storages.InMemoryStorage(), directions=study.directions,
+                               sampler=study.sampler)
+
+
+def _pull(disk: optuna.Study, mem: optuna.Study, seen: set[int]) -> None:
+    """Copy the storage's complete trials that ``mem`` does not hold yet (resumed ones, other workers')."""
+    new = [t for t in disk.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t._trial_id not in seen]
+    for t in new:
+        seen.add(t._trial_id)
+    if new:
+        mem.add_trials(new)
+
+
+def _flush(disk: optuna.Study, mem: optuna.Study, pending: list[int], seen: set[int]) -> None:
+    """Write the finished ``mem`` trials (ids ``pending``) to the storage in order: into an RDB storage
+    (SQLite, PostgreSQL) as one transaction of bulk inserts, elsewhere one ``create_new_trial`` each."""
+    if not pending:
+        return
+    trials = [mem._storage.get_trial(tid) for tid in pending]
+    backend = getattr(disk._storage, "_backend", disk._storage)
+    if isinstance(backend, optuna.storages.RDBStorage):
+        seen.update(_bulk_insert(backend, disk._study_id, trials))
+    else:
+        for ft in trials:
+            seen.add(disk._storage.create_new_trial(disk._study_id, template_trial=ft))
+    pending.clear()
+
+
+def _bulk_insert(storage: optuna.storages.RDBStorage, study_id: int, trials: list) -> list[int]:
+    """Insert finished trials (numbers continuing the study's) in one transaction with one multi-row
+    insert per table, the rows optuna's ``create_new_trial(template_trial=...)`` writes one by one
+    (``tests/search/test_optimize.py`` reads them back through optuna). Only for a study's sole writer."""
+    import json
+
+    from optuna.distributions import distribution_to_json
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from sqlalchemy import func, insert
+
+    with _create_scoped_session(storage.scoped_session, True) as session:
+        models.StudyModel.find_or_raise_by_id(study_id, session, for_update=True)
+        n0 = session.query(func.count(models.TrialModel.trial_id)).filter(
+            models.TrialModel.study_id == study_id).scalar()
+        rows = []
+        for k, ft in enumerate(trials):
+            tm = models.TrialModel(study_id=study_id, number=n0 + k, state=ft.state)
+            tm.datetime_start, tm.datetime_complete = ft.datetime_start, ft.datetime_complete
+            rows.append(tm)
+        session.add_all(rows)
+        session.flush()  # trial ids
+        params, values, user, system = [], [], [], []
+        for tm, ft in zip(rows, trials, strict=True):
+            tid = tm.trial_id
+            for name, v in ft.params.items():
+                dist = ft.distributions[name]
+                params.append({"trial_id": tid, "param_name": name, "param_value": dist.to_internal_repr(v),
+                               "distribution_json": distribution_to_json(dist)})
+            for j, v in enumerate(ft.values or []):
+                stored, kind = models.TrialValueModel.value_to_stored_repr(v)
+                values.append({"trial_id": tid, "objective": j, "value": stored, "value_type": kind})
+            user += [{"trial_id": tid, "key": key, "value_json": json.dumps(v)} for key, v in ft.user_attrs.items()]
+            system += [{"trial_id": tid, "key": key, "value_json": json.dumps(v)} for key, v in ft.system_attrs.items()]
+        for model, batch in ((models.TrialParamModel, params), (models.TrialValueModel, values),
+                             (models.TrialUserAttributeModel, user), (models.TrialSystemAttributeModel, system)):
+            if batch:
+                session.execute(insert(model), batch)
+        return [tm.trial_id for tm in rows]
+
+
+def _outcome(values: np.ndarray, attrs: list[dict], constraints: dict[str, np.ndarray], i: int):
+    """(state, values, metrics, constraint list, failure reason) of design ``i`` of an evaluated batch."""
+    names = list(constraints)
+    cons = [float(constraints[c][i]) for c in names]
+    v = values[i]
+    if _finite(v, cons):
+        return TrialState.COMPLETE, (float(v[0]) if v.size == 1 else [float(x) for x in v]), attrs[i], cons, ""
+    bad = [n for n, c in zip(names, cons, strict=True) if not np.isfinite(c)]
+    why = "objective " + ", ".join(f"{x:g}" for x in v) if not np.all(np.isfinite(v)) else ""
+    why = "; ".join(filter(None, [why, *(f"constraint {n} not finite" for n in bad)]))
+    return TrialState.FAIL, None, {**{k: x for k, x in attrs[i].items() if _json_ok(x)}, "failed_reason": why}, [], why
+
+
+def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True, exclusive: bool = False,
+        flush_s: float = FLUSH_S) -> int:
     """Ask/evaluate/tell in batches until the study holds ``search.n_trials`` complete trials
     (counting every worker's). Returns how many trials this call completed.
+
+    The sampler asks and is told on an in-memory twin of the study. With ``exclusive`` (this process is the
+    study's only writer: one worker, its own storage) finished trials reach the storage every ``flush_s``
+    seconds and at the end (a killed run loses at most that much; ``--resume`` continues from the storage).
+    Otherwise each round pulls the other workers' complete trials into the twin, claims its trials in the
+    storage (the ``n_trials`` lowest numbers win) and records each result there.
 
     A design whose objective or constraints are not finite never reaches the sampler: its trial is
     told FAIL with the reason in its metrics; after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the
@@ -149,61 +246,90 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     target = search.n_trials
     if search.sampler == "grid":
         target = min(target, int(np.prod([len(v) for v in grid(search.space, search.grid_points).values()])))
+    mem, seen, pending = _memory_study(study), set(), []
+    _pull(study, mem, seen)
     complete, _ = _counts(study)
     bar = tqdm(total=target, initial=complete, desc="search", unit="trial", disable=not progress, leave=False)
     new = 0
     failures: list[str] = []
-    while True:
-        complete, running = _counts(study)
-        k = min(search.batch_size, target - complete - running)
-        if k <= 0:
-            break
-        trials = _claim(study, [study.ask(dists) for _ in range(k)], target)
-        if not trials:
-            continue
-        values, attrs, constraints = evaluate([t.params for t in trials])
-        names = list(constraints)
-        values = np.asarray(values, dtype=float).reshape(len(trials), -1)
-        for i, (trial, a) in enumerate(zip(trials, attrs, strict=True)):
-            cons = [float(constraints[c][i]) for c in names]
-            v = values[i]
-            if not _finite(v, cons):
-                bad = [n for n, c in zip(names, cons, strict=True) if not np.isfinite(c)]
-                why = "objective " + ", ".join(f"{x:g}" for x in v) if not np.all(np.isfinite(v)) else ""
-                why = "; ".join(filter(None, [why, *(f"constraint {n} not finite" for n in bad)]))
-                trial.set_user_attr(METRICS_ATTR, {**{k2: v2 for k2, v2 in a.items() if _json_ok(v2)},
-                                                   "failed_reason": why})
-                study.tell(trial, state=TrialState.FAIL)
-                failures.append(why)
-                continue
-            failures.clear()
-            record(trial, a, cons)
-            study.tell(trial, float(v[0]) if v.size == 1 else [float(x) for x in v])
-            new += 1
-            bar.update(1)
-        if len(failures) >= MAX_CONSECUTIVE_FAILURES:
-            bar.close()
-            common = max(set(failures), key=failures.count)
-            raise DseError(f"{len(failures)} trials in a row failed (most common: {common}); accepted: inputs that "
-                           "give a finite score, area, cost and power (check workload weights, template fields and "
-                           "search ranges)", field="search")
-    bar.close()
+    last = time.monotonic()
+    try:
+        while True:
+            if exclusive:
+                complete, running = len(mem.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))), 0
+            else:
+                _pull(study, mem, seen)
+                complete, running = _counts(study)
+            k = min(search.batch_size, target - complete - running)
+            if k <= 0:
+                break
+            asked = [mem.ask(dists) for _ in range(k)]
+            if exclusive:
+                trials, claims = asked, [None] * k
+            else:
+                trials, claims = _claim_twins(study, mem, asked, target, seen)
+                if not trials:
+                    continue
+            values, attrs, constraints = evaluate([t.params for t in trials])
+            values = np.asarray(values, dtype=float).reshape(len(trials), -1)
+            for i, (trial, disk_id) in enumerate(zip(trials, claims, strict=True)):
+                state, v, m, cons, why = _outcome(values, attrs, constraints, i)
+                trial.set_user_attr(METRICS_ATTR, m)
+                if cons:
+                    record(trial, m, cons)
+                mem.tell(trial, v, state=state) if v is not None else mem.tell(trial, state=state)
+                if disk_id is not None:
+                    stg = study._storage
+                    stg.set_trial_user_attr(disk_id, METRICS_ATTR, m)
+                    if cons:
+                        stg.set_trial_system_attr(disk_id, _CONSTRAINTS_KEY, cons)
+                    stg.set_trial_state_values(disk_id, state, None if v is None else np.atleast_1d(v).tolist())
+                pending.append(trial._trial_id)
+                if state == TrialState.FAIL:
+                    failures.append(why)
+                    continue
+                failures.clear()
+                new += 1
+                bar.update(1)
+            if exclusive and time.monotonic() - last >= flush_s:
+                _flush(study, mem, pending, seen)
+                last = time.monotonic()
+            if len(failures) >= MAX_CONSECUTIVE_FAILURES:
+                common = max(set(failures), key=failures.count)
+                raise DseError(f"{len(failures)} trials in a row failed (most common: {common}); accepted: inputs "
+                               "that give a finite score, area, cost and power (check workload weights, template "
+                               "fields and search ranges)", field="search")
+    finally:
+        bar.close()
+        if exclusive:
+            _flush(study, mem, pending, seen)  # also on an error or Ctrl-C: what finished is kept
     return new
 
 
-def _claim(study: optuna.Study, asked: list, target: int) -> list:
-    """Of the trials just asked, those that may run: among all live trials (complete or running, every
-    worker's), only the ``target`` lowest trial numbers (numbers are handed out atomically by the
-    storage); the rest are told PRUNED unevaluated, so several workers complete exactly ``target``."""
-    live = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
-    allowed = {t.number for t in sorted(live, key=lambda t: t.number)[:target]}
-    keep = []
+def _claim_twins(disk: optuna.Study, mem: optuna.Study, asked: list, target: int, seen: set[int]):
+    """Create each asked trial in the storage (RUNNING, with its parameters: one insert), keep those
+    the storage allows (among all live trials, every worker's, the ``target`` lowest numbers: the storage
+    hands numbers out atomically, so several workers complete exactly ``target``), tell the rest PRUNED there
+    and FAIL in the twin. Returns (kept twins, their
+    storage trial ids)."""
+    stg = disk._storage
+    ids = []
     for t in asked:
-        if t.number in allowed:
-            keep.append(t)
+        ft = mem._storage.get_trial(t._trial_id)
+        ids.append(stg.create_new_trial(disk._study_id, template_trial=ft))
+        seen.add(ids[-1])
+    numbers = {stg.get_trial(i).number: (t, i) for t, i in zip(asked, ids, strict=True)}
+    live = disk.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    allowed = {t.number for t in sorted(live, key=lambda t: t.number)[:target]}
+    kept, kept_ids = [], []
+    for number, (t, i) in numbers.items():
+        if number in allowed:
+            kept.append(t)
+            kept_ids.append(i)
         else:
-            study.tell(t, state=TrialState.PRUNED)
-    return keep
+            stg.set_trial_state_values(i, TrialState.PRUNED)
+            mem.tell(t, state=TrialState.FAIL)
+    return kept, kept_ids
 
 
 def _json_ok(v: object) -> bool:

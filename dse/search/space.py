@@ -106,7 +106,7 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
         n = len(params)
         names = {k for p in params for k in p}
         cols = {k: np.array([p[k] for p in params]) for k in names}
-    batch = DesignBatch.stack([base] * n) if base.n == 1 else base
+    batch = base.take(np.zeros(n, dtype=int)) if base.n == 1 else base  # n copies of the base (one gather per array)
     batch = batch.with_knobs(
         peak_flops=cols["peak_tflops"].astype(float) * TERA if "peak_tflops" in cols else None,
         dram_bandwidth=cols["dram_bandwidth_tbps"].astype(float) * TERA if "dram_bandwidth_tbps" in cols else None,

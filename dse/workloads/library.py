@@ -8,6 +8,7 @@ scenario, then calls the family builder; the result is a :class:`Workload`.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -207,12 +208,52 @@ def available() -> list[str]:
     return sorted({p.stem for d in search_dirs() for p in d.glob("*.yaml")})
 
 
+#: expanded workloads kept per (name, plan, scenario): a repeated call returns the same object (its ``ops``
+#: table is shared, treat it as read-only), so scripted loops over variants skip the expansion (issue 17)
+WORKLOAD_CACHE_SIZE = 256
+_WORKLOADS: OrderedDict[tuple, tuple[Any, Workload]] = OrderedDict()
+
+
+def _cache_key(name: str, plan: Any, scenario: dict[str, Any]) -> tuple | None:
+    """A hashable key of one call, or None (not cached) when an argument is not hashable."""
+    try:
+        p = plan.model_dump_json() if isinstance(plan, Plan) else (
+            None if plan is None else tuple(sorted(dict(plan).items())))
+        key = (name, p, tuple(sorted(scenario.items())))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
 def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
     """Expand a library model at a scenario, e.g. ``workload("llama2-7b", phase="decode", batch=1,
     context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK`` or ``copy:N`` (a streaming copy).
 
     With a ``plan`` (:class:`~dse.workloads.parallel.Plan` or its keywords, e.g. ``{"tp": 8}``) the
-    result is one chip's share of the workload with its collective operators and memory footprint."""
+    result is one chip's share of the workload with its collective operators and memory footprint.
+
+    The last ``WORKLOAD_CACHE_SIZE`` expansions are kept: the same call returns the same object."""
+    key = _cache_key(name, plan, scenario)
+    # the description object is part of the key: clearing load_description's cache (an edited model file)
+    # also retires the expansions made from the old one
+    desc = None if name.startswith(("copy:", "gemm:")) or key is None else load_description(name)
+    if key is not None:
+        key = (id(desc), *key)
+        hit = _WORKLOADS.get(key)
+        if hit is not None and hit[0] is desc:
+            _WORKLOADS.move_to_end(key)
+            return hit[1]
+    wl = _expand(name, plan=plan, **scenario)
+    if key is not None:
+        _WORKLOADS[key] = (desc, wl)
+        while len(_WORKLOADS) > WORKLOAD_CACHE_SIZE:
+            _WORKLOADS.popitem(last=False)
+    return wl
+
+
+def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
+    """:func:`workload` without the cache."""
     if plan is not None and not isinstance(plan, Plan):
         try:
             plan = Plan.model_validate(dict(plan))

@@ -264,9 +264,53 @@ def attention(
     return [qk, soft, pv]
 
 
+_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride")
+_FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale")
+_BOOL_COLS = ("fused", "eager", "overlap")
+
+
+def _key_value(col: str, v: Any) -> Any:
+    """A row's value as the table's column type holds it (what the grouping compares; NaN groups as None)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        v = NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None) if col != "coll" else ""
+        if v is None:
+            return None
+    if col in _INT_COLS:
+        return int(v)
+    if col in _FLOAT_COLS:
+        return float(v)
+    if col in _BOOL_COLS:
+        return bool(v)
+    if col == "coll":
+        return str(v)
+    return v
+
+
+def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge identical operators (every column but name and count equal, in the table's types): the first
+    row of each group, its count the group's sum, its name the first plus how many other names it stands
+    for; groups in order of first appearance. (The same rows pandas' groupby gave, in a Python pass.)"""
+    keys = [c for c in COLUMNS if c not in ("name", "count")]
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        k = tuple(_key_value(c, r.get(c, NET_DEFAULTS.get(c, False if c in _BOOL_COLS else 0))) for c in keys)
+        g = groups.get(k)
+        if g is None:
+            groups[k] = [r, int(r.get("count", 0)), [r.get("name")]]
+        else:
+            g[1] += int(r.get("count", 0))
+            if r.get("name") not in g[2]:
+                g[2].append(r.get("name"))
+    out = []
+    for first, count, names in groups.values():
+        name = str(names[0]) if len(names) == 1 else f"{names[0]} (+{len(names) - 1} same shape)"
+        out.append({**first, "name": name, "count": count})
+    return out
+
+
 def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     """Build the operator table; with ``compact`` identical operators merge into one row (counts add)."""
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(_compact(rows) if compact and rows else rows)
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = NET_DEFAULTS.get(col, False if col in ("fused", "eager") else 0)
@@ -283,20 +327,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     df["fused"] = df["fused"].astype(bool)
     df["eager"] = df["eager"].astype(bool)
-    if compact and len(df):
-        keys = [c for c in COLUMNS if c not in ("name", "count")]
-        df = (
-            df.groupby(keys, sort=False, dropna=False)
-            .agg(name=("name", _merged_name), count=("count", "sum"))
-            .reset_index()[COLUMNS]
-        )
     return df.reset_index(drop=True)
-
-
-def _merged_name(names: pd.Series) -> str:
-    """Name of a compacted row: the first name, plus how many other same-shape ops it stands for."""
-    distinct = names.unique()
-    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]} (+{len(distinct) - 1} same shape)"
 
 
 def check_positive(name: str, **values: float) -> None:

@@ -45,3 +45,61 @@ def test_a_run_of_failures_stops_with_one_line_naming_the_reason() -> None:
     assert optimize.MAX_CONSECUTIVE_FAILURES <= n < optimize.MAX_CONSECUTIVE_FAILURES + SEARCH.batch_size
     assert "objective nan" in msg
     assert "\n" not in msg
+
+
+# --------------------------------------------------------------------------- storage batching
+def _on(storage, sampler: str = "tpe", n: int = 40) -> tuple[optuna.Study, Search]:
+    search = SEARCH.model_copy(update={"sampler": sampler, "n_trials": n})
+    study = optuna.create_study(storage=storage, direction="maximize", sampler=optimize.make_sampler(search))
+    return study, search
+
+
+def _snapshot(study: optuna.Study) -> list[tuple]:
+    return [(t.number, t.state, t.params, t.values, t.user_attrs, t.system_attrs) for t in study.get_trials()]
+
+
+def _feasibility(params):
+    x = np.array([p["peak_tflops"] for p in params], dtype=float)
+    return np.where(x > 95, np.nan, x)[:, None], [{"score": float(v)} for v in x], {"area": x - 50}
+
+
+def test_buffered_trials_reach_the_storage_exactly_as_trial_by_trial_writes(tmp_path) -> None:
+    """The lone worker's in-memory ask/tell with batched (bulk) writes leaves the same study in SQLite as
+    recording every trial in it at once: same numbers, states, parameters, values, metrics, constraints."""
+    out = []
+    for exclusive in (True, False):
+        study, search = _on(f"sqlite:///{tmp_path / f'{exclusive}.db'}")
+        new = optimize.run(study, search, _feasibility, progress=False, exclusive=exclusive, flush_s=0.0)
+        reread = optuna.load_study(study_name=study.study_name, storage=f"sqlite:///{tmp_path / f'{exclusive}.db'}")
+        out.append((new, _snapshot(reread)))
+    assert out[0] == out[1]
+    assert out[0][0] == 40 and [row[0] for row in out[0][1]] == list(range(len(out[0][1])))
+    assert any(row[1] == optuna.trial.TrialState.FAIL for row in out[0][1])
+
+
+def test_buffered_run_keeps_finished_trials_when_it_stops_and_resumes_from_them(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study, search = _on(url)
+    rounds = []
+
+    def dies_in_round_3(params):
+        rounds.append(1)
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+        return _evaluator(lambda x: x < 0)(params)
+
+    with pytest.raises(KeyboardInterrupt):
+        optimize.run(study, search, dies_in_round_3, progress=False, exclusive=True, flush_s=1e9)
+    kept = optuna.load_study(study_name=study.study_name, storage=url).get_trials()
+    assert len(kept) == 16 and all(t.state == optuna.trial.TrialState.COMPLETE for t in kept)  # 2 rounds of 8
+    # resume: the sampler sees the stored trials, the study completes to its total, numbers continue
+    study = optuna.load_study(study_name=study.study_name, storage=url, sampler=optimize.make_sampler(search))
+    new = optimize.run(study, search, _evaluator(lambda x: x < 0), progress=False, exclusive=True)
+    trials = optuna.load_study(study_name=study.study_name, storage=url).get_trials()
+    assert new == 24 and [t.number for t in trials] == list(range(40))
+    assert [t.params for t in trials[:16]] == [t.params for t in kept]
+
+
+def test_cmaes_sampler_runs() -> None:
+    study, search = _on(None, "cmaes", 24)
+    assert optimize.run(study, search, _evaluator(lambda x: x < 0), progress=False, exclusive=True) == 24
