@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 
 from dse.errors import DseError, from_validation_error
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
+from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
 from dse.units import Dtype
 from dse.workloads.parallel import Plan
@@ -142,12 +143,13 @@ class Space(Strict):
 
 ObjectiveName = Literal[tuple(OBJECTIVES)]  # type: ignore[valid-type]
 ScoreObjectiveName = Literal[SCORE_OBJECTIVES]  # type: ignore[valid-type]
+SamplerName = Literal[tuple(SAMPLERS)]  # type: ignore[valid-type]
 
 
 class Search(Strict):
     n_trials: int = Field(200, gt=0, le=1_000_000, description="Total trials in the study (resume continues to it)")
     batch_size: int = Field(16, gt=0, le=10_000, description="Trials asked, predicted together, then told")
-    sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc", "grid"] | None = Field(
+    sampler: SamplerName | None = Field(
         None, description="Default: tpe for one objective, nsga2 for several")
     grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Sampler seed (worker k uses seed + k)")
