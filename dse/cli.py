@@ -716,13 +716,8 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="dse", description="Design-space exploration for AI chips")
-    ap.add_argument("--version", action="version", version=f"dse {package_version()}")
-    ap.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    _add_run_args(sub.add_parser("run", help="run a study config"))
-    wp = sub.add_parser("workloads", help="the workload library: list | show NAME | ai [SUITE|CONFIG] | import PATH")
+def _add_workloads_args(wp: argparse.ArgumentParser) -> None:
+    """The arguments of the ``workloads`` subcommand: list | show | ai | import, scenario flags, output."""
     wp.add_argument("action", nargs="?", choices=["list", "show", "ai", "import"], help="default: list")
     wp.add_argument("target", nargs="?", help="model (show), suite or study config (ai; default the suite all: a "
                     "config gives its own weighted mix on its base design), or a file (import)")
@@ -735,14 +730,10 @@ def build_parser() -> argparse.ArgumentParser:
     wp.add_argument("--format", choices=["table", "json"], default="table", help="list: a table or JSON")
     wp.add_argument("--quiet", action="store_true", help="no progress bar (ai)")
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
-    hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
-    hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
-    hwp.add_argument("--format", choices=["table", "json"], default="table")
-    bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
-    bp.add_argument("configs", nargs="+")
-    bp.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir)")
-    bp.add_argument("--quiet", action="store_true")
-    cpp = sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)")
+
+
+def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
+    """The arguments of the ``compare`` subcommand: ratios, hold, robustness samples."""
     cpp.add_argument("config")
     cpp.add_argument("--ratios", help="comma-separated 1:x ratios relative to the base (default: the config's "
                      "compare: section, else 1:2,1:1)")
@@ -754,8 +745,10 @@ def build_parser() -> argparse.ArgumentParser:
     cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")
     cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
                      "config's compare.samples, else 256; 0: none)")
-    wi = sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, Winograd) "
-                        "of one workload or operator on a roofline")
+
+
+def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
+    """The arguments of the ``whatif`` subcommand: a file or a library model with scenario flags and stages."""
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
                     "workload|operator, stages)")
     wi.add_argument("--workload", help="instead of a file: a library model")
@@ -767,7 +760,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "sram_mib=128,winograd")
     wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")
     wi.add_argument("--quiet", action="store_true", help="no progress lines")
-    sp = sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)")
+
+
+def _add_sweep_args(sp: argparse.ArgumentParser) -> None:
+    """The arguments of the ``sweep`` subcommand: grid points, chunk, format, local or dask engine."""
     sp.add_argument("config")
     sp.add_argument("--points", type=int, default=24, help="grid points per compute/bandwidth axis")
     sp.add_argument("--sram-points", type=int, default=1, help="grid points on the SRAM axis (facets)")
@@ -783,6 +779,54 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-plots", action="store_true", help="no heatmaps")
     sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _add_predict_args(pp: argparse.ArgumentParser) -> None:
+    """The arguments of the ``predict`` subcommand: scenario, serving, parallelism plan and output flags."""
+    pp.add_argument("workload")
+    pp.add_argument("hardware")
+    pp.add_argument("--phase")
+    pp.add_argument("--batch", type=int)
+    pp.add_argument("--seq", type=int)
+    pp.add_argument("--context", type=int)
+    pp.add_argument("--dtype")
+    pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
+    pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
+    pp.add_argument("--kv-dtype", help="KV cache dtype")
+    pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
+    pp.add_argument("--resolution", type=int)
+    pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")
+    pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")
+    pp.add_argument("--chunk", type=int, help="serving: chunked-prefill tokens per iteration")
+    pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
+    pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
+    pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
+        pp.add_argument(flag, type=int)
+    pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    pp.add_argument("--recompute", choices=["none", "selective", "full"])
+    pp.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="dse", description="Design-space exploration for AI chips")
+    ap.add_argument("--version", action="version", version=f"dse {package_version()}")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _add_run_args(sub.add_parser("run", help="run a study config"))
+    _add_workloads_args(sub.add_parser("workloads", help="the workload library: list | show NAME | "
+                                       "ai [SUITE|CONFIG] | import PATH"))
+    hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
+    hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
+    hwp.add_argument("--format", choices=["table", "json"], default="table")
+    bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
+    bp.add_argument("configs", nargs="+")
+    bp.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir)")
+    bp.add_argument("--quiet", action="store_true")
+    _add_compare_args(sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)"))
+    _add_whatif_args(sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, "
+                                    "Winograd) of one workload or operator on a roofline"))
+    _add_sweep_args(sub.add_parser("sweep", help="full grid over the search space's compute x bandwidth (x SRAM)"))
     arp = sub.add_parser("area", help="area, cost and power of every template (or the named ones / YAML paths); "
                                       "die-area calibration table")
     arp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
@@ -810,30 +854,8 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--hardware", required=True, help="template name or YAML path")
     kp.add_argument("--dtype", help="matrix mode for the FLOP roof (default: the template's reference dtype)")
     kp.add_argument("--out", default="results/kernels", help="output folder")
-    pp = sub.add_parser("predict", help="predict one workload on one template or system (--chips/--tp/--pp/--dp)")
-    pp.add_argument("workload")
-    pp.add_argument("hardware")
-    pp.add_argument("--phase")
-    pp.add_argument("--batch", type=int)
-    pp.add_argument("--seq", type=int)
-    pp.add_argument("--context", type=int)
-    pp.add_argument("--dtype")
-    pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
-    pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
-    pp.add_argument("--kv-dtype", help="KV cache dtype")
-    pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
-    pp.add_argument("--resolution", type=int)
-    pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")
-    pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")
-    pp.add_argument("--chunk", type=int, help="serving: chunked-prefill tokens per iteration")
-    pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
-    pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
-    pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
-    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
-        pp.add_argument(flag, type=int)
-    pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
-    pp.add_argument("--recompute", choices=["none", "selective", "full"])
-    pp.add_argument("--format", choices=["table", "json"], default="table")
+    _add_predict_args(sub.add_parser("predict", help="predict one workload on one template or system "
+                                     "(--chips/--tp/--pp/--dp)"))
     return ap
 
 

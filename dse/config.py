@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
+from dse.hardware.fields import KNOB, KNOBS
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
+from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
 from dse.units import Dtype
 from dse.workloads.parallel import Plan
@@ -115,39 +117,38 @@ class Split(Strict):
 class Space(Strict):
     """The knobs searched on the base design (each optional; at least one)."""
 
-    peak_tflops: Range | None = Field(None, description="Matrix peak at the reference dtype, TFLOP/s")
-    dram_bandwidth_tbps: Range | None = Field(None, description="Outermost memory bandwidth, TB/s")
-    sram_mib: Range | None = Field(None, description="Capacity of the outermost on-chip level, MiB")
+    peak_tflops: Range | None = Field(None, description=KNOB["peak_tflops"].description)
+    dram_bandwidth_tbps: Range | None = Field(None, description=KNOB["dram_bandwidth_tbps"].description)
+    sram_mib: Range | None = Field(None, description=KNOB["sram_mib"].description)
     params: list[Param] = Field(default_factory=list, description="Any other searched hardware fields")
     split: Split | None = Field(None, description="Budget split instead of the three knobs above")
 
     @model_validator(mode="after")
     def _some(self) -> Space:
-        knobs = any((self.peak_tflops, self.dram_bandwidth_tbps, self.sram_mib))
+        knobs = bool(self.knobs())
         if not (knobs or self.params or self.split):
-            raise ValueError("the search space is empty; accepted: peak_tflops, dram_bandwidth_tbps, sram_mib, "
-                             "params or split")
+            raise ValueError(f"the search space is empty; accepted: {', '.join(KNOBS)}, params or split")
         if self.split and knobs:
-            raise ValueError("split replaces peak_tflops, dram_bandwidth_tbps and sram_mib; give one or the other")
+            raise ValueError(f"split replaces {', '.join(KNOBS[:-1])} and {KNOBS[-1]}; give one or the other")
         fields = [p.field for p in self.params]
         if len(set(fields)) != len(fields):
             raise ValueError(f"a field is searched twice: {fields}")
         return self
 
     def knobs(self) -> dict[str, Range]:
-        return {k: v for k, v in (("peak_tflops", self.peak_tflops),
-                                  ("dram_bandwidth_tbps", self.dram_bandwidth_tbps),
-                                  ("sram_mib", self.sram_mib)) if v is not None}
+        """The searched knobs (``dse.hardware.fields.KNOBS`` order) and their ranges."""
+        return {k: getattr(self, k) for k in KNOBS if getattr(self, k) is not None}
 
 
 ObjectiveName = Literal[tuple(OBJECTIVES)]  # type: ignore[valid-type]
 ScoreObjectiveName = Literal[SCORE_OBJECTIVES]  # type: ignore[valid-type]
+SamplerName = Literal[tuple(SAMPLERS)]  # type: ignore[valid-type]
 
 
 class Search(Strict):
     n_trials: int = Field(200, gt=0, le=1_000_000, description="Total trials in the study (resume continues to it)")
     batch_size: int = Field(16, gt=0, le=10_000, description="Trials asked, predicted together, then told")
-    sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc", "grid"] | None = Field(
+    sampler: SamplerName | None = Field(
         None, description="Default: tpe for one objective, nsga2 for several")
     grid_points: int = Field(8, ge=2, le=1000, description="Grid sampler: values per searched parameter")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Sampler seed (worker k uses seed + k)")
@@ -197,7 +198,6 @@ RATIO_RANGE = (1e-3, 1e3)  # a candidate's bandwidth per FLOP within 1000x of th
 
 
 Hold = Literal["compute", "area", "score"]
-KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
 
 
 class Candidate(Strict):
@@ -215,9 +215,9 @@ class Candidate(Strict):
                                    "fixed compute (vs the first candidate) put back into compute at the same ratio")
     area_of: str | None = Field(None, min_length=1, description="Ratio candidates: fill the die area of this "
                                 "earlier candidate instead of the base's (implies hold: area)")
-    peak_tflops: float | None = Field(None, gt=0, description="Matrix peak at the reference dtype, TFLOP/s")
-    dram_bandwidth_tbps: float | None = Field(None, gt=0, description="Outermost memory bandwidth, TB/s")
-    sram_mib: float | None = Field(None, gt=0, description="Capacity of the outermost on-chip level, MiB")
+    peak_tflops: float | None = Field(None, gt=0, description=KNOB["peak_tflops"].description)
+    dram_bandwidth_tbps: float | None = Field(None, gt=0, description=KNOB["dram_bandwidth_tbps"].description)
+    sram_mib: float | None = Field(None, gt=0, description=KNOB["sram_mib"].description)
     fields: dict[str, float] = Field(default_factory=dict, description="Other hardware fields, e.g. "
                                      "{memory.local.capacity_mib: 24} (see `DesignBatch.with_field`)")
 
@@ -257,8 +257,8 @@ class Candidate(Strict):
     @model_validator(mode="after")
     def _ratio_or_absolute(self) -> Candidate:
         knobs = [k for k in KNOBS if getattr(self, k) is not None]
-        accepted = ("accepted: either ratio (e.g. '1:2') or absolute values (peak_tflops, dram_bandwidth_tbps, "
-                    "sram_mib and/or fields)")
+        accepted = (f"accepted: either ratio (e.g. '1:2') or absolute values ({', '.join(KNOBS)} "
+                    "and/or fields)")
         if self.ratio is not None and self.ridge is not None:
             raise ValueError(f"candidate {self.name!r} gives both ratio and ridge; accepted: one of them")
         rel = self.ratio if self.ridge is None else self.ridge

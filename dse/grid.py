@@ -22,6 +22,7 @@ from dse.config import StudyConfig
 from dse.cost.area import dram_stacks
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in grid order
 from dse.predict import bound_names, mix_times_bounds
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
@@ -111,7 +112,6 @@ def _sweep_one(ctx: Context, flat: dict[str, np.ndarray], chunk: int) -> pd.Data
 
 
 # ------------------------------------------------------------------------------ streamed sweeps (Parquet, dask)
-KNOBS = ("peak_tflops", "dram_bandwidth_tbps", "sram_mib")
 #: designs per Parquet part file (one dask task); each is written chunk by chunk, so memory follows ``chunk``
 BLOCK = 1 << 22
 

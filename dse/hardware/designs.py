@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dse.hardware import fields
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
@@ -19,6 +20,11 @@ from dse.units import DTYPES, KIB, TERA, fallback_dtype
 def _sig(x: float) -> float:
     """``x`` to 9 significant digits (a tiny positive value stays positive, unlike round(x, 6))."""
     return float(f"{x:.9g}")
+
+
+def _written(x: float, how: str) -> float | int:
+    """A field value as ``to_hardware`` writes it (``dse.hardware.fields.Field.write``)."""
+    return int(round(x)) if how == "int" else _sig(x) if how == "sig" else x
 
 
 def _peak_vector(peaks: dict[str, float]) -> np.ndarray:
@@ -159,6 +165,11 @@ class DesignBatch:
         return self.peak_flops / self.dram_bandwidth
 
     @property
+    def sram_bytes(self) -> np.ndarray:
+        """Capacity of the outermost on-chip level, bytes ``[D]`` (the ``sram_mib`` knob in SI)."""
+        return self.capacity[:, self.sram_level]
+
+    @property
     def sram_level(self) -> int:
         """Index of the outermost on-chip level (the one a search's ``sram_mib`` knob sizes)."""
         onchip = np.flatnonzero(~self.offchip)
@@ -204,17 +215,9 @@ class DesignBatch:
         """
         v = np.asarray(values, dtype=float)
         c = self.base.compute
-        simple = {
-            "compute.register_kib_per_core": ("reg_bytes", 1024.0),
-            "compute.launch_overhead_us": ("overhead_s", 1e-6),
-            "compute.matrix.array_rows": ("array_rows", 1.0),
-            "compute.matrix.array_cols": ("array_cols", 1.0),
-            "compute.matrix.efficiency": ("matrix_eff", 1.0),
-            "compute.vector.efficiency": ("vector_eff", 1.0),
-        }
-        if field in simple:
-            attr, unit = simple[field]
-            return replace(self, **{attr: v * unit})
+        if field in fields.COMPUTE:  # one array, config unit -> SI (dse.hardware.fields)
+            f = fields.COMPUTE[field]
+            return replace(self, **{f.attr: v * f.si})
         if field == "network.links":
             out = replace(self, links=v.copy())
             if out.n_net and self.net_chip_linked.any():
@@ -229,10 +232,9 @@ class DesignBatch:
         parts0 = field.split(".")
         if len(parts0) == 3 and parts0[0] == "system" and self.system is not None:
             names = [lv.name for lv in self.system.network]
-            if parts0[1] in names and parts0[2] in ("links_per_chip", "link_bandwidth_gbps", "efficiency"):
+            if parts0[1] in names and parts0[2] in fields.NETWORK:
                 j = names.index(parts0[1])
-                attr, unit = {"links_per_chip": ("net_links", 1.0), "link_bandwidth_gbps": ("net_link_bw", 1e9),
-                              "efficiency": ("net_eff", 1.0)}[parts0[2]]
+                attr, unit = fields.NETWORK[parts0[2]].attr, fields.NETWORK[parts0[2]].si
                 arr = getattr(self, attr).copy()
                 arr[:, j] = v * unit
                 out = replace(self, **{attr: arr})
@@ -247,27 +249,24 @@ class DesignBatch:
         parts = field.split(".")
         if len(parts) == 3 and parts[0] == "memory" and parts[1] in self.level_names:
             j = self.level_names.index(parts[1])
-            attr, unit = {"capacity_mib": ("capacity", 1024.0**2), "bandwidth_tbps": ("bandwidth", TERA),
-                          "efficiency": ("bw_eff", 1.0)}.get(parts[2], (None, None))
-            if attr is not None:
-                arr = getattr(self, attr).copy()
-                arr[:, j] = v * unit
-                return replace(self, **{attr: arr})
+            f = fields.LEVEL.get(parts[2])
+            if f is not None:
+                arr = getattr(self, f.attr).copy()
+                arr[:, j] = v * f.si
+                return replace(self, **{f.attr: arr})
         raise ValueError(f"cannot search {field!r}; accepted: {', '.join(self.searchable_fields())}")
 
     def searchable_fields(self) -> list[str]:
-        fields = ["compute.clock_ghz", "compute.register_kib_per_core", "compute.launch_overhead_us",
-                  "compute.matrix.array_rows", "compute.matrix.array_cols", "compute.matrix.efficiency",
-                  "compute.vector.efficiency", "network.links"]
+        """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
+        out = ["compute.clock_ghz", *fields.COMPUTE, "network.links"]
         for name in self.level_names:
-            fields += [f"memory.{name}.capacity_mib", f"memory.{name}.bandwidth_tbps", f"memory.{name}.efficiency"]
+            out += [f.path.format(level=name) for f in fields.LEVEL_FIELDS]
         if self.system is not None:
             if self.net_chip_linked.any():
-                fields.append("network.link_bandwidth_gbps")
+                out.append("network.link_bandwidth_gbps")
             for lv in self.system.network:
-                fields += [f"system.{lv.name}.links_per_chip", f"system.{lv.name}.link_bandwidth_gbps",
-                           f"system.{lv.name}.efficiency"]
-        return fields
+                out += [f.path.format(level=lv.name) for f in fields.NETWORK_FIELDS]
+        return out
 
     def take(self, idx: np.ndarray | list[int] | slice) -> DesignBatch:
         """A sub-batch (rows ``idx``)."""
@@ -292,12 +291,12 @@ class DesignBatch:
         clock_scale = float(self.clock_scale[i])
         comp["clock_ghz"] = round(base.compute.clock_ghz * clock_scale, 6)
         comp["vector"]["peak_tflops"] = {k: round(v * clock_scale, 6) for k, v in base.compute.vector.peak_tflops.items()}
-        comp["register_kib_per_core"] = _sig(float(self.reg_bytes[i]) / 1024)
-        comp["launch_overhead_us"] = _sig(float(self.overhead_s[i]) * 1e6)
-        comp["matrix"]["array_rows"] = int(round(float(self.array_rows[i])))
-        comp["matrix"]["array_cols"] = int(round(float(self.array_cols[i])))
-        comp["matrix"]["efficiency"] = float(self.matrix_eff[i])
-        comp["vector"]["efficiency"] = float(self.vector_eff[i])
+        for f in fields.COMPUTE_FIELDS:  # compute.<...>.<key> <- attr / si
+            *path, last = f.path.split(".")
+            node = data
+            for part in path:
+                node = node[part]
+            node[last] = _written(float(getattr(self, f.attr)[i]) / f.si, f.write)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():
@@ -306,9 +305,8 @@ class DesignBatch:
         for j, level in enumerate(data["memory"]):
             for key in ("capacity_mib", "capacity_gib", "capacity_gb", "bandwidth_tbps", "bandwidth_gbps"):
                 level.pop(key, None)
-            level["capacity_mib"] = _sig(float(self.capacity[i, j]) / 1024**2)
-            level["efficiency"] = float(self.bw_eff[i, j])
-            level["bandwidth_tbps"] = _sig(float(self.bandwidth[i, j]) / TERA)
+            for f in fields.LEVEL_FIELDS:
+                level[fields.key(f)] = _written(float(getattr(self, f.attr)[i, j]) / f.si, f.write)
             orig = base.memory[j]
             if (
                 abs(level["capacity_mib"] * 1024**2 - orig.capacity_bytes) > 1

@@ -23,6 +23,8 @@ from tqdm import tqdm
 from dse.config import Search
 from dse.errors import DseError
 from dse.score import OBJECTIVES
+from dse.search.samplers import SAMPLERS
+from dse.search.samplers import names as sampler_names
 from dse.search.space import distributions, grid
 
 #: evaluate(list of param dicts) -> (objective values [D, K], metrics per design, constraints by name [D])
@@ -51,27 +53,15 @@ def constraint_value(trial: optuna.trial.FrozenTrial) -> float:
 
 
 def make_sampler(search: Search, worker: int = 0) -> optuna.samplers.BaseSampler:
-    """The configured sampler, seeded (``seed + worker``) for repeatable runs."""
-    s = search.seed + worker
-    multi = len(search.objective_names) > 1
-    match search.sampler:
-        case "tpe":
-            return optuna.samplers.TPESampler(seed=s, constant_liar=True,
-                                              n_startup_trials=min(20, max(search.n_trials // 5, 4)))
-        case "nsga2":
-            return optuna.samplers.NSGAIISampler(seed=s, population_size=max(search.batch_size, 8))
-        case "random":
-            return optuna.samplers.RandomSampler(seed=s)
-        case "qmc":
-            return optuna.samplers.QMCSampler(seed=search.seed, scramble=True)
-        case "cmaes":
-            if multi:
-                raise DseError("cmaes optimises one objective; accepted for several: tpe, nsga2, random, qmc",
-                               field="search.sampler")
-            return optuna.samplers.CmaEsSampler(seed=s)
-        case "grid":
-            return AskTellGridSampler(grid(search.space, search.grid_points), seed=s)
-    raise DseError(f"got {search.sampler!r}; accepted: tpe, nsga2, cmaes, random, qmc, grid", field="search.sampler")
+    """The configured sampler (its :data:`~dse.search.samplers.SAMPLERS` record), seeded (``seed + worker``)
+    for repeatable runs."""
+    spec = SAMPLERS.get(str(search.sampler))
+    if spec is None:
+        raise DseError(f"got {search.sampler!r}; accepted: {', '.join(SAMPLERS)}", field="search.sampler")
+    if len(search.objective_names) > 1 and not spec.multi_objective:
+        raise DseError(f"{spec.name} optimises one objective; accepted for several: "
+                       f"{', '.join(sampler_names(multi=True))}", field="search.sampler")
+    return spec.factory(search, search.seed + worker)
 
 
 def config_hash(text: str) -> str:

@@ -15,10 +15,10 @@ import optuna
 from dse.config import Space
 from dse.cost.area import area, dram_stacks, level_mm2_per_mib
 from dse.hardware.designs import DesignBatch
-from dse.units import MIB, TERA
+from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
+from dse.hardware.fields import KNOB_TABLE
+from dse.units import MIB
 
-#: knob name -> factor from the config unit to SI
-KNOB_SI = {"peak_tflops": TERA, "dram_bandwidth_tbps": TERA, "sram_mib": MIB}
 SPLIT = ("split_compute", "split_sram", "split_dram")
 
 
@@ -57,12 +57,8 @@ def grid(space: Space, points: int) -> dict[str, list]:
 
 
 def base_knobs(base: DesignBatch) -> dict[str, float]:
-    """Design 0's knob values in config units."""
-    return {
-        "peak_tflops": float(base.peak_flops[0] / TERA),
-        "dram_bandwidth_tbps": float(base.dram_bandwidth[0] / TERA),
-        "sram_mib": float(base.capacity[0, base.sram_level] / MIB),
-    }
+    """Design 0's knob values in config units (each knob's DesignBatch property over its SI factor)."""
+    return {k.name: float(getattr(base, k.batch_arg)[0] / k.si) for k in KNOB_TABLE}
 
 
 def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
@@ -107,11 +103,7 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
         names = {k for p in params for k in p}
         cols = {k: np.array([p[k] for p in params]) for k in names}
     batch = base.take(np.zeros(n, dtype=int)) if base.n == 1 else base  # n copies of the base (one gather per array)
-    batch = batch.with_knobs(
-        peak_flops=cols["peak_tflops"].astype(float) * TERA if "peak_tflops" in cols else None,
-        dram_bandwidth=cols["dram_bandwidth_tbps"].astype(float) * TERA if "dram_bandwidth_tbps" in cols else None,
-        sram_bytes=cols["sram_mib"].astype(float) * MIB if "sram_mib" in cols else None,
-    )
+    batch = batch.with_knobs(**{k.batch_arg: cols[k.name].astype(float) * k.si for k in KNOB_TABLE if k.name in cols})
     if "dram_bandwidth_tbps" in cols:
         batch = whole_stacks(batch)
     for name, values in cols.items():

@@ -13,6 +13,7 @@ shortcut tensor, charged to the convolution's output traffic (see ``_Builder.epi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -317,174 +318,264 @@ class _Builder:
             self.vector(f"{name}.{act}", "elementwise", act)
 
 
-def _apply(b: _Builder, layer: Any, tag: str, name: str, i: int) -> None:  # noqa: C901 - one case per layer kind
-    """One layer (or block macro) on the running activation."""
-    match layer:
-        case DenseBlock():
-            for r in range(layer.layers):
-                blk, c0, hw = f"{tag}.dense{r}", b.c, (b.h, b.w)
-                b.vector(f"{blk}.bn1", "norm", "batchnorm")
-                b.vector(f"{blk}.relu1", "elementwise", "relu")
-                b.params += 2 * c0
-                b.conv(f"{blk}.conv1x1", layer.bn_size * layer.growth, 1, pad=0, bn=True, act="relu")
-                b.conv(f"{blk}.conv3x3", layer.growth, 3, bn=False, act="none")
-                b.h, b.w = hw
-                b.c = c0 + layer.growth
-                b.concat_read(f"{blk}.concat", b.n * b.h * b.w * layer.growth)
-        case Transition():
-            b.vector(f"{tag}.bn", "norm", "batchnorm")
-            b.vector(f"{tag}.relu", "elementwise", "relu")
-            b.params += 2 * b.c
-            b.conv(f"{tag}.conv1x1", int(b.c * layer.compression), 1, pad=0, bn=False, act="none")
-            b.pool(f"{tag}.avgpool", Pool(op="avgpool", k=2, stride=2))
-        case Inception():
-            h0, w0, c0 = b.h, b.w, b.c
-            outs = 0
-            for branch in ([(layer.b1, 1)], [(layer.b3_reduce, 1), (layer.b3, 3)],
-                           [(layer.b5_reduce, 1), (layer.b5, 3)], "pool"):
-                b.h, b.w, b.c = h0, w0, c0
-                if branch == "pool":
-                    b.pool(f"{tag}.pool", Pool(op="maxpool", k=3, stride=1, pad=1))
-                    branch = [(layer.pool_proj, 1)]
-                for j, (out, k) in enumerate(branch):
-                    b.conv(f"{tag}.b{outs}_{j}", out, k)
-                outs += b.c
-            b.h, b.w, b.c = h0, w0, outs
-        case Save():
-            b.saved.append((b.h, b.w, b.c))
-        case Up():
-            if layer.mode == "transposed":
-                row = ops.gemm(f"{tag}.upconv2x2", b.n * b.h * b.w, 4 * layer.out, b.c, dtype=b.dt)
-                b.params += 4 * layer.out * b.c + layer.out
-                b.rows.append(row)
-                b.c = layer.out
-            else:
-                src = b.elems() * ops.DTYPE_BYTES[b.dt]
-                b.rows.append(ops.streaming(f"{tag}.upsample", kind="elementwise", elems=4 * b.elems(),
-                                            flops_per_elem=0.0, dtype=b.dt, read_bytes=src))
-            b.h, b.w = 2 * b.h, 2 * b.w
-            if layer.concat:
-                if not b.saved:
-                    raise ValueError(f"{name}: layer {i} (up) has no saved activation to concatenate")
-                hs, ws, cs = b.saved.pop()
-                b.h, b.w = hs, ws
-                b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
-                b.c += cs
-        case Norm():
-            b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
-            b.params += 2 * b.c
-            if layer.act != "none":
-                b.vector(f"{tag}.{layer.act}", "elementwise", layer.act)
-        case ConvNeXt():
-            for r in range(layer.repeats):
-                blk, short = f"{tag}.convnext{r}", (b.h, b.w, b.c)
-                c = b.c
-                b.conv(f"{blk}.dw{layer.k}x{layer.k}", c, layer.k, groups=c, bn=False, act="none")
-                b.vector(f"{blk}.layernorm", "norm", "layernorm")
-                b.conv(f"{blk}.pw1", layer.mlp_ratio * c, 1, pad=0, bn=False, act="gelu")
-                b.conv(f"{blk}.pw2", c, 1, pad=0, bn=False, act="none")
-                b.vector(f"{blk}.layer_scale", "elementwise", "mul")
-                b.params += 3 * c  # LayerNorm affine + layer scale
-                b.residual(blk, short, 1, "none")
-        case Conv():
-            b.conv(f"{tag}.conv{layer.k}x{layer.k}", layer.out, layer.k, layer.stride, layer.pad,
-                   layer.groups, layer.bn, layer.act)
-        case DWConv():
-            b.conv(f"{tag}.dwconv{layer.k}x{layer.k}", b.c, layer.k, layer.stride, None, b.c,
-                   layer.bn, layer.act)
-        case Pool():
-            b.pool(f"{tag}.{layer.op}", layer)
-        case FC():
-            b.fc(f"{tag}.fc", layer.out, layer.act)
-        case Bottleneck():
-            for r in range(layer.repeats):
-                s = layer.stride if r == 0 else 1
-                blk, short = f"{tag}.bottleneck{r}", (b.h, b.w, b.c)
-                b.conv(f"{blk}.conv1x1a", layer.mid, 1, pad=0)
-                b.conv(f"{blk}.conv3x3", layer.mid, 3, stride=s, groups=layer.groups)
-                if layer.se:
-                    b.squeeze_excite(f"{blk}.se", max(1, int(short[2] * layer.se)))
-                b.conv(f"{blk}.conv1x1b", layer.out, 1, pad=0, act="none")
-                b.residual(blk, short, s, "relu")
-        case BasicBlock():
-            for r in range(layer.repeats):
-                s = layer.stride if r == 0 else 1
-                blk, short = f"{tag}.basic{r}", (b.h, b.w, b.c)
-                b.conv(f"{blk}.conv3x3a", layer.out, 3, stride=s)
-                b.conv(f"{blk}.conv3x3b", layer.out, 3, act="none")
-                b.residual(blk, short, s, "relu")
-        case InvertedResidual():
-            for r in range(layer.repeats):
-                s = layer.stride if r == 0 else 1
-                blk, c_in = f"{tag}.invres{r}", b.c
-                short = (b.h, b.w, b.c)
-                exp = layer.expand_channels or int(round(c_in * layer.expand))
-                if exp != c_in:
-                    b.conv(f"{blk}.expand", exp, 1, pad=0, act=layer.act)
-                b.conv(f"{blk}.dw{layer.k}x{layer.k}", b.c, layer.k, stride=s, groups=b.c,
-                       act=layer.act)
-                if layer.se:
-                    base = c_in if layer.se_on == "input" else exp
-                    width = max(1, int(base * layer.se))
-                    width = -(-width // layer.se_divisor) * layer.se_divisor
-                    b.squeeze_excite(f"{blk}.se", width, "relu" if layer.act in ("relu", "relu6", "hswish")
-                                     else layer.act)
-                b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
-                if s == 1 and c_in == layer.out:
-                    b.vector(f"{blk}.add", "elementwise", "add", inputs=2)
-        case Concat():
-            if not b.saved:
-                raise ValueError(f"{name}: layer {tag} (concat) has no saved activation")
-            hs, ws, cs = b.saved.pop()
-            if (hs, ws) != (b.h, b.w):
-                raise ValueError(f"{name}: layer {tag} concatenates {hs}x{ws} onto {b.h}x{b.w}")
-            b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
-            b.c += cs
-        case Restore():
-            if not b.saved:
-                raise ValueError(f"{name}: layer {tag} (restore) has no saved activation")
-            b.h, b.w, b.c = b.saved.pop()
-        case Residual():
-            for r in range(layer.repeats):
-                short = (b.h, b.w, b.c)
-                run_layers(b, layer.layers, name, f"{tag}.r{r}.")
-                b.residual(f"{tag}.r{r}", short, short[0] // max(b.h, 1) or 1, layer.act)
-        case SpatialTransformer():
-            T, c, L, n = b.n * b.h * b.w, b.c, layer.depth, b.n
-            hw = b.h * b.w
-            b.vector(f"{tag}.groupnorm", "norm", "groupnorm")
-            b.rows.append(ops.gemm(f"{tag}.proj_in", T, c, c, dtype=b.dt))
-            rows = [ops.streaming(f"{tag}.ln1", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
-                    ops.gemm(f"{tag}.self_qkv", T, 3 * c, c, dtype=b.dt, count=L)]
-            rows += ops.attention(f"{tag}.self_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
-                                  kv_len=hw, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
-            rows += [ops.gemm(f"{tag}.self_out", T, c, c, dtype=b.dt, count=L),
-                     ops.streaming(f"{tag}.ln2", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
-                     ops.gemm(f"{tag}.cross_q", T, c, c, dtype=b.dt, count=L),
-                     ops.gemm(f"{tag}.cross_kv", n * layer.context_len, 2 * c, layer.context_dim, dtype=b.dt, count=L)]
-            rows += ops.attention(f"{tag}.cross_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
-                                  kv_len=layer.context_len, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
-            rows += [ops.gemm(f"{tag}.cross_out", T, c, c, dtype=b.dt, count=L),
-                     ops.streaming(f"{tag}.ln3", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
-                     ops.gemm(f"{tag}.ff_up", T, 8 * c, c, dtype=b.dt, count=L),
-                     ops.streaming(f"{tag}.geglu", kind="elementwise", elems=T * 4 * c, inputs=2, flops_per_elem=9,
-                                   dtype=b.dt, count=L),
-                     ops.gemm(f"{tag}.ff_down", T, c, 4 * c, dtype=b.dt, count=L)]
-            b.rows += rows
-            b.rows.append(ops.gemm(f"{tag}.proj_out", T, c, c, dtype=b.dt))
-            b.vector(f"{tag}.residual", "elementwise", "add", inputs=2)
-            b.params += 2 * c + 2 * (c * c + c) + L * (4 * c * c + c * c + 2 * c * layer.context_dim + c * c
-                                                       + 8 * c * c + 8 * c + 4 * c * c + c + 6 * c)
-        case SelfAttention():
-            T, c = b.n * b.h * b.w, b.c
-            b.vector(f"{tag}.norm", "norm", "layernorm")
-            b.rows.append(ops.gemm(f"{tag}.qkv", T, 3 * c, c, dtype=b.dt))
-            b.rows += ops.attention(f"{tag}.attn", batch=b.n, heads=layer.heads, kv_heads=layer.heads,
-                                    q_len=b.h * b.w, kv_len=b.h * b.w, head_dim=c // layer.heads, causal=False,
-                                    dtype=b.dt, fused=True)
-            b.rows.append(ops.gemm(f"{tag}.proj", T, c, c, dtype=b.dt))
-            b.vector(f"{tag}.add", "elementwise", "add", inputs=2)
-            b.params += 4 * c * c + 4 * c + 2 * c
+def _apply(b: _Builder, layer: Any, tag: str, name: str, i: int) -> None:
+    """One layer (or block macro) on the running activation: the block builder of its type."""
+    for kind, block in _BLOCKS.items():
+        if isinstance(layer, kind):
+            block(b, layer, tag, name, i)
+            return
+
+
+def _dense_block(b: _Builder, layer: DenseBlock, tag: str, name: str, i: int) -> None:
+    """DenseNet dense block: ``layers`` x (BN, ReLU, 1x1 conv to ``bn_size * growth``, 3x3 conv to
+    ``growth``), each output concatenated onto the running activation (Huang et al. 2017)."""
+    for r in range(layer.layers):
+        blk, c0, hw = f"{tag}.dense{r}", b.c, (b.h, b.w)
+        b.vector(f"{blk}.bn1", "norm", "batchnorm")
+        b.vector(f"{blk}.relu1", "elementwise", "relu")
+        b.params += 2 * c0
+        b.conv(f"{blk}.conv1x1", layer.bn_size * layer.growth, 1, pad=0, bn=True, act="relu")
+        b.conv(f"{blk}.conv3x3", layer.growth, 3, bn=False, act="none")
+        b.h, b.w = hw
+        b.c = c0 + layer.growth
+        b.concat_read(f"{blk}.concat", b.n * b.h * b.w * layer.growth)
+
+
+def _transition(b: _Builder, layer: Transition, tag: str, name: str, i: int) -> None:
+    """DenseNet transition: BN, ReLU, 1x1 conv to ``compression * channels``, 2x2 average pool."""
+    b.vector(f"{tag}.bn", "norm", "batchnorm")
+    b.vector(f"{tag}.relu", "elementwise", "relu")
+    b.params += 2 * b.c
+    b.conv(f"{tag}.conv1x1", int(b.c * layer.compression), 1, pad=0, bn=False, act="none")
+    b.pool(f"{tag}.avgpool", Pool(op="avgpool", k=2, stride=2))
+
+
+def _inception(b: _Builder, layer: Inception, tag: str, name: str, i: int) -> None:
+    """GoogLeNet inception module: 1x1, 1x1->3x3, 1x1->3x3 (the 5x5 branch as in torchvision) and
+    3x3 max pool->1x1 branches on the same input, outputs concatenated on channels."""
+    h0, w0, c0 = b.h, b.w, b.c
+    outs = 0
+    for branch in ([(layer.b1, 1)], [(layer.b3_reduce, 1), (layer.b3, 3)],
+                   [(layer.b5_reduce, 1), (layer.b5, 3)], "pool"):
+        b.h, b.w, b.c = h0, w0, c0
+        if branch == "pool":
+            b.pool(f"{tag}.pool", Pool(op="maxpool", k=3, stride=1, pad=1))
+            branch = [(layer.pool_proj, 1)]
+        for j, (out, k) in enumerate(branch):
+            b.conv(f"{tag}.b{outs}_{j}", out, k)
+        outs += b.c
+    b.h, b.w, b.c = h0, w0, outs
+
+
+def _save(b: _Builder, layer: Save, tag: str, name: str, i: int) -> None:
+    """Push the running activation shape (for a later ``up``/``concat``/``restore``)."""
+    b.saved.append((b.h, b.w, b.c))
+
+
+def _up(b: _Builder, layer: Up, tag: str, name: str, i: int) -> None:
+    """2x spatial upsampling (a 2x2 transposed conv or nearest-neighbour copy), optionally concatenating
+    the last saved activation (U-Net skip)."""
+    if layer.mode == "transposed":
+        row = ops.gemm(f"{tag}.upconv2x2", b.n * b.h * b.w, 4 * layer.out, b.c, dtype=b.dt)
+        b.params += 4 * layer.out * b.c + layer.out
+        b.rows.append(row)
+        b.c = layer.out
+    else:
+        src = b.elems() * ops.DTYPE_BYTES[b.dt]
+        b.rows.append(ops.streaming(f"{tag}.upsample", kind="elementwise", elems=4 * b.elems(),
+                                    flops_per_elem=0.0, dtype=b.dt, read_bytes=src))
+    b.h, b.w = 2 * b.h, 2 * b.w
+    if layer.concat:
+        if not b.saved:
+            raise ValueError(f"{name}: layer {i} (up) has no saved activation to concatenate")
+        hs, ws, cs = b.saved.pop()
+        b.h, b.w = hs, ws
+        b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
+        b.c += cs
+
+
+def _norm(b: _Builder, layer: Norm, tag: str, name: str, i: int) -> None:
+    """A standalone norm layer (affine: 2 parameters per channel) and its activation."""
+    b.vector(f"{tag}.{layer.kind}", "norm", layer.kind)
+    b.params += 2 * b.c
+    if layer.act != "none":
+        b.vector(f"{tag}.{layer.act}", "elementwise", layer.act)
+
+
+def _convnext(b: _Builder, layer: ConvNeXt, tag: str, name: str, i: int) -> None:
+    """ConvNeXt blocks: depthwise kxk conv, LayerNorm, 1x1 up (GELU), 1x1 down, layer scale, residual
+    (Liu et al. 2022)."""
+    for r in range(layer.repeats):
+        blk, short = f"{tag}.convnext{r}", (b.h, b.w, b.c)
+        c = b.c
+        b.conv(f"{blk}.dw{layer.k}x{layer.k}", c, layer.k, groups=c, bn=False, act="none")
+        b.vector(f"{blk}.layernorm", "norm", "layernorm")
+        b.conv(f"{blk}.pw1", layer.mlp_ratio * c, 1, pad=0, bn=False, act="gelu")
+        b.conv(f"{blk}.pw2", c, 1, pad=0, bn=False, act="none")
+        b.vector(f"{blk}.layer_scale", "elementwise", "mul")
+        b.params += 3 * c  # LayerNorm affine + layer scale
+        b.residual(blk, short, 1, "none")
+
+
+def _conv(b: _Builder, layer: Conv, tag: str, name: str, i: int) -> None:
+    """A plain convolution (with optional batchnorm and activation)."""
+    b.conv(f"{tag}.conv{layer.k}x{layer.k}", layer.out, layer.k, layer.stride, layer.pad,
+           layer.groups, layer.bn, layer.act)
+
+
+def _dwconv(b: _Builder, layer: DWConv, tag: str, name: str, i: int) -> None:
+    """A depthwise convolution (groups = channels)."""
+    b.conv(f"{tag}.dwconv{layer.k}x{layer.k}", b.c, layer.k, layer.stride, None, b.c,
+           layer.bn, layer.act)
+
+
+def _pool(b: _Builder, layer: Pool, tag: str, name: str, i: int) -> None:
+    """A pooling layer."""
+    b.pool(f"{tag}.{layer.op}", layer)
+
+
+def _fc(b: _Builder, layer: FC, tag: str, name: str, i: int) -> None:
+    """A fully connected layer on the flattened activation."""
+    b.fc(f"{tag}.fc", layer.out, layer.act)
+
+
+def _bottleneck(b: _Builder, layer: Bottleneck, tag: str, name: str, i: int) -> None:
+    """ResNet/ResNeXt bottleneck blocks: 1x1, 3x3 (grouped, strided in the first), optional
+    squeeze-excite, 1x1, residual with ReLU (He et al. 2016)."""
+    for r in range(layer.repeats):
+        s = layer.stride if r == 0 else 1
+        blk, short = f"{tag}.bottleneck{r}", (b.h, b.w, b.c)
+        b.conv(f"{blk}.conv1x1a", layer.mid, 1, pad=0)
+        b.conv(f"{blk}.conv3x3", layer.mid, 3, stride=s, groups=layer.groups)
+        if layer.se:
+            b.squeeze_excite(f"{blk}.se", max(1, int(short[2] * layer.se)))
+        b.conv(f"{blk}.conv1x1b", layer.out, 1, pad=0, act="none")
+        b.residual(blk, short, s, "relu")
+
+
+def _basic_block(b: _Builder, layer: BasicBlock, tag: str, name: str, i: int) -> None:
+    """ResNet basic blocks: two 3x3 convs (the first strided), residual with ReLU."""
+    for r in range(layer.repeats):
+        s = layer.stride if r == 0 else 1
+        blk, short = f"{tag}.basic{r}", (b.h, b.w, b.c)
+        b.conv(f"{blk}.conv3x3a", layer.out, 3, stride=s)
+        b.conv(f"{blk}.conv3x3b", layer.out, 3, act="none")
+        b.residual(blk, short, s, "relu")
+
+
+def _inverted_residual(b: _Builder, layer: InvertedResidual, tag: str, name: str, i: int) -> None:
+    """MobileNetV2/V3 / EfficientNet inverted residual blocks: 1x1 expand, depthwise kxk,
+    optional squeeze-excite, 1x1 project; residual add when stride 1 and channels match."""
+    for r in range(layer.repeats):
+        s = layer.stride if r == 0 else 1
+        blk, c_in = f"{tag}.invres{r}", b.c
+        exp = layer.expand_channels or int(round(c_in * layer.expand))
+        if exp != c_in:
+            b.conv(f"{blk}.expand", exp, 1, pad=0, act=layer.act)
+        b.conv(f"{blk}.dw{layer.k}x{layer.k}", b.c, layer.k, stride=s, groups=b.c,
+               act=layer.act)
+        if layer.se:
+            base = c_in if layer.se_on == "input" else exp
+            width = max(1, int(base * layer.se))
+            width = -(-width // layer.se_divisor) * layer.se_divisor
+            b.squeeze_excite(f"{blk}.se", width, "relu" if layer.act in ("relu", "relu6", "hswish")
+                             else layer.act)
+        b.conv(f"{blk}.project", layer.out, 1, pad=0, act="none")
+        if s == 1 and c_in == layer.out:
+            b.vector(f"{blk}.add", "elementwise", "add", inputs=2)
+
+
+def _concat(b: _Builder, layer: Concat, tag: str, name: str, i: int) -> None:
+    """Concatenate the last saved activation on channels (same spatial size)."""
+    if not b.saved:
+        raise ValueError(f"{name}: layer {tag} (concat) has no saved activation")
+    hs, ws, cs = b.saved.pop()
+    if (hs, ws) != (b.h, b.w):
+        raise ValueError(f"{name}: layer {tag} concatenates {hs}x{ws} onto {b.h}x{b.w}")
+    b.concat_read(f"{tag}.concat", b.n * hs * ws * cs)
+    b.c += cs
+
+
+def _restore(b: _Builder, layer: Restore, tag: str, name: str, i: int) -> None:
+    """Go back to the last saved activation shape."""
+    if not b.saved:
+        raise ValueError(f"{name}: layer {tag} (restore) has no saved activation")
+    b.h, b.w, b.c = b.saved.pop()
+
+
+def _residual(b: _Builder, layer: Residual, tag: str, name: str, i: int) -> None:
+    """A residual wrapper: ``repeats`` x (its layer list, then the shortcut add and activation)."""
+    for r in range(layer.repeats):
+        short = (b.h, b.w, b.c)
+        run_layers(b, layer.layers, name, f"{tag}.r{r}.")
+        b.residual(f"{tag}.r{r}", short, short[0] // max(b.h, 1) or 1, layer.act)
+
+
+def _spatial_transformer(b: _Builder, layer: SpatialTransformer, tag: str, name: str, i: int) -> None:
+    """Stable Diffusion U-Net spatial transformer: GroupNorm, proj in, ``depth`` x (self-attention,
+    cross-attention on the text context, GEGLU feed-forward), proj out, residual."""
+    T, c, L, n = b.n * b.h * b.w, b.c, layer.depth, b.n
+    hw = b.h * b.w
+    b.vector(f"{tag}.groupnorm", "norm", "groupnorm")
+    b.rows.append(ops.gemm(f"{tag}.proj_in", T, c, c, dtype=b.dt))
+    rows = [ops.streaming(f"{tag}.ln1", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+            ops.gemm(f"{tag}.self_qkv", T, 3 * c, c, dtype=b.dt, count=L)]
+    rows += ops.attention(f"{tag}.self_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
+                          kv_len=hw, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
+    rows += [ops.gemm(f"{tag}.self_out", T, c, c, dtype=b.dt, count=L),
+             ops.streaming(f"{tag}.ln2", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+             ops.gemm(f"{tag}.cross_q", T, c, c, dtype=b.dt, count=L),
+             ops.gemm(f"{tag}.cross_kv", n * layer.context_len, 2 * c, layer.context_dim, dtype=b.dt, count=L)]
+    rows += ops.attention(f"{tag}.cross_attn", batch=n, heads=layer.heads, kv_heads=layer.heads, q_len=hw,
+                          kv_len=layer.context_len, head_dim=c // layer.heads, causal=False, dtype=b.dt, count=L)
+    rows += [ops.gemm(f"{tag}.cross_out", T, c, c, dtype=b.dt, count=L),
+             ops.streaming(f"{tag}.ln3", kind="norm", elems=T * c, flops_per_elem=8, dtype=b.dt, count=L),
+             ops.gemm(f"{tag}.ff_up", T, 8 * c, c, dtype=b.dt, count=L),
+             ops.streaming(f"{tag}.geglu", kind="elementwise", elems=T * 4 * c, inputs=2, flops_per_elem=9,
+                           dtype=b.dt, count=L),
+             ops.gemm(f"{tag}.ff_down", T, c, 4 * c, dtype=b.dt, count=L)]
+    b.rows += rows
+    b.rows.append(ops.gemm(f"{tag}.proj_out", T, c, c, dtype=b.dt))
+    b.vector(f"{tag}.residual", "elementwise", "add", inputs=2)
+    b.params += 2 * c + 2 * (c * c + c) + L * (4 * c * c + c * c + 2 * c * layer.context_dim + c * c
+                                               + 8 * c * c + 8 * c + 4 * c * c + c + 6 * c)
+
+
+def _self_attention(b: _Builder, layer: SelfAttention, tag: str, name: str, i: int) -> None:
+    """Self-attention over the spatial positions: LayerNorm, QKV, fused attention, projection, residual add."""
+    T, c = b.n * b.h * b.w, b.c
+    b.vector(f"{tag}.norm", "norm", "layernorm")
+    b.rows.append(ops.gemm(f"{tag}.qkv", T, 3 * c, c, dtype=b.dt))
+    b.rows += ops.attention(f"{tag}.attn", batch=b.n, heads=layer.heads, kv_heads=layer.heads,
+                            q_len=b.h * b.w, kv_len=b.h * b.w, head_dim=c // layer.heads, causal=False,
+                            dtype=b.dt, fused=True)
+    b.rows.append(ops.gemm(f"{tag}.proj", T, c, c, dtype=b.dt))
+    b.vector(f"{tag}.add", "elementwise", "add", inputs=2)
+    b.params += 4 * c * c + 4 * c + 2 * c
+
+
+#: layer type -> its block builder, in the order ``_apply`` tries them (first isinstance match)
+_BLOCKS: dict[type, Callable[[_Builder, Any, str, str, int], None]] = {
+    DenseBlock: _dense_block,
+    Transition: _transition,
+    Inception: _inception,
+    Save: _save,
+    Up: _up,
+    Norm: _norm,
+    ConvNeXt: _convnext,
+    Conv: _conv,
+    DWConv: _dwconv,
+    Pool: _pool,
+    FC: _fc,
+    Bottleneck: _bottleneck,
+    BasicBlock: _basic_block,
+    InvertedResidual: _inverted_residual,
+    Concat: _concat,
+    Restore: _restore,
+    Residual: _residual,
+    SpatialTransformer: _spatial_transformer,
+    SelfAttention: _self_attention,
+}
 
 
 def run_layers(b: _Builder, layers: list, name: str, prefix: str = "l") -> None:

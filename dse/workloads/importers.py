@@ -141,9 +141,9 @@ def _validate(desc: dict, where: str) -> None:
     from pydantic import ValidationError
 
     from dse.errors import from_validation_error
-    from dse.workloads.library import ARCH_MODELS
+    from dse.workloads.families import FAMILIES
 
-    model = ARCH_MODELS[desc["family"]]
+    model = FAMILIES[desc["family"]].arch
     try:
         model.model_validate(desc["arch"])
     except ValidationError as exc:
@@ -314,11 +314,13 @@ def from_torch(module: Any, example_inputs: tuple, name: str = "torch-model") ->
 def workload_from_description(desc: dict[str, Any], **scenario: Any):  # noqa: ANN201
     """Build a Workload straight from a description mapping (no file needed)."""
     from dse.workloads import ops
-    from dse.workloads.library import ARCH_MODELS, BUILDERS, ModelDescription, Workload
+    from dse.workloads.families import FAMILIES
+    from dse.workloads.library import ModelDescription, Workload
     from dse.workloads.scenario import Scenario
 
     d = ModelDescription.model_validate(desc)
-    arch = ARCH_MODELS[d.family].model_validate(d.arch)
+    fam = FAMILIES[d.family]
+    arch = fam.arch.model_validate(d.arch)
     sc = Scenario.model_validate({**d.defaults, **scenario})
-    rows, facts = BUILDERS[d.family](arch, sc, d.name)
+    rows, facts = fam.build(arch, sc, d.name)
     return Workload(name=d.name, ops=ops.table(rows), scenario={**facts, "dtype": sc.dtype}, source=d.source)

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from dse.errors import DseError, from_validation_error
 from dse.strict import Strict
 from dse.units import repo_root
-from dse.workloads import cnn, ops, optable, parallel, recsys, sequence, serving, transformer
+from dse.workloads import ops, parallel, serving, transformer
 from dse.workloads import training as training_mod
+from dse.workloads.families import COMMON as COMMON  # re-exported: the keywords every family takes
+from dse.workloads.families import FAMILIES, accepted_families
+from dse.workloads.families import family as family_of
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
 from dse.yamlio import is_file, load_yaml
@@ -31,20 +35,39 @@ class ModelDescription(Strict):
     """One file in ``workloads/``."""
 
     name: str = Field(min_length=1)
-    family: Literal["transformer", "encdec", "swin", "cnn", "rnn", "mamba", "recsys", "optable"]
+    family: str = Field(description="A record of dse.workloads.families.FAMILIES")
     domain: str = Field("", description="e.g. vision, nlp, llm")
     source: str = Field(min_length=3, description="Public source of the hyperparameters")
     arch: dict[str, Any]
     defaults: dict[str, Any] = Field(default_factory=dict, description="Default scenario values")
 
+    @field_validator("family")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        if v not in FAMILIES:
+            raise ValueError(f"accepted: {accepted_families()}")
+        return v
 
-ARCH_MODELS = {"transformer": transformer.TransformerArch, "encdec": transformer.EncDecArch,
-               "swin": transformer.SwinArch, "cnn": cnn.CNNArch,
-               "rnn": sequence.RNNArch, "mamba": sequence.MambaArch, "recsys": recsys.RecsysArch,
-               "optable": optable.OpTableArch}
-BUILDERS = {"transformer": transformer.build, "encdec": transformer.build_encdec, "swin": transformer.build_swin,
-            "cnn": cnn.build,
-            "rnn": sequence.build_rnn, "mamba": sequence.build_mamba, "recsys": recsys.build, "optable": optable.build}
+
+class _FamilyTable(Mapping[str, Any]):
+    """A read-only view of one attribute of every :data:`~dse.workloads.families.FAMILIES` record (the
+    old ``ARCH_MODELS``/``BUILDERS`` tables, kept for callers): a registered family shows up at once."""
+
+    def __init__(self, attr: str) -> None:
+        self._attr = attr
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(FAMILIES[name], self._attr)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FAMILIES)
+
+    def __len__(self) -> int:
+        return len(FAMILIES)
+
+
+ARCH_MODELS: Mapping[str, type] = _FamilyTable("arch")
+BUILDERS: Mapping[str, Any] = _FamilyTable("build")
 
 
 @dataclass(frozen=True)
@@ -159,7 +182,7 @@ def load_description(name: str) -> ModelDescription:
         desc = ModelDescription.model_validate(data)
     except ValidationError as exc:
         raise from_validation_error(exc, file=str(path), model=ModelDescription) from None
-    arch_model = ARCH_MODELS[desc.family]
+    arch_model = FAMILIES[desc.family].arch
     try:
         arch_model.model_validate(desc.arch)
     except ValidationError as exc:
@@ -169,38 +192,9 @@ def load_description(name: str) -> ModelDescription:
     return desc
 
 
-COMMON = {"phase", "batch", "dtype", "fuse_elementwise", "execution"}
-
-
 def accepted_keywords(desc: ModelDescription) -> set[str]:
-    """The scenario keywords a model uses (any other is an error naming these)."""
-    a = desc.arch
-    match desc.family:
-        case "transformer":
-            extra = {"weight_dtype", "weight_group", "fused_attention", "dropout"}
-            if a.get("kind") == "decoder":
-                extra |= {"seq", "context", "kv_dtype", "logits", "input_len", "output_len", "chunk"}
-            elif a.get("patch"):
-                extra |= {"resolution"}
-            elif a.get("conv_frontend") or a.get("conformer"):
-                extra |= {"seq"}  # audio samples or frames
-            else:
-                extra |= {"seq"}
-            return COMMON | extra
-        case "cnn":
-            return COMMON | {"resolution"}
-        case "swin":
-            return COMMON | {"resolution", "fused_attention"}
-        case "rnn":
-            return COMMON | {"seq"}
-        case "mamba":
-            return COMMON | {"seq", "context"}
-        case "encdec":
-            return COMMON | {"seq", "context", "fused_attention"}
-        case "optable":
-            return {"phase", "dtype"}
-        case _:
-            return COMMON
+    """The scenario keywords a model uses (any other is an error naming these): its family record's."""
+    return set(family_of(desc.family).accepted_keywords(desc.arch))
 
 
 def available() -> list[str]:
@@ -283,8 +277,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     origin, name = name, desc.name  # a path names its model by the description's name
     given = {k: v for k, v in scenario.items() if v is not None}
     if given.get("phase") == "inference":
-        lm = desc.family in ("mamba", "encdec") or (desc.family == "transformer" and desc.arch.get("kind") == "decoder")
-        given["phase"] = "prefill" if lm else "forward"
+        given["phase"] = "prefill" if family_of(desc.family).is_language_model(desc.arch) else "forward"
     allowed = accepted_keywords(desc)
     unknown = sorted(set(given) - allowed)
     if unknown:
@@ -295,7 +288,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         sc = Scenario.model_validate(merged)
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
-    arch = ARCH_MODELS[desc.family].model_validate(desc.arch)
+    arch = FAMILIES[desc.family].arch.model_validate(desc.arch)
     if plan is not None and plan.microbatches is None and plan.pp > 1 and sc.batch % plan.dp == 0:
         per_replica = sc.batch // plan.dp  # default: as many micro-batches as stages, if the batch allows
         plan = plan.model_copy(update={"microbatches": max(k for k in range(1, plan.pp + 1) if per_replica % k == 0)})
@@ -320,7 +313,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
 def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
                 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, float]]:
     """One chip's operator rows, facts and memory footprint under ``plan`` (see ``dse.workloads.parallel``)."""
-    if family != "transformer" and (plan.tp > 1 or plan.pp > 1 or plan.ep > 1):
+    if not family_of(family).supports_plan and (plan.tp > 1 or plan.pp > 1 or plan.ep > 1):
         raise ValueError(f"{name} ({family} family) supports data parallelism only; accepted: tp = pp = ep = 1")
     per = plan.dp * plan.m
     if sc.batch % per:
@@ -339,7 +332,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         memory = parallel.transformer_memory(arch_l, plan, facts, local, training)
         coll = parallel.collectives(arch_l, plan, facts, local, training)
     else:
-        rows, facts = BUILDERS[family](arch, local, name)
+        rows, facts = family_of(family).build(arch, local, name)
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
         coll = parallel.gradient_rows(plan, facts, sc.dtype, training)

@@ -207,7 +207,34 @@ def default_phase(arch: TransformerArch) -> str:
 
 
 def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Operator rows and resolved scenario facts for one transformer scenario."""
+    """Operator rows and resolved scenario facts for one transformer scenario: the input rows
+    (:func:`_input_rows`), one layer's rows counted ``layers`` times (:func:`_layer_rows`), the output
+    rows (:func:`_output_rows`) and, in training, the loss and the training step."""
+    phase, training = _phase(arch, sc, name)
+    dt = sc.dtype
+    B, h = sc.batch, arch.hidden
+    H = arch.heads
+    Hkv = arch.kv_heads or H
+    d = arch.head_dim or h // H
+    res, q_len, kv_len = _geometry(arch, sc, name, phase)
+    T = B * q_len
+    rows: list[dict[str, Any]] = []
+    rows += _input_rows(arch, sc, B, T, res)
+    rows += _layer_rows(arch, sc, B, T, q_len, kv_len, training)
+    rows += _output_rows(arch, sc, phase, B, T)
+    params = _params(arch, H, Hkv, d) + _frontend_params(arch)
+    if training:
+        rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=T * max(arch.vocab, arch.num_classes),
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
+        rows = training_step(rows, params, dt)
+    facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
+             "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
+    return rows, facts
+
+
+def _phase(arch: TransformerArch, sc: Scenario, name: str) -> tuple[str, bool]:
+    """The scenario's phase (default :func:`default_phase`) checked against the architecture kind, and
+    whether it is training (dropout only there)."""
     phase = sc.phase or default_phase(arch)
     if arch.kind == "encoder" and phase not in ("forward", "training"):
         raise ValueError(f"{name} is an encoder; accepted phase: forward, training (got {phase})")
@@ -216,16 +243,14 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     training = phase == "training"
     if sc.dropout > 0 and not training:
         raise ValueError(f"dropout: got {sc.dropout} for phase {phase}; accepted: 0 (dropout runs in training only)")
-    dt = sc.dtype
-    kvdt = sc.kv_dtype or dt
-    B, h, L = sc.batch, arch.hidden, arch.layers
-    H = arch.heads
-    Hkv = arch.kv_heads or H
-    d = arch.head_dim or h // H
-    fe = sc.fuse_elementwise
-    rows: list[dict[str, Any]] = []
+    return phase, training
 
-    # Sequence geometry -----------------------------------------------------------------------
+
+def _geometry(arch: TransformerArch, sc: Scenario, name: str, phase: str) -> tuple[int | None, int, int]:
+    """Sequence geometry: the image resolution (patch models, else None), the query length (1 in
+    decode) and the key/value length. Patch models: (resolution / patch)^2 tokens (+1 class token);
+    audio front ends: the conv stack's output length (``conv_out`` per layer)."""
+    res = None
     if arch.patch is not None:
         res = sc.resolution or arch.patch.image
         if res % arch.patch.patch:
@@ -248,9 +273,15 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         q_len = kv_len = seq
     if arch.max_seq and kv_len > arch.max_seq:
         raise ValueError(f"{name}: sequence/context {kv_len} exceeds max_seq {arch.max_seq}")
-    T = B * q_len
+    return res, q_len, kv_len
 
-    # Input -----------------------------------------------------------------------------------
+
+def _input_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, res: int | None) -> list[dict[str, Any]]:
+    """The input block: patch embedding (a conv with stride = patch), Conformer subsampling (two
+    stride-2 convs and a linear), a wav2vec-style conv feature encoder with its positional conv, or a
+    token embedding lookup; then a learned position embedding added when the architecture has one."""
+    dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
+    rows: list[dict[str, Any]] = []
     if arch.patch is not None:
         p = arch.patch
         row, _ = ops.conv2d("patch_embed", n=B, h=res, w=res, c_in=p.channels, c_out=h, k=p.patch,
@@ -281,8 +312,23 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     if arch.position == "learned":
         rows.append(ops.streaming("embed.position", kind="elementwise", elems=T * h, inputs=2,
                                   flops_per_elem=1.0, dtype=dt, fused=fe))
+    return rows
 
-    # Layers ----------------------------------------------------------------------------------
+
+def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv_len: int, training: bool
+                ) -> list[dict[str, Any]]:
+    """One layer's rows with ``count = layers``: norm, attention (QKV, RoPE, KV-cache write, attention,
+    output projection; or MLA, :func:`mla_rows`), residual, norm, the Conformer conv module, the FFN
+    (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``."""
+    dt = sc.dtype
+    kvdt = sc.kv_dtype or dt
+    h, L = arch.hidden, arch.layers
+    H = arch.heads
+    Hkv = arch.kv_heads or H
+    d = arch.head_dim or h // H
+    fe = sc.fuse_elementwise
+    rows: list[dict[str, Any]] = []
+
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
             return norm_row(f"layer.{nm}", elems, fn, dt, L, fe)
@@ -333,16 +379,29 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout2", T * h, dt, L, fe, into_add=True))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
+    return rows
 
-    # Output ----------------------------------------------------------------------------------
-    rows.append(norm_row("final_norm", T * h, arch.norm, dt, 1, fe))
+
+def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int) -> list[dict[str, Any]]:
+    """The output block: final norm, then the LM head (every token in decode/training or with
+    ``logits: all``, else the last token of each sequence) or the classifier (one row per sequence)."""
+    dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
+    wdt = sc.weight_dtype or dt
+    rows = [norm_row("final_norm", T * h, arch.norm, dt, 1, fe)]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt))
     elif arch.head == "classifier":
         rows.append(ops.gemm("classifier", B, arch.num_classes, h, dtype=dt))
+    return rows
 
-    params = _params(arch, H, Hkv, d)
+
+def _frontend_params(arch: TransformerArch) -> int:
+    """Weights outside :func:`_params`: the patch embedding, the Conformer subsampling and conv modules,
+    the conv feature encoder with its positional conv, and the classifier."""
+    h = arch.hidden
+    gated = arch.activation in ("swiglu", "geglu")
+    params = 0
     if arch.patch is not None:
         params += h * arch.patch.channels * arch.patch.patch**2
     if arch.conformer is not None:
@@ -359,13 +418,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         params += cf.channels * h + h * (h // cf.pos_conv_groups) * cf.pos_conv_kernel
     if arch.head == "classifier":
         params += h * arch.num_classes
-    if training:
-        rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=T * max(arch.vocab, arch.num_classes),
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
-        rows = training_step(rows, params, dt)
-    facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
-             "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
-    return rows, facts
+    return params
 
 
 def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:

@@ -1,0 +1,92 @@
+"""The searchable hardware fields and the three search knobs: one table each, read by the config schema,
+:class:`~dse.hardware.designs.DesignBatch` (``with_knobs``/``with_field``/``searchable_fields``/
+``to_hardware``) and the search space (``dse.search.space``).
+
+A field is named by its config path and carries its unit in the name (``capacity_mib``); ``si`` turns
+the config unit into SI (MiB -> bytes: 2^20), ``attr`` is the DesignBatch array it sets, ``write`` how
+``to_hardware`` writes it back (``sig``: 9 significant digits, ``int``: rounded, ``float``: as is).
+Adding a searchable field of an existing kind is one row here (plus the DesignBatch array it sets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dse.units import KIB, MIB, TERA
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A shorthand search knob: ``name`` in the config (unit in the name), its unit, the factor to SI and
+    the :meth:`DesignBatch.with_knobs` keyword (SI) it sets."""
+
+    name: str
+    unit: str
+    si: float
+    batch_arg: str
+    description: str
+
+
+#: the three knobs of ``search.space`` / compare candidates / sweeps, in grid order (peak, bandwidth, SRAM)
+KNOB_TABLE: tuple[Knob, ...] = (
+    Knob("peak_tflops", "TFLOP/s", TERA, "peak_flops", "Matrix peak at the reference dtype, TFLOP/s"),
+    Knob("dram_bandwidth_tbps", "TB/s", TERA, "dram_bandwidth", "Outermost memory bandwidth, TB/s"),
+    Knob("sram_mib", "MiB", MIB, "sram_bytes", "Capacity of the outermost on-chip level, MiB"),
+)
+KNOB = {k.name: k for k in KNOB_TABLE}
+KNOBS: tuple[str, ...] = tuple(KNOB)
+#: knob name -> factor from the config unit to SI
+KNOB_SI: dict[str, float] = {k.name: k.si for k in KNOB_TABLE}
+
+
+@dataclass(frozen=True)
+class Field:
+    """A searchable hardware field: ``path`` is its config path (``{level}`` stands for a memory or
+    system-network level's name), ``attr`` the DesignBatch array, ``si`` the factor from config unit to SI."""
+
+    path: str
+    attr: str
+    si: float
+    unit: str
+    write: Literal["sig", "int", "float"] = "float"
+
+
+#: chip fields set per design by scaling one DesignBatch array (``compute.clock_ghz`` and
+#: ``network.links`` are in :data:`SPECIAL`: they move several arrays)
+COMPUTE_FIELDS: tuple[Field, ...] = (
+    Field("compute.register_kib_per_core", "reg_bytes", KIB, "KiB", "sig"),
+    Field("compute.launch_overhead_us", "overhead_s", 1e-6, "us", "sig"),
+    Field("compute.matrix.array_rows", "array_rows", 1.0, "MACs", "int"),
+    Field("compute.matrix.array_cols", "array_cols", 1.0, "MACs", "int"),
+    Field("compute.matrix.efficiency", "matrix_eff", 1.0, "fraction"),
+    Field("compute.vector.efficiency", "vector_eff", 1.0, "fraction"),
+)
+#: per memory level (column ``j`` of a ``[D, L]`` array): ``memory.{level}.<key>``
+LEVEL_FIELDS: tuple[Field, ...] = (
+    Field("memory.{level}.capacity_mib", "capacity", MIB, "MiB", "sig"),
+    Field("memory.{level}.bandwidth_tbps", "bandwidth", TERA, "TB/s", "sig"),
+    Field("memory.{level}.efficiency", "bw_eff", 1.0, "fraction"),
+)
+#: per system network level (column ``j`` of a ``[D, N]`` array): ``system.{level}.<key>``
+NETWORK_FIELDS: tuple[Field, ...] = (
+    Field("system.{level}.links_per_chip", "net_links", 1.0, "links", "int"),
+    Field("system.{level}.link_bandwidth_gbps", "net_link_bw", 1e9, "GB/s", "sig"),
+    Field("system.{level}.efficiency", "net_eff", 1.0, "fraction"),
+)
+#: fields that move several arrays (handled by name in ``DesignBatch.with_field``)
+SPECIAL: tuple[Field, ...] = (
+    Field("compute.clock_ghz", "clock_scale", 1e9, "GHz", "sig"),
+    Field("network.links", "links", 1.0, "links", "int"),
+    Field("network.link_bandwidth_gbps", "net_link_bw", 1e9, "GB/s", "sig"),
+)
+COMPUTE = {f.path: f for f in COMPUTE_FIELDS}
+
+
+def key(f: Field) -> str:
+    """The last part of a per-level field's path (``capacity_mib``)."""
+    return f.path.rsplit(".", 1)[1]
+
+
+LEVEL = {key(f): f for f in LEVEL_FIELDS}
+NETWORK = {key(f): f for f in NETWORK_FIELDS}
