@@ -188,7 +188,7 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
                 extra |= {"seq"}
             return COMMON | extra
         case "cnn":
-            return COMMON | {"resolution"}
+            return COMMON | {"resolution", "memory_format"}
         case "swin":
             return COMMON | {"resolution", "fused_attention"}
         case "rnn":
