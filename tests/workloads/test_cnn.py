@@ -153,3 +153,14 @@ def test_depthwise_convs_need_no_layout_transpose() -> None:
     df, _ = _build([{"op": "conv", "out": 4, "k": 3}, {"op": "conv", "out": 4, "k": 3, "groups": 4}],
                    batch=2, dtype="fp16", memory_format="nchw")
     assert df["name"].str.endswith(".to_nhwc").sum() == 1
+
+
+def test_channels_last_speeds_up_resnet50_amp_training_about_as_reported() -> None:
+    """MosaicML Composer's Channels Last method card: NHWC 'accelerates ResNet-50 on ImageNet by about 30 %
+    on NVIDIA V100 and A100'. Nothing is fitted on it: the NCHW / NHWC step-time ratio of ResNet-50 AMP
+    training at batch 256 on an A100 lands within 1.2 .. 1.45 (the model: 1.37)."""
+    import dse
+
+    t = {f: dse.predict(dse.workload("resnet50", phase="training", batch=256, dtype="fp16", execution="eager",
+                                     memory_format=f), "a100-80gb").time_s for f in ("nhwc", "nchw")}
+    assert 1.2 < t["nchw"] / t["nhwc"] < 1.45
