@@ -234,13 +234,14 @@ class _Builder:
     def vector(self, name: str, kind: str, fn: str, inputs: float = 1.0) -> None:
         """A streaming row over the running activation. BatchNorm in training normalises with the batch's
         own mean and variance (Ioffe & Szegedy 2015, Alg. 1), a reduction over N x H x W that must finish
-        before any output is written, so an activation larger than the on-chip memory is read twice: once
-        by the statistics kernel and once by the normalising one (PyTorch ``batch_norm_stats`` then
+        before any output is written, so the activation is read twice: once by the statistics kernel and
+        once by the normalising one (charged at every size; a second read that a small activation could
+        take from the last-level cache is not modelled) (PyTorch ``batch_norm_stats`` then
         ``batch_norm_elemt``, pytorch/pytorch aten/src/ATen/native/cuda/Normalization.cu; cuDNN's
         ``cudnnBatchNormalizationForwardTraining`` likewise). Its backward, derived by the training step
-        from these bytes (read output-gradient + both input reads, write the input gradient), then also
-        matches the two backward kernels (``batch_norm_backward_reduce`` reads dy and x for dgamma/dbeta,
-        ``batch_norm_backward_elemt`` reads them again and writes dx): 4 reads + 1 write per element."""
+        from these bytes (3 tensor reads, 2 writes), then moves the same five tensor passes per element as
+        the two backward kernels (``batch_norm_backward_reduce`` reads dy and x for dgamma/dbeta,
+        ``batch_norm_backward_elemt`` reads them again and writes dx: 4 reads + 1 write)."""
         if fn == "batchnorm" and self.training:
             inputs = 2.0 * inputs
         self.rows.append(ops.streaming(name, kind=kind, elems=self.elems(), inputs=inputs,
