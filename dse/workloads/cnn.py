@@ -211,13 +211,20 @@ class CNNArch(Strict):
     layers: list[Layer] = Field(min_length=1)
 
 
+#: dtypes whose convolutions run on tensor cores (NHWC kernels): fp16/bf16, TF32 on Ampere and later, fp8, int8
+TENSOR_CORE_DTYPES = ("fp16", "bf16", "tf32", "fp8", "int8")
+
+
 class _Builder:
     """Walks the layer list keeping the running activation shape (h, w, c)."""
 
-    def __init__(self, n: int, h: int, w: int, c: int, dtype: str, fuse: bool, fold_bn: bool = False) -> None:
+    def __init__(self, n: int, h: int, w: int, c: int, dtype: str, fuse: bool, fold_bn: bool = False,
+                 training: bool = False, nchw: bool = False) -> None:
         self.n, self.h, self.w, self.c = n, h, w, c
         self.dt, self.fuse = dtype, fuse
         self.fold_bn = fold_bn  # inference with fused elementwise work: BN after a conv folds into its weights
+        self.training = training  # batch statistics: BN reads its input twice (see ``vector``)
+        self.nchw = nchw and dtype in TENSOR_CORE_DTYPES  # layout transposes around each conv (see ``conv``)
         self.rows: list[dict[str, Any]] = []
         self.params = 0
         self.saved: list[tuple[int, int, int]] = []
@@ -226,24 +233,51 @@ class _Builder:
         return self.n * self.h * self.w * self.c
 
     def vector(self, name: str, kind: str, fn: str, inputs: float = 1.0) -> None:
+        """A streaming row over the running activation. BatchNorm in training normalises with the batch's
+        own mean and variance (Ioffe & Szegedy 2015, Alg. 1), a reduction over N x H x W that must finish
+        before any output is written, so the activation is read twice: once by the statistics kernel and
+        once by the normalising one (charged at every size; a second read that a small activation could
+        take from the last-level cache is not modelled) (PyTorch ``batch_norm_stats`` then
+        ``batch_norm_elemt``, pytorch/pytorch aten/src/ATen/native/cuda/Normalization.cu; cuDNN's
+        ``cudnnBatchNormalizationForwardTraining`` likewise). Its backward, derived by the training step
+        from these bytes (3 tensor reads, 2 writes), then moves the same five tensor passes per element as
+        the two backward kernels (``batch_norm_backward_reduce`` reads dy and x for dgamma/dbeta,
+        ``batch_norm_backward_elemt`` reads them again and writes dx: 4 reads + 1 write)."""
+        if fn == "batchnorm" and self.training:
+            inputs = 2.0 * inputs
         self.rows.append(ops.streaming(name, kind=kind, elems=self.elems(), inputs=inputs,
                                        flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=self.dt,
                                        fused=self.fuse))
 
     def conv(self, name: str, out: int, k: int, stride: int = 1, pad: int | None = None,
              groups: int = 1, bn: bool = True, act: str = "relu") -> None:
+        in_elems = self.elems()
         row, (self.h, self.w, c_out) = ops.conv2d(
             name, n=self.n, h=self.h, w=self.w, c_in=self.c, c_out=out, k=k, stride=stride, pad=pad,
             groups=groups, dtype=self.dt)
         self.params += out * (self.c // groups) * k * k
         self.c = c_out
+        if self.nchw and groups == 1:
+            self.rows.append(self.transpose(f"{name}.to_nhwc", in_elems))
         self.rows.append(row)
+        if self.nchw and groups == 1:
+            self.rows.append(self.transpose(f"{name}.to_nchw", self.elems()))
         if bn:
             self.params += 2 * out
             if not self.fold_bn:  # folded: w' = w * gamma / sigma, b' = beta - mu * gamma / sigma, no op left
                 self.vector(f"{name}.bn", "norm", "batchnorm")
         if act != "none" and not self.fold_bn:  # folded inference: the activation runs in the conv's epilogue
             self.vector(f"{name}.{act}", "elementwise", act)
+
+    def transpose(self, name: str, elems: int) -> dict[str, Any]:
+        """A layout transpose of ``elems`` activations (read once, written once). Tensor-core convolution
+        kernels work on channels-last (NHWC) data; with PyTorch's default NCHW tensors cuDNN transposes the
+        input to NHWC before each such convolution and the output back to NCHW after it (MosaicML Composer,
+        'Channels Last' method card, docs.mosaicml.com/projects/composer/en/stable/method_cards/channels_last.html;
+        PyTorch 'Channels Last Memory Format' tutorial). The training step derives their backward (the output
+        gradient in, the input gradient out: 2x the bytes), the transposes around the data- and
+        weight-gradient convolutions. Grouped/depthwise convolutions run on CUDA cores and need none."""
+        return ops.streaming(name, kind="elementwise", elems=elems, flops_per_elem=0.0, dtype=self.dt)
 
     def epilogue_add(self) -> bool:
         """Fold a residual add into the epilogue of the convolution just emitted (inference with fused
@@ -591,7 +625,8 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
     res_h = sc.resolution or arch.input.height
     res_w = sc.resolution or arch.input.width
     b = _Builder(sc.batch, res_h, res_w, arch.input.channels, sc.dtype, sc.fuse_elementwise,
-                 fold_bn=sc.fuse_elementwise and sc.phase != "training")
+                 fold_bn=sc.fuse_elementwise and sc.phase != "training", training=sc.phase == "training",
+                 nchw=sc.memory_format == "nchw")
     run_layers(b, arch.layers, name)
     rows = b.rows
     if sc.phase == "training":

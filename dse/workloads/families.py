@@ -74,7 +74,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("encdec", transformer.EncDecArch, transformer.build_encdec,
            COMMON | {"seq", "context", "fused_attention"}, language_model=True),
     Family("swin", transformer.SwinArch, transformer.build_swin, COMMON | {"resolution", "fused_attention"}),
-    Family("cnn", cnn.CNNArch, cnn.build, COMMON | {"resolution"}),
+    Family("cnn", cnn.CNNArch, cnn.build, COMMON | {"resolution", "memory_format"}),
     Family("rnn", sequence.RNNArch, sequence.build_rnn, COMMON | {"seq"}),
     Family("mamba", sequence.MambaArch, sequence.build_mamba, COMMON | {"seq", "context"}, language_model=True),
     Family("recsys", recsys.RecsysArch, recsys.build, COMMON),

@@ -47,6 +47,9 @@ class Scenario(Strict):
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "
                            "the attention probabilities and after the attention and MLP blocks; 0 = no dropout ops")
+    memory_format: Literal["nhwc", "nchw"] = Field(
+        "nhwc", description="CNN activation layout: nhwc (channels last, the tensor-core layout) or nchw (PyTorch's "
+        "default): tensor-core convolutions transpose an nchw input to nhwc and the output back")
     execution: Literal["graph", "eager"] = Field(
         "graph", description="graph: operators launched from a captured graph (CUDA graph, XLA), the template's "
         "launch overhead only; eager: every unfused operator is dispatched by the host framework one at a time, "

@@ -12,7 +12,14 @@ the fp32 gradient (PyTorch AMP keeps fp32 parameters and so fp32 gradients; Mega
 into an fp32 ``main_grad`` buffer) and the two moments, and writes master, moments and the
 low-precision weight copy; before it, global-norm gradient clipping reads every gradient once more
 (``clip_grad_norm_``; Megatron-LM ``clip_grad_norm_fp32``, clip 1.0 in its GPT recipes): 20 bytes
-read and ``12 + b`` written per parameter.
+read and ``12 + b`` written per parameter. Two more passes over the gradients run every step:
+the gradient buffer is zeroed before the first micro-batch accumulates into it (a 4-byte fp32 memset
+per parameter; Megatron-LM ``zero_grad_buffer``, PyTorch ``optimizer.zero_grad()`` without
+``set_to_none``, the default before PyTorch 2.0), and with fp16 (loss scaling, Micikevicius et al.
+2018) the gradients are unscaled and checked for inf/NaN in place before clipping (read and write 4
+bytes per parameter: ``torch._amp_foreach_non_finite_check_and_unscale_``, called by PyTorch's
+``GradScaler.unscale_`` and by Megatron-LM ``MixedPrecisionOptimizer._unscale_main_grads_and_check_for_nan``,
+NVIDIA/Megatron-LM megatron/optimizer/optimizer.py); bf16 and fp32 need no loss scale.
 
 Activation recomputation (Chen et al. 2016; Korthikanti et al. 2022, Sec. 5) costs time as extra
 forward rows run during the backward pass (:func:`recompute_rows`):
@@ -39,6 +46,12 @@ GRAD_NORM_FLOPS_PER_PARAM = 2.0
 #: bytes read per parameter: fp32 master, gradient, two moments (the fused update) + the gradient
 #: again for the global-norm clipping
 OPTIMIZER_READ_BYTES = 4 + 4 + 4 + 4 + 4
+#: the fp32 gradient (accumulation buffer) per parameter
+GRAD_BYTES = 4
+#: activation dtypes trained with a loss scale, whose gradients are unscaled and checked every step
+LOSS_SCALED = ("fp16",)
+#: unscale: a multiply and a finiteness test per gradient
+UNSCALE_FLOPS_PER_PARAM = 2.0
 
 
 def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,7 +110,8 @@ def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool 
 
 
 def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[dict[str, Any]]:
-    """Forward rows + their backward rows + an AdamW update over ``params`` parameters."""
+    """Forward rows + their backward rows + an AdamW update over ``params`` parameters, the gradient
+    buffer's zeroing and, for fp16, the loss-scale unscale pass."""
     out = list(rows)
     for row in rows:
         out.extend(backward_rows(row))
@@ -106,4 +120,10 @@ def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[d
                              flops_per_elem=ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM, dtype="fp32",
                              read_bytes=params * OPTIMIZER_READ_BYTES,
                              write_bytes=params * (4 + 4 + 4 + b)))  # master, m, v, weight copy
+    out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
+                             dtype="fp32", read_bytes=0.0, write_bytes=params * GRAD_BYTES))
+    if dtype in LOSS_SCALED:
+        out.append(ops.streaming("optimizer.unscale", kind="elementwise", elems=params,
+                                 flops_per_elem=UNSCALE_FLOPS_PER_PARAM, dtype="fp32",
+                                 read_bytes=params * GRAD_BYTES, write_bytes=params * GRAD_BYTES))
     return out

@@ -72,3 +72,18 @@ def test_recomputed_rows_are_forward_rows_and_never_recomputed_twice(names: list
     once = recompute_rows(rows, "full")
     assert all(r["name"].endswith(RECOMPUTE_SUFFIX) and not is_forward(r["name"]) for r in once)
     assert recompute_rows(rows + once, "full") == once
+
+
+@pytest.mark.parametrize("dtype, unscaled", [("fp16", True), ("bf16", False)])
+def test_every_step_zeroes_the_gradients_and_fp16_unscales_them(dtype: str, unscaled: bool) -> None:
+    wl = dse.workload("gpt3-1.3b", phase="training", batch=1, seq=256, dtype=dtype)
+    ops = wl.ops.set_index("name")
+    p = ops.loc["optimizer.adamw", "M"]  # parameters on this chip
+    zero = ops.loc["optimizer.zero_grad"]
+    assert (zero["bytes_read"], zero["bytes_written"], zero["count"]) == (0, 4 * p, 1)
+    assert ("optimizer.unscale" in ops.index) == unscaled  # only fp16 trains with a loss scale
+    if unscaled:
+        assert ops.loc["optimizer.unscale", "bytes_read"] == ops.loc["optimizer.unscale", "bytes_written"] == 4 * p
+    # the per-step passes run once per step, not once per micro-batch
+    piped = dse.workload("gpt3-1.3b", phase="training", batch=4, seq=256, dtype=dtype, plan={"pp": 2, "microbatches": 4})
+    assert piped.ops.set_index("name").loc["optimizer.zero_grad", "count"] == 1
