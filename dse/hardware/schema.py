@@ -32,6 +32,10 @@ class ComputeUnit(Strict):
         "(PE area and energy from the node); simt = GPU-style tensor cores priced per TFLOP/s (whole-SM fit). "
         "Vector units are always simt")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of peak on large shapes")
+    cta_tiles: list[tuple[int, int]] | None = Field(
+        None, description="Output tiles (M x N per core) a GEMM library picks among (e.g. CUTLASS's sm80 tensor-op "
+        "set); when set, a GEMM/conv's array fill is the best tile-and-wave (and split-K) efficiency over them "
+        "(dse.predict.tiles) instead of the array_rows x array_cols quantization")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
     @model_validator(mode="after")
@@ -41,6 +45,9 @@ class ComputeUnit(Strict):
         for dt, v in self.peak_tflops.items():
             if not v > 0:
                 raise ValueError(f"peak_tflops.{dt} = {v}; accepted: a number > 0")
+        for m, n in self.cta_tiles or ():
+            if not (m > 0 and n > 0):
+                raise ValueError(f"cta_tiles has [{m}, {n}]; accepted: [M, N] pairs of integers > 0")
         return self
 
 

@@ -31,6 +31,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
+from dse.predict.tiles import tile_fill
 from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
 
 
@@ -72,7 +73,26 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     M = o.M[None, :]
     N = o.N[None, :]
     fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
-    return np.where(matrix, fill, 1.0)
+    tiles = tile_fill(o, d)
+    if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
+        gemm = np.zeros(o.n, dtype=bool)
+        gemm[o.tiled] = True
+        fill = np.where(gemm[None, :], tiles[None, :], fill)
+    return np.where(matrix, fill, 1.0) * wave_fill(o, d)[None, :]
+
+
+def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[O] fraction of the cores a kernel of ``u`` CTAs keeps busy over its waves: ``u / (ceil(u/C) * C)``
+    for the ``C`` cores of the template (1 for ops without ``units``).
+
+    Applies to a fused attention kernel and the softmax inside it (``units`` = their CTAs,
+    :func:`dse.workloads.ops.attention_ctas`): up to 512 keys one CTA per (head, sequence) loops over all
+    queries (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py``, launcher ``dim3 grid(params.h, params.b)``;
+    TensorRT's BERT plugin), so at batch 1 BERT-Large's 16 heads keep 16 of an A100's 108 SMs busy; longer
+    sequences add a CTA per 128-query tile (flash attention)."""
+    u = o.units if o.units.size == o.n else np.zeros(o.n)
+    cores = float(d.base.compute.cores)
+    return np.where(u > 0, u / np.maximum(np.ceil(u / cores) * cores, 1.0), 1.0)
 
 
 def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +148,8 @@ def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     r, c = d.array_rows, d.array_cols
     if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all()):
         return array_fill(o, d, matrix)
-    key = ("fill", float(r[0]), float(c[0]), matrix.tobytes())
+    key = ("fill", float(r[0]), float(c[0]), int(d.base.compute.cores), d.base.name,
+           str(d.base.compute.matrix.cta_tiles), matrix.tobytes())
     row = o.cache.get(key)
     if row is None:
         row = array_fill(o, d, matrix)

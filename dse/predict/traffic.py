@@ -28,6 +28,7 @@ import pandas as pd
 
 from dse.hardware.designs import DesignBatch
 from dse.units import DTYPE_INDEX
+from dse.workloads.ops import attention_ctas
 
 REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
 
@@ -64,6 +65,11 @@ class OpArrays:
     group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     stride: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     cache: dict = field(default_factory=dict, compare=False, repr=False)  # network coefficients per system
+    # CTAs of a fused attention kernel (ops.attention_ctas) and of the softmax inside it; 0 elsewhere
+    units: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    K: np.ndarray = field(default_factory=lambda: np.zeros(0))  # reduction length (GEMM/conv)
+    batch: np.ndarray = field(default_factory=lambda: np.zeros(0))  # independent products of a GEMM row
+    elem_ab: np.ndarray = field(default_factory=lambda: np.zeros(0))  # mean operand element bytes (e_a + e_b)/2
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -87,7 +93,13 @@ class OpArrays:
             net = dict(coll_idx=cidx, coll=tuple(str(c) for c in coll[cidx]),
                        net_bytes=s["net_bytes"].to_numpy(dtype=float)[cidx],
                        group=s["group"].to_numpy(dtype=int)[cidx], stride=s["stride"].to_numpy(dtype=int)[cidx])
-        return cls(**net,
+        kind = s["kind"].to_numpy() if "kind" in s.columns else np.full(len(s), "")
+        in_kernel = (codes == REUSE_CODES["attention"]) | ((kind == "softmax") & s["fused"].to_numpy(dtype=bool))
+        bt = s["batch"].to_numpy(dtype=float) if "batch" in s.columns else np.ones(len(s))
+        attn = codes == REUSE_CODES["attention"]
+        ctas = np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0))
+        return cls(**net, units=np.where(in_kernel, ctas, 0.0), batch=np.maximum(bt, 1.0),
+            K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
             a_bytes=f("a_bytes"), b_bytes=f("b_bytes"), c_bytes=f("c_bytes"),
             tile_elem_bytes=f("elem_a") + f("elem_b") + f("elem_out"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dse.units import DTYPE_BYTES
@@ -60,7 +61,10 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "rmsnorm": 4.0,      # square, add, scale by rsqrt, mul by gamma
     "batchnorm": 2.0,    # inference: per-channel scale and shift
     "groupnorm": 8.0,    # as layernorm, statistics per group
-    "softmax": 5.0,      # max, sub, exp, sum, div
+    # max, sub, sum, div (1 FLOP each) + exp at 8 FP32-FLOP slots: the special-function unit issues 16 exp2
+    # per clock per SM against 64 FP32 FMA = 128 FLOP (CUDA C++ Programming Guide, arithmetic instruction
+    # throughput table, compute capability 7.x-9.0), so one exp costs the time of 8 FP32 FLOPs
+    "softmax": 12.0,
     "rope": 3.0,         # x*cos + rot(x)*sin
     "copy": 0.0,
 }
@@ -218,6 +222,21 @@ def embedding(name: str, *, tokens: int, dim: int, dtype: str, table_dtype: str 
                      count=count, read_bytes=tokens * dim * tb)
 
 
+#: longest sequence TensorRT's fused (non-flash) MHA kernels are built for; longer ones tile the queries
+FUSED_MHA_MAX_SEQ = 512
+#: query rows per CTA of a flash-attention kernel (FlashAttention-2 forward block, Dao 2023, Sec. 3.3)
+FLASH_Q_TILE = 128
+
+
+def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any) -> Any:
+    """CTAs a fused attention kernel launches: one per (head, sequence) looping over all queries when the
+    keys fit TensorRT's fused MHA kernels (``kv_len <= 512``: NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py``
+    launcher ``dim3 grid(params.h, params.b)``, sequence lengths 64..512 as in TensorRT's BERT plugin), else
+    one per (head, sequence, query tile of 128 rows) as flash attention splits them. Works on arrays."""
+    q_tiles = np.where(np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ, 1.0, np.ceil(np.asarray(q_rows) / FLASH_Q_TILE))
+    return np.asarray(batch_heads) * np.maximum(q_tiles, 1.0)
+
+
 def attention(
     name: str, *, batch: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
     causal: bool, dtype: str, kv_dtype: str | None = None, fused: bool = True, count: int = 1,
@@ -252,6 +271,8 @@ def attention(
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs,
                          flops_per_elem=VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=count,
                          fused=True, read_bytes=0.0, write_bytes=0.0)
+        # the softmax runs inside the attention kernel's CTAs: their count sets its wave fill (dse.predict)
+        soft["batch"] = int(attention_ctas(batch * kv_heads, q_len * group, kv_len))
         return [row, soft]
     bh = batch * heads
     qk = gemm(f"{name}.qk", q_len, kv_len, head_dim, dtype=dtype, weight_dtype=kvd, batch=bh,

@@ -1,0 +1,97 @@
+"""Tile-and-wave efficiency of GEMMs (dse.predict.tiles) and the wave fill of fused attention kernels."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.predict import OpArrays
+from dse.predict.roofline import array_fill, on_matrix, wave_fill
+from dse.predict.tiles import tile_fill
+from dse.workloads import ops
+
+A100 = dse.hardware("a100-40gb")
+D = DesignBatch.from_hardware(A100)
+C = A100.compute.cores  # 108
+
+
+def _one_tile(tiles: list[tuple[int, int]]) -> DesignBatch:
+    m = A100.compute.matrix.model_copy(update={"cta_tiles": tiles})
+    return DesignBatch.from_hardware(A100.model_copy(update={"compute": A100.compute.model_copy(update={"matrix": m})}))
+
+
+T128 = _one_tile([(128, 128)])
+
+
+def _fill(M: int, N: int, K: int, dtype: str = "fp16", batch: int = 1, d: DesignBatch = D) -> float:
+    o = OpArrays.from_table(ops.table([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)]))
+    row = tile_fill(o, d)
+    assert row is not None
+    return float(row[0])
+
+
+def test_one_tile_without_a_long_k_keeps_one_core_busy() -> None:
+    # 128 x 128 x 64: one CTA, K too short to split: 1 of 108 cores
+    assert _fill(128, 128, 64, d=T128) == pytest.approx(1 / C)
+    # a ragged edge pads the tile: 100 x 128 fills 100/128 of it
+    assert _fill(100, 128, 64, d=T128) == pytest.approx(100 / 128 / C)
+
+
+def test_split_k_spreads_a_small_grid_with_a_long_k() -> None:
+    # one 128x128 tile, K = 8192: split 16 ways -> 16 CTAs of 512 each (still one partial wave)
+    assert _fill(128, 128, 8192, d=T128) == pytest.approx(16 / C)
+    # 60 tiles: split 16 ways, 960 CTAs in 9 waves of 108 (splits 2..8 leave more of their last wave idle)
+    assert _fill(128 * 60, 128, 8192, d=T128) == pytest.approx(960 / (9 * C))
+    # a grid of at least one wave is not split: 120 tiles in 2 waves
+    assert _fill(128 * 120, 128, 8192, d=T128) == pytest.approx(120 / (2 * C))
+
+
+def test_a_grid_of_exactly_full_waves_runs_at_the_roof() -> None:
+    # 108 x 2 tiles of 128x128: two full waves, and the tile's intensity (64 FLOP/B in fp16) is above what
+    # the L2 share needs (271 / 5.8 = 47 FLOP/B), so nothing is lost
+    assert _fill(128 * C, 256, 4096, d=T128) == pytest.approx(1.0)
+    assert _fill(128 * C, 256, 4096) == pytest.approx(1.0)  # the full set has this choice too
+
+
+def test_one_wave_too_many_costs_its_tail_and_small_tiles_starve_on_l2() -> None:
+    assert _fill(128 * (C + 1), 128, 256, d=T128) == pytest.approx((C + 1) / (2 * C))
+    # 64x64 tiles: 32 FLOP/B in fp16, under the 47 the L2 share needs: r = 5.776 * 32 / 271.1
+    r = 7.22 * 0.8 * 32 / (312 * 0.869)
+    assert _fill(64 * C, 64, 256, d=_one_tile([(64, 64)])) == pytest.approx(r)
+
+
+def test_templates_without_tiles_keep_the_array_quantization() -> None:
+    npu = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    o = OpArrays.from_table(ops.table([ops.gemm("g", 1, 4096, 4096, dtype="bf16")]))
+    assert tile_fill(o, npu) is None
+    assert array_fill(o, npu, on_matrix(o, npu))[0, 0] == pytest.approx(1 / 64)
+
+
+def test_bad_tiles_are_one_line_naming_the_field(tmp_path) -> None:
+    text = (dse.units.repo_root() / "hw_templates" / "a100-40gb.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("cta_tiles: [[256, 128]", "cta_tiles: [[0, 128]"))
+    with pytest.raises((DseError, ValueError), match="cta_tiles"):
+        dse.hardware(str(bad))
+
+
+def test_bert_attention_at_batch_one_fills_one_core_per_head() -> None:
+    rows = ops.attention("a", batch=1, heads=16, kv_heads=16, q_len=384, kv_len=384, head_dim=64, causal=False,
+                         dtype="fp16")
+    o = OpArrays.from_table(ops.table(rows, compact=False))
+    w = wave_fill(o, D)
+    assert np.allclose(w, 16 / C)  # the attention row and the softmax inside its kernel
+    rows8 = ops.attention("a", batch=8, heads=16, kv_heads=16, q_len=384, kv_len=384, head_dim=64,
+                          causal=False, dtype="fp16")
+    assert np.allclose(wave_fill(OpArrays.from_table(ops.table(rows8, compact=False)), D), 128 / (2 * C))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 20000), st.sampled_from(["fp16", "int8"]),
+       st.integers(1, 64))
+def test_fill_is_a_fraction_and_never_beats_the_roof(M, N, K, dtype, batch) -> None:
+    f = _fill(M, N, K, dtype, batch)
+    assert 0.0 < f <= 1.0
