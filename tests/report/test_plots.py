@@ -19,9 +19,9 @@ import pytest
 
 import dse
 from dse.hardware.designs import DesignBatch
+from dse.predict.intensity import op_intensity
 from dse.report import mixes, plots
 from dse.report.write import OBJECTIVE_LABELS
-from dse.workloads.intensity import op_intensity
 from dse.workloads.mix import Mix
 
 NPU = dse.hardware("npu-7nm")
