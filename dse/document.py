@@ -1,5 +1,5 @@
-"""A feature's report as data: what ``dse compare``, ``dse whatif`` (and later the sweep and the study
-report) computed, once, for ``dse.report.render`` to write as CSV, Markdown and HTML.
+"""A feature's report as data: what ``dse compare``, ``dse whatif``, ``dse sweep`` and a study computed,
+once, for ``dse.report.render`` to write as CSV, Markdown and HTML.
 
 A feature module builds a :class:`Document` and imports nothing from ``dse/report/`` (docs/architecture.md,
 "Layers"); the entry point (CLI or API) passes it to the renderer. Tables carry their units in the column
@@ -17,10 +17,12 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class Table:
-    """A table written as ``file`` (CSV, no index) in the results folder."""
+    """A table written as ``file`` (CSV, no index) in the results folder; with ``blank_infinite``
+    infinities become empty cells."""
 
     file: str
     frame: pd.DataFrame
+    blank_infinite: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dse.document import Document, Figure
@@ -28,8 +29,13 @@ def draw(fig: Figure, folder: Path) -> Path:
     return fn(*fig.data, folder / fig.file, fig.title, **fig.options)
 
 
-def write_table(frame: pd.DataFrame, path: Path) -> Path:
-    """``frame`` as CSV without its index (atomic)."""
+def write_table(frame: pd.DataFrame, path: Path, blank_infinite: bool = False) -> Path:
+    """``frame`` as CSV without its index (atomic); with ``blank_infinite`` infinities become empty cells."""
+    if blank_infinite:
+        num = frame.select_dtypes(include="number")
+        if len(num.columns) and np.isinf(num.to_numpy(dtype=float)).any():
+            frame = frame.copy()
+            frame[num.columns] = num.replace([np.inf, -np.inf], np.nan)
     return atomic_write(path, lambda p: frame.to_csv(p, index=False))
 
 
@@ -39,7 +45,7 @@ def render(doc: Document, folder: Path | str) -> str:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for t in doc.tables:
-        write_table(t.frame, folder / t.file)
+        write_table(t.frame, folder / t.file, t.blank_infinite)
     for f in doc.figures:
         draw(f, folder)
     md = markdown(doc)
