@@ -323,13 +323,12 @@ def _workloads_ai(args: argparse.Namespace) -> int:
 
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import load_hardware
-    from dse.predict.intensity import op_intensity
-    from dse.report.plots import ai_distribution
+    from dse.predict.intensity import ai_document, op_intensity
+    from dse.report.render import render
     from dse.workloads.intensity import summary
     from dse.workloads.library import workload
     from dse.workloads.mix import Mix
     from dse.workloads.suites import load_suite
-    from dse.yamlio import atomic_write
 
     suite = args.target or "all"
     if suite.endswith((".yaml", ".yml")) or Path(suite).is_file():  # a study config: its own weighted mix
@@ -362,16 +361,8 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     df = op_intensity(mix, d)
     status(args, f"writing {args.out}: table and histograms")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / f"ai_{suite}.csv", lambda p: df.to_csv(p, index=False))
+    render(ai_document(df, suite, what, d, hw.name), out)
     dram = hw.memory[-1].name
-    ridges = {hw.name: float(d.ridge[0])}
-    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_flops.png",
-                    f"{what}: FLOP-weighted operator AI (compulsory bytes)")
-    ai_distribution(df, dram, "share_time", ridges, out / f"ai_{suite}_time.png",
-                    f"{what}: time-weighted AI at {dram} on {hw.name}")
-    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_family.png",
-                    f"{what}: FLOP-weighted operator AI by family", group="family")
     print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
     for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
@@ -462,8 +453,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.report.plots import validation_scatter
-    from dse.validate.suite import error_stats, load_measurements, run_suite, scatter_inputs
+    from dse.report.render import render
+    from dse.validate.outputs import validation_document
+    from dse.validate.suite import error_stats, load_measurements, run_suite
 
     templates = {}
     for item in args.template or []:
@@ -476,16 +468,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     status(args, f"predicting {len(df)} measurement rows")
     res = run_suite(df, templates)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    from dse.yamlio import atomic_write
-
-    atomic_write(out / "validation.csv", lambda p: res.to_csv(p, index=False))
-    if (res["status"] == "covered").any():
-        covered, metrics, band = scatter_inputs(res)
-        validation_scatter(covered, metrics, out / "validation.png",
-                           "predicted vs measured (validation/measurements.csv)", band)
-    from dse.validate.bands import family_table
-
+    doc = validation_document(res)
+    render(doc, out)
     cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 90):
         print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -494,8 +478,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("\nnot covered / errors:")
             for _, r in other.iterrows():
                 print(f"  {r['id']}: {r['status']}: {r['reason']}")
-    fam = family_table(res)
-    atomic_write(out / "families.csv", lambda p: fam.to_csv(p, index=False))
+    fam = next(t.frame for t in doc.tables if t.file == "families.csv")
     print("\nerror by family (out of sample: rows whose measurement set no template coefficient; time error = "
           "predicted / measured time - 1, rates turned into time)")
     print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))

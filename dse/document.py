@@ -40,8 +40,8 @@ class Figure:
 @dataclass(frozen=True)
 class Document:
     """One report: ``title`` (of report.html), ``body`` (summary.md: Markdown text and tables, in order; a
-    DataFrame is rendered as a pipe table), the ``tables`` written as CSV, the ``figures`` drawn, and the
-    config text shown at the end of report.html."""
+    DataFrame is rendered as a pipe table; empty: no summary.md and no report.html), the ``tables`` written
+    as CSV, the ``figures`` drawn, and the config text shown at the end of report.html."""
 
     title: str
     body: tuple[str | pd.DataFrame, ...]

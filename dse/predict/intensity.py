@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dse.document import Document, Figure, Table
 from dse.hardware.designs import DesignBatch
 from dse.predict import OpArrays, evaluate
 from dse.workloads.intensity import compulsory_intensity
@@ -40,3 +41,20 @@ def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
     df["share_time"] = t / tot_t * w
     df["share_time"] /= df["share_time"].sum() or 1.0
     return df
+
+
+def ai_document(df: pd.DataFrame, name: str, what: str, design: DesignBatch, hardware_name: str) -> Document:
+    """What ``dse workloads ai`` writes (files only): ``ai_<name>.csv`` (:func:`op_intensity`'s table) and three
+    AI distributions (``dse.report.plots.ai_distribution``) against the design's ridge: FLOP-weighted at
+    compulsory bytes, time-weighted at the outermost level, FLOP-weighted by family."""
+    dram = design.level_names[-1]
+    ridges = {hardware_name: float(design.ridge[0])}
+    figures = (
+        Figure(f"ai_{name}_flops.png", "ai_distribution", (df, "compulsory", "share_flops", ridges),
+               f"{what}: FLOP-weighted operator AI (compulsory bytes)"),
+        Figure(f"ai_{name}_time.png", "ai_distribution", (df, dram, "share_time", ridges),
+               f"{what}: time-weighted AI at {dram} on {hardware_name}"),
+        Figure(f"ai_{name}_family.png", "ai_distribution", (df, "compulsory", "share_flops", ridges),
+               f"{what}: FLOP-weighted operator AI by family", {"group": "family"}),
+    )
+    return Document(f"dse workloads ai {name}", (), (Table(f"ai_{name}.csv", df),), figures)

@@ -40,8 +40,8 @@ def write_table(frame: pd.DataFrame, path: Path, blank_infinite: bool = False) -
 
 
 def render(doc: Document, folder: Path | str) -> str:
-    """Write ``doc`` into ``folder`` (created): its tables, its figures, summary.md and report.html (the
-    summary, each figure embedded, the config); returns the summary's Markdown."""
+    """Write ``doc`` into ``folder`` (created): its tables, its figures, and, when it has a body, summary.md and
+    report.html (the summary, each figure embedded, the config); returns the summary's Markdown."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for t in doc.tables:
@@ -49,6 +49,7 @@ def render(doc: Document, folder: Path | str) -> str:
     for f in doc.figures:
         draw(f, folder)
     md = markdown(doc)
-    write_text(folder / "summary.md", md)
-    write_report(folder, doc.title, md, [f.file for f in doc.figures], doc.config_text)
+    if doc.body:  # a Document without a body is files only (no summary.md, no report.html)
+        write_text(folder / "summary.md", md)
+        write_report(folder, doc.title, md, [f.file for f in doc.figures], doc.config_text)
     return md

@@ -20,3 +20,14 @@ def test_mix_shares_follow_mix_weights() -> None:
 def test_without_a_design_it_is_the_compulsory_table() -> None:
     mix = Mix.of([dse.gemm(512, 512, 512, dtype="bf16")])
     assert op_intensity(mix).equals(compulsory_intensity(mix))
+
+
+def test_ai_document_names_its_table_and_three_distributions() -> None:
+    from dse.predict.intensity import ai_document
+
+    design = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    df = op_intensity(Mix.of([dse.gemm(512, 512, 512, dtype="bf16")]), design)
+    d = ai_document(df, "s", "suite s", design, "npu-7nm")
+    assert d.body == () and d.files == ["ai_s.csv", "ai_s_flops.png", "ai_s_time.png", "ai_s_family.png"]
+    assert d.figures[1].data[1:3] == (design.level_names[-1], "share_time")
+    assert d.figures[0].data[3] == {"npu-7nm": float(design.ridge[0])}

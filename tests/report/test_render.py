@@ -68,3 +68,9 @@ def test_a_streamed_sweep_document_lists_its_parquet_and_writes_no_csv(tmp_path:
     assert "| m | 0.25 | 0.75 |" in md or "| m | 0.75 | 0.25 |" in md
     assert md.endswith("- `sweep.parquet`\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "summary.md"]
+
+
+def test_a_document_without_a_body_writes_only_its_files(tmp_path: Path) -> None:
+    d = Document("files only", (), (Table("t.csv", FRAME),))
+    assert render(d, tmp_path) == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
