@@ -48,6 +48,7 @@ class Document:
     tables: tuple[Table, ...] = ()
     figures: tuple[Figure, ...] = ()
     config_text: str | None = None
+    html: bool = True  #: write report.html next to summary.md
 
     @property
     def files(self) -> list[str]:

@@ -51,5 +51,6 @@ def render(doc: Document, folder: Path | str) -> str:
     md = markdown(doc)
     if doc.body:  # a Document without a body is files only (no summary.md, no report.html)
         write_text(folder / "summary.md", md)
-        write_report(folder, doc.title, md, [f.file for f in doc.figures], doc.config_text)
+        if doc.html:
+            write_report(folder, doc.title, md, [f.file for f in doc.figures], doc.config_text)
     return md

@@ -74,3 +74,8 @@ def test_a_document_without_a_body_writes_only_its_files(tmp_path: Path) -> None
     d = Document("files only", (), (Table("t.csv", FRAME),))
     assert render(d, tmp_path) == ""
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_html_false_writes_the_summary_without_report_html(tmp_path: Path) -> None:
+    render(Document("no html", ("# x\n",), html=False), tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.md"]
