@@ -545,10 +545,18 @@ def cmd_host(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from dse.report.plots import host_roofline
+    from dse.report.render import render
     from dse.validate.calibrate import calibrate, calibrated_template
-    from dse.validate.host import host_template, measure_host, measure_panel, panel, panel_cases, run_panel
-    from dse.yamlio import atomic_write, write_yaml
+    from dse.validate.host import (
+        host_document,
+        host_template,
+        measure_host,
+        measure_panel,
+        panel,
+        panel_cases,
+        run_panel,
+    )
+    from dse.yamlio import write_yaml
 
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -566,9 +574,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     write_yaml(out / "host-calibrated.yaml", cal.model_dump(mode="json", exclude_none=True))
     after = run_panel(items, cal, measured)
     table = after.assign(uncalibrated_error_pct=before["error_pct"].to_numpy(), loo_error_pct=fit.loo_error_pct)
-    atomic_write(out / "host_panel.csv", lambda p: table.to_csv(p, index=False))
-    host_roofline(after, cal, out / "host_roofline.png", "this machine: measured roofs, operators measured (dot) "
-                  "and predicted by the calibrated host template (ring)")
+    render(host_document(table, after, cal), out)
     cols = ["operator", "ai_flop_per_byte", "measured_s", "predicted_s", "error_pct", "uncalibrated_error_pct",
             "loo_error_pct", "roof_utilization", "region"]
     with pd.option_context("display.width", 220, "display.max_columns", 20):
@@ -611,18 +617,15 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.report.plots import kernels_roofline
+    from dse.report.render import render
     from dse.units import fallback_dtype
-    from dse.validate.kernels import load_kernels, place
-    from dse.yamlio import atomic_write
+    from dse.validate.kernels import kernels_document, load_kernels, place
 
     hw = load_hardware(args.hardware)
     df = place(load_kernels(args.file), hw, args.dtype)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "kernels.csv", lambda p: df.to_csv(p, index=False))
     peak = hw.compute.matrix.peak_tflops[fallback_dtype(args.dtype or hw.reference_dtype, hw.compute.matrix.peak_tflops)]
-    kernels_roofline(df, hw, peak, out / "kernels_roofline.png", f"profiled kernels on {hw.name}")
+    render(kernels_document(df, hw, peak), out)
     cols = ["name", "ai_flop_per_byte", "achieved_tflops", "roof_tflops", "roof_utilization", "region", "status",
             "reason"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 50):
