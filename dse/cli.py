@@ -78,13 +78,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid_size,
         run_sweep,
         stream_sweep,
-        write_sweep,
-        write_sweep_csv,
+        sweep_document,
     )
-    from dse.report.html import write_report
-    from dse.report.summary import _md_table
+    from dse.report.render import render
     from dse.study import results_folder
-    from dse.yamlio import write_text
 
     for flag, value in (("--points", args.points), ("--sram-points", args.sram_points)):
         if value < 1:
@@ -105,18 +102,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                scheduler=args.scheduler, workers=args.workers, progress=not args.quiet)
         dt = time.perf_counter() - t0
         small = n <= MAX_DESIGNS and not args.no_plots
+        res = None
         if small:  # the grid fits in memory: the same heatmaps as a CSV sweep
             grid = pd.read_parquet(folder / "sweep.parquet").sort_values(["mix", *KNOBS], kind="stable")
             res = SweepResult(grid.reset_index(drop=True), axes, ctxs)
         status(args, f"writing {folder}: sweep.parquet/" + (" and heatmaps" if small else ""))
-        paths = [folder / "sweep.parquet", *(write_sweep(res, folder, cfg.name, csv=False) if small else [])]
+        csv, written = False, ("sweep.parquet",)
         best_rows = {m: pd.Series(summary["mixes"][m]["best"]) for m in ctxs if summary["mixes"][m]["best"]}
         counts = {m: summary["mixes"][m]["binding"] for m in ctxs}
     else:
         res = run_sweep(ctxs, axes, chunk=args.chunk)
         dt = time.perf_counter() - t0
         status(args, f"writing {folder}: sweep.csv and heatmaps")
-        paths = write_sweep(res, folder, cfg.name, csv=True) if not args.no_plots else write_sweep_csv(res, folder)
+        csv, written = True, ()
         best_rows = {m: best_row(res, mix=m) for m in res.mixes}
         counts = {m: res.grid.loc[res.grid["mix"] == m, "binding"].value_counts().to_dict() for m in res.mixes}
     missing = [m for m in ctxs if m not in best_rows]
@@ -124,28 +122,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise DseError(f"no feasible design in the grid of mix {missing[0]!r}; accepted: larger budgets or other ranges")
     n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
     lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
-    best = []
     for m in ctxs:
         b = best_rows[m]
-        best.append(b)
         lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
                      f"({b['dram_stacks']:.0f} stacks), "
                      f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, ridge "
                      f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
                      f"({b['binding_time_share']:.0%} of time)")
-    cols = ["mix", "peak_tflops", "dram_bandwidth_tbps", "dram_stacks", "dram_bandwidth_tbps_built", "sram_mib",
-            "ridge_flop_per_byte", "score", "score_per_mm2",
-            "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
-    share = pd.DataFrame([{"mix": m, **{k: v / sum(c.values()) for k, v in c.items()}} for m, c in counts.items()]
-                         ).fillna(0.0)
-    files = "\n".join(f"- `{p.name}`" for p in paths)
-    md = (f"# Sweep `{cfg.name}`\n\n{lines[0]}\n\n## Best feasible design per mix\n\n"
-          f"{_md_table(pd.DataFrame(best)[cols])}\n\n## Share of grid points by binding ceiling\n\n"
-          f"{_md_table(share)}\n\n(binding ceiling: the ceiling under which the mix spends the largest "
-          f"time-weighted share; scores are relative to the base design on each mix)\n\n{files}\n")
-    write_text(folder / "summary.md", md)
-    write_report(folder, f"dse sweep {cfg.name}", md, [p.name for p in paths if p.suffix == ".png"],
-                 Path(args.config).read_text(encoding="utf-8"))
+    render(sweep_document(cfg.name, lines[0], {m: best_rows[m] for m in ctxs}, counts, res, csv=csv,
+                          plots=not args.no_plots, written=written,
+                          config_text=Path(args.config).read_text(encoding="utf-8")), folder)
     print("\n".join(lines))
     print(f"  {folder}")
     return 0
@@ -157,7 +143,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from dse.comparison import check_strict, compare_config, infeasible_lines, write_comparison
+    from dse.comparison import check_strict, compare_config, comparison_document, infeasible_lines
+    from dse.report.render import render
     from dse.study import load_context, results_folder
 
     status(args, f"loading {args.config} and predicting the base design")
@@ -176,7 +163,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
     status(args, f"writing {folder}: tables, figures and report")
-    write_comparison(ctx, cmp, folder, heading, Path(args.config).read_text(encoding="utf-8"))
+    render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8")), folder)
     width = max(len(n) for n in cmp.names)
     for _, r in cmp.designs_table.iterrows():
         print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
@@ -225,8 +212,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from dse.config import WhatIfFile
     from dse.errors import from_validation_error
     from dse.hardware.templates import load_hardware
+    from dse.report.render import render
     from dse.study import results_folder
-    from dse.whatif_stages import load_whatif, run_whatif, write_whatif
+    from dse.whatif_stages import load_whatif, run_whatif, whatif_document
 
     out_dir = "results"
     if args.config:
@@ -250,7 +238,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
     folder = results_folder(Path(args.out or out_dir), f"{name}-whatif", False)
-    write_whatif(res, folder, name, text)
+    render(whatif_document(res, name, text), folder)
     cols = ["stage", "transform", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0", "achieved_tflops",
             "dram_bw_utilization", "binding", "note"]
     with pd.option_context("display.width", 220, "display.max_colwidth", 60):
@@ -335,12 +323,12 @@ def _workloads_ai(args: argparse.Namespace) -> int:
 
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import load_hardware
-    from dse.report.plots import ai_distribution
-    from dse.workloads.intensity import op_intensity, summary
+    from dse.predict.intensity import ai_document, op_intensity
+    from dse.report.render import render
+    from dse.workloads.intensity import summary
     from dse.workloads.library import workload
     from dse.workloads.mix import Mix
     from dse.workloads.suites import load_suite
-    from dse.yamlio import atomic_write
 
     suite = args.target or "all"
     if suite.endswith((".yaml", ".yml")) or Path(suite).is_file():  # a study config: its own weighted mix
@@ -373,16 +361,8 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     df = op_intensity(mix, d)
     status(args, f"writing {args.out}: table and histograms")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / f"ai_{suite}.csv", lambda p: df.to_csv(p, index=False))
+    render(ai_document(df, suite, what, d, hw.name), out)
     dram = hw.memory[-1].name
-    ridges = {hw.name: float(d.ridge[0])}
-    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_flops.png",
-                    f"{what}: FLOP-weighted operator AI (compulsory bytes)")
-    ai_distribution(df, dram, "share_time", ridges, out / f"ai_{suite}_time.png",
-                    f"{what}: time-weighted AI at {dram} on {hw.name}")
-    ai_distribution(df, "compulsory", "share_flops", ridges, out / f"ai_{suite}_family.png",
-                    f"{what}: FLOP-weighted operator AI by family", group="family")
     print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
     for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
@@ -473,7 +453,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.validate.suite import error_stats, load_measurements, run_suite, scatter
+    from dse.report.render import render
+    from dse.validate.outputs import validation_document
+    from dse.validate.suite import error_stats, load_measurements, run_suite
 
     templates = {}
     for item in args.template or []:
@@ -486,14 +468,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     status(args, f"predicting {len(df)} measurement rows")
     res = run_suite(df, templates)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    from dse.yamlio import atomic_write
-
-    atomic_write(out / "validation.csv", lambda p: res.to_csv(p, index=False))
-    if (res["status"] == "covered").any():
-        scatter(res, out / "validation.png", "predicted vs measured (validation/measurements.csv)")
-    from dse.validate.bands import family_table
-
+    doc = validation_document(res)
+    render(doc, out)
     cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 90):
         print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -502,8 +478,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("\nnot covered / errors:")
             for _, r in other.iterrows():
                 print(f"  {r['id']}: {r['status']}: {r['reason']}")
-    fam = family_table(res)
-    atomic_write(out / "families.csv", lambda p: fam.to_csv(p, index=False))
+    fam = next(t.frame for t in doc.tables if t.file == "families.csv")
     print("\nerror by family (out of sample: rows whose measurement set no template coefficient; time error = "
           "predicted / measured time - 1, rates turned into time)")
     print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
@@ -570,10 +545,18 @@ def cmd_host(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from dse.report.plots import host_roofline
+    from dse.report.render import render
     from dse.validate.calibrate import calibrate, calibrated_template
-    from dse.validate.host import host_template, measure_host, measure_panel, panel, panel_cases, run_panel
-    from dse.yamlio import atomic_write, write_yaml
+    from dse.validate.host import (
+        host_document,
+        host_template,
+        measure_host,
+        measure_panel,
+        panel,
+        panel_cases,
+        run_panel,
+    )
+    from dse.yamlio import write_yaml
 
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -591,9 +574,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     write_yaml(out / "host-calibrated.yaml", cal.model_dump(mode="json", exclude_none=True))
     after = run_panel(items, cal, measured)
     table = after.assign(uncalibrated_error_pct=before["error_pct"].to_numpy(), loo_error_pct=fit.loo_error_pct)
-    atomic_write(out / "host_panel.csv", lambda p: table.to_csv(p, index=False))
-    host_roofline(after, cal, out / "host_roofline.png", "this machine: measured roofs, operators measured (dot) "
-                  "and predicted by the calibrated host template (ring)")
+    render(host_document(table, after, cal), out)
     cols = ["operator", "ai_flop_per_byte", "measured_s", "predicted_s", "error_pct", "uncalibrated_error_pct",
             "loo_error_pct", "roof_utilization", "region"]
     with pd.option_context("display.width", 220, "display.max_columns", 20):
@@ -636,18 +617,15 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.report.plots import kernels_roofline
+    from dse.report.render import render
     from dse.units import fallback_dtype
-    from dse.validate.kernels import load_kernels, place
-    from dse.yamlio import atomic_write
+    from dse.validate.kernels import kernels_document, load_kernels, place
 
     hw = load_hardware(args.hardware)
     df = place(load_kernels(args.file), hw, args.dtype)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "kernels.csv", lambda p: df.to_csv(p, index=False))
     peak = hw.compute.matrix.peak_tflops[fallback_dtype(args.dtype or hw.reference_dtype, hw.compute.matrix.peak_tflops)]
-    kernels_roofline(df, hw, peak, out / "kernels_roofline.png", f"profiled kernels on {hw.name}")
+    render(kernels_document(df, hw, peak), out)
     cols = ["name", "ai_flop_per_byte", "achieved_tflops", "roof_tflops", "roof_utilization", "region", "status",
             "reason"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 50):

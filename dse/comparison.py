@@ -27,6 +27,7 @@ from dse.config import parse_ratio as _parse_ratio
 from dse.cost.area import COMPONENTS, area
 from dse.cost.cost import COST_COMPONENTS, unit_cost
 from dse.cost.power import mix_energy
+from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict import mix_times
@@ -393,7 +394,8 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
     of whole workloads (one AI per pass, at mix weight), then of operators FLOP-weighted at compulsory bytes
     and at DRAM traffic on the first candidate, and time-weighted at DRAM traffic on each candidate (where
     the time goes)."""
-    from dse.workloads.intensity import band_share, op_intensity, summary, weighted_percentiles
+    from dse.predict.intensity import op_intensity
+    from dse.workloads.intensity import band_share, summary, weighted_percentiles
 
     key = f"share_{band[0]:g}_{band[1]:g}"
     whole = np.array([w.ai for w in ctx.mix.workloads])
@@ -475,25 +477,17 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
     return "\n".join(lines) + "\n\n"
 
 
-def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config_text: str | None = None) -> str:
-    """compare.csv (per workload), candidates.csv, breakdown.csv, ai_summary.csv, speedup / AI histogram /
-    rooflines / area breakdown figures (PNG + SVG), summary.md and report.html; returns the summary."""
-    from pathlib import Path
+def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text: str | None = None) -> Document:
+    """The comparison's report, computed once (``dse.report.render.render`` writes it): compare.csv (per
+    workload), candidates.csv, breakdown.csv, ai_summary.csv, ceilings.csv, front.csv (and robustness.csv,
+    mc_samples.csv with Monte Carlo samples); speedup / AI histogram / rooflines / area breakdown / area vs
+    score (and tornado) figures; the summary with the decision memo."""
+    from dse.predict import bound_names
 
-    from dse.report.html import write_report
-    from dse.report.plots import ai_histogram, area_score_front, rooflines, speedup_bars, stacked_bars, tornado
-    from dse.report.summary import _md_table
-    from dse.yamlio import atomic_write, write_text
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     ai = ai_table(ctx, cmp)
     ceilings = cmp.ceilings if cmp.ceilings is not None else ceiling_table(ctx, cmp.names, [op_stats(ctx, d) for d in
                                                                                           cmp.designs], cmp.designs)
     stats = cmp.stats or [op_stats(ctx, d) for d in cmp.designs]
-    for name, df in (("compare.csv", cmp.table), ("candidates.csv", cmp.designs_table),
-                     ("breakdown.csv", cmp.breakdown), ("ai_summary.csv", ai), ("ceilings.csv", ceilings)):
-        atomic_write(folder / name, lambda p, df=df: df.to_csv(p, index=False))
     title = ctx.cfg.name
     shown = shown_names(cmp)  # infeasible candidates and workloads that do not fit are marked in every chart
     names = [shown[n] for n in cmp.names]
@@ -501,43 +495,46 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
                                            for n in cmp.names[1:]})
     plot_table["workload"] = [w + (f" [does not fit {on}]" if on else "")
                               for w, on in zip(cmp.table["workload"], cmp.table["does_not_fit_on"], strict=True)]
-    speedup_bars(plot_table, names, folder / "speedup.png", f"{title}: per-workload speedup over {names[0]}")
     wl = ctx.mix.ops["workload"].to_numpy()
     fams = [family_of(w.name) for w in ctx.mix.workloads]
     ops = ctx.mix.ops.assign(workload=[ctx.mix.labels[i] for i in wl], mix_weight=ctx.mix.weights[wl],
                              family=[fams[i] for i in wl])
     many = len(ctx.mix.workloads) > 12
-    ai_histogram(ops, {n: float(d.ridge[0]) for n, d in zip(names, cmp.designs, strict=True)},
-                 folder / "ai_histogram.png",
-                 f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
-                 f"{', stacked by family' if many else ''}) with each candidate's ridge",
-                 group="family" if many else "workload", band=BAND)
-    from dse.predict import bound_names
-
     bn = np.array(bound_names(cmp.designs[0].level_names))
     fills = []
     for st in stats:  # FLOP-weighted fill of each candidate's array-bound ops
         fl = ctx.mix.ops["flops"].to_numpy(dtype=float) * ctx.mix.ops["count"].to_numpy(dtype=float) * (bn[st.bound]
                                                                                                         == "array")
         fills.append(float(fl @ st.fill / fl.sum()) if fl.sum() > 0 else float("nan"))
-    rooflines(cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound]), folder / "rooflines.png",
-              f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill)", array_fills=fills)
     parts = {shown[n]: {k.removeprefix("area: ").removesuffix(" (mm2)"): v
                  for k, v in zip(cmp.breakdown["quantity"], cmp.breakdown[n], strict=True)
                  if k.startswith("area: ") and "total" not in k} for n in cmp.names}
-    stacked_bars(parts, folder / "area_breakdown.png", f"{title}: die area by component", "area (mm²)")
     front = front_table(ctx, cmp)
-    atomic_write(folder / "front.csv", lambda p: front.to_csv(p, index=False))
-    area_score_front(front, cmp.designs_table, folder / "area_vs_score.png",
-                     f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line")
-    figures = ["speedup.png", "ai_histogram.png", "rooflines.png", "area_breakdown.png", "area_vs_score.png"]
+    figures = [
+        Figure("speedup.png", "speedup_bars", (plot_table, names), f"{title}: per-workload speedup over {names[0]}"),
+        Figure("ai_histogram.png", "ai_histogram",
+               (ops, {n: float(d.ridge[0]) for n, d in zip(names, cmp.designs, strict=True)}),
+               f"{title}: operator AI of the mix ({len(ctx.mix.workloads)} workloads"
+               f"{', stacked by family' if many else ''}) with each candidate's ridge",
+               {"group": "family" if many else "workload", "band": BAND}),
+        Figure("rooflines.png", "rooflines",
+               (cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound])),
+               f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill)", {"array_fills": fills}),
+        Figure("area_breakdown.png", "stacked_bars", (parts,), f"{title}: die area by component",
+               {"ylabel": "area (mm²)"}),
+        Figure("area_vs_score.png", "area_score_front", (front, cmp.designs_table),
+               f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line"),
+    ]
+    tables = [Table("compare.csv", cmp.table), Table("candidates.csv", cmp.designs_table),
+              Table("breakdown.csv", cmp.breakdown), Table("ai_summary.csv", ai), Table("ceilings.csv", ceilings),
+              Table("front.csv", front)]
     rb = cmp.robust
     if rb is not None:
-        atomic_write(folder / "robustness.csv", lambda p: rb.sensitivity.to_csv(p, index=False))
-        atomic_write(folder / "mc_samples.csv", lambda p: rb.samples.to_csv(p, index=False))
-        tornado(rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective, folder / "tornado.png",
-                f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte Carlo samples)")
-        figures.append("tornado.png")
+        tables += [Table("robustness.csv", rb.sensitivity), Table("mc_samples.csv", rb.samples)]
+        figures.append(Figure("tornado.png", "tornado",
+                              (rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective),
+                              f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte Carlo "
+                              "samples)"))
     mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],
@@ -545,24 +542,22 @@ def write_comparison(ctx: Context, cmp: Comparison, folder, heading: str, config
     per_wl = pd.concat([cmp.table, mix_row], ignore_index=True)
     per_wl = per_wl.astype(object).where(per_wl.notna(), "")
     bad = infeasible_lines(cmp)
-    md = (f"# Comparison `{title}`: {heading}\n\n"
-          + decision_memo(ctx, cmp, ai, ceilings)
-          + "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
-          f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
-          + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
-             if bad else "")
-          + f"## Candidates\n\n{_md_table(cmp.designs_table)}\n\n"
-          f"## Binding ceilings (mix-weighted share of time)\n\n{_md_table(ceilings)}\n\n"
-          "(array = compute-bound at a MAC-array fill below 0.5, or where a full array would not be compute-bound; "
-          "per-workload fill and compute utilisation in `compare.csv`)\n\n"
-          f"## Area, cost and power by component\n\n{_md_table(cmp.breakdown)}\n\n"
-          f"## Arithmetic intensity of the mix\n\n{_md_table(ai)}\n\n"
-          f"## Per workload (times in ms)\n\n{_md_table(per_wl)}\n\n"
-          "Files: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `ceilings.csv`, `front.csv`; figures: "
-          + ", ".join(f"`{f}`" for f in figures) + "\n")
-    write_text(folder / "summary.md", md)
-    write_report(folder, f"dse comparison {title}", md, figures, config_text)
-    return md
+    body = (f"# Comparison `{title}`: {heading}\n\n"
+            + decision_memo(ctx, cmp, ai, ceilings)
+            + "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
+            f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
+            + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
+               if bad else "")
+            + "## Candidates\n\n", cmp.designs_table,
+            "\n\n## Binding ceilings (mix-weighted share of time)\n\n", ceilings,
+            "\n\n(array = compute-bound at a MAC-array fill below 0.5, or where a full array would not be "
+            "compute-bound; per-workload fill and compute utilisation in `compare.csv`)\n\n"
+            "## Area, cost and power by component\n\n", cmp.breakdown,
+            "\n\n## Arithmetic intensity of the mix\n\n", ai,
+            "\n\n## Per workload (times in ms)\n\n", per_wl,
+            "\n\nFiles: `compare.csv`, `candidates.csv`, `breakdown.csv`, `ai_summary.csv`, `ceilings.csv`, `front.csv`; "
+            "figures: " + ", ".join(f"`{f.file}`" for f in figures) + "\n")
+    return Document(f"dse comparison {title}", body, tuple(tables), tuple(figures), config_text)
 
 
 def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = None, hold: Hold | None = None,

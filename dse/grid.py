@@ -20,6 +20,7 @@ import pandas as pd
 
 from dse.config import StudyConfig
 from dse.cost.area import dram_stacks
+from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in grid order
@@ -269,36 +270,47 @@ def best_row(res: SweepResult, column: str = "score", mix: str | None = None) ->
     return ok.loc[ok[column].idxmax()]
 
 
-def write_sweep_csv(res: SweepResult, folder: Path) -> list[Path]:
-    """sweep.csv alone."""
-    from dse.yamlio import atomic_write
-
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "sweep.csv", lambda p: res.grid.to_csv(p, index=False))
-    return [folder / "sweep.csv"]
-
-
-def write_sweep(res: SweepResult, folder: Path, title: str, csv: bool = True) -> list[Path]:
-    """sweep.csv (with ``csv``) and one heatmap figure per SRAM value: a 2 x 2 block of panels per mix (score,
-    score/mm2, area, binding ceiling), each mix's best feasible point starred on its own SRAM's figure."""
-    from dse.report.plots import sweep_heatmaps
-    from dse.yamlio import atomic_write
-
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    if csv:
-        atomic_write(folder / "sweep.csv", lambda p: res.grid.to_csv(p, index=False))
-        paths.append(folder / "sweep.csv")
+def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:
+    """One heatmap figure per SRAM value (``dse.report.plots.sweep_heatmaps``): a 2 x 2 block of panels per mix
+    (score, score/mm2, area, binding ceiling), each mix's best feasible point starred on its own SRAM's figure."""
     ctx0 = next(iter(res.ctxs.values()))
     budget = ctx0.cfg.search.area_budget_mm2
     kb = base_knobs(ctx0.base)
     best = {m: best_row(res, mix=m) for m in res.mixes}
     srams = np.asarray(res.axes["sram_mib"], dtype=float)
     nearest_base = int(np.argmin(np.abs(np.log(srams / kb["sram_mib"]))))
+    figures = []
     for k, s in enumerate(srams):
         at = np.isclose(res.grid["sram_mib"], s)
         rows = {m: res.grid[at & (res.grid["mix"] == m)] for m in res.mixes}
-        paths.append(sweep_heatmaps(rows, res.axes, budget, best, (kb["peak_tflops"], kb["dram_bandwidth_tbps"]),
-                                    folder / f"sweep_sram{k}.png", f"{title}: sweep at {s:.0f} MiB SRAM",
-                                    sram_mib=float(s), base_sram_mib=kb["sram_mib"], show_base=k == nearest_base))
-    return paths
+        figures.append(Figure(f"sweep_sram{k}.png", "sweep_heatmaps",
+                              (rows, res.axes, budget, best, (kb["peak_tflops"], kb["dram_bandwidth_tbps"])),
+                              f"{title}: sweep at {s:.0f} MiB SRAM",
+                              {"sram_mib": float(s), "base_sram_mib": kb["sram_mib"], "show_base": k == nearest_base}))
+    return figures
+
+
+#: columns of the summary's best-design table
+BEST_COLUMNS = ["mix", "peak_tflops", "dram_bandwidth_tbps", "dram_stacks", "dram_bandwidth_tbps_built", "sram_mib",
+                "ridge_flop_per_byte", "score", "score_per_mm2",
+                "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
+
+
+def sweep_document(title: str, headline: str, best_rows: dict[str, pd.Series], counts: dict[str, dict],
+                   res: SweepResult | None = None, csv: bool = True, plots: bool = True,
+                   written: tuple[str, ...] = (), config_text: str | None = None) -> Document:
+    """The sweep's report (``dse.report.render.render`` writes it): sweep.csv (with ``csv`` and an in-memory
+    ``res``), the heatmaps (with ``plots`` and ``res``), and a summary of the best feasible design per mix and
+    of the share of grid points under each binding ceiling (``counts[mix][ceiling]`` = points). ``written``:
+    files already in the folder to list first (a streamed ``sweep.parquet``)."""
+    tables = (Table("sweep.csv", res.grid),) if csv and res is not None else ()
+    figures = tuple(heatmap_figures(res, title)) if plots and res is not None else ()
+    share = pd.DataFrame([{"mix": m, **{k: v / sum(c.values()) for k, v in c.items()}} for m, c in counts.items()]
+                         ).fillna(0.0)
+    files = "\n".join(f"- `{f}`" for f in [*written, *(t.file for t in tables), *(f.file for f in figures)])
+    body = (f"# Sweep `{title}`\n\n{headline}\n\n## Best feasible design per mix\n\n",
+            pd.DataFrame(list(best_rows.values()))[BEST_COLUMNS],
+            "\n\n## Share of grid points by binding ceiling\n\n", share,
+            "\n\n(binding ceiling: the ceiling under which the mix spends the largest "
+            f"time-weighted share; scores are relative to the base design on each mix)\n\n{files}\n")
+    return Document(f"dse sweep {title}", body, tables, figures, config_text)

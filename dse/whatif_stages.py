@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dse.config import WhatIf, WhatIfFile, load_study
+from dse.document import Document, Figure, Table
 from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
@@ -262,18 +263,9 @@ def load_whatif(path: str | Path) -> tuple[WhatIf, str, Hardware]:
     return spec, name, hw
 
 
-def write_whatif(res: WhatIfResult, folder: Path, title: str, config_text: str | None = None) -> str:
-    """whatif.csv, whatif.png/.svg (roofline with one arrow per stage transition), summary.md and
-    report.html in ``folder``; returns the summary."""
-    from dse.report.html import write_report
-    from dse.report.plots import whatif_roofline
-    from dse.report.summary import _md_table
-    from dse.yamlio import atomic_write, write_text
-
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "whatif.csv", lambda p: res.table.to_csv(p, index=False))
-    whatif_roofline(res.table, res.designs[0], folder / "whatif.png",
-                    f"{title}: {res.subject} on {res.hardware.name}, stage by stage")
+def whatif_document(res: WhatIfResult, title: str, config_text: str | None = None) -> Document:
+    """The what-if report, computed once (``dse.report.render.render`` writes it): whatif.csv, whatif.png/.svg
+    (roofline with one arrow per stage transition), the summary table of the stages."""
     cols = ["stage", "transform", "flops", "dram_bytes", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0",
             "achieved_tflops", "dram_bw_utilization", "compute_utilization", "binding", "time_by_bound", "note"]
     t = res.table[cols].rename(columns={"flops": "FLOPs", "dram_bytes": "DRAM bytes",
@@ -284,12 +276,12 @@ def write_whatif(res: WhatIfResult, folder: Path, title: str, config_text: str |
                                         "time_ms": "time (ms)", "speedup_vs_stage0": "speedup vs stage 0 (x)",
                                         "binding": "binding ceiling", "time_by_bound": "time by ceiling"})
     d = res.designs[0]
-    md = (f"# What-if `{title}`: {res.subject} on `{res.hardware.name}`\n\n"
-          f"Design: {d.peak_flops[0] / TERA:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
-          f"{d.dram_bandwidth[0] / TERA:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
-          "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
-          "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n"
-          f"{_md_table(t)}\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n")
-    write_text(folder / "summary.md", md)
-    write_report(folder, f"dse whatif {title}", md, ["whatif.png"], config_text)
-    return md
+    body = (f"# What-if `{title}`: {res.subject} on `{res.hardware.name}`\n\n"
+            f"Design: {d.peak_flops[0] / TERA:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
+            f"{d.dram_bandwidth[0] / TERA:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
+            "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
+            "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n", t,
+            "\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n")
+    fig = Figure("whatif.png", "whatif_roofline", (res.table, d),
+                 f"{title}: {res.subject} on {res.hardware.name}, stage by stage")
+    return Document(f"dse whatif {title}", body, (Table("whatif.csv", res.table),), (fig,), config_text)

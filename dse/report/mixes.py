@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from dse.document import Document, Figure, Table
+from dse.predict import predict
+from dse.report.plots import sensitivity_chart
+from dse.report.render import render
+from dse.report.summary import _md_table, ratio_label
+from dse.search.space import base_knobs
+from dse.sensitivity import ratio_curve
+from dse.study import StudyResult
 
-from dse.predict import predict  # noqa: E402
-from dse.report.plots import _save, finish  # noqa: E402
-from dse.report.summary import _md_table, ratio_label  # noqa: E402
-from dse.search.space import base_knobs  # noqa: E402
-from dse.sensitivity import ratio_curve  # noqa: E402
-from dse.study import StudyResult  # noqa: E402
-from dse.yamlio import atomic_write, write_text  # noqa: E402
+__all__ = ["binding", "mix_table", "mixes_document", "sensitivity_chart", "write_mix_report"]
 
 
 def binding(result: StudyResult) -> str:
@@ -44,39 +43,33 @@ def mix_table(results: list[StudyResult], mixes: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sensitivity_chart(curves: dict[str, pd.DataFrame], best: dict[str, tuple[float, float]], base_ridge: float,
-                      path: Path, title: str) -> Path:
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for k, (mix, df) in enumerate(curves.items()):
-        pts = df.dropna(subset=["ridge_flop_per_byte", "best_score"]).sort_values("ridge_flop_per_byte")
-        ax.plot(pts["ridge_flop_per_byte"], pts["best_score"], "-o", ms=3, color=f"C{k}", lw=1.8, label=mix)
-        ax.plot(*best[mix], marker="*", ms=14, color=f"C{k}", mec="k", ls="none")
-    ax.axvline(base_ridge, color="k", ls=":", lw=1)
-    ax.text(base_ridge, ax.get_ylim()[1], " base ridge", fontsize=8, va="top")
-    finish(ax, "compute:bandwidth ratio = ridge point (FLOP/byte)", "best feasible mix score at this ratio (x vs base)",
-           title, logy=False, fontsize=8, title="mix (star = search optimum)")
-    return _save(fig, path)
-
-
-def write_mix_report(top: Path, results: list[StudyResult], mixes: list[str], name: str) -> str:
-    """mixes.csv, ratio_sensitivity.csv/png and summary.md in the top folder; returns a terminal summary."""
+def mixes_document(results: list[StudyResult], mixes: list[str], name: str) -> Document:
+    """The across-mix report (no report.html): mixes.csv, ratio_sensitivity.csv/png and summary.md."""
     table = mix_table(results, mixes)
-    atomic_write(top / "mixes.csv", lambda p: table.to_csv(p, index=False))
     curves = {}
     for mix, r in zip(mixes, results, strict=True):
         curves[mix] = ratio_curve(r.ctx, r.best)
     all_curves = pd.concat([c.assign(mix=m) for m, c in curves.items()], ignore_index=True)
-    atomic_write(top / "ratio_sensitivity.csv", lambda p: all_curves.to_csv(p, index=False))
     best = {m: (float(r.best.ridge[0]), float(r.best_scored.score[0])) for m, r in zip(mixes, results, strict=True)}
     base_ridge = float(results[0].ctx.base.ridge[0])
-    sensitivity_chart(curves, best, base_ridge, top / "ratio_sensitivity.png",
-                      f"{name}: best score per compute:bandwidth ratio (rest as each mix's best), within the budgets")
+    fig = Figure("ratio_sensitivity.png", "sensitivity_chart", (curves, best, base_ridge),
+                 f"{name}: best score per compute:bandwidth ratio (rest as each mix's best), within the budgets")
     lines = [f"# Study `{name}`: best compute:bandwidth ratio per mix", "",
              f"Base design `{results[0].ctx.base_hw.name}`, ridge {base_ridge:.1f} FLOP/byte ('1:2' = twice the base's "
              "bandwidth per FLOP). One search per mix; each mix's full results are in its subfolder.", "",
              _md_table(table), "", "`ratio_sensitivity.png` / `.csv`: the best feasible score at each ratio "
              "(compute swept over the searched range, bandwidth = compute / ratio), per mix.", ""]
-    write_text(top / "summary.md", "\n".join(lines))
+    return Document(f"dse study {name}", ("\n".join(lines),),
+                    (Table("mixes.csv", table), Table("ratio_sensitivity.csv", all_curves)), (fig,), html=False)
+
+
+def write_mix_report(top: Path, results: list[StudyResult], mixes: list[str], name: str) -> str:
+    """mixes.csv, ratio_sensitivity.csv/png and summary.md in the top folder (:func:`mixes_document`,
+    rendered); returns a terminal summary."""
+    doc = mixes_document(results, mixes, name)
+    render(doc, top)
+    table = doc.tables[0].frame
+    base_ridge = float(results[0].ctx.base.ridge[0])
     out = [f"study {name}: best ratio per mix (base ridge {base_ridge:.1f} FLOP/byte)"]
     for _, r in table.iterrows():
         out.append(f"  {r['mix']:<16s} ridge {r['ridge_flop_per_byte']:7.1f} FLOP/byte ({r['ratio_vs_base']}) "

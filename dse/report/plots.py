@@ -630,3 +630,18 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, path)
+
+
+def sensitivity_chart(curves: dict[str, pd.DataFrame], best: dict[str, tuple[float, float]], base_ridge: float,
+                      path: Path, title: str) -> Path:
+    """Best feasible mix score per ridge point, one line per mix (star: the search optimum), base ridge dotted."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, (mix, df) in enumerate(curves.items()):
+        pts = df.dropna(subset=["ridge_flop_per_byte", "best_score"]).sort_values("ridge_flop_per_byte")
+        ax.plot(pts["ridge_flop_per_byte"], pts["best_score"], "-o", ms=3, color=f"C{k}", lw=1.8, label=mix)
+        ax.plot(*best[mix], marker="*", ms=14, color=f"C{k}", mec="k", ls="none")
+    ax.axvline(base_ridge, color="k", ls=":", lw=1)
+    ax.text(base_ridge, ax.get_ylim()[1], " base ridge", fontsize=8, va="top")
+    finish(ax, "compute:bandwidth ratio = ridge point (FLOP/byte)", "best feasible mix score at this ratio (x vs base)",
+           title, logy=False, fontsize=8, title="mix (star = search optimum)")
+    return _save(fig, path)

@@ -1,6 +1,7 @@
-"""Write a study's results folder: trials.csv, best_design.yaml, summary.md, PNG figures.
+"""A study's results folder: trials.csv, best_design.yaml, summary.md, PNG figures, report.html.
 
-Every file goes through :func:`dse.yamlio.atomic_write` (temp file + rename).
+:func:`study_document` computes the report as a :class:`dse.document.Document`; :func:`write_results` writes
+best_design.yaml and renders the document (``dse.report.render``; every file atomic).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import pandas as pd
 from dse.cost.area import area
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
 from dse.cost.power import mix_energy
+from dse.document import Document, Figure, Table
 from dse.predict import predict
-from dse.report.html import write_report
+from dse.report.render import render, write_table
 from dse.report.summary import (
     coefficient_table,
     design_table,
@@ -26,7 +28,7 @@ from dse.score import OBJECTIVES
 from dse.search import optimize
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import StudyResult, score_designs
-from dse.yamlio import atomic_write, write_text, write_yaml
+from dse.yamlio import write_yaml
 
 OBJECTIVE_LABELS = {f"objective_{n}": o.label for n, o in OBJECTIVES.items()}
 
@@ -48,11 +50,7 @@ def trials_frame(study) -> pd.DataFrame:
 
 def write_csv(path: Path, df: pd.DataFrame) -> Path:
     """Write ``df`` atomically; infinities become empty cells (a CSV holds no inf)."""
-    num = df.select_dtypes(include="number")
-    if len(num.columns) and np.isinf(num.to_numpy(dtype=float)).any():
-        df = df.copy()
-        df[num.columns] = num.replace([np.inf, -np.inf], np.nan)
-    return atomic_write(path, lambda p: df.to_csv(p, index=False))
+    return write_table(df, path, blank_infinite=True)
 
 
 def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
@@ -99,75 +97,83 @@ def cost_curve(result: StudyResult, node, n: int = 200) -> dict[str, np.ndarray]
     return {"area": a, "yield": y, "die_cost": node.wafer_cost_usd.value / (dies_per_wafer(a) * y)}
 
 
-def write_results(result: StudyResult, plots_on: bool = True) -> str:
-    """Write everything; return the terminal summary."""
+def study_document(result: StudyResult, plots_on: bool = True) -> Document:
+    """The study's report (``dse.report.render.render`` writes it): trials.csv (pareto.csv with several
+    objectives), workloads.csv, ops_best.csv; rooflines, AI histogram, score heatmap, area / power breakdowns,
+    cost vs area (and the Pareto chart) with ``plots_on``; summary.md; the results folder's config.yaml."""
     folder = result.folder
     ctx = result.ctx
     trials = trials_frame(result.study)
-    write_csv(folder / "trials.csv", trials)
+    tables = [Table("trials.csv", trials, blank_infinite=True)]
     names = ctx.cfg.search.objective_names
     front_df = None
     if len(names) > 1:
         front = optimize.pareto_front(result.study)
         front_df = trials[trials["number"].isin([t.number for t in front])].copy()
-        write_csv(folder / "pareto.csv", front_df)
-    name = f"{ctx.cfg.name}-best"
-    hw = result.best.to_hardware(0, name, note=f"best design of study {ctx.cfg.name}")
-    write_yaml(folder / "best_design.yaml", hw.model_dump(mode="json", exclude_none=True))
+        tables.append(Table("pareto.csv", front_df, blank_infinite=True))
 
     wls = ctx.mix.workloads
     labels = ctx.mix.labels
     best_preds = [predict(w, result.best) for w in wls]
-    base_preds = [predict(w, ctx.base) for w in wls]
     costs = {name: cost_parts(d, ctx.mix) for name, d in (("base", ctx.base), ("best", result.best))}
     e_best = costs["best"][2]
     wl_df = workload_table(labels, ctx.mix.weights, ctx.base_times, result.best_times, best_preds,
                            e_best.energy_j[0], e_best.power_w[0])
-    write_csv(folder / "workloads.csv", wl_df)
     ops_best = pd.concat([p.ops.assign(workload=lab, mix_weight=w)
                           for p, lab, w in zip(best_preds, labels, ctx.mix.weights, strict=True)], ignore_index=True)
-    write_csv(folder / "ops_best.csv", ops_best)
+    tables += [Table("workloads.csv", wl_df, blank_infinite=True), Table("ops_best.csv", ops_best, blank_infinite=True)]
 
-    figures: list[str] = []
+    figures: list[Figure] = []
     if plots_on:
-        from dse.report import plots  # matplotlib only when figures are drawn
-
+        base_preds = [predict(w, ctx.base) for w in wls]
         kb, kx = base_knobs(ctx.base), base_knobs(result.best)
-        plots.roofline_chart(ops_best, result.best, folder / "roofline_best.png",
-                             f"{ctx.cfg.name}: best design, one dot per operator (size ~ time share)")
         ops_base = pd.concat([p.ops.assign(workload=lab) for p, lab in zip(base_preds, labels, strict=True)],
                              ignore_index=True)
-        plots.roofline_chart(ops_base, ctx.base, folder / "roofline_base.png",
-                             f"{ctx.cfg.name}: base design {ctx.base_hw.name}")
-        plots.ai_histogram(ops_best, {"base ridge": float(ctx.base.ridge[0]), "best ridge": float(result.best.ridge[0])},
-                           folder / "ai_histogram.png", f"{ctx.cfg.name}: arithmetic intensity of the mix")
         g = heatmap_grid(result, ctx.cfg.output.heatmap_points)
-        plots.score_heatmap(g["peak"], g["bw"], g["score"], g["area"], ctx.cfg.search.area_budget_mm2,
-                            (kx["peak_tflops"], kx["dram_bandwidth_tbps"]),
-                            (kb["peak_tflops"], kb["dram_bandwidth_tbps"]), folder / "score_heatmap.png",
-                            f"{ctx.cfg.name}: mix score at {kx['sram_mib']:.0f} MiB SRAM")
         node = costs["base"][0].node
-        plots.stacked_bars({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},
-                           folder / "area_breakdown.png", f"{ctx.cfg.name}: die area by component", "area (mm²)")
-        plots.stacked_bars(power_parts(e_best, labels), folder / "power_breakdown.png",
-                           f"{ctx.cfg.name}: average power per workload on the best design", "power (W)")
         curve = cost_curve(result, node)
         marks = {n: (float(costs[n][0].total[0]), float(costs[n][1].parts["die"][0])) for n in costs}
-        plots.cost_vs_area(curve["area"], curve["die_cost"], curve["yield"], marks, node.reticle_limit_mm2.value,
-                           folder / "cost_vs_area.png", f"{ctx.cfg.name}: die cost and yield at {node.name}")
-        figures = ["roofline_best.png", "roofline_base.png", "ai_histogram.png", "score_heatmap.png",
-                   "area_breakdown.png", "power_breakdown.png", "cost_vs_area.png"]
+        title = ctx.cfg.name
+        figures = [
+            Figure("roofline_best.png", "roofline_chart", (ops_best, result.best),
+                   f"{title}: best design, one dot per operator (size ~ time share)"),
+            Figure("roofline_base.png", "roofline_chart", (ops_base, ctx.base), f"{title}: base design {ctx.base_hw.name}"),
+            Figure("ai_histogram.png", "ai_histogram",
+                   (ops_best, {"base ridge": float(ctx.base.ridge[0]), "best ridge": float(result.best.ridge[0])}),
+                   f"{title}: arithmetic intensity of the mix"),
+            Figure("score_heatmap.png", "score_heatmap",
+                   (g["peak"], g["bw"], g["score"], g["area"], ctx.cfg.search.area_budget_mm2,
+                    (kx["peak_tflops"], kx["dram_bandwidth_tbps"]), (kb["peak_tflops"], kb["dram_bandwidth_tbps"])),
+                   f"{title}: mix score at {kx['sram_mib']:.0f} MiB SRAM"),
+            Figure("area_breakdown.png", "stacked_bars",
+                   ({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},),
+                   f"{title}: die area by component", {"ylabel": "area (mm²)"}),
+            Figure("power_breakdown.png", "stacked_bars", (power_parts(e_best, labels),),
+                   f"{title}: average power per workload on the best design", {"ylabel": "power (W)"}),
+            Figure("cost_vs_area.png", "cost_vs_area",
+                   (curve["area"], curve["die_cost"], curve["yield"], marks, node.reticle_limit_mm2.value),
+                   f"{title}: die cost and yield at {node.name}"),
+        ]
         if front_df is not None:
             pts = trials[trials["state"] == "COMPLETE"]
-            plots.pareto_chart(pts, front_df, f"objective_{names[1]}", f"objective_{names[0]}", OBJECTIVE_LABELS,
-                               folder / "pareto.png", f"{ctx.cfg.name}: {names[0]} vs {names[1]}")
-            figures.append("pareto.png")
+            figures.append(Figure("pareto.png", "pareto_chart",
+                                  (pts, front_df, f"objective_{names[1]}", f"objective_{names[0]}", OBJECTIVE_LABELS),
+                                  f"{title}: {names[0]} vs {names[1]}"))
 
     design_df = design_table(ctx.base, result.best, costs)
     coef_df = coefficient_table(costs["base"][0].node)
-    md = summary_markdown(result, design_df, wl_df, figures, coef_df, trials)
-    write_text(folder / "summary.md", md)
+    md = summary_markdown(result, design_df, wl_df, [f.file for f in figures], coef_df, trials)
     cfg_path = folder / "config.yaml"
-    write_report(folder, f"dse study {ctx.cfg.name}", md, figures,
-                 cfg_path.read_text(encoding="utf-8") if cfg_path.is_file() else None)
+    return Document(f"dse study {ctx.cfg.name}", (md,), tuple(tables), tuple(figures),
+                    cfg_path.read_text(encoding="utf-8") if cfg_path.is_file() else None)
+
+
+def write_results(result: StudyResult, plots_on: bool = True) -> str:
+    """best_design.yaml and the study's Document (:func:`study_document`, rendered); return the terminal summary."""
+    ctx = result.ctx
+    hw = result.best.to_hardware(0, f"{ctx.cfg.name}-best", note=f"best design of study {ctx.cfg.name}")
+    write_yaml(result.folder / "best_design.yaml", hw.model_dump(mode="json", exclude_none=True))
+    doc = study_document(result, plots_on)
+    render(doc, result.folder)
+    wl_df = next(t.frame for t in doc.tables if t.file == "workloads.csv")
     return terminal_summary(result, wl_df)

@@ -20,30 +20,14 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from dse.validate.families import family_of, out_of_sample
 from dse.workloads.library import Workload
 
 FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip",
             "multi-chip-training", "serving")
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
-
-
-def family_of(wl: Workload) -> str:
-    """The validation family of a workload (see the module docstring)."""
-    if wl.scenario.get("phase") == "serving":
-        return "serving"
-    if wl.chips > 1:
-        return "multi-chip-training" if wl.scenario.get("phase") == "training" else "multi-chip"
-    name = wl.name.split(":")[0]
-    if name in ("gemm", "copy", "attention"):
-        return name
-    if name == "elementwise":  # copy:N and other single streaming operators
-        return "copy"
-    phase = wl.scenario.get("phase")
-    if phase in ("decode", "prefill", "training"):
-        return str(phase)
-    if wl.ops["kind"].eq("conv").any():
-        return "cnn"
-    return "encoder"
+__all__ = ["FAMILIES", "MIN_ROWS", "Band", "band_for", "bands_from", "family_of", "family_table", "out_of_sample",
+           "shipped_bands"]
 
 
 @dataclass(frozen=True)
@@ -63,12 +47,6 @@ class Band:
     def label(self) -> str:
         src = "all families" if self.borrowed else self.family
         return f"{self.p10_pct:+.0f} % .. {self.p90_pct:+.0f} % ({src}, {self.rows} rows out of sample)"
-
-
-def out_of_sample(results: pd.DataFrame) -> pd.DataFrame:
-    """Covered rows whose measurement set no template coefficient."""
-    fitted = results.get("fitted_into", pd.Series("", index=results.index)).fillna("").astype(str)
-    return results[(results["status"] == "covered") & (fitted == "")]
 
 
 def family_table(results: pd.DataFrame) -> pd.DataFrame:

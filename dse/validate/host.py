@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse.document import Document, Figure, Table
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.predict import OpArrays, bound_names, evaluate
@@ -288,3 +289,12 @@ def panel_cases(items: list[PanelOp], measured: np.ndarray, hw: Hardware) -> lis
 
     return [RowCase(it.name, Workload(it.name, oprows.table(it.rows, compact=False), {"batch": 1}), hw, "time_s", float(t))
             for it, t in zip(items, measured, strict=True)]
+
+
+def host_document(table: pd.DataFrame, after: pd.DataFrame, calibrated: Hardware) -> Document:
+    """What ``dse host`` writes besides its templates (files only): host_panel.csv and the panel on the
+    calibrated template's roofline (``dse.report.plots.host_roofline``)."""
+    fig = Figure("host_roofline.png", "host_roofline", (after, calibrated),
+                 "this machine: measured roofs, operators measured (dot) and predicted by the calibrated host "
+                 "template (ring)")
+    return Document("dse host", (), (Table("host_panel.csv", table),), (fig,))

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.schema import Hardware
 
@@ -116,3 +117,10 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
     out["region"] = np.where(~ok, "", np.where(out["roof_utilization"] < 0.5, "far below roof",
                              np.where(compute_side, "compute-bound", "memory-bound")))
     return out
+
+
+def kernels_document(placed: pd.DataFrame, hw: Hardware, peak_tflops: float) -> Document:
+    """What ``dse kernels`` writes (files only): kernels.csv (:func:`place`'s table) and the kernels on the
+    template's roofline at ``peak_tflops`` (``dse.report.plots.kernels_roofline``)."""
+    fig = Figure("kernels_roofline.png", "kernels_roofline", (placed, hw, peak_tflops), f"profiled kernels on {hw.name}")
+    return Document("dse kernels", (), (Table("kernels.csv", placed),), (fig,))

@@ -27,7 +27,7 @@ from dse.hardware.system import System, default_system
 from dse.hardware.templates import list_templates, load_hardware
 from dse.predict import MixArrays, evaluate_times, mix_arrays, step_times
 from dse.units import repo_root
-from dse.validate.bands import family_of
+from dse.validate.families import family_of, out_of_sample
 from dse.workloads.library import Workload, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
@@ -253,19 +253,15 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
 def error_stats(results: pd.DataFrame) -> dict[str, float]:
     """Median and maximum absolute time error (percent) over covered rows that set no template
     coefficient (``fitted_into`` empty: out of sample)."""
-    from dse.validate.bands import out_of_sample
-
     err = out_of_sample(results)["time_error_pct"].abs()
     return {"rows": int(len(results)), "covered": int(err.size),  # covered and out of sample
             "median_abs_error_pct": float(err.median()) if err.size else float("nan"),
             "max_abs_error_pct": float(err.max()) if err.size else float("nan")}
 
 
-def scatter(results: pd.DataFrame, path: Path, title: str) -> Path:
-    """Log-log predicted vs measured of the covered rows (``dse.report.plots.validation_scatter``)."""
-    from dse.report.plots import validation_scatter
-    from dse.validate.bands import out_of_sample
-
+def scatter_inputs(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], tuple[float, float] | None]:
+    """What the predicted-vs-measured scatter draws (``dse.report.plots.validation_scatter``, called by
+    the CLI): the covered rows, the metric labels and the out-of-sample p10..p90 error band (percent)."""
     e = out_of_sample(results)["error_pct"].to_numpy(dtype=float)
     band = (float(np.percentile(e, 10)), float(np.percentile(e, 90))) if e.size else None
-    return validation_scatter(results[results["status"] == "covered"], METRICS, path, title, band)
+    return results[results["status"] == "covered"], METRICS, band

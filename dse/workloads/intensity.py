@@ -3,7 +3,8 @@
 Each operator contributes its AI = FLOPs / bytes with a weight: its FLOPs (FLOP-weighted, what the
 work looks like) or its predicted time on a design (time-weighted, where the time goes). AI is taken
 at the compulsory bytes (``"compulsory"``, the workload alone) or at a memory level of a design
-(FLOPs / traffic across that level, from ``dse.predict``). Workloads of a mix count at their mix
+(FLOPs / traffic across that level: ``dse.predict.intensity``, above the predictor; this module
+knows no design). Workloads of a mix count at their mix
 weight: each workload's weights are normalised to 1, then scaled.
 """
 
@@ -12,15 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dse.hardware.designs import DesignBatch
-from dse.predict import OpArrays, evaluate
 from dse.workloads.mix import Mix
 
 
-def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
-    """One row per operator with FLOPs and bytes (counts applied), compulsory AI and, with a
-    design, the AI at every memory level and the op's time; ``share_flops`` / ``share_time`` are
-    the mix-weighted weights (each sums to 1)."""
+def compulsory_intensity(mix: Mix) -> pd.DataFrame:
+    """One row per operator with FLOPs and bytes (counts applied), compulsory AI
+    (``ai_compulsory = FLOPs / (bytes read + written)``) and ``share_flops``, the mix-weighted FLOP
+    share (sums to 1). The design-dependent columns are ``dse.predict.intensity.op_intensity``'s."""
     o = mix.ops
     cnt = o["count"].to_numpy(dtype=float)
     flops = o["flops"].to_numpy(dtype=float) * cnt
@@ -36,17 +35,6 @@ def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
     tot_f = df.groupby("wl")["flops"].transform("sum").to_numpy()
     df["share_flops"] = np.where(tot_f > 0, flops / np.where(tot_f > 0, tot_f, 1) * w, 0.0)
     df["share_flops"] /= df["share_flops"].sum() or 1.0
-    if design is not None:
-        r = evaluate(design.take([0]), OpArrays.from_table(o))
-        t = r.time[0] * cnt
-        df["time_s"] = t
-        for j, lv in enumerate(design.level_names):
-            tr = r.traffic[0, :, j] * cnt
-            with np.errstate(divide="ignore", invalid="ignore"):
-                df[f"ai_{lv}"] = np.where(tr > 0, flops / tr, np.inf)
-        tot_t = df.groupby("wl")["time_s"].transform("sum").to_numpy()
-        df["share_time"] = t / tot_t * w
-        df["share_time"] /= df["share_time"].sum() or 1.0
     return df
 
 

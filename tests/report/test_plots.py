@@ -19,9 +19,9 @@ import pytest
 
 import dse
 from dse.hardware.designs import DesignBatch
-from dse.report import mixes, plots
+from dse.predict.intensity import op_intensity
+from dse.report import plots
 from dse.report.write import OBJECTIVE_LABELS
-from dse.workloads.intensity import op_intensity
 from dse.workloads.mix import Mix
 
 NPU = dse.hardware("npu-7nm")
@@ -39,7 +39,6 @@ def figures(monkeypatch) -> list:
         return path
 
     monkeypatch.setattr(plots, "_save", keep)
-    monkeypatch.setattr(mixes, "_save", keep)
     yield made
     for fig in made:
         matplotlib.pyplot.close(fig)
@@ -132,7 +131,7 @@ def test_host_kernels_validation_and_sensitivity_label_units(figures, tmp_path: 
     cov = pd.DataFrame({"metric": ["time_s", "tflops"], "measured": [0.01, 200.0], "predicted": [0.011, 180.0]})
     plots.validation_scatter(cov, {"time_s": "seconds", "tflops": "TFLOP/s"}, tmp_path / "v.png", "val", (-20, 10))
     curve = pd.DataFrame({"ridge_flop_per_byte": [50.0, 100.0, 200.0], "best_score": [0.9, 1.1, 1.0]})
-    mixes.sensitivity_chart({"llm": curve}, {"llm": (100.0, 1.1)}, 168.0, tmp_path / "m.png", "ratio")
+    plots.sensitivity_chart({"llm": curve}, {"llm": (100.0, 1.1)}, 168.0, tmp_path / "m.png", "ratio")
     for fig in figures:
         assert _missing_units(fig) == []
 

@@ -170,3 +170,16 @@ def test_non_finite_kernel_rows_are_errors_not_roofline_points(tmp_path: Path) -
 
     df = place(load_kernels(tmp_path / "k.csv"), load_hardware("h100-sxm"))
     assert list(df["status"]) == ["ok", "error", "error"]
+
+
+def test_host_document_is_the_panel_and_its_roofline() -> None:
+    import pandas as pd
+
+    from dse.hardware.templates import load_hardware
+    from dse.validate.host import host_document
+
+    hw = load_hardware("a100-80gb")
+    table, after = pd.DataFrame({"operator": ["gemm"]}), pd.DataFrame({"operator": ["gemm"], "x": [1.0]})
+    d = host_document(table, after, hw)
+    assert d.body == () and d.files == ["host_panel.csv", "host_roofline.png"]
+    assert d.tables[0].frame is table and d.figures[0].data == (after, hw) and d.figures[0].plot == "host_roofline"

@@ -80,3 +80,17 @@ def test_a_kernel_without_dram_traffic_is_measured_against_the_compute_roof() ->
     out = place(_k(name=["cached"], flops=[2e12], bytes=[0.0], seconds=[0.01]), A100).iloc[0]
     assert out["region"] == "compute-bound"
     assert out["roof_utilization"] == pytest.approx(200 / 312)
+
+
+def test_kernels_document_is_the_table_and_the_roofline() -> None:
+    import pandas as pd
+
+    from dse.hardware.templates import load_hardware
+    from dse.validate.kernels import kernels_document
+
+    hw = load_hardware("a100-80gb")
+    df = pd.DataFrame({"name": ["k"], "ai_flop_per_byte": [10.0]})
+    d = kernels_document(df, hw, 312.0)
+    assert d.body == () and d.files == ["kernels.csv", "kernels_roofline.png"]
+    assert d.tables[0].frame is df and d.figures[0].data == (df, hw, 312.0)
+    assert d.figures[0].plot == "kernels_roofline" and hw.name in d.figures[0].title

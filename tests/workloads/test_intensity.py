@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.hardware.designs import DesignBatch
-from dse.workloads.intensity import band_share, op_intensity, summary, weighted_percentiles
+from dse.workloads.intensity import band_share, compulsory_intensity, weighted_percentiles
 from dse.workloads.mix import Mix
 
 
@@ -15,14 +14,12 @@ def test_weighted_percentiles_and_band_share_by_hand() -> None:
     assert band_share(ai, w, 4, 16) == pytest.approx(0.5)
 
 
-def test_mix_shares_follow_mix_weights() -> None:
+def test_compulsory_shares_follow_mix_weights_without_a_design() -> None:
     mix = Mix.of([dse.gemm(1024, 1024, 1024, dtype="bf16"), dse.elementwise(1 << 20, dtype="bf16")], [3, 1])
-    df = op_intensity(mix, DesignBatch.from_hardware(dse.hardware("npu-7nm")))
-    assert df["share_flops"].sum() == pytest.approx(1.0) and df["share_time"].sum() == pytest.approx(1.0)
-    assert df.loc[0, "share_flops"] == pytest.approx(0.75)
-    st = summary(df)
-    assert st["p90"] == pytest.approx(df.loc[0, "ai_compulsory"])
-    assert "ai_hbm" in df and "ai_local" in df
+    df = compulsory_intensity(mix)
+    assert df["share_flops"].sum() == pytest.approx(1.0) and df.loc[0, "share_flops"] == pytest.approx(0.75)
+    assert df.loc[0, "ai_compulsory"] == pytest.approx(df.loc[0, "flops"] / df.loc[0, "bytes"])
+    assert "time_s" not in df and "share_time" not in df
 
 
 def test_ai_of_a_config_uses_its_weighted_mix_and_base_design(tmp_path, capsys) -> None:

@@ -1,0 +1,37 @@
+"""Which validation family a workload belongs to, and which result rows are out of sample.
+
+Below both ``dse.validate.suite`` (which labels each row with its family) and ``dse.validate.bands`` (which
+runs the shipped suite for the bands), so neither imports the other in a circle; ``dse.validate.bands``
+re-exports both names. See ``dse.validate.bands`` for the families and what out of sample means.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dse.workloads.library import Workload
+
+
+def family_of(wl: Workload) -> str:
+    """The validation family of a workload (see the module docstring)."""
+    if wl.scenario.get("phase") == "serving":
+        return "serving"
+    if wl.chips > 1:
+        return "multi-chip-training" if wl.scenario.get("phase") == "training" else "multi-chip"
+    name = wl.name.split(":")[0]
+    if name in ("gemm", "copy", "attention"):
+        return name
+    if name == "elementwise":  # copy:N and other single streaming operators
+        return "copy"
+    phase = wl.scenario.get("phase")
+    if phase in ("decode", "prefill", "training"):
+        return str(phase)
+    if wl.ops["kind"].eq("conv").any():
+        return "cnn"
+    return "encoder"
+
+
+def out_of_sample(results: pd.DataFrame) -> pd.DataFrame:
+    """Covered rows whose measurement set no template coefficient."""
+    fitted = results.get("fitted_into", pd.Series("", index=results.index)).fillna("").astype(str)
+    return results[(results["status"] == "covered") & (fitted == "")]
