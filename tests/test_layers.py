@@ -22,7 +22,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("dse.validate",),  # the predictor against measurements; error bands
     ("dse.cost",),  # area, cost, power
     ("dse.score",),  # speedup score, objectives, constraints
-    ("dse.config",),  # the study file (accepted values come from score / workloads)
+    ("dse.config", "dse.search.samplers"),  # the study file (accepted values come from score / workloads /
+    # the sampler registry, which imports nothing of dse)
     ("dse.search",),  # space, storage, optuna driver
     ("dse.study",),  # one study: context, scorer, results folder
     ("dse.sensitivity", "dse.grid", "dse.comparison", "dse.whatif_stages", "dse.robustness"),  # features

@@ -61,7 +61,8 @@ def make_sampler(search: Search, worker: int = 0) -> optuna.samplers.BaseSampler
     if len(search.objective_names) > 1 and not spec.multi_objective:
         raise DseError(f"{spec.name} optimises one objective; accepted for several: "
                        f"{', '.join(sampler_names(multi=True))}", field="search.sampler")
-    return spec.factory(search, search.seed + worker)
+    seed = search.seed + worker
+    return spec.factory(search, seed, lambda: AskTellGridSampler(grid(search.space, search.grid_points), seed=seed))
 
 
 def config_hash(text: str) -> str:

@@ -10,53 +10,50 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from dse.config import Search
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Sampler:
-    """One sampler: ``factory(search, seed)`` returns an optuna sampler seeded with ``seed``
-    (``search.seed + worker``); ``multi_objective`` says whether it handles several objectives."""
+    """One sampler: ``factory(search, seed, grid)`` returns an optuna sampler seeded with ``seed``
+    (``search.seed + worker``; ``search`` is the config's ``Search`` block; ``grid()`` builds the grid
+    sampler of the searched parameters, for grid-type samplers); ``multi_objective`` says whether it
+    handles several objectives. The module imports nothing of dse, so the config can read it."""
 
     name: str
-    factory: Callable[[Search, int], Any]
+    factory: Callable[[Any, int, Callable[[], Any]], Any]
     multi_objective: bool = True
     description: str = ""
 
 
-def _tpe(search: Search, seed: int) -> Any:
+def _tpe(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
     import optuna
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True,
                                       n_startup_trials=min(20, max(search.n_trials // 5, 4)))
 
 
-def _nsga2(search: Search, seed: int) -> Any:
+def _nsga2(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
     import optuna
     return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(search.batch_size, 8))
 
 
-def _random(search: Search, seed: int) -> Any:
+def _random(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
     import optuna
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-def _qmc(search: Search, seed: int) -> Any:
+def _qmc(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
     import optuna
     return optuna.samplers.QMCSampler(seed=search.seed, scramble=True)  # one sequence shared by the workers
 
 
-def _cmaes(search: Search, seed: int) -> Any:
+def _cmaes(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
     import optuna
     return optuna.samplers.CmaEsSampler(seed=seed)
 
 
-def _grid(search: Search, seed: int) -> Any:
-    from dse.search.optimize import AskTellGridSampler
-    from dse.search.space import grid
-    return AskTellGridSampler(grid(search.space, search.grid_points), seed=seed)
+def _grid(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
+    return grid()
 
 
 SAMPLERS: dict[str, Sampler] = {s.name: s for s in (

@@ -38,7 +38,7 @@ def test_single_objective_samplers_refuse_several_objectives() -> None:
 def test_a_registered_sampler_is_built_from_its_record(monkeypatch) -> None:
     made = []
 
-    def factory(search, seed):
+    def factory(search, seed, grid):
         made.append(seed)
         return optuna.samplers.RandomSampler(seed=seed)
 
