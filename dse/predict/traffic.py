@@ -215,8 +215,8 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
             shared = x if shared is None else np.maximum(shared, x, out=shared)
-        else:
-            x = tr / bw
+        else:  # a fresh per-design level is divided in place (one [D, O] array fewer in cache)
+            x = np.divide(tr, bw, out=tr) if tr.flags.writeable and tr.shape == (bw.shape[0], o.n) else tr / bw
             full = x if full is None else np.maximum(full, x, out=full)
     if out is not None:
         return np.maximum(out, full, out=out) if full is not None else out
