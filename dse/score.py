@@ -123,6 +123,7 @@ def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
     level = designs.level_names[-1]
     label = mix.workloads[worst].label() if need.size else ""
     reasons = [""] * designs.n
-    for i in np.flatnonzero(value > 0):  # strings only for the designs that do not fit
-        reasons[i] = f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {cap[i] / 1e9:.1f} GB {level}"
+    over = np.flatnonzero(value > 0)  # strings only for the designs that do not fit
+    for i, c in zip(over.tolist(), cap[over].tolist(), strict=True):
+        reasons[i] = f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {c / 1e9:.1f} GB {level}"
     return value, reasons
