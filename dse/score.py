@@ -102,11 +102,13 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
     """Constraint values (resource - limit, <= 0 feasible) for each named limit, and a reason per design."""
     values = {name: resources[LIMITS[name][0]] - lim for name, lim in limits.items()}
     n = len(next(iter(resources.values())))
-    reasons = []
-    for i in range(n):
+    reasons = [""] * n
+    if not values:
+        return values, reasons
+    for i in np.flatnonzero(np.any([v > 0 for v in values.values()], axis=0)):  # strings only where one breaks
         broken = [f"{LIMITS[k][0].split('_')[0]} {resources[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > "
                   f"{LIMITS[k][1]} {lim:.4g} {LIMITS[k][2]}" for k, lim in limits.items() if values[k][i] > 0]
-        reasons.append("; ".join(broken))
+        reasons[i] = "; ".join(broken)
     return values, reasons
 
 
@@ -120,6 +122,8 @@ def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
     value = (need[worst] - cap) / 1e9 if need.size else np.full(designs.n, -np.inf)
     level = designs.level_names[-1]
     label = mix.workloads[worst].label() if need.size else ""
-    reasons = [f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {c / 1e9:.1f} GB {level}" if v > 0 else ""
-               for v, c in zip(value, cap, strict=True)]
+    reasons = [""] * designs.n
+    over = np.flatnonzero(value > 0)  # strings only for the designs that do not fit
+    for i, c in zip(over.tolist(), cap[over].tolist(), strict=True):
+        reasons[i] = f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {c / 1e9:.1f} GB {level}"
     return value, reasons

@@ -189,7 +189,9 @@ def score_designs(ctx: Context, designs: DesignBatch, times: np.ndarray | None =
     sh = shoreline(designs, ar)
     cons["package"] = sh.stacks_over
     cons["shoreline"] = sh.edge_over_mm
-    reason = ["; ".join(x for x in parts if x) for parts in zip(reason, why, sh.reasons(), strict=True)]
+    shore = sh.reasons()
+    for i in np.flatnonzero(np.any([v > 0 for v in cons.values()], axis=0)).tolist():  # '' stays '' where all hold
+        reason[i] = "; ".join(x for x in (reason[i], why[i], shore[i]) if x)
     return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
                   power_w=res["power_w"], constraints=cons, reason=reason), times
 

@@ -60,3 +60,17 @@ def one_line_error_with_cache_cleared(cached, call) -> str:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fuzz-n", type=int, default=0, help="cases of the all-command fuzz corpus (default: 60)")
     parser.addoption("--fuzz-seed", type=int, default=20261201, help="seed of the all-command fuzz corpus")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Computed caches (validation bands) go to a folder of this test session, not the user's cache."""
+    import os
+
+    old = os.environ.get("DSE_CACHE_DIR")
+    os.environ["DSE_CACHE_DIR"] = str(tmp_path_factory.mktemp("dse-cache"))
+    yield
+    if old is None:
+        os.environ.pop("DSE_CACHE_DIR", None)
+    else:
+        os.environ["DSE_CACHE_DIR"] = old

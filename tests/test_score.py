@@ -56,3 +56,35 @@ def test_every_registered_objective_is_accepted_directed_labelled_and_valued() -
         assert v[0] == pytest.approx(expected)
         assert spec.direction == ("minimize" if spec.resource else "maximize")
         assert "(" in spec.label and ")" in spec.label
+
+
+def test_reasons_are_formatted_only_for_infeasible_designs_as_a_per_design_join(small_config) -> None:
+    """score_designs formats strings only where a limit breaks; each equals the plain per-design join."""
+    from dse.cost.area import area, shoreline
+    from dse.score import LIMITS, capacity_constraint
+    from dse.search.space import designs_from_params
+    from dse.study import load_context, resources, score_designs
+
+    _, ctx = load_context(str(small_config))
+    rng = np.random.default_rng(1)
+    n = 300
+    d = designs_from_params(ctx.base, {"peak_tflops": rng.uniform(16, 4096, n),
+                                       "dram_bandwidth_tbps": rng.uniform(0.2, 16, n),
+                                       "sram_mib": rng.uniform(4, 1024, n)})
+    sc, times = score_designs(ctx, d)
+    res = resources(d, ctx.mix, times, ctx.arrays)
+    cap, _ = capacity_constraint(d, ctx.mix)
+    sh = shoreline(d, area(d))
+    label = ctx.mix.workloads[int(np.argmax(ctx.mix.memory_bytes))].label()
+    worst = float(np.max(ctx.mix.memory_bytes))
+    expected = []
+    for i in range(n):
+        parts = [f"{LIMITS[k][0].split('_')[0]} {res[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > {LIMITS[k][1]} {lim:.4g} "
+                 f"{LIMITS[k][2]}" for k, lim in ctx.limits.items() if res[LIMITS[k][0]][i] - lim > 0]
+        why = "; ".join(parts)
+        fit = (f"capacity: {label} needs {worst / 1e9:.1f} GB per chip > {d.capacity[i, -1] / 1e9:.1f} GB "
+               f"{d.level_names[-1]}") if cap[i] > 0 else ""
+        expected.append("; ".join(x for x in (why, fit, sh.reasons()[i]) if x))
+    assert sc.reason == expected
+    assert 0 < sum(bool(r) for r in sc.reason) < n  # both kinds present
+    assert [not r for r in sc.reason] == list(sc.feasible)

@@ -138,21 +138,22 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     Sc = S[:, None]
     ti = o.tiled
     if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
-        if "tile-classes" not in o.cache:  # ops share a few e_a + e_b + e_out values: one sqrt per value
-            o.cache["tile-classes"] = np.unique(o.tile_elem_bytes[ti], return_inverse=True)
-        teb, cls = o.cache["tile-classes"]
-        t = np.sqrt(Sc / teb)
+        teb, a_cls, a_N, a_inv, b_cls, b_M, b_inv = _tile_classes(o)
+        t = np.sqrt(Sc / teb)  # [K, classes] tile side
         np.maximum(t, 1.0, out=t)
-        t = np.take(t, cls, axis=1)  # [K, n_tiled] tile side per op (row-ordered gather)
-        M, N = o.M[ti], o.N[ti]
-        a_passes = np.minimum(t, N)  # ceil(N / min(t, N))
-        np.divide(N, a_passes, out=a_passes)
+        a_passes = np.take(t, a_cls, axis=1)  # ceil(N / min(t, N)), once per distinct (class, N)
+        np.minimum(a_passes, a_N, out=a_passes)
+        np.divide(a_N, a_passes, out=a_passes)
         np.ceil(a_passes, out=a_passes)
-        b_passes = np.minimum(t, M, out=t)  # ceil(M / min(t, M))
-        np.divide(M, b_passes, out=b_passes)
+        b_passes = np.take(t, b_cls, axis=1)  # ceil(M / min(t, M)), once per distinct (class, M)
+        np.minimum(b_passes, b_M, out=b_passes)
+        np.divide(b_M, b_passes, out=b_passes)
         np.ceil(b_passes, out=b_passes)
-        tr = np.multiply(a_passes, o.a_bytes[ti], out=a_passes)  # A*a_passes + B*b_passes + C
-        tr += np.multiply(b_passes, o.b_bytes[ti], out=b_passes)
+        tr = np.take(a_passes, a_inv, axis=1)  # A*a_passes + B*b_passes + C per op (row-ordered gathers)
+        tr *= o.a_bytes[ti]
+        b = np.take(b_passes, b_inv, axis=1)
+        b *= o.b_bytes[ti]
+        tr += b
         np.add(tr, o.c_bytes[ti], out=out[:, ti])
     at = o.attn
     if at.stop > at.start:
@@ -162,6 +163,21 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     st = o.stream
     out[:, st] = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
     return out
+
+
+def _tile_classes(o: OpArrays) -> tuple[np.ndarray, ...]:
+    """Tiled ops share a few ``e_a + e_b + e_out`` values (one sqrt per value) and fewer (value, N) and (value, M)
+    pairs than ops (one pass count per pair): the distinct values, each pair's value index and N or M, and each
+    op's pair, kept in ``o.cache``."""
+    if "tile-classes" not in o.cache:
+        ti = o.tiled
+        teb, cls = np.unique(o.tile_elem_bytes[ti], return_inverse=True)
+        out: list[np.ndarray] = [teb]
+        for dim in (o.N[ti], o.M[ti]):
+            pairs, inv = np.unique(np.stack([cls.astype(float), dim]), axis=1, return_inverse=True)
+            out += [pairs[0].astype(np.intp), np.ascontiguousarray(pairs[1]), inv.reshape(-1)]
+        o.cache["tile-classes"] = tuple(out)
+    return o.cache["tile-classes"]
 
 
 def per_level(d: DesignBatch, o: OpArrays):
@@ -211,8 +227,8 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
             shared = x if shared is None else np.maximum(shared, x, out=shared)
-        else:
-            x = tr / bw
+        else:  # a fresh per-design level is divided in place (one [D, O] array fewer in cache)
+            x = np.divide(tr, bw, out=tr) if tr.flags.writeable and tr.shape == (bw.shape[0], o.n) else tr / bw
             full = x if full is None else np.maximum(full, x, out=full)
     if out is not None:
         return np.maximum(out, full, out=out) if full is not None else out

@@ -14,8 +14,13 @@ its out-of-sample time errors; the measured time of a prediction ``t`` of that f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +30,7 @@ from dse.workloads.library import Workload
 
 FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip",
             "multi-chip-training", "serving")
+KEEP_CACHED = 8  #: cached band files kept in the cache folder
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
 __all__ = ["FAMILIES", "MIN_ROWS", "Band", "band_for", "bands_from", "family_of", "family_table", "out_of_sample",
            "shipped_bands"]
@@ -80,12 +86,83 @@ def bands_from(results: pd.DataFrame) -> dict[str, Band]:
     return out
 
 
-@lru_cache(maxsize=1)
-def shipped_bands() -> dict[str, Band]:
-    """Bands from the shipped validation suite with the shipped templates (computed once per process)."""
+def _inputs_digest() -> str:
+    """A hash of everything the shipped bands depend on: the package version, the package source and data
+    (``dse/``), the shipped workloads and hardware templates, and the measurements file."""
+    from dse._version import __version__
+    from dse.units import repo_root
+    from dse.validate.suite import default_path
+
+    h = hashlib.blake2b(__version__.encode(), digest_size=16)
+    root = repo_root()
+    pkg = Path(__file__).resolve().parents[1]
+    for base in (pkg, root / "workloads", root / "hw_templates"):
+        for f in sorted(base.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"):
+                h.update(f.relative_to(base).as_posix().encode() + b"\0")
+                h.update(f.read_bytes())
+    meas = default_path()
+    h.update(meas.read_bytes() if meas.is_file() else b"")
+    return h.hexdigest()
+
+
+def cache_dir() -> Path | None:
+    """Where computed bands are kept: ``$DSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/dse``, else ``~/.cache/dse``;
+    ``None`` (no cache) when ``DSE_CACHE_DIR`` is set to an empty string."""
+    env = os.environ.get("DSE_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "dse"
+
+
+def _read_cached(path: Path) -> dict[str, Band] | None:
+    try:
+        raw = json.loads(path.read_text())
+        return {k: Band(**v) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _write_cached(path: Path, bands: dict[str, Band]) -> None:
+    """Atomically (a temporary file in the same folder, then a rename); a cache that cannot be written is
+    silently skipped (the bands are recomputed next time)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({k: asdict(b) for k, b in bands.items()}, fh)  # floats round-trip exactly (repr)
+        os.replace(tmp, path)
+        # keep the newest few (several checkouts may share the folder); older inputs are rarely read again
+        files = sorted(path.parent.glob("bands-*.json"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in files[KEEP_CACHED:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def compute_shipped_bands() -> dict[str, Band]:
+    """Bands from running the shipped validation suite with the shipped templates (~1-2 s)."""
     from dse.validate.suite import load_measurements, run_suite
 
     return bands_from(run_suite(load_measurements()))
+
+
+@lru_cache(maxsize=1)
+def shipped_bands() -> dict[str, Band]:
+    """Bands from the shipped validation suite with the shipped templates: computed once per set of inputs
+    (package version, package source and data, workloads, templates, measurements file; see
+    :func:`_inputs_digest`) and kept in a small JSON file under :func:`cache_dir`, then once per process."""
+    folder = cache_dir()
+    if folder is None:
+        return compute_shipped_bands()
+    path = folder / f"bands-{_inputs_digest()}.json"
+    cached = _read_cached(path)
+    if cached is not None:
+        return cached
+    bands = compute_shipped_bands()
+    _write_cached(path, bands)
+    return bands
 
 
 def band_for(wl: Workload) -> Band:

@@ -149,3 +149,25 @@ def test_node_files_have_sources_and_confidence_and_reject_bad_values(tmp_path, 
         (tmp_path / "nodes" / "7nm.yaml").write_text(yaml.safe_dump(data))
         msg = one_line_error_with_cache_cleared(templates._load_node_cached, lambda: templates.load_node("7nm"))
         assert "7nm.yaml" in msg and needle in msg, msg
+
+
+def test_shoreline_reasons_name_each_broken_check_in_the_same_words_per_design() -> None:
+    """Reasons are formatted only for designs that break a check; each reads as formatted one by one."""
+    base = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    d = DesignBatch.stack([base] * 40)
+    rng = np.random.default_rng(5)
+    d = d.with_knobs(peak_flops=d.peak_flops * rng.uniform(0.05, 3, 40),
+                     dram_bandwidth=d.dram_bandwidth * rng.uniform(0.2, 8, 40))
+    sh = shoreline(d, area(d))
+    want = []
+    for i in range(40):
+        why = []
+        if sh.stacks[i] > sh.max_stacks[i]:
+            why.append(f"package: {sh.stacks[i]:.0f} DRAM stacks > {sh.max_stacks[i]:.0f} the die's long edges and "
+                       "package hold")
+        if sh.edge_need_mm[i] > sh.perimeter_mm[i]:
+            why.append(f"shoreline: PHYs need {sh.edge_need_mm[i]:.0f} mm of die edge > {sh.perimeter_mm[i]:.0f} mm "
+                       "perimeter")
+        want.append("; ".join(why))
+    assert sh.reasons() == want
+    assert 0 < sum(bool(w) for w in want) < 40

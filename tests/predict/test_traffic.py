@@ -147,3 +147,22 @@ def test_traffic_never_below_compulsory_and_never_rises_with_capacity(M, N, K, s
     tr = level_traffic(np.array([lo, hi]), o, offchip=True)[:, 0]
     assert tr[0] >= o.compulsory[0] - 1e-6 and tr[1] >= o.compulsory[0] - 1e-6
     assert tr[1] <= tr[0]
+
+
+def test_tiled_traffic_of_a_whole_mix_matches_the_formula_op_by_op() -> None:
+    """Pass counts are computed once per distinct (tile class, N) and (tile class, M) pair and gathered: every
+    op of a real mix still gets exactly the per-op formula (bit for bit), at capacities from 1 KiB to 4 GiB."""
+    from dse.workloads.mix import Mix
+
+    mix = Mix.of([dse.workload("resnet50", batch=32, dtype="bf16"), dse.workload("bert-base", batch=16, seq=384),
+                  dse.workload("llama2-7b", phase="prefill", seq=1024),
+                  dse.workload("llama2-7b", phase="decode", batch=1, context=1024)])
+    o = OpArrays.from_table(mix.ops)
+    ti = o.tiled
+    assert ti.stop - ti.start > 20
+    S = np.geomspace(2**10, 2**32, 37)
+    got = level_traffic(S, o, offchip=True)[:, ti]
+    for k, s in enumerate(S):
+        want = [_tiled(o.a_bytes[i], o.b_bytes[i], o.c_bytes[i], o.M[i], o.N[i], s, o.tile_elem_bytes[i])
+                for i in range(ti.start, ti.stop)]
+        np.testing.assert_array_equal(got[k], want)

@@ -72,3 +72,48 @@ def test_interval_inverts_the_error_and_label_shows_percent() -> None:
     assert (lo, hi) == pytest.approx((0.8, 1.25))
     assert band.label() == "-20 % .. +25 % (decode, 8 rows out of sample)"
     assert Band("gemm", -5.0, 5.0, 20, borrowed=True).label() == "-5 % .. +5 % (all families, 20 rows out of sample)"
+
+
+def test_shipped_bands_cache_gives_identical_bands(tmp_path, monkeypatch) -> None:
+    from dse.validate import bands as b
+
+    monkeypatch.setenv("DSE_CACHE_DIR", str(tmp_path))
+    b.shipped_bands.cache_clear()
+    try:
+        fresh = b.compute_shipped_bands()
+        first = b.shipped_bands()  # computes and writes the cache file
+        files = list(tmp_path.glob("bands-*.json"))
+        assert len(files) == 1
+        b.shipped_bands.cache_clear()
+        monkeypatch.setattr(b, "compute_shipped_bands", lambda: pytest.fail("recomputed despite the cache"))
+        second = b.shipped_bands()  # read back from the file
+    finally:
+        b.shipped_bands.cache_clear()
+    assert first == fresh and second == fresh  # every float round-trips exactly
+    assert set(second) == set(FAMILIES) | {"all"}
+
+
+def test_shipped_bands_cache_key_follows_the_measurements(tmp_path, monkeypatch) -> None:
+    from dse.validate import bands as b
+    from dse.validate import suite
+
+    before = b._inputs_digest()
+    meas = tmp_path / "m.csv"
+    meas.write_bytes(suite.default_path().read_bytes() + b"\n")
+    monkeypatch.setattr(suite, "default_path", lambda: meas)
+    assert b._inputs_digest() != before
+
+
+def test_shipped_bands_without_a_writable_cache(tmp_path, monkeypatch) -> None:
+    from dse.validate import bands as b
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for value in ("", str(blocker / "sub")):  # disabled, and a folder that cannot be made
+        monkeypatch.setenv("DSE_CACHE_DIR", value)
+        b.shipped_bands.cache_clear()
+        monkeypatch.setattr(b, "compute_shipped_bands", lambda: {"all": Band("all", -1.0, 2.0, 3)})
+        try:
+            assert b.shipped_bands() == {"all": Band("all", -1.0, 2.0, 3)}
+        finally:
+            b.shipped_bands.cache_clear()
