@@ -88,20 +88,27 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
     return size[id(root)], depth[id(root)]
 
 
+def read_text(path: Path, what: str, max_bytes: int, encoding: str = "utf-8") -> str:
+    """The text of an input file, refused in one line when it is missing, larger than ``max_bytes``, not
+    UTF-8 or binary (a NUL byte); ``what`` names the expected file in the message (e.g. "a YAML file")."""
+    if not is_file(path):
+        raise DseError(f"file not found; accepted: {what}", file=str(path)[:300])
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DseError(f"got {size:,} bytes; accepted: {what} of at most {max_bytes:,} bytes", file=str(path))
+    try:
+        text = path.read_bytes().decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DseError(f"byte {exc.start} is not UTF-8; accepted: {what} (UTF-8 text)", file=str(path)) from None
+    if "\x00" in text:
+        raise DseError(f"got a NUL byte (a binary file?); accepted: {what} (UTF-8 text)", file=str(path))
+    return text
+
+
 def load_yaml(path: str | Path) -> Any:
     """Load one YAML file safely; errors name the file and line."""
     path = Path(path)
-    if not is_file(path):
-        raise DseError("file not found; accepted: an existing YAML file", file=str(path)[:300])
-    if path.stat().st_size > MAX_BYTES:
-        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: a YAML file of at most {MAX_BYTES:,} bytes",
-                       file=str(path))
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DseError(f"byte {exc.start} is not UTF-8; accepted: a UTF-8 text file", file=str(path)) from None
-    if "\x00" in text:
-        raise DseError("got a NUL byte (a binary file?); accepted: a UTF-8 text file", file=str(path))
+    text = read_text(path, "a YAML file", MAX_BYTES)
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
@@ -139,17 +146,7 @@ def load_csv(path: str | Path, what: str, required: tuple[str, ...] = ()) -> Any
     import pandas as pd
 
     path = Path(path)
-    if not path.is_file():
-        raise DseError(f"file not found; accepted: {what}", file=str(path))
-    if path.stat().st_size > MAX_CSV_BYTES:
-        raise DseError(f"got {path.stat().st_size:,} bytes; accepted: {what} of at most {MAX_CSV_BYTES:,} bytes",
-                       file=str(path))
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DseError(f"byte {exc.start} is not UTF-8; accepted: {what} (UTF-8 text)", file=str(path)) from None
-    if "\x00" in text:
-        raise DseError(f"got a NUL byte (a binary file?); accepted: {what} (UTF-8 text)", file=str(path))
+    text = read_text(path, what, MAX_CSV_BYTES, encoding="utf-8-sig")
     if not text.strip():
         raise DseError(f"got an empty file; accepted: {what} with a header row and data rows", file=str(path))
     try:

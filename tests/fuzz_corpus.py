@@ -368,6 +368,11 @@ def preimport() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib's font cache lives in the user's cache folder (~/.cache/matplotlib), not in the tool's
+    # output: build/load it here, before a case points HOME at its own folder
+    import matplotlib.font_manager  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401
+
     import dse.cli  # noqa: F401
     import dse.comparison  # noqa: F401
     import dse.grid  # noqa: F401
