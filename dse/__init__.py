@@ -15,9 +15,9 @@ from dse._version import __version__
 
 #: public name -> module that defines it
 _API = {
-    **dict.fromkeys(("AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "compare",
-                     "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict", "predict_many",
-                     "sweep", "whatif", "workload"), "dse.api"),
+    **dict.fromkeys(("AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "best_batch",
+                     "compare", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict",
+                     "predict_many", "sweep", "whatif", "workload"), "dse.api"),
     "Study": "dse.batch", "StudyRun": "dse.batch", "DseError": "dse.errors",
 }
 __all__ = ["__version__", *sorted(_API)]
@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
         Prediction,
         Workload,
         area,
+        best_batch,
         compare,
         elementwise,
         gemm,

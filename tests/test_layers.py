@@ -33,11 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 
 #: (importer, imported) upward imports still present, each with the reason it stays for now
-ALLOWED: dict[tuple[str, str], str] = {
-    ("dse.workloads.serving", "dse"):
-        "best_batch runs dse.predict per batch; it belongs in dse/predict/ but serving.py is edited by "
-        "the training/serving round (r13) this round",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -71,27 +71,4 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
             "tpot_max_s": step + stall, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
 
 
-def best_batch(name: str, hardware: Any, tpot_limit_s: float, *, batches: list[int] | None = None,
-               **kwargs: Any) -> tuple[int | None, pd.DataFrame]:
-    """The batch with the most output tokens/s whose mean TPOT stays under ``tpot_limit_s`` and whose
-    KV cache and weights fit one chip; and the table over ``batches`` (default 1, 2, 4 .. 1024).
-
-    ``kwargs`` go to ``dse.workload`` (``input_len``, ``output_len``, ``chunk``, ``dtype``, ...) and
-    ``dse.predict`` (``chips``, ``tp``, ...). Returns ``(None, table)`` when no batch qualifies."""
-    import dse
-    from dse.workloads.parallel import Plan
-
-    plan_keys = set(Plan.model_fields) | {"chips", "system"}
-    wl_kw = {k: v for k, v in kwargs.items() if k not in plan_keys}
-    pr_kw = {k: v for k, v in kwargs.items() if k in plan_keys}
-    recs = []
-    for b in batches or [2**k for k in range(11)]:
-        p = dse.predict(dse.workload(name, phase="serving", batch=b, **wl_kw), hardware, **pr_kw)
-        recs.append({"batch": b, **p.serving, "fits": p.fits})
-    table = pd.DataFrame(recs)
-    ok = table[(table["tpot_s"] <= tpot_limit_s) & table["fits"]]
-    best = int(ok.loc[ok["tokens_per_s"].idxmax(), "batch"]) if len(ok) else None
-    return best, table
-
-
-__all__ = ["best_batch", "mean_context", "metrics", "prefixed", "serving_metrics"]
+__all__ = ["mean_context", "metrics", "prefixed", "serving_metrics"]

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dse
+from dse.api import best_batch
 from dse.errors import DseError
-from dse.workloads.serving import best_batch, serving_metrics
+from dse.workloads.serving import serving_metrics
 
 KW = dict(phase="serving", input_len=512, output_len=128)
 
