@@ -31,7 +31,7 @@ from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.predict import mix_times
-from dse.search.space import base_knobs, designs_from_params
+from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import Context, score_designs
 from dse.workloads.intensity import family_of
 
@@ -356,12 +356,8 @@ def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: in
     pareto."""
     space = ctx.cfg.search.space
     kb = base_knobs(cmp.designs[0])
-
-    def rng(knob: str) -> tuple[float, float]:
-        r = getattr(space, knob)
-        return (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
-
-    (p_lo, p_hi), (b_lo, b_hi) = rng("peak_tflops"), rng("dram_bandwidth_tbps")
+    p_lo, p_hi = knob_range(space, cmp.designs[0], "peak_tflops")
+    b_lo, b_hi = knob_range(space, cmp.designs[0], "dram_bandwidth_tbps")
     P, B = np.meshgrid(np.geomspace(p_lo, p_hi, points), np.geomspace(b_lo, b_hi, points), indexing="ij")
     grid = designs_from_params(ctx.base, {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(),
                                           "sram_mib": np.full(P.size, kb["sram_mib"])})

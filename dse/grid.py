@@ -25,6 +25,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in grid order
 from dse.predict import bound_names, mix_times_bounds
+from dse.score import objective_value
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
 
@@ -103,7 +104,8 @@ def score_chunk(ctx: Context, params: dict[str, np.ndarray]) -> pd.DataFrame:
                          "dram_stacks": dram_stacks(d), "dram_bandwidth_tbps_built": d.dram_bandwidth / 1e12,
                          "binding": names[code], "binding_time_share": share,
                          "feasible": sc.feasible, "infeasible_reason": sc.reason,
-                         "score_per_mm2": sc.score / (sc.area_mm2 / ctx.base_area_mm2)})
+                         "score_per_mm2": objective_value("score_per_mm2", sc.score, {"area_mm2": sc.area_mm2},
+                                                          {"area_mm2": ctx.base_area_mm2})})
 
 
 def _sweep_one(ctx: Context, flat: dict[str, np.ndarray], chunk: int) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dse.search.space import base_knobs, designs_from_params
+from dse.search.space import designs_from_params, knob_range
 from dse.study import score_designs
 
 
@@ -20,14 +20,8 @@ def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFram
     """Best feasible score (and its design) per ridge ratio, all other fields as in ``design`` (a
     one-design DesignBatch, e.g. the search's best); ``ctx`` is a :class:`dse.study.Context`."""
     space = ctx.cfg.search.space
-    kb = base_knobs(ctx.base)
-
-    def rng(knob: str) -> tuple[float, float]:
-        r = getattr(space, knob)
-        return (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
-
-    p_lo, p_hi = rng("peak_tflops")
-    b_lo, b_hi = rng("dram_bandwidth_tbps")
+    p_lo, p_hi = knob_range(space, ctx.base, "peak_tflops")
+    b_lo, b_hi = knob_range(space, ctx.base, "dram_bandwidth_tbps")
     ratios = np.geomspace(p_lo / b_hi, p_hi / b_lo, n_ratio)  # TFLOP/s per TB/s = FLOP/byte
     peaks = np.geomspace(p_lo, p_hi, n_peak)
     R, P = np.meshgrid(ratios, peaks, indexing="ij")

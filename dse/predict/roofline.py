@@ -55,6 +55,12 @@ class BatchResult:
 ARRAY_FILL = 0.5
 
 
+def array_bound(compute_binds: np.ndarray, fill: np.ndarray, t_compute: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """[D, O] bool: a compute-bound op whose MAC-array fill decides it (``fill < ARRAY_FILL``, or a full array
+    would have left it under the largest memory/network term ``other``: ``t_compute * fill < other``)."""
+    return compute_binds & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
+
+
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[D, O] bool: the op runs on the MAC arrays. A matrix op whose dtype the arrays have no mode
     for (e.g. an fp32 GEMM on an NPU with bf16/int8 arrays) runs on the vector units instead."""
@@ -184,8 +190,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
         time = t_roof + t_over
     terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
-    other = terms[:, :, 1:].max(axis=2)  # the largest memory or network term
-    array = (bound == 0) & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
+    array = array_bound(bound == 0, fill, t_compute, terms[:, :, 1:].max(axis=2))
     bound = np.where(array, terms.shape[2] + 1, bound)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
     back = o.to_table_order
@@ -247,7 +252,6 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     fill = _lean_fill(o, d, matrix)
     rate *= fill
     roof = np.divide(o.flops, rate, out=rate)  # compute term, then the running max over the terms
-    t_compute = roof.copy()
     other = np.zeros_like(roof)  # the largest memory or network term (for the array-fill ceiling)
     code = np.zeros(roof.shape, dtype=np.int8)
     bw = d.bandwidth * d.bw_eff
@@ -284,9 +288,8 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
         code[:, o.coll_idx] = np.where(wins, np.int8(L + 1), code[:, o.coll_idx])
         roof[:, o.coll_idx] = np.maximum(sub, x)
         other[:, o.coll_idx] = np.maximum(other[:, o.coll_idx], x)
-    # the MAC-array fill decides a compute-bound op (as in evaluate): its own ceiling
-    array = (code == 0) & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
-    np.copyto(code, np.int8(L + 3), where=array)
+    # where compute still binds (code 0) the running max is the compute term itself
+    np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other))
     t_over = np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
     time = roof + t_over
     if o.eager.any():

@@ -26,7 +26,7 @@ from dse.report.summary import (
 )
 from dse.score import OBJECTIVES
 from dse.search import optimize
-from dse.search.space import base_knobs, designs_from_params
+from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import StudyResult, score_designs
 from dse.yamlio import write_yaml
 
@@ -57,13 +57,10 @@ def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
     """Score and area over a compute x bandwidth grid (search ranges, else 0.25x-4x the base),
     at the best design's SRAM size, evaluated in one vectorized call."""
     space = result.ctx.cfg.search.space
-    kb = base_knobs(result.ctx.base)
     kx = base_knobs(result.best)
 
     def axis(knob: str) -> np.ndarray:
-        r = getattr(space, knob)
-        lo, hi = (r.low, r.high) if r else (kb[knob] / 4, kb[knob] * 4)
-        return np.geomspace(lo, hi, n)
+        return np.geomspace(*knob_range(space, result.ctx.base, knob), n)
 
     peak, bw = axis("peak_tflops"), axis("dram_bandwidth_tbps")
     P, B = np.meshgrid(peak, bw)

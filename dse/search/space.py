@@ -56,6 +56,15 @@ def grid(space: Space, points: int) -> dict[str, list]:
     return out
 
 
+def knob_range(space: Space, base: DesignBatch, knob: str) -> tuple[float, float]:
+    """(low, high) of a knob in config units: its searched range, else 0.25x..4x design 0's value."""
+    r = getattr(space, knob)
+    if r:
+        return r.low, r.high
+    v = base_knobs(base)[knob]
+    return v / 4, v * 4
+
+
 def base_knobs(base: DesignBatch) -> dict[str, float]:
     """Design 0's knob values in config units (each knob's DesignBatch property over its SI factor)."""
     return {k.name: float(getattr(base, k.batch_arg)[0] / k.si) for k in KNOB_TABLE}
