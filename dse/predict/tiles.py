@@ -13,6 +13,15 @@ cores share; a small tile's intensity ``2 m n / ((m + n) e)`` can leave the core
 
     r(m, n) = min(1, (BW_shared * eta / C) * 2 m n / ((m + n) e) / (P * eta_P / C))
 
+A split tile (``s > 1``) pays a fix-up: its ``s`` peers' fp32 partials are reduced into one tile, which
+CUTLASS's own split/stream-K cost model charges ``2`` k-block iterations per wave plus ``2`` per peer
+(``threadblock_swizzle_streamk.h``, ``get_sk_blocks``: ``base_cost = 2 * sk_waves``, ``peer_cost = 2 *
+num_peers``). The fix-up moves the tile's valid outputs only (a predicated epilogue), so it is scaled by the
+tile's valid fraction ``v = min(M, m) min(N, n) / (m n)`` (a 1-row GEMV tile reduces 1/m of a full one),
+and each split CTA is as long as ``ceil(K/s) + 64 * (2 + 2 s) * v`` of ``K``::
+
+    q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v))
+
 The library is modelled as picking the best: ``fill = max over tiles (m, n) and s in {1, 2, 4, 8, 16} of
 q * r``, split-K (``s > 1``) only when the unsplit grid has fewer CTAs than cores (the case split-K exists
 for: a small output grid with a long K) and each split keeps ``ceil(K/s) >= 64`` (one k-block of the tiles).
@@ -21,7 +30,7 @@ heuristic); they were chosen among a few variants by the validation rows (see RE
 The tile set is the template's ``compute.matrix.cta_tiles`` (the A100 templates list the tensor-op tiles
 CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names); templates without it keep
 the MAC-array quantization of ``dse.predict.roofline.array_fill``. The fix-up of split-K's fp32 partial
-tiles is not costed. Computed from the template (``DesignBatch.base``, not per design) once per op table,
+tiles is costed as above. Computed from the template (``DesignBatch.base``, not per design) once per op table,
 as one ``[O]`` row.
 """
 
@@ -34,6 +43,11 @@ from dse.predict.traffic import OpArrays
 
 SPLITS = (1, 2, 4, 8, 16)
 MIN_K_SLICE = 64  # the k-block of CUTLASS's sm80 tensor-op tiles: a split never reduces fewer
+#: fix-up cost of a split tile in k-block iterations: 2 per wave of split CTAs plus 2 per peer CTA of a tile
+#: (CUTLASS's own split/stream-K cost model, include/cutlass/gemm/threadblock/threadblock_swizzle_streamk.h,
+#: get_sk_blocks: base_cost = 2 * sk_waves, peer_cost = 2 * num_peers; NVIDIA/cutlass@49f8555)
+FIXUP_BASE_ITERS = 2.0
+FIXUP_PEER_ITERS = 2.0
 
 
 def _shared_rate(d: DesignBatch) -> float:
@@ -72,11 +86,13 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
             grid = b * np.ceil(M / m) * np.ceil(N / n)
             r = np.minimum(1.0, bw * 2.0 * m * n / ((m + n) * e) / peak)
             r = np.where(np.isnan(r), 1.0, r)
+            valid = np.minimum(M, m) * np.minimum(N, n) / (m * n)  # outputs a split tile's fix-up moves
             for s in SPLITS:
                 ks = np.ceil(K / s)
                 ok = (s == 1) | ((grid < C) & (ks >= MIN_K_SLICE))
                 waves = np.ceil(grid * s / C)
-                q = useful / (waves * C * m * n * ks)
+                fix = 0.0 if s == 1 else MIN_K_SLICE * (FIXUP_BASE_ITERS + FIXUP_PEER_ITERS * s) * valid
+                q = useful / (waves * C * m * n * (ks + fix))
                 best = np.where(ok, np.maximum(best, q * r), best)
     row = np.where(K > 1, np.clip(best, 0.0, 1.0), 1.0)
     row.flags.writeable = False
