@@ -22,6 +22,24 @@ and each split CTA is as long as ``ceil(K/s) + 64 * (2 + 2 s) * v`` of ``K``::
 
     q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v))
 
+A CTA of these (sm80-style, non-persistent) kernels writes its output tile in an epilogue after its
+mainloop, and nothing else runs on its tensor cores meanwhile: overlapping one tile's epilogue with the
+next tile's mainloop is what persistent kernels add (Colfax Research, "Dynamic persistent tile scheduling
+with Cluster Launch Control (CLC) on NVIDIA Blackwell GPUs", research.colfax-intl.com: with one tile per
+CTA "we can't overlap across work tiles ..., such as overlapping one work tile's epilogue with another's
+mainloop", which is "the main benefit of persistent tile scheduling"; FlashAttention-3, Shah et al. 2024,
+App. B.6: during the prologue and epilogue "the Tensor Cores are not running"). The CTAs of a wave run the
+same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes at its ``1/C`` share of the DRAM write rate
+``BW_dram * eta``, once the last on-chip level (the L2, ``L`` bytes) is full: the op's output of ``c``
+bytes spills ``spill = max(0, 1 - L / c)`` of it. In K units (the epilogue takes as long as ``k_epi``
+more k of the mainloop at the achievable peak ``P eta_P``)::
+
+    k_epi = e_out * spill * P * eta_P / (2 * BW_dram * eta)
+    q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v + k_epi))
+
+so a GEMM with a short K and an output far larger than the L2 (a batched attention-score product: K =
+128, a 1.6 GB output) runs at about ``K / (K + k_epi)`` of the roof, one with a long K barely notices.
+
 The library is modelled as picking the best: ``fill = max over tiles (m, n) and s in {1, 2, 4, 8, 16} of
 q * r``, split-K (``s > 1``) only when the unsplit grid has fewer CTAs than cores (the case split-K exists
 for: a small output grid with a long K) and each split keeps ``ceil(K/s) >= 64`` (one k-block of the tiles).
@@ -60,6 +78,29 @@ def _shared_rate(d: DesignBatch) -> float:
     return float(lv.bandwidth_tbps) * 1e12 * float(lv.efficiency)
 
 
+def _drain(d: DesignBatch) -> tuple[float, float]:
+    """(bytes/s of the first off-chip level after its efficiency, bytes of the last on-chip level): the rate a
+    tile's output drains to DRAM at and the cache that absorbs writes first (from ``DesignBatch.base``)."""
+    hw = d.base
+    sram = [lv for lv in hw.memory if lv.kind == "sram"]
+    dram = [lv for lv in hw.memory if lv.kind != "sram"]
+    if not dram:
+        return float("inf"), 0.0
+    cache = sram[-1].capacity_bytes if sram else 0.0
+    return dram[0].bandwidth_bps * float(dram[0].efficiency), float(cache)
+
+
+def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: float) -> np.ndarray:
+    """[O] ``k_epi``: the K-equivalent of a tile's serial epilogue (module docstring): its output elements'
+    bytes ``e_out`` at the core's share of the DRAM write rate, for the ``spill`` of the op's output that the
+    last on-chip level of ``cache_bytes`` cannot absorb, in MACs at the core's share of ``peak`` (FLOP/s)."""
+    e_out = o.c_bytes / np.maximum(o.batch * o.M * o.N, 1.0)
+    spill = np.clip(1.0 - cache_bytes / np.maximum(o.c_bytes, 1.0), 0.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        k = e_out * spill * peak / (2.0 * write_rate)
+    return np.where(np.isfinite(k), k, 0.0)
+
+
 def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[O] best tile-and-wave efficiency ``max q * r`` of each op (1 where it does not apply: ops with no
     ``K``), or None when the template names no ``cta_tiles``."""
@@ -67,7 +108,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     tiles = unit.cta_tiles
     if not tiles or o.K.size != o.n:
         return None
-    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores))
+    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores), _drain(d))
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -80,6 +121,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
     useful = b * M * N * K
+    k_epi = epilogue_k(o, peak, *_drain(d))
     best = np.zeros(o.n)
     with np.errstate(invalid="ignore", divide="ignore"):
         for m, n in tiles:
@@ -92,7 +134,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
                 ok = (s == 1) | ((grid < C) & (ks >= MIN_K_SLICE))
                 waves = np.ceil(grid * s / C)
                 fix = 0.0 if s == 1 else MIN_K_SLICE * (FIXUP_BASE_ITERS + FIXUP_PEER_ITERS * s) * valid
-                q = useful / (waves * C * m * n * (ks + fix))
+                q = useful / (waves * C * m * n * (ks + fix + k_epi))
                 best = np.where(ok, np.maximum(best, q * r), best)
     row = np.where(K > 1, np.clip(best, 0.0, 1.0), 1.0)
     row.flags.writeable = False

@@ -61,6 +61,27 @@ def test_split_k_fixup_makes_a_near_full_grid_stay_unsplit() -> None:
     assert _fill(1, 128, 8192, d=T128) == pytest.approx(8192 / (128 * C * (512 + fix16)))
 
 
+def test_a_short_k_gemm_whose_output_spills_the_l2_pays_its_serial_epilogue() -> None:
+    # a batched attention-score product (K = 128, fp16 out): a wave's epilogues drain their 128x128 output
+    # tiles at each SM's 1/108 share of the DRAM rate once the 40 MiB L2 is full, with the tensor cores idle
+    peak = 312e12 * 0.869
+    dram = 1555e9 * 0.834
+    L2 = 40 * 2**20
+
+    def expected(batch: int) -> float:
+        out = batch * 2048 * 2048 * 2.0
+        k_epi = 2.0 * max(0.0, 1.0 - L2 / out) * peak / (2.0 * dram)
+        ctas = batch * 16 * 16
+        return ctas * 128 / (np.ceil(ctas / C) * C * (128 + k_epi))
+
+    assert _fill(2048, 2048, 128, batch=192, d=T128) == pytest.approx(expected(192))
+    assert _fill(2048, 2048, 128, batch=192, d=T128) < 0.5  # the 1.6 GB output costs more than the mainloop
+    assert _fill(2048, 2048, 128, batch=16, d=T128) == pytest.approx(expected(16))
+    # an output the L2 holds (8 MiB) costs nothing; a long K hides a spilled epilogue
+    assert _fill(2048, 2048, 128, batch=1, d=T128) == pytest.approx(256 / (3 * C))
+    assert _fill(8192, 8192, 8192, d=T128) > 0.97
+
+
 def test_a_grid_of_exactly_full_waves_runs_at_the_roof() -> None:
     # 108 x 2 tiles of 128x128: two full waves, and the tile's intensity (64 FLOP/B in fp16) is above what
     # the L2 share needs (271 / 5.8 = 47 FLOP/B), so nothing is lost
