@@ -29,10 +29,10 @@ with Cluster Launch Control (CLC) on NVIDIA Blackwell GPUs", research.colfax-int
 CTA "we can't overlap across work tiles ..., such as overlapping one work tile's epilogue with another's
 mainloop", which is "the main benefit of persistent tile scheduling"; FlashAttention-3, Shah et al. 2024,
 App. B.6: during the prologue and epilogue "the Tensor Cores are not running"). The CTAs of a wave run the
-same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes at its ``1/C`` share of the DRAM write rate
-``BW_dram * eta``, once the last on-chip level (the L2, ``L`` bytes) is full: the op's output of ``c``
-bytes spills ``spill = max(0, 1 - L / c)`` of it. In K units (the epilogue takes as long as ``k_epi``
-more k of the mainloop at the achievable peak ``P eta_P``)::
+same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes at its ``1/C``
+share of the DRAM write rate ``BW_dram * eta``, once the last on-chip level (the L2, ``L`` bytes) is
+full: the op's output of ``c`` bytes spills ``spill = max(0, 1 - L / c)`` of it. In K units (the epilogue
+takes as long as ``k_epi`` more k of the mainloop at the achievable peak ``P eta_P``)::
 
     k_epi = e_out * spill * P * eta_P / (2 * BW_dram * eta)
     q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v + k_epi))
