@@ -13,6 +13,33 @@ cores share; a small tile's intensity ``2 m n / ((m + n) e)`` can leave the core
 
     r(m, n) = min(1, (BW_shared * eta / C) * 2 m n / ((m + n) e) / (P * eta_P / C))
 
+A split tile (``s > 1``) pays a fix-up: its ``s`` peers' fp32 partials are reduced into one tile, which
+CUTLASS's own split/stream-K cost model charges ``2`` k-block iterations per wave plus ``2`` per peer
+(``threadblock_swizzle_streamk.h``, ``get_sk_blocks``: ``base_cost = 2 * sk_waves``, ``peer_cost = 2 *
+num_peers``). The fix-up moves the tile's valid outputs only (a predicated epilogue), so it is scaled by the
+tile's valid fraction ``v = min(M, m) min(N, n) / (m n)`` (a 1-row GEMV tile reduces 1/m of a full one),
+and each split CTA is as long as ``ceil(K/s) + 64 * (2 + 2 s) * v`` of ``K``::
+
+    q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v))
+
+A CTA of these (sm80-style, non-persistent) kernels writes its output tile in an epilogue after its
+mainloop, and nothing else runs on its tensor cores meanwhile: overlapping one tile's epilogue with the
+next tile's mainloop is what persistent kernels add (Colfax Research, "Dynamic persistent tile scheduling
+with Cluster Launch Control (CLC) on NVIDIA Blackwell GPUs", research.colfax-intl.com: with one tile per
+CTA "we can't overlap across work tiles ..., such as overlapping one work tile's epilogue with another's
+mainloop", which is "the main benefit of persistent tile scheduling"; FlashAttention-3, Shah et al. 2024,
+App. B.6: during the prologue and epilogue "the Tensor Cores are not running"). The CTAs of a wave run the
+same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes at its ``1/C``
+share of the DRAM write rate ``BW_dram * eta``, once the last on-chip level (the L2, ``L`` bytes) is
+full: the op's output of ``c`` bytes spills ``spill = max(0, 1 - L / c)`` of it. In K units (the epilogue
+takes as long as ``k_epi`` more k of the mainloop at the achievable peak ``P eta_P``)::
+
+    k_epi = e_out * spill * P * eta_P / (2 * BW_dram * eta)
+    q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v + k_epi))
+
+so a GEMM with a short K and an output far larger than the L2 (a batched attention-score product: K =
+128, a 1.6 GB output) runs at about ``K / (K + k_epi)`` of the roof, one with a long K barely notices.
+
 The library is modelled as picking the best: ``fill = max over tiles (m, n) and s in {1, 2, 4, 8, 16} of
 q * r``, split-K (``s > 1``) only when the unsplit grid has fewer CTAs than cores (the case split-K exists
 for: a small output grid with a long K) and each split keeps ``ceil(K/s) >= 64`` (one k-block of the tiles).
@@ -21,7 +48,7 @@ heuristic); they were chosen among a few variants by the validation rows (see RE
 The tile set is the template's ``compute.matrix.cta_tiles`` (the A100 templates list the tensor-op tiles
 CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names); templates without it keep
 the MAC-array quantization of ``dse.predict.roofline.array_fill``. The fix-up of split-K's fp32 partial
-tiles is not costed. Computed from the template (``DesignBatch.base``, not per design) once per op table,
+tiles is costed as above. Computed from the template (``DesignBatch.base``, not per design) once per op table,
 as one ``[O]`` row.
 """
 
@@ -34,6 +61,11 @@ from dse.predict.traffic import OpArrays
 
 SPLITS = (1, 2, 4, 8, 16)
 MIN_K_SLICE = 64  # the k-block of CUTLASS's sm80 tensor-op tiles: a split never reduces fewer
+#: fix-up cost of a split tile in k-block iterations: 2 per wave of split CTAs plus 2 per peer CTA of a tile
+#: (CUTLASS's own split/stream-K cost model, include/cutlass/gemm/threadblock/threadblock_swizzle_streamk.h,
+#: get_sk_blocks: base_cost = 2 * sk_waves, peer_cost = 2 * num_peers; NVIDIA/cutlass@49f8555)
+FIXUP_BASE_ITERS = 2.0
+FIXUP_PEER_ITERS = 2.0
 
 
 def _shared_rate(d: DesignBatch) -> float:
@@ -46,6 +78,29 @@ def _shared_rate(d: DesignBatch) -> float:
     return float(lv.bandwidth_tbps) * 1e12 * float(lv.efficiency)
 
 
+def _drain(d: DesignBatch) -> tuple[float, float]:
+    """(bytes/s of the first off-chip level after its efficiency, bytes of the last on-chip level): the rate a
+    tile's output drains to DRAM at and the cache that absorbs writes first (from ``DesignBatch.base``)."""
+    hw = d.base
+    sram = [lv for lv in hw.memory if lv.kind == "sram"]
+    dram = [lv for lv in hw.memory if lv.kind != "sram"]
+    if not dram:
+        return float("inf"), 0.0
+    cache = sram[-1].capacity_bytes if sram else 0.0
+    return dram[0].bandwidth_bps * float(dram[0].efficiency), float(cache)
+
+
+def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: float) -> np.ndarray:
+    """[O] ``k_epi``: the K-equivalent of a tile's serial epilogue (module docstring): its output elements'
+    bytes ``e_out`` at the core's share of the DRAM write rate, for the ``spill`` of the op's output that the
+    last on-chip level of ``cache_bytes`` cannot absorb, in MACs at the core's share of ``peak`` (FLOP/s)."""
+    e_out = o.c_bytes / np.maximum(o.batch * o.M * o.N, 1.0)
+    spill = np.clip(1.0 - cache_bytes / np.maximum(o.c_bytes, 1.0), 0.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        k = e_out * spill * peak / (2.0 * write_rate)
+    return np.where(np.isfinite(k), k, 0.0)
+
+
 def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[O] best tile-and-wave efficiency ``max q * r`` of each op (1 where it does not apply: ops with no
     ``K``), or None when the template names no ``cta_tiles``."""
@@ -53,7 +108,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     tiles = unit.cta_tiles
     if not tiles or o.K.size != o.n:
         return None
-    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores))
+    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores), _drain(d))
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -66,17 +121,20 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
     useful = b * M * N * K
+    k_epi = epilogue_k(o, peak, *_drain(d))
     best = np.zeros(o.n)
     with np.errstate(invalid="ignore", divide="ignore"):
         for m, n in tiles:
             grid = b * np.ceil(M / m) * np.ceil(N / n)
             r = np.minimum(1.0, bw * 2.0 * m * n / ((m + n) * e) / peak)
             r = np.where(np.isnan(r), 1.0, r)
+            valid = np.minimum(M, m) * np.minimum(N, n) / (m * n)  # outputs a split tile's fix-up moves
             for s in SPLITS:
                 ks = np.ceil(K / s)
                 ok = (s == 1) | ((grid < C) & (ks >= MIN_K_SLICE))
                 waves = np.ceil(grid * s / C)
-                q = useful / (waves * C * m * n * ks)
+                fix = 0.0 if s == 1 else MIN_K_SLICE * (FIXUP_BASE_ITERS + FIXUP_PEER_ITERS * s) * valid
+                q = useful / (waves * C * m * n * (ks + fix + k_epi))
                 best = np.where(ok, np.maximum(best, q * r), best)
     row = np.where(K > 1, np.clip(best, 0.0, 1.0), 1.0)
     row.flags.writeable = False

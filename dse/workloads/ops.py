@@ -69,6 +69,22 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "copy": 0.0,
 }
 
+#: FP32-FLOP slots of one type conversion: an SM converts 16 values per clock against 64 FP32 FMA = 128 FLOP
+#: (CUDA C++ Programming Guide, arithmetic instruction throughput table, row "All other type conversions",
+#: compute capability 7.x-9.0), so one conversion costs the time of 8 FP32 FLOPs, as an exp does
+CONVERT_FLOPS = 8.0
+
+
+def softmax_conversions(dtype: str) -> int:
+    """Type conversions per score a fused attention kernel makes around its fp32 softmax: a float MMA dtype
+    (fp16/bf16/fp8) rounds the probabilities once to the MMA's input type; int8/int4 IMMA also converts the
+    int32 scores to fp32 first (2 per score); fp32/tf32 scores need none."""
+    if dtype in ("int8", "int4", "uint8"):
+        return 2
+    if dtype in ("fp32", "tf32", "fp64"):
+        return 0
+    return 1
+
 
 def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
@@ -268,9 +284,9 @@ def attention(
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count,
         )
-        soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs,
-                         flops_per_elem=VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=count,
-                         fused=True, read_bytes=0.0, write_bytes=0.0)
+        per = VECTOR_FLOPS_PER_ELEM["softmax"] + CONVERT_FLOPS * softmax_conversions(dtype)
+        soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
+                         count=count, fused=True, read_bytes=0.0, write_bytes=0.0)
         # the softmax runs inside the attention kernel's CTAs: their count sets its wave fill (dse.predict)
         soft["batch"] = int(attention_ctas(batch * kv_heads, q_len * group, kv_len))
         return [row, soft]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import dse
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.predict import OpArrays
+from dse.predict import OpArrays, tiles
 from dse.predict.roofline import array_fill, on_matrix, wave_fill
 from dse.predict.tiles import tile_fill
 from dse.workloads import ops
@@ -41,12 +41,45 @@ def test_one_tile_without_a_long_k_keeps_one_core_busy() -> None:
 
 
 def test_split_k_spreads_a_small_grid_with_a_long_k() -> None:
-    # one 128x128 tile, K = 8192: split 16 ways -> 16 CTAs of 512 each (still one partial wave)
-    assert _fill(128, 128, 8192, d=T128) == pytest.approx(16 / C)
-    # 60 tiles: split 16 ways, 960 CTAs in 9 waves of 108 (splits 2..8 leave more of their last wave idle)
-    assert _fill(128 * 60, 128, 8192, d=T128) == pytest.approx(960 / (9 * C))
+    # one 128x128 tile, K = 8192: each split of s peers pays CUTLASS's fix-up, 2 + 2 s k-blocks of 64, so
+    # 8 splits of 1024 (+ 18 x 64) beat 16 of 512 (+ 34 x 64) and 4 of 2048 (+ 10 x 64)
+    fix = tiles.MIN_K_SLICE * (tiles.FIXUP_BASE_ITERS + tiles.FIXUP_PEER_ITERS * np.array([2, 4, 8, 16]))
+    q = 8192 / (C * (8192 / np.array([2, 4, 8, 16]) + fix))
+    assert _fill(128, 128, 8192, d=T128) == pytest.approx(q.max()) == pytest.approx(8192 / (C * (1024 + 18 * 64)))
     # a grid of at least one wave is not split: 120 tiles in 2 waves
     assert _fill(128 * 120, 128, 8192, d=T128) == pytest.approx(120 / (2 * C))
+
+
+def test_split_k_fixup_makes_a_near_full_grid_stay_unsplit() -> None:
+    # 60 tiles, K = 8192: 16 splits would fill 960 / (9 x 108) = 0.99 of the cores if the fix-up were free;
+    # with it (34 k-blocks per split tile on 8 of compute) 4 splits in 3 waves win, barely above no split
+    best = 60 * 8192 / (3 * C * (2048 + 10 * 64))
+    assert _fill(128 * 60, 128, 8192, d=T128) == pytest.approx(best)
+    assert 60 / C < best < 0.6 < 960 / (9 * C)
+    # the fix-up moves only the tile's valid outputs: a 1-row GEMV tile splits almost for free
+    fix16 = tiles.MIN_K_SLICE * (tiles.FIXUP_BASE_ITERS + tiles.FIXUP_PEER_ITERS * 16) / 128
+    assert _fill(1, 128, 8192, d=T128) == pytest.approx(8192 / (128 * C * (512 + fix16)))
+
+
+def test_a_short_k_gemm_whose_output_spills_the_l2_pays_its_serial_epilogue() -> None:
+    # a batched attention-score product (K = 128, fp16 out): a wave's epilogues drain their 128x128 output
+    # tiles at each SM's 1/108 share of the DRAM rate once the 40 MiB L2 is full, with the tensor cores idle
+    peak = 312e12 * 0.869
+    dram = 1555e9 * 0.834
+    L2 = 40 * 2**20
+
+    def expected(batch: int) -> float:
+        out = batch * 2048 * 2048 * 2.0
+        k_epi = 2.0 * max(0.0, 1.0 - L2 / out) * peak / (2.0 * dram)
+        ctas = batch * 16 * 16
+        return ctas * 128 / (np.ceil(ctas / C) * C * (128 + k_epi))
+
+    assert _fill(2048, 2048, 128, batch=192, d=T128) == pytest.approx(expected(192))
+    assert _fill(2048, 2048, 128, batch=192, d=T128) < 0.5  # the 1.6 GB output costs more than the mainloop
+    assert _fill(2048, 2048, 128, batch=16, d=T128) == pytest.approx(expected(16))
+    # an output the L2 holds (8 MiB) costs nothing; a long K hides a spilled epilogue
+    assert _fill(2048, 2048, 128, batch=1, d=T128) == pytest.approx(256 / (3 * C))
+    assert _fill(8192, 8192, 8192, d=T128) > 0.97
 
 
 def test_a_grid_of_exactly_full_waves_runs_at_the_roof() -> None:

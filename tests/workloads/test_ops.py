@@ -65,12 +65,26 @@ def test_fused_causal_gqa_attention_counts_only_unmasked_pairs() -> None:
     assert att["b_bytes"] == 2 * 2 * 8 * 2048 * 128 * 1  # K and V once, fp8
     assert (att["M"], att["N"], att["K"], att["batch"]) == (512 * 4, 128, 2048, 16)
     # max, sub, sum, div + one exp at 8 FP32-FLOP slots (the special-function unit's 16/clk vs 128 FLOP/clk)
-    assert soft["fused"] and soft["flops"] == pytest.approx(12 * pairs) and soft["bytes_read"] == 0
+    # + one conversion of P to bf16 for the PV MMA, also at 8 slots (16 conversions/clk)
+    assert soft["fused"] and soft["flops"] == pytest.approx((12 + 8) * pairs) and soft["bytes_read"] == 0
     # 2048 keys: a flash kernel, one CTA per (KV head, sequence, 128-query tile of the 4 x 512 query rows)
     assert soft["batch"] == 16 * 16 == ops.attention_ctas(16, 512 * 4, 2048)
     assert ops.attention_ctas(16, 384, 384) == 16  # up to 512 keys: TensorRT's one CTA per (head, sequence)
     with pytest.raises(ValueError, match="heads 6 not divisible by kv_heads 4"):
         ops.attention("x", batch=1, heads=6, kv_heads=4, q_len=1, kv_len=1, head_dim=8, causal=False, dtype="bf16")
+
+
+def test_fused_int8_attention_pays_two_conversions_per_score() -> None:
+    # IMMA scores are int32: converted to fp32 for the softmax and P back to int8 for the PV product, each at
+    # the conversion rate (16/clk/SM = 8 FP32-FLOP slots); a float MMA converts once, fp32 never
+    def per_score(dtype: str) -> float:
+        soft = ops.attention("a", batch=1, heads=2, kv_heads=2, q_len=64, kv_len=64, head_dim=32, causal=False,
+                             dtype=dtype)[1]
+        return soft["flops"] / (2 * 64 * 64)
+
+    assert per_score("int8") == pytest.approx(12 + 2 * ops.CONVERT_FLOPS) == pytest.approx(28)
+    assert per_score("fp16") == pytest.approx(20) == per_score("bf16") == per_score("fp8")
+    assert per_score("fp32") == pytest.approx(12)
 
 
 def test_unfused_attention_writes_and_reads_the_full_score_matrix() -> None:
