@@ -304,10 +304,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
 
 
 def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
-    """Per workload, the candidates whose outermost memory cannot hold its per-chip footprint (weights,
+    """Per workload, the candidates whose main memory cannot hold its per-chip footprint (weights,
     KV cache, activations; ``Mix.memory_bytes``), comma-separated ("" when it fits every candidate)."""
     need = ctx.mix.memory_bytes  # [W]
-    cap = np.array([float(d.capacity[0, -1]) for d in designs])  # [C]
+    cap = np.array([float(d.offchip_capacity[0]) for d in designs])  # [C]
     over = need[:, None] > cap[None, :]  # [W, C]
     return [", ".join(n for n, o in zip(names, row, strict=True) if o) for row in over]
 
@@ -402,7 +402,7 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
                                                                                      "compulsory", "share_flops", band)}]
     for k, (n, d) in enumerate(zip(cmp.names, cmp.designs, strict=True)):
         df = op_intensity(ctx.mix, d)
-        dram = d.level_names[-1]
+        dram = d.offchip_name
         if k == 0:
             rows.append({"weighting": f"per operator, FLOP-weighted, {dram} traffic on {n}",
                          **summary(df, dram, "share_flops", band)})

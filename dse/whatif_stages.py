@@ -171,7 +171,7 @@ def stage_row(k: int, label: str, p: Prediction, design: DesignBatch, notes: lis
     DRAM bandwidth utilization = DRAM bytes / time / peak DRAM bandwidth, compute utilization = achieved /
     matrix peak at the stage's dtype, binding ceiling = the ceiling holding the largest share of time."""
     ops = p.ops
-    dram = design.level_names[-1]
+    dram = design.offchip_name
     flops = float((ops["flops"] * ops["count"]).sum())
     dram_bytes = float((ops[f"traffic_{dram}_bytes"] * ops["count"]).sum())
     t = p.time_s

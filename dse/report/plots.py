@@ -75,7 +75,7 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     label column. x: FLOP per byte of DRAM traffic; y: achieved TFLOP/s; dot area ~ share of time.
     """
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    outer = design.level_names[-1]
+    outer = design.offchip_name
     df = ops[(ops["flops"] > 0) & (ops[f"traffic_{outer}_bytes"] > 0)].copy()
     x = df["flops"] / df[f"traffic_{outer}_bytes"]
     lo = max(min(x.min() if len(x) else 1.0, 1.0) / 2, 1e-2)
@@ -609,7 +609,7 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
     for k, (dt, p) in enumerate(peaks.items()):
         ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
                 ls=("-", "--", "-.", ":")[k % 4],
-                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.level_names[-1]} {bw / TERA:.2f} TB/s")
+                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.offchip_name} {bw / TERA:.2f} TB/s")
     pal = palette("viridis", len(table))
     for k in range(len(table)):
         ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
@@ -624,7 +624,7 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
         a = ax.annotate("", xy=(ai[k], y[k]), xytext=(ai[k - 1], y[k - 1]),
                         arrowprops={"arrowstyle": "-|>", "color": "crimson", "lw": 1.4, "shrinkA": 4, "shrinkB": 4})
         a.arrow_patch.set_gid(f"whatif-arrow-{k}")
-    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.level_names[-1]} traffic)",
+    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.offchip_name} traffic)",
               "achieved throughput (TFLOP/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)

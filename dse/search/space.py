@@ -13,7 +13,7 @@ import numpy as np
 import optuna
 
 from dse.config import Space
-from dse.cost.area import area, dram_stacks, level_mm2_per_mib
+from dse.cost.area import area, level_mm2_per_mib, level_stacks
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
 from dse.hardware.fields import KNOB_TABLE
@@ -86,17 +86,17 @@ def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2:
     sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / per_mib, 1.0)
     per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
-    per_stack_bw = batch.dram_bandwidth / np.maximum(dram_stacks(batch), 1.0)
+    per_stack_bw = batch.dram_bandwidth / np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
 
 
 def whole_stacks(batch: DesignBatch) -> DesignBatch:
-    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the outermost level): a
+    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the main memory level): a
     design buys stacks, so it gets all of the bandwidth it pays PHYs for; at least one stack."""
-    level = batch.base.memory[-1]
-    if level.kind != "dram" or level.stack_bandwidth_gbps is None:
+    level = batch.base.offchip_level
+    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
         return batch
-    stacks = np.maximum(dram_stacks(batch), 1.0)
+    stacks = np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(dram_bandwidth=stacks * level.stack_bandwidth_gbps * 1e9)
 
 

@@ -79,7 +79,7 @@ def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
 @pytest.mark.parametrize(("mutate", "words"), [
     (lambda d: d["compute"]["matrix"]["peak_tflops"].__setitem__("bf16", 0), "peak_tflops.bf16 = 0"),
     (lambda d: d["compute"]["vector"].__setitem__("style", "systolic"), "only compute.matrix may be systolic"),
-    (lambda d: d["memory"].reverse(), "only the outermost (last) memory level may be dram"),
+    (lambda d: d["memory"].reverse(), "accepted: every on-chip level inside (listed before) every off-chip level"),
     (lambda d: d["memory"][1].__setitem__("name", "local"), "accepted: unique memory level names"),
     (lambda d: d.__setitem__("reference_dtype", "fp32"), "reference_dtype: got 'fp32'; accepted: a mode of the matrix unit"),
     (lambda d: d["memory"][0].__setitem__("capacity_gib", 1),
