@@ -30,6 +30,7 @@ from dse.cost.power import mix_energy
 from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import knob_values
 from dse.predict import mix_times
 from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import Context, score_designs
@@ -372,8 +373,9 @@ def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: in
         cols["score"].append(sc.score)
         cols["area_mm2"].append(sc.area_mm2)
         cols["feasible"].append(sc.feasible)
-    df = pd.DataFrame({"line": labels, "peak_tflops": allp.peak_flops / 1e12,
-                       "dram_bandwidth_tbps": allp.dram_bandwidth / 1e12, "ridge_flop_per_byte": allp.ridge,
+    kv = knob_values(allp)
+    df = pd.DataFrame({"line": labels, "peak_tflops": kv["peak_tflops"],
+                       "dram_bandwidth_tbps": kv["dram_bandwidth_tbps"], "ridge_flop_per_byte": allp.ridge,
                        **{k: np.concatenate(v) for k, v in cols.items()}})
     on_grid = (df["line"] == "").to_numpy()
     df["pareto"] = on_grid & pareto_mask(df["area_mm2"].to_numpy(), df["score"].to_numpy(),
