@@ -89,3 +89,15 @@ def test_adding_a_kind_is_one_record(monkeypatch) -> None:
     bad["memory"][2]["kind"] = "flash"
     with pytest.raises(dse.DseError, match="accepted: one of sram, dram, lpddr"):
         hardware_from_mapping(bad, file="chip.yaml")
+
+
+def test_every_shipped_template_states_the_kind_of_every_level() -> None:
+    """The package's templates do not lean on inference (a user's template may)."""
+    from dse.hardware.templates import templates_dir
+    from dse.yamlio import load_yaml
+
+    paths = sorted(templates_dir().glob("*.yaml"))
+    assert paths
+    for path in paths:
+        for level in load_yaml(path)["memory"]:
+            assert level.get("kind") in KIND, (path.name, level.get("name"))
