@@ -22,6 +22,7 @@ from typing import Any
 from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import KNOBS, knob_args
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
@@ -80,7 +81,6 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
 
     from dse.errors import DseError
     from dse.predict import bound_names, mix_times_bounds
-    from dse.units import MIB, TERA
     from dse.workloads.mix import Mix
 
     wls = [workloads] if isinstance(workloads, Workload) else list(workloads)
@@ -95,16 +95,14 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
         knobs = designs.reset_index(drop=True)
         d = DesignBatch.from_hardware(base if isinstance(base, Hardware) else load_hardware(base), len(knobs))
         col = {k: knobs[k].to_numpy(dtype=float) for k in knobs.columns}
-        d = d.with_knobs(peak_flops=col["peak_tflops"] * TERA if "peak_tflops" in col else None,
-                         dram_bandwidth=col["dram_bandwidth_tbps"] * TERA if "dram_bandwidth_tbps" in col else None,
-                         sram_bytes=col["sram_mib"] * MIB if "sram_mib" in col else None)
+        d = d.with_knobs(**knob_args(col))  # config units -> SI (dse.hardware.fields)
         for name, v in col.items():
-            if name in ("peak_tflops", "dram_bandwidth_tbps", "sram_mib"):
+            if name in KNOBS:
                 continue
             try:
                 d = d.with_field(name, v)
             except ValueError as exc:
-                raise DseError(f"got column {name!r}; accepted: peak_tflops, dram_bandwidth_tbps, sram_mib, "
+                raise DseError(f"got column {name!r}; accepted: {', '.join(KNOBS)}, "
                                f"{str(exc).split('accepted: ', 1)[-1]}", field="designs") from None
     else:
         raise DseError(f"got {type(designs).__name__}; accepted: a DesignBatch or a pandas DataFrame of knobs",

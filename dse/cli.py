@@ -362,7 +362,7 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     status(args, f"writing {args.out}: table and histograms")
     out = Path(args.out)
     render(ai_document(df, suite, what, d, hw.name), out)
-    dram = hw.memory[-1].name
+    dram = hw.offchip_level.name
     print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
     for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),

@@ -30,6 +30,7 @@ from dse.cost.power import mix_energy
 from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import knob_values
 from dse.predict import mix_times
 from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import Context, score_designs
@@ -304,10 +305,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
 
 
 def unfit_on(ctx: Context, names: list[str], designs: list[DesignBatch]) -> list[str]:
-    """Per workload, the candidates whose outermost memory cannot hold its per-chip footprint (weights,
+    """Per workload, the candidates whose main memory cannot hold its per-chip footprint (weights,
     KV cache, activations; ``Mix.memory_bytes``), comma-separated ("" when it fits every candidate)."""
     need = ctx.mix.memory_bytes  # [W]
-    cap = np.array([float(d.capacity[0, -1]) for d in designs])  # [C]
+    cap = np.array([float(d.offchip_capacity[0]) for d in designs])  # [C]
     over = need[:, None] > cap[None, :]  # [W, C]
     return [", ".join(n for n, o in zip(names, row, strict=True) if o) for row in over]
 
@@ -372,8 +373,9 @@ def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: in
         cols["score"].append(sc.score)
         cols["area_mm2"].append(sc.area_mm2)
         cols["feasible"].append(sc.feasible)
-    df = pd.DataFrame({"line": labels, "peak_tflops": allp.peak_flops / 1e12,
-                       "dram_bandwidth_tbps": allp.dram_bandwidth / 1e12, "ridge_flop_per_byte": allp.ridge,
+    kv = knob_values(allp)
+    df = pd.DataFrame({"line": labels, "peak_tflops": kv["peak_tflops"],
+                       "dram_bandwidth_tbps": kv["dram_bandwidth_tbps"], "ridge_flop_per_byte": allp.ridge,
                        **{k: np.concatenate(v) for k, v in cols.items()}})
     on_grid = (df["line"] == "").to_numpy()
     df["pareto"] = on_grid & pareto_mask(df["area_mm2"].to_numpy(), df["score"].to_numpy(),
@@ -402,7 +404,7 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
                                                                                      "compulsory", "share_flops", band)}]
     for k, (n, d) in enumerate(zip(cmp.names, cmp.designs, strict=True)):
         df = op_intensity(ctx.mix, d)
-        dram = d.level_names[-1]
+        dram = d.offchip_name
         if k == 0:
             rows.append({"weighting": f"per operator, FLOP-weighted, {dram} traffic on {n}",
                          **summary(df, dram, "share_flops", band)})

@@ -114,13 +114,13 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
 
 def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
     """[D] GB by which the most demanding workload's per-chip footprint (weights, KV cache, activations,
-    gradients, optimizer state; ``dse.workloads.parallel``) exceeds the design's outermost memory
+    gradients, optimizer state; ``dse.workloads.parallel``) exceeds the design's main memory
     (<= 0 fits), and the reason per design."""
     need = mix.memory_bytes  # [W]
-    cap = designs.capacity[:, -1]  # [D] bytes
+    cap = designs.offchip_capacity  # [D] bytes
     worst = int(np.argmax(need)) if need.size else 0
     value = (need[worst] - cap) / 1e9 if need.size else np.full(designs.n, -np.inf)
-    level = designs.level_names[-1]
+    level = designs.offchip_name
     label = mix.workloads[worst].label() if need.size else ""
     reasons = [""] * designs.n
     over = np.flatnonzero(value > 0)  # strings only for the designs that do not fit

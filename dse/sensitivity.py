@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dse.hardware.fields import knob_values
 from dse.search.space import designs_from_params, knob_range
 from dse.study import score_designs
 
@@ -33,7 +34,7 @@ def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFram
     score = np.full(R.shape, np.nan)
     score[ok] = np.where(sc.feasible, sc.score, np.nan)
     ridge, bw = np.full(R.shape, np.nan), np.full(R.shape, np.nan)
-    ridge[ok], bw[ok] = designs.ridge, designs.dram_bandwidth / 1e12
+    ridge[ok], bw[ok] = designs.ridge, knob_values(designs)["dram_bandwidth_tbps"]
     rows = []
     for i, r in enumerate(ratios):
         if np.all(np.isnan(score[i])):

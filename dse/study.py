@@ -26,6 +26,7 @@ from dse.cost.cost import unit_cost
 from dse.cost.power import mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import knob_values
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
@@ -210,12 +211,12 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
-        stacks = dram_stacks(designs)
+        stacks, built = dram_stacks(designs), knob_values(designs)["dram_bandwidth_tbps"]
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
-             "dram_stacks": float(stacks[i]), "dram_bandwidth_tbps_built": float(designs.dram_bandwidth[i] / 1e12),
+             "dram_stacks": float(stacks[i]), "dram_bandwidth_tbps_built": float(built[i]),
              "worker": worker}
             for i in range(designs.n)
         ]

@@ -31,6 +31,7 @@ from dse.config import WhatIf, WhatIfFile, load_study
 from dse.document import Document, Figure, Table
 from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import knob_values
 from dse.hardware.schema import Hardware
 from dse.hardware.templates import load_hardware
 from dse.predict import Prediction, predict
@@ -171,7 +172,7 @@ def stage_row(k: int, label: str, p: Prediction, design: DesignBatch, notes: lis
     DRAM bandwidth utilization = DRAM bytes / time / peak DRAM bandwidth, compute utilization = achieved /
     matrix peak at the stage's dtype, binding ceiling = the ceiling holding the largest share of time."""
     ops = p.ops
-    dram = design.level_names[-1]
+    dram = design.offchip_name
     flops = float((ops["flops"] * ops["count"]).sum())
     dram_bytes = float((ops[f"traffic_{dram}_bytes"] * ops["count"]).sum())
     t = p.time_s
@@ -276,9 +277,10 @@ def whatif_document(res: WhatIfResult, title: str, config_text: str | None = Non
                                         "time_ms": "time (ms)", "speedup_vs_stage0": "speedup vs stage 0 (x)",
                                         "binding": "binding ceiling", "time_by_bound": "time by ceiling"})
     d = res.designs[0]
+    k = knob_values(d)
     body = (f"# What-if `{title}`: {res.subject} on `{res.hardware.name}`\n\n"
-            f"Design: {d.peak_flops[0] / TERA:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
-            f"{d.dram_bandwidth[0] / TERA:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
+            f"Design: {k['peak_tflops'][0]:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
+            f"{k['dram_bandwidth_tbps'][0]:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
             "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
             "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n", t,
             "\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n")

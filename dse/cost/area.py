@@ -14,8 +14,10 @@ prices a design is the model fitted and checked on public dies::
                         array control, a fraction of the array from the TPU v1 floorplan)
     vector            = fp32 TFLOP/s x (calibration clock / clock) x node.vector_mm2_per_tflops
     sram              = scratchpad MiB x node.scratchpad_mm2_per_mib + cache MiB x node.cache_mm2_per_mib
+                        (levels whose kind's area class is sram; ``dse.hardware.memory_kinds``)
     noc               = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
-    dram_phy/ctrl     = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth)
+    dram_phy/ctrl     = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth) summed
+                        over levels whose kind's area class is dram_phy
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
     fixed             = control, IO and the rest (node.fixed_mm2)
 
@@ -61,20 +63,30 @@ class AreaBreakdown:
         return {c: float(self.parts[c][0]) for c in COMPONENTS}
 
 
-def dram_stacks(d: DesignBatch) -> np.ndarray:
-    """[D] DRAM stacks (or channels) needed for the outermost bandwidth: ceil(BW / per-stack BW)."""
-    level = d.base.memory[-1]
-    if level.kind != "dram" or level.stack_bandwidth_gbps is None:
+def level_stacks(d: DesignBatch, j: int) -> np.ndarray:
+    """[D] stacks (or channels) level ``j`` needs for its bandwidth, ceil(BW / per-stack BW), when its kind
+    is priced by PHY stacks (``area == "dram_phy"``) and it names ``stack_bandwidth_gbps``; else 0."""
+    level = d.base.memory[j]
+    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
         return np.zeros(d.n)
     per_stack = level.stack_bandwidth_gbps * 1e9
-    return np.ceil(d.dram_bandwidth / per_stack - 1e-9)
+    return np.ceil(d.bandwidth[:, j] / per_stack - 1e-9)
+
+
+def dram_stacks(d: DesignBatch) -> np.ndarray:
+    """[D] DRAM stacks (or channels) of the die: :func:`level_stacks` summed over its levels."""
+    out = np.zeros(d.n)
+    for j in range(len(d.base.memory)):
+        if d.base.memory[j].spec.area == "dram_phy":
+            out = out + level_stacks(d, j)
+    return out
 
 
 def noc_bandwidth(d: DesignBatch) -> np.ndarray:
     """[D] byte/s the on-chip network carries: the outermost shared (single-instance) on-chip level's
-    bandwidth, or the DRAM bandwidth when every on-chip level is private to a core (TPU VMEM)."""
+    bandwidth, or the main-memory bandwidth when every on-chip level is private to a core (TPU VMEM)."""
     shared = np.flatnonzero(~d.offchip & (d.instances == 1))
-    return d.bandwidth[:, shared[-1]] if shared.size else d.bandwidth[:, -1]
+    return d.bandwidth[:, shared[-1]] if shared.size else d.dram_bandwidth
 
 
 def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
@@ -126,8 +138,9 @@ class Inventory:
 
 def sram_mib(d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
     """[D] on-chip MiB held as scratchpad and as cache (by each level's ``organization``)."""
-    org = np.array([m.organization == "scratchpad" for m in d.base.memory]) & ~d.offchip
-    cache = ~d.offchip & ~org
+    sram = np.array([m.spec.area == "sram" for m in d.base.memory], dtype=bool)
+    org = np.array([m.organization == "scratchpad" for m in d.base.memory]) & sram
+    cache = sram & ~org
     return d.capacity[:, org].sum(axis=1) / MIB, d.capacity[:, cache].sum(axis=1) / MIB
 
 

@@ -77,8 +77,8 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
     y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value)
     good = dpw * y
     die = np.where(good > 0, node.wafer_cost_usd.value / np.where(good > 0, good, 1.0), np.inf)
-    level = d.base.memory[-1]
-    dram_gb = d.capacity[:, -1] / 1e9 if level.kind == "dram" else np.zeros(d.n)
+    bought = [j for j, m in enumerate(d.base.memory) if m.spec.usd_per_gb]  # kinds priced per GB
+    dram_gb = d.capacity[:, bought].sum(axis=1) / 1e9 if bought else np.zeros(d.n)
     parts = {
         "die": die,
         "dram": dram_gb * node.dram_usd_per_gb.value,

@@ -99,7 +99,7 @@ class DesignBatch:
             links=rep(hw.network.links if hw.network else 0),
             instances=np.asarray([m.instances for m in mem], dtype=float),
             reuse_group=np.asarray([min(m.reuse_group, m.instances) for m in mem], dtype=float),
-            offchip=np.asarray([m.kind == "dram" for m in mem]),
+            offchip=np.asarray([m.off_chip for m in mem]),
             net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
             net_chip_linked=np.zeros(0, dtype=bool),
         )
@@ -155,13 +155,28 @@ class DesignBatch:
         return self.matrix_peak[:, self.ref_index]
 
     @property
+    def offchip_index(self) -> int:
+        """Column of the main memory level (``Hardware.offchip_index``: the innermost off-chip level by kind)."""
+        return self.base.offchip_index
+
+    @property
+    def offchip_name(self) -> str:
+        """Name of the main memory level (the level whose traffic the intensity and roofline reports show)."""
+        return self.level_names[self.offchip_index]
+
+    @property
     def dram_bandwidth(self) -> np.ndarray:
-        """[D] outermost-level bandwidth, byte/s."""
-        return self.bandwidth[:, -1]
+        """[D] main-memory bandwidth, byte/s."""
+        return self.bandwidth[:, self.offchip_index]
+
+    @property
+    def offchip_capacity(self) -> np.ndarray:
+        """[D] main-memory bytes (what a workload's per-chip footprint must fit in)."""
+        return self.capacity[:, self.offchip_index]
 
     @property
     def ridge(self) -> np.ndarray:
-        """[D] compute:bandwidth ratio = peak FLOP/s / outermost byte/s, FLOP/byte."""
+        """[D] compute:bandwidth ratio = peak FLOP/s / main-memory byte/s, FLOP/byte."""
         return self.peak_flops / self.dram_bandwidth
 
     @property
@@ -171,11 +186,12 @@ class DesignBatch:
 
     @property
     def sram_level(self) -> int:
-        """Index of the outermost on-chip level (the one a search's ``sram_mib`` knob sizes)."""
-        onchip = np.flatnonzero(~self.offchip)
-        if onchip.size == 0:
+        """Index of the outermost level whose kind the ``sram_mib`` knob sizes (``MemoryKind.knob``: the
+        outermost on-chip level)."""
+        sized = [j for j, m in enumerate(self.base.memory) if m.spec.knob == "sram_mib"]
+        if not sized:
             raise ValueError("template has no on-chip (sram) memory level")
-        return int(onchip[-1])
+        return sized[-1]
 
     # ---------------------------------------------------------------- knobs
     def with_knobs(
@@ -188,7 +204,7 @@ class DesignBatch:
 
         * ``peak_flops``: matrix peak at the reference dtype; every matrix mode scales by the same
           factor (more or faster MAC arrays), vector units are unchanged.
-        * ``dram_bandwidth``: outermost level byte/s.
+        * ``dram_bandwidth``: main-memory (:attr:`offchip_index`) byte/s.
         * ``sram_bytes``: total capacity of the outermost on-chip level.
         """
         out = self
@@ -197,7 +213,7 @@ class DesignBatch:
             out = replace(out, matrix_peak=self.matrix_peak * scale[:, None])
         if dram_bandwidth is not None:
             bw = out.bandwidth.copy()
-            bw[:, -1] = dram_bandwidth
+            bw[:, self.offchip_index] = dram_bandwidth
             out = replace(out, bandwidth=bw)
         if sram_bytes is not None:
             cap = out.capacity.copy()

@@ -22,16 +22,13 @@ PJ = 1e-12
 
 
 def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
-    """[L] joules per byte crossing each level: DRAM for the off-chip level, local SRAM for private
-    levels (``instances > 1``), global SRAM for shared on-chip levels."""
+    """[L] joules per byte crossing each level: the node coefficient its kind names
+    (``dse.hardware.memory_kinds``), ``energy_private`` for a level with ``instances > 1``, else
+    ``energy_shared`` (sram: local / global SRAM; dram: DRAM either way)."""
     out = []
     for level in d.base.memory:
-        if level.kind == "dram":
-            out.append(node.energy_pj_per_byte_dram.value)
-        elif level.instances > 1:
-            out.append(node.energy_pj_per_byte_sram_local.value)
-        else:
-            out.append(node.energy_pj_per_byte_sram_global.value)
+        k = level.spec
+        out.append(getattr(node, k.energy_private if level.instances > 1 else k.energy_shared).value)
     return np.asarray(out) * PJ
 
 

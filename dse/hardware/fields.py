@@ -10,34 +10,56 @@ Adding a searchable field of an existing kind is one row here (plus the DesignBa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from dse.units import KIB, MIB, TERA
 
 
 @dataclass(frozen=True)
 class Knob:
-    """A shorthand search knob: ``name`` in the config (unit in the name), its unit, the factor to SI and
-    the :meth:`DesignBatch.with_knobs` keyword (SI) it sets."""
+    """A shorthand search knob: ``name`` in the config (unit in the name), its unit, the factor to SI, the
+    :meth:`DesignBatch.with_knobs` keyword (SI) it sets and the quantity a report labels it with."""
 
     name: str
     unit: str
     si: float
     batch_arg: str
     description: str
+    quantity: str = ""
+
+    @property
+    def label(self) -> str:
+        """Axis and table label with the unit, e.g. ``DRAM bandwidth (TB/s)``."""
+        return f"{self.quantity} ({self.unit})"
 
 
 #: the three knobs of ``search.space`` / compare candidates / sweeps, in grid order (peak, bandwidth, SRAM)
 KNOB_TABLE: tuple[Knob, ...] = (
-    Knob("peak_tflops", "TFLOP/s", TERA, "peak_flops", "Matrix peak at the reference dtype, TFLOP/s"),
-    Knob("dram_bandwidth_tbps", "TB/s", TERA, "dram_bandwidth", "Outermost memory bandwidth, TB/s"),
-    Knob("sram_mib", "MiB", MIB, "sram_bytes", "Capacity of the outermost on-chip level, MiB"),
+    Knob("peak_tflops", "TFLOP/s", TERA, "peak_flops", "Matrix peak at the reference dtype, TFLOP/s", "peak compute"),
+    Knob("dram_bandwidth_tbps", "TB/s", TERA, "dram_bandwidth", "Main (off-chip) memory bandwidth, TB/s",
+         "DRAM bandwidth"),
+    Knob("sram_mib", "MiB", MIB, "sram_bytes", "Capacity of the outermost on-chip level, MiB", "on-chip SRAM"),
 )
 KNOB = {k.name: k for k in KNOB_TABLE}
 KNOBS: tuple[str, ...] = tuple(KNOB)
 #: knob name -> factor from the config unit to SI
 KNOB_SI: dict[str, float] = {k.name: k.si for k in KNOB_TABLE}
+
+
+def knob_args(cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Config-unit knob columns -> :meth:`DesignBatch.with_knobs` keywords in SI (the one conversion in,
+    e.g. ``dram_bandwidth_tbps`` x 1e12 -> ``dram_bandwidth`` byte/s); other columns are ignored."""
+    return {k.batch_arg: np.asarray(cols[k.name]).astype(float) * k.si for k in KNOB_TABLE if k.name in cols}
+
+
+def knob_values(batch: Any) -> dict[str, np.ndarray]:
+    """[D] knob values of a DesignBatch in config units (the one conversion out, e.g. ``dram_bandwidth``
+    byte/s / 1e12 -> ``dram_bandwidth_tbps``)."""
+    return {k.name: getattr(batch, k.batch_arg) / k.si for k in KNOB_TABLE}
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.strict import Strict
 from dse.units import DTYPES, GIB, MIB, TERA, Dtype
 
@@ -89,7 +90,9 @@ class MemoryLevel(Strict):
     """One level of the memory hierarchy, listed from the compute outward."""
 
     name: str = Field(min_length=1)
-    kind: Literal["sram", "dram"] = Field(description="sram: on chip; dram: off chip (HBM, GDDR, LPDDR)")
+    kind: str = Field(
+        description="What the level is (dse.hardware.memory_kinds.KINDS): sram: on chip; dram: off chip (HBM, GDDR, "
+        "LPDDR). Optional in a template: a level without it takes dse.hardware.memory_kinds.infer_kind")
     capacity_mib: float | None = Field(None, gt=0, description="Total capacity, MiB (give one capacity_*)")
     capacity_gib: float | None = Field(None, gt=0, description="Total capacity, GiB")
     capacity_gb: float | None = Field(None, gt=0, description="Total capacity, decimal GB (1e9 bytes)")
@@ -108,6 +111,13 @@ class MemoryLevel(Strict):
         "scratchpad (software-managed SRAM macros; the node's macro density)")
     source: str = Field(min_length=3)
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v not in KIND:  # the registry as it is now (a test may add a record)
+            raise ValueError(f"accepted: one of {', '.join(KIND)}")
+        return v
+
     @model_validator(mode="after")
     def _one_each(self) -> MemoryLevel:
         for group in (("capacity_mib", "capacity_gib", "capacity_gb"), ("bandwidth_tbps", "bandwidth_gbps")):
@@ -117,6 +127,15 @@ class MemoryLevel(Strict):
                 got = " and ".join(f"{f}={v:g}" for f, v in given) or "none of them"
                 raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
         return self
+
+    @property
+    def spec(self) -> MemoryKind:
+        """The record of this level's kind (off-chip, energy, area and cost class, search knob)."""
+        return kind_of(self.kind)
+
+    @property
+    def off_chip(self) -> bool:
+        return self.spec.off_chip
 
     @property
     def capacity_bytes(self) -> float:
@@ -176,15 +195,29 @@ class Hardware(Strict):
     published: Published | None = None
     source: str = Field(min_length=3, description="Overall provenance of this template")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kinds(cls, data: Any) -> Any:
+        """A memory level given without ``kind`` takes :func:`dse.hardware.memory_kinds.infer_kind`."""
+        if not isinstance(data, dict) or not isinstance(data.get("memory"), list):
+            return data
+        levels = data["memory"]
+        if not any(isinstance(m, dict) and "kind" not in m for m in levels):
+            return data
+        filled = [{**m, "kind": infer_kind(str(m.get("name", "")), i, len(levels))}
+                  if isinstance(m, dict) and "kind" not in m else m for i, m in enumerate(levels)]
+        return {**data, "memory": filled}
+
     @model_validator(mode="after")
     def _hierarchy(self) -> Hardware:
         names = [m.name for m in self.memory]
         if len(set(names)) != len(names):
             raise ValueError(f"@memory@got level names {names}; accepted: unique memory level names")
-        kinds = [m.kind for m in self.memory]
-        if "dram" in kinds and kinds.index("dram") != len(kinds) - 1:
-            raise ValueError(f"@memory@got level kinds {kinds}; accepted: only the outermost (last) memory level "
-                             "may be dram")
+        off = [m.off_chip for m in self.memory]
+        if any(off) and not all(off[off.index(True):]):
+            kinds = [f"{m.name}: {m.kind}" for m in self.memory]
+            raise ValueError(f"@memory@got levels {kinds} (inner to outer); accepted: every on-chip level inside "
+                             "(listed before) every off-chip level")
         if self.reference_dtype not in self.compute.matrix.peak_tflops:
             from dse.units import fallback_dtype
 
@@ -204,14 +237,25 @@ class Hardware(Strict):
         return self.compute.matrix.peak_tflops[mode] * TERA  # type: ignore[index]
 
     @property
+    def offchip_index(self) -> int:
+        """Index of the main memory: the innermost level whose kind is off-chip (the one the die's PHYs drive),
+        or the outermost level of a chip with no off-chip level (an SRAM-only chip)."""
+        return next((i for i, m in enumerate(self.memory) if m.off_chip), len(self.memory) - 1)
+
+    @property
+    def offchip_level(self) -> MemoryLevel:
+        """The main memory level (:attr:`offchip_index`): the roofline's bandwidth, the footprint's capacity."""
+        return self.memory[self.offchip_index]
+
+    @property
     def dram(self) -> MemoryLevel:
-        """The outermost memory level (DRAM/HBM, or the last SRAM for SRAM-only chips)."""
-        return self.memory[-1]
+        """The main memory level (the old name of :attr:`offchip_level`)."""
+        return self.offchip_level
 
     @property
     def ridge_flop_per_byte(self) -> float:
-        """Compute:bandwidth ratio = peak FLOP/s / outermost-level byte/s (the ridge point)."""
-        return self.peak_flops / self.dram.bandwidth_bps
+        """Compute:bandwidth ratio = peak FLOP/s / main-memory byte/s (the ridge point)."""
+        return self.peak_flops / self.offchip_level.bandwidth_bps
 
 
 class Coefficient(Strict):

@@ -46,7 +46,7 @@ class Prediction:
         if ops is None and build_ops is None:
             raise ValueError("Prediction needs ops or build_ops")
         self.workload, self.hardware, self.system = workload, hardware, system
-        self.capacity_bytes = capacity_bytes  #: DRAM (outermost level) bytes per chip
+        self.capacity_bytes = capacity_bytes  #: main-memory (off-chip level) bytes per chip
         self._ops, self._build, self._total = ops, build_ops, total_time_s
 
     @property
@@ -257,7 +257,7 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
         d = d.with_system(sysm.resized(wl.chips))
     r = evaluate(d, o)
     total = total_times(ta, r.time[0])
-    return Prediction(workload=wl, hardware=d.base, system=d.system, capacity_bytes=float(d.capacity[0, -1]),
+    return Prediction(workload=wl, hardware=d.base, system=d.system, capacity_bytes=float(d.offchip_capacity[0]),
                       total_time_s=total, build_ops=partial(_single_table, wl, d, o, r, total.copy()))
 
 

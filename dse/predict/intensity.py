@@ -46,8 +46,8 @@ def op_intensity(mix: Mix, design: DesignBatch | None = None) -> pd.DataFrame:
 def ai_document(df: pd.DataFrame, name: str, what: str, design: DesignBatch, hardware_name: str) -> Document:
     """What ``dse workloads ai`` writes (files only): ``ai_<name>.csv`` (:func:`op_intensity`'s table) and three
     AI distributions (``dse.report.plots.ai_distribution``) against the design's ridge: FLOP-weighted at
-    compulsory bytes, time-weighted at the outermost level, FLOP-weighted by family."""
-    dram = design.level_names[-1]
+    compulsory bytes, time-weighted at the main-memory level, FLOP-weighted by family."""
+    dram = design.offchip_name
     ridges = {hardware_name: float(design.ridge[0])}
     figures = (
         Figure(f"ai_{name}_flops.png", "ai_distribution", (df, "compulsory", "share_flops", ridges),

@@ -71,7 +71,7 @@ FIXUP_PEER_ITERS = 2.0
 def _shared_rate(d: DesignBatch) -> float:
     """Bytes/s of the outermost on-chip (sram) level, after its efficiency: the bandwidth tiles stream from."""
     hw = d.base
-    sram = [lv for lv in hw.memory if lv.kind == "sram"]
+    sram = [lv for lv in hw.memory if not lv.off_chip]
     if not sram:
         return float("inf")
     lv = sram[-1]

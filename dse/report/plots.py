@@ -15,8 +15,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dse.hardware.designs import DesignBatch  # noqa: E402
+from dse.hardware.fields import KNOB_TABLE  # noqa: E402
 from dse.units import TERA  # noqa: E402
 from dse.yamlio import atomic_write  # noqa: E402
+
+#: x and y labels of the compute x bandwidth heatmaps: the first two knobs in grid order (peak, bandwidth)
+KNOB_LABELS = (KNOB_TABLE[0].label, KNOB_TABLE[1].label)
 
 
 def palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -75,7 +79,7 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     label column. x: FLOP per byte of DRAM traffic; y: achieved TFLOP/s; dot area ~ share of time.
     """
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    outer = design.level_names[-1]
+    outer = design.offchip_name
     df = ops[(ops["flops"] > 0) & (ops[f"traffic_{outer}_bytes"] > 0)].copy()
     x = df["flops"] / df[f"traffic_{outer}_bytes"]
     lo = max(min(x.min() if len(x) else 1.0, 1.0) / 2, 1e-2)
@@ -171,9 +175,11 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
 def score_heatmap(
     peak_tflops: np.ndarray, bw_tbps: np.ndarray, score: np.ndarray, area_mm2: np.ndarray,
     budget_mm2: float | None, best: tuple[float, float], base: tuple[float, float], path: Path, title: str,
+    labels: tuple[str, str] | None = None,
 ) -> Path:
     """Score over a compute x bandwidth grid (score[i, j] at bw_tbps[i], peak_tflops[j]), with the
-    area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked."""
+    area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked; axis ``labels``
+    with units (default: the first two knobs' labels, ``dse.hardware.fields.Knob.label``)."""
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     mesh = ax.pcolormesh(peak_tflops, bw_tbps, score, shading="nearest", cmap="viridis")
     fig.colorbar(mesh, ax=ax, label="mix score (geomean speedup vs base, x)")
@@ -189,7 +195,7 @@ def score_heatmap(
         ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
     ax.plot(*best, marker="*", ms=16, color="red", mec="k", ls="none", label="best")
     ax.plot(*base, marker="o", ms=8, color="white", mec="k", ls="none", label="base")
-    _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")  # 1-2-5 ticks: several labels per decade
+    _log_axes(ax, *(labels or KNOB_LABELS))  # 1-2-5 ticks: several labels per decade
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, path)
@@ -503,7 +509,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 at = "" if base_sram_mib is None or sram_mib is None or np.isclose(base_sram_mib, sram_mib) else \
                     f" (its SRAM: {base_sram_mib:.0f} MiB)"
                 ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label=f"base{at}")
-            _log_axes(ax, "peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)")
+            _log_axes(ax, *KNOB_LABELS)
             mix_label = "" if len(mixes) == 1 else f"mix {mix}: "
             ax.set_title(f"{mix_label}{heading}", fontsize=9)
     handles, names = axs[0, 0].get_legend_handles_labels()
@@ -609,7 +615,7 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
     for k, (dt, p) in enumerate(peaks.items()):
         ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
                 ls=("-", "--", "-.", ":")[k % 4],
-                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.level_names[-1]} {bw / TERA:.2f} TB/s")
+                label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.offchip_name} {bw / TERA:.2f} TB/s")
     pal = palette("viridis", len(table))
     for k in range(len(table)):
         ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
@@ -624,7 +630,7 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
         a = ax.annotate("", xy=(ai[k], y[k]), xytext=(ai[k - 1], y[k - 1]),
                         arrowprops={"arrowstyle": "-|>", "color": "crimson", "lw": 1.4, "shrinkA": 4, "shrinkB": 4})
         a.arrow_patch.set_gid(f"whatif-arrow-{k}")
-    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.level_names[-1]} traffic)",
+    _log_axes(ax, f"arithmetic intensity (FLOP per byte of {design.offchip_name} traffic)",
               "achieved throughput (TFLOP/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)

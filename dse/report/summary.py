@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import KNOB
 from dse.predict import Prediction
 from dse.search.space import base_knobs
 from dse.units import TERA
@@ -55,7 +56,7 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     (ab, cb, eb), (ax, cx, ex) = costs["base"], costs["best"]
     rows = [
         ("peak compute (TFLOP/s, " + base.base.reference_dtype + ")", kb["peak_tflops"], kx["peak_tflops"]),
-        ("DRAM bandwidth (TB/s)", kb["dram_bandwidth_tbps"], kx["dram_bandwidth_tbps"]),
+        (KNOB["dram_bandwidth_tbps"].label, kb["dram_bandwidth_tbps"], kx["dram_bandwidth_tbps"]),
         (f"on-chip SRAM '{base.level_names[base.sram_level]}' (MiB)", kb["sram_mib"], kx["sram_mib"]),
         ("ridge point (FLOP/byte)", float(base.ridge[0]), float(best.ridge[0])),
         ("DRAM stacks", float(ab.dram_stacks[0]), float(ax.dram_stacks[0])),

@@ -15,6 +15,7 @@ from dse.cost.area import area
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
 from dse.cost.power import mix_energy
 from dse.document import Document, Figure, Table
+from dse.hardware.fields import KNOB
 from dse.predict import predict
 from dse.report.render import render, write_table
 from dse.report.summary import (
@@ -53,18 +54,19 @@ def write_csv(path: Path, df: pd.DataFrame) -> Path:
     return write_table(df, path, blank_infinite=True)
 
 
+#: the score heatmap's x and y knobs (``dse.hardware.fields.KNOB``, config units), the others held at the best design's
+HEATMAP_KNOBS = ("peak_tflops", "dram_bandwidth_tbps")
+
+
 def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
     """Score and area over a compute x bandwidth grid (search ranges, else 0.25x-4x the base),
     at the best design's SRAM size, evaluated in one vectorized call."""
     space = result.ctx.cfg.search.space
     kx = base_knobs(result.best)
-
-    def axis(knob: str) -> np.ndarray:
-        return np.geomspace(*knob_range(space, result.ctx.base, knob), n)
-
-    peak, bw = axis("peak_tflops"), axis("dram_bandwidth_tbps")
+    peak, bw = (np.geomspace(*knob_range(space, result.ctx.base, k), n) for k in HEATMAP_KNOBS)
     P, B = np.meshgrid(peak, bw)
-    params = {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(), "sram_mib": np.full(P.size, kx["sram_mib"])}
+    params = {**{k: np.full(P.size, v) for k, v in kx.items()}, **dict(zip(HEATMAP_KNOBS, (P.ravel(), B.ravel()),
+                                                                           strict=True))}
     designs = designs_from_params(result.best, params)
     scored, _ = score_designs(result.ctx, designs)
     return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
@@ -140,8 +142,9 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
                    f"{title}: arithmetic intensity of the mix"),
             Figure("score_heatmap.png", "score_heatmap",
                    (g["peak"], g["bw"], g["score"], g["area"], ctx.cfg.search.area_budget_mm2,
-                    (kx["peak_tflops"], kx["dram_bandwidth_tbps"]), (kb["peak_tflops"], kb["dram_bandwidth_tbps"])),
-                   f"{title}: mix score at {kx['sram_mib']:.0f} MiB SRAM"),
+                    tuple(kx[k] for k in HEATMAP_KNOBS), tuple(kb[k] for k in HEATMAP_KNOBS)),
+                   f"{title}: mix score at {kx['sram_mib']:.0f} MiB SRAM",
+                   {"labels": tuple(KNOB[k].label for k in HEATMAP_KNOBS)}),
             Figure("area_breakdown.png", "stacked_bars",
                    ({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},),
                    f"{title}: die area by component", {"ylabel": "area (mm²)"}),

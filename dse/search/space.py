@@ -13,10 +13,10 @@ import numpy as np
 import optuna
 
 from dse.config import Space
-from dse.cost.area import area, dram_stacks, level_mm2_per_mib
+from dse.cost.area import area, level_mm2_per_mib, level_stacks
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
-from dse.hardware.fields import KNOB_TABLE
+from dse.hardware.fields import knob_args, knob_values
 from dse.units import MIB
 
 SPLIT = ("split_compute", "split_sram", "split_dram")
@@ -66,8 +66,8 @@ def knob_range(space: Space, base: DesignBatch, knob: str) -> tuple[float, float
 
 
 def base_knobs(base: DesignBatch) -> dict[str, float]:
-    """Design 0's knob values in config units (each knob's DesignBatch property over its SI factor)."""
-    return {k.name: float(getattr(base, k.batch_arg)[0] / k.si) for k in KNOB_TABLE}
+    """Design 0's knob values in config units (``dse.hardware.fields.knob_values``)."""
+    return {name: float(v[0]) for name, v in knob_values(base).items()}
 
 
 def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
@@ -86,17 +86,17 @@ def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2:
     sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / per_mib, 1.0)
     per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
-    per_stack_bw = batch.dram_bandwidth / np.maximum(dram_stacks(batch), 1.0)
+    per_stack_bw = batch.dram_bandwidth / np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
 
 
 def whole_stacks(batch: DesignBatch) -> DesignBatch:
-    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the outermost level): a
+    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the main memory level): a
     design buys stacks, so it gets all of the bandwidth it pays PHYs for; at least one stack."""
-    level = batch.base.memory[-1]
-    if level.kind != "dram" or level.stack_bandwidth_gbps is None:
+    level = batch.base.offchip_level
+    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
         return batch
-    stacks = np.maximum(dram_stacks(batch), 1.0)
+    stacks = np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(dram_bandwidth=stacks * level.stack_bandwidth_gbps * 1e9)
 
 
@@ -112,8 +112,8 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
         names = {k for p in params for k in p}
         cols = {k: np.array([p[k] for p in params]) for k in names}
     batch = base.take(np.zeros(n, dtype=int)) if base.n == 1 else base  # n copies of the base (one gather per array)
-    batch = batch.with_knobs(**{k.batch_arg: cols[k.name].astype(float) * k.si for k in KNOB_TABLE if k.name in cols})
-    if "dram_bandwidth_tbps" in cols:
+    batch = batch.with_knobs(**knob_args(cols))
+    if batch.base.offchip_level.spec.knob in cols:  # the main memory's knob: bought as whole stacks
         batch = whole_stacks(batch)
     for name, values in cols.items():
         if name in KNOB_SI or name in SPLIT:

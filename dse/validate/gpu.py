@@ -114,7 +114,7 @@ def template_for(gpu: dict) -> Hardware:
     data["description"] = (f"{name} as nvidia-smi reports it: max SM clock {gpu['sm_clock_mhz']:.0f} MHz, memory clock "
                            f"{gpu['mem_clock_mhz']:.0f} MHz, {gpu['memory_mib']:.0f} MiB, power limit "
                            f"{gpu['power_limit_w']:.0f} W; peaks from the shipped {match} template")
-    dram = data["memory"][-1]
+    dram = data["memory"][hw.offchip_index]
     for key in ("capacity_mib", "capacity_gib", "capacity_gb"):
         dram.pop(key, None)
     dram["capacity_mib"] = float(gpu["memory_mib"])

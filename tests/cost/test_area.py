@@ -6,12 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dse
-from dse.cost.area import COMPONENTS, area, die_sides_mm, shoreline, systolic_pes
+from dse.cost.area import COMPONENTS, area, die_sides_mm, dram_stacks, shoreline, systolic_pes
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
 from tests.conftest import one_line_error_with_cache_cleared
 from tests.cost.growth import grown_pair
+from tests.hardware.far import with_far_level
 
 # Die areas from docs/reference/hardware.csv (docs/reference: area)
 DIES = {"a100-80gb": 826.0, "h100-sxm": 814.0, "v100-sxm": 815.0}
@@ -171,3 +172,14 @@ def test_shoreline_reasons_name_each_broken_check_in_the_same_words_per_design()
         want.append("; ".join(why))
     assert sh.reasons() == want
     assert 0 < sum(bool(w) for w in want) < 40
+
+
+def test_stacks_are_priced_per_level_of_a_phy_kind_not_at_the_last_level() -> None:
+    h100 = dse.hardware("h100-sxm")
+    d0 = DesignBatch.from_hardware(h100).take([0, 0]).with_knobs(dram_bandwidth=np.array([2.0e12, 4.5e12]))
+    far = DesignBatch.from_hardware(with_far_level(h100)).take([0, 0]).with_knobs(
+        dram_bandwidth=np.array([2.0e12, 4.5e12]))
+    assert dram_stacks(far).tolist() == dram_stacks(d0).tolist() == [3.0, 7.0]  # far names no stack bandwidth
+    assert area(far).total.tolist() == area(d0).total.tolist()
+    phy = DesignBatch.from_hardware(with_far_level(h100, bandwidth_tbps=1.0, stack_bandwidth_gbps=500))
+    assert dram_stacks(phy)[0] == dram_stacks(DesignBatch.from_hardware(h100))[0] + 2  # 1 TB/s / 500 GB/s

@@ -6,10 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dse
 from dse.cost.area import area
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
+from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
 from tests.cost.growth import grown_pair
+from tests.hardware.far import with_far_level
 
 
 def test_dies_per_wafer_by_hand() -> None:
@@ -45,3 +48,10 @@ def test_cost_never_decreases_when_a_resource_grows(which, level, factor, scale)
     assert c1.total[0] >= c0.total[0] * (1 - 1e-12)
     for part in c0.parts:
         assert c1.parts[part][0] >= c0.parts[part][0] * (1 - 1e-12)
+
+
+def test_every_level_of_a_kind_bought_per_gb_is_in_the_dram_cost() -> None:
+    h100 = dse.hardware("h100-sxm")
+    d0, d1 = DesignBatch.from_hardware(h100), DesignBatch.from_hardware(with_far_level(h100))
+    c0, c1 = unit_cost(d0, area(d0)).parts["dram"][0], unit_cost(d1, area(d1)).parts["dram"][0]
+    assert c1 == pytest.approx(c0 * (80 + 4096) / 80, rel=1e-12)

@@ -11,6 +11,7 @@ import dse
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import load_system
 from dse.units import DTYPE_INDEX, MIB, TERA
+from tests.hardware.far import with_far_level
 
 NPU = dse.hardware("npu-7nm")
 V100 = dse.hardware("v100-sxm")
@@ -170,3 +171,15 @@ def test_to_hardware_round_trips_any_knob_setting(peak: float, bw: float, sram: 
     assert back.peak_flops[0] == pytest.approx(peak * TERA, rel=1e-6)
     assert back.dram_bandwidth[0] == pytest.approx(bw * TERA, rel=1e-8)
     assert back.capacity[0, 1] == pytest.approx(sram * MIB, rel=1e-8)
+
+
+def test_the_bandwidth_knob_sets_the_main_memory_by_kind_when_it_is_not_the_last_level() -> None:
+    h100 = dse.hardware("h100-sxm")
+    d0, d1 = DesignBatch.from_hardware(h100), DesignBatch.from_hardware(with_far_level(h100))
+    bw = np.array([2.0e12, 4.5e12])
+    k0, k1 = d0.take([0, 0]).with_knobs(dram_bandwidth=bw), d1.take([0, 0]).with_knobs(dram_bandwidth=bw)
+    assert k1.bandwidth[:, 2].tolist() == bw.tolist() and (k1.bandwidth[:, 3] == 1e6 * TERA).all()
+    assert k1.dram_bandwidth.tolist() == k0.dram_bandwidth.tolist() == bw.tolist()
+    assert k1.offchip_name == k0.offchip_name == "hbm" and (k1.offchip_capacity == k0.offchip_capacity).all()
+    assert k1.offchip.tolist() == [False, False, True, True]
+    assert k1.sram_level == k0.sram_level == 1

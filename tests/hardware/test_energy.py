@@ -10,6 +10,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
 from dse.hardware.templates import load_node
 from dse.units import DTYPE_INDEX
+from tests.hardware.far import with_far_level
 
 N7 = load_node("7nm")
 NPU = DesignBatch.from_hardware(dse.hardware("npu-7nm"))  # local (24 private copies), global, hbm
@@ -50,3 +51,9 @@ def test_static_power_grows_linearly_with_peak_and_bandwidth() -> None:
     e_flop = N7.energy_pj_per_flop_systolic.values["bf16"] * PJ
     assert p[1] - p[0] == pytest.approx(f / (1 - f) * 100e12 * e_flop)
     assert p[2] - p[1] == pytest.approx(f / (1 - f) * 1e12 * N7.energy_pj_per_byte_dram.value * PJ)
+
+
+def test_a_second_off_chip_level_is_priced_by_its_kind_not_its_place() -> None:
+    far = DesignBatch.from_hardware(with_far_level(dse.hardware("a100-80gb")))
+    e = level_energy_per_byte(far, N7)
+    assert e[3] == e[2] == N7.energy_pj_per_byte_dram.value * PJ

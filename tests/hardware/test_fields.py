@@ -11,6 +11,7 @@ from dse.config import Candidate, Space
 from dse.hardware import fields
 from dse.hardware.designs import DesignBatch
 from dse.search.space import base_knobs, designs_from_params
+from dse.units import MIB
 
 NPU = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
 
@@ -66,3 +67,17 @@ def test_a_field_left_out_of_the_table_is_not_searchable(monkeypatch) -> None:
     assert "compute.launch_overhead_us" not in NPU.searchable_fields()
     with pytest.raises(ValueError, match="cannot search 'compute.launch_overhead_us'"):
         NPU.with_field("compute.launch_overhead_us", np.array([1.0]))
+
+
+def test_knob_args_and_knob_values_are_the_one_conversion_each_way() -> None:
+    cols = {"peak_tflops": np.array([100.0, 400.0]), "dram_bandwidth_tbps": np.array([0.9, 2.7]),
+            "sram_mib": np.array([16.0, 64.0]), "compute.clock_ghz": np.array([1.0, 2.0])}
+    args = fields.knob_args(cols)
+    assert set(args) == {"peak_flops", "dram_bandwidth", "sram_bytes"}  # other columns are not knobs
+    assert args["dram_bandwidth"].tolist() == [0.9e12, 2.7e12] and args["sram_bytes"].tolist() == [16 * MIB, 64 * MIB]
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm")).take([0, 0]).with_knobs(**args)
+    back = fields.knob_values(d)
+    for name in fields.KNOBS:
+        np.testing.assert_allclose(back[name], cols[name], rtol=1e-15)
+    assert [k.label for k in fields.KNOB_TABLE] == ["peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)",
+                                                    "on-chip SRAM (MiB)"]

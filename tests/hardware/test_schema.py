@@ -13,6 +13,7 @@ from dse.cli import main
 from dse.errors import DseError
 from dse.hardware.schema import MemoryLevel
 from dse.hardware.templates import hardware_from_mapping, load_node
+from tests.hardware.far import with_far_level
 
 NPU = dse.hardware("npu-7nm")
 BASE = NPU.model_dump(mode="python", exclude_none=True)
@@ -62,7 +63,7 @@ def test_blocks_are_frozen() -> None:
     (lambda d: d["compute"]["matrix"].__setitem__("efficiency", 1.5),
      "chip.yaml: compute.matrix.efficiency: got 1.5; accepted: a number <= 1"),
     (lambda d: d["memory"][0].__setitem__("kind", "flash"),
-     "chip.yaml: memory.0.kind: got 'flash'; accepted: one of 'sram' or 'dram'"),
+     "chip.yaml: memory.0.kind: got 'flash'; accepted: one of sram, dram"),
     (lambda d: d["compute"].pop("cores"), "chip.yaml: compute.cores: missing; this field is required"),
     (lambda d: d.__setitem__("process_node", "2nm"), "chip.yaml: process_node: got '2nm'; accepted: one of 16nm, 3nm"),
 ])
@@ -79,7 +80,7 @@ def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
 @pytest.mark.parametrize(("mutate", "words"), [
     (lambda d: d["compute"]["matrix"]["peak_tflops"].__setitem__("bf16", 0), "peak_tflops.bf16 = 0"),
     (lambda d: d["compute"]["vector"].__setitem__("style", "systolic"), "only compute.matrix may be systolic"),
-    (lambda d: d["memory"].reverse(), "only the outermost (last) memory level may be dram"),
+    (lambda d: d["memory"].reverse(), "accepted: every on-chip level inside (listed before) every off-chip level"),
     (lambda d: d["memory"][1].__setitem__("name", "local"), "accepted: unique memory level names"),
     (lambda d: d.__setitem__("reference_dtype", "fp32"), "reference_dtype: got 'fp32'; accepted: a mode of the matrix unit"),
     (lambda d: d["memory"][0].__setitem__("capacity_gib", 1),
@@ -117,3 +118,23 @@ def test_shipped_nodes_validate_and_list_every_coefficient_with_a_source() -> No
     bad["leakage_fraction"]["value"] = 1.0
     with pytest.raises(ValueError, match="leakage_fraction.value = 1.0; accepted: 0 <= x < 1"):
         type(node).model_validate(bad)
+
+
+def test_the_main_memory_is_the_innermost_off_chip_level_by_kind_not_the_last() -> None:
+    h100 = dse.hardware("h100-sxm")
+    far = with_far_level(h100)
+    assert far.memory[-1].name == "far" and far.offchip_index == 2 and far.offchip_level.name == "hbm"
+    assert far.dram.name == "hbm" and far.ridge_flop_per_byte == h100.ridge_flop_per_byte
+
+
+def test_an_on_chip_level_outside_an_off_chip_one_is_refused() -> None:
+    msg = _error(lambda d: d["memory"].__setitem__(slice(None), [d["memory"][0], d["memory"][2], d["memory"][1]]))
+    assert msg.startswith("chip.yaml: memory: got levels ['local: sram', 'hbm: dram', 'global: sram']")
+    assert msg.endswith("accepted: every on-chip level inside (listed before) every off-chip level")
+
+
+def test_a_level_without_kind_takes_the_inferred_one() -> None:
+    data = copy.deepcopy(BASE)
+    for m in data["memory"]:
+        m.pop("kind")
+    assert hardware_from_mapping(data, file="chip.yaml") == NPU

@@ -11,6 +11,7 @@ import dse
 from dse.hardware.designs import DesignBatch
 from dse.predict import OpArrays, evaluate, evaluate_times
 from dse.workloads import ops
+from tests.hardware.far import with_far_level
 
 A100 = dse.hardware("a100-80gb")
 NPU = dse.hardware("npu-7nm")
@@ -177,3 +178,19 @@ def test_array_bound_means_compute_binds_and_fill_decides(m: int, n: int, k: int
         assert r.fill[0, 0] < ARRAY_FILL or r.t_compute[0, 0] * r.fill[0, 0] < t_other
     elif r.bound[0, 0] == 0:
         assert r.fill[0, 0] >= ARRAY_FILL and r.t_compute[0, 0] * r.fill[0, 0] >= t_other
+
+
+@pytest.mark.parametrize("model", [dict(name="llama2-7b", phase="decode", batch=1, context=1024),
+                                   dict(name="resnet50", batch=16)])
+def test_a_far_off_chip_level_that_never_binds_leaves_the_prediction_as_the_kinds_say(model: dict) -> None:
+    """The knob, the roofline and the footprint follow the main memory by kind, not the last level: the same time
+    and capacity as without the far level, at the template's and at searched bandwidths."""
+    h100 = dse.hardware("h100-sxm")
+    far = with_far_level(h100)
+    wl = dse.workload(model.pop("name"), dtype="bf16", **model)
+    p0, p1 = dse.predict(wl, h100), dse.predict(wl, far)
+    assert p1.time_s == p0.time_s and p1.capacity_bytes == p0.capacity_bytes == 80e9
+    for bw in (1.0e12, 6.0e12):
+        d0 = DesignBatch.from_hardware(h100).with_knobs(dram_bandwidth=np.array([bw]))
+        d1 = DesignBatch.from_hardware(far).with_knobs(dram_bandwidth=np.array([bw]))
+        assert dse.predict(wl, d1).time_s == dse.predict(wl, d0).time_s != p0.time_s

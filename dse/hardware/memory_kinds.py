@@ -1,0 +1,75 @@
+"""The memory-level kinds: one record per kind, the only place that says what a kind of level does.
+
+A memory level's behaviour follows its ``kind`` (as ZigZag and AccelForge type their memory levels),
+never its position in the list. Each record says:
+
+* ``off_chip``: the level sits outside the die (its bytes leave through PHYs): fused element-wise ops
+  do not stream through it (``dse.predict.traffic``), a power cap's lower clock does not scale its
+  energy (``dse.cost.power``), and the innermost off-chip level is the chip's main memory
+  (:attr:`dse.hardware.schema.Hardware.offchip_level`: the roofline's bandwidth, the footprint check's
+  capacity, the ``dram_bandwidth_tbps`` knob's level);
+* ``energy``: the node coefficients (pJ/byte) of a private (``instances > 1``) and a shared level
+  (``dse.hardware.energy``);
+* ``area``: which area component prices the level (``dse.cost.area``): ``sram`` per MiB at the node's
+  scratchpad or cache density (the level's ``organization``), ``dram_phy`` per stack of PHY and
+  controller (stacks = ceil(bandwidth / ``stack_bandwidth_gbps``));
+* ``usd_per_gb``: the level's capacity is bought per GB (``node.dram_usd_per_gb``; ``dse.cost.cost``);
+* ``knob``: the search knob (``dse.hardware.fields.KNOB_TABLE``) that sizes a level of this kind
+  (``sram_mib``: the outermost on-chip level's capacity; ``dram_bandwidth_tbps``: the main memory's
+  bandwidth).
+
+Adding a kind is one record in :data:`KINDS` plus its test (``tests/hardware/test_memory_kinds.py``);
+``docs/architecture.md`` has the worked steps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class MemoryKind:
+    """What one kind of memory level is and how every model prices it (see the module docstring)."""
+
+    name: str
+    off_chip: bool
+    energy_private: str  # node coefficient, pJ/byte, of a level with instances > 1
+    energy_shared: str  # node coefficient, pJ/byte, of a level with one instance
+    area: Literal["sram", "dram_phy"]
+    usd_per_gb: bool
+    knob: str | None
+    description: str
+
+
+KINDS: tuple[MemoryKind, ...] = (
+    MemoryKind("sram", off_chip=False, energy_private="energy_pj_per_byte_sram_local",
+               energy_shared="energy_pj_per_byte_sram_global", area="sram", usd_per_gb=False, knob="sram_mib",
+               description="on-chip SRAM: registers' next level, L1/shared memory, L2, scratchpads (VMEM, CMEM)"),
+    MemoryKind("dram", off_chip=True, energy_private="energy_pj_per_byte_dram", energy_shared="energy_pj_per_byte_dram",
+               area="dram_phy", usd_per_gb=True, knob="dram_bandwidth_tbps",
+               description="off-chip DRAM: HBM stacks, GDDR or LPDDR channels"),
+)
+KIND: dict[str, MemoryKind] = {k.name: k for k in KINDS}
+KIND_NAMES: tuple[str, ...] = tuple(KIND)
+
+#: names that say "off-chip DRAM" for a level given without ``kind`` (case-insensitive)
+DRAM_NAME = re.compile(r"hbm|dram|ddr|hmc|dimm|main.?mem", re.IGNORECASE)
+
+
+def kind_of(name: str) -> MemoryKind:
+    """The record of kind ``name`` (``KeyError`` text lists the accepted kinds)."""
+    try:
+        return KIND[name]
+    except KeyError:
+        raise KeyError(f"got memory kind {name!r}; accepted: {', '.join(KIND_NAMES)}") from None
+
+
+def infer_kind(name: str, index: int, n_levels: int) -> str:
+    """The kind of a level written without one, by the rule the code assumed before kinds were typed:
+    a level named like DRAM (hbm, dram, gddr6, lpddr5, ...) is ``dram``, else the outermost (last) level
+    of a hierarchy of two or more is ``dram``, else ``sram``."""
+    if DRAM_NAME.search(name) or (n_levels > 1 and index == n_levels - 1):
+        return "dram"
+    return "sram"
