@@ -2,8 +2,9 @@
 
 :func:`study_document` lays out the report as a :class:`dse.document.Document` from what the study evaluated
 once (``StudyResult.base_eval`` / ``best_eval`` / ``heatmap`` / ``sram``, :func:`dse.study.evaluated`): it calls
-no predictor and no cost model. :func:`write_results` writes best_design.yaml and renders the document
-(``dse.report.render``; every file atomic).
+no predictor and prices neither design again (only the node's die-cost-vs-area curve is drawn from its
+formula). :func:`write_results` writes best_design.yaml and renders the document (``dse.report.render``; every
+file atomic).
 """
 
 from __future__ import annotations
