@@ -1,15 +1,319 @@
-"""dse.workloads.library: a parallelism plan is applied once, when a workload is built (``plan_for``, ``with_plan``)."""
+"""Operator tables against published FLOP and parameter counts (docs/reference/model_flops.csv;
+torchvision's "GFLOPS" are multiply-adds, so they are doubled here); a parallelism plan applied once, when a
+workload is built (``plan_for``, ``with_plan``)."""
 
-from __future__ import annotations
-
+import numpy as np
 import pandas as pd
 import pytest
 
 import dse
 from dse.errors import DseError
 from dse.workloads import library, parallel
+from dse.workloads.ops import COLUMNS
 from dse.workloads.parallel import Plan
+from tests.conftest import one_line_error_with_cache_cleared
 
+
+def test_every_library_model_expands_with_the_full_schema() -> None:
+    lib = dse.list_workloads()
+    assert {"resnet50", "mobilenet-v2", "bert-base", "gpt2", "llama2-7b", "vit-b16"} <= set(lib["name"])
+    for name in lib["name"]:
+        wl = dse.workload(name)
+        assert list(wl.ops.columns) == COLUMNS
+        assert (wl.ops["flops"] >= 0).all() and (wl.ops["count"] >= 1).all()
+        assert wl.flops > 0 and wl.bytes > 0
+    assert (lib["source"].str.len() > 20).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario", "gflops_ref", "rel"),
+    [
+        # torchvision resnet50 4.0892 GMACs (FlopCounterMode on meta: 8.1784 GFLOPs, ENVIRONMENT.md)
+        ("resnet50", {}, 8.1784, 1e-4),
+        # torchvision vit_b_16 17.56 GMACs
+        ("vit-b16", {}, 35.12, 2e-3),
+        # calflops LLaMA-2-7B (1,128) forward: 1700.06 GFLOPs (all logits, full attention matrix)
+        ("llama2-7b", {"phase": "prefill", "seq": 128, "fused_attention": False, "logits": "all"}, 1700.06, 1e-4),
+        # Megatron formula 12*(24*s*h^2 + 4*s^2*h): 22.35 GFLOPs at s=128, 96.64 at s=512
+        ("bert-base", {"seq": 128, "fused_attention": False}, 22.35, 1e-3),
+        ("bert-base", {"seq": 512, "fused_attention": False}, 96.64, 1e-3),
+    ],
+)
+def test_matrix_flops_match_published_counts(name: str, scenario: dict, gflops_ref: float, rel: float) -> None:
+    wl = dse.workload(name, **scenario)
+    assert wl.matrix_flops / 1e9 == pytest.approx(gflops_ref, rel=rel)
+
+
+def test_mobilenet_v2_conv_macs_match_torchvision() -> None:
+    wl = dse.workload("mobilenet-v2")
+    conv = wl.ops[wl.ops["kind"].isin(["conv", "gemm"])]
+    gmacs = (conv["flops"] * conv["count"]).sum() / 2e9
+    assert gmacs == pytest.approx(0.30, abs=0.006)  # torchvision: 0.30 GMACs (rounded to 2 digits)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("resnet50", 25_557_032), ("mobilenet-v2", 3_504_872), ("llama2-7b", 6_738_415_616)],
+)
+def test_parameter_counts_are_exact(name: str, params: int) -> None:
+    assert dse.workload(name).scenario["params"] == params
+
+
+def test_decode_flops_per_token_is_about_twice_the_parameters() -> None:
+    wl = dse.workload("llama2-7b", phase="decode", batch=1, context=2048)
+    # 2 FLOPs per weight (embeddings are lookups) + QK^T and PV over the context: 2 x 2*ctx*h per
+    # layer. Kaplan et al.'s C_fwd = 2N + 2*n_layer*n_ctx*d_attn counts one of the two products
+    # (model_flops.csv quotes 14.01 GFLOPs/token from it; the exact count is 14.29).
+    n_nonembed = 6_738_415_616 - 32000 * 4096
+    expected = 2 * n_nonembed + 4 * 32 * 2048 * 4096
+    assert wl.matrix_flops == pytest.approx(expected, rel=1e-4)
+
+
+def test_kv_cache_bytes_scale_with_context_and_gqa() -> None:
+    def attn_bytes(**kw) -> float:
+        wl = dse.workload("llama2-7b", phase="decode", **kw)
+        a = wl.ops[wl.ops["kind"] == "attention"].iloc[0]
+        return float(a["b_bytes"])
+
+    b1 = attn_bytes(context=1024)
+    assert b1 == pytest.approx(2 * 32 * 1024 * 128 * 2)  # K and V, 32 heads x 128, bf16, per layer
+    assert attn_bytes(context=2048) == pytest.approx(2 * b1)
+    assert attn_bytes(context=1024, kv_dtype="fp8") == pytest.approx(b1 / 2)
+
+
+def test_causal_fused_prefill_counts_half_the_attention_pairs() -> None:
+    fused = dse.workload("llama2-7b", phase="prefill", seq=1024)
+    unfused = dse.workload("llama2-7b", phase="prefill", seq=1024, fused_attention=False)
+    af = fused.ops[fused.ops["kind"] == "attention"]["flops"].sum()
+    au = unfused.ops[unfused.ops["kind"] == "attention"]["flops"].sum()
+    assert af / au == pytest.approx((1024 + 1) / 2 / 1024)
+    # unfused attention writes and re-reads the score matrix: more bytes
+    assert unfused.bytes > fused.bytes
+
+
+def test_textbook_gemm_intensity() -> None:
+    wl = dse.gemm(1024, 1024, 1024, dtype="fp32")
+    assert wl.flops == 2 * 1024**3
+    assert wl.ai == pytest.approx(2 * 1024**3 / (4 * 3 * 1024**2))
+    assert wl.ai == pytest.approx(170.67, abs=0.01)
+
+
+def test_elementwise_intensity_is_an_eighth() -> None:
+    wl = dse.elementwise(2**20, dtype="fp32")
+    assert wl.ai == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: dse.workload("llama9-1b"), "unknown workload .llama9-1b."),
+        (lambda: dse.workload("resnet50", phase="decode"), "accepted phase: forward"),
+        (lambda: dse.workload("gpt2", context=4096), "exceeds max_seq 1024"),
+        (lambda: dse.workload("bert-base", batch=0), "batch"),
+        (lambda: dse.workload("bert-base", dtype="fp7"), "dtype"),
+        (lambda: dse.gemm(0, 4, 4), "M = 0"),
+        (lambda: dse.workload("vit-b16", resolution=100), "not a multiple of patch"),
+    ],
+)
+def test_bad_scenarios_give_one_line_errors(call, match: str) -> None:
+    with pytest.raises(DseError, match=match) as ei:
+        call()
+    assert "\n" not in str(ei.value)
+
+
+def test_bad_model_description_names_file_and_field(tmp_path, monkeypatch) -> None:
+    from dse.workloads import library
+
+    (tmp_path / "broken.yaml").write_text(
+        "name: broken\nfamily: transformer\nsource: test file\narch:\n  kind: decoder\n  layers: 2\n"
+        "  hidden: 64\n  heads: 4\n  ffn: 128\n  activation: gelu\n  norm: layernorm\n  hiddden: 3\n")
+    monkeypatch.setattr(library, "workloads_dir", lambda: tmp_path)
+    msg = one_line_error_with_cache_cleared(library.load_description, lambda: library.workload("broken"))
+    assert "broken.yaml" in msg and "arch.hiddden" in msg and "hidden" in msg
+
+
+@pytest.mark.parametrize(("name", "fwd", "train"), [
+    ("resnet50", {"batch": 8}, {"phase": "training", "batch": 8}),
+    ("llama2-7b", {"phase": "prefill", "seq": 256, "fused_attention": False, "logits": "all"},
+     {"phase": "training", "seq": 256, "fused_attention": False}),
+])
+def test_training_step_is_three_forwards_of_matrix_flops_plus_adamw(name, fwd, train) -> None:
+    f, t = dse.workload(name, **fwd), dse.workload(name, **train)
+    assert t.matrix_flops == pytest.approx(3 * f.matrix_flops, rel=1e-9)
+    opt = t.ops[t.ops["name"] == "optimizer.adamw"].iloc[0]
+    params = t.scenario["params"]
+    # fused AdamW: fp32 master, grad, m, v read (+ the grad again for norm clipping), fp32 state + bf16 copy written
+    assert opt["bytes_read"] + opt["bytes_written"] == pytest.approx((20 + 14) * params)
+    assert t.scenario["phase"] == "training"
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario", "per", "gflops_ref"),
+    [
+        # model_flops.csv: GPT-3 175B exact forward per token at s=2048 incl. attention and logits: 358.8 GFLOPs
+        ("gpt3-175b", {"phase": "prefill", "seq": 2048, "fused_attention": False, "logits": "all"}, 2048, 358.8),
+        # BERT-large (24L, H=1024) at s=512: 335.01 GFLOPs (Megatron formula)
+        ("bert-large", {"seq": 512, "fused_attention": False}, 1, 335.01),
+        # GPT-2 small: per-token MACs ~= 124 M parameters (tied LM head) -> ~0.248 GFLOPs
+        ("gpt2", {"phase": "prefill", "seq": 8, "fused_attention": False, "logits": "all"}, 8, 0.248),
+        # VGG-16 and ResNet-18: torchvision 15.47 / 1.81 GMACs
+        ("vgg16", {}, 1, 30.94),
+        ("resnet18", {}, 1, 3.628),
+    ],
+)
+def test_more_published_flop_counts(name: str, scenario: dict, per: int, gflops_ref: float) -> None:
+    assert dse.workload(name, **scenario).matrix_flops / per / 1e9 == pytest.approx(gflops_ref, rel=0.02)
+
+
+@pytest.mark.parametrize(("name", "params"), [("llama2-13b", 13_015_864_320), ("llama3-8b", 8_030_261_248),
+                                              ("vgg16", 138_357_544), ("resnet18", 11_689_512),
+                                              ("mixtral-8x7b", 46_702_792_704), ("deepseek-v3", 671_026_419_200)])
+def test_more_parameter_counts(name: str, params: int) -> None:
+    # published totals (model_flops.csv, model cards); biases are not counted (VGG: -0.003 %)
+    assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=0.005)
+
+
+def test_scenario_keyword_a_model_does_not_use_is_an_error() -> None:
+    with pytest.raises(DseError, match="resnet50 does not use context; accepted: batch, dtype"):
+        dse.workload("resnet50", context=1024)
+    assert dse.workload("llama2-7b", phase="inference").scenario["phase"] == "prefill"
+    assert dse.workload("resnet50", phase="inference").scenario["phase"] == "forward"
+
+
+def test_library_holds_100_architectures_with_sources() -> None:
+    lib = dse.list_workloads()
+    assert len(lib) >= 100 and lib["source"].str.len().min() > 20
+    assert {"cnn", "transformer", "rnn", "mamba", "recsys"} <= set(lib["family"])
+
+
+def test_suites_expand_and_feed_a_mix() -> None:
+    from dse.workloads.suites import list_suites, load_suite
+
+    assert {"mlperf-inference", "llm-serving", "edge-vision", "training", "all"} <= set(list_suites())
+    for s in list_suites():
+        for e in load_suite(s):
+            dse.workload(e["name"], **{k: v for k, v in e.items() if k not in ("name", "weight")})
+
+
+@pytest.mark.parametrize(("name", "params", "rel"), [("t5-small", 60_506_624, 0.01), ("t5-base", 222_903_552, 0.01),
+                                                     ("whisper-large-v3", 1_550_000_000, 0.02),
+                                                     ("densenet121", 7_978_856, 1e-9), ("googlenet", 6_624_904, 1e-9),
+                                                     ("swin-t", 28_288_354, 1e-9), ("unet", 31_037_698, 1e-3),
+                                                     ("wav2vec2-base", 95_000_000, 0.02),
+                                                     ("yolov3", 61_949_149, 1e-3), ("sd-vae-decoder", 49_490_179, 1e-3),
+                                                     ("swin-b", 87_768_224, 1e-9), ("densenet201", 20_013_928, 1e-9)])
+def test_encoder_decoder_and_graph_model_parameter_counts(name: str, params: int, rel: float) -> None:
+    # t5-*: Hugging Face counts; Whisper large-v3 1550 M (Radford et al. 2022); torchvision densenet121,
+    # googlenet, swin_t/b, densenet201; milesial U-Net 31.04 M; wav2vec 2.0 base 95 M (Baevski et al. 2020);
+    # darknet yolov3 61.95 M; SD v1 AutoencoderKL decoder 49.49 M
+    assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=rel)
+
+
+def test_encoder_decoder_phases() -> None:
+    enc = dse.workload("whisper-small", phase="prefill")
+    dec = dse.workload("whisper-small", phase="decode", context=64)
+    assert enc.scenario["seq"] == 1500 and enc.matrix_flops > 100 * dec.matrix_flops
+    cross = dec.ops[dec.ops["name"] == "decoder.cross_attn"].iloc[0]
+    assert cross["K"] == 1500  # each decode step attends the 1500 cached encoder positions
+    with pytest.raises(DseError, match="accepted phase: prefill, decode, training"):
+        dse.workload("t5-small", phase="forward")
+
+
+def test_yolov3_flops_match_darknet() -> None:
+    # darknet reports 65.86 BFLOPs for yolov3 at 416x416 (2 x multiply-adds)
+    w = dse.workload("yolov3")
+    conv = w.ops[w.ops["kind"].isin(["conv", "gemm"])]
+    assert float((conv["flops"] * conv["count"]).sum()) / 1e9 == pytest.approx(65.86, rel=0.005)
+
+
+def test_diffusion_unet_structure() -> None:
+    w = dse.workload("sd15-unet")
+    # 859.5 M published, less the timestep-embedding MLP and per-block projections (~28 M), not modelled
+    assert w.scenario["params"] == pytest.approx(859.5e6 - 28e6, rel=0.01)
+    cross = w.ops[w.ops["name"].str.endswith("cross_attn")]
+    assert set(cross["K"]) == {77}  # cross-attention always attends the 77 text tokens
+
+
+def test_eager_execution_makes_every_unfused_operator_take_the_host_dispatch_time() -> None:
+    graph = dse.workload("bert-base", batch=1, seq=128)
+    eager = dse.workload("bert-base", batch=1, seq=128, execution="eager")
+    assert not graph.ops["eager"].any()
+    assert (eager.ops["eager"] == ~eager.ops["fused"]).all()
+    hw = dse.hardware("a100-80gb")
+    pg, pe = dse.predict(graph, hw), dse.predict(eager, hw)
+    host = hw.compute.eager_overhead_us * 1e-6
+    launched = ~pe.ops["fused"]
+    assert (pe.ops.loc[launched, "time_s"] >= host - 1e-15).all()
+    assert (pe.ops["time_s"] >= pg.ops["time_s"] - 1e-15).all()
+    expect = (np.maximum(pg.ops["time_s"], np.where(launched, host, 0.0)) * pg.ops["count"]).sum()
+    assert pe.time_s == pytest.approx(expect, rel=1e-12)
+    with pytest.raises(DseError) as ei:
+        dse.workload("bert-base", execution="lazy")
+    assert "execution" in str(ei.value) and "'graph' or 'eager'" in str(ei.value)
+
+
+def test_weight_groups_add_their_scales_and_must_divide_k() -> None:
+    kw = {"phase": "decode", "batch": 1, "context": 128}
+    per_channel = dse.workload("llama2-7b", weight_dtype="int4", **kw)
+    g128 = dse.workload("llama2-7b", weight_dtype="int4", weight_group=128, **kw)
+    g32 = dse.workload("llama2-7b", weight_dtype="int4", weight_group=32, **kw)
+    assert per_channel.bytes < g128.bytes < g32.bytes
+    row = g128.ops[g128.ops["name"].str.startswith("layer.qkv_proj") & (g128.ops["reuse"] == "tiled")].iloc[0]
+    ref = per_channel.ops[per_channel.ops["name"] == row["name"]].iloc[0]
+    # (K/128 - 1) more groups per column, a bf16 scale and a bf16 zero point each
+    assert row["b_bytes"] - ref["b_bytes"] == pytest.approx((row["K"] // 128 - 1) * row["N"] * 4.0)
+    deq = g128.ops[g128.ops["name"].str.endswith(".dequant")]
+    assert (deq["flops"] > 0).all()
+    for bad, needle in ((100, "weight_group: got 100; accepted: a divisor of K = 4096"),
+                        (0, "weight_group: got 0; accepted: a number > 0")):
+        with pytest.raises(DseError) as ei:
+            dse.workload("llama2-7b", weight_dtype="int4", weight_group=bad, **kw)
+        assert needle in str(ei.value) and "\n" not in str(ei.value)
+    with pytest.raises(DseError, match="only with weight-only quantization"):
+        dse.workload("llama2-7b", weight_group=128, **kw)
+
+
+def test_batch_norm_after_a_conv_folds_away_at_inference_with_fusion() -> None:
+    plain = dse.workload("resnet50", batch=8)
+    fused = dse.workload("resnet50", batch=8, fuse_elementwise=True)
+    assert (plain.ops["kind"] == "norm").any() and not (fused.ops["kind"] == "norm").any()
+    gone = plain.ops[plain.ops["kind"].isin(["norm", "elementwise"])]  # BN folded; act/add in epilogues
+    assert plain.flops - fused.flops == pytest.approx((gone["flops"] * gone["count"]).sum())
+    train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
+    assert (train.ops["kind"] == "norm").any()  # training keeps its batch statistics
+    dense = dse.workload("densenet121", batch=8, fuse_elementwise=True)
+    assert (dense.ops["kind"] == "norm").any()  # pre-activation norms have no conv before them to fold into
+
+
+def test_activation_and_residual_add_run_in_the_conv_epilogue_at_inference_with_fusion() -> None:
+    plain = dse.workload("resnet50", batch=8)
+    fused = dse.workload("resnet50", batch=8, fuse_elementwise=True)
+    assert (plain.ops["kind"] == "elementwise").any() and not (fused.ops["kind"] == "elementwise").any()
+    convs = lambda w: w.ops[w.ops["kind"] == "conv"]  # noqa: E731
+    pc, fc = convs(plain), convs(fused)
+    # the epilogue of one conv per residual block reads the shortcut: 16 bottlenecks in ResNet-50
+    extra = (fc["c_bytes"] * fc["count"]).sum() - (pc["c_bytes"] * pc["count"]).sum()
+    adds = plain.ops[plain.ops["name"].str.contains(r"\.add")]
+    assert extra == pytest.approx((adds["bytes_written"] * adds["count"]).sum())
+    assert fused.bytes < plain.bytes
+    train = dse.workload("resnet50", batch=8, fuse_elementwise=True, phase="training")
+    assert (train.ops["kind"] == "elementwise").any()  # training keeps its activations for the backward pass
+
+
+def test_row_norms_stay_kernels_and_absorb_the_residual_add_with_fusion() -> None:
+    plain = dse.workload("bert-large", batch=2, seq=128)
+    fused = dse.workload("bert-large", batch=2, seq=128, fuse_elementwise=True)
+    norms = lambda w: w.ops[w.ops["kind"] == "norm"]  # noqa: E731
+    assert not norms(fused)["fused"].any()  # a LayerNorm reduces a whole row: a kernel of its own
+    # fused: the norm reads the stream and the residual (2 inputs), the add itself leaves no traffic
+    np.testing.assert_allclose(norms(fused)["bytes_read"], 2 * norms(plain)["bytes_read"])
+    adds = fused.ops[fused.ops["name"].str.contains("residual")]
+    assert adds["fused"].all()
+    a100 = dse.hardware("a100-80gb")
+    assert dse.predict(fused, a100).time_s < dse.predict(plain, a100).time_s
+
+
+# ------------------------------------------------ a plan applied once, at construction (plan_for, with_plan)
 SCEN = dict(phase="training", batch=8, seq=128, dtype="bf16")
 PLAN = dict(tp=2, pp=2, microbatches=4, recompute="full")
 
