@@ -28,7 +28,7 @@ from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
 from dse.predict import Prediction
 from dse.predict import predict as _predict
-from dse.workloads.library import Workload, elementwise, gemm, list_workloads, workload
+from dse.workloads.library import Workload, elementwise, gemm, list_workloads, plan_for, with_plan, workload
 
 __all__ = [
     "AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "elementwise", "gemm",
@@ -51,17 +51,21 @@ def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int 
             system: str | System | None = None, **plan: Any) -> Prediction:
     """Predict one workload on one design: ``p.time_s`` and the per-operator ``p.ops``.
 
-    ``hw`` is a chip template, or a system template (``dgx-h100``: its chip on its network).
-    ``chips``, ``tp``, ``pp``, ``dp``, ``ep`` (and ``sp``, ``microbatches``, ``zero``, ``recompute``,
-    ``overlap``) split the workload over chips; ``p.time_s`` is one step, ``p.fits`` /
-    ``p.infeasible_reason`` the per-chip memory check, ``p.ops`` includes the collectives."""
+    ``hw`` is a chip template, or a system template (``dgx-h100``: its chip on its network). The workload
+    is predicted as given: a plan belongs to it from construction (``dse.workload(..., plan={"tp": 8})``).
+    The older form with ``chips``, ``tp``, ``pp``, ``dp``, ``ep`` (and ``sp``, ``microbatches``, ``zero``,
+    ``recompute``, ``overlap``) here builds the planned workload once (``dse.workloads.library.with_plan``),
+    then predicts it; ``p.time_s`` is one step, ``p.fits`` / ``p.infeasible_reason`` the per-chip memory
+    check, ``p.ops`` includes the collectives."""
     if isinstance(hw, str) and is_system(hw) and system is None:
         system = load_system(hw)
         hw = system.chip
     hwm = hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw)
     sysm = load_system(system) if isinstance(system, str) else system
     degrees = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, **plan).items() if v is not None}
-    return _predict(wl, hwm, system=sysm, chips=chips, **degrees)
+    if chips is not None or degrees:
+        wl = with_plan(wl, chips=chips, **degrees)
+    return _predict(wl, hwm, system=sysm)
 
 
 def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | Any, *,
@@ -174,12 +178,13 @@ def best_batch(name: str, hardware: Any, tpot_limit_s: float, *, batches: list[i
 
     from dse.workloads.parallel import Plan
 
-    plan_keys = set(Plan.model_fields) | {"chips", "system"}
-    wl_kw = {k: v for k, v in kwargs.items() if k not in plan_keys}
-    pr_kw = {k: v for k, v in kwargs.items() if k in plan_keys}
+    wl_kw = {k: v for k, v in kwargs.items() if k not in Plan.model_fields and k not in ("chips", "system")}
+    keys = {k: v for k, v in kwargs.items() if k in Plan.model_fields and k != "chips" and v is not None}
+    chips = kwargs.get("chips")
+    plan = plan_for(chips, **keys) if chips is not None or keys else None  # applied once, at construction
     recs = []
     for b in batches or [2**k for k in range(11)]:
-        p = predict(workload(name, phase="serving", batch=b, **wl_kw), hardware, **pr_kw)
+        p = predict(workload(name, plan=plan, phase="serving", batch=b, **wl_kw), hardware, system=kwargs.get("system"))
         recs.append({"batch": b, **p.serving, "fits": p.fits})
     table = pd.DataFrame(recs)
     ok = table[(table["tpot_s"] <= tpot_limit_s) & table["fits"]]

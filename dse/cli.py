@@ -639,17 +639,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.api import predict
-    from dse.workloads.library import workload
+    from dse.workloads.library import plan_for, workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "dropout")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    wl = workload(args.workload, **scen)
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
     if args.sp:
         plan["sp"] = True
-    p = predict(wl, args.hardware, chips=args.chips, system=args.system, **plan)
+    # the plan applied once, when the workload is built
+    wl = workload(args.workload, plan=plan_for(args.chips, **plan) if args.chips is not None or plan else None, **scen)
+    p = predict(wl, args.hardware, system=args.system)
     cols = ["name", "kind", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization", "region"]
     if args.format == "json":
         from dse.validate.bands import band_for

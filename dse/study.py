@@ -2,7 +2,9 @@
 
 Stages (each a small function): :func:`prepare` builds the base design, the workload mix and the
 base times; :func:`make_evaluator` turns trial parameters into scores in one vectorized call;
-:func:`run_study` opens the optuna study, runs it and hands the outcome to :mod:`dse.report`.
+:func:`run_study` opens the optuna study, runs it, and evaluates the base and best designs once
+(:func:`evaluated`: per-operator predictions, binding ceilings, area, cost, energy, the score heatmap and
+the SRAM variants); :mod:`dse.report` renders that outcome and predicts nothing itself.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import multiprocessing
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,19 +23,19 @@ import optuna
 
 from dse._version import __version__
 from dse.config import StudyConfig, load_study
-from dse.cost.area import AreaBreakdown, area, dram_stacks, shoreline
-from dse.cost.cost import unit_cost
-from dse.cost.power import mix_energy
+from dse.cost.area import AreaBreakdown, area, dram_stacks, level_mm2_per_mib, shoreline
+from dse.cost.cost import CostBreakdown, unit_cost
+from dse.cost.power import MixEnergy, mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import knob_values
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
-from dse.predict import MixArrays, mix_arrays, mix_times
+from dse.predict import MixArrays, Prediction, mix_arrays, mix_times, predict
 from dse.score import Scored, capacity_constraint, constraints, mix_score, objective_value
 from dse.search import optimize
-from dse.search.space import designs_from_params
+from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.search.storage import make_storage
 from dse.workloads.library import workload
 from dse.workloads.mix import Mix
@@ -330,6 +332,86 @@ def storage_errors(url: str) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
+class DesignEval:
+    """One design of a study evaluated once after the search: what the report renders."""
+
+    design: DesignBatch  # one design
+    times: np.ndarray  # [W] seconds per step of each workload of the mix (mix_times)
+    predictions: tuple[Prediction, ...]  # per workload: per-operator times and binding ceilings
+    area: AreaBreakdown
+    cost: CostBreakdown
+    energy: MixEnergy  # per workload, at ``times``
+
+    def binding_shares(self, weights: np.ndarray) -> dict[str, float]:
+        """Mix-weighted time share of each binding ceiling: ``sum_w weight_w x share_w(ceiling)``."""
+        shares: dict[str, float] = {}
+        for p, w in zip(self.predictions, weights, strict=True):
+            for k, v in p.time_by_bound().items():
+                shares[k] = shares.get(k, 0.0) + w * v
+        return shares
+
+
+def evaluate_design(ctx: Context, d: DesignBatch, times: np.ndarray) -> DesignEval:
+    """:class:`DesignEval` of one design whose mix times [W] the search already has: one ``predict`` per
+    workload, area, unit cost and the mix energy at those times."""
+    ar = area(d)
+    energy = mix_energy(d, ctx.mix, times=times[None, :], node=ar.node, arrays=ctx.arrays)
+    return DesignEval(d, times, tuple(predict(w, d) for w in ctx.mix.workloads), ar, unit_cost(d, ar), energy)
+
+
+#: the score heatmap's x and y knobs (``dse.hardware.fields.KNOB``, config units), the others held at the best design's
+HEATMAP_KNOBS = ("peak_tflops", "dram_bandwidth_tbps")
+
+
+def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarray]:
+    """Score and area over an ``n`` x ``n`` compute x bandwidth grid (search ranges, else 0.25x-4x the base),
+    at the best design's SRAM size, evaluated in one vectorized call (rows: bandwidth, columns: compute)."""
+    space = ctx.cfg.search.space
+    kx = base_knobs(best)
+
+    def axis(knob: str) -> np.ndarray:
+        return np.geomspace(*knob_range(space, ctx.base, knob), n)
+
+    peak, bw = (axis(k) for k in HEATMAP_KNOBS)
+    P, B = np.meshgrid(peak, bw)
+    params = {**{k: np.full(P.size, v) for k, v in kx.items()},
+              **dict(zip(HEATMAP_KNOBS, (P.ravel(), B.ravel()), strict=True))}
+    designs = designs_from_params(best, params)
+    scored, _ = score_designs(ctx, designs)
+    return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
+
+
+@dataclass(frozen=True)
+class SramVariants:
+    """The best design with its searched SRAM level halved, doubled, and halved with the freed area put into
+    MAC arrays (everything else held): ``scored`` holds the three in that order."""
+
+    level: str
+    organization: str
+    node: str
+    mm2_per_mib: float
+    mib: float
+    saved_mm2: float  # what halving the level frees
+    grow: float  # peak factor the freed area buys in MAC arrays: 1 + saved / matrix area
+    scored: Scored
+
+
+def sram_variants(ctx: Context, best: DesignBatch, ar: AreaBreakdown) -> SramVariants:
+    """:class:`SramVariants` of ``best`` (``ar`` its area), scored in one call."""
+    j = best.sram_level
+    level = best.base.memory[j]
+    per_mib = level_mm2_per_mib(best, ar.node, j)
+    mib = float(best.capacity[0, j]) / 2**20
+    saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on MAC arrays instead
+    grow = 1.0 + saved / float(ar.parts["matrix"][0])
+    variants = DesignBatch.stack([best, best, best])
+    variants = variants.with_knobs(sram_bytes=np.array([0.5, 2.0, 0.5]) * mib * 2**20,
+                                   peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, grow]))
+    sc, _ = score_designs(ctx, variants)
+    return SramVariants(level.name, level.organization, ar.node.name, per_mib, mib, saved, grow, sc)
+
+
+@dataclass(frozen=True)
 class StudyResult:
     folder: Path
     ctx: Context
@@ -344,6 +426,21 @@ class StudyResult:
     storage: str
     meta: dict
     workers: int = 1
+    #: filled by :func:`evaluated` (``run_study`` does): what the report renders without predicting again
+    base_eval: DesignEval | None = None
+    best_eval: DesignEval | None = None
+    heatmap: dict[str, np.ndarray] | None = None  # heatmap_grid at output.heatmap_points
+    sram: SramVariants | None = None
+
+
+def evaluated(result: StudyResult) -> StudyResult:
+    """``result`` with its base and best designs evaluated once (:func:`evaluate_design` at the times the
+    study already has), the score heatmap around the best design and its SRAM variants."""
+    ctx = result.ctx
+    best = evaluate_design(ctx, result.best, result.best_times)
+    return replace(result, base_eval=evaluate_design(ctx, ctx.base, ctx.base_times), best_eval=best,
+                   heatmap=heatmap_grid(ctx, result.best, ctx.cfg.output.heatmap_points),
+                   sram=sram_variants(ctx, result.best, best.area))
 
 
 def load_context(config: str | Path, n_trials: int | None = None, mix: str | None = None,
@@ -445,8 +542,8 @@ def run_study(
     best_trial = optimize.best_feasible(study)
     best = designs_from_params(ctx.base, [best_trial.params], cfg.search.space)
     scored, times = score_designs(ctx, best)
-    return StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study, len(study.trials), new,
-                       recovered, url, meta, workers)
+    return evaluated(StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study,
+                                 len(study.trials), new, recovered, url, meta, workers))
 
 
 def run_mixes(

@@ -93,3 +93,49 @@ def test_repeated_calls_reuse_the_expansion_and_results_do_not_change() -> None:
     p = dse.predict(a, "a100-80gb")
     t = p.time_s  # from arrays, before the per-operator table exists
     assert p.ops["total_time_s"].sum() == t and p.time_s == t
+
+
+def test_predict_takes_a_planned_workload_as_given_and_the_old_form_plans_once(monkeypatch) -> None:
+    """The plan is applied at construction: ``dse.predict`` on a planned workload builds nothing, and the
+    older ``dse.predict(wl, hw, chips=, tp=, ...)`` form builds the planned workload once, with the same
+    numbers."""
+    import dse
+    from dse.workloads import library, parallel
+
+    scen = dict(phase="training", batch=8, seq=128, dtype="bf16")
+    plan = dict(tp=2, pp=2, microbatches=4, interleave=3, recompute="full")
+    monkeypatch.setattr(library, "_WORKLOADS", type(library._WORKLOADS)())
+    planned = dse.workload("gpt2", plan={"chips": 4, **plan}, **scen)
+    unplanned = dse.workload("gpt2", **scen)
+    calls = []
+    real = library.build_shard
+    monkeypatch.setattr(library, "build_shard", lambda *a: calls.append(a[-1]) or real(*a))
+
+    def refuse(*a, **k):
+        raise AssertionError("the plan was applied again")
+
+    with monkeypatch.context() as m:
+        for name in ("shard_transformer", "collectives", "per_microbatch", "transformer_memory"):
+            m.setattr(parallel, name, refuse)
+        p_new = dse.predict(planned, "dgx-a100")
+    assert calls == [] and p_new.workload is planned
+    monkeypatch.setattr(library, "_WORKLOADS", type(library._WORKLOADS)())
+    p_old = dse.predict(unplanned, "dgx-a100", chips=4, **plan)
+    assert len(calls) == 1 and calls[0] == planned.plan  # built once, under the same plan
+    assert p_old.time_s == p_new.time_s and p_old.fits == p_new.fits  # bit-identical
+    pd.testing.assert_frame_equal(p_old.ops, p_new.ops)
+
+
+def test_best_batch_builds_each_planned_batch_once(monkeypatch) -> None:
+    import dse
+    from dse.workloads import library
+
+    monkeypatch.setattr(library, "_WORKLOADS", type(library._WORKLOADS)())
+    calls = []
+    real = library.build_shard
+    monkeypatch.setattr(library, "build_shard", lambda *a: calls.append(a[-1]) or real(*a))
+    kw = dict(input_len=64, output_len=16, dtype="bf16")
+    best, table = dse.best_batch("gpt2", "dgx-a100", 1.0, batches=[1, 2], chips=2, **kw)
+    assert [p.tp for p in calls] == [2, 2]  # one planned build per batch, no unplanned one
+    p = dse.predict(dse.workload("gpt2", phase="serving", batch=2, **kw), "dgx-a100", chips=2)
+    assert table.loc[table["batch"] == 2, "tokens_per_s"].iloc[0] == p.serving["tokens_per_s"]

@@ -60,6 +60,11 @@ class NetworkLevel(Strict):
             raise ValueError("in_network_reduction needs a switch topology")
         return self
 
+    @property
+    def latency_s(self) -> float:
+        """Per-step latency alpha, seconds (``latency_us`` x 1e-6)."""
+        return self.latency_us * 1e-6
+
     def per_direction(self, gbps: float) -> float:
         """byte/s per direction from the field's GB/s."""
         return gbps * 1e9 / (2.0 if self.bandwidth_direction == "bidirectional" else 1.0)
@@ -149,11 +154,6 @@ class System(Strict):
             chip_linked.append(i == 0 and lv.links_per_chip is None)
         return links, bw, eff, chip_linked
 
-    def level_specs(self) -> list[dict[str, Any]]:
-        """Static per-level facts the collective models need (see ``dse.predict.network.coefficients``)."""
-        return [{"size": lv.size, "topology": lv.topology, "dims": lv.dims, "latency_s": lv.latency_us * 1e-6,
-                 "in_network_reduction": lv.in_network_reduction, "algorithm": lv.algorithm}
-                for lv in self.network]
 
 
 def systems_dir() -> Path:

@@ -8,18 +8,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
 
-from dse.errors import DseError, from_validation_error
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
 from dse.predict.network import sent_per_op
 from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times
 from dse.predict.traffic import OpArrays
-from dse.workloads.library import Workload
+from dse.workloads.library import Workload, with_plan
 from dse.workloads.mix import Mix
-from dse.workloads.parallel import Plan
 
 __all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "chunk_designs", "evaluate", "evaluate_times",
            "mix_arrays", "mix_times", "mix_times_bounds", "predict", "step_times"]
@@ -222,32 +219,18 @@ def _one_design(hw: Hardware) -> DesignBatch:
 
 def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None = None, chips: int | None = None,
             **plan: Any) -> Prediction:
-    """Predict one workload on one hardware template (or a one-design batch).
+    """Predict one workload on one hardware template (or a one-design batch), the workload as given.
 
-    With ``chips``/``tp``/``pp``/``dp``/``ep`` (and any other :class:`~dse.workloads.parallel.Plan`
-    field) the workload is rebuilt as one chip's share under that plan and predicted on ``system``
-    (default: the shipped system of this chip, resized to the chip count); ``time_s`` stays the time
-    of one step and ``ops`` gains the collective operators."""
+    A planned workload (``dse.workload(..., plan=...)``: one chip's share with its collectives) runs on
+    ``system`` (default: the shipped system of this chip, resized to the plan's chip count); ``time_s`` stays
+    the time of one step. ``chips``/``tp``/``pp``/... (any :class:`~dse.workloads.parallel.Plan` field) are
+    the older call form: the workload is first built once under that plan
+    (:func:`dse.workloads.library.with_plan`), then predicted."""
     d = hw if isinstance(hw, DesignBatch) else _one_design(hw)
     if d.n != 1:
         raise ValueError("predict() takes one design; use evaluate() or mix_times() for batches")
     if chips is not None or plan:
-        keys = {k: v for k, v in plan.items() if v is not None}
-        if wl.plan is not None and wl.plan.trivial:  # a one-chip plan's settings (recompute) carry over
-            keys = {**wl.plan.model_dump(exclude_defaults=True), **keys}
-        if chips is not None and not ({"tp", "pp", "dp"} & set(keys)):
-            keys["tp"] = chips  # chips alone: tensor parallel over all of them
-        try:
-            p = Plan.model_validate({"chips": chips, **keys} if chips is not None else keys)
-        except ValidationError as exc:
-            raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
-        if wl.plan is not None and not wl.plan.trivial:
-            raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
-        if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise"):
-            raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
-        from dse.workloads.library import workload as build
-
-        wl = build(wl.origin or wl.name, plan=p, **wl.spec)
+        wl = with_plan(wl, chips=chips, **plan)
     ta = table_arrays(wl.ops)
     o = ta.o
     if wl.chips > 1 or o.coll_idx.size:

@@ -15,10 +15,14 @@ coefficients per network level and the time over thousands of designs is a matri
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from dse.hardware.collectives import choose
+from dse.hardware.designs import DesignBatch
+from dse.hardware.system import NetworkLevel, System
+from dse.predict.traffic import OpArrays
 
 
 # ---------------------------------------------------------------------------------- one level
@@ -74,16 +78,16 @@ def group_split(n: int, stride: int, sizes: list[int]) -> list[int]:
 
 
 def coefficients(coll: str, S: float, n: int, stride: int,
-                 levels: list[dict]) -> tuple[np.ndarray, np.ndarray, float, float]:
+                 levels: Sequence[NetworkLevel]) -> tuple[np.ndarray, np.ndarray, float, float]:
     """(c_link [N], c_inj [N], alpha seconds, bytes sent) of one collective over the hierarchy.
 
     Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency).
-    ``levels`` are dicts with ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``,
-    ``algorithm`` (one per network level, inner first)."""
+    ``levels`` are a system's typed :class:`~dse.hardware.system.NetworkLevel` s (``System.network``, inner
+    first): their ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``, ``algorithm``."""
     N = len(levels)
     c_link, c_inj = np.zeros(N), np.zeros(N)
     alpha, sent = 0.0, 0.0
-    split = group_split(n, stride, [lv["size"] for lv in levels])
+    split = group_split(n, stride, [lv.size for lv in levels])
     active = [i for i, k in enumerate(split) if k > 1]
     if not active:
         return c_link, c_inj, 0.0, 0.0
@@ -99,29 +103,30 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         else:
             s_l = S / members_below
         members_below *= k
-        args = dict(topology=lv["topology"], dims=lv.get("dims"), in_network_reduction=lv.get("in_network_reduction", False),
-                    algorithm=lv.get("algorithm", "ring"))
+        args = dict(topology=lv.topology, dims=lv.dims, in_network_reduction=lv.in_network_reduction,
+                    algorithm=lv.algorithm)
         c_link[i] = level_time(coll, s_l, k, b=1.0, B=math.inf, alpha=0.0, **args)
         c_inj[i] = level_time(coll, s_l, k, b=math.inf, B=1.0, alpha=0.0, **args)
-        alpha += level_time(coll, s_l, k, b=math.inf, B=math.inf, alpha=lv["latency_s"], **args)
+        alpha += level_time(coll, s_l, k, b=math.inf, B=math.inf, alpha=lv.latency_s, **args)
         sent += sent_bytes(coll, s_l, k)
     return c_link, c_inj, alpha, sent
 
 
 # ---------------------------------------------------------------------------------- designs x ops
-def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc], bytes sent [Oc]) of the collective rows of ``o`` on ``system``,
-    cached on ``o`` per system (the coefficients do not depend on the design's numbers)."""
+def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc], bytes sent [Oc]) of the collective rows of ``o`` on ``system``
+    (its typed ``network`` levels), cached on ``o`` per system (the coefficients do not depend on the design's
+    numbers)."""
     key = (system.name, tuple(system.sizes))
     if key not in o.cache:
-        specs = system.level_specs()
-        cl = np.zeros((len(specs), len(o.coll)))
+        levels = system.network
+        cl = np.zeros((len(levels), len(o.coll)))
         ci = np.zeros_like(cl)
         al = np.zeros(len(o.coll))
         sent = np.zeros(len(o.coll))
         for j, (c, S, n, st) in enumerate(zip(o.coll, o.net_bytes, o.group, o.stride, strict=True)):
             try:
-                cl[:, j], ci[:, j], al[j], sent[j] = coefficients(c, float(S), int(n), int(st), specs)
+                cl[:, j], ci[:, j], al[j], sent[j] = coefficients(c, float(S), int(n), int(st), levels)
             except ValueError as exc:
                 from dse.errors import DseError
 
@@ -131,7 +136,7 @@ def row_coefficients(o, system) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return o.cache[key]
 
 
-def sent_per_op(o, system) -> np.ndarray:
+def sent_per_op(o: OpArrays, system: System) -> np.ndarray:
     """[O] bytes one chip injects into the network per instance of each op (sorted order; 0 off collectives)."""
     sent = np.zeros(o.n)
     if o.coll_idx.size:
@@ -139,7 +144,7 @@ def sent_per_op(o, system) -> np.ndarray:
     return sent
 
 
-def network_times(d, o) -> np.ndarray:
+def network_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
     """[D, Oc] seconds of each collective row on each design: ``(1/b) @ c_link + (1/B) @ c_inj + alpha``
     with ``b`` = link bandwidth x efficiency and ``B`` = links x ``b`` per network level."""
     if d.system is None:

@@ -7,7 +7,6 @@ from pathlib import Path
 import pandas as pd
 
 from dse.document import Document, Figure, Table
-from dse.predict import predict
 from dse.report.plots import sensitivity_chart
 from dse.report.render import render
 from dse.report.summary import _md_table, ratio_label
@@ -19,12 +18,11 @@ __all__ = ["binding", "mix_table", "mixes_document", "sensitivity_chart", "write
 
 
 def binding(result: StudyResult) -> str:
-    """Time-weighted share of each binding ceiling over the mix on the best design."""
-    ctx = result.ctx
-    shares: dict[str, float] = {}
-    for wl, w in zip(ctx.mix.workloads, ctx.mix.weights, strict=True):
-        for k, v in predict(wl, result.best).time_by_bound().items():
-            shares[k] = shares.get(k, 0.0) + w * v
+    """Time-weighted share of each binding ceiling over the mix on the best design (as the study evaluated
+    it: ``result.best_eval``)."""
+    if result.best_eval is None:
+        raise ValueError("the study result carries no evaluations; accepted: dse.study.evaluated(result)")
+    shares = result.best_eval.binding_shares(result.ctx.mix.weights)
     return ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
 
 

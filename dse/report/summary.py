@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOB
 from dse.predict import Prediction
 from dse.search.space import base_knobs
@@ -223,28 +222,15 @@ def bound_warnings(space, params: dict[str, float]) -> list[str]:
 def sram_choice_lines(result) -> list[str]:
     """Why the best design has the SRAM it has: the searched level's organisation and price per MiB,
     its share of the die, and the score and area of the best design with that level halved and doubled
-    (everything else held)."""
-    from dse.cost.area import area, level_mm2_per_mib
-    from dse.study import score_designs
-
-    ctx, best = result.ctx, result.best
-    ar = area(best)
-    j = best.sram_level
-    level = best.base.memory[j]
-    per_mib = level_mm2_per_mib(best, ar.node, j)
-    mib = float(best.capacity[0, j]) / 2**20
+    (everything else held), as the study scored them (``result.sram``, ``dse.study.sram_variants``)."""
+    v = result.sram
+    mib, per_mib, saved, sc = v.mib, v.mm2_per_mib, v.saved_mm2, v.scored
     s0, a0 = float(result.best_scored.score[0]), float(result.best_scored.area_mm2[0])
-    lines = [f"- Searched level `{level.name}` is a **{level.organization}** at {per_mib:.3g} mm²/MiB "
-             f"({ar.node.name}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
+    lines = [f"- Searched level `{v.level}` is a **{v.organization}** at {per_mib:.3g} mm²/MiB "
+             f"({v.node}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
              "of the die"]
-    saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on MAC arrays instead
-    grow = 1.0 + saved / float(ar.parts["matrix"][0])
-    variants = DesignBatch.stack([best, best, best])
-    variants = variants.with_knobs(sram_bytes=np.array([0.5, 2.0, 0.5]) * mib * 2**20,
-                                   peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, grow]))
-    sc, _ = score_designs(ctx, variants)
     labels = (f"halved ({0.5 * mib:.1f} MiB)", f"doubled ({2 * mib:.1f} MiB)",
-              f"halved and its {saved:.1f} mm² put into MAC arrays (+{(grow - 1) * 100:.1f} % peak)")
+              f"halved and its {saved:.1f} mm² put into MAC arrays (+{(v.grow - 1) * 100:.1f} % peak)")
     for k, label in enumerate(labels):
         lines.append(f"- With it {label}: score {float(sc.score[k]) / s0 * 100 - 100:+.2f} %, "
                      f"area {float(sc.area_mm2[k]) - a0:+.1f} mm²"
@@ -254,11 +240,10 @@ def sram_choice_lines(result) -> list[str]:
 
 def shoreline_lines(result) -> list[str]:
     """Die edge and package of the best design: edge needed vs perimeter, stacks vs what fits."""
-    from dse.cost.area import area, shoreline
+    from dse.cost.area import shoreline
 
     best = result.best
-    ar = area(best)
-    sh = shoreline(best, ar)
+    sh = shoreline(best, result.best_eval.area)  # the area the study evaluated
     return [f"- Die edge: HBM PHYs, SerDes and host I/O need {float(sh.edge_need_mm[0]):.0f} mm of "
             f"{float(sh.perimeter_mm[0]):.0f} mm perimeter; {float(sh.stacks[0]):.0f} HBM stacks of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]

@@ -1,7 +1,10 @@
 """A study's results folder: trials.csv, best_design.yaml, summary.md, PNG figures, report.html.
 
-:func:`study_document` computes the report as a :class:`dse.document.Document`; :func:`write_results` writes
-best_design.yaml and renders the document (``dse.report.render``; every file atomic).
+:func:`study_document` lays out the report as a :class:`dse.document.Document` from what the study evaluated
+once (``StudyResult.base_eval`` / ``best_eval`` / ``heatmap`` / ``sram``, :func:`dse.study.evaluated`): it calls
+no predictor and prices neither design again (only the node's die-cost-vs-area curve is drawn from its
+formula). :func:`write_results` writes best_design.yaml and renders the document (``dse.report.render``; every
+file atomic).
 """
 
 from __future__ import annotations
@@ -11,12 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dse.cost.area import area
-from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
-from dse.cost.power import mix_energy
+from dse.cost.cost import dies_per_wafer, negative_binomial_yield
 from dse.document import Document, Figure, Table
 from dse.hardware.fields import KNOB
-from dse.predict import predict
 from dse.report.render import render, write_table
 from dse.report.summary import (
     coefficient_table,
@@ -27,8 +27,8 @@ from dse.report.summary import (
 )
 from dse.score import OBJECTIVES
 from dse.search import optimize
-from dse.search.space import base_knobs, designs_from_params, knob_range
-from dse.study import StudyResult, score_designs
+from dse.search.space import base_knobs
+from dse.study import HEATMAP_KNOBS, DesignEval, StudyResult
 from dse.yamlio import write_yaml
 
 OBJECTIVE_LABELS = {f"objective_{n}": o.label for n, o in OBJECTIVES.items()}
@@ -54,28 +54,13 @@ def write_csv(path: Path, df: pd.DataFrame) -> Path:
     return write_table(df, path, blank_infinite=True)
 
 
-#: the score heatmap's x and y knobs (``dse.hardware.fields.KNOB``, config units), the others held at the best design's
-HEATMAP_KNOBS = ("peak_tflops", "dram_bandwidth_tbps")
-
-
-def heatmap_grid(result: StudyResult, n: int) -> dict[str, np.ndarray]:
-    """Score and area over a compute x bandwidth grid (search ranges, else 0.25x-4x the base),
-    at the best design's SRAM size, evaluated in one vectorized call."""
-    space = result.ctx.cfg.search.space
-    kx = base_knobs(result.best)
-    peak, bw = (np.geomspace(*knob_range(space, result.ctx.base, k), n) for k in HEATMAP_KNOBS)
-    P, B = np.meshgrid(peak, bw)
-    params = {**{k: np.full(P.size, v) for k, v in kx.items()}, **dict(zip(HEATMAP_KNOBS, (P.ravel(), B.ravel()),
-                                                                           strict=True))}
-    designs = designs_from_params(result.best, params)
-    scored, _ = score_designs(result.ctx, designs)
-    return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
-
-
-def cost_parts(d, mix) -> tuple:
-    """(AreaBreakdown, CostBreakdown, MixEnergy) of a one-design batch."""
-    ar = area(d)
-    return ar, unit_cost(d, ar), mix_energy(d, mix, node=ar.node)
+def study_evals(result: StudyResult) -> dict[str, DesignEval]:
+    """The base and best designs as the study evaluated them (``dse.study.evaluated``); the report predicts
+    nothing itself, so a result without them is refused."""
+    if result.base_eval is None or result.best_eval is None or result.heatmap is None or result.sram is None:
+        raise ValueError("the study result carries no evaluations; accepted: a result of dse.study.run_study "
+                         "or dse.study.evaluated(result)")
+    return {"base": result.base_eval, "best": result.best_eval}
 
 
 def power_parts(e, labels: list[str]) -> dict[str, dict[str, float]]:
@@ -111,10 +96,10 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
         front_df = trials[trials["number"].isin([t.number for t in front])].copy()
         tables.append(Table("pareto.csv", front_df, blank_infinite=True))
 
-    wls = ctx.mix.workloads
     labels = ctx.mix.labels
-    best_preds = [predict(w, result.best) for w in wls]
-    costs = {name: cost_parts(d, ctx.mix) for name, d in (("base", ctx.base), ("best", result.best))}
+    evals = study_evals(result)
+    best_preds = evals["best"].predictions
+    costs = {name: (e.area, e.cost, e.energy) for name, e in evals.items()}
     e_best = costs["best"][2]
     wl_df = workload_table(labels, ctx.mix.weights, ctx.base_times, result.best_times, best_preds,
                            e_best.energy_j[0], e_best.power_w[0])
@@ -124,11 +109,11 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
 
     figures: list[Figure] = []
     if plots_on:
-        base_preds = [predict(w, ctx.base) for w in wls]
+        base_preds = evals["base"].predictions
         kb, kx = base_knobs(ctx.base), base_knobs(result.best)
         ops_base = pd.concat([p.ops.assign(workload=lab) for p, lab in zip(base_preds, labels, strict=True)],
                              ignore_index=True)
-        g = heatmap_grid(result, ctx.cfg.output.heatmap_points)
+        g = result.heatmap
         node = costs["base"][0].node
         curve = cost_curve(result, node)
         marks = {n: (float(costs[n][0].total[0]), float(costs[n][1].parts["die"][0])) for n in costs}

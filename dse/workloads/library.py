@@ -246,6 +246,34 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     return wl
 
 
+def plan_for(chips: int | None = None, base: Plan | None = None, **keys: Any) -> Plan:
+    """The :class:`~dse.workloads.parallel.Plan` of ``chips`` and plan keywords (``tp``, ``pp``, ``dp``, ``ep``,
+    ``microbatches``, ``recompute``, ...; ``None`` values ignored): ``chips`` alone means tensor parallel over
+    all of them; a one-chip ``base`` plan's settings (``recompute``) carry over. Errors name ``plan.FIELD``."""
+    given = {k: v for k, v in keys.items() if v is not None}
+    if base is not None and base.trivial:
+        given = {**base.model_dump(exclude_defaults=True), **given}
+    if chips is not None and not ({"tp", "pp", "dp"} & set(given)):
+        given["tp"] = chips  # chips alone: tensor parallel over all of them
+    try:
+        return Plan.model_validate({"chips": chips, **given} if chips is not None else given)
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
+
+
+def with_plan(wl: Workload, *, chips: int | None = None, **keys: Any) -> Workload:
+    """One chip's share of an unplanned workload under a plan (:func:`plan_for` of ``chips`` and ``keys``):
+    the workload built again from its origin at its scenario with the plan applied at construction,
+    ``workload(wl.origin, plan=..., **wl.spec)`` (the only place an already-built workload gets a plan;
+    ``dse.predict(wl, hw, chips=, tp=, ...)`` calls it once, then predicts the result as given)."""
+    p = plan_for(chips, wl.plan, **keys)
+    if wl.plan is not None and not wl.plan.trivial:
+        raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
+    if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise"):
+        raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
+    return workload(wl.origin or wl.name, plan=p, **wl.spec)
+
+
 def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
     """:func:`workload` without the cache."""
     if plan is not None and not isinstance(plan, Plan):

@@ -45,10 +45,10 @@ def test_level_zero_takes_the_chip_links_and_bidirectional_bandwidth_is_halved()
     assert NetworkLevel(**_level()).per_direction(50) == 50e9
 
 
-def test_level_specs_carry_latency_in_seconds() -> None:
-    specs = load_system("dgx-h100").level_specs()
-    assert specs[0]["latency_s"] == pytest.approx(1e-6) and specs[0]["in_network_reduction"] is True
-    assert specs[1]["latency_s"] == pytest.approx(3e-6) and specs[1]["topology"] == "switch"
+def test_levels_carry_latency_in_seconds() -> None:
+    levels = load_system("dgx-h100").network  # typed levels: the network code reads these, no dicts
+    assert levels[0].latency_s == pytest.approx(1e-6) and levels[0].in_network_reduction is True
+    assert levels[1].latency_s == pytest.approx(3e-6) and levels[1].topology == "switch"
 
 
 def test_resizing_scales_the_outer_level_or_shrinks_the_node() -> None:

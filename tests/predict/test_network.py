@@ -54,9 +54,8 @@ def test_point_to_point_and_all_to_all():
 
 def test_hierarchical_all_reduce_on_two_dgx_nodes():
     sysm = load_system("dgx-a100").resized(16)
-    specs = sysm.level_specs()
     assert net.group_split(16, 1, sysm.sizes) == [8, 2]
-    cl, ci, al, sent = net.coefficients("all_reduce", S, 16, 1, specs)
+    cl, ci, al, sent = net.coefficients("all_reduce", S, 16, 1, sysm.network)  # the typed levels
     # inside the node: ring AR of S over 8; across nodes: ring AR of S/8 over 2 (per injection bandwidth)
     assert ci[0] == pytest.approx(2 * 7 / 8 * S) and ci[1] == pytest.approx(2 * 1 / 2 * S / 8)
     assert cl.sum() == 0

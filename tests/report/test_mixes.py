@@ -12,13 +12,14 @@ import pytest
 from dse.predict import predict
 from dse.report import mixes
 from dse.search.space import designs_from_params
-from dse.study import StudyResult, load_context, score_designs
+from dse.study import StudyResult, evaluated, load_context, score_designs
 
 
 def _result(ctx, best) -> StudyResult:
     scored, times = score_designs(ctx, best)
-    return StudyResult(folder=Path("."), ctx=ctx, best_params={}, best=best, best_scored=scored, best_times=times[0],
-                       study=None, n_trials=0, new_trials=0, recovered=0, storage="", meta={})
+    return evaluated(StudyResult(folder=Path("."), ctx=ctx, best_params={}, best=best, best_scored=scored,
+                                 best_times=times[0], study=None, n_trials=0, new_trials=0, recovered=0, storage="",
+                                 meta={}))
 
 
 @pytest.fixture(scope="module")

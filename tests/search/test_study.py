@@ -281,3 +281,41 @@ def test_resume_removes_temporary_files_an_interrupted_write_left(tmp_path: Path
     assert main(["run", str(small_config), "--out", str(tmp_path), "--resume", "--trials", "32"]) == 0
     assert not stale.exists()
     assert not list(folder.glob(".*.tmp*"))
+
+
+def test_heatmap_grid_spans_the_search_ranges_and_grows_with_compute_and_bandwidth(small_config) -> None:
+    import numpy as np
+
+    from dse.study import heatmap_grid, load_context
+
+    _, ctx = load_context(small_config)
+    g = heatmap_grid(ctx, ctx.base, 5)
+    np.testing.assert_allclose(g["peak"], np.geomspace(64, 1024, 5))
+    np.testing.assert_allclose(g["bw"], np.geomspace(0.4, 4.0, 5))
+    assert g["score"].shape == g["area"].shape == (5, 5)  # rows: bandwidth, columns: compute
+    assert np.all(np.diff(g["score"], axis=1) >= -1e-12)  # more compute never slows the mix
+    assert np.all(np.diff(g["score"], axis=0) >= -1e-12)  # nor does more bandwidth
+    assert np.all(np.diff(g["area"], axis=1) > 0) and np.all(np.diff(g["area"], axis=0) >= 0)
+
+
+def test_a_study_returns_its_base_and_best_designs_evaluated_once(tmp_path: Path) -> None:
+    """``run_study`` hands back the evaluations the report renders: the times it searched with, the
+    per-workload predictions (binding ceilings), area, cost and energy, equal to evaluating afresh."""
+    import numpy as np
+
+    from dse.cost.area import area
+    from dse.cost.power import mix_energy
+
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "output": {"heatmap_points": 4}})
+    r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    ctx = r.ctx
+    for ev, d, times in ((r.base_eval, ctx.base, ctx.base_times), (r.best_eval, r.best, r.best_times)):
+        assert ev.design is d and ev.times is times
+        fresh = [dse.predict(w, d) for w in ctx.mix.workloads]
+        assert [p.time_s for p in ev.predictions] == [p.time_s for p in fresh]
+        assert np.array_equal(ev.area.total, area(d).total)
+        assert np.array_equal(ev.energy.peak_power_w, mix_energy(d, ctx.mix, node=ev.area.node).peak_power_w)
+    assert np.array_equal(r.best_eval.area.total, r.best_scored.area_mm2)
+    shares = r.best_eval.binding_shares(ctx.mix.weights)
+    assert sum(shares.values()) == pytest.approx(1.0) and r.heatmap["score"].shape == (4, 4)
+    assert r.sram.scored.score.shape == (3,)
