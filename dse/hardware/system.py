@@ -40,7 +40,8 @@ class NetworkLevel(Strict):
     link_bandwidth_gbps: float | None = Field(None, gt=0, description="GB/s per link (level 0 default: the chip's)")
     bandwidth_direction: Literal["per_direction", "bidirectional"] = Field(
         "per_direction", description="Whether link_bandwidth_gbps is per direction or both directions summed")
-    latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds")
+    latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds (of the Simple protocol; "
+                                                "LL/LL128 scale it: dse.hardware.collectives.PROTOCOLS)")
     efficiency: float = Field(gt=0, le=1, description="Achievable fraction of link bandwidth")
     in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
     algorithm: Literal[LEVEL_ALGORITHMS] = Field(  # type: ignore[valid-type]

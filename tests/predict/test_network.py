@@ -60,7 +60,7 @@ def test_hierarchical_all_reduce_on_two_dgx_nodes():
     # inside the node: ring AR of S over 8; across nodes: ring AR of S/8 over 2 (per injection bandwidth)
     assert ci[0] == pytest.approx(2 * 7 / 8 * S) and ci[1] == pytest.approx(2 * 1 / 2 * S / 8)
     assert cl.sum() == 0
-    assert al == pytest.approx(14 * 1e-6 + 2 * 3e-6)
+    assert al == pytest.approx(14 * specs[0]["latency_s"] + 2 * specs[1]["latency_s"])
     assert sent == pytest.approx(2 * 7 / 8 * S + S / 8)
     # a data-parallel group of 2 with stride 8 lives on the outer level only
     assert net.group_split(2, 8, sysm.sizes) == [1, 2]
@@ -164,9 +164,10 @@ def test_small_all_reduce_on_nvswitch_is_latency_bound_and_runs_ll():
     specs, b, B = _levels("dgx-a100", 8)
     name, innet, t = net.best_variant("all_reduce", 32 * 1024, 8, 1, specs, b, B)
     assert name == "ll" and not innet
-    simple = net.level_time("all_reduce", 32 * 1024, 8, "switch", b=b[0], B=B[0], alpha=1e-6)
-    assert t < 5e-6 < simple  # Simple ring: 14 steps x 1 us
-    assert 2 * 7 * 1e-6 * coll.protocol("nccl", "ll").step_latency_scale < t  # still pays its 14 LL steps
+    alpha = specs[0]["latency_s"]  # a Simple ring step on NVLink (NCCL's 3.4 us)
+    simple = net.level_time("all_reduce", 32 * 1024, 8, "switch", b=b[0], B=B[0], alpha=alpha)
+    ll_steps = 2 * 7 * alpha * coll.protocol("nccl", "ll").step_latency_scale  # 14 LL steps of 0.6 us
+    assert ll_steps < t < ll_steps + 2e-6 and t < simple / 4  # Simple: 14 x 3.4 us
 
 
 def test_large_all_reduce_runs_simple_at_full_bandwidth():
@@ -175,13 +176,19 @@ def test_large_all_reduce_runs_simple_at_full_bandwidth():
     name, innet, t = net.best_variant("all_reduce", S, 8, 1, specs, b, B)
     assert name == "simple" and not innet
     base = (coll.protocol("nccl", "simple").base_latency_us - coll.protocol("nccl", "ll").base_latency_us) * 1e-6
-    assert t == pytest.approx(2 * 7 / 8 * S / B[0] + 14e-6 + base, rel=1e-9)
+    assert t == pytest.approx(2 * 7 / 8 * S / B[0] + 14 * specs[0]["latency_s"] + base, rel=1e-9)
 
 
-def test_nvls_wins_large_messages_and_ring_ll_small_ones_on_dgx_h100():
+def test_dgx_h100_weighs_nvls_against_ring_ll():
+    """NVLS (in-switch reduction, Simple only) wins large all-reduces; small ones take the faster of NVLS and
+    the ring under LL, which is what runs where the switch cannot reduce."""
     specs, b, B = _levels("dgx-h100", 8, "h100-sxm")
     assert net.best_variant("all_reduce", float(1 << 30), 8, 1, specs, b, B)[:2] == ("simple", True)
-    assert net.best_variant("all_reduce", 16 * 1024, 8, 1, specs, b, B)[:2] == ("ll", False)
+    plain = [{**lv, "in_network_reduction": False} for lv in specs]
+    for S in (1e3, 16 * 1024):
+        without = net.best_variant("all_reduce", S, 8, 1, plain, b, B)
+        assert without[:2] == ("ll", False)
+        assert net.best_variant("all_reduce", S, 8, 1, specs, b, B)[2] <= without[2]
 
 
 def test_a_torus_runs_simple_only_with_no_extra_fixed_cost():
