@@ -145,7 +145,7 @@ def variants(levels: list[dict]) -> list[tuple[str, bool]]:
     return [(name, u) for name in names for u in innet]
 
 
-def base_latency_s(name: str, coll: str, n: int, stride: int, levels: list[dict]) -> float:
+def base_latency_s(name: str, n: int, stride: int, levels: list[dict]) -> float:
     """The fixed cost per call of protocol ``name``: the largest base latency over the levels the group spans."""
     split = group_split(n, stride, [lv["size"] for lv in levels])
     bases = [p.base_latency_us for lv, k in zip(levels, split, strict=True) if k > 1
@@ -167,7 +167,7 @@ def variant_coefficients(coll: str, S: float, n: int, stride: int, levels: list[
         sent = max(sent, s)
     ok = np.isfinite(al)
     if sent > 0 and ok.any():  # a collective that crosses a level: add the protocols' fixed cost
-        base = np.array([base_latency_s(name, coll, n, stride, levels) for name, _ in vs])
+        base = np.array([base_latency_s(name, n, stride, levels) for name, _ in vs])
         al = al + base - base[ok].min()
     return cl, ci, al, sent
 
