@@ -12,6 +12,14 @@ is the level's or ``*``, and which is either a default (``requested=False``) or 
 wins. Adding an algorithm is one ``Algorithm`` record in ``TABLE``; a requested all-reduce row on any
 topology becomes an accepted ``algorithm`` of ``hw_templates/systems`` levels (``LEVEL_ALGORITHMS``).
 
+Protocols (``PROTOCOLS``, one ``Protocol`` record each): how a GPU collective library moves the bytes
+of one step. NCCL's LL (8-byte lines of 4 data + 4 flag bytes: lowest per-step latency, a quarter of the
+bandwidth in its own tuning model), LL128 (120 data bytes per 128-byte line) and Simple (full bandwidth,
+the highest per-step latency). A protocol scales a row's bandwidth terms by ``1/bandwidth_fraction`` and
+its latency term by ``step_latency_scale`` and adds a fixed ``base_latency_us``; the predictor takes the
+fastest (algorithm, protocol) pair per collective and message size, as NCCL's tuner does
+(``dse.predict.network.coefficients``). Adding a protocol is one record in ``PROTOCOLS``.
+
 Sources: Thakur, Rabenseifner & Gropp, IJHPCA 2005 (ring/tree alpha-beta costs); Patarasuk & Yuan
 2009 (bandwidth-optimal ring all-reduce); Sanders, Speck & Traeff 2009 (pipelined double binary
 trees, NCCL's tree); Klenk et al., ISCA 2020 / NVIDIA SHARP (in-network reduction); Jouppi et al.,
@@ -123,6 +131,67 @@ TABLE: tuple[Algorithm, ...] = (
     Algorithm("all_to_all", "*", "direct", lambda S, n, b, B, a, d: all_to_all(S, n, B, math.inf, a),
               "(n-1)/n S/B + (n-1) alpha (a full-bisection switch)", "alpha-beta"),
 )
+
+@dataclass(frozen=True)
+class Protocol:
+    """One wire protocol of one collective library: how it scales a ``TABLE`` row's time (``protocol_time``).
+
+    ``bandwidth_fraction`` of the level's achievable bandwidth, ``step_latency_scale`` x the level's
+    per-step latency ``alpha`` (a level's ``latency_us`` is the Simple protocol's step), a fixed
+    ``base_latency_us`` per collective call; ``topologies`` it runs on (``*``: every one) and the
+    ``TABLE`` algorithm names it drives (``*``: every one)."""
+
+    library: str
+    name: str
+    bandwidth_fraction: float
+    step_latency_scale: float
+    base_latency_us: float
+    topologies: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    source: str
+
+
+_POINT = ("ring", "tree", "direct", "bisection")  # the rows LL/LL128 drive (not NVLS/SHARP, not a torus)
+#: NCCL (NVIDIA), github.com/NVIDIA/nccl@b6475625fbcaa2c3c0e50eed2fa1255d7514d4a2 src/graph/tuning.cc:
+#: ``baseLat`` Ring {LL 6.6, LL128 14.0, Simple 8.4} us per call; ``hwLat`` NVLink Ring {LL 0.6, LL128 1.9,
+#: Simple 3.4} us per step (the step scales are these over Simple's 3.4); ring bus bandwidth x 1/4 for LL
+#: all-reduce and x 0.92 (120/128) for LL128; NVLS (in-switch reduction) runs Simple only.
+_NCCL = "NVIDIA/nccl@b6475625 src/graph/tuning.cc (baseLat Ring, hwLat NVLink Ring, LL 1/4 and LL128 0.92 bus bandwidth)"
+#: RCCL (AMD), github.com/ROCm/rccl@0023b9b0814b6779a84bbb2d477682432c881a41 src/graph/tuning.cc: ``baseLat``
+#: Ring {LL 20.5, Simple 27.9} us; ``hwLat`` xGMI ("NVLINK" row) Ring {LL 2.3, Simple 2.7} us per step; ring
+#: LL bus bandwidth x 1/5; LL128 enabled by default only on NVIDIA Volta/Ampere in that version (left out).
+_RCCL = "ROCm/rccl@0023b9b0 src/graph/tuning.cc (baseLat Ring, hwLat xGMI Ring, LL 1/5 bus bandwidth)"
+#: The protocols (Hu et al., "Demystifying NCCL", arXiv:2507.04786, 2025, Sec. 3, describe the three). They run
+#: on GPU scale-up switches and rings; a torus (TPU ICI) runs Simple only (the ``*`` row).
+PROTOCOLS: tuple[Protocol, ...] = (
+    Protocol("nccl", "ll", 0.25, 0.6 / 3.4, 6.6, ("switch", "ring"), _POINT, _NCCL),
+    Protocol("nccl", "ll128", 0.92, 1.9 / 3.4, 14.0, ("switch", "ring"), _POINT, _NCCL),
+    Protocol("nccl", "simple", 1.0, 1.0, 8.4, ("*",), ("*",), _NCCL),
+    Protocol("rccl", "ll", 0.2, 2.3 / 2.7, 20.5, ("switch", "ring"), _POINT, _RCCL),
+    Protocol("rccl", "simple", 1.0, 1.0, 27.9, ("*",), ("*",), _RCCL),
+)
+
+#: collective libraries a network level may name (``collective_library:`` of a system level)
+LIBRARIES: tuple[str, ...] = tuple(dict.fromkeys(p.library for p in PROTOCOLS))
+
+
+def protocol(library: str, name: str) -> Protocol | None:
+    """The ``PROTOCOLS`` record of this library and name (``None`` when the library has no such protocol)."""
+    return next((p for p in PROTOCOLS if p.library == library and p.name == name), None)
+
+
+def offers(p: Protocol, a: Algorithm, topology: str) -> bool:
+    """Whether protocol ``p`` drives algorithm row ``a`` on a level of this topology."""
+    return ("*" in p.topologies or topology in p.topologies) and ("*" in p.algorithms or a.name in p.algorithms)
+
+
+def protocol_time(p: Protocol, a: Algorithm, S: float, n: int, b: float, B: float, alpha: float,
+                  dims: list[int]) -> float:
+    """Row ``a`` under protocol ``p``: ``a.time(S, n, f b, f B, s alpha, dims)`` with ``f`` the bandwidth
+    fraction and ``s`` the step-latency scale (the fixed ``base_latency_us`` is added once per collective
+    by the caller, over all levels). Still linear in ``1/b``, ``1/B`` and ``alpha``."""
+    return a.time(S, n, b * p.bandwidth_fraction, B * p.bandwidth_fraction, alpha * p.step_latency_scale, dims)
+
 
 #: all-reduce algorithms a network level may ask for by name (``algorithm:`` of a system level)
 LEVEL_ALGORITHMS: tuple[str, ...] = tuple(dict.fromkeys(

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from dse.hardware.collectives import LIBRARIES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.strict import Strict
 from dse.units import DTYPES, GIB, MIB, TERA, Dtype
@@ -157,6 +158,9 @@ class Network(Strict):
 
     links: int = Field(ge=0, description="Links per chip")
     link_bandwidth_gbps: float = Field(gt=0, description="Per link, per direction, GB/s")
+    collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
+        "nccl", description="Collective library of the chip's software stack (its default system's protocols; "
+                            "dse.hardware.collectives.PROTOCOLS)")
     source: str = Field(min_length=3)
 
 

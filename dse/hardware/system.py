@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.collectives import LEVEL_ALGORITHMS
+from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES
 from dse.hardware.schema import Hardware
 from dse.strict import Strict
 from dse.units import repo_root
@@ -40,11 +40,15 @@ class NetworkLevel(Strict):
     link_bandwidth_gbps: float | None = Field(None, gt=0, description="GB/s per link (level 0 default: the chip's)")
     bandwidth_direction: Literal["per_direction", "bidirectional"] = Field(
         "per_direction", description="Whether link_bandwidth_gbps is per direction or both directions summed")
-    latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds")
+    latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds (of the Simple protocol; "
+                                                "LL/LL128 scale it: dse.hardware.collectives.PROTOCOLS)")
     efficiency: float = Field(gt=0, le=1, description="Achievable fraction of link bandwidth")
     in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
     algorithm: Literal[LEVEL_ALGORITHMS] = Field(  # type: ignore[valid-type]
         "ring", description="All-reduce algorithm (dse.hardware.collectives.TABLE)")
+    collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
+        "nccl", description="Collective library whose wire protocols (LL, LL128, Simple) the level runs "
+                            "(dse.hardware.collectives.PROTOCOLS)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")
@@ -214,4 +218,5 @@ def default_system(hw: Hardware) -> System:
                        f"system= one of {', '.join(list_systems())}", field="system")
     return System(name=f"{hw.name}-switch", chip=hw.name, source=f"default: one switch level from {hw.name}'s links",
                   network=[NetworkLevel(name="links", size=8, topology="switch", latency_us=1.0, efficiency=0.8,
+                                        collective_library=hw.network.collective_library,
                                         source="default (assumption): 1 us per step, 80 % of link bandwidth")])

@@ -10,6 +10,14 @@ The per-level formulas are a table, one row per (collective, topology, algorithm
 
 Every formula is linear in ``1/b``, ``1/B`` and ``alpha``, so a collective row reduces to three
 coefficients per network level and the time over thousands of designs is a matrix product.
+
+Protocol choice (``dse.hardware.collectives.PROTOCOLS``): a collective runs under one *variant*, a wire
+protocol (LL, LL128, Simple) and whether a reducing switch reduces (NVLS/SHARP) or the level's own
+algorithm runs. Each variant is linear on its own, so it keeps its own coefficients; the network time of
+a design is the minimum over variants, as NCCL's tuner picks the fastest (algorithm, protocol) per message
+size. A protocol's fixed ``base_latency_us`` counts over the cheapest protocol the op may use: that one's
+fixed cost is the kernel launch, which the chip's ``launch_overhead_us`` already charges every operator
+(also the collective), so it is not counted twice.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dse.hardware.collectives import choose
+from dse.hardware import collectives
+from dse.hardware.collectives import Protocol, choose, offers, protocol, protocol_time
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import NetworkLevel, System
 from dse.predict.traffic import OpArrays
@@ -28,13 +37,19 @@ from dse.predict.traffic import OpArrays
 # ---------------------------------------------------------------------------------- one level
 def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, alpha: float,
                dims: list[int] | None = None, in_network_reduction: bool = False,
-               algorithm: str = "ring") -> float:
+               algorithm: str = "ring", protocol: Protocol | None = None) -> float:
     """Time of one collective on one network level (``n`` ranks of that level take part): the
-    ``dse.hardware.collectives.TABLE`` row the level chooses."""
+    ``dse.hardware.collectives.TABLE`` row the level chooses, under ``protocol`` when given (its fixed
+    base latency excluded; ``math.inf`` when the protocol does not drive that row on this topology)."""
     if n <= 1 or S <= 0:
         return 0.0
     tdims = torus_group_dims(dims or [n], n) if topology == "torus" else [n]
-    return choose(coll, topology, algorithm, in_network_reduction).time(S, n, b, B, alpha, tdims)
+    row = choose(coll, topology, algorithm, in_network_reduction)
+    if protocol is None:
+        return row.time(S, n, b, B, alpha, tdims)
+    if not offers(protocol, row, topology):
+        return math.inf
+    return protocol_time(protocol, row, S, n, b, B, alpha, tdims)
 
 
 def torus_group_dims(dims: list[int], n: int) -> list[int]:
@@ -78,12 +93,17 @@ def group_split(n: int, stride: int, sizes: list[int]) -> list[int]:
 
 
 def coefficients(coll: str, S: float, n: int, stride: int,
-                 levels: Sequence[NetworkLevel]) -> tuple[np.ndarray, np.ndarray, float, float]:
+                 levels: Sequence[NetworkLevel], protocol_name: str | None = None,
+                 in_network: bool = True) -> tuple[np.ndarray, np.ndarray, float, float]:
     """(c_link [N], c_inj [N], alpha seconds, bytes sent) of one collective over the hierarchy.
 
     Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency).
     ``levels`` are a system's typed :class:`~dse.hardware.system.NetworkLevel` s (``System.network``, inner
-    first): their ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``, ``algorithm``."""
+    first): their ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``, ``algorithm``,
+    ``collective_library``. ``protocol_name`` (``ll``, ``simple``,
+    ...) scales every level's row by its library's record (the base latency is left to
+    :func:`variant_coefficients`); ``in_network=False`` runs the level's own algorithm on a reducing
+    switch. A protocol some active level cannot run gives ``alpha = inf``."""
     N = len(levels)
     c_link, c_inj = np.zeros(N), np.zeros(N)
     alpha, sent = 0.0, 0.0
@@ -103,30 +123,76 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         else:
             s_l = S / members_below
         members_below *= k
-        args = dict(topology=lv.topology, dims=lv.dims, in_network_reduction=lv.in_network_reduction,
+        args = dict(topology=lv.topology, dims=lv.dims,
+                    in_network_reduction=in_network and lv.in_network_reduction,
                     algorithm=lv.algorithm)
+        if protocol_name is not None:
+            p = protocol(lv.collective_library, protocol_name)
+            if p is None:
+                return np.zeros(N), np.zeros(N), math.inf, 0.0
+            args["protocol"] = p
         c_link[i] = level_time(coll, s_l, k, b=1.0, B=math.inf, alpha=0.0, **args)
         c_inj[i] = level_time(coll, s_l, k, b=math.inf, B=1.0, alpha=0.0, **args)
         alpha += level_time(coll, s_l, k, b=math.inf, B=math.inf, alpha=lv.latency_s, **args)
         sent += sent_bytes(coll, s_l, k)
+    if not (np.isfinite(c_link).all() and np.isfinite(c_inj).all() and math.isfinite(alpha)):
+        return np.zeros(N), np.zeros(N), math.inf, sent
     return c_link, c_inj, alpha, sent
+
+
+def variants(levels: Sequence[NetworkLevel]) -> list[tuple[str, bool]]:
+    """The (protocol name, in-network reduction used) pairs a collective may run under on these levels:
+    every protocol name of the levels' libraries, with and without the switch's reduction where a level
+    has one."""
+    libs = {lv.collective_library for lv in levels}
+    names = list(dict.fromkeys(p.name for p in collectives.PROTOCOLS if p.library in libs))
+    innet = (True, False) if any(lv.in_network_reduction for lv in levels) else (True,)
+    return [(name, u) for name in names for u in innet]
+
+
+def base_latency_s(name: str, n: int, stride: int, levels: Sequence[NetworkLevel]) -> float:
+    """The fixed cost per call of protocol ``name``: the largest base latency over the levels the group spans."""
+    split = group_split(n, stride, [lv.size for lv in levels])
+    bases = [p.base_latency_us for lv, k in zip(levels, split, strict=True) if k > 1
+             for p in [protocol(lv.collective_library, name)] if p is not None]
+    return max(bases, default=0.0) * 1e-6
+
+
+def variant_coefficients(coll: str, S: float, n: int, stride: int, levels: Sequence[NetworkLevel]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(c_link [V, N], c_inj [V, N], alpha [V], bytes sent) of one collective under each of
+    :func:`variants` (``alpha = inf`` where the variant cannot run). A variant's alpha includes its
+    protocol's base latency over the smallest base latency of the variants that can run: that one is
+    the kernel launch, which the chip's ``launch_overhead_us`` already charges the op."""
+    vs = variants(levels)
+    cl, ci, al = np.zeros((len(vs), len(levels))), np.zeros((len(vs), len(levels))), np.zeros(len(vs))
+    sent = 0.0
+    for v, (name, u) in enumerate(vs):
+        cl[v], ci[v], al[v], s = coefficients(coll, S, n, stride, levels, protocol_name=name, in_network=u)
+        sent = max(sent, s)
+    ok = np.isfinite(al)
+    if sent > 0 and ok.any():  # a collective that crosses a level: add the protocols' fixed cost
+        base = np.array([base_latency_s(name, n, stride, levels) for name, _ in vs])
+        al = al + base - base[ok].min()
+    return cl, ci, al, sent
 
 
 # ---------------------------------------------------------------------------------- designs x ops
 def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(c_link [N, Oc], c_inj [N, Oc], alpha [Oc], bytes sent [Oc]) of the collective rows of ``o`` on ``system``
-    (its typed ``network`` levels), cached on ``o`` per system (the coefficients do not depend on the design's
-    numbers)."""
-    key = (system.name, tuple(system.sizes))
+    """(c_link [V, N, Oc], c_inj [V, N, Oc], alpha [V, Oc], bytes sent [Oc]) of the collective rows of ``o`` on
+    ``system`` under each variant (:func:`variant_coefficients`), cached on ``o`` per system (the
+    coefficients do not depend on the design's numbers)."""
+    key = ("variants", system.name, tuple(system.sizes))
     if key not in o.cache:
-        levels = system.network
-        cl = np.zeros((len(levels), len(o.coll)))
+        specs = system.network
+        V = len(variants(specs))
+        cl = np.zeros((V, len(specs), len(o.coll)))
         ci = np.zeros_like(cl)
-        al = np.zeros(len(o.coll))
+        al = np.zeros((V, len(o.coll)))
         sent = np.zeros(len(o.coll))
         for j, (c, S, n, st) in enumerate(zip(o.coll, o.net_bytes, o.group, o.stride, strict=True)):
             try:
-                cl[:, j], ci[:, j], al[j], sent[j] = coefficients(c, float(S), int(n), int(st), levels)
+                cl[:, :, j], ci[:, :, j], al[:, j], sent[j] = variant_coefficients(c, float(S), int(n), int(st), specs)
             except ValueError as exc:
                 from dse.errors import DseError
 
@@ -145,8 +211,9 @@ def sent_per_op(o: OpArrays, system: System) -> np.ndarray:
 
 
 def network_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
-    """[D, Oc] seconds of each collective row on each design: ``(1/b) @ c_link + (1/B) @ c_inj + alpha``
-    with ``b`` = link bandwidth x efficiency and ``B`` = links x ``b`` per network level."""
+    """[D, Oc] seconds of each collective row on each design: the fastest variant's
+    ``(1/b) @ c_link + (1/B) @ c_inj + alpha`` with ``b`` = link bandwidth x efficiency and ``B`` = links x
+    ``b`` per network level."""
     if d.system is None:
         from dse.errors import DseError
 
@@ -156,4 +223,20 @@ def network_times(d: DesignBatch, o: OpArrays) -> np.ndarray:
     b = d.net_link_bw * d.net_eff
     B = b * d.net_links
     # a level without links (0 links searched) takes "forever" (1e30 s per byte), never a NaN
-    return (1.0 / np.maximum(b, 1e-30)) @ cl + (1.0 / np.maximum(B, 1e-30)) @ ci + al[None, :]
+    inv_b, inv_B = 1.0 / np.maximum(b, 1e-30), 1.0 / np.maximum(B, 1e-30)
+    out = np.full((d.n, cl.shape[2]), np.inf)
+    for v in range(cl.shape[0]):  # a handful of variants (protocols x in-network), not designs or ops
+        np.minimum(out, inv_b @ cl[v] + inv_B @ ci[v] + al[v][None, :], out=out)
+    return out
+
+
+def best_variant(coll: str, S: float, n: int, stride: int, levels: Sequence[NetworkLevel], b: np.ndarray,
+                 B: np.ndarray) -> tuple[str, bool, float]:
+    """(protocol name, in-network reduction used, seconds) of the fastest variant of one collective on one
+    design whose levels have per-link bandwidth ``b`` and per-chip bandwidth ``B`` (byte/s, efficiency
+    applied)."""
+    cl, ci, al, _ = variant_coefficients(coll, S, n, stride, levels)
+    t = cl @ (1.0 / np.asarray(b, float)) + ci @ (1.0 / np.asarray(B, float)) + al
+    v = int(np.argmin(t))
+    name, u = variants(levels)[v]
+    return name, u and any(lv.in_network_reduction for lv in levels), float(t[v])

@@ -64,3 +64,63 @@ def test_system_levels_accept_the_table_algorithms_and_name_them_on_error() -> N
     with pytest.raises(ValueError, match="tree"):
         NetworkLevel(**base, algorithm="butterfly")
     assert dataclasses.is_dataclass(coll.TABLE[0])
+
+
+# ---------------------------------------------------------------------------------- protocols
+@pytest.mark.parametrize("p", coll.PROTOCOLS, ids=lambda p: f"{p.library}-{p.name}")
+def test_protocol_records_are_sane_and_sourced(p: coll.Protocol) -> None:
+    assert 0 < p.bandwidth_fraction <= 1 and p.step_latency_scale > 0 and p.base_latency_us >= 0
+    assert p.library in coll.LIBRARIES and len(p.source) > 10
+    assert set(p.topologies) <= {*coll.TOPOLOGIES, "*"}
+    names = {a.name for a in coll.TABLE}
+    assert set(p.algorithms) <= {*names, "*"}
+
+
+@pytest.mark.parametrize("library", coll.LIBRARIES)
+def test_every_library_has_a_simple_protocol_that_runs_every_row(library: str) -> None:
+    """So every collective on every topology has at least one protocol to run under."""
+    simple = coll.protocol(library, "simple")
+    assert simple is not None and simple.bandwidth_fraction == 1.0 and simple.step_latency_scale == 1.0
+    assert all(coll.offers(simple, a, t) for a in coll.TABLE for t in coll.TOPOLOGIES)
+
+
+def test_low_latency_protocols_trade_bandwidth_for_latency() -> None:
+    """NCCL's LL: lower per-step latency and lower bandwidth than Simple; it does not drive NVLS or a torus."""
+    ll, simple = coll.protocol("nccl", "ll"), coll.protocol("nccl", "simple")
+    assert ll is not None and simple is not None
+    assert ll.step_latency_scale < simple.step_latency_scale and ll.bandwidth_fraction < simple.bandwidth_fraction
+    ring, innet = coll.choose("all_reduce", "switch"), coll.choose("all_reduce", "switch", in_network_reduction=True)
+    assert coll.offers(ll, ring, "switch") and not coll.offers(ll, innet, "switch")
+    assert not coll.offers(ll, coll.choose("all_reduce", "torus"), "torus")
+    # protocol_time scales the row: bandwidth term / fraction, latency term x scale
+    S, n, B, a = 1e6, 8, 100e9, 1e-6
+    assert coll.protocol_time(ll, ring, S, n, 1.0, B, a, [n]) == pytest.approx(
+        coll.ring_all_reduce(S, n, B * ll.bandwidth_fraction, a * ll.step_latency_scale))
+
+
+def test_system_levels_accept_the_protocol_libraries() -> None:
+    base = dict(name="l0", size=8, topology="switch", latency_us=1.0, efficiency=0.8, source="test")
+    for lib in coll.LIBRARIES:
+        assert NetworkLevel(**base, collective_library=lib).collective_library == lib
+    assert NetworkLevel(**base).collective_library == "nccl"
+    with pytest.raises(ValueError, match="nccl"):
+        NetworkLevel(**base, collective_library="mpi")
+
+
+def test_adding_a_protocol_is_one_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hypothetical zero-copy NCCL protocol (full bandwidth, LL's step latency, no extra fixed cost) is one
+    record; the network code then weighs it and, being no worse than LL or Simple anywhere, picks it."""
+    import numpy as np
+
+    from dse.hardware.system import load_system
+    from dse.predict import network as net
+
+    ll = coll.protocol("nccl", "ll")
+    assert ll is not None
+    fast = dataclasses.replace(ll, name="zero_copy", bandwidth_fraction=1.0, source="test")
+    monkeypatch.setattr(coll, "PROTOCOLS", (*coll.PROTOCOLS, fast))
+    specs = load_system("dgx-a100").network
+    assert ("zero_copy", True) in net.variants(specs)
+    for S in (1e3, 1e9):
+        assert net.best_variant("all_reduce", S, 8, 1, specs, np.array([20e9, 20e9]),
+                                np.array([240e9, 20e9]))[0] == "zero_copy"
