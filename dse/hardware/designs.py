@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dse.hardware import fields
-from dse.hardware.schema import Hardware
+from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
@@ -34,6 +34,19 @@ def _peak_vector(peaks: dict[str, float]) -> np.ndarray:
         mode = fallback_dtype(dt, peaks)
         if mode is not None:
             out[i] = peaks[mode] * TERA
+    return out
+
+
+def dtype_efficiency_ratio(unit: ComputeUnit) -> np.ndarray:
+    """[n_dtypes] achievable fraction of each dtype's peak relative to ``unit.efficiency``
+    (``dtype_efficiency[mode] / efficiency`` for the mode a dtype runs in, 1 where none is set)."""
+    out = np.ones(len(DTYPES))
+    if not unit.dtype_efficiency:
+        return out
+    for i, dt in enumerate(DTYPES):
+        mode = fallback_dtype(dt, unit.peak_tflops)
+        if mode in unit.dtype_efficiency:
+            out[i] = unit.dtype_efficiency[mode] / unit.efficiency
     return out
 
 
