@@ -120,6 +120,7 @@ def test_engine_host_time_is_step_base_plus_per_sequence_per_engine_step() -> No
         assert s["decode_step_s"] == pytest.approx(base["decode_step_s"] + host, rel=1e-9)
         assert s["prefill_s"] == pytest.approx(base["prefill_s"] + host, rel=1e-9)
         assert s["tokens_per_s"] == pytest.approx(b * 128 / (base["prefill_s"] + base["decode_s"] + 129 * host))
+        assert sync.time_s == pytest.approx(s["prefill_s"] + s["decode_s"], rel=1e-9)  # the pass, host included
     assert "engine:vllm-v0-sync" in sync.workload.label()
 
 
