@@ -50,6 +50,14 @@ def dtype_efficiency_ratio(unit: ComputeUnit) -> np.ndarray:
     return out
 
 
+def rescale_dtype_efficiency(matrix: dict, base: ComputeUnit) -> None:
+    """In a matrix unit's data (``model_dump``) whose ``efficiency`` was rewritten, keep each
+    ``dtype_efficiency`` at its ratio to ``efficiency`` (as the predictor reads it), at most 1."""
+    if base.dtype_efficiency:
+        k = float(matrix["efficiency"]) / base.efficiency
+        matrix["dtype_efficiency"] = {dt: round(min(1.0, v * k), 4) for dt, v in base.dtype_efficiency.items()}
+
+
 @dataclass(frozen=True)
 class DesignBatch:
     """Arrays of shape ``[D]`` (per design), ``[D, L]`` (per design and memory level) or ``[L]``."""
@@ -310,6 +318,7 @@ class DesignBatch:
             for part in path:
                 node = node[part]
             node[last] = _written(float(getattr(self, f.attr)[i]) / f.si, f.write)
+        rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():
