@@ -642,7 +642,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.workloads.library import plan_for, workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
-            "resolution", "input_len", "output_len", "chunk", "dropout")
+            "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -777,6 +777,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")
     pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")
     pp.add_argument("--chunk", type=int, help="serving: chunked-prefill tokens per iteration")
+    pp.add_argument("--serving-engine", dest="serving_engine",
+                    help="serving: charge this engine's host time per step (workloads/engines/NAME.yaml)")
     pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")

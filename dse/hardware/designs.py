@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dse.hardware import fields
-from dse.hardware.schema import Hardware
+from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
@@ -35,6 +35,27 @@ def _peak_vector(peaks: dict[str, float]) -> np.ndarray:
         if mode is not None:
             out[i] = peaks[mode] * TERA
     return out
+
+
+def dtype_efficiency_ratio(unit: ComputeUnit) -> np.ndarray:
+    """[n_dtypes] achievable fraction of each dtype's peak relative to ``unit.efficiency``
+    (``dtype_efficiency[mode] / efficiency`` for the mode a dtype runs in, 1 where none is set)."""
+    out = np.ones(len(DTYPES))
+    if not unit.dtype_efficiency:
+        return out
+    for i, dt in enumerate(DTYPES):
+        mode = fallback_dtype(dt, unit.peak_tflops)
+        if mode in unit.dtype_efficiency:
+            out[i] = unit.dtype_efficiency[mode] / unit.efficiency
+    return out
+
+
+def rescale_dtype_efficiency(matrix: dict, base: ComputeUnit) -> None:
+    """In a matrix unit's data (``model_dump``) whose ``efficiency`` was rewritten, keep each
+    ``dtype_efficiency`` at its ratio to ``efficiency`` (as the predictor reads it), at most 1."""
+    if base.dtype_efficiency:
+        k = float(matrix["efficiency"]) / base.efficiency
+        matrix["dtype_efficiency"] = {dt: round(min(1.0, v * k), 4) for dt, v in base.dtype_efficiency.items()}
 
 
 @dataclass(frozen=True)
@@ -313,6 +334,7 @@ class DesignBatch:
             for part in path:
                 node = node[part]
             node[last] = _written(float(getattr(self, f.attr)[i]) / f.si, f.write)
+        rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():

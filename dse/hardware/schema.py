@@ -34,6 +34,11 @@ class ComputeUnit(Strict):
         "(PE area and energy from the node); simt = GPU-style tensor cores priced per TFLOP/s (whole-SM fit). "
         "Vector units are always simt")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of peak on large shapes")
+    dtype_efficiency: dict[Dtype, float] = Field(
+        default_factory=dict, description="Achievable fraction of peak_tflops[dtype] where a dtype's measured "
+        "GEMMs reach a different fraction than `efficiency` (e.g. a library's fp8 kernels); other dtypes use "
+        "`efficiency`. Kept as a ratio to `efficiency`, so a design or calibration that scales `efficiency` "
+        "scales these too")
     cta_tiles: list[tuple[int, int]] | None = Field(
         None, description="Output tiles (M x N per core) a GEMM library picks among (e.g. CUTLASS's sm80 tensor-op "
         "set); when set, a GEMM/conv's array fill is the best tile-and-wave (and split-K) efficiency over them "
@@ -47,6 +52,9 @@ class ComputeUnit(Strict):
         for dt, v in self.peak_tflops.items():
             if not v > 0:
                 raise ValueError(f"peak_tflops.{dt} = {v}; accepted: a number > 0")
+        for dt, v in self.dtype_efficiency.items():
+            if not 0 < v <= 1:
+                raise ValueError(f"dtype_efficiency.{dt} = {v}; accepted: a fraction in (0, 1]")
         for m, n in self.cta_tiles or ():
             if not (m > 0 and n > 0):
                 raise ValueError(f"cta_tiles has [{m}, {n}]; accepted: [M, N] pairs of integers > 0")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.errors import DseError
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import tile_fill
@@ -105,7 +105,10 @@ def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarr
     """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
     col = _unit_columns(o, d, matrix)
     peak = _gather(np.concatenate([d.matrix_peak, d.vector_peak], axis=1), col)
-    eff = np.where(matrix, d.matrix_eff[:, None], d.vector_eff[:, None])
+    m_eff = d.matrix_eff[:, None]
+    if d.base.compute.matrix.dtype_efficiency:
+        m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[o.dtype_idx][None, :]
+    eff = np.where(matrix, m_eff, d.vector_eff[:, None])
     _check_modes(o, peak)
     return peak, eff
 
@@ -132,7 +135,10 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
     K = d.matrix_peak.shape[1]
     table = np.empty((d.n, 2 * K + 1))
-    np.multiply(d.matrix_peak, d.matrix_eff[:, None], out=table[:, :K])
+    m_eff = d.matrix_eff[:, None]
+    if d.base.compute.matrix.dtype_efficiency:  # a dtype whose GEMMs reach another fraction of its peak
+        m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[None, :]
+    np.multiply(d.matrix_peak, m_eff, out=table[:, :K])
     np.multiply(d.vector_peak, d.vector_eff[:, None], out=table[:, K : 2 * K])
     table[:, 2 * K] = 1.0
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern

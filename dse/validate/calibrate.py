@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency
 from dse.hardware.schema import Hardware
 from dse.validate.bands import family_of
 from dse.validate.suite import RowCase, case_arrays, case_time, metric_from_time
@@ -178,6 +178,7 @@ def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:
     note = f"; calibrated by dse calibrate on rows {', '.join(fit.row_ids)} (validation/measurements.csv)"
     data["name"] = f"{hw.name}-calibrated"
     data["compute"]["matrix"]["efficiency"] = round(float(v["matrix_eff"]), 4)
+    rescale_dtype_efficiency(data["compute"]["matrix"], hw.compute.matrix)
     data["compute"]["vector"]["efficiency"] = round(float(v["vector_eff"]), 4)
     data["compute"]["launch_overhead_us"] = round(float(v["overhead_us"]), 3)
     data["compute"]["sync_overhead_us"] = round(float(v["sync_overhead_us"]), 3)

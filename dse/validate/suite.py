@@ -90,11 +90,13 @@ def case_arrays(case: RowCase) -> MixArrays:
 
 
 def case_time(case: RowCase, d: DesignBatch, arrays: MixArrays | None = None) -> np.ndarray:
-    """[D] predicted seconds per step of the row's workload on each design (one chip of its system)."""
+    """[D] predicted seconds per step of the row's workload on each design (one chip of its system); a serving
+    row adds its engine's host time of the pass (``dse.workloads.serving``: the same on every design)."""
     if case.system is not None:
         d = d.with_system(case.system)
     a = arrays or case_arrays(case)
-    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0]
+    host = case.workload.scenario.get("host_prefill_s", 0.0) + case.workload.scenario.get("host_decode_s", 0.0)
+    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0] + host
 
 
 def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: np.ndarray) -> np.ndarray:

@@ -126,6 +126,8 @@ class Workload:
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
         if s.get("phase") == "serving":
             bits.append(f"in{s['input_len']} out{s['output_len']}" + (f" chunk{s['chunk']}" if s.get("chunk") else ""))
+            if s.get("serving_engine"):
+                bits.append(f"engine:{s['serving_engine']}")
         bits.append(s.get("dtype", ""))
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
@@ -348,6 +350,9 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
+    if sc.serving_engine and sc.phase != "serving":
+        raise DseError(f"got serving_engine {sc.serving_engine!r} for phase {sc.phase!r}; accepted: phase serving",
+                       field="serving_engine")
     if sc.phase == "serving":
         return build_serving(family, arch, local, name, plan, sc.batch)
     if family == "transformer":
@@ -422,8 +427,10 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
         rows_d = parallel.per_microbatch(rows_d, plan) + parallel.collectives(arch_l, plan, facts_d, dec, False)
     rows = serving.prefixed(rows_p, serving.PREFILL) + serving.prefixed(rows_d, serving.DECODE, o)
     memory = parallel.transformer_memory(arch_l, plan, {**facts_d, "context": i + o, "seq": 0}, dec, False)
+    host_p, host_d = serving.host_times(local.serving_engine, batch, o)
     facts = {"phase": "serving", "batch": batch, "seq": i, "context": None, "input_len": i, "output_len": o,
-             "chunk": local.chunk, "tokens": batch * o, "params": facts_d["params"], "chips": plan.n_chips}
+             "chunk": local.chunk, "tokens": batch * o, "params": facts_d["params"], "chips": plan.n_chips,
+             "serving_engine": local.serving_engine, "host_prefill_s": host_p, "host_decode_s": host_d}
     return rows, facts, memory
 
 

@@ -25,16 +25,84 @@ With ``T_p`` and ``T_d`` the predicted prefill and decode times of a pass:
 
 Chunked prefill here moves latency, not work: its throughput is that of unchunked prefill (the extra
 sharing of weight reads between a chunk and the decode tokens of the same iteration is not modelled).
+
+**Serving engine host time** (scenario ``serving_engine``, data in ``workloads/engines/NAME.yaml``). An engine
+that schedules, prepares inputs and processes outputs on the host between steps, synchronously (vLLM's V0
+engine without multi-step scheduling: vLLM RFC #6854, #6913), leaves the accelerators idle for
+
+    t_host(step) = step_base + per_seq x sequences in the step
+
+every engine step. A pass runs one prefill step of ``batch`` prompts and ``output_len`` decode steps of
+``batch`` sequences, so it adds ``t_host(batch)`` to ``T_p`` and ``output_len x t_host(batch)`` to ``T_d``.
+The host time does not depend on the accelerator design: it is added to the serving metrics and to the
+validation of serving rows, not to the per-operator times that design scores compare. Without
+``serving_engine`` no host time is charged (an engine that overlaps host and device work).
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import Field, ValidationError
+
+from dse.errors import DseError, from_validation_error
+from dse.strict import Strict
+from dse.units import repo_root
 
 PREFILL, DECODE = "prefill.", "decode."
+
+
+class Engine(Strict):
+    """A serving engine's host time per engine step (``workloads/engines/NAME.yaml``)."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=3)
+    step_base_ms: float = Field(ge=0, le=1000, description="Host time of one engine step, any batch, ms")
+    per_seq_ms: float = Field(ge=0, le=1000, description="Host time per sequence in the step, ms")
+    source: str = Field(min_length=3, description="Where both figures come from")
+
+    def step_s(self, sequences: int) -> float:
+        """``t_host = step_base + per_seq x sequences`` in seconds."""
+        return (self.step_base_ms + self.per_seq_ms * sequences) * 1e-3
+
+
+def engines_dir() -> Path:
+    return repo_root() / "workloads" / "engines"
+
+
+def engine_names() -> list[str]:
+    return sorted(p.stem for p in engines_dir().glob("*.yaml"))
+
+
+@lru_cache(maxsize=32)
+def load_engine(name: str) -> Engine:
+    """The engine record ``workloads/engines/NAME.yaml``; an unknown name or a bad file is one ``DseError``."""
+    from dse.yamlio import is_file, load_yaml
+
+    path = engines_dir() / f"{name}.yaml"
+    if "/" in name or not is_file(path):
+        raise DseError(f"got {name!r}; accepted: {', '.join(engine_names()) or 'none shipped'}",
+                       field="serving_engine")
+    try:
+        eng = Engine.model_validate(load_yaml(path))
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=str(path), model=Engine) from None
+    if eng.name != name:
+        raise DseError(f"name {eng.name!r} differs from the file name {name!r}", file=str(path), field="name")
+    return eng
+
+
+def host_times(engine: str | None, batch: int, output_len: int) -> tuple[float, float]:
+    """(prefill, decode) host seconds of one pass: ``t_host(batch)`` and ``output_len x t_host(batch)``
+    (module docstring); (0, 0) without an engine."""
+    if not engine:
+        return 0.0, 0.0
+    step = load_engine(engine).step_s(batch)
+    return step, output_len * step
 
 
 def prefixed(rows: list[dict[str, Any]], prefix: str, repeat: int = 1) -> list[dict[str, Any]]:
@@ -48,11 +116,12 @@ def mean_context(input_len: int, output_len: int) -> int:
 
 
 def metrics(ops: pd.DataFrame, facts: dict[str, Any]) -> dict[str, float]:
-    """tokens/s, TTFT, mean and worst TPOT (seconds) from a serving prediction's per-row ``total_time_s``."""
+    """tokens/s, TTFT, mean and worst TPOT (seconds) from a serving prediction's per-row ``total_time_s``
+    plus the engine's host time of the pass (``host_prefill_s``, ``host_decode_s`` facts)."""
     names = ops["name"].astype(str)
     t = ops["total_time_s"].to_numpy(dtype=float)
-    t_p = float(t[names.str.startswith(PREFILL).to_numpy()].sum())
-    t_d = float(t[names.str.startswith(DECODE).to_numpy()].sum())
+    t_p = float(t[names.str.startswith(PREFILL).to_numpy()].sum()) + float(facts.get("host_prefill_s", 0.0))
+    t_d = float(t[names.str.startswith(DECODE).to_numpy()].sum()) + float(facts.get("host_decode_s", 0.0))
     return serving_metrics(t_p, t_d, facts["batch"], facts["input_len"], facts["output_len"], facts.get("chunk"))
 
 
@@ -71,4 +140,5 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
             "tpot_max_s": step + stall, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
 
 
-__all__ = ["mean_context", "metrics", "prefixed", "serving_metrics"]
+__all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "metrics", "prefixed",
+           "serving_metrics"]

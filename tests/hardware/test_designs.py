@@ -183,3 +183,21 @@ def test_the_bandwidth_knob_sets_the_main_memory_by_kind_when_it_is_not_the_last
     assert k1.offchip_name == k0.offchip_name == "hbm" and (k1.offchip_capacity == k0.offchip_capacity).all()
     assert k1.offchip.tolist() == [False, False, True, True]
     assert k1.sram_level == k0.sram_level == 1
+
+
+def test_a_written_design_keeps_dtype_efficiency_at_its_ratio_to_efficiency() -> None:
+    """to_hardware rewrites efficiency from matrix_eff; dtype_efficiency follows at the same ratio, so the
+    written template predicts what the design did."""
+    from dataclasses import replace
+
+    from dse.hardware.templates import load_hardware
+
+    hw = load_hardware("mi300x")
+    d = DesignBatch.from_hardware(hw)
+    d2 = replace(d, matrix_eff=d.matrix_eff * 0.8)
+    out = d2.to_hardware(0, "mi300x-slow")
+    assert out.compute.matrix.efficiency == pytest.approx(0.511 * 0.8, abs=1e-4)
+    assert out.compute.matrix.dtype_efficiency["fp8"] == pytest.approx(0.347 * 0.8, abs=1e-4)
+    wl = dse.gemm(8192, 8192, 8192, dtype="fp8")
+    assert dse.predict(wl, out).time_s == pytest.approx(dse.predict(wl, d2).time_s, rel=1e-3)
+    assert np.isclose(d.matrix_eff[0], 0.511)

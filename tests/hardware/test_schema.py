@@ -87,6 +87,8 @@ def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
      "memory.0.capacity_gib: got capacity_mib=12 and capacity_gib=1; accepted: exactly one of capacity_mib"),
     (lambda d: d["memory"][0].pop("bandwidth_tbps"), "memory.0.bandwidth_tbps: got none of them; "
                                                     "accepted: exactly one of bandwidth_tbps, bandwidth_gbps"),
+    (lambda d: d["compute"]["matrix"].__setitem__("dtype_efficiency", {"fp8": 1.2}),
+     "dtype_efficiency.fp8 = 1.2; accepted: a fraction in (0, 1]"),
 ])
 def test_cross_field_rules_reject_inconsistent_templates(mutate, words: str) -> None:
     assert words in _error(mutate)

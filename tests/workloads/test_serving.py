@@ -103,3 +103,43 @@ def test_a_study_config_takes_serving_and_training_entries(tmp_path) -> None:
     with pytest.raises(DseError) as exc:
         load_context(write_config(tmp_path, cfg))
     assert "\n" not in str(exc.value) and "output_len" in str(exc.value) and "accepted" in str(exc.value)
+
+
+def test_engine_host_time_is_step_base_plus_per_sequence_per_engine_step() -> None:
+    """vllm-v0-sync charges t_host = step_base + per_seq x batch on the one prefill step and each of the
+    output_len decode steps; without serving_engine nothing is added (the device-only prediction)."""
+    from dse.workloads.serving import load_engine
+
+    eng = load_engine("vllm-v0-sync")
+    assert eng.step_base_ms > 0 and eng.per_seq_ms > 0 and "6913" in eng.source and "6854" in eng.source
+    for b in (1, 64):
+        base = dse.predict(dse.workload("llama2-7b", batch=b, **KW), "a100-80gb").serving
+        sync = dse.predict(dse.workload("llama2-7b", batch=b, serving_engine="vllm-v0-sync", **KW), "a100-80gb")
+        host = (eng.step_base_ms + eng.per_seq_ms * b) * 1e-3
+        s = sync.serving
+        assert s["decode_step_s"] == pytest.approx(base["decode_step_s"] + host, rel=1e-9)
+        assert s["prefill_s"] == pytest.approx(base["prefill_s"] + host, rel=1e-9)
+        assert s["tokens_per_s"] == pytest.approx(b * 128 / (base["prefill_s"] + base["decode_s"] + 129 * host))
+        assert sync.time_s == pytest.approx(s["prefill_s"] + s["decode_s"], rel=1e-9)  # the pass, host included
+    assert "engine:vllm-v0-sync" in sync.workload.label()
+
+
+def test_engine_host_time_enters_the_validation_of_serving_rows() -> None:
+    from dse.validate.suite import predict_case, prepare_row
+    from dse.workloads.serving import load_engine
+
+    row = {"id": "x", "workload": "llama2-7b", "scenario": "phase=serving;batch=32;input_len=128;output_len=128",
+           "hardware": "a100-80gb", "n_chips": "1", "metric": "tokens_per_s", "value": "100", "source": "test"}
+    bare = predict_case(prepare_row(row))
+    synced = predict_case(prepare_row({**row, "scenario": row["scenario"] + ";serving_engine=vllm-v0-sync"}))
+    host = 129 * load_engine("vllm-v0-sync").step_s(32)
+    assert 32 * 128 / synced == pytest.approx(32 * 128 / bare + host, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(serving_engine="tgi", **KW),
+                                dict(serving_engine="../vllm-v0-sync", **KW),
+                                dict(phase="decode", context=128, serving_engine="vllm-v0-sync")])
+def test_bad_serving_engine_is_one_line(kw: dict) -> None:
+    with pytest.raises(DseError) as e:
+        dse.workload("llama2-7b", **kw)
+    assert "serving_engine" in str(e.value) and "accepted" in str(e.value) and "\n" not in str(e.value)
