@@ -668,14 +668,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(p.ops[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     wl = p.workload
     where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
-    print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per step, "
+    unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
+    print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, "
           f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
     from dse.validate.bands import band_for
 
     band = band_for(wl)
     lo, hi = band.interval(p.time_s)
-    print(f"error band: {band.label()}; the measured step would be {lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
+    print(f"error band: {band.label()}; the measured {'pass' if p.serving else 'step'} would be "
+          f"{lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
     if p.serving:
         sv = p.serving
         print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
