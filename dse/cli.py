@@ -515,8 +515,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
            f", then {len(cases)} leave-one-out and one leave-family-out refit per family (about a minute)"))
     fit = calibrate(hw, cases, loo=not args.no_loo)
     print(f"calibrating {hw.name} on {len(cases)} rows ({len(skipped)} skipped)")
+    w = max(18, *(len(n) for n in fit.names))
     for name, v in zip(fit.names, fit.values, strict=True):
-        print(f"  {name:<18s} {v:.4g}")
+        print(f"  {name:<{w}s} {v:.4g}")
     t = fit.table()
     print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
     ab = lambda a: float(np.nanmedian(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731

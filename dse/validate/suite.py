@@ -82,6 +82,7 @@ class RowCase:
     measured: float
     isolated: bool = False  # timed as a single host-synchronised call
     system: System | None = None  # multi-chip rows: the chip's system, resized to the row's chips
+    harness: str = ""  # isolated rows: the timing harness (:func:`harness_of`) whose host-sync time they share
 
 
 def case_arrays(case: RowCase) -> MixArrays:
@@ -165,7 +166,7 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
     isolated = timing == "isolated" or (timing.startswith("isolated:") and len(timing) > len("isolated:"))
     if timing != "steady" and not isolated:
         raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated, isolated:HARNESS", field="timing")
-    return RowCase(rid, wl, hw, metric, value, isolated, system)
+    return RowCase(rid, wl, hw, metric, value, isolated, system, harness_of(row) if isolated else "")
 
 
 class NotCoveredError(Exception):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ import dse
 from dse.hardware.designs import DesignBatch
 from dse.validate.calibrate import _Rows as Rows
 from dse.validate.calibrate import apply, calibrate, calibrated_template, fit_rows, initial, parameter_names
-from dse.validate.suite import RowCase, predict_case
+from dse.validate.suite import RowCase, harness_sync_us, predict_case
 
 NPU = dse.hardware("npu-7nm")
 
@@ -92,3 +94,35 @@ def test_parameters_no_row_constrains_keep_the_template_values() -> None:
     for name in ("matrix_eff", "vector_eff", "local_eff", "global_eff"):
         i = names.index(name)
         assert x[i] == pytest.approx(initial(NPU)[i], abs=0.01), name
+
+
+def test_each_timing_harness_gets_its_own_sync_time_and_the_template_column_predicts_as_validate() -> None:
+    """Two harnesses with 20 us and 80 us of host sync: the fit recovers each (one shared parameter could
+    not), and the "template" column of a template without sync_overhead_us estimates each row's harness
+    time from the other rows of its harness, as ``dse validate`` does (so it is no longer 0 us)."""
+    truth = _truth()
+    rows = []
+    same = [WORKLOADS[0], WORKLOADS[2], WORKLOADS[4]]  # the same calls timed by both harnesses
+    for i, (make, harness, sync_us) in enumerate([*[(m, "a", 20.0) for m in same], *[(m, "b", 80.0) for m in same]]):
+        wl = make()
+        t = predict_case(RowCase(f"r{i}", wl, truth, "time_s", 1.0, isolated=True), sync_overhead_us=sync_us)
+        rows.append(RowCase(f"r{i}", wl, NPU, "time_s", t, isolated=True, harness=harness))
+    fit = calibrate(NPU, rows, loo=False)
+    v = dict(zip(fit.names, fit.values, strict=True))
+    assert "sync_overhead_us" not in v
+    # one-operator rows cannot tell launch overhead from sync, but the harnesses' difference is identified
+    assert v["sync_us[b]"] - v["sync_us[a]"] == pytest.approx(60.0, rel=0.05)
+    assert np.abs(fit.fit_error_pct).max() < 1.0
+    shared = calibrate(NPU, [replace(c, harness="a") for c in rows], loo=False)
+    assert np.abs(shared.fit_error_pct).max() > 5.0  # one shared sync time cannot fit both harnesses
+    for h in "ab":  # the template column: each row with its harness time from the other rows of its harness
+        idx = [i for i, c in enumerate(rows) if c.harness == h]
+        bare = np.array([predict_case(rows[i], sync_overhead_us=0.0) for i in idx])
+        meas = np.array([rows[i].measured for i in idx])
+        expect = [(predict_case(rows[i], sync_overhead_us=s) / rows[i].measured - 1) * 100
+                  for i, s in zip(idx, harness_sync_us(bare, meas), strict=True)]
+        assert fit.before_error_pct[idx] == pytest.approx(expect, rel=1e-9)
+        assert not np.allclose(expect, (bare / meas - 1) * 100)  # not the 0-us template
+    out = calibrated_template(NPU, fit)
+    assert out.compute.sync_overhead_us == NPU.compute.sync_overhead_us  # a harness is not the chip's
+    assert "per timing harness" in out.compute.source and "sync_us" not in out.compute.source
