@@ -39,6 +39,8 @@ class WorkloadEntry(Strict):
     input_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: prompt tokens per request")
     output_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: generated tokens per request")
     chunk: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: chunked-prefill tokens per iteration")
+    serving_engine: str | None = Field(None, min_length=1, description="Serving: engine whose host time per step "
+                                                                       "the serving metrics pay (workloads/engines/)")
     dropout: float | None = Field(None, ge=0.0, lt=1.0, description="Training: dropout probability")
     seq: int | None = Field(None, gt=0, le=MAX_TOKENS)
     context: int | None = Field(None, gt=0, le=MAX_TOKENS)

@@ -111,8 +111,9 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
             else:
                 wls.append(workload(entry.name, plan=entry.plan, **entry.scenario()))
                 weights.append(entry.weight)
-        except DseError as exc:
-            raise DseError(exc.message, field=f"{field}.{i}") from None
+        except DseError as exc:  # the entry's own key when the error names one (e.g. workloads.0.serving_engine)
+            key = exc.field if exc.field and exc.field in type(entry).model_fields else None
+            raise DseError(exc.message, field=f"{field}.{i}" + (f".{key}" if key else "")) from None
     return Mix.of(wls, weights)
 
 

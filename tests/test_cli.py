@@ -35,6 +35,10 @@ def _bad(**patch) -> dict:
         ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "resnet50"]),
         ({"workloads__0__dtype": "fp12"}, ["workloads.0.dtype", "fp12", "bf16"]),
         ({"search__sampler": "bayes"}, ["search.sampler", "bayes", "tpe"]),
+        ({"workloads__1__serving_engine": "vllm-v0-sync"}, ["workloads.1.serving_engine", "decode", "serving"]),
+        ({"workloads__1__phase": "serving", "workloads__1__input_len": 128, "workloads__1__output_len": 16,
+          "workloads__1__serving_engine": "vllm-v1"},
+         ["workloads.1.serving_engine", "vllm-v1", "vllm-v0-sync"]),
         ({"search__space": {}}, ["search.space", "search space is empty", "params"]),
     ],
 )
