@@ -308,3 +308,20 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     data["compute"]["matrix"]["dtype_efficiency"] = {}
     no_fp8 = run_suite(oci, templates={"mi300x": type(hw).model_validate(data)})
     assert no_fp8["time_error_pct"].min() < -30
+
+
+def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -> None:
+    """Whole-model single-chip prefill rows (TensorRT-LLM 0.9.0 first-token latency, TGI text-generation-benchmark
+    prefill steps) form the family ``prefill``: every such row is covered, out of sample (no coefficient was set
+    from them) and cites its source; the family has rows from at least two sources on at least two templates."""
+    df = load_measurements()
+    pre = df[df["scenario"].str.contains("phase=prefill") & df["n_chips"].astype(str).eq("1")]
+    res = run_suite(pre)
+    assert len(res) >= 8 and (res["status"] == "covered").all(), res[res["status"] != "covered"]
+    assert (res["family"] == "prefill").all() and (res["fitted_into"] == "").all()
+    assert res["time_error_pct"].notna().all() and pre["source"].str.len().gt(20).all()
+    sources = pre["source"].str.split(" ", n=1).str[0].str.split("@").str[0]
+    assert sources.nunique() >= 2 and pre["hardware"].nunique() >= 2
+    from dse.validate.bands import family_table
+
+    assert "prefill" in set(family_table(res)["family"])
