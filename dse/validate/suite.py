@@ -1,6 +1,6 @@
 """Validation suite: published measurements (``validation/measurements.csv``) against predictions.
 
-Each row names a workload (a library model, ``gemm:MxNxK`` or ``copy:N``), a scenario
+Each row names a workload (a library model, ``gemm:MxNxK``, ``copy:N`` or ``attention:BxHxSQxSKxD``), a scenario
 (``key=value;...``), a hardware template, a system size, a metric and the measured value with its
 source; ``timing=isolated`` (or ``isolated:HARNESS`` naming the benchmark script when one source times
 operators through different harnesses) marks a single call timed on its own with a host synchronisation, which

@@ -224,7 +224,8 @@ def _cache_key(name: str, plan: Any, scenario: dict[str, Any]) -> tuple | None:
 
 def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario: Any) -> Workload:
     """Expand a library model at a scenario, e.g. ``workload("llama2-7b", phase="decode", batch=1,
-    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK`` or ``copy:N`` (a streaming copy).
+    context=1024, dtype="bf16")``. ``name`` may also be ``gemm:MxNxK``, ``copy:N`` (a streaming copy) or
+    ``attention:BxHxSQxSKxD`` (one scaled dot-product attention, see :func:`attention_op`).
 
     With a ``plan`` (:class:`~dse.workloads.parallel.Plan` or its keywords, e.g. ``{"tp": 8}``) the
     result is one chip's share of the workload with its collective operators and memory footprint.
@@ -233,7 +234,7 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     key = _cache_key(name, plan, scenario)
     # the description object is part of the key: clearing load_description's cache (an edited model file)
     # also retires the expansions made from the old one
-    desc = None if name.startswith(("copy:", "gemm:")) or key is None else load_description(name)
+    desc = None if name.startswith(SINGLE_OPS) or key is None else load_description(name)
     if key is not None:
         key = (id(desc), *key)
         hit = _WORKLOADS.get(key)
@@ -271,7 +272,7 @@ def with_plan(wl: Workload, *, chips: int | None = None, **keys: Any) -> Workloa
     p = plan_for(chips, wl.plan, **keys)
     if wl.plan is not None and not wl.plan.trivial:
         raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
-    if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise"):
+    if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise", "attention"):
         raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
     return workload(wl.origin or wl.name, plan=p, **wl.spec)
 
@@ -285,7 +286,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
     if plan is not None and plan.trivial and plan.recompute == "none":
         plan = None  # one chip, nothing to charge: the plain workload
-    if plan is not None and (name.startswith("copy:") or name.startswith("gemm:")):
+    if plan is not None and name.startswith(SINGLE_OPS):
         raise DseError(f"{name} is a single operator; accepted: a library model for a parallelism plan", field="plan")
     if name.startswith("copy:"):
         try:
@@ -303,6 +304,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         if not all(0 < v <= 2**24 for v in (m, n, k)):
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
         return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
+    if name.startswith("attention:"):
+        return _attention_from_name(name, scenario)
     desc = load_description(name)
     origin, name = name, desc.name  # a path names its model by the description's name
     given = {k: v for k, v in scenario.items() if v is not None}
@@ -444,6 +447,62 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Work
     row = ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)
     return Workload(name=f"gemm:{M}x{N}x{K}", ops=ops.table([row]),
                     scenario={"phase": "forward", "batch": batch, "dtype": dtype}, source="synthetic")
+
+
+#: name prefixes of the one-operator workloads (no model description, no parallelism plan)
+SINGLE_OPS = ("copy:", "gemm:", "attention:")
+#: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
+ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None}
+ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
+
+
+def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
+    """``attention:BxHxSQxSKxD`` with scenario keywords ``dtype``, ``causal``, ``fused_attention``, ``kv_heads``."""
+    try:
+        b, h, sq, sk, d = (int(x) for x in name[len("attention:"):].lower().split("x"))
+    except ValueError:
+        raise DseError(f"got {name!r}; accepted: {ATTENTION_FORM}", field="workload") from None
+    if not all(0 < v <= 2**20 for v in (b, h, sq, sk, d)):
+        raise DseError(f"got {name!r}; accepted: {ATTENTION_FORM}", field="workload")
+    unknown = sorted(set(scenario) - set(ATTENTION_KEYS))
+    if unknown:
+        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(ATTENTION_KEYS)}",
+                       field=f"workload {name}")
+    kw = {**ATTENTION_KEYS, **{k: v for k, v in scenario.items() if v is not None}}
+    for key in ("causal", "fused_attention"):
+        if not isinstance(kw[key], bool):
+            raise DseError(f"{key}: got {kw[key]!r}; accepted: true, false", field=f"workload {name}")
+    return attention_op(b, h, sq, sk, d, causal=kw["causal"], dtype=str(kw["dtype"]), fused=kw["fused_attention"],
+                        kv_heads=kw["kv_heads"])
+
+
+def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, *, causal: bool = False,
+                 dtype: str = "fp16", fused: bool = True, kv_heads: int | None = None) -> Workload:
+    """A one-operator workload: scaled dot-product attention of ``batch`` sequences, ``heads`` query heads
+    (``kv_heads`` key/value heads, default ``heads``), as :func:`dse.workloads.ops.attention` builds it:
+    fused (flash-style, one kernel) or unfused (QK^T, softmax, PV). Matrix FLOPs of the forward pass
+    ``4 * batch * heads * seq_q * seq_k * head_dim`` (FlashAttention-2, Dao 2023, Sec. 4.1); causal keeps
+    the pairs on and below the diagonal, ``seq_q * (seq_k - (seq_q - 1) / 2)`` per head, about half when
+    ``seq_q == seq_k``."""
+    kvh = heads if kv_heads is None else kv_heads
+    try:
+        Scenario(dtype=dtype)  # validates the dtype name
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=None, model=Scenario, prefix="workload attention") from None
+    try:
+        ops.check_positive("attention", batch=batch, heads=heads, seq_q=seq_q, seq_k=seq_k, head_dim=head_dim,
+                           kv_heads=kvh)
+        if heads % kvh:
+            raise ValueError(f"kv_heads: got {kvh}; accepted: a divisor of heads = {heads}")
+        if causal and seq_q > seq_k:
+            raise ValueError(f"causal: got seq_q {seq_q} > seq_k {seq_k}; accepted: seq_q <= seq_k")
+    except ValueError as exc:
+        raise DseError(str(exc), field="workload attention") from None
+    rows = ops.attention("attention", batch=batch, heads=heads, kv_heads=kvh, q_len=seq_q, kv_len=seq_k,
+                        head_dim=head_dim, causal=causal, dtype=dtype, fused=fused)
+    return Workload(name=f"attention:{batch}x{heads}x{seq_q}x{seq_k}x{head_dim}", ops=ops.table(rows),
+                    scenario={"phase": "forward", "batch": batch, "dtype": dtype, "causal": causal,
+                              "fused_attention": fused, "kv_heads": kvh}, source="synthetic")
 
 
 def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0, inputs: int = 1) -> Workload:

@@ -86,6 +86,31 @@ def softmax_conversions(dtype: str) -> int:
     return 1
 
 
+#: FP32-FLOP slots of one exp2 on the special-function unit: 16 per clock per SM against 64 FP32 FMA = 128 FLOP
+#: (CUDA C++ Programming Guide, arithmetic instruction throughput table, compute capability 7.x-9.0)
+EXP_FLOPS = 8.0
+
+
+def fused_softmax_flops(dtype: str, kv_len: int) -> float:
+    """FP32-FLOP slots per score of the softmax inside a fused attention kernel (the row runs at the vector rate).
+
+    * Up to ``FUSED_MHA_MAX_SEQ`` keys (TensorRT's fused MHA, whole score rows per CTA): the sum of all its
+      work, ``VECTOR_FLOPS_PER_ELEM["softmax"]`` (max, sub, sum, div + one exp) plus ``CONVERT_FLOPS`` per type
+      conversion (:func:`softmax_conversions`), as chosen with TensorRT's BERT rows.
+    * Longer (flash attention's online softmax, FlashAttention-2, Dao 2023, Sec. 3.1): the busiest issue pipe,
+      not the sum. Each score takes one ``exp2`` on the special-function unit (``EXP_FLOPS``; the softmax scale is
+      folded into the FMA before it) while the FP32 pipe, which issues concurrently, does the max, the
+      scale-and-subtract, the row sum and the rescale (4 slots); rounding P to a 16/8-bit MMA type packs two
+      scores per instruction with that FP32 work; IMMA's int32 -> fp32 score conversion is a second
+      special-function-unit op. An A100 FlashAttention-2 forward (head dim 128, 1024-4096 keys) runs
+      1.26 ms without its softmax and 1.53 ms with it, ~0.5 ps per score at its ~1.2 GHz clock, about one
+      exp (github.com/liangan1/GPU_travel@bc68a95 performance/flash-attn/README.md, 'No softmax' column)."""
+    conv = softmax_conversions(dtype)
+    whole_row = VECTOR_FLOPS_PER_ELEM["softmax"] + CONVERT_FLOPS * conv
+    online = max(EXP_FLOPS + CONVERT_FLOPS * max(conv - 1, 0), 4.0)
+    return whole_row if kv_len <= FUSED_MHA_MAX_SEQ else online
+
+
 def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
@@ -284,7 +309,7 @@ def attention(
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count,
         )
-        per = VECTOR_FLOPS_PER_ELEM["softmax"] + CONVERT_FLOPS * softmax_conversions(dtype)
+        per = fused_softmax_flops(dtype, kv_len)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
                          count=count, fused=True, read_bytes=0.0, write_bytes=0.0)
         # the softmax runs inside the attention kernel's CTAs: their count sets its wave fill (dse.predict)

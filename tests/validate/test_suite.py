@@ -110,6 +110,20 @@ def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
     assert family_of(dse.gemm(8, 8, 8)) == "gemm" and family_of(dse.workload("copy:1000")) == "copy"
     assert family_of(dse.workload("resnet50")) == "cnn" and family_of(dse.workload("bert-base")) == "encoder"
     assert family_of(dse.workload("llama2-7b", phase="decode")) == "decode"
+    assert family_of(dse.workload("attention:1x2x64x64x32", causal=True)) == "attention"
+
+
+def test_the_shipped_suite_has_an_attention_family_with_its_rows_covered() -> None:
+    from dse.validate.bands import family_table
+
+    df = load_measurements()
+    rows = df[df["workload"].str.startswith("attention:")]
+    assert len(rows) >= 10 and rows["source"].str.len().gt(20).all()
+    res = run_suite(df)
+    att = res[res["family"] == "attention"]
+    assert set(att["id"]) == set(rows["id"]) and (att["status"] == "covered").all()
+    assert att["predicted"].gt(0).all() and att["fitted_into"].eq("").all()  # out of sample: none sets a coefficient
+    assert family_table(res).set_index("family").loc["attention", "out_of_sample"] == len(rows)
 
 
 def test_predict_prints_its_error_band(capsys) -> None:

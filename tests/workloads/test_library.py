@@ -358,3 +358,39 @@ def test_with_plan_refuses_a_planned_workload_and_a_single_operator() -> None:
         library.with_plan(planned, dp=2)
     with pytest.raises(DseError, match="single operator"):
         library.with_plan(dse.gemm(64, 64, 64), chips=2)
+
+
+@pytest.mark.parametrize(("b", "h", "s", "d"), [(16, 32, 1024, 128), (2, 16, 8192, 64), (1, 1, 4096, 256)])
+def test_attention_workload_counts_the_flashattention2_forward_flops(b: int, h: int, s: int, d: int) -> None:
+    full = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16")
+    assert full.matrix_flops == 4 * b * h * s * s * d  # Dao 2023 Sec. 4.1
+    causal = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16", causal=True)
+    # the pairs on and below the diagonal: s(s+1)/2 per head, the paper's s^2/2 up to 1/s
+    assert causal.matrix_flops == 2 * b * h * s * (s + 1) * d
+    assert causal.matrix_flops == pytest.approx(full.matrix_flops / 2, rel=1.0 / s)
+    unfused = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", fused_attention=False)
+    assert unfused.matrix_flops == full.matrix_flops and len(unfused.ops) == 3  # QK^T, softmax, PV
+    gqa = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", kv_heads=1)
+    assert gqa.matrix_flops == full.matrix_flops and (gqa.bytes < full.bytes) == (h > 1)  # fewer K/V bytes, same work
+    assert full.name == f"attention:{b}x{h}x{s}x{s}x{d}" and full.scenario["phase"] == "forward"
+
+
+@pytest.mark.parametrize(
+    ("name", "kw", "match"),
+    [
+        ("attention:1x2x3", {}, r"accepted: attention:BxHxSQxSKxD"),
+        ("attention:1x2x0x4x8", {}, r"accepted: attention:BxHxSQxSKxD"),
+        ("attention:ax2x3x4x8", {}, r"accepted: attention:BxHxSQxSKxD"),
+        ("attention:1x2x4x4x8", {"batch": 2}, r"does not use batch; accepted: dtype, causal"),
+        ("attention:1x6x4x4x8", {"kv_heads": 4}, r"kv_heads: got 4; accepted: a divisor of heads = 6"),
+        ("attention:1x2x8x4x8", {"causal": True}, r"accepted: seq_q <= seq_k"),
+        ("attention:1x2x4x4x8", {"causal": "yes"}, r"causal: got 'yes'; accepted: true, false"),
+        ("attention:1x2x4x4x8", {"dtype": "fp7"}, r"dtype"),
+    ],
+)
+def test_attention_workload_bad_input_is_one_line(name: str, kw: dict, match: str) -> None:
+    with pytest.raises(DseError, match=match) as ei:
+        dse.workload(name, **kw)
+    assert "\n" not in str(ei.value)
+    with pytest.raises(DseError, match="single operator"):
+        dse.workload("attention:1x2x4x4x8", plan={"tp": 2, "chips": 2})

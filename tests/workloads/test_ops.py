@@ -64,9 +64,9 @@ def test_fused_causal_gqa_attention_counts_only_unmasked_pairs() -> None:
     assert att["a_bytes"] == 2 * 32 * 512 * 128 * 2 == att["c_bytes"]
     assert att["b_bytes"] == 2 * 2 * 8 * 2048 * 128 * 1  # K and V once, fp8
     assert (att["M"], att["N"], att["K"], att["batch"]) == (512 * 4, 128, 2048, 16)
-    # max, sub, sum, div + one exp at 8 FP32-FLOP slots (the special-function unit's 16/clk vs 128 FLOP/clk)
-    # + one conversion of P to bf16 for the PV MMA, also at 8 slots (16 conversions/clk)
-    assert soft["fused"] and soft["flops"] == pytest.approx((12 + 8) * pairs) and soft["bytes_read"] == 0
+    # 2048 keys (flash attention): one exp at 8 FP32-FLOP slots (the special-function unit's 16/clk vs 128
+    # FLOP/clk), the busiest pipe; max, sub, sum and the packed bf16 rounding of P issue beside it
+    assert soft["fused"] and soft["flops"] == pytest.approx(8 * pairs) and soft["bytes_read"] == 0
     # 2048 keys: a flash kernel, one CTA per (KV head, sequence, 128-query tile of the 4 x 512 query rows)
     assert soft["batch"] == 16 * 16 == ops.attention_ctas(16, 512 * 4, 2048)
     assert ops.attention_ctas(16, 384, 384) == 16  # up to 512 keys: TensorRT's one CTA per (head, sequence)
@@ -85,6 +85,23 @@ def test_fused_int8_attention_pays_two_conversions_per_score() -> None:
     assert per_score("int8") == pytest.approx(12 + 2 * ops.CONVERT_FLOPS) == pytest.approx(28)
     assert per_score("fp16") == pytest.approx(20) == per_score("bf16") == per_score("fp8")
     assert per_score("fp32") == pytest.approx(12)
+
+
+def test_flash_softmax_pays_its_busiest_pipe_not_the_sum() -> None:
+    # beyond 512 keys (flash attention's online softmax) a score costs one exp2 on the special-function unit
+    # (8 FP32 slots) while the FP32 work (4 slots) and the packed P rounding issue beside it; IMMA's int32
+    # scores add a second special-function-unit op. Up to 512 keys the whole-row kernel keeps the sum.
+    def per_score(dtype: str, keys: int) -> float:
+        soft = ops.attention("a", batch=1, heads=2, kv_heads=2, q_len=64, kv_len=keys, head_dim=64, causal=False,
+                             dtype=dtype)[1]
+        return soft["flops"] / (2 * 64 * keys)
+
+    for dtype in ("fp16", "bf16", "fp8", "fp32"):
+        assert per_score(dtype, 1024) == pytest.approx(ops.EXP_FLOPS) == pytest.approx(8)
+    assert per_score("int8", 1024) == pytest.approx(ops.EXP_FLOPS + ops.CONVERT_FLOPS) == pytest.approx(16)
+    assert per_score("fp16", 512) == pytest.approx(20) and per_score("int8", 512) == pytest.approx(28)
+    for dtype in ("fp16", "int8", "fp32"):  # never dearer than the whole-row sum of the same work
+        assert ops.fused_softmax_flops(dtype, 4096) < ops.fused_softmax_flops(dtype, 512)
 
 
 def test_unfused_attention_writes_and_reads_the_full_score_matrix() -> None:
