@@ -437,6 +437,12 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
     return rows, facts, memory
 
 
+def operand_memory(table: pd.DataFrame) -> dict[str, float]:
+    """Bytes a one-operator workload holds on the chip: the largest operator's inputs plus outputs (a lower
+    bound for an unfused chain, whose intermediates are such operands), as ``{"operands": bytes}``."""
+    return {"operands": float((table["bytes_read"] + table["bytes_written"]).max())}
+
+
 def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Workload:
     """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example)."""
     try:
@@ -445,8 +451,10 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Work
     except (ValueError, ValidationError) as exc:
         raise DseError(str(exc).splitlines()[0]) from None
     row = ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)
-    return Workload(name=f"gemm:{M}x{N}x{K}", ops=ops.table([row]),
-                    scenario={"phase": "forward", "batch": batch, "dtype": dtype}, source="synthetic")
+    table = ops.table([row])
+    return Workload(name=f"gemm:{M}x{N}x{K}", ops=table,
+                    scenario={"phase": "forward", "batch": batch, "dtype": dtype}, source="synthetic",
+                    memory=operand_memory(table))
 
 
 #: name prefixes of the one-operator workloads (no model description, no parallelism plan)
@@ -500,9 +508,11 @@ def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, 
         raise DseError(str(exc), field="workload attention") from None
     rows = ops.attention("attention", batch=batch, heads=heads, kv_heads=kvh, q_len=seq_q, kv_len=seq_k,
                         head_dim=head_dim, causal=causal, dtype=dtype, fused=fused)
-    return Workload(name=f"attention:{batch}x{heads}x{seq_q}x{seq_k}x{head_dim}", ops=ops.table(rows),
+    table = ops.table(rows)
+    return Workload(name=f"attention:{batch}x{heads}x{seq_q}x{seq_k}x{head_dim}", ops=table,
                     scenario={"phase": "forward", "batch": batch, "dtype": dtype, "causal": causal,
-                              "fused_attention": fused, "kv_heads": kvh}, source="synthetic")
+                              "fused_attention": fused, "kv_heads": kvh}, source="synthetic",
+                    memory=operand_memory(table))
 
 
 def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0, inputs: int = 1) -> Workload:
@@ -510,8 +520,9 @@ def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0,
     ops.check_positive("elementwise", elems=elems)
     row = ops.streaming("elementwise", kind="elementwise", elems=elems, flops_per_elem=flops_per_elem,
                         inputs=inputs, dtype=dtype)
-    return Workload(name=f"elementwise:{elems}", ops=ops.table([row]),
-                    scenario={"phase": "forward", "dtype": dtype}, source="synthetic")
+    table = ops.table([row])
+    return Workload(name=f"elementwise:{elems}", ops=table, scenario={"phase": "forward", "dtype": dtype},
+                    source="synthetic", memory=operand_memory(table))
 
 
 def list_workloads() -> pd.DataFrame:

@@ -394,3 +394,16 @@ def test_attention_workload_bad_input_is_one_line(name: str, kw: dict, match: st
     assert "\n" not in str(ei.value)
     with pytest.raises(DseError, match="single operator"):
         dse.workload("attention:1x2x4x4x8", plan={"tp": 2, "chips": 2})
+
+
+def test_one_operator_workloads_hold_their_operands() -> None:
+    """gemm, attention and elementwise workloads need at least their operands on the chip: [M,K]+[K,N]+[M,N]
+    for a GEMM, so a GEMM too large for a chip's memory is reported as not fitting."""
+    g = dse.gemm(4096, 2048, 1024, dtype="bf16")
+    assert g.memory == {"operands": 2.0 * (4096 * 1024 + 1024 * 2048 + 4096 * 2048)}
+    a = dse.workload("attention:2x8x1024x1024x64")  # fp16 Q, K, V, O
+    assert a.memory_bytes == 2.0 * 4 * (2 * 8 * 1024 * 64)
+    c = dse.workload("copy:1000")
+    assert c.memory_bytes == pytest.approx(float((c.ops["bytes_read"] + c.ops["bytes_written"]).max()))
+    big = dse.predict(dse.gemm(200_000, 200_000, 200_000, dtype="bf16"), "a100-80gb")
+    assert not big.fits and dse.predict(g, "a100-80gb").fits
