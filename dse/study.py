@@ -433,6 +433,14 @@ class StudyResult:
     heatmap: dict[str, np.ndarray] | None = None  # heatmap_grid at output.heatmap_points
     sram: SramVariants | None = None
 
+    def evaluations(self) -> dict[str, DesignEval]:
+        """``{"base": base_eval, "best": best_eval}`` as :func:`evaluated` filled them (with the heatmap and the
+        SRAM variants); a result without them is refused, because the report predicts nothing itself."""
+        if self.base_eval is None or self.best_eval is None or self.heatmap is None or self.sram is None:
+            raise ValueError("the study result carries no evaluations; accepted: a result of dse.study.run_study "
+                             "or dse.study.evaluated(result)")
+        return {"base": self.base_eval, "best": self.best_eval}
+
 
 def evaluated(result: StudyResult) -> StudyResult:
     """``result`` with its base and best designs evaluated once (:func:`evaluate_design` at the times the

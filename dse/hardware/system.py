@@ -159,7 +159,6 @@ class System(Strict):
         return links, bw, eff, chip_linked
 
 
-
 def systems_dir() -> Path:
     return repo_root() / "hw_templates" / "systems"
 

@@ -60,11 +60,8 @@ class Prediction:
         """Time of one step (one inference / one decode step / one prefill / one training step / one serving
         pass), seconds: the operators' share plus, for ``phase: serving`` with a ``serving_engine``, the engine's
         host time of the pass (``dse.workloads.serving``; not an operator, the same on every design)."""
-        s = self.workload.scenario
-        host = float(s.get("host_prefill_s", 0.0)) + float(s.get("host_decode_s", 0.0))
-        if self._total is not None:
-            return float(self._total.sum()) + host
-        return float(self.ops["total_time_s"].sum()) + host
+        ops_s = self._total.sum() if self._total is not None else self.ops["total_time_s"].sum()
+        return float(ops_s) + self.workload.host_s
 
     @property
     def chips(self) -> int:

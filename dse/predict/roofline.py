@@ -105,12 +105,21 @@ def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarr
     """[D, O] raw peak FLOP/s and efficiency of the unit each op runs on, at its dtype."""
     col = _unit_columns(o, d, matrix)
     peak = _gather(np.concatenate([d.matrix_peak, d.vector_peak], axis=1), col)
-    m_eff = d.matrix_eff[:, None]
-    if d.base.compute.matrix.dtype_efficiency:
-        m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[o.dtype_idx][None, :]
+    m_eff = _matrix_eff(d)
+    if m_eff.shape[1] > 1:  # per dtype: each op's column
+        m_eff = np.take(m_eff, o.dtype_idx, axis=1)
     eff = np.where(matrix, m_eff, d.vector_eff[:, None])
     _check_modes(o, peak)
     return peak, eff
+
+
+def _matrix_eff(d: DesignBatch) -> np.ndarray:
+    """[D, 1] matrix-unit efficiency per design, or [D, n_dtypes] where the template sets ``dtype_efficiency``
+    (a dtype whose GEMMs reach another fraction of its peak: ``efficiency x dtype_efficiency_ratio``)."""
+    m_eff = d.matrix_eff[:, None]
+    if d.base.compute.matrix.dtype_efficiency:
+        m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[None, :]
+    return m_eff
 
 
 def _unit_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
@@ -135,10 +144,7 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
     K = d.matrix_peak.shape[1]
     table = np.empty((d.n, 2 * K + 1))
-    m_eff = d.matrix_eff[:, None]
-    if d.base.compute.matrix.dtype_efficiency:  # a dtype whose GEMMs reach another fraction of its peak
-        m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[None, :]
-    np.multiply(d.matrix_peak, m_eff, out=table[:, :K])
+    np.multiply(d.matrix_peak, _matrix_eff(d), out=table[:, :K])
     np.multiply(d.vector_peak, d.vector_eff[:, None], out=table[:, K : 2 * K])
     table[:, 2 * K] = 1.0
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern

@@ -57,6 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
+from dse.hardware.schema import Hardware, MemoryLevel
 from dse.predict.traffic import OpArrays
 
 SPLITS = (1, 2, 4, 8, 16)
@@ -68,10 +69,14 @@ FIXUP_BASE_ITERS = 2.0
 FIXUP_PEER_ITERS = 2.0
 
 
+def _on_chip(hw: Hardware) -> list[MemoryLevel]:
+    """The template's on-chip levels (by kind, ``dse.hardware.memory_kinds``), inner to outer."""
+    return [lv for lv in hw.memory if not lv.off_chip]
+
+
 def _shared_rate(d: DesignBatch) -> float:
     """Bytes/s of the outermost on-chip (sram) level, after its efficiency: the bandwidth tiles stream from."""
-    hw = d.base
-    sram = [lv for lv in hw.memory if not lv.off_chip]
+    sram = _on_chip(d.base)
     if not sram:
         return float("inf")
     lv = sram[-1]
@@ -79,15 +84,14 @@ def _shared_rate(d: DesignBatch) -> float:
 
 
 def _drain(d: DesignBatch) -> tuple[float, float]:
-    """(bytes/s of the first off-chip level after its efficiency, bytes of the last on-chip level): the rate a
-    tile's output drains to DRAM at and the cache that absorbs writes first (from ``DesignBatch.base``)."""
+    """(bytes/s of the main memory after its efficiency, bytes of the last on-chip level): the rate a tile's
+    output drains to DRAM at and the cache that absorbs writes first (from ``DesignBatch.base``)."""
     hw = d.base
-    sram = [lv for lv in hw.memory if lv.kind == "sram"]
-    dram = [lv for lv in hw.memory if lv.kind != "sram"]
-    if not dram:
+    if not any(lv.off_chip for lv in hw.memory):
         return float("inf"), 0.0
+    sram, dram = _on_chip(hw), hw.offchip_level
     cache = sram[-1].capacity_bytes if sram else 0.0
-    return dram[0].bandwidth_bps * float(dram[0].efficiency), float(cache)
+    return dram.bandwidth_bps * float(dram.efficiency), float(cache)
 
 
 def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: float) -> np.ndarray:

@@ -20,9 +20,7 @@ __all__ = ["binding", "mix_table", "mixes_document", "sensitivity_chart", "write
 def binding(result: StudyResult) -> str:
     """Time-weighted share of each binding ceiling over the mix on the best design (as the study evaluated
     it: ``result.best_eval``)."""
-    if result.best_eval is None:
-        raise ValueError("the study result carries no evaluations; accepted: dse.study.evaluated(result)")
-    shares = result.best_eval.binding_shares(result.ctx.mix.weights)
+    shares = result.evaluations()["best"].binding_shares(result.ctx.mix.weights)
     return ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 0.01)
 
 

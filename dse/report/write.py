@@ -28,7 +28,7 @@ from dse.report.summary import (
 from dse.score import OBJECTIVES
 from dse.search import optimize
 from dse.search.space import base_knobs
-from dse.study import HEATMAP_KNOBS, DesignEval, StudyResult
+from dse.study import HEATMAP_KNOBS, StudyResult
 from dse.yamlio import write_yaml
 
 OBJECTIVE_LABELS = {f"objective_{n}": o.label for n, o in OBJECTIVES.items()}
@@ -52,15 +52,6 @@ def trials_frame(study) -> pd.DataFrame:
 def write_csv(path: Path, df: pd.DataFrame) -> Path:
     """Write ``df`` atomically; infinities become empty cells (a CSV holds no inf)."""
     return write_table(df, path, blank_infinite=True)
-
-
-def study_evals(result: StudyResult) -> dict[str, DesignEval]:
-    """The base and best designs as the study evaluated them (``dse.study.evaluated``); the report predicts
-    nothing itself, so a result without them is refused."""
-    if result.base_eval is None or result.best_eval is None or result.heatmap is None or result.sram is None:
-        raise ValueError("the study result carries no evaluations; accepted: a result of dse.study.run_study "
-                         "or dse.study.evaluated(result)")
-    return {"base": result.base_eval, "best": result.best_eval}
 
 
 def power_parts(e, labels: list[str]) -> dict[str, dict[str, float]]:
@@ -97,7 +88,7 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
         tables.append(Table("pareto.csv", front_df, blank_infinite=True))
 
     labels = ctx.mix.labels
-    evals = study_evals(result)
+    evals = result.evaluations()  # the report predicts nothing itself
     best_preds = evals["best"].predictions
     costs = {name: (e.area, e.cost, e.energy) for name, e in evals.items()}
     e_best = costs["best"][2]

@@ -121,15 +121,13 @@ class _Rows:
         out = self.predict(x0)
         if self.hw.compute.sync_overhead_us != 0:
             return out
-        bare = x0.copy()
-        bare[self.n_fractions + 1:] = 0.0
-        for h in self.harnesses:
+        for h in self.harnesses:  # x0's sync entries are the template's 0 us here
             idx = [i for i, c in enumerate(self.cases) if c.isolated and c.harness == h and c.metric == "time_s"]
             if len(idx) < 2:
                 continue
-            sync = harness_sync_us(self.predict(bare, idx), self.measured[idx])
+            sync = harness_sync_us(out[idx], self.measured[idx])
             for i, s_us in zip(idx, sync, strict=True):
-                x = bare.copy()
+                x = x0.copy()
                 x[self.sync_at[i]] = s_us
                 out[i] = self.predict(x, [i])[0]
         return out

@@ -96,8 +96,7 @@ def case_time(case: RowCase, d: DesignBatch, arrays: MixArrays | None = None) ->
     if case.system is not None:
         d = d.with_system(case.system)
     a = arrays or case_arrays(case)
-    host = case.workload.scenario.get("host_prefill_s", 0.0) + case.workload.scenario.get("host_decode_s", 0.0)
-    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0] + host
+    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0] + case.workload.host_s
 
 
 def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: np.ndarray) -> np.ndarray:

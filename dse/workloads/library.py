@@ -97,6 +97,12 @@ class Workload:
         return float(sum(self.memory.values()))
 
     @property
+    def host_s(self) -> float:
+        """Seconds of host time in one pass that no operator accounts for: a serving engine's scheduling and
+        output processing (``dse.workloads.serving.host_times``; 0 for every other workload)."""
+        return float(self.scenario.get("host_prefill_s", 0.0)) + float(self.scenario.get("host_decode_s", 0.0))
+
+    @property
     def flops(self) -> float:
         """Total FLOPs of one pass (counts applied)."""
         return float((self.ops["flops"] * self.ops["count"]).sum())
@@ -272,7 +278,7 @@ def with_plan(wl: Workload, *, chips: int | None = None, **keys: Any) -> Workloa
     p = plan_for(chips, wl.plan, **keys)
     if wl.plan is not None and not wl.plan.trivial:
         raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
-    if not wl.spec and wl.name.split(":")[0] in ("gemm", "copy", "elementwise", "attention"):
+    if not wl.spec and wl.name.startswith((*SINGLE_OPS, "elementwise:")):
         raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
     return workload(wl.origin or wl.name, plan=p, **wl.spec)
 

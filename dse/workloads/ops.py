@@ -45,6 +45,12 @@ NET_DEFAULTS: dict[str, Any] = {"coll": "", "net_bytes": 0.0, "group": 1, "strid
 KINDS = ("gemm", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "reduce", "pool",
          "collective")
 
+#: FP32-FLOP slots of one exp2 on the special-function unit: 16 per clock per SM against 64 FP32 FMA = 128 FLOP
+#: (CUDA C++ Programming Guide, arithmetic instruction throughput table, compute capability 7.x-9.0)
+EXP_FLOPS = 8.0
+#: a softmax's FP32-pipe work per score besides its exp: max, subtract, sum, divide (1 FLOP each)
+SOFTMAX_FP32_FLOPS = 4.0
+
 #: FLOPs per output element of vector operators as common kernels compute them (approximate;
 #: the published model FLOP counts in docs/reference/model_flops.csv cover matrix work only).
 VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
@@ -61,10 +67,7 @@ VECTOR_FLOPS_PER_ELEM: dict[str, float] = {
     "rmsnorm": 4.0,      # square, add, scale by rsqrt, mul by gamma
     "batchnorm": 2.0,    # inference: per-channel scale and shift
     "groupnorm": 8.0,    # as layernorm, statistics per group
-    # max, sub, sum, div (1 FLOP each) + exp at 8 FP32-FLOP slots: the special-function unit issues 16 exp2
-    # per clock per SM against 64 FP32 FMA = 128 FLOP (CUDA C++ Programming Guide, arithmetic instruction
-    # throughput table, compute capability 7.x-9.0), so one exp costs the time of 8 FP32 FLOPs
-    "softmax": 12.0,
+    "softmax": SOFTMAX_FP32_FLOPS + EXP_FLOPS,  # max, sub, sum, div + one exp at EXP_FLOPS slots (= 12)
     "rope": 3.0,         # x*cos + rot(x)*sin
     "copy": 0.0,
 }
@@ -86,11 +89,6 @@ def softmax_conversions(dtype: str) -> int:
     return 1
 
 
-#: FP32-FLOP slots of one exp2 on the special-function unit: 16 per clock per SM against 64 FP32 FMA = 128 FLOP
-#: (CUDA C++ Programming Guide, arithmetic instruction throughput table, compute capability 7.x-9.0)
-EXP_FLOPS = 8.0
-
-
 def fused_softmax_flops(dtype: str, kv_len: int) -> float:
     """FP32-FLOP slots per score of the softmax inside a fused attention kernel (the row runs at the vector rate).
 
@@ -100,14 +98,14 @@ def fused_softmax_flops(dtype: str, kv_len: int) -> float:
     * Longer (flash attention's online softmax, FlashAttention-2, Dao 2023, Sec. 3.1): the busiest issue pipe,
       not the sum. Each score takes one ``exp2`` on the special-function unit (``EXP_FLOPS``; the softmax scale is
       folded into the FMA before it) while the FP32 pipe, which issues concurrently, does the max, the
-      scale-and-subtract, the row sum and the rescale (4 slots); rounding P to a 16/8-bit MMA type packs two
+      scale-and-subtract, the row sum and the rescale (``SOFTMAX_FP32_FLOPS``); rounding P to a 16/8-bit MMA type packs two
       scores per instruction with that FP32 work; IMMA's int32 -> fp32 score conversion is a second
       special-function-unit op. An A100 FlashAttention-2 forward (head dim 128, 1024-4096 keys) runs
       1.26 ms without its softmax and 1.53 ms with it, ~0.5 ps per score at its ~1.2 GHz clock, about one
       exp (github.com/liangan1/GPU_travel@bc68a95 performance/flash-attn/README.md, 'No softmax' column)."""
     conv = softmax_conversions(dtype)
     whole_row = VECTOR_FLOPS_PER_ELEM["softmax"] + CONVERT_FLOPS * conv
-    online = max(EXP_FLOPS + CONVERT_FLOPS * max(conv - 1, 0), 4.0)
+    online = max(EXP_FLOPS + CONVERT_FLOPS * max(conv - 1, 0), SOFTMAX_FP32_FLOPS)
     return whole_row if kv_len <= FUSED_MHA_MAX_SEQ else online
 
 
