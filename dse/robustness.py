@@ -32,7 +32,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from dse.cost.area import COMPONENTS, inventory, price
+from dse.cost.area import COMPONENTS, area, inventory, price
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Coefficient, Node
 from dse.predict import mix_times
@@ -104,16 +104,13 @@ def robustness(ctx: Context, names: list[str], designs: list[DesignBatch], sampl
                bins: int = 16) -> Robustness:
     """Monte Carlo of every candidate's objective, score and area (the module docstring)."""
     rng = np.random.default_rng(seed)
-    from dse.cost.area import area
-
     node = area(ctx.base).node
     ranges = node_ranges(node)
     X: dict[str, np.ndarray] = {k: rng.uniform(lo, hi, samples) for k, (lo, hi) in ranges.items()}
     bands = efficiency_bands()
-    L = ctx.base.bandwidth.shape[1]
     for f, (lo, hi, _) in bands.items():
         if f == "bw_eff":
-            for lv in ctx.base.level_names[:L]:
+            for lv in ctx.base.level_names:
                 X[f"{lv} efficiency scale"] = rng.uniform(1 + lo, 1 + hi, samples)
         else:
             X[f"{f.removesuffix('_eff')} efficiency scale"] = rng.uniform(1 + lo, 1 + hi, samples)
