@@ -50,6 +50,7 @@ class WorkloadEntry(Strict):
     weight_dtype: Dtype | None = None
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group")
     fused_attention: bool | None = None
+    attention_kernel: Literal["auto", "whole_row", "flash"] | None = None
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
     execution: Literal["graph", "eager"] | None = None

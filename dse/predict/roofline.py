@@ -31,7 +31,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
-from dse.predict.tiles import tile_fill
+from dse.predict.tiles import attention_fill, tile_fill
 from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
 
 
@@ -84,6 +84,9 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
         gemm = np.zeros(o.n, dtype=bool)
         gemm[o.tiled] = True
         fill = np.where(gemm[None, :], tiles[None, :], fill)
+    io = attention_fill(o, d)
+    if io is not None:  # a fused attention CTA's serial Q load and O store (dse.predict.tiles.attention_fill)
+        fill = fill * io[None, :]
     return np.where(matrix, fill, 1.0) * wave_fill(o, d)[None, :]
 
 

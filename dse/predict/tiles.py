@@ -105,6 +105,50 @@ def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: fl
     return np.where(np.isfinite(k), k, 0.0)
 
 
+def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
+    """[O] fraction of a fused attention kernel's time its tensor cores work (1 off the attention rows), or
+    None when the template names no ``cta_tiles`` (the CTA model applies to GPU-style chips only).
+
+    A fused attention CTA (one per query tile, ``ctas``) loads its query tile before its key loop and writes
+    its output tile after it, and its tensor cores wait meanwhile (FlashAttention-3, Shah et al. 2024,
+    App. B.6: during the prologue and epilogue "the Tensor Cores are not running"; FlashAttention-2's
+    sm80 kernel, one tile per CTA, overlaps neither with another tile). As for a GEMM's serial epilogue
+    (:func:`epilogue_k`), the CTAs of a wave do this together, each at its ``1/C`` share of the DRAM rate, for
+    the part of Q (``a_bytes``) and O (``c_bytes``) the last on-chip level cannot hold. In keys of the loop
+    (one key of a query row is ``4 * head_dim`` FLOPs over ``head_dim`` outputs: half a GEMM's ``2`` per
+    output per unit of K)::
+
+        k_io = (e_q * spill_q + e_o * spill_o) * P * eta_P / (4 * BW_dram * eta)
+        fill = k_mean / (k_mean + k_io)
+
+    with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average."""
+    if not d.base.compute.matrix.cta_tiles or o.attn.stop <= o.attn.start:
+        return None
+    key = ("attention-io", d.base.name, int(d.base.compute.cores), _drain(d))
+    row = o.cache.get(key)
+    if row is not None:
+        return row
+    from dse.units import DTYPES
+
+    unit = d.base.compute.matrix
+    peaks = np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
+    at = o.attn
+    rate, cache = _drain(d)
+    peak = peaks[o.dtype_idx[at]]
+    elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spill_q = np.clip(1.0 - cache / np.maximum(o.a_bytes[at], 1.0), 0.0, 1.0)
+        spill_o = np.clip(1.0 - cache / np.maximum(o.c_bytes[at], 1.0), 0.0, 1.0)
+        k_io = (o.a_bytes[at] * spill_q + o.c_bytes[at] * spill_o) / elems * peak / (4.0 * rate)
+        k_mean = o.flops[at] / (4.0 * elems)
+        fill = k_mean / (k_mean + np.where(np.isfinite(k_io), k_io, 0.0))
+    row = np.ones(o.n)
+    row[at] = np.where(np.isfinite(fill) & (fill > 0), fill, 1.0)
+    row.flags.writeable = False
+    o.cache[key] = row
+    return row
+
+
 def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[O] best tile-and-wave efficiency ``max q * r`` of each op (1 where it does not apply: ops with no
     ``K``), or None when the template names no ``cta_tiles``."""

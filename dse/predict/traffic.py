@@ -97,7 +97,9 @@ class OpArrays:
         in_kernel = (codes == REUSE_CODES["attention"]) | ((kind == "softmax") & s["fused"].to_numpy(dtype=bool))
         bt = s["batch"].to_numpy(dtype=float) if "batch" in s.columns else np.ones(len(s))
         attn = codes == REUSE_CODES["attention"]
-        ctas = np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0))
+        given = f("ctas") if "ctas" in s.columns else np.zeros(len(s))  # tables from before the column: by K
+        ctas = np.where(given > 0, given,
+                        np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0)))
         return cls(**net, units=np.where(in_kernel, ctas, 0.0), batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),

@@ -58,7 +58,7 @@ class Family:
 
 def _transformer_keywords(a: dict[str, Any]) -> frozenset[str]:
     """Decoders take the LLM keywords, patch models a resolution, the rest (encoders, audio) a sequence."""
-    extra = {"weight_dtype", "weight_group", "fused_attention", "dropout"}
+    extra = {"weight_dtype", "weight_group", "fused_attention", "attention_kernel", "dropout"}
     if a.get("kind") == "decoder":
         extra |= {"seq", "context", "kv_dtype", "logits", "input_len", "output_len", "chunk", "serving_engine"}
     elif a.get("patch"):
@@ -73,7 +73,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            language_model=lambda a: a.get("kind") == "decoder", supports_plan=True),
     Family("encdec", transformer.EncDecArch, transformer.build_encdec,
            COMMON | {"seq", "context", "fused_attention"}, language_model=True),
-    Family("swin", transformer.SwinArch, transformer.build_swin, COMMON | {"resolution", "fused_attention"}),
+    Family("swin", transformer.SwinArch, transformer.build_swin,
+           COMMON | {"resolution", "fused_attention", "attention_kernel"}),
     Family("cnn", cnn.CNNArch, cnn.build, COMMON | {"resolution", "memory_format"}),
     Family("rnn", sequence.RNNArch, sequence.build_rnn, COMMON | {"seq"}),
     Family("mamba", sequence.MambaArch, sequence.build_mamba, COMMON | {"seq", "context"}, language_model=True),

@@ -17,6 +17,8 @@ Conventions (``docs/design.md``):
   reach off-chip memory.
 * ``eager`` rows are dispatched one at a time by a host framework (scenario ``execution: eager``):
   each takes at least the template's ``eager_overhead_us``.
+* ``ctas``: the CTAs (thread blocks) a fused attention kernel launches, on its attention row and the softmax
+  row inside it (:func:`attention_ctas`); 0 elsewhere.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ COLUMNS: list[str] = [
     "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
-    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager",
+    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas",
 ]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
@@ -89,7 +91,7 @@ def softmax_conversions(dtype: str) -> int:
     return 1
 
 
-def fused_softmax_flops(dtype: str, kv_len: int) -> float:
+def fused_softmax_flops(dtype: str, kv_len: int, kernel: str = "auto") -> float:
     """FP32-FLOP slots per score of the softmax inside a fused attention kernel (the row runs at the vector rate).
 
     * Up to ``FUSED_MHA_MAX_SEQ`` keys (TensorRT's fused MHA, whole score rows per CTA): the sum of all its
@@ -102,18 +104,20 @@ def fused_softmax_flops(dtype: str, kv_len: int) -> float:
       scores per instruction with that FP32 work; IMMA's int32 -> fp32 score conversion is a second
       special-function-unit op. An A100 FlashAttention-2 forward (head dim 128, 1024-4096 keys) runs
       1.26 ms without its softmax and 1.53 ms with it, ~0.5 ps per score at its ~1.2 GHz clock, about one
-      exp (github.com/liangan1/GPU_travel@bc68a95 performance/flash-attn/README.md, 'No softmax' column)."""
+      exp (github.com/liangan1/GPU_travel@bc68a95 performance/flash-attn/README.md, 'No softmax' column).
+
+    ``kernel`` (:data:`ATTENTION_KERNELS`) names the kernel; ``auto`` picks by ``kv_len`` as above."""
     conv = softmax_conversions(dtype)
     whole_row = VECTOR_FLOPS_PER_ELEM["softmax"] + CONVERT_FLOPS * conv
     online = max(EXP_FLOPS + CONVERT_FLOPS * max(conv - 1, 0), SOFTMAX_FP32_FLOPS)
-    return whole_row if kv_len <= FUSED_MHA_MAX_SEQ else online
+    return whole_row if attention_kernel(kernel, kv_len) == "whole_row" else online
 
 
 def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
-        "dtype_b": "", "dtype_out": "", **NET_DEFAULTS,
+        "dtype_b": "", "dtype_out": "", "ctas": 0, **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -263,30 +267,75 @@ def embedding(name: str, *, tokens: int, dim: int, dtype: str, table_dtype: str 
 
 #: longest sequence TensorRT's fused (non-flash) MHA kernels are built for; longer ones tile the queries
 FUSED_MHA_MAX_SEQ = 512
-#: query rows per CTA of a flash-attention kernel (FlashAttention-2 forward block, Dao 2023, Sec. 3.3)
+#: query rows per CTA of a flash-attention kernel (FlashAttention-2 forward block, Dao 2023, Sec. 3.3;
+#: ``kBlockM = 128`` of every sm80 forward kernel, Dao-AILab/flash-attention@c1f0be2
+#: csrc/flash_attn/src/flash_fwd_launch_template.h)
 FLASH_Q_TILE = 128
+#: fused attention kernels: ``whole_row`` (TensorRT's fused MHA: one CTA per (head, sequence) over all its
+#: queries, the whole score row at once), ``flash`` (flash attention: a CTA per 128-query tile, online softmax),
+#: ``auto`` (``whole_row`` up to ``FUSED_MHA_MAX_SEQ`` keys, else ``flash``: what TensorRT(-LLM) runs)
+ATTENTION_KERNELS = ("auto", "whole_row", "flash")
 
 
-def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any) -> Any:
-    """CTAs a fused attention kernel launches: one per (head, sequence) looping over all queries when the
-    keys fit TensorRT's fused MHA kernels (``kv_len <= 512``: NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py``
-    launcher ``dim3 grid(params.h, params.b)``, sequence lengths 64..512 as in TensorRT's BERT plugin), else
-    one per (head, sequence, query tile of 128 rows) as flash attention splits them. Works on arrays."""
-    q_tiles = np.where(np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ, 1.0, np.ceil(np.asarray(q_rows) / FLASH_Q_TILE))
+def attention_kernel(kernel: str, kv_len: Any) -> Any:
+    """The kernel ``kernel`` resolves to for ``kv_len`` keys: ``"whole_row"`` or ``"flash"`` (arrays: a bool
+    array, True where flash)."""
+    if kernel not in ATTENTION_KERNELS:
+        raise ValueError(f"attention_kernel: got {kernel!r}; accepted: {', '.join(ATTENTION_KERNELS)}")
+    if kernel != "auto":
+        return kernel
+    return "whole_row" if kv_len <= FUSED_MHA_MAX_SEQ else "flash"
+
+
+def flash_kv_tile(head_dim: int) -> int:
+    """Keys per block of a flash kernel's inner loop: ``kBlockN`` of FlashAttention-2's sm80 forward kernels,
+    128 up to head dim 64 and 64 beyond (``run_mha_fwd_hdim64``: 128 x 128; ``run_mha_fwd_hdim128``: 128 x 64;
+    Dao-AILab/flash-attention@c1f0be2 csrc/flash_attn/src/flash_fwd_launch_template.h)."""
+    return 128 if head_dim <= 64 else 64
+
+
+def causal_pairs(q_len: int, kv_len: int, head_dim: int, kernel: str) -> float:
+    """(query, key) pairs a causal fused kernel computes per head, the queries aligned to the end of the keys.
+
+    ``whole_row``: the triangle, ``sum_i (kv_len - q_len + i + 1)``. ``flash``: whole key blocks up to the
+    diagonal, as FlashAttention-2 bounds its loop (``n_block_max = ceil(((m + 1) kBlockM + kv_len - q_len) /
+    kBlockN)`` for query tile ``m``, flash_fwd_kernel.h; the diagonal blocks are computed and then masked), so
+    query tile ``m`` of ``r_m`` rows computes ``r_m * min(kv_len, kBlockN * n_block_max)`` pairs: with
+    ``n`` tiles of ``kBlockM = kBlockN`` that is ``(1 + 1/n)`` times the triangle."""
+    if kernel != "flash":
+        return q_len * (kv_len - (q_len - 1) / 2.0)
+    m = np.arange(math.ceil(q_len / FLASH_Q_TILE))
+    rows = np.minimum(FLASH_Q_TILE, q_len - m * FLASH_Q_TILE)
+    bn = flash_kv_tile(head_dim)
+    keys = np.minimum(kv_len, np.ceil(((m + 1) * FLASH_Q_TILE + kv_len - q_len) / bn) * bn)
+    return float((rows * np.maximum(keys, 0.0)).sum())
+
+
+def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any, kernel: str = "auto") -> Any:
+    """CTAs a fused attention kernel launches: ``whole_row``, one per (head, sequence) looping over all queries
+    (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py`` launcher ``dim3 grid(params.h, params.b)``, sequence
+    lengths 64..512 as in TensorRT's BERT plugin); ``flash``, one per (head, sequence, query tile of 128 rows)
+    as flash attention splits them; ``auto`` by ``kv_len`` (:func:`attention_kernel`). Works on arrays."""
+    if kernel == "auto":
+        whole = np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ
+    else:
+        attention_kernel(kernel, 0)
+        whole = np.full(np.shape(kv_len), kernel == "whole_row")
+    q_tiles = np.where(whole, 1.0, np.ceil(np.asarray(q_rows) / FLASH_Q_TILE))
     return np.asarray(batch_heads) * np.maximum(q_tiles, 1.0)
 
 
 def attention(
     name: str, *, batch: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
     causal: bool, dtype: str, kv_dtype: str | None = None, fused: bool = True, count: int = 1,
-    fuse_elementwise: bool = False,
+    fuse_elementwise: bool = False, kernel: str = "auto",
 ) -> list[dict[str, Any]]:
     """Scaled dot-product attention, grouped-query aware.
 
     Fused (flash-style, Dao et al. 2022): one matrix row whose traffic model streams K and V once
-    per query tile, plus the softmax work as a fused vector row. Causal masking skips masked
-    blocks, so each query ``i`` (0-based, queries aligned to the end of the keys) attends
-    ``kv_len - q_len + i + 1`` keys.
+    per query tile, plus the softmax work as a fused vector row, run by ``kernel``
+    (:data:`ATTENTION_KERNELS`). Causal masking skips masked blocks: the pairs computed are
+    :func:`causal_pairs` (a flash kernel computes the diagonal blocks whole).
     Unfused: QK^T and PV as batched GEMMs with the score matrix written and read back, and the
     softmax as a streaming row; masked scores are computed and discarded (full ``q_len*kv_len``).
     """
@@ -296,8 +345,10 @@ def attention(
     bq, bkv = DTYPE_BYTES[dtype], DTYPE_BYTES[kvd]
     group = heads // kv_heads
     if fused:
-        keys = kv_len - (q_len - 1) / 2.0 if causal else float(kv_len)
-        pairs = batch * heads * q_len * keys
+        kind = attention_kernel(kernel, kv_len)
+        per_head = causal_pairs(q_len, kv_len, head_dim, kind) if causal else float(q_len) * kv_len
+        pairs = batch * heads * per_head
+        ctas = int(attention_ctas(batch * kv_heads, q_len * group, kv_len, kind))
         q = batch * heads * q_len * head_dim * bq
         kv = 2 * batch * kv_heads * kv_len * head_dim * bkv
         o = q
@@ -305,13 +356,13 @@ def attention(
             name=name, kind="attention", unit="matrix", reuse="attention", dtype=dtype, dtype_a=dtype,
             dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
-            c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count,
+            c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count, ctas=ctas,
         )
-        per = fused_softmax_flops(dtype, kv_len)
+        per = fused_softmax_flops(dtype, kv_len, kind)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
                          count=count, fused=True, read_bytes=0.0, write_bytes=0.0)
         # the softmax runs inside the attention kernel's CTAs: their count sets its wave fill (dse.predict)
-        soft["batch"] = int(attention_ctas(batch * kv_heads, q_len * group, kv_len))
+        soft["batch"] = soft["ctas"] = ctas
         return [row, soft]
     bh = batch * heads
     qk = gemm(f"{name}.qk", q_len, kv_len, head_dim, dtype=dtype, weight_dtype=kvd, batch=bh,
@@ -324,7 +375,7 @@ def attention(
     return [qk, soft, pv]
 
 
-_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride")
+_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale")
 _BOOL_COLS = ("fused", "eager", "overlap")
 
@@ -381,8 +432,8 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     for col in ("group", "stride"):
         df[col] = df[col].astype("int64")
-    for col in ("M", "N", "K", "batch", "count"):
-        df[col] = df[col].astype("int64")
+    for col in ("M", "N", "K", "batch", "count", "ctas"):
+        df[col] = df[col].fillna(0).astype("int64")
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
         df[col] = df[col].astype("float64")
     df["fused"] = df["fused"].astype(bool)

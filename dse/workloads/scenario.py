@@ -45,6 +45,10 @@ class Scenario(Strict):
                                      "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
+    attention_kernel: Literal["auto", "whole_row", "flash"] = Field(
+        "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "
+        "sequence, whole score rows), flash (a CTA per 128-query tile, online softmax), auto (whole_row up to 512 "
+        "keys, else flash)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "

@@ -182,7 +182,7 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
                                   dtype=kvdt, count=L))
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
                               head_dim=lat, causal=True, dtype=dt, kv_dtype=kvdt, fused=sc.fused_attention, count=L,
-                              fuse_elementwise=sc.fuse_elementwise))
+                              fuse_elementwise=sc.fuse_elementwise, kernel=sc.attention_kernel))
     rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt, batch=H,
                                 count=L))
     rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, count=L))
@@ -348,7 +348,8 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                       flops_per_elem=0.0, dtype=kvdt, count=L))
         rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
                                   kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
-                                  kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe))
+                                  kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe,
+                                  kernel=sc.attention_kernel))
         if training and sc.dropout > 0 and not sc.fused_attention:
             rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
         rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
@@ -597,7 +598,8 @@ def build_swin(arch: SwinArch, sc: Scenario, name: str) -> tuple[list[dict[str, 
 
         rows += [vec("norm1", "norm", "layernorm"), ops.gemm(f"s{s}.qkv", T, 3 * c, c, dtype=dt, count=depth)]
         rows += ops.attention(f"s{s}.window_attn", batch=n_win, heads=H, kv_heads=H, q_len=win, kv_len=win, head_dim=d,
-                              causal=False, dtype=dt, fused=sc.fused_attention, count=depth, fuse_elementwise=fe)
+                              causal=False, dtype=dt, fused=sc.fused_attention, count=depth, fuse_elementwise=fe,
+                              kernel=sc.attention_kernel)
         rows += [ops.gemm(f"s{s}.proj", T, c, c, dtype=dt, count=depth), vec("residual1", "elementwise", "add", 2),
                  vec("norm2", "norm", "layernorm"),
                  ops.gemm(f"s{s}.mlp_up", T, arch.mlp_ratio * c, c, dtype=dt, count=depth),

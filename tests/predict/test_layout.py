@@ -64,6 +64,13 @@ def _ref_mix_times(d, mix):
     return out
 
 
+def _same_step_times(got: np.ndarray, ref: np.ndarray) -> None:
+    """The per-op times are compared bit for bit; their step sums (``t @ member``, BLAS) agree to rounding only:
+    OpenBLAS may sum the same values in another order for another memory alignment or thread split (numpy 2.4 on
+    this machine: 414 of 600 sums of bit-identical inputs differ in the last bit)."""
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=0.0)
+
+
 # --------------------------------------------------------------------------- cases
 def _mix(*specs) -> Mix:
     return Mix.of([dse.workload(name, **kw) for name, kw in specs])
@@ -104,7 +111,7 @@ def test_mix_times_bit_identical_to_column_picks(make, n) -> None:
     d = make(DesignBatch.from_hardware(dse.hardware("npu-7nm")), n, rng)
     a = mix_arrays(mix)
     assert np.array_equal(evaluate_times(d, a.o), _ref_evaluate_times(d, a.o))
-    assert np.array_equal(mix_times(d, mix), _ref_mix_times(d, mix))
+    _same_step_times(mix_times(d, mix), _ref_mix_times(d, mix))
 
 
 def test_eager_collectives_power_cap_and_missing_modes_bit_identical() -> None:
@@ -123,7 +130,7 @@ def test_eager_collectives_power_cap_and_missing_modes_bit_identical() -> None:
             d = replace(d, matrix_peak=mp)
             o = OpArrays.from_table(mix.ops)
             assert np.array_equal(evaluate_times(d, o), _ref_evaluate_times(d, o))
-            assert np.array_equal(mix_times(d, mix), _ref_mix_times(d, mix))
+            _same_step_times(mix_times(d, mix), _ref_mix_times(d, mix))
             np.testing.assert_allclose(evaluate(d, o).time, evaluate_times(d, o), rtol=1e-12)
 
 

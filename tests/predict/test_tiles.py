@@ -128,3 +128,30 @@ def test_bert_attention_at_batch_one_fills_one_core_per_head() -> None:
 def test_fill_is_a_fraction_and_never_beats_the_roof(M, N, K, dtype, batch) -> None:
     f = _fill(M, N, K, dtype, batch)
     assert 0.0 < f <= 1.0
+
+
+def _attention_io(b: int, h: int, s: int, d: int, hw: str = "a100-80gb") -> tuple[float, OpArrays, DesignBatch]:
+    rows = ops.attention("a", batch=b, heads=h, kv_heads=h, q_len=s, kv_len=s, head_dim=d, causal=False,
+                         dtype="fp16", kernel="flash")
+    o = OpArrays.from_table(ops.table(rows))
+    dd = DesignBatch.from_hardware(dse.hardware(hw))
+    io = tiles.attention_fill(o, dd)
+    return (None if io is None else float(io[o.attn][0])), o, dd
+
+
+def test_flash_attention_pays_its_serial_q_load_and_o_store_once_they_spill_the_l2() -> None:
+    hw = dse.hardware("a100-80gb")
+    l2 = hw.memory[1].capacity_bytes
+    fit, o, dd = _attention_io(1, 8, 2048, 128)  # Q and O of 4 MiB each: both stay in the 40 MiB L2
+    assert o.a_bytes[o.attn][0] < l2 and fit == 1.0
+    big, o, dd = _attention_io(32, 16, 512, 128)  # 64 MiB each: 1 - 40/64 of each spills
+    spill = 1.0 - l2 / o.a_bytes[o.attn][0]
+    peak = 312e12 * hw.compute.matrix.efficiency
+    dram = hw.offchip_level.bandwidth_bps * hw.offchip_level.efficiency
+    k_io = 2 * 2.0 * spill * peak / (4.0 * dram)  # Q and O, 2 bytes an element, in keys of the loop
+    assert big == pytest.approx(512 / (512 + k_io))
+    longer, _, _ = _attention_io(4, 16, 4096, 128)  # the same bytes over 8x the keys: 1/8 of the share
+    assert big < longer < 1.0 and (1 - longer) == pytest.approx((1 - big) / 8, rel=0.15)
+    # the array fill of the attention row carries it; templates without CTA tiles have no CTA model
+    assert array_fill(o, dd, on_matrix(o, dd))[0, o.attn][0] <= big
+    assert _attention_io(32, 16, 512, 128, "h100-sxm")[0] is None

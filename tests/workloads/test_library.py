@@ -86,7 +86,11 @@ def test_causal_fused_prefill_counts_half_the_attention_pairs() -> None:
     unfused = dse.workload("llama2-7b", phase="prefill", seq=1024, fused_attention=False)
     af = fused.ops[fused.ops["kind"] == "attention"]["flops"].sum()
     au = unfused.ops[unfused.ops["kind"] == "attention"]["flops"].sum()
-    assert af / au == pytest.approx((1024 + 1) / 2 / 1024)
+    # 1024 keys: a flash kernel, 8 query tiles of 128, tile m computing (m + 1) * 128 keys: 36/64 of the square
+    assert af / au == pytest.approx(8 * 9 / 2 / 64)
+    whole = dse.workload("llama2-7b", phase="prefill", seq=1024, attention_kernel="whole_row")
+    aw = whole.ops[whole.ops["kind"] == "attention"]["flops"].sum()
+    assert aw / au == pytest.approx((1024 + 1) / 2 / 1024)  # whole rows: the triangle
     # unfused attention writes and re-reads the score matrix: more bytes
     assert unfused.bytes > fused.bytes
 
@@ -364,10 +368,14 @@ def test_with_plan_refuses_a_planned_workload_and_a_single_operator() -> None:
 def test_attention_workload_counts_the_flashattention2_forward_flops(b: int, h: int, s: int, d: int) -> None:
     full = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16")
     assert full.matrix_flops == 4 * b * h * s * s * d  # Dao 2023 Sec. 4.1
-    causal = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16", causal=True)
+    causal = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16", causal=True, attention_kernel="whole_row")
     # the pairs on and below the diagonal: s(s+1)/2 per head, the paper's s^2/2 up to 1/s
     assert causal.matrix_flops == 2 * b * h * s * (s + 1) * d
     assert causal.matrix_flops == pytest.approx(full.matrix_flops / 2, rel=1.0 / s)
+    # a flash kernel (the default beyond 512 keys) also computes the masked half of each diagonal block
+    flash = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", dtype="fp16", causal=True)
+    assert flash.scenario["attention_kernel"] == "auto"
+    assert causal.matrix_flops < flash.matrix_flops == pytest.approx(full.matrix_flops / 2, rel=128.0 / s)
     unfused = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", fused_attention=False)
     assert unfused.matrix_flops == full.matrix_flops and len(unfused.ops) == 3  # QK^T, softmax, PV
     gqa = dse.workload(f"attention:{b}x{h}x{s}x{s}x{d}", kv_heads=1)

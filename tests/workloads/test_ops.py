@@ -58,9 +58,16 @@ def test_fused_causal_gqa_attention_counts_only_unmasked_pairs() -> None:
     rows = ops.attention("a", batch=2, heads=32, kv_heads=8, q_len=512, kv_len=2048, head_dim=128, causal=True,
                          dtype="bf16", kv_dtype="fp8")
     att, soft = rows
-    keys = sum(2048 - 512 + i + 1 for i in range(512)) / 512  # mean keys per query = 2048 - 511/2
+    # 2048 keys: a flash kernel. Query tile m (128 rows) computes whole 64-key blocks up to its diagonal:
+    # 1536 + 128 (m + 1) keys (FlashAttention-2's n_block_max), the masked upper half of each diagonal block too
+    keys = sum(128 * (1536 + 128 * (m + 1)) for m in range(4)) / 512
     pairs = 2 * 32 * 512 * keys
     assert att["flops"] == pytest.approx(4 * pairs * 128)  # QK^T and PV, 2 FLOPs per MAC each
+    triangle = sum(2048 - 512 + i + 1 for i in range(512)) / 512  # the unmasked pairs: 2048 - 511/2 per query
+    assert keys - triangle == pytest.approx((128 - 1) / 2)  # half a diagonal block per query row
+    whole = ops.attention("a", batch=2, heads=32, kv_heads=8, q_len=512, kv_len=2048, head_dim=128, causal=True,
+                          dtype="bf16", kv_dtype="fp8", kernel="whole_row")[0]
+    assert whole["flops"] == pytest.approx(4 * 2 * 32 * 512 * triangle * 128)  # whole rows: the triangle exactly
     assert att["a_bytes"] == 2 * 32 * 512 * 128 * 2 == att["c_bytes"]
     assert att["b_bytes"] == 2 * 2 * 8 * 2048 * 128 * 1  # K and V once, fp8
     assert (att["M"], att["N"], att["K"], att["batch"]) == (512 * 4, 128, 2048, 16)
@@ -68,8 +75,10 @@ def test_fused_causal_gqa_attention_counts_only_unmasked_pairs() -> None:
     # FLOP/clk), the busiest pipe; max, sub, sum and the packed bf16 rounding of P issue beside it
     assert soft["fused"] and soft["flops"] == pytest.approx(8 * pairs) and soft["bytes_read"] == 0
     # 2048 keys: a flash kernel, one CTA per (KV head, sequence, 128-query tile of the 4 x 512 query rows)
-    assert soft["batch"] == 16 * 16 == ops.attention_ctas(16, 512 * 4, 2048)
+    assert soft["batch"] == soft["ctas"] == att["ctas"] == 16 * 16 == ops.attention_ctas(16, 512 * 4, 2048)
     assert ops.attention_ctas(16, 384, 384) == 16  # up to 512 keys: TensorRT's one CTA per (head, sequence)
+    assert ops.attention_ctas(16, 384, 384, "flash") == 16 * 3  # a flash kernel tiles them at any length
+    assert ops.attention_ctas(16, 4096, 4096, "whole_row") == 16
     with pytest.raises(ValueError, match="heads 6 not divisible by kv_heads 4"):
         ops.attention("x", batch=1, heads=6, kv_heads=4, q_len=1, kv_len=1, head_dim=8, causal=False, dtype="bf16")
 
@@ -204,3 +213,25 @@ def test_compaction_equals_a_pandas_groupby_of_the_rows() -> None:
         got = ops.table(rows)
         assert len(got) < len(full) or len(got) == len(full)
         pd.testing.assert_frame_equal(got, ref, check_dtype=False)
+
+
+@pytest.mark.parametrize(("s", "d", "n_block"), [(512, 64, 128), (1024, 128, 64), (4096, 128, 64), (8192, 64, 128)])
+def test_flash_causal_pairs_are_whole_blocks_up_to_the_diagonal(s: int, d: int, n_block: int) -> None:
+    # FlashAttention-2 sm80 forward tiles: 128 queries x 128 keys (head dim 64) or x 64 keys (head dim 128)
+    assert ops.flash_kv_tile(d) == n_block
+    n = s // 128
+    # 128-key blocks (or 64-key blocks that tile 128 evenly): tile m computes (m + 1) * 128 keys
+    assert ops.causal_pairs(s, s, d, "flash") == 128 * 128 * n * (n + 1) / 2
+    assert ops.causal_pairs(s, s, d, "flash") / ops.causal_pairs(s, s, d, "whole_row") == pytest.approx(
+        (1 + 1 / n) / (1 + 1 / s))
+    assert ops.causal_pairs(s, s, d, "whole_row") == s * (s + 1) / 2
+
+
+def test_attention_kernel_names_are_checked() -> None:
+    assert ops.attention_kernel("auto", 512) == "whole_row" and ops.attention_kernel("auto", 513) == "flash"
+    assert ops.attention_kernel("flash", 64) == "flash"
+    with pytest.raises(ValueError, match="attention_kernel: got 'fa9'; accepted: auto, whole_row, flash"):
+        ops.attention_kernel("fa9", 64)
+    # the kernel sets the softmax's cost per score: whole rows pay the sum of their work, flash its busiest pipe
+    assert ops.fused_softmax_flops("fp16", 256, "flash") == ops.fused_softmax_flops("fp16", 4096)
+    assert ops.fused_softmax_flops("fp16", 4096, "whole_row") == ops.fused_softmax_flops("fp16", 256)
