@@ -643,7 +643,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.workloads.library import plan_for, workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
-            "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel")
+            "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
+            "attention_dtype")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -775,6 +776,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
     pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
     pp.add_argument("--kv-dtype", help="KV cache dtype")
+    pp.add_argument("--attention-dtype", help="attention matrix products' dtype (default: --dtype)")
     pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
     pp.add_argument("--attention-kernel", choices=["auto", "whole_row", "flash"],
                     help="fused attention kernel (default auto: whole_row up to 512 keys, else flash)")

@@ -44,6 +44,8 @@ class Scenario(Strict):
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group "
                                      "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
+    attention_dtype: Dtype | None = Field(None, description="The attention kernel's matrix products (default: "
+                                          "dtype), e.g. fp16 where FP8 GEMMs keep an fp16 attention")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     attention_kernel: Literal["auto", "whole_row", "flash"] = Field(
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "

@@ -181,8 +181,9 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
         rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * lat, flops_per_elem=0.0,
                                   dtype=kvdt, count=L))
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
-                              head_dim=lat, causal=True, dtype=dt, kv_dtype=kvdt, fused=sc.fused_attention, count=L,
-                              fuse_elementwise=sc.fuse_elementwise, kernel=sc.attention_kernel))
+                              head_dim=lat, causal=True, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
+                              fused=sc.fused_attention, count=L, fuse_elementwise=sc.fuse_elementwise,
+                              kernel=sc.attention_kernel))
     rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt, batch=H,
                                 count=L))
     rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, count=L))
@@ -347,7 +348,8 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
             rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * 2 * Hkv * d,
                                       flops_per_elem=0.0, dtype=kvdt, count=L))
         rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
-                                  kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder", dtype=dt,
+                                  kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder",
+                                  dtype=sc.attention_dtype or dt,
                                   kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe,
                                   kernel=sc.attention_kernel))
         if training and sc.dropout > 0 and not sc.fused_attention:

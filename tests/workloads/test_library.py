@@ -415,3 +415,21 @@ def test_one_operator_workloads_hold_their_operands() -> None:
     assert c.memory_bytes == pytest.approx(float((c.ops["bytes_read"] + c.ops["bytes_written"]).max()))
     big = dse.predict(dse.gemm(200_000, 200_000, 200_000, dtype="bf16"), "a100-80gb")
     assert not big.fits and dse.predict(g, "a100-80gb").fits
+
+
+def test_attention_dtype_runs_the_attention_apart_from_the_gemms() -> None:
+    # TensorRT-LLM's FP8 engines: FP8 GEMMs, the context attention in fp16 (--gpt_attention_plugin float16)
+    kw = dict(phase="prefill", seq=2048, dtype="fp8", kv_dtype="fp8")
+    mixed = dse.workload("llama2-7b", attention_dtype="fp16", **kw).ops
+    plain = dse.workload("llama2-7b", **kw).ops
+    att = mixed[mixed["kind"] == "attention"]
+    assert set(att["dtype"]) == {"fp16"} and set(plain[plain["kind"] == "attention"]["dtype"]) == {"fp8"}
+    assert set(mixed[mixed["kind"] == "gemm"]["dtype"]) == {"fp8"}
+    assert att["flops"].sum() == plain[plain["kind"] == "attention"]["flops"].sum()  # the same work, another mode
+    h100 = dse.hardware("h100-sxm")
+    assert dse.predict(dse.workload("llama2-7b", attention_dtype="fp16", **kw), h100).time_s > dse.predict(
+        dse.workload("llama2-7b", **kw), h100).time_s  # fp16 tensor cores run at half the fp8 rate
+    with pytest.raises(DseError, match="attention_dtype"):
+        dse.workload("llama2-7b", attention_dtype="fp7", **kw)
+    with pytest.raises(DseError, match="does not use attention_dtype"):
+        dse.workload("resnet50", attention_dtype="fp16")
