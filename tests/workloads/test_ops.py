@@ -235,3 +235,14 @@ def test_attention_kernel_names_are_checked() -> None:
     # the kernel sets the softmax's cost per score: whole rows pay the sum of their work, flash its busiest pipe
     assert ops.fused_softmax_flops("fp16", 256, "flash") == ops.fused_softmax_flops("fp16", 4096)
     assert ops.fused_softmax_flops("fp16", 4096, "whole_row") == ops.fused_softmax_flops("fp16", 256)
+
+
+@settings(max_examples=200, deadline=None)
+@given(q=st.integers(1, 5000), extra=st.integers(0, 5000), d=st.sampled_from([32, 64, 80, 128, 256]))
+def test_flash_causal_pairs_lie_between_the_triangle_and_the_rectangle(q: int, extra: int, d: int) -> None:
+    k = q + extra
+    tri = ops.causal_pairs(q, k, d, "whole_row")
+    flash = ops.causal_pairs(q, k, d, "flash")
+    assert tri <= flash <= q * k
+    # at most one diagonal block per query tile beyond the triangle: 128 rows x (128 + kBlockN) keys
+    assert flash - tri <= -(-q // 128) * 128 * (128 + ops.flash_kv_tile(d))
