@@ -31,7 +31,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
-from dse.predict.tiles import attention_fill, tile_fill
+from dse.predict.tiles import attention_fill, kernel_fill, tile_fill
 from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
 
 
@@ -92,16 +92,15 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
 
 def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[O] fraction of the cores a kernel of ``u`` CTAs keeps busy over its waves: ``u / (ceil(u/C) * C)``
-    for the ``C`` cores of the template (1 for ops without ``units``).
+    for the ``C`` cores of the template (1 for ops without ``units``), or the list-scheduling fill of a causal
+    flash kernel's unequal query tiles (:func:`dse.predict.tiles.kernel_fill`).
 
     Applies to a fused attention kernel and the softmax inside it (``units`` = their CTAs,
-    :func:`dse.workloads.ops.attention_ctas`): up to 512 keys one CTA per (head, sequence) loops over all
-    queries (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py``, launcher ``dim3 grid(params.h, params.b)``;
-    TensorRT's BERT plugin), so at batch 1 BERT-Large's 16 heads keep 16 of an A100's 108 SMs busy; longer
-    sequences add a CTA per 128-query tile (flash attention)."""
-    u = o.units if o.units.size == o.n else np.zeros(o.n)
-    cores = float(d.base.compute.cores)
-    return np.where(u > 0, u / np.maximum(np.ceil(u / cores) * cores, 1.0), 1.0)
+    :func:`dse.workloads.ops.attention_ctas`): TensorRT's whole-row kernels run one CTA per (head, sequence)
+    looping over all queries (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py``, launcher
+    ``dim3 grid(params.h, params.b)``; TensorRT's BERT plugin), so at batch 1 BERT-Large's 16 heads keep 16 of an
+    A100's 108 SMs busy; a flash kernel runs a CTA per 128-query tile."""
+    return kernel_fill(o, d)
 
 
 def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

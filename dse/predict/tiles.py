@@ -54,6 +54,8 @@ as one ``[O]`` row.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
@@ -105,6 +107,87 @@ def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: fl
     return np.where(np.isfinite(k), k, 0.0)
 
 
+#: most CTAs a kernel's dispatch is simulated for; beyond, the tail of one CTA is < 1/300 of the kernel on 108 cores
+#: and the uniform wave fill stands in
+MAX_SIMULATED_CTAS = 1 << 15
+
+
+def list_schedule_fill(durations: np.ndarray, cores: int) -> float:
+    """Useful fraction ``sum(durations) / (cores * makespan)`` of CTAs dispatched in launch order, each to the
+    first core that frees up (the GPU's block scheduler hands out a grid's CTAs in linear block-index order as
+    resources free: greedy list scheduling, Graham 1966). Equal durations give the wave fill
+    ``u / (ceil(u / C) C)``; unequal ones (a causal kernel's query tiles) a tail the wave count misses."""
+    heap = [0.0] * min(cores, len(durations))
+    for t in durations:
+        heapq.heapreplace(heap, heap[0] + float(t))
+    makespan = max(heap) if heap else 0.0
+    return float(durations.sum()) / (cores * makespan) if makespan > 0 else 1.0
+
+
+def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
+    """Keys each CTA of causal flash attention row ``i`` computes, in launch order, or None for a row whose
+    CTAs all compute the same keys. The row's keys per query run from ``k_min`` to ``K`` in steps of one
+    query tile (FlashAttention-2's grid: query tiles fastest, ascending, for each head in turn; see
+    ``dse.workloads.ops.causal_pairs``); ``k_min = 2 k_mean - K`` from the row's mean keys per query."""
+    from dse.workloads.ops import FLASH_Q_TILE
+
+    K, b, u = float(o.K[i]), float(o.batch[i]), float(o.units[i])
+    k_mean = o.flops[i] / (4.0 * b * o.M[i] * o.N[i])
+    if not k_mean < K * (1.0 - 1e-9) or u <= 0 or u > MAX_SIMULATED_CTAS:
+        return None
+    k_min = max(2.0 * k_mean - K, 1.0)
+    n = int(round((K - k_min) / FLASH_Q_TILE)) + 1  # query tiles per head
+    reps = max(int(round(u / n)), 1)  # heads x sequences (query heads of a KV group each run their own tiles)
+    return np.tile(np.linspace(k_min, K, n), reps)
+
+
+def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[O] fraction of the cores a kernel of ``units`` CTAs keeps busy (1 for ops without ``units``): the wave
+    fill ``u / (ceil(u/C) C)`` over the template's ``C`` cores, or, for a causal flash attention kernel whose
+    query tiles compute different numbers of keys (plus each CTA's serial Q/O keys, :func:`attention_fill`),
+    :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel takes its kernel's
+    (``OpArrays.kernel_of``)."""
+    C = float(d.base.compute.cores)
+    key = ("kernel-fill", d.base.name, C, _drain(d))
+    row = o.cache.get(key)
+    if row is not None:
+        return row
+    u = o.units if o.units.size == o.n else np.zeros(o.n)
+    row = np.where(u > 0, u / np.maximum(np.ceil(u / C) * C, 1.0), 1.0)
+    k_io = _io_keys(o, d)
+    for i in range(o.attn.start, o.attn.stop):  # attention rows only: a handful per table, never per design
+        keys = _ramp(o, i)
+        if keys is not None:
+            row[i] = list_schedule_fill(keys + k_io[i - o.attn.start], int(C))
+    link = o.kernel_of if o.kernel_of.size == o.n else np.full(o.n, -1)
+    inside = link >= 0
+    row[inside] = row[link[inside]]
+    row.flags.writeable = False
+    o.cache[key] = row
+    return row
+
+
+def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[attention rows] ``k_io`` of :func:`attention_fill`: the serial Q load and O store of a CTA in keys of its
+    loop (zeros on a template without ``cta_tiles``)."""
+    at = o.attn
+    n = at.stop - at.start
+    if not d.base.compute.matrix.cta_tiles or n <= 0:
+        return np.zeros(max(n, 0))
+    from dse.units import DTYPES
+
+    unit = d.base.compute.matrix
+    peaks = np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
+    rate, cache = _drain(d)
+    peak = peaks[o.dtype_idx[at]]
+    elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spill_q = np.clip(1.0 - cache / np.maximum(o.a_bytes[at], 1.0), 0.0, 1.0)
+        spill_o = np.clip(1.0 - cache / np.maximum(o.c_bytes[at], 1.0), 0.0, 1.0)
+        k_io = (o.a_bytes[at] * spill_q + o.c_bytes[at] * spill_o) / elems * peak / (4.0 * rate)
+    return np.where(np.isfinite(k_io), k_io, 0.0)
+
+
 def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[O] fraction of a fused attention kernel's time its tensor cores work (1 off the attention rows), or
     None when the template names no ``cta_tiles`` (the CTA model applies to GPU-style chips only).
@@ -128,20 +211,11 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     row = o.cache.get(key)
     if row is not None:
         return row
-    from dse.units import DTYPES
-
-    unit = d.base.compute.matrix
-    peaks = np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
     at = o.attn
-    rate, cache = _drain(d)
-    peak = peaks[o.dtype_idx[at]]
-    elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
+    k_io = _io_keys(o, d)
     with np.errstate(invalid="ignore", divide="ignore"):
-        spill_q = np.clip(1.0 - cache / np.maximum(o.a_bytes[at], 1.0), 0.0, 1.0)
-        spill_o = np.clip(1.0 - cache / np.maximum(o.c_bytes[at], 1.0), 0.0, 1.0)
-        k_io = (o.a_bytes[at] * spill_q + o.c_bytes[at] * spill_o) / elems * peak / (4.0 * rate)
-        k_mean = o.flops[at] / (4.0 * elems)
-        fill = k_mean / (k_mean + np.where(np.isfinite(k_io), k_io, 0.0))
+        k_mean = o.flops[at] / (4.0 * np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0))
+        fill = k_mean / (k_mean + k_io)
     row = np.ones(o.n)
     row[at] = np.where(np.isfinite(fill) & (fill > 0), fill, 1.0)
     row.flags.writeable = False

@@ -67,6 +67,8 @@ class OpArrays:
     cache: dict = field(default_factory=dict, compare=False, repr=False)  # network coefficients per system
     # CTAs of a fused attention kernel (ops.attention_ctas) and of the softmax inside it; 0 elsewhere
     units: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # for the softmax row inside a fused attention kernel: the (sorted) index of its attention row; -1 elsewhere
+    kernel_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     K: np.ndarray = field(default_factory=lambda: np.zeros(0))  # reduction length (GEMM/conv)
     batch: np.ndarray = field(default_factory=lambda: np.zeros(0))  # independent products of a GEMM row
     elem_ab: np.ndarray = field(default_factory=lambda: np.zeros(0))  # mean operand element bytes (e_a + e_b)/2
@@ -100,7 +102,8 @@ class OpArrays:
         given = f("ctas") if "ctas" in s.columns else np.zeros(len(s))  # tables from before the column: by K
         ctas = np.where(given > 0, given,
                         np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0)))
-        return cls(**net, units=np.where(in_kernel, ctas, 0.0), batch=np.maximum(bt, 1.0),
+        return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm),
+            batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
             a_bytes=f("a_bytes"), b_bytes=f("b_bytes"), c_bytes=f("c_bytes"),
@@ -123,6 +126,26 @@ class OpArrays:
         inv = np.empty_like(self.perm)
         inv[self.perm] = np.arange(self.perm.size)
         return np.take(arr, inv, axis=axis)
+
+
+def _kernel_links(ops: pd.DataFrame, perm: np.ndarray) -> np.ndarray:
+    """[O] sorted index of the attention row whose kernel each in-kernel softmax row runs in, -1 elsewhere:
+    ``dse.workloads.ops.attention`` emits the softmax right after its attention row, with the same CTAs (a
+    softmax row that does not follow one keeps -1)."""
+    n = len(ops)
+    link = np.full(n, -1, dtype=int)
+    if n < 2 or "ctas" not in ops.columns:
+        return link
+    kind = ops["kind"].to_numpy()
+    reuse = ops["reuse"].to_numpy()
+    ctas = ops["ctas"].to_numpy()
+    fused = ops["fused"].to_numpy(dtype=bool)
+    j = np.arange(1, n)
+    ok = (kind[j] == "softmax") & fused[j] & (reuse[j - 1] == "attention") & (ctas[j] == ctas[j - 1]) & (ctas[j] > 0)
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)  # table row -> sorted index
+    link[j[ok]] = inv[j[ok] - 1]
+    return link[perm]
 
 
 def inner_capacity(d: DesignBatch) -> np.ndarray:

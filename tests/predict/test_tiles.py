@@ -155,3 +155,37 @@ def test_flash_attention_pays_its_serial_q_load_and_o_store_once_they_spill_the_
     # the array fill of the attention row carries it; templates without CTA tiles have no CTA model
     assert array_fill(o, dd, on_matrix(o, dd))[0, o.attn][0] <= big
     assert _attention_io(32, 16, 512, 128, "h100-sxm")[0] is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(u=st.integers(1, 3000), cores=st.integers(1, 160), dur=st.floats(0.1, 100.0))
+def test_list_scheduling_of_equal_ctas_is_the_wave_fill(u: int, cores: int, dur: float) -> None:
+    fill = tiles.list_schedule_fill(np.full(u, dur), cores)
+    assert fill == pytest.approx(u / (np.ceil(u / cores) * cores), rel=1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(durs=st.lists(st.floats(0.5, 50.0), min_size=1, max_size=400), cores=st.integers(1, 64))
+def test_list_scheduling_lies_between_the_roof_and_grahams_bound(durs: list[float], cores: int) -> None:
+    d = np.array(durs)
+    fill = tiles.list_schedule_fill(d, cores)
+    ideal = d.sum() / cores  # makespan >= the mean load and <= it plus one CTA (Graham 1966)
+    assert ideal / (ideal + d.max()) - 1e-12 <= fill <= 1.0 + 1e-12
+
+
+def test_a_causal_flash_kernel_pays_the_tail_of_its_longest_query_tiles() -> None:
+    def fills(causal: bool) -> tuple[float, float, float]:
+        rows = ops.attention("a", batch=1, heads=32, kv_heads=32, q_len=4096, kv_len=4096, head_dim=128,
+                             causal=causal, dtype="fp16", kernel="flash")
+        o = OpArrays.from_table(ops.table(rows))
+        f = wave_fill(o, D)
+        soft = int(np.flatnonzero(o.kernel_of >= 0)[0])
+        return float(f[o.attn][0]), float(f[soft]), float(o.units[o.attn][0])
+
+    full, full_soft, u = fills(False)
+    assert full == full_soft == pytest.approx(u / (np.ceil(u / C) * C))  # 1024 equal CTAs: 10 waves on 108 SMs
+    causal, causal_soft = fills(True)[:2]
+    # query tile m computes (m + 1) x 128 keys, launched in that order head after head: the last heads' long
+    # tiles run on after the rest have drained, which the wave count of equal CTAs does not see
+    assert causal < full and causal == causal_soft
+    assert causal == pytest.approx(0.88, abs=0.03)
