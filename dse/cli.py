@@ -644,7 +644,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
-            "attention_dtype")
+            "attention_dtype", "causal", "kv_heads")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -778,6 +778,9 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--kv-dtype", help="KV cache dtype")
     pp.add_argument("--attention-dtype", help="attention matrix products' dtype (default: --dtype)")
     pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
+    pp.add_argument("--causal", action="store_true", default=None,
+                    help="attention:BxHxSQxSKxD only: causal mask (each query attends the keys up to its position)")
+    pp.add_argument("--kv-heads", type=int, help="attention:BxHxSQxSKxD only: key/value heads (default: heads)")
     pp.add_argument("--attention-kernel", choices=["auto", "whole_row", "flash"],
                     help="fused attention kernel (default auto: whole_row up to 512 keys, else flash)")
     pp.add_argument("--resolution", type=int)

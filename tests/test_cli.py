@@ -191,6 +191,24 @@ def test_predict_serving_and_training_flags(capsys) -> None:
     assert len(err) == 1 and "plan.interleave: got 5; accepted: a divisor of the 12 layers per stage" in err[0]
 
 
+def test_predict_attention_flags(capsys) -> None:
+    def ms(*flags: str) -> float:
+        assert main(["predict", "attention:4x32x4096x4096x128", "a100-80gb", *flags]) == 0
+        line = [x for x in capsys.readouterr().out.splitlines() if " ms per step" in x][0]
+        return float(line.split(": ")[1].split(" ms")[0])
+
+    full, causal = ms(), ms("--causal")
+    assert 0.5 * full < causal < 0.62 * full  # about half the pairs, whole diagonal blocks and a longer tail
+    assert ms("--causal", "--kv-heads", "8") <= causal  # fewer K/V bytes, the same work
+    assert ms("--attention-kernel", "whole_row") != full
+    # a flag a workload does not use is one line naming it
+    assert main(["predict", "llama2-7b", "a100-80gb", "--causal"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "llama2-7b does not use causal" in err[0]
+    assert main(["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", "--dtype", "fp8",
+                 "--attention-dtype", "fp16"]) == 0
+
+
 def test_hardware_and_area_take_template_paths(capsys) -> None:
     from dse.hardware.templates import templates_dir
 
