@@ -482,6 +482,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print("\nerror by family (out of sample: rows whose measurement set no template coefficient; time error = "
           "predicted / measured time - 1, rates turned into time)")
     print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    by_hw = next(t.frame for t in doc.tables if t.file == "templates.csv")
+    print("\nerror by template (all families; templates.csv splits each by family)")
+    print(by_hw[by_hw["family"] == "all"].drop(columns="family").to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     st = error_stats(res)
     print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
           f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")

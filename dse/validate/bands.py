@@ -71,6 +71,25 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def template_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per template (``hardware``) and family, then per template over all its families (``family`` = ``all``):
+    rows, out-of-sample rows, median and max |time error| (percent): where a chip's predictions stand."""
+    oos = out_of_sample(results)
+    rows = []
+    hardware = results["hardware"].astype(str) if "hardware" in results.columns else pd.Series(dtype=str)
+    for hw in sorted(set(hardware)):
+        on = results[hardware == hw]
+        fams = [f for f in FAMILIES if f in set(on["family"])] + ["all"]
+        for fam in fams:
+            sel = on if fam == "all" else on[on["family"] == fam]
+            e = np.abs(oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float))
+            rows.append({"hardware": hw, "family": fam, "rows": len(sel), "out_of_sample": e.size,
+                         "median_abs_time_error_pct": float(np.median(e)) if e.size else np.nan,
+                         "max_abs_time_error_pct": float(np.max(e)) if e.size else np.nan})
+    return pd.DataFrame(rows, columns=["hardware", "family", "rows", "out_of_sample", "median_abs_time_error_pct",
+                                       "max_abs_time_error_pct"])
+
+
 def bands_from(results: pd.DataFrame) -> dict[str, Band]:
     """A band per family (and ``all``) from suite results with a ``family`` column."""
     t = family_table(results).set_index("family")

@@ -7,7 +7,16 @@ import pandas as pd
 import pytest
 
 import dse
-from dse.validate.bands import FAMILIES, MIN_ROWS, Band, bands_from, family_of, family_table, out_of_sample
+from dse.validate.bands import (
+    FAMILIES,
+    MIN_ROWS,
+    Band,
+    bands_from,
+    family_of,
+    family_table,
+    out_of_sample,
+    template_table,
+)
 
 
 @pytest.mark.parametrize(("wl", "family"), [
@@ -117,3 +126,14 @@ def test_shipped_bands_without_a_writable_cache(tmp_path, monkeypatch) -> None:
             assert b.shipped_bands() == {"all": Band("all", -1.0, 2.0, 3)}
         finally:
             b.shipped_bands.cache_clear()
+
+
+def test_template_table_splits_each_chip_by_family_and_leaves_fitted_rows_out() -> None:
+    res = _results({"gemm": [500.0, -10.0, 30.0], "decode": [4.0, -6.0]}, fitted={"gemm": [0]})
+    res["hardware"] = ["h100-sxm", "h100-sxm", "a100-80gb", "a100-80gb", "a100-80gb", "a100-80gb"]
+    t = template_table(res).set_index(["hardware", "family"])
+    assert t.loc[("h100-sxm", "gemm"), "rows"] == 2 and t.loc[("h100-sxm", "gemm"), "out_of_sample"] == 1
+    assert t.loc[("h100-sxm", "all"), "max_abs_time_error_pct"] == 10.0  # the fitted 500 % row is not counted
+    a100 = t.loc[("a100-80gb", "all")]  # gemm 30, decode 4 and -6 (the uncovered row has no error)
+    assert (a100["rows"], a100["out_of_sample"], a100["median_abs_time_error_pct"]) == (4, 3, 6.0)
+    assert template_table(res.drop(columns="hardware")).empty
