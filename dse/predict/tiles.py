@@ -85,6 +85,15 @@ def _shared_rate(d: DesignBatch) -> float:
     return float(lv.bandwidth_tbps) * 1e12 * float(lv.efficiency)
 
 
+def _achievable_peaks(d: DesignBatch) -> np.ndarray:
+    """[n_dtypes] FLOP/s of the template's matrix unit per dtype (``dse.units.DTYPES`` order) times its
+    ``efficiency`` (NaN for a dtype it has no mode for)."""
+    from dse.units import DTYPES
+
+    unit = d.base.compute.matrix
+    return np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
+
+
 def _drain(d: DesignBatch) -> tuple[float, float]:
     """(bytes/s of the main memory after its efficiency, bytes of the last on-chip level): the rate a tile's
     output drains to DRAM at and the cache that absorbs writes first (from ``DesignBatch.base``)."""
@@ -174,12 +183,8 @@ def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
     n = at.stop - at.start
     if not d.base.compute.matrix.cta_tiles or n <= 0:
         return np.zeros(max(n, 0))
-    from dse.units import DTYPES
-
-    unit = d.base.compute.matrix
-    peaks = np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
     rate, cache = _drain(d)
-    peak = peaks[o.dtype_idx[at]]
+    peak = _achievable_peaks(d)[o.dtype_idx[at]]
     elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         spill_q = np.clip(1.0 - cache / np.maximum(o.a_bytes[at], 1.0), 0.0, 1.0)
@@ -235,10 +240,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     if row is not None:
         return row
     C = float(d.base.compute.cores)
-    from dse.units import DTYPES
-
-    peaks = np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
-    peak = peaks[o.dtype_idx]  # [O] achievable FLOP/s of the op's mode (NaN: no mode; its fill is unused)
+    peak = _achievable_peaks(d)[o.dtype_idx]  # [O] achievable FLOP/s of the op's mode (NaN: no mode; fill unused)
     bw = _shared_rate(d)
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
