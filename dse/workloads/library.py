@@ -140,6 +140,13 @@ class Workload:
             bits.append(f"w:{sp['weight_dtype']}" + (f"/g{sp['weight_group']}" if sp.get("weight_group") else ""))
         if sp.get("kv_dtype") and sp["kv_dtype"] != s.get("dtype"):
             bits.append(f"kv:{sp['kv_dtype']}")
+        if sp.get("attention_dtype") and sp["attention_dtype"] != s.get("dtype"):
+            bits.append(f"attn:{sp['attention_dtype']}")
+        kernel = sp.get("attention_kernel") or s.get("attention_kernel")
+        if s.get("causal"):
+            bits.append("causal")
+        if kernel and kernel != "auto":
+            bits.append(str(kernel))
         if s.get("execution") == "eager":
             bits.append("eager")
         if self.plan is not None and self.plan.label() != "1 chip":
