@@ -166,3 +166,21 @@ def test_tiled_traffic_of_a_whole_mix_matches_the_formula_op_by_op() -> None:
         want = [_tiled(o.a_bytes[i], o.b_bytes[i], o.c_bytes[i], o.M[i], o.N[i], s, o.tile_elem_bytes[i])
                 for i in range(ti.start, ti.stop)]
         np.testing.assert_array_equal(got[k], want)
+
+
+def test_each_in_kernel_softmax_is_linked_to_its_attention_row_across_a_mix() -> None:
+    from dse.workloads.mix import Mix
+
+    mix = Mix.of([dse.workload("llama2-7b", phase="prefill", seq=2048),
+                  dse.workload("bert-base", batch=8, seq=384, fuse_elementwise=True),
+                  dse.workload("resnet50", batch=2)])
+    o = OpArrays.from_table(mix.ops)
+    kinds = mix.ops["kind"].to_numpy()[o.perm]  # sorted order, as OpArrays holds its rows
+    soft = np.flatnonzero(o.kernel_of >= 0)
+    assert soft.size == 2  # one fused softmax per attention kernel: llama's and bert's
+    assert (kinds[soft] == "softmax").all() and (kinds[o.kernel_of[soft]] == "attention").all()
+    assert np.array_equal(o.units[soft], o.units[o.kernel_of[soft]])  # the same CTAs
+    assert (o.kernel_of[kinds != "softmax"] == -1).all()
+    # an unfused attention (QK^T, softmax, PV as kernels of their own) links nothing
+    unfused = OpArrays.from_table(dse.workload("bert-base", fused_attention=False).ops)
+    assert (unfused.kernel_of == -1).all()
