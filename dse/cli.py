@@ -784,7 +784,9 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--causal", action="store_true", default=None,
                     help="attention:BxHxSQxSKxD only: causal mask (each query attends the keys up to its position)")
     pp.add_argument("--kv-heads", type=int, help="attention:BxHxSQxSKxD only: key/value heads (default: heads)")
-    pp.add_argument("--attention-kernel", choices=["auto", "whole_row", "flash"],
+    from dse.workloads.ops import ATTENTION_KERNELS
+
+    pp.add_argument("--attention-kernel", choices=ATTENTION_KERNELS,
                     help="fused attention kernel (default auto: whole_row up to 512 keys, else flash)")
     pp.add_argument("--resolution", type=int)
     pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")

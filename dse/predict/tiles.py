@@ -61,6 +61,7 @@ import numpy as np
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, MemoryLevel
 from dse.predict.traffic import OpArrays
+from dse.workloads.ops import FLASH_Q_TILE
 
 SPLITS = (1, 2, 4, 8, 16)
 MIN_K_SLICE = 64  # the k-block of CUTLASS's sm80 tensor-op tiles: a split never reduces fewer
@@ -105,14 +106,25 @@ def _drain(d: DesignBatch) -> tuple[float, float]:
     return dram.bandwidth_bps * float(dram.efficiency), float(cache)
 
 
+def _spill(nbytes: np.ndarray, cache_bytes: float) -> np.ndarray:
+    """Fraction of a tensor of ``nbytes`` the last on-chip level of ``cache_bytes`` cannot hold:
+    ``max(0, 1 - L / bytes)`` (module docstring)."""
+    return np.clip(1.0 - cache_bytes / np.maximum(nbytes, 1.0), 0.0, 1.0)
+
+
+def _keys_per_query(o: OpArrays, rows: slice | int) -> np.ndarray:
+    """Keys a query row of attention ``rows`` computes on average: ``flops / (4 batch M N)`` (one key of a query
+    row is ``4 head_dim`` FLOPs over ``N = head_dim`` outputs)."""
+    return o.flops[rows] / (4.0 * np.maximum(o.batch[rows] * o.M[rows] * o.N[rows], 1.0))
+
+
 def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: float) -> np.ndarray:
     """[O] ``k_epi``: the K-equivalent of a tile's serial epilogue (module docstring): its output elements'
     bytes ``e_out`` at the core's share of the DRAM write rate, for the ``spill`` of the op's output that the
     last on-chip level of ``cache_bytes`` cannot absorb, in MACs at the core's share of ``peak`` (FLOP/s)."""
     e_out = o.c_bytes / np.maximum(o.batch * o.M * o.N, 1.0)
-    spill = np.clip(1.0 - cache_bytes / np.maximum(o.c_bytes, 1.0), 0.0, 1.0)
     with np.errstate(invalid="ignore"):
-        k = e_out * spill * peak / (2.0 * write_rate)
+        k = e_out * _spill(o.c_bytes, cache_bytes) * peak / (2.0 * write_rate)
     return np.where(np.isfinite(k), k, 0.0)
 
 
@@ -138,10 +150,8 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
     CTAs all compute the same keys. The row's keys per query run from ``k_min`` to ``K`` in steps of one
     query tile (FlashAttention-2's grid: query tiles fastest, ascending, for each head in turn; see
     ``dse.workloads.ops.causal_pairs``); ``k_min = 2 k_mean - K`` from the row's mean keys per query."""
-    from dse.workloads.ops import FLASH_Q_TILE
-
-    K, b, u = float(o.K[i]), float(o.batch[i]), float(o.units[i])
-    k_mean = o.flops[i] / (4.0 * b * o.M[i] * o.N[i])
+    K, u = float(o.K[i]), float(o.units[i])
+    k_mean = float(_keys_per_query(o, i))
     if not k_mean < K * (1.0 - 1e-9) or u <= 0 or u > MAX_SIMULATED_CTAS:
         return None
     k_min = max(2.0 * k_mean - K, 1.0)
@@ -187,9 +197,8 @@ def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
     peak = _achievable_peaks(d)[o.dtype_idx[at]]
     elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        spill_q = np.clip(1.0 - cache / np.maximum(o.a_bytes[at], 1.0), 0.0, 1.0)
-        spill_o = np.clip(1.0 - cache / np.maximum(o.c_bytes[at], 1.0), 0.0, 1.0)
-        k_io = (o.a_bytes[at] * spill_q + o.c_bytes[at] * spill_o) / elems * peak / (4.0 * rate)
+        io_bytes = o.a_bytes[at] * _spill(o.a_bytes[at], cache) + o.c_bytes[at] * _spill(o.c_bytes[at], cache)
+        k_io = io_bytes / elems * peak / (4.0 * rate)
     return np.where(np.isfinite(k_io), k_io, 0.0)
 
 
@@ -219,7 +228,7 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     at = o.attn
     k_io = _io_keys(o, d)
     with np.errstate(invalid="ignore", divide="ignore"):
-        k_mean = o.flops[at] / (4.0 * np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0))
+        k_mean = _keys_per_query(o, at)
         fill = k_mean / (k_mean + k_io)
     row = np.ones(o.n)
     row[at] = np.where(np.isfinite(fill) & (fill > 0), fill, 1.0)

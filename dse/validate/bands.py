@@ -55,20 +55,28 @@ class Band:
         return f"{self.p10_pct:+.0f} % .. {self.p90_pct:+.0f} % ({src}, {self.rows} rows out of sample)"
 
 
+def _error_stats(oos: pd.DataFrame, sel: pd.DataFrame) -> dict[str, float | int]:
+    """Rows of ``sel``, how many of them are out of sample (in ``oos``), and the median and max |time error|
+    of those (percent; NaN when none)."""
+    e = oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float)
+    return {"rows": len(sel), "out_of_sample": e.size,
+            "median_abs_time_error_pct": float(np.median(np.abs(e))) if e.size else np.nan,
+            "max_abs_time_error_pct": float(np.max(np.abs(e))) if e.size else np.nan,
+            "p10_time_error_pct": float(np.percentile(e, 10)) if e.size else np.nan,
+            "p90_time_error_pct": float(np.percentile(e, 90)) if e.size else np.nan}
+
+
+def _families_in(results: pd.DataFrame) -> list[str]:
+    return [f for f in FAMILIES if f in set(results["family"])] + ["all"]
+
+
 def family_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per family: rows (all, out of sample), median and max |time error|, p10 and p90 of the signed time
     error (percent)."""
-    rows = []
     oos = out_of_sample(results)
-    for fam in [f for f in FAMILIES if f in set(results["family"])] + ["all"]:
-        sel = results if fam == "all" else results[results["family"] == fam]
-        e = oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float)
-        rows.append({"family": fam, "rows": len(sel), "out_of_sample": e.size,
-                     "median_abs_time_error_pct": float(np.median(np.abs(e))) if e.size else np.nan,
-                     "max_abs_time_error_pct": float(np.max(np.abs(e))) if e.size else np.nan,
-                     "p10_time_error_pct": float(np.percentile(e, 10)) if e.size else np.nan,
-                     "p90_time_error_pct": float(np.percentile(e, 90)) if e.size else np.nan})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"family": fam, **_error_stats(oos, results if fam == "all" else
+                                                        results[results["family"] == fam])}
+                         for fam in _families_in(results)])
 
 
 def template_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -77,17 +85,13 @@ def template_table(results: pd.DataFrame) -> pd.DataFrame:
     oos = out_of_sample(results)
     rows = []
     hardware = results["hardware"].astype(str) if "hardware" in results.columns else pd.Series(dtype=str)
+    cols = ["hardware", "family", "rows", "out_of_sample", "median_abs_time_error_pct", "max_abs_time_error_pct"]
     for hw in sorted(set(hardware)):
         on = results[hardware == hw]
-        fams = [f for f in FAMILIES if f in set(on["family"])] + ["all"]
-        for fam in fams:
-            sel = on if fam == "all" else on[on["family"] == fam]
-            e = np.abs(oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float))
-            rows.append({"hardware": hw, "family": fam, "rows": len(sel), "out_of_sample": e.size,
-                         "median_abs_time_error_pct": float(np.median(e)) if e.size else np.nan,
-                         "max_abs_time_error_pct": float(np.max(e)) if e.size else np.nan})
-    return pd.DataFrame(rows, columns=["hardware", "family", "rows", "out_of_sample", "median_abs_time_error_pct",
-                                       "max_abs_time_error_pct"])
+        for fam in _families_in(on):
+            stats = _error_stats(oos, on if fam == "all" else on[on["family"] == fam])
+            rows.append({"hardware": hw, "family": fam, **{k: stats[k] for k in cols[2:]}})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def bands_from(results: pd.DataFrame) -> dict[str, Band]:

@@ -24,7 +24,7 @@ Conventions (``docs/design.md``):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -273,15 +273,20 @@ FUSED_MHA_MAX_SEQ = 512
 FLASH_Q_TILE = 128
 #: fused attention kernels: ``whole_row`` (TensorRT's fused MHA: one CTA per (head, sequence) over all its
 #: queries, the whole score row at once), ``flash`` (flash attention: a CTA per 128-query tile, online softmax),
-#: ``auto`` (``whole_row`` up to ``FUSED_MHA_MAX_SEQ`` keys, else ``flash``: what TensorRT(-LLM) runs)
-ATTENTION_KERNELS = ("auto", "whole_row", "flash")
+#: ``auto`` (``whole_row`` up to ``FUSED_MHA_MAX_SEQ`` keys, else ``flash``: what TensorRT(-LLM) runs); the
+#: scenario's ``attention_kernel`` field and ``dse predict --attention-kernel`` take these names
+AttentionKernel = Literal["auto", "whole_row", "flash"]
+ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
 
 
-def attention_kernel(kernel: str, kv_len: Any) -> Any:
-    """The kernel ``kernel`` resolves to for ``kv_len`` keys: ``"whole_row"`` or ``"flash"`` (arrays: a bool
-    array, True where flash)."""
+def _check_kernel(kernel: str) -> None:
     if kernel not in ATTENTION_KERNELS:
         raise ValueError(f"attention_kernel: got {kernel!r}; accepted: {', '.join(ATTENTION_KERNELS)}")
+
+
+def attention_kernel(kernel: str, kv_len: int) -> str:
+    """The kernel ``kernel`` resolves to for ``kv_len`` keys: ``"whole_row"`` or ``"flash"``."""
+    _check_kernel(kernel)
     if kernel != "auto":
         return kernel
     return "whole_row" if kv_len <= FUSED_MHA_MAX_SEQ else "flash"
@@ -316,11 +321,9 @@ def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any, kernel: str = "au
     (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py`` launcher ``dim3 grid(params.h, params.b)``, sequence
     lengths 64..512 as in TensorRT's BERT plugin); ``flash``, one per (head, sequence, query tile of 128 rows)
     as flash attention splits them; ``auto`` by ``kv_len`` (:func:`attention_kernel`). Works on arrays."""
-    if kernel == "auto":
-        whole = np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ
-    else:
-        attention_kernel(kernel, 0)
-        whole = np.full(np.shape(kv_len), kernel == "whole_row")
+    _check_kernel(kernel)
+    fixed = np.full(np.shape(kv_len), kernel == "whole_row")
+    whole = np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ if kernel == "auto" else fixed
     q_tiles = np.where(whole, 1.0, np.ceil(np.asarray(q_rows) / FLASH_Q_TILE))
     return np.asarray(batch_heads) * np.maximum(q_tiles, 1.0)
 

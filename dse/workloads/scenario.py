@@ -8,6 +8,7 @@ from pydantic import Field
 
 from dse.strict import Strict
 from dse.units import Dtype
+from dse.workloads.ops import AttentionKernel
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -47,7 +48,7 @@ class Scenario(Strict):
     attention_dtype: Dtype | None = Field(None, description="The attention kernel's matrix products (default: "
                                           "dtype), e.g. fp16 where FP8 GEMMs keep an fp16 attention")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
-    attention_kernel: Literal["auto", "whole_row", "flash"] = Field(
+    attention_kernel: AttentionKernel = Field(
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "
         "sequence, whole score rows), flash (a CTA per 128-query tile, online softmax), auto (whole_row up to 512 "
         "keys, else flash)")
