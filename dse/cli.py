@@ -647,7 +647,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
-            "attention_dtype", "causal", "kv_heads")
+            "attention_dtype", "activation_dtype", "causal", "kv_heads")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -780,6 +780,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
     pp.add_argument("--kv-dtype", help="KV cache dtype")
     pp.add_argument("--attention-dtype", help="attention matrix products' dtype (default: --dtype)")
+    pp.add_argument("--activation-dtype",
+                    help="activations between kernels and GEMM outputs (default: --dtype; e.g. fp16 beside fp8 GEMMs)")
     pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
     pp.add_argument("--causal", action="store_true", default=None,
                     help="attention:BxHxSQxSKxD only: causal mask (each query attends the keys up to its position)")

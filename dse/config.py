@@ -49,6 +49,7 @@ class WorkloadEntry(Strict):
     dtype: Dtype | None = None
     kv_dtype: Dtype | None = None
     attention_dtype: Dtype | None = None
+    activation_dtype: Dtype | None = None
     weight_dtype: Dtype | None = None
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group")
     fused_attention: bool | None = None

@@ -206,8 +206,8 @@ def test_predict_attention_flags(capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "llama2-7b does not use causal" in err[0]
     assert main(["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", "--dtype", "fp8",
-                 "--attention-dtype", "fp16", "--attention-kernel", "flash"]) == 0
-    assert "llama2-7b[prefill b1 s1024 fp8 attn:fp16 flash]" in capsys.readouterr().out  # the label says so
+                 "--attention-dtype", "fp16", "--activation-dtype", "fp16", "--attention-kernel", "flash"]) == 0
+    assert "llama2-7b[prefill b1 s1024 fp8 attn:fp16 act:fp16 flash]" in capsys.readouterr().out  # the label says so
     assert main(["predict", "attention:1x8x512x512x64", "a100-80gb", "--causal"]) == 0
     assert "attention:1x8x512x512x64[forward b1 fp16 causal]" in capsys.readouterr().out
 

@@ -142,6 +142,8 @@ class Workload:
             bits.append(f"kv:{sp['kv_dtype']}")
         if sp.get("attention_dtype") and sp["attention_dtype"] != s.get("dtype"):
             bits.append(f"attn:{sp['attention_dtype']}")
+        if sp.get("activation_dtype") and sp["activation_dtype"] != s.get("dtype"):
+            bits.append(f"act:{sp['activation_dtype']}")
         kernel = sp.get("attention_kernel") or s.get("attention_kernel")
         if s.get("causal"):
             bits.append("causal")

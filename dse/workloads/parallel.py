@@ -318,8 +318,9 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     recomputation keeps only the layer input ``2*s*b*h`` (``/t`` with SP). 1F1B keeps ``min(m, pp)``
     micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
     bytes per parameter; Rajbhandari et al. 2020), sharded over dp by ZeRO-1, gradients by ZeRO-2,
-    weights by ZeRO-3."""
+    weights by ZeRO-3. Activations are counted in the scenario's ``activation_dtype`` (default ``dtype``)."""
     b = DTYPE_BYTES[sc.dtype]
+    ab = DTYPE_BYTES[sc.activation_dtype or sc.dtype]  # the activations between kernels
     wb = DTYPE_BYTES[sc.weight_dtype or sc.dtype]
     P = float(facts["params"])
     h, L, t = arch.hidden, arch.layers, plan.tp
@@ -337,10 +338,10 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
             per_tok = 34.0 / t + score
         else:
             per_tok = 10.0 + 24.0 / t + score
-        mem["activations"] = L * min(plan.m, plan.pp) * T * h * per_tok * b / 2.0
+        mem["activations"] = L * min(plan.m, plan.pp) * T * h * per_tok * ab / 2.0
     else:
         gated = arch.activation in ("swiglu", "geglu")
-        mem["activations"] = 2.0 * T * max(h, arch.ffn * (2 if gated else 1)) * b
+        mem["activations"] = 2.0 * T * max(h, arch.ffn * (2 if gated else 1)) * ab
         if arch.kind == "decoder":
             kvb = DTYPE_BYTES[sc.kv_dtype or sc.dtype]
             tokens = (facts.get("context") or 0) + (facts.get("seq") or 0)

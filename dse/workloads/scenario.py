@@ -47,6 +47,10 @@ class Scenario(Strict):
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
     attention_dtype: Dtype | None = Field(None, description="The attention kernel's matrix products (default: "
                                           "dtype), e.g. fp16 where FP8 GEMMs keep an fp16 attention")
+    activation_dtype: Dtype | None = Field(
+        None, description="Activations between kernels: the residual stream, norms, activation functions and the "
+        "GEMMs' outputs (default: dtype). FP8 inference engines keep them in 16 bits (e.g. fp16 beside fp8 GEMMs) and "
+        "quantize each GEMM's input inside the kernel that writes it")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     attention_kernel: AttentionKernel = Field(
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "

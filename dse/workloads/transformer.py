@@ -22,17 +22,34 @@ from dse.workloads.training import training_step
 ROW_NORMS = ("layernorm", "rmsnorm")
 
 
-def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool) -> dict[str, Any]:
+def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool,
+             out_dt: str | None = None) -> dict[str, Any]:
     """A LayerNorm/RMSNorm over ``elems`` activations. It reduces over a whole row (the hidden size), which no
     GEMM output tile holds, so inference engines keep it a kernel of its own; with ``fe`` (fused elementwise
     work) the residual add before it merges into it (TensorRT's skip-layernorm plugin, vLLM's
     fused_add_rms_norm, Inductor's add + norm kernel): one kernel reading the stream and the residual and
-    writing once, while the add row itself is fused away. Other norms (batchnorm) stay foldable."""
+    writing once, while the add row itself is fused away. Other norms (batchnorm) stay foldable.
+    ``out_dt`` (default ``dt``): the dtype it writes, the next GEMM's input quantized on write
+    (:func:`quantized_write`)."""
+    write = quantized_write(elems, out_dt)
     if fn not in ROW_NORMS:
         return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn],
-                             dtype=dt, count=count, fused=fe)
+                             dtype=dt, count=count, fused=fe, write_bytes=write)
     return ops.streaming(name, kind="norm", elems=elems, inputs=2.0 if fe else 1.0,
-                         flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=False)
+                         flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=False,
+                         write_bytes=write)
+
+
+def quantized_write(elems: float, out_dt: str | None) -> float | None:
+    """Bytes a vector kernel writes when it quantizes its output for the GEMM that reads it: ``elems x
+    bytes(out_dt)`` (None: its own dtype).
+
+    FP8 engines keep the activations between kernels in 16 bits (scenario ``activation_dtype``): an FP8 GEMM
+    reads 8-bit operands and writes a 16-bit output (TransformerEngine's ``fp8_gemm(..., out_dtype)``; vLLM's
+    ``Fp8LinearMethod`` returns the input's dtype; TensorRT-LLM's FP8 checkpoints keep ``dtype: float16``). The
+    GEMM's input is quantized by the kernel that writes it, the norm or the gated activation (TensorRT fuses a
+    quantize layer into its producer, Developer Guide, "Explicit Quantization: Q/DQ layer placement")."""
+    return None if out_dt is None else elems * DTYPE_BYTES[out_dt]
 
 
 class PatchEmbed(Strict):
@@ -121,41 +138,55 @@ class TransformerArch(Strict):
         return self
 
 
-def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act: str, fe: bool) -> list[dict[str, Any]]:
+def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act: str, fe: bool,
+             adt: str | None = None) -> list[dict[str, Any]]:
     """Router, routed experts and shared experts of the MoE layers (plus any leading dense layers).
 
     Tokens spread evenly over experts: T*k assignments over E experts, so min(E, T*k) experts are
     touched (their weights are read) with T*k/touched tokens each, as one batched GEMM per matrix.
+    ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``).
     """
+    adt = adt or dt
+    qw = None if adt == dt else dt
     m = arch.moe
     h = arch.hidden
     L_moe = arch.layers - m.dense_layers
     up = 2 if gated else 1
     rows: list[dict[str, Any]] = []
     if m.dense_layers:
-        rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=wdt, count=m.dense_layers))
+        rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=m.dense_layers))
         rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=m.dense_layers, fused=fe))
-        rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=m.dense_layers))
-    rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, count=L_moe))
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=m.dense_layers,
+                                  fused=fe,
+                                  write_bytes=quantized_write(T * arch.ffn, qw)))
+        rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=m.dense_layers))
+    rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, out_dtype=adt, count=L_moe))
     rows.append(ops.streaming("moe.router_softmax_topk", kind="softmax", elems=T * m.experts,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=L_moe))
     assignments = T * m.active
     touched = min(m.experts, assignments)
     tok = max(1, round(assignments / touched))
     f = m.expert_ffn
-    rows.extend(ops.weight_gemm("moe.expert_up", tok, up * f, h, dtype=dt, weight_dtype=wdt, batch=touched, count=L_moe))
+    rows.extend(ops.weight_gemm("moe.expert_up", tok, up * f, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.expert_act", kind="elementwise", elems=tok * touched * f, inputs=up,
-                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=L_moe, fused=fe))
-    rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, batch=touched, count=L_moe))
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
+                              write_bytes=quantized_write(tok * touched * f, qw)))
+    rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.combine", kind="elementwise", elems=assignments * h, flops_per_elem=2.0,
-                              dtype=dt, count=L_moe, fused=fe))
+                              dtype=adt, count=L_moe, fused=fe))
     if m.shared_experts:
         fs = f * m.shared_experts
-        rows.extend(ops.weight_gemm("moe.shared_up", T, up * fs, h, dtype=dt, weight_dtype=wdt, count=L_moe))
+        rows.extend(ops.weight_gemm("moe.shared_up", T, up * fs, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=L_moe))
         rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=L_moe, fused=fe))
-        rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, count=L_moe))
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
+                                  write_bytes=quantized_write(T * fs, qw)))
+        rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=L_moe))
     return rows
 
 
@@ -166,16 +197,17 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
     attention runs as multi-query attention in the latent space (keys of width latent + rope, values of
     width latent), then each head's output is mapped back with its V up-projection."""
     m, h, H, L = arch.mla, arch.hidden, arch.heads, arch.layers
+    adt = sc.activation_dtype or dt
     dq = m.qk_nope_head_dim + m.qk_rope_head_dim
     lat = m.kv_lora_rank + m.qk_rope_head_dim
     rows: list[dict[str, Any]] = []
-    rows.extend(ops.weight_gemm("layer.q_down", T, m.q_lora_rank, h, dtype=dt, weight_dtype=wdt, count=L))
-    rows.extend(ops.weight_gemm("layer.q_up", T, H * dq, m.q_lora_rank, dtype=dt, weight_dtype=wdt, count=L))
-    rows.extend(ops.weight_gemm("layer.kv_down", T, lat, h, dtype=dt, weight_dtype=wdt, count=L))
+    rows.extend(ops.weight_gemm("layer.q_down", T, m.q_lora_rank, h, dtype=dt, weight_dtype=wdt, out_dtype=adt, count=L))
+    rows.extend(ops.weight_gemm("layer.q_up", T, H * dq, m.q_lora_rank, dtype=dt, weight_dtype=wdt, out_dtype=adt, count=L))
+    rows.extend(ops.weight_gemm("layer.kv_down", T, lat, h, dtype=dt, weight_dtype=wdt, out_dtype=adt, count=L))
     rows.extend(ops.weight_gemm("layer.q_absorb_uk", T, m.kv_lora_rank, m.qk_nope_head_dim, dtype=dt,
-                                weight_dtype=wdt, batch=H, count=L))
+                                weight_dtype=wdt, out_dtype=adt, batch=H, count=L))
     rows.append(ops.streaming("layer.rope", kind="elementwise", elems=T * (H + 1) * m.qk_rope_head_dim,
-                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["rope"], dtype=dt, count=L,
+                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["rope"], dtype=adt, count=L,
                               fused=sc.fuse_elementwise))
     if not training:
         rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * lat, flops_per_elem=0.0,
@@ -184,9 +216,10 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
                               head_dim=lat, causal=True, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
                               fused=sc.fused_attention, count=L, fuse_elementwise=sc.fuse_elementwise,
                               kernel=sc.attention_kernel))
-    rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt, batch=H,
+    rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt,
+                                out_dtype=adt, batch=H, count=L))
+    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                 count=L))
-    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, count=L))
     return rows
 
 
@@ -309,10 +342,10 @@ def _input_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, res: int | 
                             groups=cf.pos_conv_groups, dtype=dt)
         rows.append(row)
     else:
-        rows.append(ops.embedding("embed.tokens", tokens=T, dim=h, dtype=dt))
+        rows.append(ops.embedding("embed.tokens", tokens=T, dim=h, dtype=sc.activation_dtype or dt))
     if arch.position == "learned":
         rows.append(ops.streaming("embed.position", kind="elementwise", elems=T * h, inputs=2,
-                                  flops_per_elem=1.0, dtype=dt, fused=fe))
+                                  flops_per_elem=1.0, dtype=sc.activation_dtype or dt, fused=fe))
     return rows
 
 
@@ -322,6 +355,8 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     output projection; or MLA, :func:`mla_rows`), residual, norm, the Conformer conv module, the FFN
     (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``."""
     dt = sc.dtype
+    adt = sc.activation_dtype or dt  # between kernels; GEMM inputs are quantized to dt on write
+    qw = None if adt == dt else dt
     kvdt = sc.kv_dtype or dt
     h, L = arch.hidden, arch.layers
     H = arch.heads
@@ -332,16 +367,17 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
 
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
-            return norm_row(f"layer.{nm}", elems, fn, dt, L, fe)
+            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=qw)
         return ops.streaming(f"layer.{nm}", kind=kind, elems=elems, inputs=inputs,
-                             flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=L, fused=fe)
+                             flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=adt, count=L, fused=fe)
 
     rows.append(vec("norm1", "norm", T * h, arch.norm))
     wdt = sc.weight_dtype or dt
     if arch.mla is not None:
         rows.extend(mla_rows(arch, sc, B, T, q_len, kv_len, dt, wdt, kvdt, training))
     else:
-        rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt, count=L))
+        rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt,
+                                    out_dtype=adt, count=L))
         if arch.position == "rope":
             rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
         if arch.kind == "decoder" and not training:
@@ -354,9 +390,10 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                   kernel=sc.attention_kernel))
         if training and sc.dropout > 0 and not sc.fused_attention:
             rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
-        rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, count=L))
+        rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=L))
     if training and sc.dropout > 0:
-        rows.append(dropout_row("layer.dropout1", T * h, dt, L, fe, into_add=True))
+        rows.append(dropout_row("layer.dropout1", T * h, adt, L, fe, into_add=True))
     rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
     rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
@@ -373,14 +410,16 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     ffn_count = 2 * L if arch.conformer is not None else L  # macaron: two half-step FFNs per Conformer block
     if arch.moe is None:
         rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt, weight_dtype=wdt,
-                                    count=ffn_count))
+                                    out_dtype=adt, count=ffn_count))
         rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=ffn_count, fused=fe))
-        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, count=ffn_count))
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=ffn_count, fused=fe,
+                                  write_bytes=quantized_write(T * arch.ffn, qw)))
+        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+                                    count=ffn_count))
     else:
-        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe))
+        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe, adt))
     if training and sc.dropout > 0:
-        rows.append(dropout_row("layer.dropout2", T * h, dt, L, fe, into_add=True))
+        rows.append(dropout_row("layer.dropout2", T * h, adt, L, fe, into_add=True))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
     return rows
 
@@ -389,13 +428,14 @@ def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int
     """The output block: final norm, then the LM head (every token in decode/training or with
     ``logits: all``, else the last token of each sequence) or the classifier (one row per sequence)."""
     dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
+    adt = sc.activation_dtype or dt
     wdt = sc.weight_dtype or dt
-    rows = [norm_row("final_norm", T * h, arch.norm, dt, 1, fe)]
+    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=None if adt == dt else dt)]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
-        rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt))
+        rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt, out_dtype=adt))
     elif arch.head == "classifier":
-        rows.append(ops.gemm("classifier", B, arch.num_classes, h, dtype=dt))
+        rows.append(ops.gemm("classifier", B, arch.num_classes, h, dtype=dt, out_dtype=adt))
     return rows
 
 

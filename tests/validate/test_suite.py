@@ -305,7 +305,8 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     (no coefficient was set from them): with the engine host time (workloads/engines/vllm-v0-sync.yaml, vLLM
     RFC #6854/#6913) and mi300x's fp8 GEMM efficiency (hipBLASLt #1721) the median |time error| is <= 10 % and
     the max <= 30 % (also over the two benchmark_throughput.py rows); without the host time the batch-256 row
-    is > 40 % too fast, without the fp8 efficiency > 30 %."""
+    is > 40 % too fast, without the fp8 efficiency > 25 % (the rows keep vLLM's bf16 activations between the FP8
+    GEMMs, ``activation_dtype=bf16``)."""
     from dse.hardware.templates import load_hardware
 
     df = load_measurements()
@@ -321,7 +322,7 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     data = hw.model_dump()
     data["compute"]["matrix"]["dtype_efficiency"] = {}
     no_fp8 = run_suite(oci, templates={"mi300x": type(hw).model_validate(data)})
-    assert no_fp8["time_error_pct"].min() < -30
+    assert no_fp8["time_error_pct"].min() < -25
 
 
 def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -> None:

@@ -1,5 +1,6 @@
-"""Transformer training rows: dropout (dse.workloads.transformer)."""
+"""Transformer rows: dropout, activation dtype (dse.workloads.transformer)."""
 
+import pandas as pd
 import pytest
 
 import dse
@@ -28,3 +29,57 @@ def test_dropout_outside_training_is_one_line() -> None:
     with pytest.raises(DseError) as exc:
         dse.workload("gpt3-1.3b", phase="prefill", dropout=0.1)
     assert "\n" not in str(exc.value) and "dropout: got 0.1" in str(exc.value) and "accepted: 0" in str(exc.value)
+
+
+def _ops(name: str, **kw):
+    """The operator rows of a workload (rows merged by shape, names with their suffix)."""
+    return dse.workload(name, **kw).ops
+
+
+@pytest.mark.parametrize("model", ["llama2-7b", "mixtral-8x7b", "deepseek-v3", "bert-base"])
+def test_activation_dtype_equal_to_dtype_changes_nothing(model: str) -> None:
+    kw = dict(dtype="fp8") if model == "bert-base" else dict(phase="prefill", seq=256, dtype="fp8")
+    pd.testing.assert_frame_equal(_ops(model, **kw), _ops(model, activation_dtype="fp8", **kw))
+
+
+@pytest.mark.parametrize("model", ["llama2-7b", "mixtral-8x7b", "deepseek-v3"])
+def test_activation_dtype_keeps_16_bit_activations_beside_fp8_gemms(model: str) -> None:
+    """FP8 GEMMs with fp16 activations between kernels: every GEMM reads 1-byte inputs and weights and writes
+    2-byte outputs; vector kernels read 2 bytes per element; the norm and the gated activation write the next
+    GEMM's 1-byte input; the FLOPs are those of the all-fp8 run."""
+    kw = dict(phase="prefill", seq=256, dtype="fp8")
+    fp8, mixed = _ops(model, **kw), _ops(model, activation_dtype="fp16", **kw)
+    g = mixed[mixed["kind"] == "gemm"]
+    assert (g["elem_a"] == 1).all() and (g["elem_out"] == 2).all()
+    assert (g["c_bytes"] == 2 * g["batch"] * g["M"] * g["N"]).all()
+    assert mixed["flops"].sum() == fp8["flops"].sum()
+    vec = mixed[mixed["unit"] == "vector"]
+    vec = vec[~vec["name"].str.contains("softmax|kv_cache|dequant")]
+    assert (vec["dtype"] == "fp16").all()
+    norms = mixed[mixed["name"].str.startswith("layer.norm")]
+    assert (norms["bytes_written"] == norms["M"]).all() and (norms["bytes_read"] >= 2 * norms["M"]).all()
+    act = mixed[mixed["name"].str.endswith("_act")]
+    assert len(act) and (act["bytes_written"] == act["M"]).all()
+    assert (mixed["bytes_read"] + mixed["bytes_written"]).sum() > (fp8["bytes_read"] + fp8["bytes_written"]).sum()
+
+
+def test_activation_dtype_costs_time_between_the_all_8_and_all_16_bit_runs() -> None:
+    # TensorRT-LLM's FP8 engines: a 2048-token Llama-2-7B prefill on an H100 (validation rows trtllm09-h100-*)
+    kw = dict(phase="prefill", seq=2048, kv_dtype="fp8", attention_dtype="fp16")
+    h100 = dse.hardware("h100-sxm")
+    t8 = dse.predict(dse.workload("llama2-7b", dtype="fp8", **kw), h100).time_s
+    tmix = dse.predict(dse.workload("llama2-7b", dtype="fp8", activation_dtype="fp16", **kw), h100).time_s
+    t16 = dse.predict(dse.workload("llama2-7b", dtype="fp16", **kw), h100).time_s
+    assert t8 < tmix < t16
+
+
+def test_activation_dtype_is_checked_and_named_in_the_label() -> None:
+    wl = dse.workload("llama2-7b", phase="prefill", seq=128, dtype="fp8", activation_dtype="bf16")
+    assert "act:bf16" in wl.label()
+    fp8 = dse.workload("llama2-7b", phase="prefill", seq=128, dtype="fp8")
+    assert wl.memory["activations"] == 2 * fp8.memory["activations"]  # held in 16 bits
+    assert wl.memory["weights"] == fp8.memory["weights"]
+    with pytest.raises(DseError, match="activation_dtype"):
+        dse.workload("llama2-7b", dtype="fp8", activation_dtype="fp9")
+    with pytest.raises(DseError, match="does not use activation_dtype"):
+        dse.workload("resnet50", activation_dtype="fp16")
