@@ -210,6 +210,8 @@ def test_predict_attention_flags(capsys) -> None:
     assert "llama2-7b[prefill b1 s1024 fp8 attn:fp16 act:fp16 flash]" in capsys.readouterr().out  # the label says so
     assert main(["predict", "attention:1x8x512x512x64", "a100-80gb", "--causal"]) == 0
     assert "attention:1x8x512x512x64[forward b1 fp16 causal]" in capsys.readouterr().out
+    assert main(["predict", "gemm:8192x8192x256", "h100-sxm", "--dtype", "fp8", "--gemm-kernel", "one_tile"]) == 0
+    assert "gemm:8192x8192x256[forward b1 fp8 gemm:one_tile]" in capsys.readouterr().out
 
 
 def test_hardware_and_area_take_template_paths(capsys) -> None:

@@ -43,6 +43,11 @@ class ComputeUnit(Strict):
         None, description="Output tiles (M x N per core) a GEMM library picks among (e.g. CUTLASS's sm80 tensor-op "
         "set); when set, a GEMM/conv's array fill is the best tile-and-wave (and split-K) efficiency over them "
         "(dse.predict.tiles) instead of the array_rows x array_cols quantization")
+    gemm_kernel: Literal["one_tile", "persistent"] = Field(
+        "one_tile", description="How the chip's GEMM library covers the output tiles (with cta_tiles): one_tile (one "
+        "tile per CTA: its epilogue runs after its mainloop with the matrix unit idle, sm80 libraries) or persistent "
+        "(CTAs loop over tiles and overlap one tile's epilogue with the next one's mainloop, sm90 libraries); a "
+        "workload's gemm_kernel overrides it (dse.workloads.ops.GemmKernel)")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
     @model_validator(mode="after")

@@ -22,19 +22,24 @@ and each split CTA is as long as ``ceil(K/s) + 64 * (2 + 2 s) * v`` of ``K``::
 
     q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v))
 
-A CTA of these (sm80-style, non-persistent) kernels writes its output tile in an epilogue after its
-mainloop, and nothing else runs on its tensor cores meanwhile: overlapping one tile's epilogue with the
-next tile's mainloop is what persistent kernels add (Colfax Research, "Dynamic persistent tile scheduling
-with Cluster Launch Control (CLC) on NVIDIA Blackwell GPUs", research.colfax-intl.com: with one tile per
-CTA "we can't overlap across work tiles ..., such as overlapping one work tile's epilogue with another's
-mainloop", which is "the main benefit of persistent tile scheduling"; FlashAttention-3, Shah et al. 2024,
-App. B.6: during the prologue and epilogue "the Tensor Cores are not running"). The CTAs of a wave run the
-same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes at its ``1/C``
-share of the DRAM write rate ``BW_dram * eta``, once the last on-chip level (the L2, ``L`` bytes) is
-full: the op's output of ``c`` bytes spills ``spill = max(0, 1 - L / c)`` of it. In K units (the epilogue
-takes as long as ``k_epi`` more k of the mainloop at the achievable peak ``P eta_P``)::
+A CTA of a one-tile-per-CTA kernel (``gemm_kernel: one_tile``: sm80 libraries, TileLang's grids) writes its output
+tile in an epilogue after its mainloop, and nothing else runs on its tensor cores meanwhile: overlapping one tile's
+epilogue with the next tile's mainloop is what persistent kernels (``persistent``: CUTLASS 3 / cuBLAS on sm90) add
+(Colfax Research, "Dynamic persistent tile scheduling with Cluster Launch Control (CLC) on NVIDIA Blackwell GPUs",
+research.colfax-intl.com: with one tile per CTA "we can't overlap across work tiles ..., such as overlapping one
+work tile's epilogue with another's mainloop", which is "the main benefit of persistent tile scheduling";
+FlashAttention-3, Shah et al. 2024, App. B.6: during the prologue and epilogue "the Tensor Cores are not running").
+The CTAs of a wave run the same mainloop and reach their epilogues together, so each drains its ``m n e_out`` bytes
+at its ``1/C`` share of the DRAM write rate ``BW_dram * eta``, where the output reaches DRAM at all. In the steady state of
+repeated calls (what a benchmark loop, or a model's layer after layer, times) an op whose unique bytes per call
+``a + b + c`` exceed the last on-chip level (the write-back L2, ``L`` bytes) finds the L2 full of its previous
+call's dirty lines, and every line of its output was evicted before it is written again (its reuse distance is
+the whole call, more than ``L``: the LRU cliff), so each write evicts a dirty line to DRAM: ``spill = 1``; an op
+whose bytes fit rewrites its output in the L2: ``spill = 0``. (A single cold call would let the L2 absorb its first
+``L`` bytes; that is not what is timed.) In K units (the epilogue takes as long as ``k_epi`` more k of the
+mainloop at the achievable peak ``P eta_P``)::
 
-    k_epi = e_out * spill * P * eta_P / (2 * BW_dram * eta)
+    k_epi = [one_tile] * e_out * spill * P * eta_P / (2 * BW_dram * eta)
     q(m, n, s) = b M N K / (waves * C * m * n * (ceil(K/s) + [s > 1] 64 (2 + 2 s) v + k_epi))
 
 so a GEMM with a short K and an output far larger than the L2 (a batched attention-score product: K =
@@ -46,7 +51,9 @@ for: a small output grid with a long K) and each split keeps ``ceil(K/s) >= 64``
 The split counts (powers of two) and the "grid < cores" rule are assumptions (no library documents its
 heuristic); they were chosen among a few variants by the validation rows (see README, model selection).
 The tile set is the template's ``compute.matrix.cta_tiles`` (the A100 templates list the tensor-op tiles
-CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names); templates without it keep
+CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names, the H100/H200 templates CUTLASS's
+sm90 WGMMA tiles) and its kernel structure ``compute.matrix.gemm_kernel`` (a workload's ``gemm_kernel`` overrides
+it per GEMM); templates without tiles keep
 the MAC-array quantization of ``dse.predict.roofline.array_fill``. The fix-up of split-K's fp32 partial
 tiles is costed as above. Computed from the template (``DesignBatch.base``, not per design) once per op table,
 as one ``[O]`` row.
@@ -60,7 +67,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware, MemoryLevel
-from dse.predict.traffic import OpArrays
+from dse.predict.traffic import GEMM_KERNEL_CODES, OpArrays
 from dse.workloads.ops import FLASH_Q_TILE
 
 SPLITS = (1, 2, 4, 8, 16)
@@ -106,10 +113,12 @@ def _drain(d: DesignBatch) -> tuple[float, float]:
     return dram.bandwidth_bps * float(dram.efficiency), float(cache)
 
 
-def _spill(nbytes: np.ndarray, cache_bytes: float) -> np.ndarray:
-    """Fraction of a tensor of ``nbytes`` the last on-chip level of ``cache_bytes`` cannot hold:
-    ``max(0, 1 - L / bytes)`` (module docstring)."""
-    return np.clip(1.0 - cache_bytes / np.maximum(nbytes, 1.0), 0.0, 1.0)
+def _spill(o: OpArrays, rows: slice, cache_bytes: float) -> np.ndarray:
+    """[rows] 1 where an op's tensors reach DRAM in a steady state of repeated calls, 0 where the last on-chip level
+    of ``cache_bytes`` keeps them: ``[a + b + c > L]``, the op's unique bytes per call against the cache (module
+    docstring, "steady state")."""
+    working = o.a_bytes[rows] + o.b_bytes[rows] + o.c_bytes[rows]
+    return (working > cache_bytes).astype(float)
 
 
 def _keys_per_query(o: OpArrays, rows: slice | int) -> np.ndarray:
@@ -120,12 +129,21 @@ def _keys_per_query(o: OpArrays, rows: slice | int) -> np.ndarray:
 
 def epilogue_k(o: OpArrays, peak: np.ndarray, write_rate: float, cache_bytes: float) -> np.ndarray:
     """[O] ``k_epi``: the K-equivalent of a tile's serial epilogue (module docstring): its output elements'
-    bytes ``e_out`` at the core's share of the DRAM write rate, for the ``spill`` of the op's output that the
-    last on-chip level of ``cache_bytes`` cannot absorb, in MACs at the core's share of ``peak`` (FLOP/s)."""
+    bytes ``e_out`` at the core's share of the DRAM write rate where the op's output reaches DRAM (:func:`_spill`),
+    in MACs at the core's share of ``peak`` (FLOP/s)."""
     e_out = o.c_bytes / np.maximum(o.batch * o.M * o.N, 1.0)
     with np.errstate(invalid="ignore"):
-        k = e_out * _spill(o.c_bytes, cache_bytes) * peak / (2.0 * write_rate)
+        k = e_out * _spill(o, slice(None), cache_bytes) * peak / (2.0 * write_rate)
     return np.where(np.isfinite(k), k, 0.0)
+
+
+def serial_epilogue(o: OpArrays, default: str) -> np.ndarray:
+    """[O] 1 where a row's GEMM kernel writes each tile after its mainloop (``one_tile``), 0 where a persistent kernel
+    overlaps it with the next tile's mainloop (``persistent``); rows without a kernel of their own take the template's
+    ``default`` (``compute.matrix.gemm_kernel``; ``dse.workloads.ops.GemmKernel``)."""
+    codes = o.gemm_kernel if o.gemm_kernel.size == o.n else np.zeros(o.n, dtype=int)
+    one_tile = np.where(codes == 0, default == "one_tile", codes == GEMM_KERNEL_CODES["one_tile"])
+    return one_tile.astype(float)
 
 
 #: most CTAs a kernel's dispatch is simulated for; beyond, the tail of one CTA is < 1/300 of the kernel on 108 cores
@@ -197,7 +215,7 @@ def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
     peak = _achievable_peaks(d)[o.dtype_idx[at]]
     elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        io_bytes = o.a_bytes[at] * _spill(o.a_bytes[at], cache) + o.c_bytes[at] * _spill(o.c_bytes[at], cache)
+        io_bytes = (o.a_bytes[at] + o.c_bytes[at]) * _spill(o, at, cache)
         k_io = io_bytes / elems * peak / (4.0 * rate)
     return np.where(np.isfinite(k_io), k_io, 0.0)
 
@@ -210,12 +228,12 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     its output tile after it, and its tensor cores wait meanwhile (FlashAttention-3, Shah et al. 2024,
     App. B.6: during the prologue and epilogue "the Tensor Cores are not running"; FlashAttention-2's
     sm80 kernel, one tile per CTA, overlaps neither with another tile). As for a GEMM's serial epilogue
-    (:func:`epilogue_k`), the CTAs of a wave do this together, each at its ``1/C`` share of the DRAM rate, for
-    the part of Q (``a_bytes``) and O (``c_bytes``) the last on-chip level cannot hold. In keys of the loop
+    (:func:`epilogue_k`), the CTAs of a wave do this together, each at its ``1/C`` share of the DRAM rate, when
+    the op's Q, K, V and O do not fit the last on-chip level (:func:`_spill`, steady state). In keys of the loop
     (one key of a query row is ``4 * head_dim`` FLOPs over ``head_dim`` outputs: half a GEMM's ``2`` per
     output per unit of K)::
 
-        k_io = (e_q * spill_q + e_o * spill_o) * P * eta_P / (4 * BW_dram * eta)
+        k_io = (e_q + e_o) * spill * P * eta_P / (4 * BW_dram * eta)
         fill = k_mean / (k_mean + k_io)
 
     with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average."""
@@ -244,7 +262,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     tiles = unit.cta_tiles
     if not tiles or o.K.size != o.n:
         return None
-    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores), _drain(d))
+    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores), _drain(d), unit.gemm_kernel)
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -254,7 +272,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
     useful = b * M * N * K
-    k_epi = epilogue_k(o, peak, *_drain(d))
+    k_epi = epilogue_k(o, peak, *_drain(d)) * serial_epilogue(o, unit.gemm_kernel)
     best = np.zeros(o.n)
     with np.errstate(invalid="ignore", divide="ignore"):
         for m, n in tiles:

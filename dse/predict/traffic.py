@@ -31,6 +31,8 @@ from dse.units import DTYPE_INDEX
 from dse.workloads.ops import attention_ctas
 
 REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
+#: ``gemm_kernel`` column -> code (0: the template's ``compute.matrix.gemm_kernel``)
+GEMM_KERNEL_CODES = {"": 0, "auto": 0, "one_tile": 1, "persistent": 2}
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class OpArrays:
     K: np.ndarray = field(default_factory=lambda: np.zeros(0))  # reduction length (GEMM/conv)
     batch: np.ndarray = field(default_factory=lambda: np.zeros(0))  # independent products of a GEMM row
     elem_ab: np.ndarray = field(default_factory=lambda: np.zeros(0))  # mean operand element bytes (e_a + e_b)/2
+    # GEMM kernel of each row (ops.GemmKernel): GEMM_KERNEL_CODES, 0 where the template's default applies
+    gemm_kernel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -102,7 +106,9 @@ class OpArrays:
         given = f("ctas") if "ctas" in s.columns else np.zeros(len(s))  # tables from before the column: by K
         ctas = np.where(given > 0, given,
                         np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0)))
-        return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm),
+        gk = s["gemm_kernel"].map(GEMM_KERNEL_CODES).fillna(0).to_numpy(dtype=int) if "gemm_kernel" in s.columns \
+            else np.zeros(len(s), dtype=int)  # tables from before the column: the template's kernels
+        return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
             batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),

@@ -149,6 +149,9 @@ class Workload:
             bits.append("causal")
         if kernel and kernel != "auto":
             bits.append(str(kernel))
+        gk = sp.get("gemm_kernel") or s.get("gemm_kernel")
+        if gk and gk != "auto":
+            bits.append(f"gemm:{gk}")
         if s.get("execution") == "eager":
             bits.append("eager")
         if self.plan is not None and self.plan.label() != "1 chip":
@@ -318,7 +321,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
         if not all(0 < v <= 2**24 for v in (m, n, k)):
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
-        return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1))
+        return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1),
+                    gemm_kernel=scenario.get("gemm_kernel", "auto"))
     if name.startswith("attention:"):
         return _attention_from_name(name, scenario)
     desc = load_description(name)
@@ -342,7 +346,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         plan = plan.model_copy(update={"microbatches": max(k for k in range(1, plan.pp + 1) if per_replica % k == 0)})
     try:
         rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
-        rows = ops.group_scales(rows, sc.weight_group)
+        rows = ops.with_gemm_kernel(ops.group_scales(rows, sc.weight_group), sc.gemm_kernel)
     except ValueError as exc:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
@@ -458,17 +462,20 @@ def operand_memory(table: pd.DataFrame) -> dict[str, float]:
     return {"operands": float((table["bytes_read"] + table["bytes_written"]).max())}
 
 
-def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1) -> Workload:
-    """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example)."""
+def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_kernel: str = "auto") -> Workload:
+    """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example), run by a
+    ``gemm_kernel`` (:data:`dse.workloads.ops.GemmKernel`; ``auto``: the template's)."""
     try:
         ops.check_positive("gemm", M=M, N=N, K=K, batch=batch)
         Scenario(dtype=dtype)  # validates the dtype name
+        rows = ops.with_gemm_kernel([ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)], gemm_kernel)
     except (ValueError, ValidationError) as exc:
         raise DseError(str(exc).splitlines()[0]) from None
-    row = ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)
-    table = ops.table([row])
-    return Workload(name=f"gemm:{M}x{N}x{K}", ops=table,
-                    scenario={"phase": "forward", "batch": batch, "dtype": dtype}, source="synthetic",
+    table = ops.table(rows)
+    scen = {"phase": "forward", "batch": batch, "dtype": dtype}
+    if gemm_kernel != "auto":
+        scen["gemm_kernel"] = gemm_kernel
+    return Workload(name=f"gemm:{M}x{N}x{K}", ops=table, scenario=scen, source="synthetic",
                     memory=operand_memory(table))
 
 

@@ -19,6 +19,8 @@ Conventions (``docs/design.md``):
   each takes at least the template's ``eager_overhead_us``.
 * ``ctas``: the CTAs (thread blocks) a fused attention kernel launches, on its attention row and the softmax
   row inside it (:func:`attention_ctas`); 0 elsewhere.
+* ``gemm_kernel``: the GEMM kernel's structure on a matrix-unit GEMM/conv row (:data:`GemmKernel`: ``one_tile``
+  or ``persistent``); empty for the template's default (``compute.matrix.gemm_kernel``) and on other rows.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ COLUMNS: list[str] = [
     "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
-    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas",
+    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "gemm_kernel",
 ]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
@@ -117,7 +119,7 @@ def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
-        "dtype_b": "", "dtype_out": "", "ctas": 0, **NET_DEFAULTS,
+        "dtype_b": "", "dtype_out": "", "ctas": 0, "gemm_kernel": "", **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -280,6 +282,27 @@ AttentionKernel = Literal["auto", "whole_row", "flash"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
 
 
+#: how a GEMM kernel covers its output tiles (scenario ``gemm_kernel``; ``dse.predict.tiles``): ``one_tile`` (one output
+#: tile per CTA, launched as a grid: a CTA writes its tile after its mainloop while its tensor cores wait, as CUTLASS's
+#: and cuBLAS's sm80 kernels and TileLang's ``T.Kernel`` grids do), ``persistent`` (as many CTAs as cores, each looping
+#: over tiles and overlapping one tile's epilogue with the next tile's mainloop: CUTLASS 3's sm90 warp-specialized
+#: kernels with their default persistent tile scheduler, which cuBLAS runs on Hopper), ``auto`` (the template's
+#: ``compute.matrix.gemm_kernel``)
+GemmKernel = Literal["auto", "one_tile", "persistent"]
+GEMM_KERNELS: tuple[str, ...] = get_args(GemmKernel)
+
+
+def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, Any]]:
+    """``rows`` with ``gemm_kernel`` set on their matrix-unit GEMM and conv rows (``reuse`` tiled, ``unit`` matrix);
+    ``auto`` returns them as they are. Raises ``ValueError`` naming ``gemm_kernel`` for an unknown name."""
+    if kernel not in GEMM_KERNELS:
+        raise ValueError(f"gemm_kernel: got {kernel!r}; accepted: {', '.join(GEMM_KERNELS)}")
+    if kernel == "auto":
+        return rows
+    return [{**r, "gemm_kernel": kernel} if r.get("reuse") == "tiled" and r.get("unit") == "matrix" else r
+            for r in rows]
+
+
 def _check_kernel(kernel: str) -> None:
     if kernel not in ATTENTION_KERNELS:
         raise ValueError(f"attention_kernel: got {kernel!r}; accepted: {', '.join(ATTENTION_KERNELS)}")
@@ -382,10 +405,14 @@ def attention(
 _INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale")
 _BOOL_COLS = ("fused", "eager", "overlap")
+#: string columns and their value where a row (or an older table) has none
+_STR_DEFAULTS = {"gemm_kernel": ""}
 
 
 def _key_value(col: str, v: Any) -> Any:
     """A row's value as the table's column type holds it (what the grouping compares; NaN groups as None)."""
+    if col in _STR_DEFAULTS:
+        return _STR_DEFAULTS[col] if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
     if v is None or (isinstance(v, float) and math.isnan(v)):
         v = NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None) if col != "coll" else ""
         if v is None:
@@ -408,7 +435,8 @@ def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     keys = [c for c in COLUMNS if c not in ("name", "count")]
     groups: dict[tuple, list] = {}
     for r in rows:
-        k = tuple(_key_value(c, r.get(c, NET_DEFAULTS.get(c, False if c in _BOOL_COLS else 0))) for c in keys)
+        k = tuple(_key_value(c, r.get(c, _STR_DEFAULTS.get(c, NET_DEFAULTS.get(c, False if c in _BOOL_COLS else 0))))
+                  for c in keys)
         g = groups.get(k)
         if g is None:
             groups[k] = [r, int(r.get("count", 0)), [r.get("name")]]
@@ -428,8 +456,9 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df = pd.DataFrame(_compact(rows) if compact and rows else rows)
     for col in COLUMNS:
         if col not in df.columns:
-            df[col] = NET_DEFAULTS.get(col, False if col in ("fused", "eager") else 0)
+            df[col] = _STR_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in ("fused", "eager") else 0))
     df = df[COLUMNS]
+    df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
     df["overlap"] = df["overlap"].astype(bool)
     df["coll"] = df["coll"].fillna("").astype(str)
     for col in ("net_bytes", "scale"):

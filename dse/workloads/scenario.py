@@ -8,7 +8,7 @@ from pydantic import Field
 
 from dse.strict import Strict
 from dse.units import Dtype
-from dse.workloads.ops import AttentionKernel
+from dse.workloads.ops import AttentionKernel, GemmKernel
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -56,6 +56,10 @@ class Scenario(Strict):
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "
         "sequence, whole score rows), flash (a CTA per 128-query tile, online softmax), auto (whole_row up to 512 "
         "keys, else flash)")
+    gemm_kernel: GemmKernel = Field(
+        "auto", description="How the GEMM kernels cover their output tiles: one_tile (a CTA per tile, its epilogue "
+        "after its mainloop with the matrix unit idle), persistent (the epilogue overlaps the next tile's mainloop), "
+        "auto (the template's compute.matrix.gemm_kernel)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "

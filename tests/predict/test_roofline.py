@@ -31,7 +31,8 @@ def test_large_gemm_is_compute_bound_near_the_measured_fraction() -> None:
     row = p.ops.iloc[0]
     assert row["bound"] == "compute"
     assert row["region"] == "compute-bound"
-    assert p.achieved_flops / 1e12 == pytest.approx(312 * 0.869, rel=0.02)
+    # the best-GEMM fraction less the serial epilogue of its 128 MiB output (its 384 MiB exceed the L2)
+    assert p.achieved_flops / 1e12 == pytest.approx(277.6, rel=0.05) and p.achieved_flops / 1e12 < 312 * 0.869
 
 
 def test_decode_gemm_streams_weights_and_fills_one_row() -> None:

@@ -24,6 +24,15 @@ def _one_tile(tiles: list[tuple[int, int]]) -> DesignBatch:
 
 
 T128 = _one_tile([(128, 128)])
+#: the a100-40gb template's achievable fp16 peak and DRAM write rate (FLOP/s, B/s)
+PEAK = 312e12 * 0.869
+DRAM = 1555e9 * 0.834
+L2 = 40 * 2**20
+
+
+def _k_epi(e_out: float = 2.0) -> float:
+    """K-equivalent of a one-tile kernel's serial epilogue once the op's bytes exceed the L2 (steady state)."""
+    return e_out * PEAK / (2.0 * DRAM)
 
 
 def _fill(M: int, N: int, K: int, dtype: str = "fp16", batch: int = 1, d: DesignBatch = D) -> float:
@@ -46,53 +55,57 @@ def test_split_k_spreads_a_small_grid_with_a_long_k() -> None:
     fix = tiles.MIN_K_SLICE * (tiles.FIXUP_BASE_ITERS + tiles.FIXUP_PEER_ITERS * np.array([2, 4, 8, 16]))
     q = 8192 / (C * (8192 / np.array([2, 4, 8, 16]) + fix))
     assert _fill(128, 128, 8192, d=T128) == pytest.approx(q.max()) == pytest.approx(8192 / (C * (1024 + 18 * 64)))
-    # a grid of at least one wave is not split: 120 tiles in 2 waves
-    assert _fill(128 * 120, 128, 8192, d=T128) == pytest.approx(120 / (2 * C))
+    # a grid of at least one wave is not split: 120 tiles in 2 waves; its 252 MB A operand exceeds the L2, so each
+    # tile also writes its output at its share of the DRAM rate after its mainloop
+    assert _fill(128 * 120, 128, 8192, d=T128) == pytest.approx(120 * 8192 / (2 * C * (8192 + _k_epi())))
 
 
 def test_split_k_fixup_makes_a_near_full_grid_stay_unsplit() -> None:
-    # 60 tiles, K = 8192: 16 splits would fill 960 / (9 x 108) = 0.99 of the cores if the fix-up were free;
-    # with it (34 k-blocks per split tile on 8 of compute) 4 splits in 3 waves win, barely above no split
-    best = 60 * 8192 / (3 * C * (2048 + 10 * 64))
-    assert _fill(128 * 60, 128, 8192, d=T128) == pytest.approx(best)
-    assert 60 / C < best < 0.6 < 960 / (9 * C)
+    # 60 tiles, K = 8192: 16 splits would fill 960 / (9 x 108) = 0.99 of the cores if the fix-up were free; with
+    # it (34 k-blocks per split tile on 8 of compute) and each split CTA's own epilogue (A, 126 MB, exceeds the L2,
+    # so every tile drains its output) the best split, 4 in 3 waves, falls below no split at all
+    unsplit = 60 * 8192 / (C * (8192 + _k_epi()))
+    split4 = 60 * 8192 / (3 * C * (2048 + 10 * 64 + _k_epi()))
+    assert _fill(128 * 60, 128, 8192, d=T128) == pytest.approx(unsplit)
+    assert split4 < unsplit < 60 / C < 0.6 < 960 / (9 * C)
     # the fix-up moves only the tile's valid outputs: a 1-row GEMV tile splits almost for free
     fix16 = tiles.MIN_K_SLICE * (tiles.FIXUP_BASE_ITERS + tiles.FIXUP_PEER_ITERS * 16) / 128
     assert _fill(1, 128, 8192, d=T128) == pytest.approx(8192 / (128 * C * (512 + fix16)))
 
 
 def test_a_short_k_gemm_whose_output_spills_the_l2_pays_its_serial_epilogue() -> None:
-    # a batched attention-score product (K = 128, fp16 out): a wave's epilogues drain their 128x128 output
-    # tiles at each SM's 1/108 share of the DRAM rate once the 40 MiB L2 is full, with the tensor cores idle
-    peak = 312e12 * 0.869
-    dram = 1555e9 * 0.834
-    L2 = 40 * 2**20
+    # a batched attention-score product (K = 128, fp16 out): in the steady state of repeated calls an op whose
+    # bytes exceed the 40 MiB L2 finds it full of dirty lines, so a wave's epilogues drain their 128x128 output
+    # tiles at each SM's 1/108 share of the DRAM rate, with the tensor cores idle
 
     def expected(batch: int) -> float:
         out = batch * 2048 * 2048 * 2.0
-        k_epi = 2.0 * max(0.0, 1.0 - L2 / out) * peak / (2.0 * dram)
+        operands = 2 * batch * 2048 * 128 * 2.0
+        k_epi = _k_epi() if operands + out > L2 else 0.0
         ctas = batch * 16 * 16
         return ctas * 128 / (np.ceil(ctas / C) * C * (128 + k_epi))
 
     assert _fill(2048, 2048, 128, batch=192, d=T128) == pytest.approx(expected(192))
     assert _fill(2048, 2048, 128, batch=192, d=T128) < 0.5  # the 1.6 GB output costs more than the mainloop
     assert _fill(2048, 2048, 128, batch=16, d=T128) == pytest.approx(expected(16))
-    # an output the L2 holds (8 MiB) costs nothing; a long K hides a spilled epilogue
-    assert _fill(2048, 2048, 128, batch=1, d=T128) == pytest.approx(256 / (3 * C))
+    # an op the L2 holds (8 MiB out, 1 MiB in) rewrites its output there: no drain; a long K hides a drained epilogue
+    assert _fill(2048, 2048, 128, batch=1, d=T128) == pytest.approx(expected(1)) == pytest.approx(256 / (3 * C))
     assert _fill(8192, 8192, 8192, d=T128) > 0.97
 
 
-def test_a_grid_of_exactly_full_waves_runs_at_the_roof() -> None:
+def test_a_grid_of_exactly_full_waves_loses_only_its_epilogue() -> None:
     # 108 x 2 tiles of 128x128: two full waves, and the tile's intensity (64 FLOP/B in fp16) is above what
-    # the L2 share needs (271 / 5.8 = 47 FLOP/B), so nothing is lost
-    assert _fill(128 * C, 256, 4096, d=T128) == pytest.approx(1.0)
-    assert _fill(128 * C, 256, 4096) == pytest.approx(1.0)  # the full set has this choice too
+    # the L2 share needs (271 / 5.4 = 50 FLOP/B): only the serial epilogue is lost (A, 113 MB, exceeds the L2)
+    assert _fill(128 * C, 256, 4096, d=T128) == pytest.approx(4096 / (4096 + _k_epi()))
+    assert _fill(128 * C, 256, 4096) == pytest.approx(4096 / (4096 + _k_epi()))  # the full set has this choice too
+    # the same grid whose operands fit the L2 (K = 512: 14 MB + 7 MB out) runs at the roof
+    assert _fill(128 * C, 256, 512, d=T128) == pytest.approx(1.0)
 
 
 def test_one_wave_too_many_costs_its_tail_and_small_tiles_starve_on_l2() -> None:
     assert _fill(128 * (C + 1), 128, 256, d=T128) == pytest.approx((C + 1) / (2 * C))
-    # 64x64 tiles: 32 FLOP/B in fp16, under the 47 the L2 share needs: r = 5.776 * 32 / 271.1
-    r = 7.22 * 0.8 * 32 / (312 * 0.869)
+    # 64x64 tiles: 32 FLOP/B in fp16, under the 50 the L2 share needs: r = 5.40 * 32 / 271.1 (the measured 5.40 TB/s)
+    r = 7.22 * 0.748 * 32 / (312 * 0.869)
     assert _fill(64 * C, 64, 256, d=_one_tile([(64, 64)])) == pytest.approx(r)
 
 
@@ -144,17 +157,17 @@ def test_flash_attention_pays_its_serial_q_load_and_o_store_once_they_spill_the_
     l2 = hw.memory[1].capacity_bytes
     fit, o, dd = _attention_io(1, 8, 2048, 128)  # Q and O of 4 MiB each: both stay in the 40 MiB L2
     assert o.a_bytes[o.attn][0] < l2 and fit == 1.0
-    big, o, dd = _attention_io(32, 16, 512, 128)  # 64 MiB each: 1 - 40/64 of each spills
-    spill = 1.0 - l2 / o.a_bytes[o.attn][0]
+    big, o, dd = _attention_io(32, 16, 512, 128)  # 64 MiB each of Q, K, V, O: beyond the L2, Q and O reach DRAM
+    spill = 1.0
     peak = 312e12 * hw.compute.matrix.efficiency
     dram = hw.offchip_level.bandwidth_bps * hw.offchip_level.efficiency
     k_io = 2 * 2.0 * spill * peak / (4.0 * dram)  # Q and O, 2 bytes an element, in keys of the loop
     assert big == pytest.approx(512 / (512 + k_io))
-    longer, _, _ = _attention_io(4, 16, 4096, 128)  # the same bytes over 8x the keys: 1/8 of the share
-    assert big < longer < 1.0 and (1 - longer) == pytest.approx((1 - big) / 8, rel=0.15)
+    longer, _, _ = _attention_io(4, 16, 4096, 128)  # the same bytes over 8x the keys
+    assert big < longer < 1.0 and longer == pytest.approx(4096 / (4096 + k_io))
     # the array fill of the attention row carries it; templates without CTA tiles have no CTA model
     assert array_fill(o, dd, on_matrix(o, dd))[0, o.attn][0] <= big
-    assert _attention_io(32, 16, 512, 128, "h100-sxm")[0] is None
+    assert _attention_io(32, 16, 512, 128, "mi300x")[0] is None
 
 
 @settings(max_examples=150, deadline=None)
@@ -189,3 +202,55 @@ def test_a_causal_flash_kernel_pays_the_tail_of_its_longest_query_tiles() -> Non
     # tiles run on after the rest have drained, which the wave count of equal CTAs does not see
     assert causal < full and causal == causal_soft
     assert causal == pytest.approx(0.88, abs=0.03)
+
+
+def _fill_kernel(M: int, N: int, K: int, kernel: str, d: DesignBatch, batch: int = 1, dtype: str = "fp16") -> float:
+    rows = ops.with_gemm_kernel([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)], kernel)
+    row = tile_fill(OpArrays.from_table(ops.table(rows)), d)
+    assert row is not None
+    return float(row[0])
+
+
+def test_a_persistent_kernel_overlaps_the_epilogue_a_one_tile_kernel_pays() -> None:
+    # the batched score product above: a persistent kernel hides the drain behind the next tile's mainloop
+    ctas = 192 * 16 * 16
+    waves_only = ctas * 128 / (np.ceil(ctas / C) * C * 128)
+    assert _fill_kernel(2048, 2048, 128, "persistent", T128, batch=192) == pytest.approx(waves_only)
+    assert _fill_kernel(2048, 2048, 128, "one_tile", T128, batch=192) == pytest.approx(
+        ctas * 128 / (np.ceil(ctas / C) * C * (128 + _k_epi())))
+    # "auto" is the template's kernel: one_tile on the A100 (sm80 libraries), persistent on the H100 (sm90)
+    assert _fill_kernel(2048, 2048, 128, "auto", T128, batch=192) == _fill_kernel(2048, 2048, 128, "one_tile", T128,
+                                                                                 batch=192)
+    h100 = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    assert dse.hardware("h100-sxm").compute.matrix.gemm_kernel == "persistent"
+    assert A100.compute.matrix.gemm_kernel == "one_tile"
+    auto = _fill_kernel(8192, 8192, 256, "auto", h100)
+    assert auto == _fill_kernel(8192, 8192, 256, "persistent", h100) > _fill_kernel(8192, 8192, 256, "one_tile", h100)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 16),
+       st.sampled_from(["fp16", "fp8", "int8"]))
+def test_a_persistent_kernel_is_never_slower_than_a_one_tile_kernel(M, N, K, batch, dtype) -> None:
+    h100 = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    for d in (D, h100):
+        p = _fill_kernel(M, N, K, "persistent", d, batch, dtype)
+        one = _fill_kernel(M, N, K, "one_tile", d, batch, dtype)
+        assert 0.0 < one <= p <= 1.0
+
+
+def test_an_op_whose_bytes_fit_the_l2_drains_nothing_and_one_beyond_drains_its_whole_output() -> None:
+    # steady state: the spill is a step at the L2 (a + b + c against 40 MiB), not a ramp over the output size
+    fits = _fill_kernel(4096, 2048, 128, "one_tile", T128)  # 1 + 0.5 + 16 MiB
+    beyond = _fill_kernel(4096, 8192, 128, "one_tile", T128)  # 1 + 2 + 64 MiB
+    assert fits == pytest.approx(4096 * 2048 / (np.ceil(512 / C) * C * 128 * 128))
+    assert beyond == pytest.approx(4096 * 8192 * 128 / (np.ceil(2048 / C) * C * 128 * 128 * (128 + _k_epi())))
+
+
+def test_a_bad_template_gemm_kernel_is_one_line_naming_the_field(tmp_path) -> None:
+    text = (dse.units.repo_root() / "hw_templates" / "h100-sxm.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("gemm_kernel: persistent", "gemm_kernel: stream_k"))
+    with pytest.raises(DseError) as exc:
+        dse.hardware(str(bad))
+    assert "\n" not in str(exc.value) and "gemm_kernel" in str(exc.value) and "one_tile" in str(exc.value)

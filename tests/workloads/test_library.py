@@ -433,3 +433,30 @@ def test_attention_dtype_runs_the_attention_apart_from_the_gemms() -> None:
         dse.workload("llama2-7b", attention_dtype="fp7", **kw)
     with pytest.raises(DseError, match="does not use attention_dtype"):
         dse.workload("resnet50", attention_dtype="fp16")
+
+
+def test_gemm_kernel_marks_the_matrix_gemms_and_convs_only() -> None:
+    wl = dse.workload("llama2-7b", phase="prefill", seq=512, gemm_kernel="one_tile")
+    tiled = (wl.ops["reuse"] == "tiled") & (wl.ops["unit"] == "matrix")
+    assert tiled.any() and (wl.ops.loc[tiled, "gemm_kernel"] == "one_tile").all()
+    assert (wl.ops.loc[~tiled, "gemm_kernel"] == "").all()
+    assert (dse.workload("llama2-7b", phase="prefill", seq=512).ops["gemm_kernel"] == "").all()  # auto: the template's
+    assert "gemm:one_tile" in wl.label()
+    conv = dse.workload("resnet50", gemm_kernel="persistent").ops
+    assert (conv.loc[conv["kind"] == "conv", "gemm_kernel"].isin(["persistent", ""])).all()
+    assert (conv.loc[(conv["kind"] == "conv") & (conv["unit"] == "matrix"), "gemm_kernel"] == "persistent").all()
+    g = dse.workload("gemm:8192x8192x256", dtype="fp8", gemm_kernel="one_tile")
+    assert list(g.ops["gemm_kernel"]) == ["one_tile"] and g.scenario["gemm_kernel"] == "one_tile"
+    # the H100's kernels are persistent unless a workload says otherwise: a one-tile kernel pays its epilogue
+    h100 = dse.hardware("h100-sxm")
+    t_auto = dse.predict(dse.workload("gemm:8192x8192x256", dtype="fp8"), h100).time_s
+    assert dse.predict(g, h100).time_s > t_auto == dse.predict(
+        dse.workload("gemm:8192x8192x256", dtype="fp8", gemm_kernel="persistent"), h100).time_s
+
+
+@pytest.mark.parametrize("name", ["llama2-7b", "gemm:64x64x64"])
+def test_a_bad_gemm_kernel_is_one_line_naming_the_field(name: str) -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload(name, gemm_kernel="stream_k")
+    msg = str(exc.value)
+    assert "\n" not in msg and "gemm_kernel" in msg and "stream_k" in msg and "one_tile" in msg
