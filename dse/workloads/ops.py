@@ -146,10 +146,10 @@ def gemm(
 def weight_gemm(name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: str | None = None,
                 out_dtype: str | None = None, batch: int = 1, count: int = 1) -> list[dict[str, Any]]:
     """A GEMM against a weight matrix [K, N], writing its output in ``out_dtype`` (default ``dtype``). With
-    weight-only quantization (weights narrower than the
-    activations, e.g. int4 weights with bf16 activations) the weights stream at their packed size and
-    are dequantized on the vector units inside the kernel: a fused vector row of 2 FLOPs per weight
-    element (scale and convert) per call, counted, not hidden (as in gpt-fast's int8/int4 kernels)."""
+    weight-only quantization (weights narrower than the activations, e.g. int4 weights with bf16 activations)
+    the weights stream at their packed size and are dequantized on the vector units inside the kernel: a fused
+    vector row of 2 FLOPs per weight element (scale and convert) per call, counted, not hidden (as in gpt-fast's
+    int8/int4 kernels)."""
     wdt = weight_dtype or dtype
     rows = [gemm(name, M, N, K, dtype=dtype, weight_dtype=wdt, out_dtype=out_dtype, batch=batch, count=count)]
     if DTYPE_BYTES[wdt] < DTYPE_BYTES[dtype]:
