@@ -340,3 +340,25 @@ def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -
     from dse.validate.bands import family_table
 
     assert "prefill" in set(family_table(res)["family"])
+
+
+#: families that do not yet meet issue 12's bar, with the reason (README, "Misses left"); a family leaves this set
+#: when it meets the bar, and the test below then holds it there
+KNOWN_MISSES = {"prefill": "TensorRT-LLM 0.9's 128-token first-token latencies carry ~1.5-5 ms per generate() call "
+                           "that no sourced mechanism accounts for"}
+
+
+def test_every_family_but_the_known_misses_meets_issue_12s_bar() -> None:
+    """Out of sample (no row that set a coefficient), each family's median |time error| is <= 10 % and its max
+    <= 30 % (issue 12, "Done when"), except the families in KNOWN_MISSES, which must still miss it (so a fix
+    shows up here and moves them out)."""
+    from dse.validate.bands import family_table
+
+    table = family_table(run_suite(load_measurements())).set_index("family")
+    meets = (table["median_abs_time_error_pct"] <= 10) & (table["max_abs_time_error_pct"] <= 30)
+    families = [f for f in table.index if f != "all"]
+    assert len(families) >= 10 and (table.loc[families, "out_of_sample"] > 0).all()
+    assert {f for f in families if not meets[f]} == set(KNOWN_MISSES)
+    # the TileLang GEMMs on an H800 (one tile per CTA, K = 256..16384) stay within 15 %
+    res = run_suite(load_measurements().query("id.str.startswith('tilelang-')", engine="python"))
+    assert len(res) == 14 and res["time_error_pct"].abs().max() <= 15
