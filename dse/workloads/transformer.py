@@ -147,7 +147,6 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
     ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``).
     """
     adt = adt or dt
-    qw = None if adt == dt else dt
     m = arch.moe
     h = arch.hidden
     L_moe = arch.layers - m.dense_layers
@@ -159,7 +158,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
         rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=m.dense_layers,
                                   fused=fe,
-                                  write_bytes=quantized_write(T * arch.ffn, qw)))
+                                  write_bytes=quantized_write(T * arch.ffn, dt)))
         rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=m.dense_layers))
     rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, out_dtype=adt, count=L_moe))
@@ -173,7 +172,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.expert_act", kind="elementwise", elems=tok * touched * f, inputs=up,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
-                              write_bytes=quantized_write(tok * touched * f, qw)))
+                              write_bytes=quantized_write(tok * touched * f, dt)))
     rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.combine", kind="elementwise", elems=assignments * h, flops_per_elem=2.0,
@@ -184,7 +183,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
                                     count=L_moe))
         rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
-                                  write_bytes=quantized_write(T * fs, qw)))
+                                  write_bytes=quantized_write(T * fs, dt)))
         rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=L_moe))
     return rows
@@ -356,7 +355,6 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``."""
     dt = sc.dtype
     adt = sc.activation_dtype or dt  # between kernels; GEMM inputs are quantized to dt on write
-    qw = None if adt == dt else dt
     kvdt = sc.kv_dtype or dt
     h, L = arch.hidden, arch.layers
     H = arch.heads
@@ -367,7 +365,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
 
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
-            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=qw)
+            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=dt)
         return ops.streaming(f"layer.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=adt, count=L, fused=fe)
 
@@ -413,7 +411,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                     out_dtype=adt, count=ffn_count))
         rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=ffn_count, fused=fe,
-                                  write_bytes=quantized_write(T * arch.ffn, qw)))
+                                  write_bytes=quantized_write(T * arch.ffn, dt)))
         rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=ffn_count))
     else:
@@ -430,7 +428,7 @@ def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int
     dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
     adt = sc.activation_dtype or dt
     wdt = sc.weight_dtype or dt
-    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=None if adt == dt else dt)]
+    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=dt)]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt, out_dtype=adt))
