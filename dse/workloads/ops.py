@@ -282,6 +282,12 @@ AttentionKernel = Literal["auto", "whole_row", "flash"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
 
 
+def _check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming ``field`` when ``value`` is not one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{field}: got {value!r}; accepted: {', '.join(choices)}")
+
+
 #: how a GEMM kernel covers its output tiles (scenario ``gemm_kernel``; ``dse.predict.tiles``): ``one_tile`` (one output
 #: tile per CTA, launched as a grid: a CTA writes its tile after its mainloop while its tensor cores wait, as CUTLASS's
 #: and cuBLAS's sm80 kernels and TileLang's ``T.Kernel`` grids do), ``persistent`` (as many CTAs as cores, each looping
@@ -295,8 +301,7 @@ GEMM_KERNELS: tuple[str, ...] = get_args(GemmKernel)
 def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, Any]]:
     """``rows`` with ``gemm_kernel`` set on their matrix-unit GEMM and conv rows (``reuse`` tiled, ``unit`` matrix);
     ``auto`` returns them as they are. Raises ``ValueError`` naming ``gemm_kernel`` for an unknown name."""
-    if kernel not in GEMM_KERNELS:
-        raise ValueError(f"gemm_kernel: got {kernel!r}; accepted: {', '.join(GEMM_KERNELS)}")
+    _check_choice("gemm_kernel", kernel, GEMM_KERNELS)
     if kernel == "auto":
         return rows
     return [{**r, "gemm_kernel": kernel} if r.get("reuse") == "tiled" and r.get("unit") == "matrix" else r
@@ -304,8 +309,7 @@ def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, 
 
 
 def _check_kernel(kernel: str) -> None:
-    if kernel not in ATTENTION_KERNELS:
-        raise ValueError(f"attention_kernel: got {kernel!r}; accepted: {', '.join(ATTENTION_KERNELS)}")
+    _check_choice("attention_kernel", kernel, ATTENTION_KERNELS)
 
 
 def attention_kernel(kernel: str, kv_len: int) -> str:
