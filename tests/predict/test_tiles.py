@@ -35,9 +35,10 @@ def _k_epi(e_out: float = 2.0) -> float:
     return e_out * PEAK / (2.0 * DRAM)
 
 
-def _fill(M: int, N: int, K: int, dtype: str = "fp16", batch: int = 1, d: DesignBatch = D) -> float:
-    o = OpArrays.from_table(ops.table([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)]))
-    row = tile_fill(o, d)
+def _fill(M: int, N: int, K: int, dtype: str = "fp16", batch: int = 1, d: DesignBatch = D,
+          kernel: str = "auto") -> float:
+    rows = ops.with_gemm_kernel([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)], kernel)
+    row = tile_fill(OpArrays.from_table(ops.table(rows)), d)
     assert row is not None
     return float(row[0])
 
@@ -204,28 +205,21 @@ def test_a_causal_flash_kernel_pays_the_tail_of_its_longest_query_tiles() -> Non
     assert causal == pytest.approx(0.88, abs=0.03)
 
 
-def _fill_kernel(M: int, N: int, K: int, kernel: str, d: DesignBatch, batch: int = 1, dtype: str = "fp16") -> float:
-    rows = ops.with_gemm_kernel([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)], kernel)
-    row = tile_fill(OpArrays.from_table(ops.table(rows)), d)
-    assert row is not None
-    return float(row[0])
-
-
 def test_a_persistent_kernel_overlaps_the_epilogue_a_one_tile_kernel_pays() -> None:
     # the batched score product above: a persistent kernel hides the drain behind the next tile's mainloop
     ctas = 192 * 16 * 16
     waves_only = ctas * 128 / (np.ceil(ctas / C) * C * 128)
-    assert _fill_kernel(2048, 2048, 128, "persistent", T128, batch=192) == pytest.approx(waves_only)
-    assert _fill_kernel(2048, 2048, 128, "one_tile", T128, batch=192) == pytest.approx(
+    assert _fill(2048, 2048, 128, d=T128, kernel="persistent", batch=192) == pytest.approx(waves_only)
+    assert _fill(2048, 2048, 128, d=T128, kernel="one_tile", batch=192) == pytest.approx(
         ctas * 128 / (np.ceil(ctas / C) * C * (128 + _k_epi())))
     # "auto" is the template's kernel: one_tile on the A100 (sm80 libraries), persistent on the H100 (sm90)
-    assert _fill_kernel(2048, 2048, 128, "auto", T128, batch=192) == _fill_kernel(2048, 2048, 128, "one_tile", T128,
-                                                                                 batch=192)
+    assert _fill(2048, 2048, 128, d=T128, kernel="auto", batch=192) == _fill(2048, 2048, 128, d=T128,
+                                                                               kernel="one_tile", batch=192)
     h100 = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
     assert dse.hardware("h100-sxm").compute.matrix.gemm_kernel == "persistent"
     assert A100.compute.matrix.gemm_kernel == "one_tile"
-    auto = _fill_kernel(8192, 8192, 256, "auto", h100)
-    assert auto == _fill_kernel(8192, 8192, 256, "persistent", h100) > _fill_kernel(8192, 8192, 256, "one_tile", h100)
+    auto = _fill(8192, 8192, 256, d=h100, kernel="auto")
+    assert auto == _fill(8192, 8192, 256, d=h100, kernel="persistent") > _fill(8192, 8192, 256, d=h100, kernel="one_tile")
 
 
 @settings(max_examples=80, deadline=None)
@@ -234,15 +228,15 @@ def test_a_persistent_kernel_overlaps_the_epilogue_a_one_tile_kernel_pays() -> N
 def test_a_persistent_kernel_is_never_slower_than_a_one_tile_kernel(M, N, K, batch, dtype) -> None:
     h100 = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
     for d in (D, h100):
-        p = _fill_kernel(M, N, K, "persistent", d, batch, dtype)
-        one = _fill_kernel(M, N, K, "one_tile", d, batch, dtype)
+        p = _fill(M, N, K, d=d, kernel="persistent", batch=batch, dtype=dtype)
+        one = _fill(M, N, K, d=d, kernel="one_tile", batch=batch, dtype=dtype)
         assert 0.0 < one <= p <= 1.0
 
 
 def test_an_op_whose_bytes_fit_the_l2_drains_nothing_and_one_beyond_drains_its_whole_output() -> None:
     # steady state: the spill is a step at the L2 (a + b + c against 40 MiB), not a ramp over the output size
-    fits = _fill_kernel(4096, 2048, 128, "one_tile", T128)  # 1 + 0.5 + 16 MiB
-    beyond = _fill_kernel(4096, 8192, 128, "one_tile", T128)  # 1 + 2 + 64 MiB
+    fits = _fill(4096, 2048, 128, d=T128, kernel="one_tile")  # 1 + 0.5 + 16 MiB
+    beyond = _fill(4096, 8192, 128, d=T128, kernel="one_tile")  # 1 + 2 + 64 MiB
     assert fits == pytest.approx(4096 * 2048 / (np.ceil(512 / C) * C * 128 * 128))
     assert beyond == pytest.approx(4096 * 8192 * 128 / (np.ceil(2048 / C) * C * 128 * 128 * (128 + _k_epi())))
 
