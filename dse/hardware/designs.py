@@ -27,7 +27,7 @@ def _written(x: float, how: str) -> float | int:
     return int(round(x)) if how == "int" else _sig(x) if how == "sig" else x
 
 
-def _peak_vector(peaks: dict[str, float]) -> np.ndarray:
+def peak_vector(peaks: dict[str, float]) -> np.ndarray:
     """Per-dtype peak in FLOP/s in ``DTYPES`` order; a missing mode takes the next wider native one."""
     out = np.full(len(DTYPES), np.nan)
     for i, dt in enumerate(DTYPES):
@@ -104,8 +104,8 @@ class DesignBatch:
 
         return cls(
             base=hw,
-            matrix_peak=np.tile(_peak_vector(c.matrix.peak_tflops), (n, 1)),
-            vector_peak=np.tile(_peak_vector(c.vector.peak_tflops), (n, 1)),
+            matrix_peak=np.tile(peak_vector(c.matrix.peak_tflops), (n, 1)),
+            vector_peak=np.tile(peak_vector(c.vector.peak_tflops), (n, 1)),
             matrix_eff=rep(c.matrix.efficiency),
             vector_eff=rep(c.vector.efficiency),
             array_rows=rep(c.matrix.array_rows),

@@ -65,7 +65,7 @@ import heapq
 
 import numpy as np
 
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio, peak_vector
 from dse.hardware.schema import Hardware, MemoryLevel
 from dse.predict.traffic import GEMM_KERNEL_CODES, OpArrays
 from dse.workloads.ops import FLASH_Q_TILE
@@ -94,12 +94,13 @@ def _shared_rate(d: DesignBatch) -> float:
 
 
 def _achievable_peaks(d: DesignBatch) -> np.ndarray:
-    """[n_dtypes] FLOP/s of the template's matrix unit per dtype (``dse.units.DTYPES`` order) times its
-    ``efficiency`` (NaN for a dtype it has no mode for)."""
-    from dse.units import DTYPES
-
+    """[n_dtypes] achievable FLOP/s of the template's matrix unit per dtype (``dse.units.DTYPES`` order): the
+    peak of the mode each dtype runs in (a missing mode takes the next wider native one, as the roofline's
+    ``DesignBatch.matrix_peak``) times ``efficiency`` times the dtype's ``dtype_efficiency`` ratio
+    (:func:`dse.hardware.designs.dtype_efficiency_ratio`), the same rate the roofline's compute term uses;
+    NaN for a dtype the unit has no mode for."""
     unit = d.base.compute.matrix
-    return np.array([unit.peak_tflops.get(dt, np.nan) for dt in DTYPES], dtype=float) * 1e12 * unit.efficiency
+    return peak_vector(unit.peak_tflops) * unit.efficiency * dtype_efficiency_ratio(unit)
 
 
 def _drain(d: DesignBatch) -> tuple[float, float]:

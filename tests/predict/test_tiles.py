@@ -248,3 +248,22 @@ def test_a_bad_template_gemm_kernel_is_one_line_naming_the_field(tmp_path) -> No
     with pytest.raises(DseError) as exc:
         dse.hardware(str(bad))
     assert "\n" not in str(exc.value) and "gemm_kernel" in str(exc.value) and "one_tile" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["h100-sxm", "a100-40gb", "mi300x"])
+def test_tile_terms_use_the_rate_the_roofline_computes_at(name: str) -> None:
+    """The tile model's achievable peak per dtype is the roofline's compute rate: each dtype's mode (a missing
+    mode falls back as ``matrix_peak`` does) times ``efficiency`` times its ``dtype_efficiency`` ratio."""
+    from dse.predict.roofline import _matrix_eff
+
+    d = DesignBatch.from_hardware(dse.hardware(name))
+    roof = d.matrix_peak[0] * _matrix_eff(d)[0]
+    ours = tiles._achievable_peaks(d)
+    assert np.array_equal(np.isnan(ours), np.isnan(roof))
+    ok = ~np.isnan(roof)
+    assert np.allclose(ours[ok], roof[ok], rtol=1e-12)
+    if d.base.compute.matrix.dtype_efficiency:  # the case that used to differ: a dtype with its own efficiency
+        from dse.units import DTYPES
+
+        fp8 = DTYPES.index("fp8")
+        assert ours[fp8] < d.base.compute.matrix.peak_tflops["fp8"] * 1e12 * d.base.compute.matrix.efficiency
