@@ -171,7 +171,8 @@ def test_more_published_flop_counts(name: str, scenario: dict, per: int, gflops_
 
 @pytest.mark.parametrize(("name", "params"), [("llama2-13b", 13_015_864_320), ("llama3-8b", 8_030_261_248),
                                               ("vgg16", 138_357_544), ("resnet18", 11_689_512),
-                                              ("mixtral-8x7b", 46_702_792_704), ("deepseek-v3", 671_026_419_200)])
+                                              ("mixtral-8x7b", 46_702_792_704), ("deepseek-v3", 671_026_419_200),
+                                              ("gpt-j-6b", 6_053_381_344)])  # EleutherAI/gpt-j-6b card
 def test_more_parameter_counts(name: str, params: int) -> None:
     # published totals (model_flops.csv, model cards); biases are not counted (VGG: -0.003 %)
     assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=0.005)
