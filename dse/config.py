@@ -18,7 +18,7 @@ from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
 from dse.units import Dtype
-from dse.workloads.ops import AttentionKernel, GemmKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel, GemmKernel
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
 from dse.yamlio import load_yaml
@@ -54,6 +54,7 @@ class WorkloadEntry(Strict):
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group")
     fused_attention: bool | None = None
     attention_kernel: AttentionKernel | None = None
+    attention_gqa: AttentionGqa | None = None
     gemm_kernel: GemmKernel | None = None
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None

@@ -201,6 +201,16 @@ def test_predict_attention_flags(capsys) -> None:
     assert 0.5 * full < causal < 0.62 * full  # about half the pairs, whole diagonal blocks and a longer tail
     assert ms("--causal", "--kv-heads", "8") <= causal  # fewer K/V bytes, the same work
     assert ms("--attention-kernel", "whole_row") != full
+    # a decode-shaped GQA kernel: a CTA per query head fills fewer MAC-array rows than a grouped tile
+    assert main(["predict", "attention:64x32x1x2048x128", "h100-sxm", "--kv-heads", "8", "--attention-gqa",
+                 "per_head"]) == 0
+    out = capsys.readouterr().out
+    assert "gqa:per_head" in out
+    per_head = float([x for x in out.splitlines() if " ms per step" in x][0].split(": ")[1].split(" ms")[0])
+    assert main(["predict", "attention:64x32x1x2048x128", "h100-sxm", "--kv-heads", "8"]) == 0
+    grouped = float([x for x in capsys.readouterr().out.splitlines() if " ms per step" in x][0].split(": ")[1]
+                    .split(" ms")[0])
+    assert per_head > grouped
     # a flag a workload does not use is one line naming it
     assert main(["predict", "llama2-7b", "a100-80gb", "--causal"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -13,7 +13,8 @@ overhead ceiling then binds). With a ``power_limit_w`` the compute term is divid
 (``dse.predict.power_cap``).
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
-``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row). The binding
+``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row; a fused attention row's ``M``
+is the query rows one of its tiles stacks, ``OpArrays.head_rows``: one query head's where a CTA runs one head). The binding
 ceiling is the largest term; the overhead binds when it alone exceeds the roofline time. A compute-bound
 op is *array*-bound (its own ceiling, the roof lowered to ``P * eta * u_array``) when the fill is what makes
 compute bind: ``u_array < ARRAY_FILL`` (more than half the array idles), or a full array would have left
@@ -76,7 +77,7 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     if np.all(r == r[0]) and np.all(c == c[0]) and np.all(matrix == matrix[:1]):
         r, c, matrix = r[:1], c[:1], matrix[:1]
     r, c = r[:, None], c[:, None]
-    M = o.M[None, :]
+    M = np.minimum(o.M, o.head_rows)[None, :] if o.head_rows.size else o.M[None, :]  # an attention tile's rows
     N = o.N[None, :]
     fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
     tiles = tile_fill(o, d)

@@ -76,6 +76,9 @@ class OpArrays:
     elem_ab: np.ndarray = field(default_factory=lambda: np.zeros(0))  # mean operand element bytes (e_a + e_b)/2
     # GEMM kernel of each row (ops.GemmKernel): GEMM_KERNEL_CODES, 0 where the template's default applies
     gemm_kernel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    # attention rows: the query rows a tile may stack (``head_rows``: M, or one query head's rows where a kernel runs
+    # a CTA per query head, ``attention_gqa: per_head``); inf elsewhere
+    head_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -108,7 +111,9 @@ class OpArrays:
                         np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0)))
         gk = s["gemm_kernel"].map(GEMM_KERNEL_CODES).fillna(0).to_numpy(dtype=int) if "gemm_kernel" in s.columns \
             else np.zeros(len(s), dtype=int)  # tables from before the column: the template's kernels
+        hr = f("head_rows") if "head_rows" in s.columns else np.zeros(len(s))  # tables from before it: M
         return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
+            head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
             batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
@@ -163,8 +168,12 @@ def inner_capacity(d: DesignBatch) -> np.ndarray:
     return inner
 
 
-def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
-    """[K, O] bytes crossing one level, for ``K`` inner capacities ``S`` [K] (bytes)."""
+def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = False) -> np.ndarray:
+    """[K, O] bytes crossing one level, for ``K`` inner capacities ``S`` [K] (bytes). ``private``: the storage
+    inside the level is a core's own (registers, an SM's shared memory), so a fused attention kernel's query tile
+    there holds at most the rows one of its CTAs stacks (``OpArrays.head_rows``: one query head's where a CTA runs
+    one head); a shared inner level (the L2) keeps the tiles of the CTAs that run side by side, which read the same
+    KV head once between them."""
     out = np.empty((S.shape[0], o.n))
     Sc = S[:, None]
     ti = o.tiled
@@ -189,7 +198,7 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool) -> np.ndarray:
     at = o.attn
     if at.stop > at.start:
         M = o.M[at]
-        tq = np.clip(Sc / o.head_bytes[at], 1.0, M)
+        tq = np.clip(Sc / o.head_bytes[at], 1.0, np.minimum(M, o.head_rows[at]) if private else M)
         out[:, at] = o.a_bytes[at] + o.c_bytes[at] + o.b_bytes[at] * np.ceil(M / tq)
     st = o.stream
     out[:, st] = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
@@ -217,22 +226,23 @@ def per_level(d: DesignBatch, o: OpArrays):
     S = inner_capacity(d)
     for lv in range(S.shape[1]):
         col = S[:, lv]
+        private = lv == 0 or bool(d.instances[lv - 1] > 1)  # registers, or a level with a copy per core
         if np.all(col == col[0]):
-            yield lv, shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]))
+            yield lv, shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private)
         else:
-            yield lv, level_traffic(col, o, bool(d.offchip[lv]))
+            yield lv, level_traffic(col, o, bool(d.offchip[lv]), private)
 
 
-def shared_level_traffic(S: float, o: OpArrays, offchip: bool) -> np.ndarray:
+def shared_level_traffic(S: float, o: OpArrays, offchip: bool, private: bool = False) -> np.ndarray:
     """[1, O] :func:`level_traffic` of one inner capacity, kept in ``o.cache`` (chunks and trials of a batch
     reuse it; at most 256 capacities are kept). Read-only: callers must not write into it."""
-    key = ("traffic", S, offchip)
+    key = ("traffic", S, offchip, private)
     row = o.cache.get(key)
     if row is None:
         if len(o.cache) > 256:
             for k in [k for k in o.cache if k[0] == "traffic"]:
                 del o.cache[k]
-        row = level_traffic(np.array([S]), o, offchip)
+        row = level_traffic(np.array([S]), o, offchip, private)
         row.flags.writeable = False
         o.cache[key] = row
     return row

@@ -149,6 +149,8 @@ class Workload:
             bits.append("causal")
         if kernel and kernel != "auto":
             bits.append(str(kernel))
+        if (sp.get("attention_gqa") or s.get("attention_gqa")) == "per_head":
+            bits.append("gqa:per_head")
         gk = sp.get("gemm_kernel") or s.get("gemm_kernel")
         if gk and gk != "auto":
             bits.append(f"gemm:{gk}")
@@ -483,13 +485,13 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
 SINGLE_OPS = ("copy:", "gemm:", "attention:")
 #: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
 ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None,
-                                  "attention_kernel": "auto"}
+                                  "attention_kernel": "auto", "attention_gqa": "grouped"}
 ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
 
 
 def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
     """``attention:BxHxSQxSKxD`` with scenario keywords ``dtype``, ``causal``, ``fused_attention``, ``kv_heads``,
-    ``attention_kernel``."""
+    ``attention_kernel``, ``attention_gqa``."""
     try:
         b, h, sq, sk, d = (int(x) for x in name[len("attention:"):].lower().split("x"))
     except ValueError:
@@ -505,19 +507,20 @@ def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
         if not isinstance(kw[key], bool):
             raise DseError(f"{key}: got {kw[key]!r}; accepted: true, false", field=f"workload {name}")
     return attention_op(b, h, sq, sk, d, causal=kw["causal"], dtype=str(kw["dtype"]), fused=kw["fused_attention"],
-                        kv_heads=kw["kv_heads"], kernel=str(kw["attention_kernel"]))
+                        kv_heads=kw["kv_heads"], kernel=str(kw["attention_kernel"]), gqa=str(kw["attention_gqa"]))
 
 
 def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, *, causal: bool = False,
                  dtype: str = "fp16", fused: bool = True, kv_heads: int | None = None,
-                 kernel: str = "auto") -> Workload:
+                 kernel: str = "auto", gqa: str = "grouped") -> Workload:
     """A one-operator workload: scaled dot-product attention of ``batch`` sequences, ``heads`` query heads
     (``kv_heads`` key/value heads, default ``heads``), as :func:`dse.workloads.ops.attention` builds it:
     fused (flash-style, one kernel) or unfused (QK^T, softmax, PV). Matrix FLOPs of the forward pass
     ``4 * batch * heads * seq_q * seq_k * head_dim`` (FlashAttention-2, Dao 2023, Sec. 4.1); causal keeps
     the pairs on and below the diagonal (:func:`dse.workloads.ops.causal_pairs`: a flash kernel also computes
     its diagonal blocks whole), about half when ``seq_q == seq_k``. ``kernel`` names the fused kernel
-    (:data:`dse.workloads.ops.ATTENTION_KERNELS`: ``auto``, ``whole_row``, ``flash``)."""
+    (:data:`dse.workloads.ops.ATTENTION_KERNELS`: ``auto``, ``whole_row``, ``flash``) and ``gqa`` how it serves the
+    query heads of a KV head (:data:`dse.workloads.ops.ATTENTION_GQA`: ``grouped``, ``per_head``)."""
     kvh = heads if kv_heads is None else kv_heads
     try:
         Scenario(dtype=dtype)  # validates the dtype name
@@ -531,14 +534,16 @@ def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, 
         if causal and seq_q > seq_k:
             raise ValueError(f"causal: got seq_q {seq_q} > seq_k {seq_k}; accepted: seq_q <= seq_k")
         ops.attention_kernel(kernel, seq_k)
+        ops.check_attention_gqa(gqa)
     except ValueError as exc:
         raise DseError(str(exc), field="workload attention") from None
     rows = ops.attention("attention", batch=batch, heads=heads, kv_heads=kvh, q_len=seq_q, kv_len=seq_k,
-                        head_dim=head_dim, causal=causal, dtype=dtype, fused=fused, kernel=kernel)
+                        head_dim=head_dim, causal=causal, dtype=dtype, fused=fused, kernel=kernel, gqa=gqa)
     table = ops.table(rows)
     return Workload(name=f"attention:{batch}x{heads}x{seq_q}x{seq_k}x{head_dim}", ops=table,
                     scenario={"phase": "forward", "batch": batch, "dtype": dtype, "causal": causal,
-                              "fused_attention": fused, "kv_heads": kvh, "attention_kernel": kernel},
+                              "fused_attention": fused, "kv_heads": kvh, "attention_kernel": kernel,
+                              "attention_gqa": gqa},
                     source="synthetic",
                     memory=operand_memory(table))
 

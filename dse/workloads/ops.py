@@ -19,6 +19,9 @@ Conventions (``docs/design.md``):
   each takes at least the template's ``eager_overhead_us``.
 * ``ctas``: the CTAs (thread blocks) a fused attention kernel launches, on its attention row and the softmax
   row inside it (:func:`attention_ctas`); 0 elsewhere.
+* ``head_rows``: on a fused attention row, the query rows one tile may stack, ``M`` when a CTA holds the query
+  heads of its KV head together (``attention_gqa: grouped``), one head's ``q_len`` when it holds one query head
+  (``per_head``); 0 elsewhere (and in tables from before the column: ``M``).
 * ``gemm_kernel``: the GEMM kernel's structure on a matrix-unit GEMM/conv row (:data:`GemmKernel`: ``one_tile``
   or ``persistent``); empty for the template's default (``compute.matrix.gemm_kernel``) and on other rows.
 """
@@ -38,7 +41,7 @@ COLUMNS: list[str] = [
     "name", "kind", "unit", "reuse", "dtype", "dtype_a", "dtype_b", "dtype_out",
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
-    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "gemm_kernel",
+    "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "head_rows", "gemm_kernel",
 ]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
@@ -119,7 +122,7 @@ def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
-        "dtype_b": "", "dtype_out": "", "ctas": 0, "gemm_kernel": "", **NET_DEFAULTS,
+        "dtype_b": "", "dtype_out": "", "ctas": 0, "head_rows": 0, "gemm_kernel": "", **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -280,6 +283,16 @@ FLASH_Q_TILE = 128
 #: scenario's ``attention_kernel`` field and ``dse predict --attention-kernel`` take these names
 AttentionKernel = Literal["auto", "whole_row", "flash"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)
+#: how an attention kernel serves the query heads that share a KV head (GQA/MQA; scenario ``attention_gqa``):
+#: ``grouped`` stacks them as the rows of one CTA's tile, which reads the KV head once (FlashAttention-2's GQA path,
+#: FlashInfer, TensorRT-LLM's XQA generation kernels); ``per_head`` runs a CTA per query head that streams its KV
+#: head itself: TensorRT-LLM's generation-phase masked MHA, "a single CUDA thread-block per head" (NVIDIA
+#: TensorRT-LLM docs/source/gpt_attention.md, Generation Phase; its XQA kernel, "another optimization for MQA/GQA in
+#: the generation phase", was "experimental and not enabled by default" in 0.9.0, performance.md). A decode step has
+#: one query row per head, so per-head CTAs fill one row of the MAC array where grouped ones fill ``heads/kv_heads``,
+#: and re-read their KV head through the L2 (the group's CTAs launch side by side, so DRAM still sees it once)
+AttentionGqa = Literal["grouped", "per_head"]
+ATTENTION_GQA: tuple[str, ...] = get_args(AttentionGqa)
 
 
 def _check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
@@ -310,6 +323,11 @@ def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, 
 
 def _check_kernel(kernel: str) -> None:
     _check_choice("attention_kernel", kernel, ATTENTION_KERNELS)
+
+
+def check_attention_gqa(gqa: str) -> None:
+    """Raise ``ValueError`` naming ``attention_gqa`` when ``gqa`` is not one of :data:`ATTENTION_GQA`."""
+    _check_choice("attention_gqa", gqa, ATTENTION_GQA)
 
 
 def attention_kernel(kernel: str, kv_len: int) -> str:
@@ -359,19 +377,24 @@ def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any, kernel: str = "au
 def attention(
     name: str, *, batch: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
     causal: bool, dtype: str, kv_dtype: str | None = None, fused: bool = True, count: int = 1,
-    fuse_elementwise: bool = False, kernel: str = "auto",
+    fuse_elementwise: bool = False, kernel: str = "auto", gqa: str = "grouped",
 ) -> list[dict[str, Any]]:
     """Scaled dot-product attention, grouped-query aware.
 
     Fused (flash-style, Dao et al. 2022): one matrix row whose traffic model streams K and V once
     per query tile, plus the softmax work as a fused vector row, run by ``kernel``
     (:data:`ATTENTION_KERNELS`). Causal masking skips masked blocks: the pairs computed are
-    :func:`causal_pairs` (a flash kernel computes the diagonal blocks whole).
+    :func:`causal_pairs` (a flash kernel computes the diagonal blocks whole). ``gqa`` (:data:`ATTENTION_GQA`)
+    says whether a CTA holds the query heads of a KV head together (``grouped``) or one query head
+    (``per_head``): the row's work and compulsory bytes are the same; its ``ctas`` and ``head_rows`` (the query
+    rows a tile may stack: a per-head tile re-reads its KV head for each query head inside the cores, and fills
+    the MAC array with one head's rows) differ.
     Unfused: QK^T and PV as batched GEMMs with the score matrix written and read back, and the
     softmax as a streaming row; masked scores are computed and discarded (full ``q_len*kv_len``).
     """
     if heads % kv_heads:
         raise ValueError(f"{name}: heads {heads} not divisible by kv_heads {kv_heads}")
+    check_attention_gqa(gqa)
     kvd = kv_dtype or dtype
     bq, bkv = DTYPE_BYTES[dtype], DTYPE_BYTES[kvd]
     group = heads // kv_heads
@@ -379,7 +402,8 @@ def attention(
         kind = attention_kernel(kernel, kv_len)
         per_head = causal_pairs(q_len, kv_len, head_dim, kind) if causal else float(q_len) * kv_len
         pairs = batch * heads * per_head
-        ctas = int(attention_ctas(batch * kv_heads, q_len * group, kv_len, kind))
+        ctas = int(attention_ctas(batch * kv_heads, q_len * group, kv_len, kind) if gqa == "grouped"
+                   else attention_ctas(batch * heads, q_len, kv_len, kind))
         q = batch * heads * q_len * head_dim * bq
         kv = 2 * batch * kv_heads * kv_len * head_dim * bkv
         o = q
@@ -388,6 +412,7 @@ def attention(
             dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count, ctas=ctas,
+            head_rows=q_len * group if gqa == "grouped" else q_len,
         )
         per = fused_softmax_flops(dtype, kv_len, kind)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
@@ -406,7 +431,7 @@ def attention(
     return [qk, soft, pv]
 
 
-_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas")
+_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale")
 _BOOL_COLS = ("fused", "eager", "overlap")
 #: string columns and their value where a row (or an older table) has none
@@ -469,7 +494,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     for col in ("group", "stride"):
         df[col] = df[col].astype("int64")
-    for col in ("M", "N", "K", "batch", "count", "ctas"):
+    for col in ("M", "N", "K", "batch", "count", "ctas", "head_rows"):
         df[col] = df[col].fillna(0).astype("int64")
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
         df[col] = df[col].astype("float64")

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from dse.strict import Strict
 from dse.units import Dtype
-from dse.workloads.ops import AttentionKernel, GemmKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel, GemmKernel
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -56,6 +56,10 @@ class Scenario(Strict):
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "
         "sequence, whole score rows), flash (a CTA per 128-query tile, online softmax), auto (whole_row up to 512 "
         "keys, else flash)")
+    attention_gqa: AttentionGqa = Field(
+        "grouped", description="How the attention kernels serve the query heads that share a KV head (GQA/MQA): "
+        "grouped (one CTA holds them together and reads the KV head once: FlashAttention-2, FlashInfer, TensorRT-LLM's "
+        "XQA), per_head (a CTA per query head: TensorRT-LLM's masked MHA generation kernel without XQA)")
     gemm_kernel: GemmKernel = Field(
         "auto", description="How the GEMM kernels cover their output tiles: one_tile (a CTA per tile, its epilogue "
         "after its mainloop with the matrix unit idle), persistent (the epilogue overlaps the next tile's mainloop), "

@@ -214,7 +214,7 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
                               head_dim=lat, causal=True, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
                               fused=sc.fused_attention, count=L, fuse_elementwise=sc.fuse_elementwise,
-                              kernel=sc.attention_kernel))
+                              kernel=sc.attention_kernel, gqa=sc.attention_gqa))
     rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt,
                                 out_dtype=adt, batch=H, count=L))
     rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, out_dtype=adt,
@@ -385,7 +385,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                   kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder",
                                   dtype=sc.attention_dtype or dt,
                                   kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe,
-                                  kernel=sc.attention_kernel))
+                                  kernel=sc.attention_kernel, gqa=sc.attention_gqa))
         if training and sc.dropout > 0 and not sc.fused_attention:
             rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
         rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, out_dtype=adt,

@@ -267,3 +267,19 @@ def test_tile_terms_use_the_rate_the_roofline_computes_at(name: str) -> None:
 
         fp8 = DTYPES.index("fp8")
         assert ours[fp8] < d.base.compute.matrix.peak_tflops["fp8"] * 1e12 * d.base.compute.matrix.efficiency
+
+
+def test_a_per_head_decode_kernel_fills_one_row_of_the_mac_array_per_cta() -> None:
+    """A decode step's grouped GQA tile stacks the 4 query heads of a KV head (4 rows of the MAC array); a CTA per
+    query head fills one, so the same work takes longer where the array fill binds, and never less."""
+    from dse.api import predict
+
+    rows = {g: ops.attention("attn", batch=64, heads=32, kv_heads=8, q_len=1, kv_len=2048, head_dim=128, causal=True,
+                             dtype="fp16", kv_dtype="fp8", gqa=g) for g in ("grouped", "per_head")}
+    o = {g: OpArrays.from_table(ops.table(r)) for g, r in rows.items()}
+    d = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    fill = {g: array_fill(o[g], d, on_matrix(o[g], d))[0, int(np.flatnonzero(o[g].perm == 0)[0])] for g in o}
+    assert fill["per_head"] == pytest.approx(fill["grouped"] / 4)
+    t = {g: predict(dse.workload("mistral-7b", phase="decode", batch=64, context=2048, dtype="fp8", kv_dtype="fp8",
+                                 attention_dtype="fp16", attention_gqa=g), "h100-sxm").time_s for g in o}
+    assert t["per_head"] > t["grouped"]

@@ -184,3 +184,43 @@ def test_each_in_kernel_softmax_is_linked_to_its_attention_row_across_a_mix() ->
     # an unfused attention (QK^T, softmax, PV as kernels of their own) links nothing
     unfused = OpArrays.from_table(dse.workload("bert-base", fused_attention=False).ops)
     assert (unfused.kernel_of == -1).all()
+
+
+def _decode_attention(gqa: str, kv_heads: int = 8) -> list[dict]:
+    """One decode step of a Mistral-shaped attention: 32 query heads, ``kv_heads`` KV heads, 4096 keys."""
+    return ops.attention("attn", batch=16, heads=32, kv_heads=kv_heads, q_len=1, kv_len=4096, head_dim=128,
+                         causal=True, dtype="fp16", kv_dtype="fp8", gqa=gqa)
+
+
+def test_a_per_head_gqa_kernel_rereads_its_kv_head_inside_the_cores_and_dram_sees_it_once() -> None:
+    """attention_gqa: per_head runs a CTA per query head: each re-streams its KV head through the levels whose inner
+    storage is a core's own (registers, L1/shared memory), while the L2 that the group's side-by-side CTAs share
+    serves the repeats, so the DRAM level still reads each KV head once; grouped tiles read it once everywhere."""
+    d = DesignBatch.from_hardware(dse.hardware("h100-sxm"))  # smem x 132, l2, hbm
+    kv = 2 * 16 * 8 * 4096 * 128 * 1.0  # K and V of 8 KV heads, fp8
+    qo = 2 * 16 * 32 * 1 * 128 * 2.0  # Q in and O out, fp16
+    got = {}
+    for gqa in ("grouped", "per_head"):
+        o = OpArrays.from_table(ops.table(_decode_attention(gqa)))
+        i = int(np.flatnonzero(o.perm == 0)[0])
+        got[gqa] = traffic(d, o)[0, i]
+    assert got["grouped"].tolist() == pytest.approx([qo + kv] * 3)
+    assert got["per_head"].tolist() == pytest.approx([qo + 4 * kv, qo + 4 * kv, qo + kv])  # 4 query heads a KV head
+
+
+def test_the_gqa_layout_changes_nothing_without_grouped_heads_and_keeps_a_tables_work() -> None:
+    mha = [OpArrays.from_table(ops.table(_decode_attention(g, kv_heads=32))) for g in ("grouped", "per_head")]
+    d = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    assert np.array_equal(traffic(d, mha[0]), traffic(d, mha[1]))
+    grouped, per_head = (ops.table(_decode_attention(g)) for g in ("grouped", "per_head"))
+    cols = ["flops", "bytes_read", "bytes_written", "M", "N", "K", "batch"]
+    assert grouped[cols].iloc[0].equals(per_head[cols].iloc[0])  # the same work; the tile a CTA stacks differs
+    assert grouped["head_rows"].tolist()[0] == 4 and per_head["head_rows"].tolist()[0] == 1
+    assert per_head["ctas"].tolist()[0] == 4 * grouped["ctas"].tolist()[0]
+
+
+def test_a_table_from_before_the_head_rows_column_stacks_a_whole_row() -> None:
+    t = ops.table(_decode_attention("grouped"))
+    old = OpArrays.from_table(t.drop(columns=["head_rows"]))
+    new = OpArrays.from_table(t)
+    assert np.array_equal(old.head_rows, new.head_rows)

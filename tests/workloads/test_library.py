@@ -461,3 +461,18 @@ def test_a_bad_gemm_kernel_is_one_line_naming_the_field(name: str) -> None:
         dse.workload(name, gemm_kernel="stream_k")
     msg = str(exc.value)
     assert "\n" not in msg and "gemm_kernel" in msg and "stream_k" in msg and "one_tile" in msg
+
+
+def test_attention_gqa_sets_the_rows_a_gqa_attention_tile_stacks() -> None:
+    per_head = dse.workload("mistral-7b", phase="decode", batch=8, context=1024, attention_gqa="per_head")
+    grouped = dse.workload("mistral-7b", phase="decode", batch=8, context=1024)
+    att = {k: w.ops[w.ops["kind"] == "attention"].iloc[0] for k, w in (("per_head", per_head), ("grouped", grouped))}
+    assert att["grouped"]["head_rows"] == 4 and att["per_head"]["head_rows"] == 1  # 32 query heads, 8 KV heads
+    assert att["per_head"]["ctas"] == 4 * att["grouped"]["ctas"]
+    assert per_head.matrix_flops == grouped.matrix_flops and "gqa:per_head" in per_head.label()
+    assert "gqa" not in grouped.label()
+    with pytest.raises(DseError) as exc:
+        dse.workload("mistral-7b", attention_gqa="per_group")
+    assert "\n" not in str(exc.value) and "attention_gqa" in str(exc.value) and "per_head" in str(exc.value)
+    with pytest.raises(DseError, match="does not use attention_gqa"):
+        dse.workload("resnet50", attention_gqa="per_head")
