@@ -11,7 +11,9 @@ multicasts its tiles (``reuse_group``). Models (``docs/design.md``):
   This is the classic tiled upper bound matching Hong and Kung's lower bound
   ``~2*M*N*K*e/sqrt(S/e)`` up to a constant (Hong & Kung, STOC 1981).
 * ``attention`` (flash-style, Dao et al., NeurIPS 2022): Q tiles of ``t_q = S / (4*d*e)`` rows
-  stream K and V once each: ``traffic = Q + O + (K + V)*ceil(M/t_q)``.
+  stream K and V once each: ``traffic = Q + O + (K + V)*ceil(M/t_q)``. Where the storage inside the level is a
+  core's own, a tile stacks at most ``head_rows`` query rows (one query head's, for a kernel that runs a CTA per
+  query head of a GQA group: each re-reads its KV head there, while a shared L2 serves the repeats).
 * ``stream`` (elementwise, norm, softmax, pool, embedding): every byte once at every level;
   an op fused into its producer never reaches off-chip levels.
 
