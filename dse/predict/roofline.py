@@ -14,8 +14,8 @@ overhead ceiling then binds). With a ``power_limit_w`` the compute term is divid
 
 ``u_array`` is the MAC-array fill: an op of ``M x N`` outputs on an ``r x c`` array fills
 ``M/(ceil(M/r)*r) * N/(ceil(N/c)*c)`` of it (an M = 1 decode GEMM uses one row; a fused attention row's ``M``
-is the query rows one of its tiles stacks, ``OpArrays.head_rows``: one query head's where a CTA runs one head). The binding
-ceiling is the largest term; the overhead binds when it alone exceeds the roofline time. A compute-bound
+is the query rows one of its tiles stacks, ``OpArrays.head_rows``: one query head's where a CTA runs one head).
+The binding ceiling is the largest term; the overhead binds when it alone exceeds the roofline time. A compute-bound
 op is *array*-bound (its own ceiling, the roof lowered to ``P * eta * u_array``) when the fill is what makes
 compute bind: ``u_array < ARRAY_FILL`` (more than half the array idles), or a full array would have left
 it under a memory or network ceiling (``t_compute * u_array < max(t_memory, t_network)``).
