@@ -252,11 +252,14 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
     if plan.tp > 1:
         # full recomputation runs each layer's forward again, all-reduces included (Korthikanti et al. 2022, Sec. 5)
         redo = 1 if (training and plan.recompute == "full") else 0
-        n = 2 * L * (passes + redo) * m
+        # row-parallel outputs reduced per layer: attention's and the MLP's, or their sum once in a parallel block
+        # (TransformerArch.parallel_block; gpt-neox's gpt_j_residual)
+        blocks = 1 if getattr(arch, "parallel_block", False) else 2
+        n = blocks * L * (passes + redo) * m
         if plan.sp:  # each all-reduce becomes a reduce-scatter + an all-gather (Korthikanti et al. 2022, Sec. 4.2.2)
             # training keeps only the split input of each linear block and all-gathers it again in the
             # backward pass before the weight-gradient GEMM (Sec. 4.2.2, last paragraph): two more per layer
-            regather = 2 * L * m if (training and redo == 0) else 0
+            regather = blocks * L * m if (training and redo == 0) else 0
             rows.append(collective("tp.layer_reduce_scatter", "reduce_scatter", act, "tp", plan, n, bs))
             rows.append(collective("tp.layer_all_gather", "all_gather", act, "tp", plan, n + regather, bs))
         else:

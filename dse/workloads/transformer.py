@@ -123,6 +123,13 @@ class TransformerArch(Strict):
     mla: MLA | None = None
     conv_frontend: ConvFrontEnd | None = None
     conformer: Conformer | None = None
+    parallel_block: bool = Field(
+        False, description="Attention and MLP read the same normed input and one residual add sums both (GPT-J, "
+        "GPT-NeoX, PaLM, Falcon, Phi-2): one norm and one add per layer instead of two each (Wang & Komatsuzaki "
+        "2021, GPT-J; Chowdhery et al. 2022, PaLM, Sec. 2 'Parallel Layers'), and under tensor parallelism one "
+        "all-reduce per layer instead of two: the two row-parallel outputs are summed before one reduction "
+        "(EleutherAI/gpt-neox megatron/model/transformer.py, gpt_j_residual: attention and MLP built with "
+        "parallel_output, then reduce_from_model_parallel_region once)")
     default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
 
@@ -135,6 +142,9 @@ class TransformerArch(Strict):
             raise ValueError("hidden must be divisible by heads, or give head_dim")
         if self.head == "lm" and self.vocab == 0:
             raise ValueError("an lm head needs vocab > 0")
+        if self.parallel_block and self.conformer is not None:
+            raise ValueError("parallel_block: got true with a conformer block; accepted: false (a Conformer block "
+                             "is sequential)")
         return self
 
 
@@ -352,7 +362,9 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                 ) -> list[dict[str, Any]]:
     """One layer's rows with ``count = layers``: norm, attention (QKV, RoPE, KV-cache write, attention,
     output projection; or MLA, :func:`mla_rows`), residual, norm, the Conformer conv module, the FFN
-    (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``."""
+    (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``. A ``parallel_block``
+    layer feeds the FFN from the same norm as the attention and adds both to the residual in one add of three
+    inputs: no ``residual1`` and ``norm2``."""
     dt = sc.dtype
     adt = sc.activation_dtype or dt  # between kernels; GEMM inputs are quantized to dt on write
     kvdt = sc.kv_dtype or dt
@@ -392,8 +404,9 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                     count=L))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout1", T * h, adt, L, fe, into_add=True))
-    rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
-    rows.append(vec("norm2", "norm", T * h, arch.norm))
+    if not arch.parallel_block:
+        rows.append(vec("residual1", "elementwise", T * h, "add", inputs=2))
+        rows.append(vec("norm2", "norm", T * h, arch.norm))
     gated = arch.activation in ("swiglu", "geglu")
     act = "swiglu" if gated else arch.activation
     if arch.conformer is not None:
@@ -418,7 +431,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
         rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe, adt))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout2", T * h, adt, L, fe, into_add=True))
-    rows.append(vec("residual2", "elementwise", T * h, "add", inputs=2))
+    rows.append(vec("residual2", "elementwise", T * h, "add", inputs=3 if arch.parallel_block else 2))
     return rows
 
 
@@ -467,12 +480,13 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
     h = arch.hidden
     gated = arch.activation in ("swiglu", "geglu")
     mats = 3 if gated else 2
-    attn = h * (H + 2 * Hkv) * d + H * d * h + 2 * h
+    norms = h if arch.parallel_block else 2 * h  # the layer's norm weights
+    attn = h * (H + 2 * Hkv) * d + H * d * h + norms
     if arch.mla is not None:
         m = arch.mla
         attn = (h * m.q_lora_rank + m.q_lora_rank * H * (m.qk_nope_head_dim + m.qk_rope_head_dim)
                 + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * H * (m.qk_nope_head_dim + m.v_head_dim)
-                + H * m.v_head_dim * h + 2 * h + m.q_lora_rank + m.kv_lora_rank)
+                + H * m.v_head_dim * h + norms + m.q_lora_rank + m.kv_lora_rank)
     if arch.moe is None:
         total = arch.layers * (attn + mats * h * arch.ffn) + h
     else:

@@ -83,3 +83,60 @@ def test_activation_dtype_is_checked_and_named_in_the_label() -> None:
         dse.workload("llama2-7b", dtype="fp8", activation_dtype="fp9")
     with pytest.raises(DseError, match="does not use activation_dtype"):
         dse.workload("resnet50", activation_dtype="fp16")
+
+
+def _sequential_twin(tmp_path, name: str) -> str:
+    """``name``'s library YAML with ``parallel_block`` off, written to ``tmp_path``."""
+    import yaml
+
+    from dse.workloads.library import workloads_dir
+
+    desc = yaml.safe_load((workloads_dir() / f"{name}.yaml").read_text())
+    assert desc["arch"]["parallel_block"] is True
+    desc["arch"]["parallel_block"] = False
+    desc["name"] = f"{name}-sequential"
+    path = tmp_path / f"{name}-sequential.yaml"
+    path.write_text(yaml.safe_dump(desc))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", ["gpt-j-6b", "phi-2"])
+def test_a_parallel_block_has_one_norm_and_one_three_input_add_and_the_same_matrix_work(tmp_path, name) -> None:
+    par = dse.workload(name, phase="prefill", seq=256)
+    seq = dse.workload(_sequential_twin(tmp_path, name), phase="prefill", seq=256)
+    L = 32 if name == "phi-2" else 28
+    assert par.matrix_flops == seq.matrix_flops
+    norms = {k: int(w.ops.loc[w.ops["kind"] == "norm", "count"].sum()) for k, w in (("par", par), ("seq", seq))}
+    assert norms == {"par": L + 1, "seq": 2 * L + 1}  # the final norm besides the layers'
+    adds = par.ops[par.ops["name"].str.startswith("layer.residual")]
+    assert len(adds) == 1 and adds["count"].iloc[0] == L
+    one_add = seq.ops[seq.ops["name"].str.startswith("layer.residual")].iloc[0]
+    assert adds["bytes_read"].iloc[0] == pytest.approx(1.5 * one_add["bytes_read"])  # x + attention + MLP
+    assert seq.scenario["params"] - par.scenario["params"] == L * (2560 if name == "phi-2" else 4096)  # a norm each
+    assert dse.predict(par, "h100-sxm").time_s < dse.predict(seq, "h100-sxm").time_s
+
+
+def test_a_parallel_block_reduces_its_two_row_parallel_outputs_once_under_tensor_parallelism(tmp_path) -> None:
+    def all_reduces(wl) -> float:
+        p = dse.predict(wl, "dgx-h100", chips=2, tp=2)
+        r = p.ops[p.ops["name"].str.startswith("tp.")]
+        return float(r["count"].sum())
+
+    kw = dict(phase="decode", batch=8, context=1024)
+    par = all_reduces(dse.workload("gpt-j-6b", **kw))
+    seq = all_reduces(dse.workload(_sequential_twin(tmp_path, "gpt-j-6b"), **kw))
+    assert (par, seq) == (28 + 1, 2 * 28 + 1)  # one per layer (two), plus the embedding's
+
+
+def test_a_parallel_block_cannot_hold_a_conformer(tmp_path) -> None:
+    import yaml
+
+    from dse.workloads.library import workloads_dir
+
+    desc = yaml.safe_load((workloads_dir() / "conformer-s.yaml").read_text())
+    desc["arch"]["parallel_block"] = True
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(desc))
+    with pytest.raises(DseError) as exc:
+        dse.workload(str(path))
+    assert "\n" not in str(exc.value) and "parallel_block" in str(exc.value)
