@@ -21,8 +21,8 @@ from typing import Any
 
 from dse.errors import DseError
 
-HF_TYPES = ("llama", "mistral", "qwen2", "gemma", "gpt2", "bert", "roberta", "mixtral", "qwen2_moe", "deepseek_v2",
-            "deepseek_v3", "phi3")
+HF_TYPES = ("llama", "mistral", "qwen2", "gemma", "gpt2", "gptj", "gpt_neox", "bert", "roberta", "mixtral", "qwen2_moe",
+            "deepseek_v2", "deepseek_v3", "phi3")
 
 
 def _load_json(src: str | Path | dict) -> tuple[dict, str]:
@@ -93,6 +93,19 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
                 "ffn": opt("n_inner", None) or 4 * h, "activation": "gelu", "norm": "layernorm", "position": "learned",
                 "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": True,
                 "max_seq": need("n_positions"), "default_seq": min(1024, need("n_positions"))}
+    elif mt == "gptj":  # transformers GPTJConfig: parallel attention/MLP block, one LayerNorm, rotary on rotary_dim
+        h = need("n_embd")
+        arch = {"kind": "decoder", "layers": need("n_layer"), "hidden": h, "heads": need("n_head"),
+                "ffn": opt("n_inner", None) or 4 * h, "activation": "gelu", "norm": "layernorm", "position": "rope",
+                "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+                "parallel_block": True, "max_seq": need("n_positions"), "default_seq": min(2048, need("n_positions"))}
+    elif mt == "gpt_neox":  # transformers GPTNeoXConfig: use_parallel_residual (default true) is the parallel block
+        arch = {"kind": "decoder", "layers": need("num_hidden_layers"), "hidden": need("hidden_size"),
+                "heads": need("num_attention_heads"), "ffn": need("intermediate_size"), "activation": "gelu",
+                "norm": "layernorm", "position": "rope", "vocab": need("vocab_size"), "head": "lm",
+                "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+                "parallel_block": bool(cfg.get("use_parallel_residual", True)),
+                "max_seq": need("max_position_embeddings"), "default_seq": min(2048, need("max_position_embeddings"))}
     elif mt in ("bert", "roberta"):
         arch = {"kind": "encoder", "layers": need("num_hidden_layers"), "hidden": need("hidden_size"),
                 "heads": need("num_attention_heads"), "ffn": need("intermediate_size"), "activation": "gelu",

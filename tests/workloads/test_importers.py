@@ -198,3 +198,21 @@ def test_onnx_conv_on_a_rank_2_input_is_one_line(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
     with pytest.raises(DseError, match="node conv: Conv on a rank-2 input"):
         from_onnx(tmp_path / "m.onnx")
+
+
+#: EleutherAI/gpt-j-6b config.json (the keys the importer reads)
+GPTJ_6B = {"model_type": "gptj", "_name_or_path": "EleutherAI/gpt-j-6b", "n_layer": 28, "n_embd": 4096, "n_head": 16,
+           "n_inner": None, "rotary_dim": 64, "activation_function": "gelu_new", "vocab_size": 50400,
+           "n_positions": 2048, "tie_word_embeddings": False}
+
+
+def test_hf_gptj_and_gpt_neox_configs_import_as_parallel_blocks() -> None:
+    wl = workload_from_description(from_hf_config(GPTJ_6B), phase="prefill", seq=512)
+    lib = dse.workload("gpt-j-6b", phase="prefill", seq=512)
+    assert wl.scenario["params"] == lib.scenario["params"] and wl.flops == pytest.approx(lib.flops)
+    assert int(wl.ops.loc[wl.ops["kind"] == "norm", "count"].sum()) == 28 + 1  # one per layer, plus the final one
+    neox = {"model_type": "gpt_neox", "_name_or_path": "EleutherAI/pythia-1b", "num_hidden_layers": 16,
+            "hidden_size": 2048, "num_attention_heads": 8, "intermediate_size": 8192, "hidden_act": "gelu",
+            "vocab_size": 50304, "max_position_embeddings": 2048, "use_parallel_residual": True}
+    assert from_hf_config(neox)["arch"]["parallel_block"] is True
+    assert from_hf_config({**neox, "use_parallel_residual": False})["arch"]["parallel_block"] is False
