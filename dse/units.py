@@ -32,6 +32,14 @@ DTYPE_BYTES: dict[str, float] = {
     "int4": 0.5,
 }
 
+#: How a chip's GEMM library covers a GEMM's output tiles (the template's ``compute.matrix.gemm_kernel``; a workload's
+#: ``gemm_kernel`` adds ``auto``, :data:`dse.workloads.ops.GemmKernel`): ``one_tile`` (a CTA per output tile, its
+#: epilogue after its mainloop) or ``persistent`` (CTAs loop over tiles and overlap one tile's epilogue with the next
+#: one's mainloop); here, below both layers that name them
+GemmKernelStructure = Literal["one_tile", "persistent"]
+#: a workload's choice among them, ``auto`` taking the template's
+GemmKernel = Literal["auto", "one_tile", "persistent"]
+
 #: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
 DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}

@@ -55,3 +55,12 @@ def test_repo_root_prefers_dse_home_then_the_checkout(monkeypatch, tmp_path: Pat
 @pytest.mark.parametrize("dt", DTYPES)
 def test_every_dtype_falls_back_to_itself_first(dt: str) -> None:
     assert FALLBACK[dt][0] == dt
+
+
+def test_the_gemm_kernel_names_of_templates_and_workloads_agree() -> None:
+    """A template's compute.matrix.gemm_kernel takes the structures, a workload's gemm_kernel those plus auto."""
+    from typing import get_args
+
+    from dse.units import GemmKernel, GemmKernelStructure
+
+    assert get_args(GemmKernel) == ("auto", *get_args(GemmKernelStructure))

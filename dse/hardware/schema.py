@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.strict import Strict
-from dse.units import DTYPES, GIB, MIB, TERA, Dtype
+from dse.units import DTYPES, GIB, MIB, TERA, Dtype, GemmKernelStructure
 
 Fraction = float  # documented alias: 0 < x <= 1
 
@@ -43,7 +43,7 @@ class ComputeUnit(Strict):
         None, description="Output tiles (M x N per core) a GEMM library picks among (e.g. CUTLASS's sm80 tensor-op "
         "set); when set, a GEMM/conv's array fill is the best tile-and-wave (and split-K) efficiency over them "
         "(dse.predict.tiles) instead of the array_rows x array_cols quantization")
-    gemm_kernel: Literal["one_tile", "persistent"] = Field(
+    gemm_kernel: GemmKernelStructure = Field(
         "one_tile", description="How the chip's GEMM library covers the output tiles (with cta_tiles): one_tile (one "
         "tile per CTA: its epilogue runs after its mainloop with the matrix unit idle, sm80 libraries) or persistent "
         "(CTAs loop over tiles and overlap one tile's epilogue with the next one's mainloop, sm90 libraries); a "

@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import pandas as pd
 
-from dse.units import DTYPE_BYTES
+from dse.units import DTYPE_BYTES, GemmKernel
 
 #: Column order of an operator table. ``workload`` is filled when tables are combined into a mix.
 COLUMNS: list[str] = [
@@ -307,8 +307,7 @@ def _check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
 #: over tiles and overlapping one tile's epilogue with the next tile's mainloop: CUTLASS 3's sm90 warp-specialized
 #: kernels with their default persistent tile scheduler, which cuBLAS runs on Hopper), ``auto`` (the template's
 #: ``compute.matrix.gemm_kernel``)
-GemmKernel = Literal["auto", "one_tile", "persistent"]
-GEMM_KERNELS: tuple[str, ...] = get_args(GemmKernel)
+GEMM_KERNELS: tuple[str, ...] = get_args(GemmKernel)  # GemmKernel (dse.units) holds the names for both layers
 
 
 def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, Any]]:
