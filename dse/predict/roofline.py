@@ -77,7 +77,7 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     if np.all(r == r[0]) and np.all(c == c[0]) and np.all(matrix == matrix[:1]):
         r, c, matrix = r[:1], c[:1], matrix[:1]
     r, c = r[:, None], c[:, None]
-    M = np.minimum(o.M, o.head_rows)[None, :] if o.head_rows.size else o.M[None, :]  # an attention tile's rows
+    M = np.minimum(o.M, o.head_rows)[None, :]  # an attention tile's rows (inf off the attention rows)
     N = o.N[None, :]
     fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
     tiles = tile_fill(o, d)

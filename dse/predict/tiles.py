@@ -142,8 +142,7 @@ def serial_epilogue(o: OpArrays, default: str) -> np.ndarray:
     """[O] 1 where a row's GEMM kernel writes each tile after its mainloop (``one_tile``), 0 where a persistent kernel
     overlaps it with the next tile's mainloop (``persistent``); rows without a kernel of their own take the template's
     ``default`` (``compute.matrix.gemm_kernel``; ``dse.workloads.ops.GemmKernel``)."""
-    codes = o.gemm_kernel if o.gemm_kernel.size == o.n else np.zeros(o.n, dtype=int)
-    one_tile = np.where(codes == 0, default == "one_tile", codes == GEMM_KERNEL_CODES["one_tile"])
+    one_tile = np.where(o.gemm_kernel == 0, default == "one_tile", o.gemm_kernel == GEMM_KERNEL_CODES["one_tile"])
     return one_tile.astype(float)
 
 
@@ -190,14 +189,14 @@ def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
     row = o.cache.get(key)
     if row is not None:
         return row
-    u = o.units if o.units.size == o.n else np.zeros(o.n)
+    u = o.units
     row = np.where(u > 0, u / np.maximum(np.ceil(u / C) * C, 1.0), 1.0)
     k_io = _io_keys(o, d)
     for i in range(o.attn.start, o.attn.stop):  # attention rows only: a handful per table, never per design
         keys = _ramp(o, i)
         if keys is not None:
             row[i] = list_schedule_fill(keys + k_io[i - o.attn.start], int(C))
-    link = o.kernel_of if o.kernel_of.size == o.n else np.full(o.n, -1)
+    link = o.kernel_of
     inside = link >= 0
     row[inside] = row[link[inside]]
     row.flags.writeable = False

@@ -401,8 +401,8 @@ def attention(
         kind = attention_kernel(kernel, kv_len)
         per_head = causal_pairs(q_len, kv_len, head_dim, kind) if causal else float(q_len) * kv_len
         pairs = batch * heads * per_head
-        ctas = int(attention_ctas(batch * kv_heads, q_len * group, kv_len, kind) if gqa == "grouped"
-                   else attention_ctas(batch * heads, q_len, kv_len, kind))
+        stacked = group if gqa == "grouped" else 1  # query heads one CTA holds
+        ctas = int(attention_ctas(batch * heads // stacked, q_len * stacked, kv_len, kind))
         q = batch * heads * q_len * head_dim * bq
         kv = 2 * batch * kv_heads * kv_len * head_dim * bkv
         o = q
@@ -411,7 +411,7 @@ def attention(
             dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count, ctas=ctas,
-            head_rows=q_len * group if gqa == "grouped" else q_len,
+            head_rows=q_len * stacked,
         )
         per = fused_softmax_flops(dtype, kv_len, kind)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
