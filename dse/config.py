@@ -17,8 +17,8 @@ from dse.hardware.fields import KNOB, KNOBS
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
-from dse.units import Dtype
-from dse.workloads.ops import AttentionGqa, AttentionKernel, GemmKernel
+from dse.units import Dtype, GemmKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
 from dse.yamlio import load_yaml

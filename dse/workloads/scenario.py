@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from dse.strict import Strict
-from dse.units import Dtype
-from dse.workloads.ops import AttentionGqa, AttentionKernel, GemmKernel
+from dse.units import Dtype, GemmKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
