@@ -85,19 +85,28 @@ def test_activation_dtype_is_checked_and_named_in_the_label() -> None:
         dse.workload("resnet50", activation_dtype="fp16")
 
 
-def _sequential_twin(tmp_path, name: str) -> str:
-    """``name``'s library YAML with ``parallel_block`` off, written to ``tmp_path``."""
+def _with_arch(tmp_path, name: str, new_name: str, **arch) -> str:
+    """``name``'s library YAML with ``arch`` fields changed, written to ``tmp_path`` as ``new_name``."""
     import yaml
 
     from dse.workloads.library import workloads_dir
 
     desc = yaml.safe_load((workloads_dir() / f"{name}.yaml").read_text())
-    assert desc["arch"]["parallel_block"] is True
-    desc["arch"]["parallel_block"] = False
-    desc["name"] = f"{name}-sequential"
-    path = tmp_path / f"{name}-sequential.yaml"
+    desc["arch"].update(arch)
+    desc["name"] = new_name
+    path = tmp_path / f"{new_name}.yaml"
     path.write_text(yaml.safe_dump(desc))
     return str(path)
+
+
+def _sequential_twin(tmp_path, name: str) -> str:
+    """``name``'s library YAML (a parallel-block model) with ``parallel_block`` off."""
+    import yaml
+
+    from dse.workloads.library import workloads_dir
+
+    assert yaml.safe_load((workloads_dir() / f"{name}.yaml").read_text())["arch"]["parallel_block"] is True
+    return _with_arch(tmp_path, name, f"{name}-sequential", parallel_block=False)
 
 
 @pytest.mark.parametrize("name", ["gpt-j-6b", "phi-2"])
@@ -129,14 +138,6 @@ def test_a_parallel_block_reduces_its_two_row_parallel_outputs_once_under_tensor
 
 
 def test_a_parallel_block_cannot_hold_a_conformer(tmp_path) -> None:
-    import yaml
-
-    from dse.workloads.library import workloads_dir
-
-    desc = yaml.safe_load((workloads_dir() / "conformer-s.yaml").read_text())
-    desc["arch"]["parallel_block"] = True
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(desc))
     with pytest.raises(DseError) as exc:
-        dse.workload(str(path))
+        dse.workload(_with_arch(tmp_path, "conformer-s", "bad", parallel_block=True))
     assert "\n" not in str(exc.value) and "parallel_block" in str(exc.value)
