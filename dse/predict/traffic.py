@@ -24,17 +24,19 @@ Ops are held sorted by traffic model so each model works on a contiguous slice (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 import numpy as np
 import pandas as pd
 
 from dse.hardware.designs import DesignBatch
-from dse.units import DTYPE_INDEX
+from dse.units import DTYPE_INDEX, GemmKernel
 from dse.workloads.ops import attention_ctas
 
 REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
-#: ``gemm_kernel`` column -> code (0: the template's ``compute.matrix.gemm_kernel``)
-GEMM_KERNEL_CODES = {"": 0, "auto": 0, "one_tile": 1, "persistent": 2}
+#: ``gemm_kernel`` column -> code, by the names' order in :data:`dse.units.GemmKernel` (``auto`` first: 0, as is an
+#: empty cell, the template's ``compute.matrix.gemm_kernel``)
+GEMM_KERNEL_CODES = {"": 0} | {name: code for code, name in enumerate(get_args(GemmKernel))}
 
 
 @dataclass(frozen=True)

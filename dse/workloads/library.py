@@ -534,7 +534,7 @@ def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, 
         if causal and seq_q > seq_k:
             raise ValueError(f"causal: got seq_q {seq_q} > seq_k {seq_k}; accepted: seq_q <= seq_k")
         ops.attention_kernel(kernel, seq_k)
-        ops.check_attention_gqa(gqa)
+        ops.check_choice("attention_gqa", gqa, ops.ATTENTION_GQA)
     except ValueError as exc:
         raise DseError(str(exc), field="workload attention") from None
     rows = ops.attention("attention", batch=batch, heads=heads, kv_heads=kvh, q_len=seq_q, kv_len=seq_k,

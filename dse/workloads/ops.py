@@ -295,7 +295,7 @@ AttentionGqa = Literal["grouped", "per_head"]
 ATTENTION_GQA: tuple[str, ...] = get_args(AttentionGqa)
 
 
-def _check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
+def check_choice(field: str, value: str, choices: tuple[str, ...]) -> None:
     """Raise ``ValueError`` naming ``field`` when ``value`` is not one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{field}: got {value!r}; accepted: {', '.join(choices)}")
@@ -313,25 +313,16 @@ GEMM_KERNELS: tuple[str, ...] = get_args(GemmKernel)  # GemmKernel (dse.units) h
 def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, Any]]:
     """``rows`` with ``gemm_kernel`` set on their matrix-unit GEMM and conv rows (``reuse`` tiled, ``unit`` matrix);
     ``auto`` returns them as they are. Raises ``ValueError`` naming ``gemm_kernel`` for an unknown name."""
-    _check_choice("gemm_kernel", kernel, GEMM_KERNELS)
+    check_choice("gemm_kernel", kernel, GEMM_KERNELS)
     if kernel == "auto":
         return rows
     return [{**r, "gemm_kernel": kernel} if r.get("reuse") == "tiled" and r.get("unit") == "matrix" else r
             for r in rows]
 
 
-def _check_kernel(kernel: str) -> None:
-    _check_choice("attention_kernel", kernel, ATTENTION_KERNELS)
-
-
-def check_attention_gqa(gqa: str) -> None:
-    """Raise ``ValueError`` naming ``attention_gqa`` when ``gqa`` is not one of :data:`ATTENTION_GQA`."""
-    _check_choice("attention_gqa", gqa, ATTENTION_GQA)
-
-
 def attention_kernel(kernel: str, kv_len: int) -> str:
     """The kernel ``kernel`` resolves to for ``kv_len`` keys: ``"whole_row"`` or ``"flash"``."""
-    _check_kernel(kernel)
+    check_choice("attention_kernel", kernel, ATTENTION_KERNELS)
     if kernel != "auto":
         return kernel
     return "whole_row" if kv_len <= FUSED_MHA_MAX_SEQ else "flash"
@@ -366,7 +357,7 @@ def attention_ctas(batch_heads: Any, q_rows: Any, kv_len: Any, kernel: str = "au
     (NVIDIA TensorRT-LLM ``cpp/kernels/fmha_v2/setup.py`` launcher ``dim3 grid(params.h, params.b)``, sequence
     lengths 64..512 as in TensorRT's BERT plugin); ``flash``, one per (head, sequence, query tile of 128 rows)
     as flash attention splits them; ``auto`` by ``kv_len`` (:func:`attention_kernel`). Works on arrays."""
-    _check_kernel(kernel)
+    check_choice("attention_kernel", kernel, ATTENTION_KERNELS)
     fixed = np.full(np.shape(kv_len), kernel == "whole_row")
     whole = np.asarray(kv_len) <= FUSED_MHA_MAX_SEQ if kernel == "auto" else fixed
     q_tiles = np.where(whole, 1.0, np.ceil(np.asarray(q_rows) / FLASH_Q_TILE))
@@ -393,7 +384,7 @@ def attention(
     """
     if heads % kv_heads:
         raise ValueError(f"{name}: heads {heads} not divisible by kv_heads {kv_heads}")
-    check_attention_gqa(gqa)
+    check_choice("attention_gqa", gqa, ATTENTION_GQA)
     kvd = kv_dtype or dtype
     bq, bkv = DTYPE_BYTES[dtype], DTYPE_BYTES[kvd]
     group = heads // kv_heads

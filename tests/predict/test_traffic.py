@@ -224,3 +224,16 @@ def test_a_table_from_before_the_head_rows_column_stacks_a_whole_row() -> None:
     old = OpArrays.from_table(t.drop(columns=["head_rows"]))
     new = OpArrays.from_table(t)
     assert np.array_equal(old.head_rows, new.head_rows)
+
+
+def test_gemm_kernel_codes_give_auto_and_an_empty_cell_the_templates_default() -> None:
+    """Code 0 means 'the template's compute.matrix.gemm_kernel' (dse.predict.tiles.serial_epilogue); every named
+    structure has its own nonzero code."""
+    from typing import get_args
+
+    from dse.predict.traffic import GEMM_KERNEL_CODES
+    from dse.units import GemmKernelStructure
+
+    assert GEMM_KERNEL_CODES[""] == GEMM_KERNEL_CODES["auto"] == 0
+    codes = [GEMM_KERNEL_CODES[k] for k in get_args(GemmKernelStructure)]
+    assert 0 not in codes and len(set(codes)) == len(codes)
