@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -131,6 +131,23 @@ def load_yaml(path: str | Path) -> Any:
         raise DseError(f"{where}not valid YAML ({getattr(exc, 'problem', exc)})", file=str(path)) from None
     finally:
         loader.dispose()
+
+
+T = TypeVar("T")
+
+
+def load_spec(spec: Any, cls: type[T], from_mapping: Callable[..., T], load_named: Callable[[str], T]) -> T:
+    """How a template or a system is named: ``spec`` passed through when it is already a ``cls``, built by
+    ``from_mapping`` from a mapping, read from a YAML path (a ``.yaml``/``.yml`` suffix or an existing file; errors
+    then name the file), else looked up by name with ``load_named``."""
+    if isinstance(spec, cls):
+        return spec
+    if isinstance(spec, Mapping):
+        return from_mapping(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or is_file(path):
+        return from_mapping(load_yaml(path), file=str(path))
+    return load_named(str(spec))
 
 
 MAX_CSV_BYTES = 64 * 1024 * 1024

@@ -101,3 +101,28 @@ def test_alias_bombs_deep_nesting_and_binary_files_are_one_line(tmp_path) -> Non
     small = tmp_path / "alias.yaml"
     small.write_text("x: &x {a: 1}\ny: *x\n")
     assert load_yaml(small) == {"x": {"a": 1}, "y": {"a": 1}}  # ordinary aliases still work
+
+
+def test_load_spec_passes_through_builds_reads_and_looks_up(tmp_path: Path) -> None:
+    """The four ways a template or system is named: an object, a mapping, a YAML path (the file reaches the
+    builder), a name."""
+    from dse.yamlio import load_spec
+
+    calls: list[tuple[dict, str | None]] = []
+
+    def build(data, file=None):
+        calls.append((dict(data), file))
+        return frozenset(data.items())
+
+    def named(name: str):
+        return frozenset({("name", name)})
+
+    given = frozenset({("a", 1)})
+    assert load_spec(given, frozenset, build, named) is given and not calls
+    assert load_spec({"a": 2}, frozenset, build, named) == frozenset({("a", 2)}) and calls[-1] == ({"a": 2}, None)
+    path = tmp_path / "x.yaml"
+    path.write_text("a: 3\n")
+    assert load_spec(str(path), frozenset, build, named) == frozenset({("a", 3)})
+    assert calls[-1] == ({"a": 3}, str(path))
+    assert load_spec("h100-sxm", frozenset, build, named) == frozenset({("name", "h100-sxm")})
+    assert len(calls) == 2

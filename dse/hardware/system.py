@@ -25,7 +25,7 @@ from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES
 from dse.hardware.schema import Hardware
 from dse.strict import Strict
 from dse.units import repo_root
-from dse.yamlio import is_file, load_yaml
+from dse.yamlio import is_file, load_spec, load_yaml
 
 
 class NetworkLevel(Strict):
@@ -190,14 +190,7 @@ def _load_named(name: str) -> System:
 
 def load_system(spec: str | Path | Mapping[str, Any] | System) -> System:
     """A system by name (``dgx-h100``), YAML path, mapping, or passed through."""
-    if isinstance(spec, System):
-        return spec
-    if isinstance(spec, Mapping):
-        return system_from_mapping(spec)
-    path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or is_file(path):
-        return system_from_mapping(load_yaml(path), file=str(path))
-    return _load_named(str(spec))
+    return load_spec(spec, System, system_from_mapping, _load_named)
 
 
 def is_system(name: str) -> bool:

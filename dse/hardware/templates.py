@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from dse.errors import DseError, from_validation_error
 from dse.hardware.schema import Hardware, Node
 from dse.units import repo_root
-from dse.yamlio import is_file, load_yaml
+from dse.yamlio import is_file, load_spec, load_yaml
 
 
 def templates_dir() -> Path:
@@ -42,14 +42,7 @@ def hardware_from_mapping(data: Any, *, file: str | None = None, prefix: str = "
 
 def load_hardware(spec: str | Path | Mapping[str, Any] | Hardware) -> Hardware:
     """A template by name (``a100-80gb``), by YAML path, from a mapping, or passed through."""
-    if isinstance(spec, Hardware):
-        return spec
-    if isinstance(spec, Mapping):
-        return hardware_from_mapping(spec)
-    path = Path(spec)
-    if path.suffix in (".yaml", ".yml") or is_file(path):
-        return hardware_from_mapping(load_yaml(path), file=str(path))
-    return _load_named(str(spec))
+    return load_spec(spec, Hardware, hardware_from_mapping, _load_named)
 
 
 def _user_dirs() -> list[Path]:
