@@ -142,8 +142,9 @@ class Workload:
             bits.append(f"kv:{sp['kv_dtype']}")
         if sp.get("attention_dtype") and sp["attention_dtype"] != s.get("dtype"):
             bits.append(f"attn:{sp['attention_dtype']}")
-        if sp.get("activation_dtype") and sp["activation_dtype"] != s.get("dtype"):
-            bits.append(f"act:{sp['activation_dtype']}")
+        act = sp.get("activation_dtype") or s.get("activation_dtype")  # a library model's spec, a gemm's scenario
+        if act and act != s.get("dtype"):
+            bits.append(f"act:{act}")
         kernel = sp.get("attention_kernel") or s.get("attention_kernel")
         if s.get("causal"):
             bits.append("causal")
@@ -315,7 +316,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             raise DseError(f"got {name!r}; accepted: copy:N with N elements") from None
         if not 0 < n <= 2**50:
             raise DseError(f"got {name!r}; accepted: copy:N with 0 < N <= 2^50 elements")
-        return elementwise(n, dtype=scenario.get("dtype", "fp32"), flops_per_elem=0.0)
+        kw = _single_op_keys(name, scenario, COPY_KEYS)
+        return elementwise(n, dtype=str(kw["dtype"]), flops_per_elem=0.0)
     if name.startswith("gemm:"):
         try:
             m, n, k = (int(x) for x in name[5:].lower().split("x"))
@@ -323,8 +325,9 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
         if not all(0 < v <= 2**24 for v in (m, n, k)):
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
-        return gemm(m, n, k, dtype=scenario.get("dtype", "fp32"), batch=scenario.get("batch", 1),
-                    gemm_kernel=scenario.get("gemm_kernel", "auto"))
+        kw = _single_op_keys(name, scenario, GEMM_KEYS)
+        return gemm(m, n, k, dtype=str(kw["dtype"]), batch=kw["batch"], gemm_kernel=str(kw["gemm_kernel"]),
+                    activation_dtype=kw["activation_dtype"])
     if name.startswith("attention:"):
         return _attention_from_name(name, scenario)
     desc = load_description(name)
@@ -464,29 +467,50 @@ def operand_memory(table: pd.DataFrame) -> dict[str, float]:
     return {"operands": float((table["bytes_read"] + table["bytes_written"]).max())}
 
 
-def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_kernel: str = "auto") -> Workload:
+def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_kernel: str = "auto",
+         activation_dtype: str | None = None) -> Workload:
     """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example), run by a
-    ``gemm_kernel`` (:data:`dse.workloads.ops.GemmKernel`; ``auto``: the template's)."""
+    ``gemm_kernel`` (:data:`dse.workloads.ops.GemmKernel`; ``auto``: the template's), writing its [M,N] output in
+    ``activation_dtype`` (default ``dtype``; e.g. fp16 from fp8 operands, as cuBLASLt's FP8 GEMMs do)."""
+    try:
+        Scenario(dtype=dtype, activation_dtype=activation_dtype)  # validates the dtype names
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=None, model=Scenario, prefix="workload gemm") from None
     try:
         ops.check_positive("gemm", M=M, N=N, K=K, batch=batch)
-        Scenario(dtype=dtype)  # validates the dtype name
-        rows = ops.with_gemm_kernel([ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch)], gemm_kernel)
-    except (ValueError, ValidationError) as exc:
+        rows = ops.with_gemm_kernel([ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch,
+                                              out_dtype=activation_dtype)], gemm_kernel)
+    except ValueError as exc:
         raise DseError(str(exc).splitlines()[0]) from None
     table = ops.table(rows)
     scen = {"phase": "forward", "batch": batch, "dtype": dtype}
     if gemm_kernel != "auto":
         scen["gemm_kernel"] = gemm_kernel
+    if activation_dtype is not None:
+        scen["activation_dtype"] = activation_dtype
     return Workload(name=f"gemm:{M}x{N}x{K}", ops=table, scenario=scen, source="synthetic",
                     memory=operand_memory(table))
 
 
 #: name prefixes of the one-operator workloads (no model description, no parallelism plan)
 SINGLE_OPS = ("copy:", "gemm:", "attention:")
+#: scenario keywords of ``copy:N`` and ``gemm:MxNxK`` and their defaults (``activation_dtype`` None: ``dtype``)
+COPY_KEYS: dict[str, Any] = {"dtype": "fp32"}
+GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None}
 #: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
 ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None,
                                   "attention_kernel": "auto", "attention_gqa": "grouped"}
 ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
+
+
+def _single_op_keys(name: str, scenario: dict[str, Any], accepted: dict[str, Any]) -> dict[str, Any]:
+    """``accepted``'s defaults updated by the scenario keywords a one-operator workload ``name`` was given (``None``
+    values: not given); a keyword it does not use is one error line naming it and the accepted ones."""
+    unknown = sorted(set(scenario) - set(accepted))
+    if unknown:
+        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(accepted)}",
+                       field=f"workload {name}")
+    return {**accepted, **{k: v for k, v in scenario.items() if v is not None}}
 
 
 def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
@@ -498,11 +522,7 @@ def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
         raise DseError(f"got {name!r}; accepted: {ATTENTION_FORM}", field="workload") from None
     if not all(0 < v <= 2**20 for v in (b, h, sq, sk, d)):
         raise DseError(f"got {name!r}; accepted: {ATTENTION_FORM}", field="workload")
-    unknown = sorted(set(scenario) - set(ATTENTION_KEYS))
-    if unknown:
-        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(ATTENTION_KEYS)}",
-                       field=f"workload {name}")
-    kw = {**ATTENTION_KEYS, **{k: v for k, v in scenario.items() if v is not None}}
+    kw = _single_op_keys(name, scenario, ATTENTION_KEYS)
     for key in ("causal", "fused_attention"):
         if not isinstance(kw[key], bool):
             raise DseError(f"{key}: got {kw[key]!r}; accepted: true, false", field=f"workload {name}")

@@ -476,3 +476,23 @@ def test_attention_gqa_sets_the_rows_a_gqa_attention_tile_stacks() -> None:
     assert "\n" not in str(exc.value) and "attention_gqa" in str(exc.value) and "per_head" in str(exc.value)
     with pytest.raises(DseError, match="does not use attention_gqa"):
         dse.workload("resnet50", attention_gqa="per_head")
+
+
+@pytest.mark.parametrize(("name", "key"), [("gemm:64x64x64", "seq"), ("copy:1000", "batch"), ("copy:1000", "causal"),
+                                           ("attention:1x2x16x16x8", "batch")])
+def test_a_single_operator_names_a_keyword_it_does_not_use(name: str, key: str) -> None:
+    """copy:, gemm: and attention: reject what they would otherwise ignore, in one line naming what they accept."""
+    with pytest.raises(DseError) as ei:
+        library.workload(name, **{key: 3})
+    assert f"does not use {key}; accepted: dtype" in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_a_gemm_writes_its_output_in_the_activation_dtype() -> None:
+    """FP8 operands with a 16-bit output (cuBLASLt's FP8 GEMMs): the output bytes, not the FLOPs, change."""
+    base = library.workload("gemm:256x512x128", dtype="fp8")
+    wide = library.workload("gemm:256x512x128", dtype="fp8", activation_dtype="fp16")
+    assert float(wide.ops["c_bytes"].sum()) == 2 * float(base.ops["c_bytes"].sum()) == 2 * 256 * 512
+    assert float(wide.ops["a_bytes"].sum()) == float(base.ops["a_bytes"].sum())
+    assert wide.flops == base.flops and "act:fp16" in wide.label() and "act:" not in base.label()
+    with pytest.raises(DseError, match="activation_dtype: got 'fp7'"):
+        library.workload("gemm:256x512x128", dtype="fp8", activation_dtype="fp7")
