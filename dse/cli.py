@@ -525,11 +525,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
     ab = lambda a: float(np.nanmedian(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
     mx = lambda a: float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
-    print(f"median |error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
+    print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
           f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
           f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
     if not args.no_loo:
-        print("\nby family: median / max |error| (leave-family-out refits without every row of the family)")
+        print("\nby family: median / max |time error| (leave-family-out refits without every row of the family)")
         ft = fit.family_table()
         show = pd.DataFrame({"family": ft["family"], "rows": ft["rows"], **{
             label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]

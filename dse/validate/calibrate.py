@@ -11,7 +11,8 @@ harness time estimated from the other rows of its harness (``dse.validate.suite.
 (0, 1] and the overhead >= 0. Leave-one-out error (refit without each row, predict it) is reported
 next to the fit error, because a fit always looks good on its own rows, and so is leave-one-family-out
 error (refit without every row of the row's family, ``dse.validate.bands.family_of``): the error on a
-kind of workload the fit never saw.
+kind of workload the fit never saw. Every reported error is a time error, predicted / measured time - 1 (a rate
+row's ``measured / predicted - 1``, :func:`dse.validate.suite.time_error_pct`), as ``dse validate`` reports it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scipy.optimize import least_squares
 from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency
 from dse.hardware.schema import Hardware
 from dse.validate.bands import family_of
-from dse.validate.suite import RowCase, case_arrays, case_time, harness_sync_us, metric_from_time
+from dse.validate.suite import RowCase, case_arrays, case_time, harness_sync_us, metric_from_time, time_error_pct
 
 OVERHEAD_MAX_US = 1000.0
 
@@ -184,9 +185,14 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
     x0 = initial(hw, len(rows.harnesses))
     all_idx = list(range(len(cases)))
     x = fit_rows(rows, all_idx, x0)
-    pct = lambda p, m: (p / m - 1) * 100  # noqa: E731
-    before = pct(rows.as_validated(x0), rows.measured)
-    fitted = pct(rows.predict(x), rows.measured)
+    is_time = np.array([c.metric == "time_s" for c in cases])
+
+    def pct(p: np.ndarray, at: list[int] | slice = slice(None)) -> np.ndarray:
+        """Time errors of predictions ``p`` of rows ``at`` (as dse validate reports them: a rate's inverse)."""
+        return time_error_pct(p, rows.measured[at], is_time[at])
+
+    before = pct(rows.as_validated(x0))
+    fitted = pct(rows.predict(x))
     loo_err = np.full(len(cases), np.nan)
     lofo_err = np.full(len(cases), np.nan)
     fams = [family_of(c.workload) for c in cases]
@@ -194,13 +200,13 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
         for i in all_idx:
             others = [j for j in all_idx if j != i]
             xi = fit_rows(rows, others, x)
-            loo_err[i] = pct(rows.predict(xi, [i])[0], rows.measured[i])
+            loo_err[i] = pct(rows.predict(xi, [i]), [i])[0]
         for fam in dict.fromkeys(fams):
             inside = [j for j in all_idx if fams[j] == fam]
             rest = [j for j in all_idx if fams[j] != fam]
             if rest:  # a template measured on one family only has nothing to hold out against
                 xf = fit_rows(rows, rest, x0)
-                lofo_err[inside] = pct(rows.predict(xf, inside), rows.measured[inside])
+                lofo_err[inside] = pct(rows.predict(xf, inside), inside)
     return Fit(parameter_names(hw, rows.harnesses), x, fitted, loo_err, before, [c.id for c in cases], fams, lofo_err)
 
 

@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -181,6 +182,13 @@ def predict_case(case: RowCase, design: DesignBatch | None = None, sync_overhead
     return float(metric_from_time(case.metric, case.workload, d, t)[0])
 
 
+def time_error_pct(predicted: Any, measured: Any, is_time: Any) -> Any:
+    """Time error in percent, ``predicted / measured time - 1``: for a time metric ``p / m - 1``, for a rate
+    (TFLOP/s, tokens/s, GB/s: inverse to time) ``m / p - 1``. Works on arrays (``is_time`` per row)."""
+    ratio = np.asarray(predicted, dtype=float) / np.asarray(measured, dtype=float)
+    return (np.where(is_time, ratio, 1.0 / ratio) - 1.0) * 100.0
+
+
 def harness_sync_us(pred_s: np.ndarray, meas_s: np.ndarray) -> np.ndarray:
     """[n] host-synchronisation time of each isolated call, each estimated from the OTHER isolated rows
     of the same template (leave-one-out): ``s_i = argmin_s sum_{j != i} ln((p_j + s) / m_j)^2`` over
@@ -242,8 +250,7 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
             rec["predicted"] = predict_case(case, sync_overhead_us=loo_sync.get(k))
             rec["sync_us_loo"] = loo_sync.get(k, np.nan)
             rec["error_pct"] = (rec["predicted"] / case.measured - 1) * 100
-            ratio = rec["predicted"] / case.measured  # of the metric; a rate runs inverse to time
-            rec["time_error_pct"] = ((ratio if case.metric == "time_s" else 1.0 / ratio) - 1) * 100
+            rec["time_error_pct"] = float(time_error_pct(rec["predicted"], case.measured, case.metric == "time_s"))
         except NotCoveredError as exc:
             rec["status"], rec["reason"] = "not covered", str(exc)
         except DseError as exc:

@@ -126,3 +126,17 @@ def test_each_timing_harness_gets_its_own_sync_time_and_the_template_column_pred
     out = calibrated_template(NPU, fit)
     assert out.compute.sync_overhead_us == NPU.compute.sync_overhead_us  # a harness is not the chip's
     assert "per timing harness" in out.compute.source and "sync_us" not in out.compute.source
+
+
+def test_a_rate_rows_errors_are_time_errors_as_dse_validate_reports_them() -> None:
+    """A row measured as TFLOP/s reports the error of its time (measured / predicted rate - 1), the same figure
+    dse validate's families use; a time row the same as before."""
+    truth = _truth()
+    wl = WORKLOADS[0]()
+    t_true = predict_case(RowCase(id="t", workload=wl, hardware=truth, metric="time_s", measured=1.0))
+    rate = RowCase(id="r", workload=wl, hardware=NPU, metric="tflops", measured=wl.flops / t_true / 1e12)
+    timed = RowCase(id="t", workload=wl, hardware=NPU, metric="time_s", measured=t_true)
+    fit = calibrate(NPU, [rate, timed], loo=False)
+    # the template runs this compute-bound GEMM at 0.9 against the truth's 0.6: its time is 0.6/0.9 of the truth's
+    assert fit.before_error_pct[0] == pytest.approx(fit.before_error_pct[1], abs=0.05)
+    assert fit.before_error_pct[0] == pytest.approx((0.6 / 0.9 - 1) * 100, abs=0.5)
