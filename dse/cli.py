@@ -674,8 +674,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     wl = p.workload
     where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
     unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
-    print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, "
-          f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
+    rate = (f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip" if wl.flops > 0 else  # a copy: its bytes
+            f"{wl.bytes / p.time_s / 1e9:.0f} GB/s read and written per chip")
+    print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
     from dse.validate.bands import band_for
 

@@ -281,3 +281,15 @@ def test_status_lines_go_to_a_terminal_only_and_quiet_silences_them(monkeypatch,
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     cli.status(argparse.Namespace(quiet=False), "piped")
     assert capsys.readouterr().err == ""
+
+
+def test_predict_reads_a_copy_out_as_bandwidth_and_a_gemm_as_tflops(capsys) -> None:
+    """A copy has no FLOPs: its summary line gives the bytes it moves per second, at about the template's HBM
+    rate (a100-80gb: 2039 GB/s x 0.834); a GEMM keeps its TFLOP/s and shows its output dtype."""
+    assert main(["predict", "copy:1000000000", "a100-80gb", "--dtype", "bf16"]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if " ms per step" in x][0]
+    gbps = float(line.split("step, ")[1].split(" GB/s")[0])
+    assert "TFLOP/s" not in line and 1650 < gbps <= 2039 * 0.834
+    assert main(["predict", "gemm:4096x4096x4096", "h100-sxm", "--dtype", "fp8", "--activation-dtype", "fp16"]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if " ms per step" in x][0]
+    assert "[forward b1 fp8 act:fp16]" in line and "TFLOP/s achieved per chip" in line
