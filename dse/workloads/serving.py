@@ -16,10 +16,12 @@ With ``T_p`` and ``T_d`` the predicted prefill and decode times of a pass:
 * output tokens/s (MLPerf Inference "Offline": tokens per second at full load) = ``batch x output_len / (T_p + T_d)``
 * TPOT (mean time per output token of one sequence) = ``(T_p + T_d) / output_len``: prefills of the
   joining requests interleave with the decode iterations, so they stretch every sequence's token gaps;
-* TTFT (time to first token, no queueing) = one prompt's prefill ``T_p / batch``; with chunked prefill
+* TTFT (time to first token, no queueing): the iteration that prefills a joining prompt runs one decode step of the
+  batch beside it (and so streams the weights once), ``T_d / output_len + T_p / batch``; with chunked prefill
   of ``chunk`` tokens (Agrawal et al., Sarathi-Serve, OSDI 2024) the prompt is spread over
   ``n = ceil(input_len / chunk)`` iterations each of one decode step plus one chunk:
-  ``n x (T_d / output_len + T_p / (batch n))``;
+  ``n x (T_d / output_len + T_p / (batch n))``, the same formula (``n = 1`` unchunked). ``T_p / batch`` alone
+  would split the weight reads of one prefill step over ``batch`` prompts: a lone prompt never sees that;
 * worst TPOT (the stall a running sequence sees when a prompt joins) = decode step + one prompt's
   prefill, or + one chunk with chunked prefill, which is what chunking buys.
 
@@ -131,11 +133,8 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
     cycle = t_prefill + t_decode
     step = t_decode / output_len
     one_prompt = t_prefill / batch
-    if chunk:
-        n = math.ceil(input_len / chunk)
-        ttft, stall = n * (step + one_prompt / n), one_prompt / n
-    else:
-        ttft, stall = one_prompt, one_prompt
+    n = math.ceil(input_len / chunk) if chunk else 1  # iterations a prompt's prefill is spread over
+    ttft, stall = n * (step + one_prompt / n), one_prompt / n
     return {"tokens_per_s": batch * output_len / cycle, "ttft_s": ttft, "tpot_s": cycle / output_len,
             "tpot_max_s": step + stall, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
 
