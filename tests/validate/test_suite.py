@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dse
 from dse.cli import main
@@ -388,3 +390,16 @@ def test_the_readme_shows_the_family_table_dse_validate_prints(shipped_table: pd
         got = [t[c] for c in ("median_abs_time_error_pct", "max_abs_time_error_pct", "p10_time_error_pct",
                               "p90_time_error_pct")]
         assert [float(x) for x in (med, mx, p10, p90)] == [round(float(v), 1) for v in got], fam
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e-6, 1e6), st.floats(0.1, 10.0))
+def test_a_rate_and_a_time_of_the_same_prediction_have_the_same_time_error(measured_s: float, ratio: float) -> None:
+    """Predicting a time ``ratio`` x the measured one is a time error of ``ratio - 1``, whether the row gives the
+    time or a rate (work / time, which the prediction then undershoots by the same ratio)."""
+    from dse.validate.suite import time_error_pct
+
+    as_time = float(time_error_pct(ratio * measured_s, measured_s, True))
+    as_rate = float(time_error_pct(1.0 / (ratio * measured_s), 1.0 / measured_s, False))
+    assert as_time == pytest.approx((ratio - 1) * 100, rel=1e-9, abs=1e-9)
+    assert as_rate == pytest.approx(as_time, rel=1e-9, abs=1e-9)
