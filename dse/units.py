@@ -37,8 +37,8 @@ DTYPE_BYTES: dict[str, float] = {
 #: epilogue after its mainloop) or ``persistent`` (CTAs loop over tiles and overlap one tile's epilogue with the next
 #: one's mainloop); here, below both layers that name them
 GemmKernelStructure = Literal["one_tile", "persistent"]
-#: a workload's choice among them, ``auto`` taking the template's
-GemmKernel = Literal["auto", "one_tile", "persistent"]
+#: a workload's choice among them, ``auto`` taking the template's (nested Literals flatten: 'auto', then the structures)
+GemmKernel = Literal["auto", GemmKernelStructure]
 
 #: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")

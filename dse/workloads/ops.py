@@ -428,6 +428,11 @@ _BOOL_COLS = ("fused", "eager", "overlap")
 _STR_DEFAULTS = {"gemm_kernel": ""}
 
 
+def _default(col: str) -> Any:
+    """A column's value in a row (or an older table) that does not set it."""
+    return _STR_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else 0))
+
+
 def _key_value(col: str, v: Any) -> Any:
     """A row's value as the table's column type holds it (what the grouping compares; NaN groups as None)."""
     if col in _STR_DEFAULTS:
@@ -454,8 +459,7 @@ def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     keys = [c for c in COLUMNS if c not in ("name", "count")]
     groups: dict[tuple, list] = {}
     for r in rows:
-        k = tuple(_key_value(c, r.get(c, _STR_DEFAULTS.get(c, NET_DEFAULTS.get(c, False if c in _BOOL_COLS else 0))))
-                  for c in keys)
+        k = tuple(_key_value(c, r.get(c, _default(c))) for c in keys)
         g = groups.get(k)
         if g is None:
             groups[k] = [r, int(r.get("count", 0)), [r.get("name")]]
@@ -475,7 +479,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df = pd.DataFrame(_compact(rows) if compact and rows else rows)
     for col in COLUMNS:
         if col not in df.columns:
-            df[col] = _STR_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in ("fused", "eager") else 0))
+            df[col] = _default(col)
     df = df[COLUMNS]
     df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
     df["overlap"] = df["overlap"].astype(bool)
