@@ -16,14 +16,18 @@ With ``T_p`` and ``T_d`` the predicted prefill and decode times of a pass:
 * output tokens/s (MLPerf Inference "Offline": tokens per second at full load) = ``batch x output_len / (T_p + T_d)``
 * TPOT (mean time per output token of one sequence) = ``(T_p + T_d) / output_len``: prefills of the
   joining requests interleave with the decode iterations, so they stretch every sequence's token gaps;
-* TTFT (time to first token, no queueing): the iteration that prefills a joining prompt runs one decode step of the
-  batch beside it (and so streams the weights once), ``T_d / output_len + T_p / batch``; with chunked prefill
-  of ``chunk`` tokens (Agrawal et al., Sarathi-Serve, OSDI 2024) the prompt is spread over
-  ``n = ceil(input_len / chunk)`` iterations each of one decode step plus one chunk:
-  ``n x (T_d / output_len + T_p / (batch n))``, the same formula (``n = 1`` unchunked). ``T_p / batch`` alone
-  would split the weight reads of one prefill step over ``batch`` prompts: a lone prompt never sees that;
-* worst TPOT (the stall a running sequence sees when a prompt joins) = decode step + one prompt's
-  prefill, or + one chunk with chunked prefill, which is what chunking buys.
+* worst TPOT (the gap a running sequence sees in an iteration that prefills joining prompts) = one decode step
+  plus the prefill that iteration carries. Prompts join at ``r = batch / output_len`` per iteration (a slot frees
+  when its sequence has emitted ``output_len`` tokens); with chunked prefill of ``chunk`` tokens (Agrawal et al.,
+  Sarathi-Serve, OSDI 2024) each prompt is spread over ``n = ceil(input_len / chunk)`` iterations (``n = 1``
+  unchunked), so an iteration holds ``r n`` chunks of ``1/n`` prompt on average and ``ceil(r n)`` at most:
+  ``T_d / output_len + ceil(r n) / n x T_p / batch``. It is never below the mean TPOT (``ceil(x) >= x``), and
+  ``ceil(r n) = 1`` (one prompt, or one chunk, per iteration) where ``batch n <= output_len``: the stall chunking
+  cuts;
+* TTFT (time to first token, no queueing): a prompt's prefill spans ``n`` such iterations, each a decode step of
+  the batch beside the chunks (so the weights stream once per iteration): ``n x`` worst TPOT, i.e.
+  ``T_d / output_len + T_p / batch`` for a lone joining prompt unchunked. ``T_p / batch`` alone would split the
+  weight reads of one prefill step over ``batch`` prompts: a lone prompt never sees that.
 
 Chunked prefill here moves latency, not work: its throughput is that of unchunked prefill (the extra
 sharing of weight reads between a chunk and the decode tokens of the same iteration is not modelled).
@@ -134,9 +138,10 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
     step = t_decode / output_len
     one_prompt = t_prefill / batch
     n = math.ceil(input_len / chunk) if chunk else 1  # iterations a prompt's prefill is spread over
-    ttft, stall = n * (step + one_prompt / n), one_prompt / n
-    return {"tokens_per_s": batch * output_len / cycle, "ttft_s": ttft, "tpot_s": cycle / output_len,
-            "tpot_max_s": step + stall, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
+    chunks = -(-batch * n // output_len)  # ceil(r n): most chunks one iteration carries, r = batch / output_len
+    worst = step + chunks / n * one_prompt
+    return {"tokens_per_s": batch * output_len / cycle, "ttft_s": n * worst, "tpot_s": cycle / output_len,
+            "tpot_max_s": worst, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
 
 
 __all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "metrics", "prefixed",

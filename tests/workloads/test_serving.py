@@ -24,6 +24,7 @@ def test_serving_pass_is_one_prefill_plus_output_len_decode_steps() -> None:
     assert s["tokens_per_s"] == pytest.approx(8 * 128 / p.time_s)
     assert s["tpot_s"] == pytest.approx(p.time_s / 128) and s["decode_step_s"] == pytest.approx(dec)
     assert s["ttft_s"] == pytest.approx(dec + pre / 8)  # its iteration runs a decode step of the batch beside it
+    assert s["tpot_max_s"] == pytest.approx(s["ttft_s"])  # 8 < 128 steps: one prompt joins an iteration
     assert "in512 out128" in wl.label() and wl.memory["kv_cache"] > 0
 
 
@@ -81,8 +82,12 @@ def test_serving_needs_both_lengths_a_decoder_and_no_recompute() -> None:
 def test_metrics_invariants(tp: float, td: float, b: int, i: int, o: int, chunk: int | None) -> None:
     s = serving_metrics(tp, td, b, i, o, chunk)
     assert s["tokens_per_s"] * s["tpot_s"] == pytest.approx(b)  # b sequences each emit a token per TPOT
+    assert s["tpot_max_s"] >= s["tpot_s"] * (1 - 1e-9)  # the worst gap is never shorter than the mean one
     assert s["tpot_max_s"] >= s["decode_step_s"] and s["ttft_s"] >= tp / b * (1 - 1e-9)
-    assert s["ttft_s"] == pytest.approx(math.ceil(i / (chunk or i)) * td / o + tp / b)
+    n = math.ceil(i / (chunk or i))
+    assert s["ttft_s"] == pytest.approx(n * td / o + math.ceil(b * n / o) * tp / b)
+    if b * n <= o:  # at most one prompt (chunk) joins an iteration: the lone prompt's TTFT
+        assert s["ttft_s"] == pytest.approx(n * td / o + tp / b)
     if chunk and chunk >= i:  # a chunk that holds the whole prompt schedules it as no chunking does
         assert serving_metrics(tp, td, b, i, o, None) == pytest.approx(s)
 
@@ -144,3 +149,14 @@ def test_bad_serving_engine_is_one_line(kw: dict) -> None:
     with pytest.raises(DseError) as e:
         dse.workload("llama2-7b", **kw)
     assert "serving_engine" in str(e.value) and "accepted" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_batch_larger_than_output_len_prefills_several_prompts_per_iteration() -> None:
+    """896 sequences of 128 output tokens: 7 slots free every iteration, so the iteration that prefills a prompt
+    prefills 7 and the worst gap is one decode step plus 7 prompts (it was one prompt: below the mean gap)."""
+    s = serving_metrics(1.0, 3.0, 896, 128, 128)
+    step, one = 3.0 / 128, 1.0 / 896
+    assert s["tpot_max_s"] == pytest.approx(step + 7 * one) and s["ttft_s"] == pytest.approx(s["tpot_max_s"])
+    assert s["tpot_max_s"] >= s["tpot_s"]
+    c = serving_metrics(1.0, 3.0, 896, 128, 128, chunk=32)  # 4 chunks a prompt, 28 chunks an iteration
+    assert c["tpot_max_s"] == pytest.approx(step + 28 / 4 * one) and c["ttft_s"] == pytest.approx(4 * c["tpot_max_s"])
