@@ -348,8 +348,8 @@ def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -
 #: when it meets the bar, and the test below then holds it there
 KNOWN_MISSES = {"prefill": "TensorRT-LLM 0.9's 128-token first-token latencies carry ~1.5-5 ms per generate() call "
                            "that no sourced mechanism accounts for",
-                "serving": "TensorRT-LLM 0.9's static-batch throughput rows run 12 % (median) slower than the model "
-                           "once h100-sxm and h200 stream HBM at BabelStream's measured Triad"}
+                "serving": "TensorRT-LLM 0.9's static-batch throughput rows run 10.5 % (median) slower than the model, "
+                           "the H200 and 70B tensor-parallel rows most"}
 
 
 @pytest.fixture(scope="module")
@@ -369,10 +369,13 @@ def test_every_family_but_the_known_misses_meets_issue_12s_bar(shipped_table: pd
     families = [f for f in table.index if f != "all"]
     assert len(families) >= 10 and (table.loc[families, "out_of_sample"] > 0).all()
     assert {f for f in families if not meets[f]} == set(KNOWN_MISSES)
-    # the TileLang GEMMs on an H800 (one tile per CTA, K = 256..16384) stay within 16 % (the FP8 K = 256 row,
-    # whose output drains to DRAM, is 15.6 % fast since h100-sxm streams HBM at BabelStream's Triad; 13.9 % before)
+    # the TileLang GEMMs on an H800 (one tile per CTA, K = 256..16384) stay within 10 % in fp16 and 17 % in FP8: its
+    # autotuned FP8 kernels run up to 17 % faster than the cuBLASLt GEMM that sets h100-sxm's FP8 efficiency (the
+    # vendor library, as the bf16 one), so its K >= 2048 rows are 14-17 % slow, the K = 256 row 12 % fast
     res = run_suite(load_measurements().query("id.str.startswith('tilelang-')", engine="python"))
-    assert len(res) == 14 and res["time_error_pct"].abs().max() <= 16
+    fp8 = res["id"].str.contains("fp8")
+    assert len(res) == 14 and fp8.sum() == 7
+    assert res.loc[~fp8, "time_error_pct"].abs().max() <= 10 and res.loc[fp8, "time_error_pct"].abs().max() <= 17
 
 
 def test_the_readme_shows_the_family_table_dse_validate_prints(shipped_table: pd.DataFrame) -> None:
