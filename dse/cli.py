@@ -647,7 +647,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
-            "attention_dtype", "activation_dtype", "causal", "kv_heads", "gemm_kernel", "attention_gqa")
+            "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -787,7 +787,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--causal", action="store_true", default=None,
                     help="attention:BxHxSQxSKxD only: causal mask (each query attends the keys up to its position)")
     pp.add_argument("--kv-heads", type=int, help="attention:BxHxSQxSKxD only: key/value heads (default: heads)")
-    from dse.workloads.ops import ATTENTION_GQA, ATTENTION_KERNELS, GEMM_KERNELS
+    from dse.workloads.ops import ATTENTION_GQA, ATTENTION_KERNELS, GEMM_KERNELS, INPUT_QUANTS
 
     pp.add_argument("--attention-kernel", choices=ATTENTION_KERNELS,
                     help="fused attention kernel (default auto: whole_row up to 512 keys, else flash)")
@@ -797,6 +797,10 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--gemm-kernel", choices=GEMM_KERNELS,
                     help="GEMM kernels: one_tile (a CTA per output tile, serial epilogue) or persistent (epilogue "
                          "overlapped); default auto: the template's compute.matrix.gemm_kernel")
+    pp.add_argument("--input-quant", choices=INPUT_QUANTS,
+                    help="with --activation-dtype wider than --dtype: the norm/activation writing a GEMM's input "
+                         "quantizes it (producer, default: TensorRT) or a quantize kernel before each GEMM does "
+                         "(kernel: vLLM's apply_fp8_linear)")
     pp.add_argument("--resolution", type=int)
     pp.add_argument("--input-len", type=int, help="serving: prompt tokens per request")
     pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")

@@ -293,3 +293,13 @@ def test_predict_reads_a_copy_out_as_bandwidth_and_a_gemm_as_tflops(capsys) -> N
     assert main(["predict", "gemm:4096x4096x4096", "h100-sxm", "--dtype", "fp8", "--activation-dtype", "fp16"]) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if " ms per step" in x][0]
     assert "[forward b1 fp8 act:fp16]" in line and "TFLOP/s achieved per chip" in line
+
+
+def test_predict_takes_input_quant_and_refuses_it_without_wider_activations(capsys) -> None:
+    argv = ["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", "--seq", "64", "--dtype", "fp8"]
+    assert main([*argv, "--activation-dtype", "bf16", "--input-quant", "kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "quant:kernel" in out and ".quantize" in out
+    assert main([*argv, "--input-quant", "kernel"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error:") and "input_quant: got 'kernel'" in err

@@ -145,6 +145,8 @@ class Workload:
         act = sp.get("activation_dtype") or s.get("activation_dtype")  # a library model's spec, a gemm's scenario
         if act and act != s.get("dtype"):
             bits.append(f"act:{act}")
+        if sp.get("input_quant") == "kernel":
+            bits.append("quant:kernel")
         kernel = sp.get("attention_kernel") or s.get("attention_kernel")
         if s.get("causal"):
             bits.append("causal")

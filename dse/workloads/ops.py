@@ -263,6 +263,34 @@ def streaming(
     )
 
 
+#: how an FP8/INT8 GEMM's input is quantized when the activations between kernels are wider (scenario
+#: ``input_quant``): ``producer`` (the kernel that writes it, a norm or an activation function, quantizes on write:
+#: TensorRT fuses a quantize layer into its producer, TransformerEngine's fused norms) or ``kernel`` (a quantize kernel
+#: of its own before each GEMM: vLLM's ``apply_fp8_linear`` calls ``ops.scaled_fp8_quant`` on every FP8 linear layer's
+#: input, vllm-project/vllm@0039d4b vllm/model_executor/layers/quantization/utils/w8a8_utils.py)
+InputQuant = Literal["producer", "kernel"]
+INPUT_QUANTS: tuple[str, ...] = get_args(InputQuant)
+#: vector FLOP slots per element a quantize kernel spends: one scale multiply and one (saturating) conversion
+QUANTIZE_FLOPS = 1.0 + CONVERT_FLOPS
+
+
+def quantize_inputs(rows: list[dict[str, Any]], dtype: str, src_dtype: str) -> list[dict[str, Any]]:
+    """``rows`` with a quantize kernel before every matrix-unit GEMM whose A operand is ``dtype`` (scenario
+    ``input_quant: kernel``): a vector row of its own (not fused) that reads the GEMM's ``batch x M x K`` input in
+    ``src_dtype`` and writes it in ``dtype``, ``QUANTIZE_FLOPS`` per element, counted as often as the GEMM."""
+    out: list[dict[str, Any]] = []
+    wb = DTYPE_BYTES[dtype]
+    for r in rows:
+        if r.get("reuse") == "tiled" and r.get("unit") == "matrix" and r.get("kind") == "gemm" \
+                and r.get("dtype_a") == dtype:
+            elems = float(r.get("batch", 1)) * float(r["M"]) * float(r["K"])
+            out.append(streaming(f"{r['name']}.quantize", kind="elementwise", elems=elems,
+                                 flops_per_elem=QUANTIZE_FLOPS, dtype=src_dtype, count=int(r.get("count", 1)),
+                                 fused=False, write_bytes=elems * wb))
+        out.append(r)
+    return out
+
+
 def embedding(name: str, *, tokens: int, dim: int, dtype: str, table_dtype: str | None = None,
               count: int = 1) -> dict[str, Any]:
     """Gather ``tokens`` rows of a ``dim``-wide table: bytes without FLOPs."""

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
-from dse.workloads.ops import AttentionGqa, AttentionKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -51,6 +51,10 @@ class Scenario(Strict):
         None, description="Activations between kernels: the residual stream, norms, activation functions and the "
         "GEMMs' outputs (default: dtype). FP8 inference engines keep them in 16 bits (e.g. fp16 beside fp8 GEMMs) and "
         "quantize each GEMM's input inside the kernel that writes it")
+    input_quant: InputQuant = Field(
+        "producer", description="With activation_dtype wider than dtype, who quantizes each GEMM's input: producer "
+        "(the norm or activation function that writes it: TensorRT, TransformerEngine) or kernel (a quantize kernel "
+        "of its own before each GEMM: vLLM's apply_fp8_linear)")
     fused_attention: bool = Field(True, description="Flash-style attention (no score matrix in DRAM)")
     attention_kernel: AttentionKernel = Field(
         "auto", description="Fused attention kernel: whole_row (TensorRT's fused MHA, one CTA per head and "

@@ -52,6 +52,21 @@ def quantized_write(elems: float, out_dt: str | None) -> float | None:
     return None if out_dt is None else elems * DTYPE_BYTES[out_dt]
 
 
+def gemm_input_dtype(sc: Scenario) -> str:
+    """The dtype a GEMM input's producer (norm, activation function) writes: the GEMM's ``dtype`` when it quantizes
+    on write (``input_quant: producer``), else the activations' own (``kernel``: :func:`dse.workloads.ops.quantize_inputs`
+    adds the quantize kernels)."""
+    return sc.dtype if sc.input_quant == "producer" else (sc.activation_dtype or sc.dtype)
+
+
+def check_input_quant(sc: Scenario) -> None:
+    """``input_quant: kernel`` needs activations wider than the GEMMs' ``dtype``; raises ``ValueError`` naming it."""
+    adt = sc.activation_dtype or sc.dtype
+    if sc.input_quant == "kernel" and not DTYPE_BYTES[adt] > DTYPE_BYTES[sc.dtype]:
+        raise ValueError(f"input_quant: got 'kernel' with activation_dtype {adt} and dtype {sc.dtype}; accepted: "
+                         "'producer', or 'kernel' with an activation_dtype wider than dtype (e.g. bf16 beside fp8)")
+
+
 class PatchEmbed(Strict):
     """ViT input: a ``patch x patch`` stride-``patch`` conv over the image, plus a class token."""
 
@@ -149,14 +164,16 @@ class TransformerArch(Strict):
 
 
 def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act: str, fe: bool,
-             adt: str | None = None) -> list[dict[str, Any]]:
+             adt: str | None = None, qdt: str | None = None) -> list[dict[str, Any]]:
     """Router, routed experts and shared experts of the MoE layers (plus any leading dense layers).
 
     Tokens spread evenly over experts: T*k assignments over E experts, so min(E, T*k) experts are
     touched (their weights are read) with T*k/touched tokens each, as one batched GEMM per matrix.
-    ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``).
+    ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``);
+    ``qdt`` (default ``dt``): what an activation function feeding a GEMM writes (:func:`gemm_input_dtype`).
     """
     adt = adt or dt
+    qdt = qdt or dt
     m = arch.moe
     h = arch.hidden
     L_moe = arch.layers - m.dense_layers
@@ -168,7 +185,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
         rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=m.dense_layers,
                                   fused=fe,
-                                  write_bytes=quantized_write(T * arch.ffn, dt)))
+                                  write_bytes=quantized_write(T * arch.ffn, qdt)))
         rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=m.dense_layers))
     rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, out_dtype=adt, count=L_moe))
@@ -182,7 +199,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.expert_act", kind="elementwise", elems=tok * touched * f, inputs=up,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
-                              write_bytes=quantized_write(tok * touched * f, dt)))
+                              write_bytes=quantized_write(tok * touched * f, qdt)))
     rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.combine", kind="elementwise", elems=assignments * h, flops_per_elem=2.0,
@@ -193,7 +210,7 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
                                     count=L_moe))
         rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
-                                  write_bytes=quantized_write(T * fs, dt)))
+                                  write_bytes=quantized_write(T * fs, qdt)))
         rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=L_moe))
     return rows
@@ -265,6 +282,9 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows += _input_rows(arch, sc, B, T, res)
     rows += _layer_rows(arch, sc, B, T, q_len, kv_len, training)
     rows += _output_rows(arch, sc, phase, B, T)
+    check_input_quant(sc)
+    if sc.input_quant == "kernel":
+        rows = ops.quantize_inputs(rows, dt, sc.activation_dtype or dt)
     params = _params(arch, H, Hkv, d) + _frontend_params(arch)
     if training:
         rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=T * max(arch.vocab, arch.num_classes),
@@ -367,6 +387,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     inputs: no ``residual1`` and ``norm2``."""
     dt = sc.dtype
     adt = sc.activation_dtype or dt  # between kernels; GEMM inputs are quantized to dt on write
+    qdt = gemm_input_dtype(sc)  # what a GEMM input's producer writes (adt when a quantize kernel follows it)
     kvdt = sc.kv_dtype or dt
     h, L = arch.hidden, arch.layers
     H = arch.heads
@@ -377,7 +398,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
 
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
-            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=dt)
+            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=qdt)
         return ops.streaming(f"layer.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=adt, count=L, fused=fe)
 
@@ -424,11 +445,11 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                     out_dtype=adt, count=ffn_count))
         rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=ffn_count, fused=fe,
-                                  write_bytes=quantized_write(T * arch.ffn, dt)))
+                                  write_bytes=quantized_write(T * arch.ffn, qdt)))
         rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
                                     count=ffn_count))
     else:
-        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe, adt))
+        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe, adt, qdt))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout2", T * h, adt, L, fe, into_add=True))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=3 if arch.parallel_block else 2))
@@ -441,7 +462,7 @@ def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int
     dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
     adt = sc.activation_dtype or dt
     wdt = sc.weight_dtype or dt
-    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=dt)]
+    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=gemm_input_dtype(sc))]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt, out_dtype=adt))

@@ -85,6 +85,42 @@ def test_activation_dtype_is_checked_and_named_in_the_label() -> None:
         dse.workload("resnet50", activation_dtype="fp16")
 
 
+@pytest.mark.parametrize("model", ["llama2-7b", "mixtral-8x7b", "deepseek-v3"])
+def test_input_quant_kernel_puts_a_quantize_kernel_before_every_fp8_gemm(model: str) -> None:
+    """vLLM's FP8 linear layers quantize their input in a kernel of their own (``input_quant: kernel``): before
+    every FP8 GEMM a vector row, not fused, reads its ``batch x M x K`` input in 16 bits and writes it in 8, as
+    often as the GEMM runs; the norms and activation functions then write 16 bits; the GEMMs are unchanged."""
+    kw = dict(phase="prefill", seq=256, dtype="fp8", activation_dtype="bf16")
+    wl = dse.workload(model, **kw)
+    prod, kern = wl.ops, dse.workload(model, input_quant="kernel", **kw).ops
+    assert "quant:kernel" in dse.workload(model, input_quant="kernel", **kw).label() and "quant" not in wl.label()
+    pd.testing.assert_frame_equal(prod[prod["kind"] == "gemm"].reset_index(drop=True),
+                                  kern[kern["kind"] == "gemm"].reset_index(drop=True))
+    q = kern[kern["name"].str.contains(r"\.quantize")]
+    gemm8 = kern[(kern["kind"] == "gemm") & (kern["elem_a"] == 1)]
+    assert len(q) and not q["fused"].any() and (q["dtype"] == "bf16").all()
+    assert (q["bytes_read"] == 2 * q["M"]).all() and (q["bytes_written"] == q["M"]).all()
+    # as many quantized elements as the FP8 GEMMs read (rows merged by shape keep their counts)
+    assert (q["M"] * q["count"]).sum() == (gemm8["batch"] * gemm8["M"] * gemm8["K"] * gemm8["count"]).sum()
+    assert not prod["name"].str.contains(r"\.quantize").any()  # producer mode: the norms quantize on write
+    norms = kern[kern["name"].str.contains("norm")]
+    assert (norms["bytes_written"] == 2 * norms["M"]).all()  # 16 bits out: the quantize kernel narrows them
+    h100 = dse.hardware("h100-sxm")
+    assert dse.predict(dse.workload(model, input_quant="kernel", **kw), h100).time_s > dse.predict(wl, h100).time_s
+
+
+def test_input_quant_kernel_needs_wider_activations_in_one_line() -> None:
+    for kw in (dict(dtype="fp8"), dict(dtype="bf16", activation_dtype="bf16"), dict(dtype="fp16", activation_dtype="fp8")):
+        with pytest.raises(DseError) as exc:
+            dse.workload("llama2-7b", phase="prefill", seq=64, input_quant="kernel", **kw)
+        msg = str(exc.value)
+        assert "\n" not in msg and "input_quant: got 'kernel'" in msg and "accepted" in msg
+    with pytest.raises(DseError, match="input_quant"):
+        dse.workload("llama2-7b", dtype="fp8", activation_dtype="bf16", input_quant="fused")
+    with pytest.raises(DseError, match="does not use input_quant"):
+        dse.workload("resnet50", input_quant="kernel")
+
+
 def _with_arch(tmp_path, name: str, new_name: str, **arch) -> str:
     """``name``'s library YAML with ``arch`` fields changed, written to ``tmp_path`` as ``new_name``."""
     import yaml
