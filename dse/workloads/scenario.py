@@ -50,7 +50,7 @@ class Scenario(Strict):
     activation_dtype: Dtype | None = Field(
         None, description="Activations between kernels: the residual stream, norms, activation functions and the "
         "GEMMs' outputs (default: dtype). FP8 inference engines keep them in 16 bits (e.g. fp16 beside fp8 GEMMs) and "
-        "quantize each GEMM's input inside the kernel that writes it")
+        "quantize each GEMM's input inside the kernel that writes it or in a kernel of its own (input_quant)")
     input_quant: InputQuant = Field(
         "producer", description="With activation_dtype wider than dtype, who quantizes each GEMM's input: producer "
         "(the norm or activation function that writes it: TensorRT, TransformerEngine) or kernel (a quantize kernel "

@@ -271,6 +271,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     (:func:`_input_rows`), one layer's rows counted ``layers`` times (:func:`_layer_rows`), the output
     rows (:func:`_output_rows`) and, in training, the loss and the training step."""
     phase, training = _phase(arch, sc, name)
+    check_input_quant(sc)
     dt = sc.dtype
     B, h = sc.batch, arch.hidden
     H = arch.heads
@@ -282,7 +283,6 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     rows += _input_rows(arch, sc, B, T, res)
     rows += _layer_rows(arch, sc, B, T, q_len, kv_len, training)
     rows += _output_rows(arch, sc, phase, B, T)
-    check_input_quant(sc)
     if sc.input_quant == "kernel":
         rows = ops.quantize_inputs(rows, dt, sc.activation_dtype or dt)
     params = _params(arch, H, Hkv, d) + _frontend_params(arch)
