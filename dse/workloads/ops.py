@@ -274,6 +274,11 @@ INPUT_QUANTS: tuple[str, ...] = get_args(InputQuant)
 QUANTIZE_FLOPS = 1.0 + CONVERT_FLOPS
 
 
+def on_matrix_tiles(r: dict[str, Any]) -> bool:
+    """Whether row ``r`` is a GEMM or conv the matrix unit runs tile by tile (``reuse`` tiled, ``unit`` matrix)."""
+    return r.get("reuse") == "tiled" and r.get("unit") == "matrix"
+
+
 def quantize_inputs(rows: list[dict[str, Any]], dtype: str, src_dtype: str) -> list[dict[str, Any]]:
     """``rows`` with a quantize kernel before every matrix-unit GEMM whose A operand is ``dtype`` (scenario
     ``input_quant: kernel``): a vector row of its own (not fused) that reads the GEMM's ``batch x M x K`` input in
@@ -281,8 +286,7 @@ def quantize_inputs(rows: list[dict[str, Any]], dtype: str, src_dtype: str) -> l
     out: list[dict[str, Any]] = []
     wb = DTYPE_BYTES[dtype]
     for r in rows:
-        if r.get("reuse") == "tiled" and r.get("unit") == "matrix" and r.get("kind") == "gemm" \
-                and r.get("dtype_a") == dtype:
+        if on_matrix_tiles(r) and r.get("kind") == "gemm" and r.get("dtype_a") == dtype:
             elems = float(r.get("batch", 1)) * float(r["M"]) * float(r["K"])
             out.append(streaming(f"{r['name']}.quantize", kind="elementwise", elems=elems,
                                  flops_per_elem=QUANTIZE_FLOPS, dtype=src_dtype, count=int(r.get("count", 1)),
@@ -344,8 +348,7 @@ def with_gemm_kernel(rows: list[dict[str, Any]], kernel: str) -> list[dict[str, 
     check_choice("gemm_kernel", kernel, GEMM_KERNELS)
     if kernel == "auto":
         return rows
-    return [{**r, "gemm_kernel": kernel} if r.get("reuse") == "tiled" and r.get("unit") == "matrix" else r
-            for r in rows]
+    return [{**r, "gemm_kernel": kernel} if on_matrix_tiles(r) else r for r in rows]
 
 
 def attention_kernel(kernel: str, kv_len: int) -> str:

@@ -386,8 +386,8 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     layer feeds the FFN from the same norm as the attention and adds both to the residual in one add of three
     inputs: no ``residual1`` and ``norm2``."""
     dt = sc.dtype
-    adt = sc.activation_dtype or dt  # between kernels; GEMM inputs are quantized to dt on write
-    qdt = gemm_input_dtype(sc)  # what a GEMM input's producer writes (adt when a quantize kernel follows it)
+    adt = sc.activation_dtype or dt  # between kernels
+    qdt = gemm_input_dtype(sc)  # what a GEMM input's producer writes: dt (quantized on write) or adt (input_quant)
     kvdt = sc.kv_dtype or dt
     h, L = arch.hidden, arch.layers
     H = arch.heads
