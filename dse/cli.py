@@ -95,7 +95,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     limit=MAX_DESIGNS if fmt == "csv" else None)
     n = grid_size(axes) * len(ctxs)
     status(args, f"scoring {n:,} designs" + (f" on {args.engine}" if fmt == "parquet" else ""))
-    folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-sweep", False)
+    folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-sweep", False)
     t0 = time.perf_counter()
     if fmt == "parquet":
         summary = stream_sweep(ctxs, axes, folder / "sweep.parquet", chunk=args.chunk, engine=args.engine,
@@ -161,7 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     cmp, heading = compare_config(cfg, ctx, args.config, ratios, args.hold, samples=args.samples)
     if args.strict:
         check_strict(cmp, args.config)
-    folder = results_folder(Path(args.out or cfg.output.dir), f"{cfg.name}-compare", False)
+    folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-compare", False)
     status(args, f"writing {folder}: tables, figures and report")
     render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8")), folder)
     width = max(len(n) for n in cmp.names)
@@ -191,14 +191,16 @@ def _stage_arg(text: str) -> str | dict:
 
 
 def _output_dir_of(config: str, spec: object) -> str:
-    """The output.dir of a what-if file, or of the study config holding a whatif: section."""
+    """The output folder (``Output.root``) of a what-if file, or of the study config holding a whatif: section."""
+    from pathlib import Path
+
     from dse.config import load_study
 
     output = getattr(spec, "output", None)
     if output is not None:
-        return output.dir
+        return str(output.root(Path(config).parent))
     try:
-        return load_study(config)[0].output.dir
+        return str(load_study(config)[0].output.root(Path(config).parent))
     except DseError:
         return "results"
 

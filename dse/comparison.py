@@ -11,7 +11,10 @@ section may mix both). ``1:x`` has x times the base's bandwidth per FLOP, i.e. a
   base's (the same silicon spent differently; peaks searched on a fine geometric grid); a candidate
   with ``area_of: NAME`` fills the area of that earlier candidate instead.
 
-Hardware ``fields`` of a candidate (``DesignBatch.with_field``) apply first, then the ratio or the knobs.
+Hardware ``fields`` of a candidate (``DesignBatch.with_field``) apply first, then the ratio (whole cores at that
+ratio, so per-core levels scale with the cores); an absolute candidate's knobs and fields are built as a study's
+parameters are (``dse.search.space.designs_from_params``). Every candidate is a buildable design: whole cores,
+whole DRAM stacks with their capacity, whole SRAM macros (``DesignBatch.with_knobs``).
 The first candidate is the reference of every speedup and every % change.
 """
 
@@ -45,24 +48,59 @@ def parse_ratio(text: str, field: str = "--ratios") -> float:
         raise DseError(f"got {text!r}; {exc}", field=field) from None
 
 
+#: a held area is met when the built design is within this fraction below it (issue: "within 0.5 %")
+AREA_HELD = 0.005
+
+
+def ladder(start: DesignBatch, x: float, base_ridge: float, most: int) -> DesignBatch:
+    """``start`` built with 1..``most`` whole cores at ratio 1:x of the base (DRAM bandwidth target ``peak x x / base
+    ridge``, bought as whole stacks): every buildable design of that ratio and ``start``'s array and clock, smallest
+    first (``DesignBatch.with_knobs``)."""
+    cores = np.arange(1, most + 1, dtype=float)
+    peaks = cores * float(start.core_peak_flops[0])
+    return DesignBatch.stack([start] * cores.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
+
+
 def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str = "--ratios",
-             area_mm2: float | None = None) -> DesignBatch:
+             area_mm2: float | None = None, notes: list[str] | None = None) -> DesignBatch:
     """``start`` (the base, or the base with a candidate's fields) moved to ratio 1:x of the base design,
-    at ``start``'s peak compute or at a die area (``area_mm2``, default the base's)."""
+    at ``start``'s peak compute or at a die area (``area_mm2``, default the base's).
+
+    At an area: the largest buildable design of that ratio (:func:`ladder`) whose area does not exceed it. When that
+    design is infeasible (a shoreline, package, budget or capacity limit), the largest feasible one below it is taken
+    instead; when the area is missed by more than :data:`AREA_HELD`, or a fallback was taken, a line appended to
+    ``notes`` says why (the discrete step that prevented it, and the next buildable design)."""
     base_ridge = float(ctx.base.ridge[0])
     peak = float(start.peak_flops[0])
     if hold == "compute":
         return start.with_knobs(dram_bandwidth=np.array([peak * x / base_ridge]))
     target = ctx.base_area_mm2 if area_mm2 is None else area_mm2
-    lo, hi = peak / 64, peak * 64
-    for _ in range(2):  # a geometric grid, then a finer one between the last fitting peak and the next
-        peaks = np.geomspace(lo, hi, 4000)
-        d = DesignBatch.stack([start] * peaks.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
-        ok = np.flatnonzero(area(d).total <= target * (1 + 1e-9))  # area grows with peak at a fixed ratio
-        if ok.size == 0:
-            raise DseError(f"no design at ratio 1:{x:g} fits {target:.0f} mm2", field=field)
-        best = d.take([int(ok[-1])])
-        lo, hi = peaks[ok[-1]], peaks[min(ok[-1] + 1, peaks.size - 1)]
+    d = ladder(start, x, base_ridge, int(64 * max(float(start.cores[0]), 1.0)))
+    a = area(d).total
+    ok = np.flatnonzero(a <= target * (1 + 1e-9))  # area grows with the cores at a fixed ratio
+    if ok.size == 0:
+        raise DseError(f"no design at ratio 1:{x:g} fits {target:.0f} mm2 (one core at this ratio takes "
+                       f"{a[0]:.0f} mm2)", field=field)
+    i = int(ok[-1])
+    sc, _ = score_designs(ctx, d.take(ok))
+    feas = np.asarray(sc.feasible, dtype=bool)
+    note = ""
+    if not feas[-1]:
+        good = np.flatnonzero(feas)
+        if good.size:
+            j = int(ok[good[-1]])
+            note = (f"the largest design at 1:{x:g} within {target:.0f} mm2 ({d.cores[i]:.0f} cores, {a[i]:.0f} mm2) "
+                    f"is infeasible ({sc.reason[-1]}); shown: the nearest feasible design at this ratio, "
+                    f"{d.cores[j]:.0f} cores and {d.dram_stacks[j]:.0f} DRAM stacks, {a[j]:.0f} mm2")
+            i = j
+    if not note and a[i] < target * (1 - AREA_HELD) and i + 1 < d.n:
+        nxt = d.take([i + 1])
+        step = "core" if d.dram_stacks[i + 1] == d.dram_stacks[i] else "core and DRAM stack"
+        note = (f"area {a[i]:.1f} of {target:.1f} mm2 held ({(a[i] / target - 1) * 100:+.1f} %): the next whole {step} "
+                f"({nxt.cores[0]:.0f} cores, {nxt.dram_stacks[0]:.0f} stacks) needs {a[i + 1]:.1f} mm2")
+    best = d.take([i])
+    if note and notes is not None:
+        notes.append(note)
     return best
 
 
@@ -72,26 +110,18 @@ def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
 
 
 def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str) -> DesignBatch:
-    """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the lowest
-    peak on a geometric grid (refined once) with ``score >= target``; area grows with peak at a fixed ratio,
-    so the lowest such peak is the smallest die. Scores come from one vectorized ``mix_times`` per grid."""
+    """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the fewest whole
+    cores (:func:`ladder`) with ``score >= target``; area grows with the cores at a fixed ratio, so that is the
+    smallest die. Scores come from one vectorized ``mix_times``."""
     from dse.score import mix_score
 
-    base_ridge = float(ctx.base.ridge[0])
-    peak = float(start.peak_flops[0])
-    lo, hi = peak / 64, peak * 64
-    best = None
-    for _ in range(2):
-        peaks = np.geomspace(lo, hi, 256)
-        d = DesignBatch.stack([start] * peaks.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
-        s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
-        ok = np.flatnonzero(s >= target * (1 - 1e-9))
-        if ok.size == 0:
-            raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to {peaks[-1] / 1e12:.0f} "
-                           "TFLOP/s)", field=field)
-        best = d.take([int(ok[0])])
-        lo, hi = peaks[max(ok[0] - 1, 0)], peaks[ok[0]]
-    return best
+    d = ladder(start, x, float(ctx.base.ridge[0]), int(64 * max(float(start.cores[0]), 1.0)))
+    s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
+    ok = np.flatnonzero(s >= target * (1 - 1e-9))
+    if ok.size == 0:
+        raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to {d.peak_flops[-1] / 1e12:.0f} "
+                       "TFLOP/s)", field=field)
+    return d.take([int(ok[0])])
 
 
 def ratio_of(ctx: Context, cand: Candidate, field: str) -> float:
@@ -102,14 +132,15 @@ def ratio_of(ctx: Context, cand: Candidate, field: str) -> float:
 
 
 def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
-                    earlier: dict[str, DesignBatch] | None = None) -> DesignBatch:
+                    earlier: dict[str, DesignBatch] | None = None, notes: list[str] | None = None) -> DesignBatch:
     """One candidate's design: fields first, then its ratio or ridge (at ``cand.hold`` or ``hold``, at the
     area of the earlier candidate ``cand.area_of``, at the first candidate's score, or with ``reinvest``)
     or its knobs.
 
     ``reinvest: F``: at fixed compute the candidate has area ``A_c``; the first candidate (the base for the
     first itself) has ``A_ref``; the candidate takes the largest peak at its ratio within
-    ``A_c + F * max(A_ref - A_c, 0)`` (F = 0: fixed compute; F = 1: the first candidate's area)."""
+    ``A_c + F * max(A_ref - A_c, 0)`` (F = 0: fixed compute; F = 1: the first candidate's area). ``notes`` collects
+    what an area hold could not meet (:func:`at_ratio`)."""
     earlier = earlier or {}
     d = ctx.base
     for name, value in cand.fields.items():
@@ -117,12 +148,12 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
             d = d.with_field(name, np.array([value], dtype=float))
         except ValueError as exc:
             raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
-    if not cand.relative:
-        return designs_from_params(d, [cand.knobs]) if cand.knobs else d
+    if not cand.relative:  # the one parameter rule of a study: build fields, knobs, then the other fields
+        return designs_from_params(ctx.base, [{**cand.fields, **cand.knobs}]) if cand.knobs else d
     x = ratio_of(ctx, cand, field)
     first = next(iter(earlier.values()), None)
     if cand.area_of is not None:
-        return at_ratio(ctx, d, x, "area", field, float(area(earlier[cand.area_of]).total[0]))
+        return at_ratio(ctx, d, x, "area", field, float(area(earlier[cand.area_of]).total[0]), notes)
     if cand.reinvest is not None:
         fixed = at_ratio(ctx, d, x, "compute", field)
         a_c = float(area(fixed).total[0])
@@ -130,7 +161,7 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
         target = a_c + cand.reinvest * max(a_ref - a_c, 0.0)
         if target <= a_c * (1 + 1e-9):
             return fixed
-        grown = at_ratio(ctx, d, x, "area", field, target)  # whole DRAM stacks: the next one may not fit
+        grown = at_ratio(ctx, d, x, "area", field, target, notes)  # whole cores and stacks: the next may not fit
         return grown if grown.peak_flops[0] > fixed.peak_flops[0] else fixed
     h = cand.hold or hold
     if h == "score":
@@ -140,7 +171,7 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
                            field=f"{field}.hold")
         target, _ = score_designs(ctx, first)
         return at_score(ctx, d, x, float(target.score[0]), field)
-    return at_ratio(ctx, d, x, h, field)
+    return at_ratio(ctx, d, x, h, field, notes=notes)
 
 
 @dataclass(frozen=True)
@@ -253,8 +284,11 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
     if len(set(names)) != len(names):
         raise DseError(f"got {names}; accepted: distinct candidate names", field=field)
     built: dict[str, DesignBatch] = {}
+    notes: dict[str, list[str]] = {}
     for i, c in enumerate(cands):
-        built[c.name] = build_candidate(ctx, c, hold, f"{field}.{i}" if field != "--ratios" else field, built)
+        notes[c.name] = []
+        built[c.name] = build_candidate(ctx, c, hold, f"{field}.{i}" if field != "--ratios" else field, built,
+                                        notes[c.name])
     designs = list(built.values())
     times = np.vstack([mix_times(d, ctx.mix, arrays=ctx.arrays)[0] for d in designs])
     table = pd.DataFrame({"workload": ctx.mix.labels, "family": [family_of(w.name) for w in ctx.mix.workloads],
@@ -281,6 +315,10 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
             else f"{c.hold or hold} held")
         rows.append({"candidate": c.name, "given_as": given, "peak_tflops": k["peak_tflops"],
                      "dram_bandwidth_tbps": k["dram_bandwidth_tbps"], "sram_mib": k["sram_mib"],
+                     "cores": int(d.cores[0]), "array": f"{d.array_rows[0]:.0f}x{d.array_cols[0]:.0f}",
+                     "clock_ghz": float(d.base.compute.clock_ghz * d.clock_scale[0]),
+                     "dram_stacks": int(d.dram_stacks[0]), "dram_capacity_gb": float(d.offchip_capacity[0]) / 1e9,
+                     "hold_note": "; ".join(notes[c.name]),
                      "ridge_flop_per_byte": float(d.ridge[0]),
                      "bw_per_flop_vs_base": f"1:{base_ridge / float(d.ridge[0]):.3g}",
                      "score_vs_base": float(sc.score[0]), "area_mm2": float(sc.area_mm2[0]),
@@ -363,8 +401,10 @@ def front_table(ctx: Context, cmp: Comparison, points: int = 16, line_points: in
     grid = designs_from_params(ctx.base, {"peak_tflops": P.ravel(), "dram_bandwidth_tbps": B.ravel(),
                                           "sram_mib": np.full(P.size, kb["sram_mib"])})
     peaks = np.geomspace(p_lo, p_hi, line_points) * 1e12
-    lines = [DesignBatch.stack([d] * line_points).with_knobs(
-        peak_flops=peaks, dram_bandwidth=peaks / float(d.ridge[0])) for d in cmp.designs]
+    lines = []
+    for d in cmp.designs:  # whole cores first, then the fewest whole stacks that hold the ridge at the built peak
+        cores = DesignBatch.stack([d] * line_points).with_knobs(peak_flops=peaks)
+        lines.append(cores.with_knobs(dram_bandwidth=cores.peak_flops / float(d.ridge[0])))
     labels = [""] * grid.n + [n for n in cmp.names for _ in range(line_points)]
     allp = DesignBatch.stack([grid, *lines])
     cols: dict[str, list[np.ndarray]] = {"score": [], "area_mm2": [], "feasible": []}
@@ -415,6 +455,16 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
     return out.rename(columns={key: f"share_in_{band[0]:g}_{band[1]:g}_flop_per_byte"})
 
 
+def pick_candidate(obj: pd.Series, feasible: pd.Series, area_mm2: pd.Series, cost_usd: pd.Series) -> int:
+    """Position of the recommended candidate: the feasible one with the highest objective, on equal objectives the
+    smaller die, then the cheaper one; the first when none is feasible."""
+    if not feasible.any():
+        return 0
+    order = pd.DataFrame({"o": obj.to_numpy(), "a": area_mm2.to_numpy(), "c": cost_usd.to_numpy(),
+                          "i": np.arange(len(obj))})[feasible.to_numpy()]
+    return int(order.sort_values(["o", "a", "c", "i"], ascending=[False, True, True, True], kind="stable")["i"].iloc[0])
+
+
 def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.DataFrame) -> str:
     """Markdown: the recommendation (the feasible candidate with the highest objective; the first when none is
     feasible), the evidence (AI share in 4-16 FLOP/byte with each ridge, binding-ceiling shares, the area parts
@@ -426,7 +476,7 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
         dt[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]]
         / ctx.base_resources[{"score_per_mm2": "area_mm2", "score_per_usd": "cost_usd", "score_per_w": "power_w"}[kind]])
     feas = dt["feasible"].astype(bool)
-    pick = int(obj.where(feas).idxmax()) if feas.any() else 0
+    pick = pick_candidate(obj, feas, dt["area_mm2"], dt["cost_usd"])
     r, r0 = dt.iloc[pick], dt.iloc[0]
     name = r["candidate"]
     lines = ["## Decision memo", ""]
@@ -442,6 +492,9 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
                      f"({r0['area_mm2']:.0f} -> {r['area_mm2']:.0f} mm²), power {r['power_w_change_pct']:+.1f} %, "
                      f"ridge {r0['ridge_flop_per_byte']:.0f} -> {r['ridge_flop_per_byte']:.0f} FLOP/byte.")
     lines.append("")
+    for n, note in zip(dt["candidate"], dt.get("hold_note", pd.Series([""] * len(dt))), strict=True):
+        if note:
+            lines.append(f"- *Held as built* ({n}): {note}.")
     band = [c for c in ai.columns if c.startswith("share_in_")][0]
     op = ai[ai["weighting"] == "per operator, FLOP-weighted, compulsory bytes"].iloc[0]
     ridges = ", ".join(f"{n} {float(d.ridge[0]):.0f}" for n, d in zip(cmp.names, cmp.designs, strict=True))

@@ -184,8 +184,17 @@ class Search(Strict):
 
 class Output(Strict):
     dir: str = Field("results", description="Parent folder of results/<study-name>/")
+    relative_to: Literal["cwd", "config"] = Field(
+        "cwd", description="What a relative dir starts from: the working folder (default) or this config's folder "
+        "(the config.yaml a results folder holds, so a rerun lands beside it wherever it is run from)")
     plots: bool = True
     heatmap_points: int = Field(24, ge=4, le=200, description="Grid side of the score heatmap")
+
+    def root(self, cfg_dir: Path) -> Path:
+        """The parent folder of the results: ``dir`` as given when absolute, else relative to the working folder
+        or, with ``relative_to: config``, to the config's folder ``cfg_dir``."""
+        path = Path(self.dir).expanduser()
+        return cfg_dir / path if self.relative_to == "config" and not path.is_absolute() else path
 
 
 def parse_ratio(text: str) -> float:

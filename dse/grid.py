@@ -182,8 +182,8 @@ def _merge_summary(acc: dict, df: pd.DataFrame) -> None:
     for k, v in df["binding"].value_counts().items():
         acc["binding"][k] = acc["binding"].get(k, 0) + int(v)
     if len(ok):
-        row = ok.loc[ok["score"].idxmax()]
-        if acc["best"] is None or row["score"] > acc["best"]["score"]:
+        row = ok.loc[best_index(ok, "score")]
+        if acc["best"] is None or _better(row, acc["best"]):
             acc["best"] = row.to_dict()
 
 
@@ -196,7 +196,7 @@ def _reduce(summaries: list[dict]) -> dict:
             o["feasible"] += acc["feasible"]
             for k, v in acc["binding"].items():
                 o["binding"][k] = o["binding"].get(k, 0) + v
-            if acc["best"] is not None and (o["best"] is None or acc["best"]["score"] > o["best"]["score"]):
+            if acc["best"] is not None and (o["best"] is None or _better(acc["best"], o["best"])):
                 o["best"] = acc["best"]
     return out
 
@@ -270,7 +270,18 @@ def best_row(res: SweepResult, column: str = "score", mix: str | None = None) ->
     if ok.empty:
         raise DseError(f"no feasible design in the grid of mix {mix or res.mixes[0]!r}; accepted: larger budgets "
                        "or other ranges")
-    return ok.loc[ok[column].idxmax()]
+    return ok.loc[best_index(ok, column)]
+
+
+def best_index(df: pd.DataFrame, column: str) -> object:
+    """Index of the row with the highest ``column``; on equal values the smaller die, then the cheaper one (many grid
+    points build the same whole-core, whole-stack design)."""
+    return df.sort_values([column, "area_mm2", "cost_usd"], ascending=[False, True, True], kind="stable").index[0]
+
+
+def _better(a, b) -> bool:
+    """Row ``a`` beats row ``b``: a higher score, or an equal score on a smaller die, then a cheaper one."""
+    return (a["score"], -a["area_mm2"], -a["cost_usd"]) > (b["score"], -b["area_mm2"], -b["cost_usd"])
 
 
 def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:

@@ -19,7 +19,8 @@ from dse.study import score_designs
 
 def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFrame:
     """Best feasible score (and its design) per ridge ratio, all other fields as in ``design`` (a
-    one-design DesignBatch, e.g. the search's best); ``ctx`` is a :class:`dse.study.Context`."""
+    one-design DesignBatch, e.g. the search's best); ``ctx`` is a :class:`dse.study.Context`. The peak, bandwidth,
+    cores and ridge reported are the built design's (whole cores and stacks), beside the grid's ratio."""
     space = ctx.cfg.search.space
     p_lo, p_hi = knob_range(space, ctx.base, "peak_tflops")
     b_lo, b_hi = knob_range(space, ctx.base, "dram_bandwidth_tbps")
@@ -33,18 +34,18 @@ def ratio_curve(ctx, design, n_ratio: int = 32, n_peak: int = 48) -> pd.DataFram
     sc, _ = score_designs(ctx, designs)
     score = np.full(R.shape, np.nan)
     score[ok] = np.where(sc.feasible, sc.score, np.nan)
-    ridge, bw = np.full(R.shape, np.nan), np.full(R.shape, np.nan)
-    ridge[ok], bw[ok] = designs.ridge, knob_values(designs)["dram_bandwidth_tbps"]
+    ridge, bw, pk, cores = (np.full(R.shape, np.nan) for _ in range(4))
+    built = knob_values(designs)
+    ridge[ok], bw[ok], pk[ok], cores[ok] = designs.ridge, built["dram_bandwidth_tbps"], built["peak_tflops"], designs.cores
     rows = []
     for i, r in enumerate(ratios):
         if np.all(np.isnan(score[i])):
             rows.append({"grid_ridge_flop_per_byte": r, "ridge_flop_per_byte": np.nan, "best_score": np.nan,
-                         "peak_tflops": np.nan, "dram_bandwidth_tbps": np.nan})
+                         "peak_tflops": np.nan, "dram_bandwidth_tbps": np.nan, "cores": np.nan})
             continue
         j = int(np.nanargmax(score[i]))
         rows.append({"grid_ridge_flop_per_byte": r, "ridge_flop_per_byte": ridge[i, j], "best_score": score[i, j],
-                     "peak_tflops": P[i, j],
-                     "dram_bandwidth_tbps": bw[i, j]})
+                     "peak_tflops": pk[i, j], "dram_bandwidth_tbps": bw[i, j], "cores": cores[i, j]})
     df = pd.DataFrame(rows)
     df["bw_per_flop_vs_base"] = float(ctx.base.ridge[0]) / df["ridge_flop_per_byte"]
     return df

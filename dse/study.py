@@ -32,6 +32,7 @@ from dse.hardware.fields import knob_values
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
+from dse.inputs import snapshot, study_inputs, write_inputs
 from dse.predict import MixArrays, Prediction, mix_arrays, mix_times, predict
 from dse.score import Scored, capacity_constraint, constraints, mix_score, objective_value
 from dse.search import optimize
@@ -154,6 +155,22 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
 
 
+def check_capacity(cfg: StudyConfig, base: DesignBatch, mix: Mix, node: Node, mix_field: str = "workloads") -> None:
+    """Before any trial: a workload whose per-chip footprint exceeds the most main memory the search space can build
+    (``dse.search.space.max_offchip_capacity``) can never fit, so it is one error naming it and that capacity."""
+    from dse.search.space import max_offchip_capacity
+
+    need = mix.memory_bytes
+    if not need.size:
+        return
+    cap, how = max_offchip_capacity(cfg.search.space, base, node.max_dram_stacks.value)
+    worst = int(np.argmax(need))
+    if need[worst] > cap:
+        raise DseError(f"got {mix.workloads[worst].label()} needing {need[worst] / 1e9:.1f} GB per chip; accepted: a "
+                       f"workload within {cap / 1e9:.1f} GB, the most {base.offchip_name} the search space can build "
+                       f"({how}), or a parallelism plan over more chips", field=mix_field)
+
+
 def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) -> DesignBatch:
     """The base design on the config's system (or the chip's shipped one when a workload has a plan),
     sized for the mix's largest plan."""
@@ -228,13 +245,15 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
     return evaluate
 
 
-def study_meta(cfg: StudyConfig) -> dict:
+def study_meta(cfg: StudyConfig, inputs: dict | None = None) -> dict:
     """What makes a study reproducible: package version, a hash of everything that defines the
-    search (not n_trials, batch size, output or description), and the seed."""
+    search (not n_trials, batch size, output or description), the seed, and with ``inputs``
+    (:func:`dse.inputs.study_inputs`) the sha256 of every input file (``--resume`` refuses a changed one)."""
     defining = cfg.model_dump(mode="json", exclude={"description": True, "output": True,
                                                       "search": {"n_trials", "batch_size"}})
-    return {"dse_version": __version__, "config_sha256": optimize.config_hash(json.dumps(defining, sort_keys=True)),
+    meta = {"dse_version": __version__, "config_sha256": optimize.config_hash(json.dumps(defining, sort_keys=True)),
             "seed": cfg.search.seed, "created_utc": datetime.now(UTC).isoformat(timespec="seconds")}
+    return meta if inputs is None else {**meta, "inputs": inputs}
 
 
 def check_output_root(root: Path) -> Path:
@@ -500,9 +519,15 @@ def _wait(barrier: object | None, timeout: float = 300.0) -> None:
 def run_study(
     config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
     n_trials: int | None = None, progress: bool = True, workers: int = 1, mix: str | None = None,
-    folder: Path | None = None, exclusive: bool | None = None,
+    folder: Path | None = None, exclusive: bool | None = None, top: Path | None = None,
 ) -> StudyResult:
-    """Run the study in ``config`` (results folder created, config copied); return the outcome.
+    """Run the study in ``config`` (results folder created, inputs copied); return the outcome.
+
+    The results folder (``folder``, else a new one in ``out``, else in ``output.dir``: :meth:`dse.config.Output.root`)
+    is self-contained (:mod:`dse.inputs`): ``inputs/`` in ``top`` (default ``folder``; :func:`run_mixes` passes its
+    top folder) holds a copy of every input file, ``config.yaml`` points at them (a rerun of it from any working
+    folder writes a new study beside the top folder) and ``metadata.json`` their sha256 under ``inputs``; ``resume``
+    refuses a changed input before any trial runs (studies created before inputs were recorded resume as before).
 
     The study is created once here; with ``workers > 1`` that many processes (this one included)
     share it through the storage. :func:`dse.report.write.write_results` writes the tables, plots
@@ -512,20 +537,24 @@ def run_study(
     if not 1 <= workers <= max_workers():
         raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
+    check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node))  # before any trial
     if folder is None:
-        root = Path(out) if out is not None else Path(cfg.output.dir)
+        root = Path(out) if out is not None else cfg.output.root(Path(config).parent)
         folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
     make_dir(folder)
+    top = folder if top is None else top
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
-    meta = study_meta(cfg)
+    snap = snapshot(config, ctx.base_hw.process_node)
+    meta = study_meta(cfg, study_inputs(snap, folder, top))
     # metadata.json is written last when a study is created: a folder without it is a run killed
     # before its study existed, which --resume then creates (so --resume always finds a killed run)
     created = (folder / "metadata.json").is_file()
     with storage_errors(url):
         study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
-                                               recover_stale=workers == 1, create_missing=not created)
+                                               recover_stale=workers == 1, create_missing=not created,
+                                               source=str(config))
     if not resume or not (folder / "config.yaml").is_file():
-        write_text(folder / "config.yaml", Path(config).read_text(encoding="utf-8"))
+        write_inputs(snap, folder, top)
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
                                                      "storage": url, "workers": workers}, indent=2) + "\n")
     procs, start = [], None
@@ -560,14 +589,19 @@ def run_mixes(
     n_trials: int | None = None, progress: bool = True, workers: int = 1,
 ) -> tuple[Path, list[StudyResult]]:
     """One search per named mix of ``config`` (studies ``<name>.<mix>`` in one storage, results in
-    ``<folder>/<mix>/``); returns the top folder and the per-mix results."""
-    cfg, _ = load_study(config)
+    ``<folder>/<mix>/``, the copied inputs in ``<folder>/inputs/`` and the config pointing at them in
+    ``<folder>/config.yaml`` and each ``<folder>/<mix>/config.yaml``); returns the top folder and the per-mix
+    results."""
+    cfg, cfg_dir = load_study(config)
     if cfg.mixes is None:
         raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
-    root = Path(out) if out is not None else Path(cfg.output.dir)
+    root = Path(out) if out is not None else cfg.output.root(cfg_dir)
     top = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
     make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
     results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
-                         mix=m, folder=top / m, exclusive=workers == 1 and storage is None) for m in cfg.mix_names]
+                         mix=m, folder=top / m, exclusive=workers == 1 and storage is None, top=top)
+               for m in cfg.mix_names]
+    if not resume or not (top / "config.yaml").is_file():
+        write_inputs(snapshot(config, results[0].ctx.base_hw.process_node), top, top)
     return top, results

@@ -70,7 +70,7 @@ def _hand_built(name: str) -> dse.DesignBatch:
         return d.with_knobs(dram_bandwidth=2 * d.dram_bandwidth)
     if name == "1:1":
         return d
-    # 3.2 TB/s asked = 8 whole HBM2e stacks of 409.6 GB/s (a design buys stacks: search.space.whole_stacks)
+    # 400 TFLOP/s asked = 35 whole cores; 3.2 TB/s asked = 8 whole HBM2e stacks of 409.6 GB/s (DesignBatch.with_knobs)
     return d.with_knobs(peak_flops=np.array([400e12]), dram_bandwidth=np.array([8 * 409.6e9]),
                         sram_bytes=np.array([64 * 2**20])).with_field("memory.local.capacity_mib", np.array([24.0]))
 
@@ -95,15 +95,17 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     a0 = dse.cost.area.area(designs["1:2"]).total_mm2
     assert cands.loc["1:1", "area_mm2_change_pct"] == pytest.approx(
         (dse.cost.area.area(designs["1:1"]).total_mm2 / a0 - 1) * 100, rel=1e-9)
-    # area_of: ratio 1:1 (ridge of the base) at the die area of the 1:2 candidate, more compute than 1:1
+    # area_of: ratio 1:1 (ridge of the base) at the die area of the 1:2 candidate. The largest such design (30 cores,
+    # 5 stacks) breaks the package's 4 stacks, so the nearest feasible design at 1:1 is shown, and the note says so
     same = cands.loc["1:1 at 1:2 area"]
-    assert same["ridge_flop_per_byte"] == pytest.approx(designs["1:1"].ridge[0], rel=1e-9)
-    assert same["area_mm2"] <= a0 * (1 + 1e-9)
-    assert same["peak_tflops"] > cands.loc["1:1", "peak_tflops"]
-    # and it is the largest such design: 1 % more compute at the same ratio (HBM stacks are whole) breaks the area
-    peak = same["peak_tflops"] * 1.01e12
-    more = designs["1:1"].with_knobs(peak_flops=np.array([peak]), dram_bandwidth=np.array([peak / designs["1:1"].ridge[0]]))
-    assert dse.cost.area.area(more).total_mm2 > a0
+    assert same["area_mm2"] <= a0 * (1 + 1e-9) and bool(same["feasible"])
+    assert "is infeasible (package: 5 DRAM stacks > 4" in same["hold_note"]
+    assert "nearest feasible design at this ratio, 24 cores and 4 DRAM stacks" in same["hold_note"]
+    grown = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm")).with_field("compute.cores", np.array([30.0]))
+    grown = grown.with_knobs(dram_bandwidth=grown.peak_flops / designs["1:1"].ridge[0])
+    assert grown.dram_stacks[0] == 5 and dse.cost.area.area(grown).total_mm2 <= a0 * (1 + 1e-9)
+    memo = (folder / "summary.md").read_text()
+    assert "*Held as built* (1:1 at 1:2 area): the largest design at 1:1 within 454 mm2" in memo
     br = pd.read_csv(folder / "breakdown.csv").set_index("quantity")
     for comp, mm2 in dse.area("npu-7nm").breakdown.items():  # the base template is the 1:1 candidate
         assert br.loc[f"area: {comp} (mm2)", "1:1"] == pytest.approx(mm2, rel=1e-9)
@@ -133,9 +135,11 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     ok = grid[grid["feasible"]]
     for _, p in pareto.iterrows():  # nothing feasible has less area and more score
         assert not ((ok["area_mm2"] < p["area_mm2"]) & (ok["score"] > p["score"])).any()
-    for n in ("1:2", "1:1", "big"):  # each candidate's ratio line holds its ridge
+    for n in ("1:2", "1:1", "big"):  # each candidate's ratio line holds its ridge, in whole cores and stacks
         line = front[front["line"] == n]
-        assert len(line) > 1 and np.allclose(line["ridge_flop_per_byte"], cands.loc[n, "ridge_flop_per_byte"])
+        want = line["peak_tflops"] / cands.loc[n, "ridge_flop_per_byte"]  # TB/s the ratio asks of the built peak
+        assert len(line) > 1 and np.allclose(line["peak_tflops"] / 11.4688, (line["peak_tflops"] / 11.4688).round())
+        assert (line["dram_bandwidth_tbps"] >= want - 1e-9).all() and (line["dram_bandwidth_tbps"] < want + 0.4096).all()
     page = (folder / "report.html").read_text()
     assert page.count("<img") == 6 and page.count("<table>") == (folder / "summary.md").read_text().count("\n|---")
     ai = pd.read_csv(folder / "ai_summary.csv")
@@ -170,7 +174,8 @@ def test_a_field_the_design_lacks_names_the_candidate(tmp_path: Path, capsys) ->
     cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert f"{cfg}: compare.candidates.1.fields: got 'memory.l9.capacity_mib'; accepted: compute.clock_ghz" in err
+    assert (f"{cfg}: compare.candidates.1.fields: got 'memory.l9.capacity_mib'; accepted: compute.cores, "
+            "compute.clock_ghz") in err
 
 
 def test_reference_story_config_validates_and_large_mixes_plot_by_family(tmp_path: Path) -> None:
@@ -230,15 +235,18 @@ def test_hold_score_reinvest_and_absolute_ridge(tmp_path: Path) -> None:
 
     c, d = load_study(write_config(tmp_path, SMALL_STUDY))
     ctx = prepare(c, d)
-    cands = [Candidate(name="ref", ratio="1:2"), Candidate(name="iso", ratio="1:1", hold="score"),
-             *[Candidate(name=f"r{f}", ratio="1:1", reinvest=f) for f in (0.0, 0.5, 1.0)],
-             Candidate(name="fixed", ratio="1:1"), Candidate(name="r42", ridge=42.0)]
+    # at 1:0.5 (half the base's bandwidth per FLOP) the base's 24 cores need 2 of the 4 stacks the package holds,
+    # so reinvested area can grow the die
+    cands = [Candidate(name="ref", ratio="1:2"), Candidate(name="iso", ratio="1:0.5", hold="score"),
+             *[Candidate(name=f"r{f}", ratio="1:0.5", reinvest=f) for f in (0.0, 0.5, 1.0)],
+             Candidate(name="fixed", ratio="1:0.5"), Candidate(name="r42", ridge=42.0)]
     cmp = compare(ctx, cands, "compute")
     t = cmp.designs_table.set_index("candidate")
-    # hold: score reaches the first candidate's score, and 1 % less compute at that ratio does not
+    # hold: score reaches the first candidate's score, and one core less at that ratio does not
     assert t.loc["iso", "score_vs_base"] >= t.loc["ref", "score_vs_base"] * (1 - 1e-9)
     iso = cmp.designs[1]
-    less = iso.with_knobs(peak_flops=iso.peak_flops * 0.99, dram_bandwidth=iso.dram_bandwidth * 0.99)
+    fewer = iso.peak_flops - iso.core_peak_flops  # one whole core less at that ratio
+    less = iso.with_knobs(peak_flops=fewer, dram_bandwidth=fewer * 0.5 / ctx.base.ridge)
     from dse.study import score_designs
 
     assert score_designs(ctx, less)[0].score[0] < t.loc["ref", "score_vs_base"]
@@ -248,10 +256,15 @@ def test_hold_score_reinvest_and_absolute_ridge(tmp_path: Path) -> None:
     assert a_c < a_ref and t.loc["r1.0", "area_mm2"] <= a_ref * (1 + 1e-9)
     assert a_c < t.loc["r0.5", "area_mm2"] <= a_c + 0.5 * (a_ref - a_c) + 1e-6
     assert t.loc["r0.0", "peak_tflops"] < t.loc["r0.5", "peak_tflops"] < t.loc["r1.0", "peak_tflops"]
-    assert list(t.loc[["r0.5", "r1.0"], "ridge_flop_per_byte"]) == pytest.approx([t.loc["fixed", "ridge_flop_per_byte"]] * 2)
+    assert t.loc[["r0.5", "r1.0"], "feasible"].all() and (t.loc[["r0.5", "r1.0"], "hold_note"].fillna("") == "").all() \
+        or t.loc[["r0.5", "r1.0"], "hold_note"].str.contains("held").all()
+    # the ratio is met in whole stacks: the fewest that give peak x 0.5 / base ridge
+    for n in ("r0.5", "r1.0"):
+        want = t.loc[n, "peak_tflops"] * 0.5 / ctx.base.ridge[0]
+        assert want <= t.loc[n, "dram_bandwidth_tbps"] < want + 0.4096
     assert t.loc["r42", "ridge_flop_per_byte"] == pytest.approx(42.0)
     assert t.loc["r42", "given_as"] == "ridge 42 FLOP/B, compute held"
-    assert t.loc["r0.5", "given_as"] == "ratio 1:1, 50% of the saved area into compute"
+    assert t.loc["r0.5", "given_as"] == "ratio 1:0.5, 50% of the saved area into compute"
 
 
 @pytest.mark.parametrize(("candidate", "expect"), [
@@ -287,7 +300,7 @@ def test_hold_score_without_a_first_candidate_is_one_line(tmp_path: Path, capsys
 
 def test_npu_story_meets_its_claims_with_the_shipped_model() -> None:
     """experiments/npu_story.yaml: >= 100 serving workloads, >= 60 % of operator FLOPs at 4-16 FLOP/byte, and
-    1:1 (20 % of the saved area reinvested) feasible with >= 10 % less area and >= 5 % more score than 1:2."""
+    1:1 (20 % of the saved area reinvested) feasible with >= 10 % less area and >= 4 % more score than 1:2."""
     from dse.comparison import ai_table
     from dse.config import Candidate
     from dse.study import load_context
@@ -300,7 +313,9 @@ def test_npu_story_meets_its_claims_with_the_shipped_model() -> None:
     cmp = compare(ctx, [*two, Candidate(name="1:1 at 1:2 compute", ratio="1:1")], "compute")
     t = cmp.designs_table.set_index("candidate")
     assert t["feasible"].all()
-    assert t.loc["1:1", "area_mm2_change_pct"] <= -10 and t.loc["1:1", "score_vs_base_change_pct"] >= 5
+    # built from whole cores and stacks (issue 28) the reinvested 20 % buys one core: +4.5 % score at -18 % area (it
+    # was +6.9 % at -16.7 % when 1:2 was credited 3.5 stacks' bandwidth and compute came in fractional cores)
+    assert t.loc["1:1", "area_mm2_change_pct"] <= -10 and t.loc["1:1", "score_vs_base_change_pct"] >= 4
     assert t.loc["1:1 at 1:2 compute", "score_vs_base_change_pct"] < 0  # without the reinvested compute 1:1 loses
     ai = ai_table(ctx, cmp).set_index("weighting")
     assert ai.loc["per operator, FLOP-weighted, compulsory bytes", "share_in_4_16_flop_per_byte"] >= 0.6

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dse.config", "dse.search.samplers"),  # the study file (accepted values come from score / workloads /
     # the sampler registry, which imports nothing of dse)
     ("dse.search",),  # space, storage, optuna driver
-    ("dse.study",),  # one study: context, scorer, results folder
+    ("dse.study", "dse.inputs"),  # one study: context, scorer, results folder and the input files it copies
     ("dse.sensitivity", "dse.grid", "dse.comparison", "dse.whatif_stages", "dse.robustness"),  # features
     ("dse.report",),  # renderer, plots, study report
     ("dse.batch", "dse.api", "dse"),  # public API (``dse`` is the package's __init__)

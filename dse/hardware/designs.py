@@ -58,6 +58,38 @@ def rescale_dtype_efficiency(matrix: dict, base: ComputeUnit) -> None:
         matrix["dtype_efficiency"] = {dt: round(min(1.0, v * k), 4) for dt, v in base.dtype_efficiency.items()}
 
 
+#: SRAM granularity of a searched on-chip level: one macro of 1 Mbit (128 KiB). Design assumption (low confidence):
+#: foundry single-port SRAM compilers top out near 1 Mbit per macro (e.g. ARM Artisan / TSMC N7 compilers list
+#: 4K-16K words x 64-128 bits); large on-chip buffers are tiled from such macros.
+SRAM_MACRO_BYTES = 128 * KIB
+
+
+def stack_bandwidth(hw: Hardware) -> float | None:
+    """Byte/s of one stack (or channel) of the main memory level, or None when it is not bought in stacks (no
+    ``stack_bandwidth_gbps``, or a kind not priced per PHY stack)."""
+    level = hw.offchip_level
+    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
+        return None
+    return level.stack_bandwidth_gbps * 1e9
+
+
+def template_stacks(hw: Hardware) -> float:
+    """Whole stacks of the template's main memory level, ``max(1, ceil(BW / stack BW))`` (0 when not bought in stacks)."""
+    per = stack_bandwidth(hw)
+    if per is None:
+        return 0.0
+    return max(1.0, float(np.ceil(hw.offchip_level.bandwidth_bps / per - 1e-9)))
+
+
+def stack_capacity_bytes(hw: Hardware) -> float:
+    """Bytes of one stack of the main memory level: ``stack_capacity_gb`` where the template gives it, else the
+    template's capacity over its stacks (:func:`template_stacks`)."""
+    level = hw.offchip_level
+    if level.stack_capacity_gb is not None:
+        return level.stack_capacity_gb * 1e9
+    return level.capacity_bytes / max(template_stacks(hw), 1.0)
+
+
 @dataclass(frozen=True)
 class DesignBatch:
     """Arrays of shape ``[D]`` (per design), ``[D, L]`` (per design and memory level) or ``[L]``."""
@@ -77,7 +109,8 @@ class DesignBatch:
     host_s: np.ndarray  # [D] seconds an eager framework takes to dispatch one operator
     clock_scale: np.ndarray  # [D] clock / the template's clock (peaks already include it)
     links: np.ndarray  # [D] chip-to-chip links
-    instances: np.ndarray  # [L] private copies per level
+    cores: np.ndarray  # [D] cores (each with its MAC arrays, vector lanes and per-core memory levels)
+    instances: np.ndarray  # [L] private copies per level in the template (per-core levels: :attr:`level_instances`)
     reuse_group: np.ndarray  # [L] private copies pooled for reuse by multicast (1: none)
     offchip: np.ndarray  # [L] bool
     # Multi-chip system (``dse.hardware.system``); N = 0 network levels for a single chip.
@@ -86,8 +119,9 @@ class DesignBatch:
     net_eff: np.ndarray | None = None  # [D, N] achievable fraction
     net_chip_linked: np.ndarray | None = None  # [N] bool: the level uses the chip's own links (``links``)
     system: System | None = None
+    per_core: np.ndarray | None = None  # [L] bool: the level has a private copy per core (instances = cores)
 
-    STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system")
+    STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -118,11 +152,13 @@ class DesignBatch:
             host_s=rep(c.eager_overhead_us * 1e-6),
             clock_scale=rep(1.0),
             links=rep(hw.network.links if hw.network else 0),
+            cores=rep(c.cores),
             instances=np.asarray([m.instances for m in mem], dtype=float),
             reuse_group=np.asarray([min(m.reuse_group, m.instances) for m in mem], dtype=float),
             offchip=np.asarray([m.off_chip for m in mem]),
             net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
             net_chip_linked=np.zeros(0, dtype=bool),
+            per_core=np.asarray([m.instances > 1 and m.instances == c.cores for m in mem], dtype=bool),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -214,44 +250,113 @@ class DesignBatch:
             raise ValueError("template has no on-chip (sram) memory level")
         return sized[-1]
 
-    # ---------------------------------------------------------------- knobs
+    # ---------------------------------------------------------------- the build rule
+    @property
+    def core_peak_flops(self) -> np.ndarray:
+        """[D] matrix peak of one core at the reference dtype, FLOP/s: ``rows x cols x arrays_per_core x 2 x
+        clock`` (``arrays_per_core`` and the dtype rates as the template's peaks imply them)."""
+        return self.peak_flops / self.cores
+
+    @property
+    def level_instances(self) -> np.ndarray:
+        """[D, L] private copies per level: ``cores`` for a per-core level, the template's count otherwise."""
+        per_core = self.per_core if self.per_core is not None else np.zeros(len(self.instances), dtype=bool)
+        return np.where(per_core[None, :], self.cores[:, None], self.instances[None, :])
+
+    @property
+    def dram_stacks(self) -> np.ndarray:
+        """[D] whole DRAM stacks (or channels) of the main memory level: ``ceil(BW / stack BW)``; 0 where the level
+        names no ``stack_bandwidth_gbps``."""
+        per = stack_bandwidth(self.base)
+        if per is None:
+            return np.zeros(self.n)
+        return np.ceil(self.dram_bandwidth / per - 1e-9)
+
+    def with_cores(self, cores: np.ndarray) -> DesignBatch:
+        """The designs with ``cores`` [D] (rounded to integers >= 1). Each core brings its MAC arrays, its vector
+        lanes and its copy of every per-core memory level, so the matrix and vector peaks and the per-core levels'
+        capacity and bandwidth scale by ``new cores / old cores`` (peak = cores x rows x cols x arrays_per_core x 2
+        x clock)."""
+        new = np.maximum(np.round(np.asarray(cores, dtype=float)), 1.0)
+        r = new / self.cores
+        out = replace(self, cores=new, matrix_peak=self.matrix_peak * r[:, None], vector_peak=self.vector_peak * r[:, None])
+        if self.per_core is not None and self.per_core.any():
+            cap, bw = out.capacity.copy(), out.bandwidth.copy()
+            cap[:, self.per_core] *= r[:, None]
+            bw[:, self.per_core] *= r[:, None]
+            out = replace(out, capacity=cap, bandwidth=bw)
+        return out
+
+    def with_array(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None) -> DesignBatch:
+        """The designs with MAC arrays of ``rows`` x ``cols`` (integers >= 1); the matrix peak follows the MAC count
+        (``x new rows*cols / old rows*cols``)."""
+        r = self.array_rows if rows is None else np.maximum(np.round(np.asarray(rows, dtype=float)), 1.0)
+        c = self.array_cols if cols is None else np.maximum(np.round(np.asarray(cols, dtype=float)), 1.0)
+        k = (r * c) / (self.array_rows * self.array_cols)
+        return replace(self, array_rows=r, array_cols=c, matrix_peak=self.matrix_peak * k[:, None])
+
     def with_knobs(
         self,
         peak_flops: np.ndarray | None = None,
         dram_bandwidth: np.ndarray | None = None,
         sram_bytes: np.ndarray | None = None,
     ) -> DesignBatch:
-        """Set the searched knobs, each ``[D]`` (SI units).
+        """Realize the three search targets, each ``[D]`` (SI units), as the nearest buildable design.
 
-        * ``peak_flops``: matrix peak at the reference dtype; every matrix mode scales by the same
-          factor (more or faster MAC arrays), vector units are unchanged.
-        * ``dram_bandwidth``: main-memory (:attr:`offchip_index`) byte/s.
-        * ``sram_bytes``: total capacity of the outermost on-chip level.
+        The rule (the one place a target becomes hardware; every command goes through it):
+
+        * ``peak_flops`` (matrix peak at the reference dtype): ``cores = max(1, round(P / P_core))`` at the design's
+          MAC array and clock (:attr:`core_peak_flops`), so the built peak is ``cores x rows x cols x
+          arrays_per_core x 2 x clock``; vector lanes and per-core levels come with the cores (:meth:`with_cores`).
+        * ``dram_bandwidth`` (main memory): whole stacks, ``stacks = max(1, ceil(BW / stack BW))`` of the level's
+          ``stack_bandwidth_gbps``; bandwidth = stacks x stack BW and capacity = stacks x stack capacity
+          (:func:`stack_capacity_bytes`). A level without ``stack_bandwidth_gbps`` takes the bandwidth as given.
+        * ``sram_bytes`` (outermost on-chip level): whole SRAM macros per instance, ``round(S / (instances x
+          SRAM_MACRO_BYTES))`` of them, at least one.
         """
         out = self
         if peak_flops is not None:
-            scale = np.asarray(peak_flops, float) / self.peak_flops
-            out = replace(out, matrix_peak=self.matrix_peak * scale[:, None])
+            out = out.with_cores(np.asarray(peak_flops, float) / out.core_peak_flops)
         if dram_bandwidth is not None:
+            j = self.offchip_index
             bw = out.bandwidth.copy()
-            bw[:, self.offchip_index] = dram_bandwidth
-            out = replace(out, bandwidth=bw)
+            per = stack_bandwidth(self.base)
+            target = np.asarray(dram_bandwidth, float)
+            if per is None:
+                bw[:, j] = target
+                out = replace(out, bandwidth=bw)
+            else:
+                stacks = np.maximum(np.ceil(target / per - 1e-9), 1.0)
+                bw[:, j] = stacks * per
+                cap = out.capacity.copy()
+                cap[:, j] = stacks * stack_capacity_bytes(self.base)
+                out = replace(out, bandwidth=bw, capacity=cap)
         if sram_bytes is not None:
+            j = self.sram_level
             cap = out.capacity.copy()
-            cap[:, self.sram_level] = sram_bytes
+            inst = out.level_instances[:, j]
+            macros = np.maximum(np.round(np.asarray(sram_bytes, float) / (inst * SRAM_MACRO_BYTES)), 1.0)
+            cap[:, j] = macros * inst * SRAM_MACRO_BYTES
             out = replace(out, capacity=cap)
         return out
 
     def with_field(self, field: str, values: np.ndarray) -> DesignBatch:
         """Set one hardware field per design (``[D]`` values in the field's config unit).
 
-        Fields: ``compute.clock_ghz`` (scales every peak), ``compute.register_kib_per_core``,
-        ``compute.launch_overhead_us``, ``compute.matrix.array_rows``/``array_cols``,
-        ``compute.matrix.efficiency``, ``compute.vector.efficiency``, ``network.links``, and per memory
-        level ``memory.<name>.capacity_mib``, ``.bandwidth_tbps``, ``.efficiency``.
+        Fields: ``compute.cores``, ``compute.clock_ghz`` and ``compute.matrix.array_rows``/``array_cols`` (the
+        build: peaks follow, :meth:`with_cores`, :meth:`with_array`), ``compute.register_kib_per_core``,
+        ``compute.launch_overhead_us``, ``compute.matrix.efficiency``, ``compute.vector.efficiency``,
+        ``network.links``, and per memory level ``memory.<name>.capacity_mib``, ``.bandwidth_tbps`` (the main
+        memory's in whole stacks, as :meth:`with_knobs`), ``.efficiency``.
         """
         v = np.asarray(values, dtype=float)
         c = self.base.compute
+        if field == "compute.cores":
+            return self.with_cores(v)
+        if field == "compute.matrix.array_rows":
+            return self.with_array(rows=v)
+        if field == "compute.matrix.array_cols":
+            return self.with_array(cols=v)
         if field in fields.COMPUTE:  # one array, config unit -> SI (dse.hardware.fields)
             f = fields.COMPUTE[field]
             return replace(self, **{f.attr: v * f.si})
@@ -288,6 +393,8 @@ class DesignBatch:
             j = self.level_names.index(parts[1])
             f = fields.LEVEL.get(parts[2])
             if f is not None:
+                if j == self.offchip_index and f.attr == "bandwidth":  # bought as whole stacks
+                    return self.with_knobs(dram_bandwidth=v * f.si)
                 arr = getattr(self, f.attr).copy()
                 arr[:, j] = v * f.si
                 return replace(self, **{f.attr: arr})
@@ -295,7 +402,7 @@ class DesignBatch:
 
     def searchable_fields(self) -> list[str]:
         """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
-        out = ["compute.clock_ghz", *fields.COMPUTE, "network.links"]
+        out = ["compute.cores", "compute.clock_ghz", *fields.COMPUTE, "network.links"]
         for name in self.level_names:
             out += [f.path.format(level=name) for f in fields.LEVEL_FIELDS]
         if self.system is not None:
@@ -313,21 +420,42 @@ class DesignBatch:
             fields[name] = val if name in self.STATIC else val[idx]
         return DesignBatch(**fields)
 
+    def build_text(self, i: int) -> str:
+        """How design ``i`` is built, e.g. ``48 cores x 64x64 MACs x 2 FLOP x 1.4 GHz = 550.5 TFLOP/s bf16; 8 x
+        409.6 GB/s HBM stacks = 3.28 TB/s, 128 GB``."""
+        b = self.base
+        clock = b.compute.clock_ghz * float(self.clock_scale[i])
+        apc = float(self.core_peak_flops[i]) / (2.0 * clock * 1e9 * float(self.array_rows[i] * self.array_cols[i]))
+        arrays = f" x {apc:.4g} arrays" if abs(apc - 1.0) > 1e-3 else ""
+        text = (f"{self.cores[i]:.0f} cores x {self.array_rows[i]:.0f}x{self.array_cols[i]:.0f} MACs{arrays} x 2 FLOP x "
+                f"{clock:.4g} GHz = {self.peak_flops[i] / TERA:.4g} TFLOP/s {b.reference_dtype}")
+        per = stack_bandwidth(b)
+        if per is not None:
+            tbps = float(fields.knob_values(self.take([i]))["dram_bandwidth_tbps"][0])
+            text += (f"; {self.dram_stacks[i]:.0f} x {per / 1e9:.4g} GB/s {self.offchip_name} stacks = "
+                     f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
+        return text
+
     def to_hardware(self, i: int, name: str, note: str = "") -> Hardware:
-        """Design ``i`` as a hardware template (loadable by ``dse.hardware``)."""
+        """Design ``i`` as a hardware template (loadable by ``dse.hardware``): the built cores, array, clock, levels
+        and stacks, with the peaks they give and source text saying what ``note`` (the study) changed."""
         base = self.base
         data = base.model_dump(mode="python", exclude_none=True)
-        scale = float(self.matrix_peak[i, self.ref_index] / DesignBatch.from_hardware(base).peak_flops[0])
         data["name"] = name
         data["description"] = note or f"derived from {base.name}"
         data["compute"]["matrix"]["peak_tflops"] = {
-            k: round(v * scale, 6) for k, v in base.compute.matrix.peak_tflops.items()
-        }
-        data["compute"]["matrix"]["source"] += f"; peaks scaled x{scale:.4g} by dse ({note or 'derived'})"
+            k: _sig(float(self.matrix_peak[i, DTYPES.index(k)]) / TERA) for k in base.compute.matrix.peak_tflops}
+        build = self.build_text(i)
+        data["compute"]["matrix"]["source"] += f"; built by dse ({note or 'derived'}): {build}"
         comp = data["compute"]
+        comp["cores"] = int(round(float(self.cores[i])))
         clock_scale = float(self.clock_scale[i])
-        comp["clock_ghz"] = round(base.compute.clock_ghz * clock_scale, 6)
-        comp["vector"]["peak_tflops"] = {k: round(v * clock_scale, 6) for k, v in base.compute.vector.peak_tflops.items()}
+        comp["clock_ghz"] = _sig(base.compute.clock_ghz * clock_scale)
+        comp["vector"]["peak_tflops"] = {k: _sig(float(self.vector_peak[i, DTYPES.index(k)]) / TERA)
+                                         for k in base.compute.vector.peak_tflops}
+        if comp["cores"] != base.compute.cores or clock_scale != 1.0:
+            comp["vector"]["source"] += (f"; built by dse ({note or 'derived'}): the template's lanes per core on "
+                                         f"{comp['cores']} cores at {comp['clock_ghz']:g} GHz")
         for f in fields.COMPUTE_FIELDS:  # compute.<...>.<key> <- attr / si
             *path, last = f.path.split(".")
             node = data
@@ -341,6 +469,8 @@ class DesignBatch:
                 j = int(np.flatnonzero(self.net_chip_linked)[0])
                 data["network"]["link_bandwidth_gbps"] = round(float(self.net_link_bw[i, j]) / 1e9, 6)
         for j, level in enumerate(data["memory"]):
+            if self.per_core is not None and self.per_core[j]:
+                level["instances"] = comp["cores"]
             for key in ("capacity_mib", "capacity_gib", "capacity_gb", "bandwidth_tbps", "bandwidth_gbps"):
                 level.pop(key, None)
             for f in fields.LEVEL_FIELDS:

@@ -103,6 +103,11 @@ SPECIAL: tuple[Field, ...] = (
     Field("network.link_bandwidth_gbps", "net_link_bw", 1e9, "GB/s", "sig"),
 )
 COMPUTE = {f.path: f for f in COMPUTE_FIELDS}
+#: the fields a peak target is built at (``DesignBatch.with_knobs``: whole cores of this array at this clock): a
+#: parameter set applies these first, then the knobs, then every other field (which so overrides what a knob
+#: derived, e.g. a searched ``memory.hbm.capacity_mib`` over the stacks' capacity)
+BUILD_FIELDS: tuple[str, ...] = ("compute.cores", "compute.clock_ghz", "compute.matrix.array_rows",
+                                 "compute.matrix.array_cols")
 
 
 def key(f: Field) -> str:

@@ -120,6 +120,9 @@ class MemoryLevel(Strict):
     stack_bandwidth_gbps: float | None = Field(
         None, gt=0, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
     )
+    stack_capacity_gb: float | None = Field(
+        None, gt=0, description="DRAM only: capacity of one stack/channel (decimal GB); a design bought as N whole "
+        "stacks holds N x this. Default: the level's capacity over its stacks, ceil(bandwidth / stack_bandwidth)")
     organization: Literal["cache", "scratchpad"] = Field(
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
         "scratchpad (software-managed SRAM macros; the node's macro density)")
@@ -242,6 +245,16 @@ class Hardware(Strict):
                 modes = ", ".join(self.compute.matrix.peak_tflops)
                 raise ValueError(f"@reference_dtype@got {self.reference_dtype!r}; accepted: a mode of the matrix unit "
                                  f"({modes}) or a dtype that falls back to one")
+        m, c = self.compute.matrix, self.compute
+        if m.style == "systolic":  # a systolic array is buildable: peak = cores x rows x cols x arrays x 2 x clock
+            one = c.cores * m.array_rows * m.array_cols * 2.0 * c.clock_ghz * 1e9
+            arrays = self.peak_flops / one
+            if round(arrays) < 1 or abs(arrays / round(arrays) - 1.0) > 0.02:
+                raise ValueError(
+                    f"@compute.matrix.peak_tflops@got {self.peak_flops / TERA:g} TFLOP/s {self.reference_dtype}, "
+                    f"{arrays:.3g} arrays per core; accepted: cores x array_rows x array_cols x N x 2 x clock_ghz "
+                    f"for a whole number N of arrays per core ({c.cores} x {m.array_rows} x {m.array_cols} x N x 2 x "
+                    f"{c.clock_ghz:g} GHz = N x {one / TERA:.4g} TFLOP/s), within 2 %")
         return self
 
     # Convenience views in SI units -------------------------------------------------------------

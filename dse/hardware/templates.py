@@ -52,10 +52,19 @@ def _user_dirs() -> list[Path]:
     return [Path(p).expanduser() for p in os.environ.get("DSE_PATH", "").split(os.pathsep) if p]
 
 
-def _load_named(name: str) -> Hardware:
+def template_file(name: str) -> Path:
+    """The file a template name resolves to: ``NAME.yaml`` in the first ``$DSE_PATH`` folder that has it, else
+    the shipped ``hw_templates/NAME.yaml`` (which need not exist)."""
     for d in _user_dirs():
         if is_file(d / f"{name}.yaml"):
-            return hardware_from_mapping(load_yaml(d / f"{name}.yaml"), file=str(d / f"{name}.yaml"))
+            return d / f"{name}.yaml"
+    return templates_dir() / f"{name}.yaml"
+
+
+def _load_named(name: str) -> Hardware:
+    path = template_file(name)
+    if path != templates_dir() / f"{name}.yaml":
+        return hardware_from_mapping(load_yaml(path), file=str(path))
     return _load_shipped(name)
 
 
@@ -69,9 +78,14 @@ def _load_shipped(name: str) -> Hardware:
     return hardware_from_mapping(load_yaml(path), file=str(path))
 
 
+def node_file(name: str) -> Path:
+    """The file of process node ``name``: ``hw_templates/nodes/<name>.yaml`` (which need not exist)."""
+    return templates_dir() / "nodes" / f"{name}.yaml"
+
+
 @lru_cache(maxsize=16)
 def _load_node_cached(name: str) -> Node:
-    path = templates_dir() / "nodes" / f"{name}.yaml"
+    path = node_file(name)
     data = load_yaml(path)
     try:
         return Node.model_validate(data)
@@ -81,6 +95,6 @@ def _load_node_cached(name: str) -> Node:
 
 def load_node(name: str, *, file: str | None = None, field: str | None = "process_node") -> Node:
     """Process-node coefficients by name (``hw_templates/nodes/<name>.yaml``)."""
-    if not (templates_dir() / "nodes" / f"{name}.yaml").is_file():
+    if not node_file(name).is_file():
         raise DseError(f"got {name!r}; accepted: one of {', '.join(list_nodes())}", file=file, field=field)
     return _load_node_cached(name)

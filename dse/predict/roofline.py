@@ -84,16 +84,16 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
         gemm = np.zeros(o.n, dtype=bool)
         gemm[o.tiled] = True
-        fill = np.where(gemm[None, :], tiles[None, :], fill)
+        fill = np.where(gemm[None, :], tiles, fill)
     io = attention_fill(o, d)
     if io is not None:  # a fused attention CTA's serial Q load and O store (dse.predict.tiles.attention_fill)
         fill = fill * io[None, :]
-    return np.where(matrix, fill, 1.0) * wave_fill(o, d)[None, :]
+    return np.where(matrix, fill, 1.0) * wave_fill(o, d)
 
 
 def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
-    """[O] fraction of the cores a kernel of ``u`` CTAs keeps busy over its waves: ``u / (ceil(u/C) * C)``
-    for the ``C`` cores of the template (1 for ops without ``units``), or the list-scheduling fill of a causal
+    """[1 or D, O] fraction of the cores a kernel of ``u`` CTAs keeps busy over its waves: ``u / (ceil(u/C) * C)``
+    for the ``C`` cores of each design (1 for ops without ``units``), or the list-scheduling fill of a causal
     flash kernel's unequal query tiles (:func:`dse.predict.tiles.kernel_fill`).
 
     Applies to a fused attention kernel and the softmax inside it (``units`` = their CTAs,
@@ -166,10 +166,10 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
 
 def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     """:func:`array_fill`, kept in ``o.cache`` as a read-only [1, O] row when every design has the same arrays."""
-    r, c = d.array_rows, d.array_cols
-    if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all()):
+    r, c, n = d.array_rows, d.array_cols, d.cores
+    if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all() and (n == n[0]).all()):
         return array_fill(o, d, matrix)
-    key = ("fill", float(r[0]), float(c[0]), int(d.base.compute.cores), d.base.name,
+    key = ("fill", float(r[0]), float(c[0]), float(n[0]), d.base.name,
            str(d.base.compute.matrix.cta_tiles), matrix.tobytes())
     row = o.cache.get(key)
     if row is None:

@@ -62,6 +62,7 @@ as one ``[O]`` row.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 import numpy as np
 
@@ -178,13 +179,25 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
     return np.tile(np.linspace(k_min, K, n), reps)
 
 
+def per_core_count(row_of: Callable[[float], np.ndarray], cores: np.ndarray) -> np.ndarray:
+    """[1, O] ``row_of(C)`` when every design has the same ``C`` cores, else [D, O]: one row per distinct core count
+    (a handful in a search), gathered per design."""
+    counts, which = np.unique(cores, return_inverse=True)
+    rows = np.stack([row_of(float(c)) for c in counts])
+    return rows[:1] if counts.size == 1 else rows[which.ravel()]
+
+
 def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
-    """[O] fraction of the cores a kernel of ``units`` CTAs keeps busy (1 for ops without ``units``): the wave
-    fill ``u / (ceil(u/C) C)`` over the template's ``C`` cores, or, for a causal flash attention kernel whose
+    """[1 or D, O] :func:`kernel_fill_at` each design's core count."""
+    return per_core_count(lambda C: kernel_fill_at(o, d, C), d.cores)
+
+
+def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:
+    """[O] fraction of the ``C`` cores a kernel of ``units`` CTAs keeps busy (1 for ops without ``units``): the wave
+    fill ``u / (ceil(u/C) C)`` over the design's ``C`` cores, or, for a causal flash attention kernel whose
     query tiles compute different numbers of keys (plus each CTA's serial Q/O keys, :func:`attention_fill`),
     :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel takes its kernel's
     (``OpArrays.kernel_of``)."""
-    C = float(d.base.compute.cores)
     key = ("kernel-fill", d.base.name, C, _drain(d))
     row = o.cache.get(key)
     if row is not None:
@@ -256,17 +269,21 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
 
 
 def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
-    """[O] best tile-and-wave efficiency ``max q * r`` of each op (1 where it does not apply: ops with no
-    ``K``), or None when the template names no ``cta_tiles``."""
+    """[1 or D, O] :func:`tile_fill_at` each design's core count, or None when the template names no ``cta_tiles``."""
+    if not d.base.compute.matrix.cta_tiles or o.K.size != o.n:
+        return None
+    return per_core_count(lambda C: tile_fill_at(o, d, C), d.cores)
+
+
+def tile_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:
+    """[O] best tile-and-wave efficiency ``max q * r`` of each op on ``C`` cores (1 where it does not apply: ops
+    with no ``K``)."""
     unit = d.base.compute.matrix
     tiles = unit.cta_tiles
-    if not tiles or o.K.size != o.n:
-        return None
-    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), int(d.base.compute.cores), _drain(d), unit.gemm_kernel)
+    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), C, _drain(d), unit.gemm_kernel)
     row = o.cache.get(key)
     if row is not None:
         return row
-    C = float(d.base.compute.cores)
     peak = _achievable_peaks(d)[o.dtype_idx]  # [O] achievable FLOP/s of the op's mode (NaN: no mode; fill unused)
     bw = _shared_rate(d)
     M, N, K, b = o.M, o.N, o.K, o.batch

@@ -164,11 +164,12 @@ def _kernel_links(ops: pd.DataFrame, perm: np.ndarray) -> np.ndarray:
 
 
 def inner_capacity(d: DesignBatch) -> np.ndarray:
-    """[D, L] bytes of reuse storage just inside each level: one instance of the level inside, times its
+    """[D, L] bytes of reuse storage just inside each level: one instance of the level inside (a per-core level has
+    one per core of the design, ``DesignBatch.level_instances``), times its
     ``reuse_group`` (instances that share tiles by multicast, e.g. a Hopper cluster of 2 SMs)."""
     inner = np.empty_like(d.capacity)
     inner[:, 0] = d.reg_bytes
-    inner[:, 1:] = d.capacity[:, :-1] / d.instances[None, :-1] * d.reuse_group[None, :-1]
+    inner[:, 1:] = d.capacity[:, :-1] / d.level_instances[:, :-1] * d.reuse_group[None, :-1]
     return inner
 
 

@@ -159,7 +159,9 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         "- `trials.csv`: every trial (parameters in config units, score, area, ridge, feasibility)",
         "- `best_design.yaml`: the best design as a hardware template (`dse.hardware('.../best_design.yaml')`)",
-        "- `config.yaml`: the config this study ran; `study.db`: the optuna study (resume with `--resume`)",
+        "- `config.yaml`: the config this study ran, its file paths pointing at the copies in `inputs/` (rerun it from "
+        "anywhere: a new study beside this folder); `metadata.json`: the sha256 of every input; `study.db`: the optuna "
+        "study (resume with `--resume`)",
         *[f"- `{f}`" for f in figures],
         "",
         "",

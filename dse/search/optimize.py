@@ -34,7 +34,6 @@ METRICS_ATTR = "metrics"
 META_ATTR = "dse"
 
 
-
 def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float]) -> None:
     """Store a trial's metrics as one user attribute and its constraints as one system attribute
     (optuna's list form of ``Trial.set_constraint``): two storage writes per trial, not one per value."""
@@ -69,12 +68,43 @@ def config_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+#: ``meta["inputs"]`` entries not compared on resume: the config's text (``config_sha256`` covers what defines the
+#: search, so n_trials, batch size, output and description may change between runs)
+UNCHECKED_INPUTS = ("config",)
+
+
+def changed_input(old: dict | None, new: dict | None) -> tuple[str, str] | None:
+    """The first input recorded when a study was created (``old``: its ``meta["inputs"]``, see
+    :func:`dse.study.study_inputs`) that differs now (``new``), as (field, one-line message); None when every
+    input is unchanged or the study recorded none (created before inputs were recorded)."""
+    if not old or new is None:
+        return None
+    accepted = "accepted: the unchanged inputs, or a new study without --resume"
+    if old.get("dse_version") not in (None, new.get("dse_version")):
+        return "dse_version", (f"got dse {new.get('dse_version')}; the study was created with dse "
+                               f"{old['dse_version']}; accepted: that version, or a new study without --resume")
+    for label in [*old, *(k for k in new if k not in old)]:
+        was, now = old.get(label), new.get(label)
+        if label in UNCHECKED_INPUTS or label == "dse_version" or not isinstance(was or now, dict):
+            continue
+        if not isinstance(now, dict):
+            return label, f"{was.get('file')} was an input when the study was created, and is none now; {accepted}"
+        if not isinstance(was, dict):
+            return label, f"{now.get('file')} was not an input when the study was created; {accepted}"
+        if was.get("sha256") != now.get("sha256"):
+            return label, (f"{now.get('file')} changed since the study was created (sha256 {str(was.get('sha256'))[:12]}"
+                           f".. -> {str(now.get('sha256'))[:12]}..); {accepted}")
+    return None
+
+
 def open_study(name: str, storage: optuna.storages.BaseStorage, search: Search, resume: bool, meta: dict,
-               recover_stale: bool = True, create_missing: bool = False) -> tuple[optuna.Study, int]:
-    """Create the study once (or with ``resume`` load it, refusing a changed config); trials left
-    RUNNING by a killed single-worker run are marked FAIL on resume (``recover_stale``). With
-    ``create_missing`` a resume whose study is not in the storage creates it (a run killed before its
-    study was created: the caller knows its folder never got its metadata)."""
+               recover_stale: bool = True, create_missing: bool = False,
+               source: str | None = None) -> tuple[optuna.Study, int]:
+    """Create the study once (or with ``resume`` load it, refusing a changed config, and a changed input
+    file when the study recorded its inputs: :func:`changed_input`, the error naming the config file
+    ``source`` and the input's field); trials left RUNNING by a killed single-worker run are marked FAIL on
+    resume (``recover_stale``). With ``create_missing`` a resume whose study is not in the storage creates it
+    (a run killed before its study was created: the caller knows its folder never got its metadata)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions = [OBJECTIVES[o].direction for o in search.objective_names]
     sampler = make_sampler(search)
@@ -91,6 +121,9 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, search: Search, 
             raise DseError(f"study {name!r} was created from another config (hash {old['config_sha256']} vs "
                            f"{meta['config_sha256']}); accepted: the same workloads, base and search space, "
                            "or a new study name", field="--resume")
+        changed = changed_input(old.get("inputs"), meta.get("inputs"))
+        if changed is not None:
+            raise DseError(changed[1], file=source, field=changed[0])
         if [d.name.lower() for d in study.directions] != directions:
             raise DseError(f"study {name!r} has other objectives; accepted: the objectives it was created with",
                            field="search.objectives")
@@ -346,7 +379,13 @@ def best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial:
                        f"capacity){'; most common reason: ' + common if common else ''}; accepted: larger search "
                        "budgets, other search.space ranges, or a parallelism plan over more chips")
     sign = 1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else -1.0
-    return max(trials, key=lambda t: sign * t.values[0])
+    return max(trials, key=lambda t: tie_key(sign * t.values[0], metrics(t)))
+
+
+def tie_key(value: float, m: dict) -> tuple[float, float, float]:
+    """Sort key of a trial, larger is better: its objective (signed so larger is better), then on equal objectives
+    the smaller die, then the cheaper one (``area_mm2`` and ``cost_usd`` of its metrics; a trial without them last)."""
+    return (value, -float(m.get("area_mm2", np.inf)), -float(m.get("cost_usd", np.inf)))
 
 
 def pareto_front(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

@@ -15,8 +15,8 @@ import optuna
 from dse.config import Space
 from dse.cost.area import area, level_mm2_per_mib, level_stacks
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import BUILD_FIELDS, knob_args, knob_values
 from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
-from dse.hardware.fields import knob_args, knob_values
 from dse.units import MIB
 
 SPLIT = ("split_compute", "split_sram", "split_dram")
@@ -71,39 +71,35 @@ def base_knobs(base: DesignBatch) -> dict[str, float]:
 
 
 def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
-    """Share ``total_mm2`` (less the parts the split does not size) between MAC arrays, outermost
-    SRAM and DRAM stacks in proportion to the ``split_*`` weights."""
+    """Share ``total_mm2`` (less the parts the split does not size: NoC, SerDes, fixed) between cores, outermost SRAM
+    and DRAM stacks in proportion to the ``split_*`` weights: ``cores = f_c A / A_core`` (a core is its MAC arrays,
+    vector lanes and per-core SRAM), ``sram = f_s A / (mm2 per MiB)``, ``stacks = floor(f_d A / A_stack)``; then
+    built by :meth:`DesignBatch.with_knobs` (whole cores, macros and stacks)."""
     w = np.stack([np.asarray(cols[k], dtype=float) for k in SPLIT], axis=1)
     f = w / w.sum(axis=1, keepdims=True)
     ar = area(batch)
     node = ar.node
-    sized = ("matrix", "sram", "dram_phy", "dram_controller")
+    per_mib = level_mm2_per_mib(batch, node, batch.sram_level)
+    sram_sized = batch.capacity[:, batch.sram_level] / MIB * per_mib
+    core_mm2 = (ar.parts["matrix"] + ar.parts["vector"] + ar.parts["sram"] - sram_sized) / batch.cores
+    sized = ("matrix", "vector", "sram", "dram_phy", "dram_controller")
     other = np.sum([v for k, v in ar.parts.items() if k not in sized], axis=0)
     avail = np.maximum(total_mm2 - other, 0.0)
-    peak = batch.peak_flops * (f[:, 0] * avail) / ar.parts["matrix"]
-    per_mib = level_mm2_per_mib(batch, node, batch.sram_level)
-    sram_area_other = ar.parts["sram"] - batch.capacity[:, batch.sram_level] / MIB * per_mib
-    sram_mib = np.maximum((f[:, 1] * avail - sram_area_other) / per_mib, 1.0)
+    peak = batch.core_peak_flops * (f[:, 0] * avail) / core_mm2
+    sram_mib = np.maximum(f[:, 1] * avail / per_mib, 1.0)
     per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
     per_stack_bw = batch.dram_bandwidth / np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
 
 
-def whole_stacks(batch: DesignBatch) -> DesignBatch:
-    """DRAM bandwidth rounded up to whole stacks (``stack_bandwidth_gbps`` of the main memory level): a
-    design buys stacks, so it gets all of the bandwidth it pays PHYs for; at least one stack."""
-    level = batch.base.offchip_level
-    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
-        return batch
-    stacks = np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
-    return batch.with_knobs(dram_bandwidth=stacks * level.stack_bandwidth_gbps * 1e9)
-
-
 def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | Mapping[str, np.ndarray],
                         space: Space | None = None) -> DesignBatch:
     """A batch with one design per parameter set (anything a set does not give keeps the base value).
-    A searched DRAM bandwidth is rounded up to whole stacks (:func:`whole_stacks`)."""
+
+    The build fields (``dse.hardware.fields.BUILD_FIELDS``: cores, array, clock) apply first, then the three knobs
+    are realized as buildable designs at them (:meth:`DesignBatch.with_knobs`: whole cores, whole DRAM stacks, whole
+    SRAM macros), then every other field, then a budget split."""
     if isinstance(params, Mapping):
         cols = {k: np.asarray(v) for k, v in params.items()}
         n = len(next(iter(cols.values())))
@@ -112,11 +108,12 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
         names = {k for p in params for k in p}
         cols = {k: np.array([p[k] for p in params]) for k in names}
     batch = base.take(np.zeros(n, dtype=int)) if base.n == 1 else base  # n copies of the base (one gather per array)
+    for name in BUILD_FIELDS:
+        if name in cols:
+            batch = batch.with_field(name, cols[name].astype(float))
     batch = batch.with_knobs(**knob_args(cols))
-    if batch.base.offchip_level.spec.knob in cols:  # the main memory's knob: bought as whole stacks
-        batch = whole_stacks(batch)
     for name, values in cols.items():
-        if name in KNOB_SI or name in SPLIT:
+        if name in KNOB_SI or name in SPLIT or name in BUILD_FIELDS:
             continue
         batch = batch.with_field(name, values.astype(float))
     if all(k in cols for k in SPLIT):
@@ -124,3 +121,36 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
             raise ValueError("split weights given without a split search space")
         batch = split_designs(batch, cols, space.split.total_area_mm2)
     return batch
+
+
+def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float) -> tuple[float, str]:
+    """The most main-memory bytes any design of ``space`` can have, and how it is built (for the error naming a
+    workload that can never fit, before any trial runs):
+
+    * a searched ``memory.<main>.capacity_mib``: its upper bound (the largest of its choices);
+    * else, for a level bought in stacks (``stack_bandwidth_gbps``) whose bandwidth is searched (the knob, a split or
+      ``memory.<main>.bandwidth_tbps``): ``min(ceil(BW_high / stack BW), package limit) x stack capacity``, the
+      package limit being ``package.max_dram_stacks`` or ``node_max_stacks``;
+    * else the base design's capacity."""
+    from dse.hardware.designs import stack_bandwidth, stack_capacity_bytes
+
+    hw = base.base
+    level = hw.offchip_level
+    name = level.name
+    for p in space.params:
+        if p.field == f"memory.{name}.capacity_mib":
+            high = max(p.choices) if p.choices is not None else p.high
+            return float(high) * MIB, f"the upper bound of memory.{name}.capacity_mib"
+    per = stack_bandwidth(hw)
+    limit = float(hw.package.max_dram_stacks) if hw.package and hw.package.max_dram_stacks else float(node_max_stacks)
+    high_bw = None
+    if space.dram_bandwidth_tbps is not None:
+        high_bw = space.dram_bandwidth_tbps.high * KNOB_SI["dram_bandwidth_tbps"]
+    for p in space.params:
+        if p.field == f"memory.{name}.bandwidth_tbps":
+            high_bw = float(max(p.choices) if p.choices is not None else p.high) * 1e12
+    if per is not None and (high_bw is not None or space.split is not None):
+        stacks = limit if high_bw is None else min(max(np.ceil(high_bw / per - 1e-9), 1.0), limit)
+        cap = stacks * stack_capacity_bytes(hw)
+        return cap, f"{stacks:.0f} {name} stacks x {stack_capacity_bytes(hw) / 1e9:.4g} GB (package limit {limit:.0f})"
+    return float(base.offchip_capacity[0]), f"the base design's {name} (not searched)"

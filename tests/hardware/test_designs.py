@@ -48,25 +48,70 @@ def test_missing_dtype_modes_take_the_next_wider_native_peak() -> None:
     assert d.vector_peak[0, DTYPE_INDEX["fp32"]] == 15.7e12
 
 
-def test_with_knobs_moves_exactly_the_searched_fields() -> None:
+def test_a_peak_target_is_built_from_whole_cores() -> None:
     d = DesignBatch.from_hardware(NPU, n=2)
     k = d.with_knobs(peak_flops=np.array([100e12, 550.5024e12]))
-    assert _changed(d, k) == {"matrix_peak"}
-    # every matrix mode scales by the same factor
-    assert k.matrix_peak[1, DTYPE_INDEX["fp8"]] == pytest.approx(2 * 550.5024e12)
-    assert k.peak_flops.tolist() == pytest.approx([100e12, 550.5024e12])
+    # each core brings its arrays, vector lanes and per-core scratchpad: nothing else moves
+    assert _changed(d, k) == {"matrix_peak", "vector_peak", "cores", "capacity", "bandwidth"}
+    assert k.cores.tolist() == [9, 48]  # round(100 / 11.4688), 550.5 / 11.4688 = 48 exactly
+    built = k.cores * k.array_rows * k.array_cols * 2 * NPU.compute.clock_ghz * 1e9
+    assert k.peak_flops.tolist() == pytest.approx(built.tolist(), rel=1e-12)
+    assert k.matrix_peak[1, DTYPE_INDEX["fp8"]] == pytest.approx(2 * 550.5024e12)  # every mode scales alike
+    assert k.vector_peak[:, DTYPE_INDEX["fp32"]].tolist() == pytest.approx([34.4064e12 * 9 / 24, 34.4064e12 * 2])
+    assert k.capacity[:, 0].tolist() == [9 * 0.5 * MIB, 48 * 0.5 * MIB]  # 512 KiB local per core
+    assert np.array_equal(k.capacity[:, 1:], d.capacity[:, 1:]) and np.array_equal(k.bandwidth[:, 1:], d.bandwidth[:, 1:])
+    assert k.level_instances[:, 0].tolist() == [9, 48]
+    tiny = d.with_knobs(peak_flops=np.array([1e9, 1e9]))
+    assert tiny.cores.tolist() == [1, 1]  # at least one core
+
+
+def test_a_dram_target_buys_whole_stacks_with_their_capacity() -> None:
+    d = DesignBatch.from_hardware(NPU, n=2)
     b = d.with_knobs(dram_bandwidth=np.array([1e12, 2e12]))
-    assert _changed(d, b) == {"bandwidth"} and b.bandwidth[:, 2].tolist() == [1e12, 2e12]
+    assert _changed(d, b) == {"bandwidth", "capacity"}
+    assert b.bandwidth[:, 2].tolist() == pytest.approx([3 * 409.6e9, 5 * 409.6e9])  # ceil(BW / 409.6 GB/s)
+    assert b.dram_stacks.tolist() == [3, 5] and b.offchip_capacity.tolist() == pytest.approx([48e9, 80e9])
     assert np.array_equal(b.bandwidth[:, :2], d.bandwidth[:, :2])
-    s = d.with_knobs(sram_bytes=np.array([8 * MIB, 64 * MIB]))
+
+
+def test_an_sram_target_is_whole_macros() -> None:
+    d = DesignBatch.from_hardware(NPU, n=2)
+    s = d.with_knobs(sram_bytes=np.array([8 * MIB, 64.01 * MIB]))
     assert _changed(d, s) == {"capacity"} and s.capacity[:, 1].tolist() == [8 * MIB, 64 * MIB]
+    assert d.with_knobs(sram_bytes=np.array([1.0, 1.0])).capacity[:, 1].tolist() == [128 * 1024] * 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1.0, 5000.0), st.sampled_from([16, 64, 128, 256]), st.sampled_from([0.8, 1.4, 2.0]),
+       st.floats(0.05, 12.0))
+def test_every_built_design_is_buildable(peak_tflops: float, rows: int, clock: float, bw_tbps: float) -> None:
+    """Whatever the targets, peak = cores x rows x cols x 2 x clock with whole cores, and DRAM is whole stacks."""
+    d = (DesignBatch.from_hardware(NPU).with_field("compute.matrix.array_rows", np.array([rows]))
+         .with_field("compute.clock_ghz", np.array([clock]))
+         .with_knobs(peak_flops=np.array([peak_tflops * TERA]), dram_bandwidth=np.array([bw_tbps * TERA])))
+    cores = float(d.cores[0])
+    assert cores == round(cores) and cores >= 1
+    assert d.peak_flops[0] == pytest.approx(cores * rows * 64 * 2 * clock * 1e9, rel=1e-9)
+    stacks = d.dram_bandwidth[0] / 409.6e9
+    assert stacks == pytest.approx(round(stacks)) and d.offchip_capacity[0] == pytest.approx(round(stacks) * 16e9)
+
+
+def test_doubling_cores_in_a_template_doubles_its_peak_and_grows_its_area() -> None:
+    from dse.cost.area import area
+
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    data["compute"]["cores"] = 48
+    data["memory"][0]["instances"] = 48
+    with pytest.raises(Exception, match="arrays per core"):  # the stated peak no longer matches the build
+        dse.hardware(data)
+    d = DesignBatch.from_hardware(NPU).with_field("compute.cores", np.array([48]))
+    assert d.peak_flops[0] == pytest.approx(2 * 275.2512e12)
+    assert area(d).total[0] > area(NPU).total[0] + 50
 
 
 @pytest.mark.parametrize(("field", "value", "attr", "si"), [
     ("compute.register_kib_per_core", 128, "reg_bytes", 128 * 1024),
     ("compute.launch_overhead_us", 3.0, "overhead_s", 3e-6),
-    ("compute.matrix.array_rows", 128, "array_rows", 128),
-    ("compute.matrix.array_cols", 32, "array_cols", 32),
     ("compute.matrix.efficiency", 0.7, "matrix_eff", 0.7),
     ("compute.vector.efficiency", 0.5, "vector_eff", 0.5),
     ("network.links", 4, "links", 4),
@@ -82,6 +127,7 @@ def test_with_field_moves_one_array_in_si(field: str, value: float, attr: str, s
     ("capacity_mib", 16, "capacity", 16 * MIB),
     ("bandwidth_tbps", 2.5, "bandwidth", 2.5e12),
     ("efficiency", 0.6, "bw_eff", 0.6),
+    ("capacity_mib", 3, "capacity", 3 * MIB),
 ])
 def test_with_field_on_a_memory_level_moves_only_that_level(key: str, value: float, attr: str, si: float) -> None:
     d = DesignBatch.from_hardware(NPU)
@@ -89,6 +135,15 @@ def test_with_field_on_a_memory_level_moves_only_that_level(key: str, value: flo
     assert _changed(d, out) == {attr}
     assert getattr(out, attr)[0, 0] == pytest.approx(si)
     assert np.array_equal(getattr(out, attr)[0, 1:], getattr(d, attr)[0, 1:])
+
+
+@pytest.mark.parametrize(("field", "value", "k"), [("compute.matrix.array_rows", 128, 2.0),
+                                                     ("compute.matrix.array_cols", 32, 0.5)])
+def test_the_array_shape_sets_the_matrix_peak(field: str, value: int, k: float) -> None:
+    d = DesignBatch.from_hardware(NPU)
+    out = d.with_field(field, np.array([value]))
+    assert _changed(d, out) == {"matrix_peak", field.rsplit(".", 1)[1]}
+    assert out.peak_flops[0] == pytest.approx(k * 275.2512e12)
 
 
 def test_clock_scales_every_peak_and_composes_with_itself() -> None:
@@ -105,8 +160,8 @@ def test_clock_scales_every_peak_and_composes_with_itself() -> None:
 
 def test_unknown_field_lists_the_searchable_ones() -> None:
     d = DesignBatch.from_hardware(NPU)
-    with pytest.raises(ValueError, match=r"cannot search 'memory.hbm.latency_ns'; accepted: compute.clock_ghz, .*"
-                                         r"memory.hbm.efficiency$"):
+    with pytest.raises(ValueError, match=r"cannot search 'memory.hbm.latency_ns'; accepted: compute.cores, "
+                                         r"compute.clock_ghz, .*memory.hbm.efficiency$"):
         d.with_field("memory.hbm.latency_ns", np.array([1.0]))
     assert "system.board-ring.links_per_chip" not in d.searchable_fields()
 
@@ -130,7 +185,7 @@ def test_system_levels_become_arrays_and_the_chip_links_follow_network_links() -
 
 
 def test_stack_and_take_keep_rows_and_share_the_static_parts() -> None:
-    a = DesignBatch.from_hardware(NPU).with_knobs(sram_bytes=np.array([4 * MIB]))
+    a = DesignBatch.from_hardware(NPU).with_knobs(sram_bytes=np.array([4 * MIB]))  # whole 128 KiB macros
     b = DesignBatch.from_hardware(NPU).with_knobs(sram_bytes=np.array([64 * MIB]))
     s = DesignBatch.stack([a, b, a])
     assert s.n == 3 and s.capacity[:, 1].tolist() == [4 * MIB, 64 * MIB, 4 * MIB]
@@ -155,8 +210,12 @@ def test_to_hardware_writes_a_loadable_template_with_the_design_numbers() -> Non
     assert hw.peak_flops == pytest.approx(550.5024e12 * 1.5)
     assert hw.compute.clock_ghz == pytest.approx(2.1)
     assert hw.memory[1].capacity_bytes == pytest.approx(96 * MIB)
-    assert hw.memory[2].bandwidth_bps == pytest.approx(3.2e12)
-    assert "resized by dse (test)" in hw.memory[1].source and "resized" not in hw.memory[0].source
+    assert hw.memory[2].bandwidth_bps == pytest.approx(8 * 409.6e9)  # 3.2 TB/s asked: 8 whole stacks
+    assert hw.memory[2].capacity_bytes == pytest.approx(128e9)
+    assert hw.compute.cores == 48 and hw.memory[0].instances == 48
+    assert "built by dse (test): 48 cores x 64x64 MACs x 2 FLOP x 2.1 GHz = 825.8 TFLOP/s bf16; 8 x 409.6 GB/s" \
+        in hw.compute.matrix.source
+    assert "resized by dse (test)" in hw.memory[1].source
     back = DesignBatch.from_hardware(hw)
     for f in ("matrix_peak", "vector_peak", "capacity", "bandwidth", "bw_eff", "reg_bytes"):
         np.testing.assert_allclose(np.nan_to_num(getattr(back, f)), np.nan_to_num(getattr(d, f)), rtol=1e-8)
@@ -168,9 +227,11 @@ def test_to_hardware_round_trips_any_knob_setting(peak: float, bw: float, sram: 
     d = DesignBatch.from_hardware(NPU).with_knobs(peak_flops=np.array([peak * TERA]),
                                                    dram_bandwidth=np.array([bw * TERA]), sram_bytes=np.array([sram * MIB]))
     back = DesignBatch.from_hardware(d.to_hardware(0, "x"))
-    assert back.peak_flops[0] == pytest.approx(peak * TERA, rel=1e-6)
-    assert back.dram_bandwidth[0] == pytest.approx(bw * TERA, rel=1e-8)
-    assert back.capacity[0, 1] == pytest.approx(sram * MIB, rel=1e-8)
+    for f in ("matrix_peak", "vector_peak", "capacity", "bandwidth", "cores", "level_instances"):
+        np.testing.assert_allclose(np.nan_to_num(getattr(back, f)), np.nan_to_num(getattr(d, f)), rtol=1e-8)
+    if back.cores[0] > 1:  # the nearest whole core
+        assert back.peak_flops[0] == pytest.approx(peak * TERA, rel=0.5 / back.cores[0] + 1e-9)
+    assert bw * TERA <= back.dram_bandwidth[0] < bw * TERA + 409.6e9  # the fewest whole stacks that reach it
 
 
 def test_the_bandwidth_knob_sets_the_main_memory_by_kind_when_it_is_not_the_last_level() -> None:
@@ -178,8 +239,9 @@ def test_the_bandwidth_knob_sets_the_main_memory_by_kind_when_it_is_not_the_last
     d0, d1 = DesignBatch.from_hardware(h100), DesignBatch.from_hardware(with_far_level(h100))
     bw = np.array([2.0e12, 4.5e12])
     k0, k1 = d0.take([0, 0]).with_knobs(dram_bandwidth=bw), d1.take([0, 0]).with_knobs(dram_bandwidth=bw)
-    assert k1.bandwidth[:, 2].tolist() == bw.tolist() and (k1.bandwidth[:, 3] == 1e6 * TERA).all()
-    assert k1.dram_bandwidth.tolist() == k0.dram_bandwidth.tolist() == bw.tolist()
+    whole = np.ceil(bw / 670e9) * 670e9  # whole HBM3 stacks of 670 GB/s
+    assert k1.bandwidth[:, 2].tolist() == pytest.approx(whole.tolist()) and (k1.bandwidth[:, 3] == 1e6 * TERA).all()
+    assert k1.dram_bandwidth.tolist() == k0.dram_bandwidth.tolist() == pytest.approx(whole.tolist())
     assert k1.offchip_name == k0.offchip_name == "hbm" and (k1.offchip_capacity == k0.offchip_capacity).all()
     assert k1.offchip.tolist() == [False, False, True, True]
     assert k1.sram_level == k0.sram_level == 1

@@ -43,14 +43,16 @@ def test_static_power_is_the_leakage_share_of_peak_dynamic_power_by_hand() -> No
     assert static_power(NPU, N7)[0] == pytest.approx(f / (1 - f) * peak_dyn)
 
 
-def test_static_power_grows_linearly_with_peak_and_bandwidth() -> None:
-    d = DesignBatch.stack([NPU] * 3).with_knobs(peak_flops=np.array([100e12, 200e12, 200e12]),
-                                                dram_bandwidth=np.array([1e12, 1e12, 2e12]))
+def test_static_power_grows_linearly_with_cores_and_bandwidth() -> None:
+    d = DesignBatch.stack([NPU] * 4).with_knobs(peak_flops=np.array([12, 24, 36, 36]) * 11.4688e12,
+                                                dram_bandwidth=np.array([1.2288e12, 1.2288e12, 1.2288e12, 2.048e12]))
     p = static_power(d, N7)
     f = N7.leakage_fraction.value
+    assert d.cores.tolist() == [12, 24, 36, 36] and d.dram_stacks.tolist() == [3, 3, 3, 5]
+    assert p[2] - p[1] == pytest.approx(p[1] - p[0])  # each core brings the same arrays, lanes and scratchpad
     e_flop = N7.energy_pj_per_flop_systolic.values["bf16"] * PJ
-    assert p[1] - p[0] == pytest.approx(f / (1 - f) * 100e12 * e_flop)
-    assert p[2] - p[1] == pytest.approx(f / (1 - f) * 1e12 * N7.energy_pj_per_byte_dram.value * PJ)
+    assert p[1] - p[0] > f / (1 - f) * 12 * 11.4688e12 * e_flop  # the arrays, and the rest of the cores too
+    assert p[3] - p[2] == pytest.approx(f / (1 - f) * 0.8192e12 * N7.energy_pj_per_byte_dram.value * PJ)
 
 
 def test_a_second_off_chip_level_is_priced_by_its_kind_not_its_place() -> None:

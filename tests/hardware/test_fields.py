@@ -70,14 +70,17 @@ def test_a_field_left_out_of_the_table_is_not_searchable(monkeypatch) -> None:
 
 
 def test_knob_args_and_knob_values_are_the_one_conversion_each_way() -> None:
-    cols = {"peak_tflops": np.array([100.0, 400.0]), "dram_bandwidth_tbps": np.array([0.9, 2.7]),
+    # buildable targets (whole cores of 11.4688 TFLOP/s, whole stacks of 409.6 GB/s, whole 128 KiB macros) come
+    # back unchanged
+    cols = {"peak_tflops": np.array([9, 35]) * 11.4688, "dram_bandwidth_tbps": np.array([2, 7]) * 0.4096,
             "sram_mib": np.array([16.0, 64.0]), "compute.clock_ghz": np.array([1.0, 2.0])}
     args = fields.knob_args(cols)
     assert set(args) == {"peak_flops", "dram_bandwidth", "sram_bytes"}  # other columns are not knobs
-    assert args["dram_bandwidth"].tolist() == [0.9e12, 2.7e12] and args["sram_bytes"].tolist() == [16 * MIB, 64 * MIB]
+    assert args["dram_bandwidth"].tolist() == pytest.approx([0.8192e12, 2.8672e12])
+    assert args["sram_bytes"].tolist() == [16 * MIB, 64 * MIB]
     d = DesignBatch.from_hardware(dse.hardware("npu-7nm")).take([0, 0]).with_knobs(**args)
     back = fields.knob_values(d)
     for name in fields.KNOBS:
-        np.testing.assert_allclose(back[name], cols[name], rtol=1e-15)
+        np.testing.assert_allclose(back[name], cols[name], rtol=1e-14)
     assert [k.label for k in fields.KNOB_TABLE] == ["peak compute (TFLOP/s)", "DRAM bandwidth (TB/s)",
                                                     "on-chip SRAM (MiB)"]

@@ -91,8 +91,8 @@ def test_best_design_round_trip_keeps_the_numbers() -> None:
                         sram_bytes=np.array([100 * 2**20]))
     hw = d.to_hardware(0, "x", note="test")
     again = DesignBatch.from_hardware(hw)
-    assert again.peak_flops[0] == pytest.approx(500e12)
-    assert again.dram_bandwidth[0] == pytest.approx(3e12)
+    assert hw.compute.cores == 44 and again.peak_flops[0] == pytest.approx(44 * 11.4688e12)  # round(500 / 11.47)
+    assert again.dram_bandwidth[0] == pytest.approx(8 * 409.6e9)  # ceil(3000 / 409.6) stacks
     assert again.capacity[0, again.sram_level] == pytest.approx(100 * 2**20)
 
 

@@ -27,9 +27,10 @@ def _ref_fill(o, d, matrix):
         r, c, matrix = r[:1], c[:1], matrix[:1]
     r, c = r[:, None], c[:, None]
     M, N = o.M[None, :], o.N[None, :]
-    C = float(d.base.compute.cores)  # wave fill of attention kernels (CTAs per head and sequence)
-    wave = np.where(o.units > 0, o.units / np.maximum(np.ceil(o.units / C) * C, 1.0), 1.0)
-    return np.where(matrix, (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c)), 1.0) * wave[None, :]
+    C = d.cores[:, None]  # wave fill of attention kernels (CTAs per head and sequence) on each design's cores
+    u = o.units[None, :]
+    wave = np.where(u > 0, u / np.maximum(np.ceil(u / C) * C, 1.0), 1.0)
+    return np.where(matrix, (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c)), 1.0) * wave
 
 
 def _ref_evaluate_times(d, o, table_order=True):

@@ -40,7 +40,7 @@ def _fill(M: int, N: int, K: int, dtype: str = "fp16", batch: int = 1, d: Design
     rows = ops.with_gemm_kernel([ops.gemm("g", M, N, K, dtype=dtype, batch=batch)], kernel)
     row = tile_fill(OpArrays.from_table(ops.table(rows)), d)
     assert row is not None
-    return float(row[0])
+    return float(row[0, 0])  # [1, O]: one core count
 
 
 def test_one_tile_without_a_long_k_keeps_one_core_busy() -> None:
@@ -192,7 +192,7 @@ def test_a_causal_flash_kernel_pays_the_tail_of_its_longest_query_tiles() -> Non
         rows = ops.attention("a", batch=1, heads=32, kv_heads=32, q_len=4096, kv_len=4096, head_dim=128,
                              causal=causal, dtype="fp16", kernel="flash")
         o = OpArrays.from_table(ops.table(rows))
-        f = wave_fill(o, D)
+        f = wave_fill(o, D)[0]  # [1, O]: one core count
         soft = int(np.flatnonzero(o.kernel_of >= 0)[0])
         return float(f[o.attn][0]), float(f[soft]), float(o.units[o.attn][0])
 

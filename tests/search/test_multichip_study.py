@@ -48,9 +48,21 @@ def test_a_workload_that_does_not_fit_makes_every_design_infeasible_with_the_rea
     data["search"]["n_trials"] = 8
     data["search"]["space"]["params"] = [{"field": "memory.hbm.capacity_mib", "low": 16384, "high": 65536}]
     cfg = write_config(tmp_path, data)
-    with pytest.raises(DseError, match=r"most common reason: .*capacity: llama2-70b\[decode b1 ctx512 bf16\] needs "
-                                       r"13\d\.\d GB per chip > \d+\.\d GB hbm"):
+    # before any trial: the most HBM the space can build (its capacity field's bound, 64 GiB) cannot hold it
+    with pytest.raises(DseError, match=r"got llama2-70b\[decode b1 ctx512 bf16\] needing 13\d\.\d GB per chip; "
+                                       r"accepted: a workload within 68\.7 GB, the most hbm the search space can build "
+                                       r"\(the upper bound of memory.hbm.capacity_mib\)"):
         run_study(cfg, out=tmp_path / "res", progress=False)
+    assert not (tmp_path / "res" / "tiny" / "study.db").exists()  # no trial ran
+    # a space whose stacks could hold it runs, and the designs too small for it are infeasible with the reason
+    data["search"]["space"]["params"] = [{"field": "memory.hbm.capacity_mib", "low": 16384, "high": 262144}]
+    data["search"]["n_trials"] = 16
+    res = run_study(write_config(tmp_path, data), out=tmp_path / "res2", progress=False)
+    write_results(res, plots_on=False)
+    t = pd.read_csv(res.folder / "trials.csv")
+    small = t["memory.hbm.capacity_mib"] * 2**20 < 138e9
+    assert small.any() and t.loc[small, "infeasible_reason"].str.contains("capacity: llama2-70b").all()
+    data["search"]["space"]["params"] = [{"field": "memory.hbm.capacity_mib", "low": 16384, "high": 65536}]
     # with a plan over 4 chips of a system it fits: every trial feasible on capacity
     data["workloads"][0]["plan"] = {"tp": 4}
     data["system"] = "npu-board"

@@ -14,8 +14,8 @@ import dse
 from dse.config import Space
 from dse.cost.area import area
 from dse.hardware.designs import DesignBatch
-from dse.search.space import base_knobs, designs_from_params, distributions, grid, whole_stacks
-from dse.units import MIB, TERA
+from dse.search.space import base_knobs, designs_from_params, distributions, grid
+from dse.units import MIB
 
 NPU = dse.hardware("npu-7nm")  # hbm: 4 stacks x 409.6 GB/s
 BASE = DesignBatch.from_hardware(NPU)
@@ -61,19 +61,26 @@ def test_searched_dram_bandwidth_buys_whole_stacks() -> None:
     data = NPU.model_dump(mode="python", exclude_none=True)
     data["memory"][2].pop("stack_bandwidth_gbps")
     v = DesignBatch.from_hardware(dse.hardware(data)).with_knobs(dram_bandwidth=np.array([1.234e12]))
-    assert whole_stacks(v).dram_bandwidth[0] == 1.234e12
+    assert v.dram_bandwidth[0] == 1.234e12
+    # capacity follows the stacks bought: 16 GB per HBM2e stack (64 GB over the template's 4)
+    assert d.offchip_capacity.tolist() == pytest.approx([48e9, 64e9, 16e9])
 
 
 def test_params_set_the_knobs_and_fields_and_leave_the_rest_at_the_base() -> None:
     d = designs_from_params(BASE, [{"peak_tflops": 100.0, "sram_mib": 8.0, "network.links": 4},
                                    {"peak_tflops": 900.0, "sram_mib": 128.0, "network.links": 12}])
     assert d.n == 2
-    assert d.peak_flops.tolist() == pytest.approx([100e12, 900e12])
+    # whole cores of 64 x 64 MACs x 2 x 1.4 GHz = 11.4688 TFLOP/s: round(100 / 11.47) = 9, round(900 / 11.47) = 78
+    assert d.cores.tolist() == [9, 78]
+    assert d.peak_flops.tolist() == pytest.approx([9 * 11.4688e12, 78 * 11.4688e12])
     assert d.capacity[:, 1].tolist() == [8 * MIB, 128 * MIB]
     assert d.links.tolist() == [4, 12]
-    assert np.array_equal(d.bandwidth, np.tile(BASE.bandwidth, (2, 1)))  # not searched, not touched
+    assert np.array_equal(d.bandwidth[:, 1:], np.tile(BASE.bandwidth[:, 1:], (2, 1)))  # not searched, not touched
+    # the per-core scratchpad comes with the cores: 512 KiB and 256 B/clk per core
+    assert d.capacity[:, 0].tolist() == [9 * 0.5 * MIB, 78 * 0.5 * MIB]
+    assert d.bandwidth[:, 0].tolist() == pytest.approx(BASE.bandwidth[0, 0] * np.array([9, 78]) / 24)
     cols = designs_from_params(BASE, {"peak_tflops": np.array([100.0, 900.0])})
-    assert cols.peak_flops.tolist() == pytest.approx([100e12, 900e12])
+    assert cols.peak_flops.tolist() == pytest.approx(d.peak_flops.tolist())
 
 
 def test_split_shares_the_die_area_in_proportion_to_the_weights() -> None:
@@ -83,11 +90,15 @@ def test_split_shares_the_die_area_in_proportion_to_the_weights() -> None:
     d = designs_from_params(BASE, cols, space)
     parts = area(d).parts
     node = area(BASE).node
-    fixed = sum(area(BASE).parts[k][0] for k in ("vector", "noc", "serdes", "fixed"))  # not sized by the split
+    fixed = sum(area(BASE).parts[k][0] for k in ("noc", "serdes", "fixed"))  # not sized by the split
     avail = 600 - fixed
     f = np.array([[1 / 3, 1 / 3, 1 / 3], [0.2, 0.5, 0.3]])
-    np.testing.assert_allclose(parts["matrix"], f[:, 0] * avail, rtol=1e-9)
-    np.testing.assert_allclose(parts["sram"], f[:, 1] * avail, rtol=1e-9)
+    glob = d.capacity[:, 1] / MIB * node.scratchpad_mm2_per_mib.value
+    cores = parts["matrix"] + parts["vector"] + parts["sram"] - glob  # arrays, lanes and scratchpad of the cores
+    per_core = cores / d.cores
+    assert np.all(np.abs(cores - f[:, 0] * avail) <= 0.5 * per_core + 1e-9)  # the nearest whole core
+    macro = 128 / 1024 * node.scratchpad_mm2_per_mib.value
+    assert np.all(np.abs(glob - f[:, 1] * avail) <= 0.5 * macro + 1e-9)  # the nearest whole macro
     per_stack = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
     stacks = [math.floor(f[i, 2] * avail / per_stack) for i in range(2)]
     assert d.dram_bandwidth.tolist() == pytest.approx([s * 409.6e9 for s in stacks])
@@ -104,4 +115,4 @@ def test_area_grows_with_sram_capacity_and_peak(a: float, b: float, peak: float)
                                    {"sram_mib": hi, "peak_tflops": peak * 1.5}])
     tot = area(d).total
     assert tot[0] <= tot[1] < tot[2]
-    assert d.peak_flops[2] == pytest.approx(1.5 * peak * TERA)
+    assert d.cores[2] == max(1, round(1.5 * peak / 11.4688)) and d.peak_flops[2] >= d.peak_flops[1]

@@ -54,9 +54,11 @@ def test_study_writes_every_result_file(tmp_path: Path) -> None:
     feasible = trials[trials["feasible"]]
     assert (feasible["area_mm2"] <= 750).all()
     assert result.best_scored.score[0] == pytest.approx(feasible["score"].max())
-    # best design loads as a template and reproduces the best trial's knobs
+    # best design loads as a template and reproduces the built design of the best trial's knobs (whole cores of
+    # 11.4688 TFLOP/s nearest the peak asked for)
     hw = dse.hardware(folder / "best_design.yaml")
-    assert hw.peak_flops / 1e12 == pytest.approx(result.best_params["peak_tflops"], rel=1e-6)
+    assert hw.peak_flops == pytest.approx(result.best.peak_flops[0], rel=1e-9)
+    assert hw.compute.cores == round(result.best_params["peak_tflops"] / 11.4688)
     md = (folder / "summary.md").read_text()
     assert "FLOP/byte" in md and "1:" in md and "mm²" in md and "speedup_x" in md
     assert "ratio: ridge" in summary
@@ -319,3 +321,132 @@ def test_a_study_returns_its_base_and_best_designs_evaluated_once(tmp_path: Path
     shares = r.best_eval.binding_shares(ctx.mix.weights)
     assert sum(shares.values()) == pytest.approx(1.0) and r.heatmap["score"].shape == (4, 4)
     assert r.sram.scored.score.shape == (3,)
+
+
+def _config_with_files(folder: Path) -> Path:
+    """The small study on a base template file and a model file of its own, both named relative to the config."""
+    import shutil
+
+    hw = dse.hardware("npu-7nm").model_dump(mode="json", exclude_none=True)
+    hw["name"] = "my-chip"
+    (folder / "chip.yaml").write_text(yaml.safe_dump(hw))
+    (folder / "models").mkdir()
+    shutil.copy(ROOT / "workloads" / "resnet50.yaml", folder / "models" / "resnet50.yaml")
+    workloads = [{"path": "models/resnet50.yaml", "batch": 8}, SMALL_STUDY["workloads"][1]]
+    return write_config(folder, {**SMALL_STUDY, "base": "chip.yaml", "workloads": workloads})
+
+
+def test_results_folder_holds_its_inputs_and_a_config_pointing_at_them(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    cfg = _config_with_files(tmp_path)
+    r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    folder = r.folder
+    assert (folder / "inputs" / "config" / "study.yaml").read_bytes() == cfg.read_bytes()
+    copied = yaml.safe_load((folder / "config.yaml").read_text())
+    assert copied["base"] == "inputs/base/chip.yaml"
+    assert copied["workloads"][0] == {"path": "inputs/models/resnet50.yaml", "batch": 8}
+    assert copied["workloads"][1]["name"] == "llama2-7b"  # a shipped model stays a name
+    assert copied["output"]["dir"] == ".." and copied["output"]["relative_to"] == "config"
+    assert (folder / copied["base"]).read_bytes() == (tmp_path / "chip.yaml").read_bytes()
+    assert (folder / copied["workloads"][0]["path"]).read_bytes() == (tmp_path / "models" / "resnet50.yaml").read_bytes()
+    # metadata.json: the existing keys, and the sha256 of every input (the template's process node included)
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert {"dse_version", "config_sha256", "seed", "created_utc", "storage", "workers", "inputs"} <= set(meta)
+    inputs = meta["inputs"]
+    assert set(inputs) == {"dse_version", "config", "base", "workloads.0.path", "process_node"}
+    assert inputs["dse_version"] == dse.__version__
+    node = ROOT / "hw_templates" / "nodes" / f"{r.ctx.base_hw.process_node}.yaml"
+    for label, source in (("config", cfg), ("base", tmp_path / "chip.yaml"),
+                          ("workloads.0.path", tmp_path / "models" / "resnet50.yaml"), ("process_node", node)):
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        assert inputs[label]["sha256"] == digest, label
+        assert hashlib.sha256((folder / inputs[label]["copy"]).read_bytes()).hexdigest() == digest, label
+
+
+def test_a_results_folders_config_reruns_from_another_working_folder(tmp_path: Path, monkeypatch, capsys) -> None:
+    import json
+
+    cfg = _config_with_files(tmp_path)
+    first = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8).folder
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(first / "config.yaml"), "--quiet", "--no-plots", "--trials", "8"]) == 0, \
+        capsys.readouterr().err
+    second = tmp_path / "r" / "tiny-2"  # a new study beside the first, nothing in the working folder
+    assert (second / "metadata.json").is_file() and not list(elsewhere.iterdir())
+    assert len(_trials(first)) == 8 and len(_trials(second)) == 8
+    a, b = (json.loads((f / "metadata.json").read_text())["inputs"] for f in (first, second))
+    for label in ("base", "workloads.0.path", "process_node"):
+        assert a[label]["sha256"] == b[label]["sha256"], label
+    again = yaml.safe_load((second / "config.yaml").read_text())
+    assert again["base"] == "inputs/base/chip.yaml" and (second / again["base"]).is_file()
+
+
+@pytest.mark.parametrize(("edited", "field"), [("chip.yaml", "base"), ("models/resnet50.yaml", "workloads.0.path")])
+def test_resume_refuses_an_input_file_changed_since_the_study_was_created(tmp_path: Path, capsys, edited: str,
+                                                                        field: str) -> None:
+    cfg = _config_with_files(tmp_path)
+    args = ["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--no-plots"]
+    assert main([*args, "--trials", "8"]) == 0
+    capsys.readouterr()
+    path = tmp_path / edited
+    data = yaml.safe_load(path.read_text())
+    data["description"] = "edited after the study was created"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main([*args, "--trials", "16", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {cfg}: {field}: {path} changed since the study was created")
+    assert "sha256" in err and "accepted:" in err
+    assert len(_trials(tmp_path / "r" / "tiny")) == 8  # refused before any trial ran
+
+
+def test_resume_accepts_unchanged_inputs_an_edited_trial_count_and_studies_without_recorded_inputs(
+        tmp_path: Path, capsys) -> None:
+    cfg = _config_with_files(tmp_path)
+    args = ["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--no-plots"]
+    assert main([*args, "--trials", "8"]) == 0
+    data = yaml.safe_load(cfg.read_text())
+    data["search"]["n_trials"] = 16  # the config's text changes, what defines the search does not
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+    # a study created before inputs were recorded resumes as before, even with a changed template
+    study = optuna.load_study(study_name="tiny", storage=make_storage(f"sqlite:///{tmp_path / 'r' / 'tiny' / 'study.db'}"))
+    study.set_user_attr("dse", {k: v for k, v in study.user_attrs["dse"].items() if k != "inputs"})
+    (tmp_path / "chip.yaml").write_text((tmp_path / "chip.yaml").read_text() + "# edited\n")
+    assert main([*args, "--resume", "--trials", "24"]) == 0, capsys.readouterr().err
+    assert len(_trials(tmp_path / "r" / "tiny")) == 24
+
+
+def test_resume_refuses_another_dse_version(tmp_path: Path, small_config: Path, capsys, monkeypatch) -> None:
+    args = ["run", str(small_config), "--out", str(tmp_path / "r"), "--quiet", "--no-plots"]
+    assert main([*args, "--trials", "8"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("dse.inputs.__version__", "999.0")
+    assert main([*args, "--trials", "16", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dse_version: got dse 999.0" in err and dse.__version__ in err
+
+
+def test_several_mixes_share_one_inputs_folder(tmp_path: Path) -> None:
+    import json
+
+    from dse.study import run_mixes
+
+    _config_with_files(tmp_path)
+    data = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"}
+    data["base"] = "chip.yaml"
+    data["mixes"] = {"decode": [SMALL_STUDY["workloads"][1]], "vision": [{"path": "models/resnet50.yaml", "batch": 8}]}
+    cfg = write_config(tmp_path, data, "mixes.yaml")
+    top, results = run_mixes(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    for folder in (top, top / "decode", top / "vision"):
+        copied = yaml.safe_load((folder / "config.yaml").read_text())
+        assert (folder / copied["base"]).read_bytes() == (tmp_path / "chip.yaml").read_bytes(), folder
+        assert (folder / copied["mixes"]["vision"][0]["path"]).is_file(), folder
+        assert (folder / copied["output"]["dir"]).resolve() == (tmp_path / "r").resolve(), folder
+    for r in results:  # each mix records every mix's model files: resuming the first refuses a change in any
+        inputs = json.loads((r.folder / "metadata.json").read_text())["inputs"]
+        assert {"base", "mixes.vision.0.path", "process_node"} <= set(inputs)
+        assert (r.folder / inputs["base"]["copy"]).resolve() == (top / "inputs" / "base" / "chip.yaml").resolve()
