@@ -32,7 +32,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
-from dse.predict.tiles import attention_fill, kernel_fill, tile_fill
+from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, tile_fill
 from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
 
 
@@ -71,8 +71,9 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     return o.matrix[None, :] & ~np.take(nan, o.dtype_idx, axis=1)  # row-ordered gather (C layout)
 
 
-def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
-    """[D, O] (or [1, O] when every design has the same arrays) MAC-array fill; 1 off the matrix unit."""
+def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = True) -> np.ndarray:
+    """[D, O] (or [1, O] when every design has the same arrays) MAC-array fill; 1 off the matrix unit. ``wave=False``
+    leaves out the wave fill over the cores (:func:`wave_fill`)."""
     r, c = d.array_rows, d.array_cols
     if np.all(r == r[0]) and np.all(c == c[0]) and np.all(matrix == matrix[:1]):
         r, c, matrix = r[:1], c[:1], matrix[:1]
@@ -88,7 +89,8 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     io = attention_fill(o, d)
     if io is not None:  # a fused attention CTA's serial Q load and O store (dse.predict.tiles.attention_fill)
         fill = fill * io[None, :]
-    return np.where(matrix, fill, 1.0) * wave_fill(o, d)
+    out = np.where(matrix, fill, 1.0)
+    return out * wave_fill(o, d) if wave else out
 
 
 def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -164,19 +166,41 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     return _gather(table, col)
 
 
-def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
-    """:func:`array_fill`, kept in ``o.cache`` as a read-only [1, O] row when every design has the same arrays."""
+def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray, want: bool = False
+               ) -> np.ndarray | None:
+    """``rate *= ``:func:`array_fill` in place. When every design has the same arrays the fill is a read-only [1, O]
+    row kept in ``o.cache``; when only the core count differs (and no ``cta_tiles``), that row without the wave fill
+    times the wave fill's first row, and the few columns whose wave fill depends on the cores
+    (:func:`dse.predict.tiles.kernel_fill_sparse`) multiplied per design: no [D, O] fill is built. With ``want`` the
+    fill is returned too ([1, O] or [D, O])."""
     r, c, n = d.array_rows, d.array_cols, d.cores
-    if matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all() and (n == n[0]).all()):
-        return array_fill(o, d, matrix)
-    key = ("fill", float(r[0]), float(c[0]), float(n[0]), d.base.name,
+    same_cores = bool((n == n[0]).all()) if n.size else True
+    if (matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
+            or (not same_cores and d.base.compute.matrix.cta_tiles)):
+        fill = array_fill(o, d, matrix)
+        rate *= fill
+        return fill
+    key = ("fill", float(r[0]), float(c[0]), float(n[0]) if same_cores else None, d.base.name,
            str(d.base.compute.matrix.cta_tiles), matrix.tobytes())
     row = o.cache.get(key)
     if row is None:
-        row = array_fill(o, d, matrix)
+        row = array_fill(o, d.take([0]) if not same_cores else d, matrix, wave=same_cores)
         row.flags.writeable = False
         o.cache[key] = row
-    return row
+    if same_cores:
+        rate *= row
+        return row
+    wave, cols, vals = kernel_fill_sparse(o, d)
+    first = row * wave[None, :]
+    per = rate[:, cols] * (row[:, cols] * vals) if cols.size else None  # the same products array_fill makes
+    rate *= first
+    if cols.size:
+        rate[:, cols] = per
+    if not want or not cols.size:
+        return first
+    fill = np.repeat(first, d.n, axis=0)
+    fill[:, cols] = row[:, cols] * vals
+    return fill
 
 
 def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
@@ -219,7 +243,7 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     full clock, the largest memory/network time and the launch overhead."""
     matrix = on_matrix(o, d)
     rate = _unit_rate(o, d, matrix)  # ops without FLOPs read 1.0: they get 0, not 0/NaN
-    rate *= _lean_fill(o, d, matrix)
+    _lean_fill(o, d, matrix, rate)
     t_compute = np.divide(o.flops, rate, out=rate)
     rest = max_memory_time(d, o)  # [1, O] when no level differs between designs
     if o.coll_idx.size:
@@ -264,8 +288,7 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
         return evaluate_times(d, o, table_order), bound if table_order else np.take(bound, o.perm, axis=1)
     matrix = on_matrix(o, d)
     rate = _unit_rate(o, d, matrix)
-    fill = _lean_fill(o, d, matrix)
-    rate *= fill
+    fill = _lean_fill(o, d, matrix, rate, want=True)
     roof = np.divide(o.flops, rate, out=rate)  # compute term, then the running max over the terms
     other = np.zeros_like(roof)  # the largest memory or network term (for the array-fill ceiling)
     code = np.zeros(roof.shape, dtype=np.int8)

@@ -179,26 +179,56 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
     return np.tile(np.linspace(k_min, K, n), reps)
 
 
-def per_core_count(row_of: Callable[[float], np.ndarray], cores: np.ndarray) -> np.ndarray:
-    """[1, O] ``row_of(C)`` when every design has the same ``C`` cores, else [D, O]: one row per distinct core count
-    (a handful in a search), gathered per design."""
-    counts, which = np.unique(cores, return_inverse=True)
-    rows = np.stack([row_of(float(c)) for c in counts])
-    return rows[:1] if counts.size == 1 else rows[which.ravel()]
+def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
+                  row_of: Callable[[float, tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [K, O], which [D]): ``row_of(C, drain)`` for each of the ``K`` distinct core counts of the designs (tens
+    in a search; the stack kept in ``o.cache``) and each design's row."""
+    counts, which = np.unique(d.cores, return_inverse=True)
+    drain = _drain(d)
+    key = (kind, d.base.name, drain, counts.tobytes())
+    rows = o.cache.get(key)
+    if rows is None:
+        rows = np.stack([row_of(float(c), drain) for c in counts])
+        rows.flags.writeable = False
+        o.cache[key] = rows
+    return rows, which.ravel()
+
+
+def sparse_rows(rows: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row [O], cols [k], values [D, k]): the per-design rows ``rows[which]`` as the first row with the ``k``
+    columns that differ between core counts replaced per design (attention kernels' CTAs: a handful of columns)."""
+    cols = np.flatnonzero((rows != rows[:1]).any(axis=0))
+    return rows[0], cols, rows[:, cols][which]
+
+
+def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[float, tuple], np.ndarray]) -> np.ndarray:
+    """[1, O] when no op's row depends on the core count (or every design has the same), else [D, O]
+    (:func:`per_core_rows` gathered per design)."""
+    rows, which = per_core_rows(o, d, kind, row_of)
+    if rows.shape[0] == 1 or (rows == rows[:1]).all():
+        return rows[:1]
+    return np.take(rows, which, axis=0)
 
 
 def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[1 or D, O] :func:`kernel_fill_at` each design's core count."""
-    return per_core_count(lambda C: kernel_fill_at(o, d, C), d.cores)
+    return per_core_count(o, d, "kernel-fills", lambda C, drain: kernel_fill_at(o, d, C, drain))
 
 
-def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:
+def kernel_fill_sparse(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`kernel_fill` as (row [O], cols [k], values [D, k]) (:func:`sparse_rows`): the lean path multiplies
+    the few core-dependent columns per design instead of building a [D, O] fill."""
+    rows, which = per_core_rows(o, d, "kernel-fills", lambda C, drain: kernel_fill_at(o, d, C, drain))
+    return sparse_rows(rows, which)
+
+
+def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float, drain: tuple | None = None) -> np.ndarray:
     """[O] fraction of the ``C`` cores a kernel of ``units`` CTAs keeps busy (1 for ops without ``units``): the wave
     fill ``u / (ceil(u/C) C)`` over the design's ``C`` cores, or, for a causal flash attention kernel whose
     query tiles compute different numbers of keys (plus each CTA's serial Q/O keys, :func:`attention_fill`),
     :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel takes its kernel's
     (``OpArrays.kernel_of``)."""
-    key = ("kernel-fill", d.base.name, C, _drain(d))
+    key = ("kernel-fill", d.base.name, C, drain or _drain(d))
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -272,7 +302,7 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[1 or D, O] :func:`tile_fill_at` each design's core count, or None when the template names no ``cta_tiles``."""
     if not d.base.compute.matrix.cta_tiles or o.K.size != o.n:
         return None
-    return per_core_count(lambda C: tile_fill_at(o, d, C), d.cores)
+    return per_core_count(o, d, "tile-fills", lambda C, drain: tile_fill_at(o, d, C))
 
 
 def tile_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:

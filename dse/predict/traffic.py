@@ -268,14 +268,26 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     as a shared [1, O] row; the result is [1, O] when every level is shared, else [D, O]."""
     rate = d.bandwidth * d.bw_eff
     shared = full = None
+    later = []  # a shared [1, O] traffic over per-design bandwidths (a per-core level): after the fresh ones
     for lv, tr in per_level(d, o):
         bw = rate[:, lv : lv + 1]
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
             shared = x if shared is None else np.maximum(shared, x, out=shared)
-        else:  # a fresh per-design level is divided in place (one [D, O] array fewer in cache)
-            x = np.divide(tr, bw, out=tr) if tr.flags.writeable and tr.shape == (bw.shape[0], o.n) else tr / bw
+        elif tr.flags.writeable and tr.shape == (bw.shape[0], o.n):  # a fresh per-design level, divided in place
+            x = np.divide(tr, bw, out=tr)
             full = x if full is None else np.maximum(full, x, out=full)
+        else:
+            later.append((tr, bw))
+    for tr, bw in later:  # into one scratch [D, O] kept in o.cache: no fresh pages per chunk
+        if full is None:
+            full = tr / bw
+            continue
+        key = ("scratch", full.shape)
+        scratch = o.cache.get(key)
+        if scratch is None:
+            scratch = o.cache[key] = np.empty(full.shape)
+        np.maximum(full, np.divide(tr, bw, out=scratch), out=full)
     if out is not None:
         return np.maximum(out, full, out=out) if full is not None else out
     if full is None:
