@@ -658,7 +658,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # the plan applied once, when the workload is built
     wl = workload(args.workload, plan=plan_for(args.chips, **plan) if args.chips is not None or plan else None, **scen)
     p = predict(wl, args.hardware, system=args.system)
-    cols = ["name", "kind", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization", "region"]
+    cols = ["name", "kind", "ran_on", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization",
+            "region"]
     if args.format == "json":
         from dse.validate.bands import band_for
 

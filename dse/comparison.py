@@ -109,18 +109,27 @@ def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
     return at_ratio(ctx, ctx.base, x, hold)
 
 
-def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str) -> DesignBatch:
+def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str,
+             notes: list[str] | None = None) -> DesignBatch:
     """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the fewest whole
     cores (:func:`ladder`) with ``score >= target``; area grows with the cores at a fixed ratio, so that is the
-    smallest die. Scores come from one vectorized ``mix_times``."""
+    smallest die. Scores come from one vectorized ``mix_times``. When no design of the ladder reaches it (the mix
+    saturates on a ceiling that compute and bandwidth at this ratio do not lift), the highest-scoring one is shown and
+    a line appended to ``notes`` says so."""
     from dse.score import mix_score
 
     d = ladder(start, x, float(ctx.base.ridge[0]), int(64 * max(float(start.cores[0]), 1.0)))
     s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
     ok = np.flatnonzero(s >= target * (1 - 1e-9))
     if ok.size == 0:
-        raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to {d.peak_flops[-1] / 1e12:.0f} "
-                       "TFLOP/s)", field=field)
+        i = int(np.argmax(s))
+        if notes is None:
+            raise DseError(f"no design at ratio 1:{x:g} reaches score {target:.3g} (up to "
+                           f"{d.peak_flops[-1] / 1e12:.0f} TFLOP/s)", field=field)
+        notes.append(f"no design at 1:{x:g} reaches score {target:.3g} (up to {d.cores[-1]:.0f} cores, "
+                     f"{d.peak_flops[-1] / 1e12:.0f} TFLOP/s); shown: the highest-scoring one, {d.cores[i]:.0f} cores, "
+                     f"score {s[i]:.3g}")
+        return d.take([i])
     return d.take([int(ok[0])])
 
 
@@ -170,7 +179,7 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
                            "candidate (it matches the first candidate's score; give the first hold: compute or area)",
                            field=f"{field}.hold")
         target, _ = score_designs(ctx, first)
-        return at_score(ctx, d, x, float(target.score[0]), field)
+        return at_score(ctx, d, x, float(target.score[0]), field, notes)
     return at_ratio(ctx, d, x, h, field, notes=notes)
 
 

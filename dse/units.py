@@ -42,6 +42,9 @@ GemmKernel = Literal["auto", GemmKernelStructure]
 
 #: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
+#: operator kinds a workload places on the matrix unit (``dse.workloads.ops``); a template's ``runs`` says which of
+#: them each unit can execute (the vector units run every other kind)
+MATRIX_OP_KINDS: tuple[str, ...] = ("gemm", "conv", "attention")
 DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}
 
 #: Modes a unit may use for a dtype it has no native mode for, in order of preference: the same

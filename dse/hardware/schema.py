@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.strict import Strict
-from dse.units import DTYPES, GIB, MIB, TERA, Dtype, GemmKernelStructure
+from dse.units import DTYPES, GIB, MATRIX_OP_KINDS, MIB, TERA, Dtype, GemmKernelStructure
 
 Fraction = float  # documented alias: 0 < x <= 1
 
@@ -48,10 +48,21 @@ class ComputeUnit(Strict):
         "tile per CTA: its epilogue runs after its mainloop with the matrix unit idle, sm80 libraries) or persistent "
         "(CTAs loop over tiles and overlap one tile's epilogue with the next one's mainloop, sm90 libraries); a "
         "workload's gemm_kernel overrides it (dse.workloads.ops.GemmKernel)")
+    runs: list[str] | None = Field(
+        None, description="Matrix-op kinds (gemm, conv, attention) this unit can execute. Each such op runs on the unit "
+        "that finishes it first among those able to (the MAC arrays at their fill, the vector units at their peak), "
+        "as NPU graph compilers place work (Gaudi MME vs TPC, TPU MXU vs VPU, Neuron TensorE vs VectorE). Default: "
+        "all of them on both units; [] on the vector unit keeps every matrix op on the MAC arrays")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
     @model_validator(mode="after")
     def _positive_peaks(self) -> ComputeUnit:
+        if self.kind == "matrix" and self.runs is not None and not self.runs:
+            raise ValueError(f"runs is []: the matrix unit would run no op kind; accepted: a non-empty list of "
+                             f"{', '.join(MATRIX_OP_KINDS)}")
+        for k in self.runs or ():
+            if k not in MATRIX_OP_KINDS:
+                raise ValueError(f"runs has {k!r}; accepted: a list of {', '.join(MATRIX_OP_KINDS)}")
         if not self.peak_tflops:
             raise ValueError(f"peak_tflops is empty; accepted: a mapping of dtype ({', '.join(DTYPES)}) to > 0")
         for dt, v in self.peak_tflops.items():
@@ -94,6 +105,12 @@ class Compute(Strict):
     def _kinds(self) -> Compute:
         if self.matrix.kind != "matrix" or self.vector.kind != "vector":
             raise ValueError("compute.matrix must have kind: matrix and compute.vector kind: vector")
+        if self.matrix.runs is not None and self.vector.runs is not None:
+            lost = [k for k in MATRIX_OP_KINDS if k not in self.matrix.runs and k not in self.vector.runs]
+            if lost:
+                raise ValueError(f"no unit runs {', '.join(lost)} (matrix.runs {self.matrix.runs}, vector.runs "
+                                 f"{self.vector.runs}); accepted: every one of {', '.join(MATRIX_OP_KINDS)} on at least "
+                                 "one unit")
         if self.vector.style != "simt":
             raise ValueError(f"vector.style = {self.vector.style!r}; accepted: simt (only compute.matrix may be "
                              "systolic)")

@@ -195,6 +195,8 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     df["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
     df["utilization"] = t_roof / t
     df["fill"] = r.fill[0]
+    # the unit each op ran on (dse.predict.roofline.on_matrix: the one that finishes it first among those able to)
+    df["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else df["unit"]
     df["clock_fraction"] = r.clock[0] if r.clock is not None else 1.0
     kind = np.where(df["bound"] == "compute", "compute-bound", np.where(df["bound"] == "array", "array-bound",
                     np.where(df["bound"] == "overhead", "overhead-bound",

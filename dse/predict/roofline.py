@@ -50,6 +50,7 @@ class BatchResult:
     fill: np.ndarray  # [D, O] MAC-array fill
     t_network: np.ndarray | None = None  # [D, O] collective time (0 for other ops)
     clock: np.ndarray | None = None  # [D, O] clock fraction under the power cap (1 without one)
+    on_matrix: np.ndarray | None = None  # [D, O] bool: the op ran on the MAC arrays (else the vector units)
 
 
 #: fill under which a compute-bound op is called array-bound (more than half the MAC array idles)
@@ -63,12 +64,48 @@ def array_bound(compute_binds: np.ndarray, fill: np.ndarray, t_compute: np.ndarr
 
 
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
-    """[D, O] bool: the op runs on the MAC arrays. A matrix op whose dtype the arrays have no mode
-    for (e.g. an fp32 GEMM on an NPU with bf16/int8 arrays) runs on the vector units instead."""
+    """[D, O] (or [1, O]) bool: the op runs on the MAC arrays.
+
+    A matrix op (gemm, conv, attention) runs on the unit that finishes it first among the units able to run it
+    (``runs`` of each unit, default both; a dtype the unit has a mode for), as NPU graph compilers place work (Gaudi's
+    MME vs TPC, TPU's MXU vs VPU, Neuron's TensorE vs VectorE). Both see the same traffic, so the faster compute term
+    decides: the arrays keep the op unless ``P_vector,dtype x eta_vector > P_matrix,dtype x eta_matrix x u_array``
+    (``u_array`` the op's array fill without the wave fill, which both units share; a tie stays on the arrays). An
+    M = 1 decode GEMV on a 256x256 MME fills 1/256 of it: the vector cores finish it first."""
+    capable = _matrix_capable(o, d)
+    vec = _vector_may_run(o, d)
+    if not vec.any():
+        return capable
+    fill = array_fill(o, d, capable, wave=False)
+    m_rate = _dtype_rates(d.matrix_peak, _matrix_eff(d))  # [D or 1, n_dtypes]
+    v_rate = _dtype_rates(d.vector_peak, d.vector_eff[:, None])
+    ratio = np.where(np.isnan(v_rate), 0.0, v_rate) / np.where(np.isnan(m_rate), np.inf, m_rate)
+    if (ratio == ratio[:1]).all():
+        ratio = ratio[:1]
+    faster = np.take(ratio, o.dtype_idx, axis=1) > fill  # the vector units finish first
+    return capable & ~(vec[None, :] & faster)
+
+
+def _dtype_rates(peak: np.ndarray, eff: np.ndarray) -> np.ndarray:
+    """[D, n_dtypes] achievable FLOP/s per dtype (peak x efficiency; NaN where the unit has no mode)."""
+    return peak * eff
+
+
+def _matrix_capable(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[D or 1, O] bool: a matrix op the MAC arrays can run (its kind in ``matrix.runs``, a mode for its dtype; an
+    fp32 GEMM on an NPU with bf16/int8 arrays runs on the vector units instead)."""
     nan = np.isnan(d.matrix_peak)
+    kinds = d.base.compute.matrix.runs
+    mat = o.matrix if kinds is None else o.matrix & np.isin(o.kind, kinds)
     if d.n and (nan == nan[:1]).all():  # the same modes on every design: one shared [1, O] row
-        return o.matrix[None, :] & ~nan[:1, o.dtype_idx]
-    return o.matrix[None, :] & ~np.take(nan, o.dtype_idx, axis=1)  # row-ordered gather (C layout)
+        return mat[None, :] & ~nan[:1, o.dtype_idx]
+    return mat[None, :] & ~np.take(nan, o.dtype_idx, axis=1)  # row-ordered gather (C layout)
+
+
+def _vector_may_run(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[O] bool: a matrix op the vector units may take instead (its kind in ``vector.runs``, default every kind)."""
+    kinds = d.base.compute.vector.runs
+    return o.matrix.copy() if kinds is None else o.matrix & np.isin(o.kind, kinds)
 
 
 def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = True) -> np.ndarray:
@@ -235,7 +272,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     back = o.to_table_order
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
                        traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net),
-                       clock=back(clock))
+                       clock=back(clock), on_matrix=back(np.broadcast_to(matrix, time.shape)))
 
 
 def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

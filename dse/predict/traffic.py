@@ -83,6 +83,7 @@ class OpArrays:
     # attention rows: the query rows a tile may stack (``head_rows``: M, or one query head's rows where a kernel runs
     # a CTA per query head, ``attention_gqa: per_head``); inf elsewhere
     head_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # op kind (gemm, conv, attention, ...)
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -117,6 +118,7 @@ class OpArrays:
             else np.zeros(len(s), dtype=int)  # tables from before the column: the template's kernels
         hr = f("head_rows") if "head_rows" in s.columns else np.zeros(len(s))  # tables from before it: M
         return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
+            kind=np.asarray(kind, dtype=object),
             head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
             batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,

@@ -18,7 +18,16 @@ from dse.workloads.mix import Mix
 
 # --------------------------------------------------------------------------- reference (column picks)
 def _ref_on_matrix(o, d):
-    return o.matrix[None, :] & ~np.isnan(d.matrix_peak[:, o.dtype_idx])
+    """The MAC arrays run a matrix op unless the vector units finish it first (the array fill without the wave)."""
+    able = o.matrix[None, :] & ~np.isnan(d.matrix_peak[:, o.dtype_idx])
+    r, c = d.array_rows[:, None], d.array_cols[:, None]
+    M, N = np.minimum(o.M, o.head_rows)[None, :], o.N[None, :]
+    fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
+    vec = np.nan_to_num(d.vector_peak[:, o.dtype_idx]) * d.vector_eff[:, None]
+    mat = d.matrix_peak[:, o.dtype_idx] * d.matrix_eff[:, None]
+    runs = d.base.compute.vector.runs
+    may = o.matrix if runs is None else o.matrix & np.isin(o.kind, runs)
+    return able & ~(may[None, :] & (vec > mat * fill))
 
 
 def _ref_fill(o, d, matrix):

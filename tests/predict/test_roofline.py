@@ -15,6 +15,9 @@ from tests.hardware.far import with_far_level
 
 A100 = dse.hardware("a100-80gb")
 NPU = dse.hardware("npu-7nm")
+_data = NPU.model_dump(mode="python", exclude_none=True)
+_data["compute"]["vector"]["runs"] = []  # every matrix op stays on the MAC arrays (the array-fill mechanism alone)
+MATRIX_ONLY_NPU = dse.hardware(_data)
 
 
 def test_elementwise_add_one_is_memory_bound_at_an_eighth() -> None:
@@ -44,8 +47,8 @@ def test_decode_gemm_streams_weights_and_fills_one_row() -> None:
     assert row["traffic_hbm_bytes"] >= weights
     launch = A100.compute.launch_overhead_us * 1e-6  # the kernel's fixed launch/ramp/tail time
     assert p.time_s - launch == pytest.approx(weights / (2039e9 * 0.834), rel=0.05)
-    p1 = dse.predict(dse.gemm(1, 4096, 4096, dtype="bf16"), NPU)
-    assert p1.ops.iloc[0]["fill"] == pytest.approx(1 / 64)
+    p1 = dse.predict(dse.gemm(1, 4096, 4096, dtype="bf16"), MATRIX_ONLY_NPU)
+    assert p1.ops.iloc[0]["fill"] == pytest.approx(1 / 64) and p1.ops.iloc[0]["ran_on"] == "matrix"
 
 
 def test_traffic_shrinks_as_sram_grows_and_stays_above_compulsory() -> None:
@@ -151,7 +154,7 @@ def test_a_small_batch_gemm_on_a_big_array_is_array_bound_and_a_full_array_lifts
     # M = 8 rows of a 64 x 64 array: fill 8/64; with 4x the bandwidth per FLOP (ridge 42) the fill-lowered
     # roof (0.9 x 275 / 8 = 31 TFLOP/s) is below the DRAM roof of an AI-8 bf16 GEMM (8 x 6.6 TB/s x eta)
     # and, with 16 TB/s of global SRAM, below its SRAM roof too
-    d = DesignBatch.from_hardware(NPU)
+    d = DesignBatch.from_hardware(MATRIX_ONLY_NPU)
     d = d.with_knobs(dram_bandwidth=4 * d.dram_bandwidth).with_field("memory.global.bandwidth_tbps", np.array([16.0]))
     g = dse.gemm(8, 4096, 4096, dtype="bf16")
     row = dse.predict(g, d).ops.iloc[0]
@@ -221,3 +224,46 @@ def test_dtype_efficiency_slows_only_its_dtype_and_scales_with_efficiency() -> N
     from dse.units import DTYPE_INDEX
     assert ratio[DTYPE_INDEX["fp8"]] == pytest.approx(0.347 / 0.511) and ratio[DTYPE_INDEX["bf16"]] == 1.0
     assert (dtype_efficiency_ratio(load_hardware("a100-80gb").compute.matrix) == 1.0).all()
+
+
+# --------------------------------------------------------------------------- unit choice
+def test_a_matrix_op_runs_on_the_unit_that_finishes_it_first() -> None:
+    """npu-7nm: a 64x64 array at 0.9 x 275 TFLOP/s, vector units at 0.9 x 68.8 TFLOP/s bf16: a GEMM whose array fill
+    is below 68.8 / 275 = 1/4 (M < 16 rows) finishes first on the vector units, one at M >= 16 on the arrays."""
+    for m, unit in ((1, "vector"), (8, "vector"), (15, "vector"), (16, "matrix"), (64, "matrix"), (4096, "matrix")):
+        row = dse.predict(dse.gemm(m, 4096, 4096, dtype="bf16"), NPU).ops.iloc[0]
+        assert row["ran_on"] == unit, m
+        alone = dse.predict(dse.gemm(m, 4096, 4096, dtype="bf16"), MATRIX_ONLY_NPU).ops.iloc[0]
+        assert row["time_s"] <= alone["time_s"] * (1 + 1e-12)  # a choice never makes an op slower
+        if unit == "matrix":
+            assert row["time_s"] == alone["time_s"]
+
+
+def test_decode_attention_on_gaudi2_runs_on_the_tpcs_bound_by_hbm() -> None:
+    """Gaudi 2 decode attention (one query row per head on a 256x256 MME) runs on the TPCs (vector units), bound by
+    HBM, where the matrix-only rule left it on the MME at 1/256 fill."""
+    wl = dse.workload("llama2-7b", phase="decode", batch=64, context=2048, dtype="fp8")
+    ops_ = dse.predict(wl, "gaudi2").ops.set_index("name")
+    att = ops_.loc["layer.attention"]
+    assert att["ran_on"] == "vector" and att["bound"] == "hbm"
+    assert ops_.loc["layer.qkv_proj", "ran_on"] == "matrix"  # 64 rows: a quarter of the MME beats the TPCs
+
+
+def test_a_template_can_keep_an_op_kind_off_a_unit_and_bad_runs_are_one_line() -> None:
+    from dse.errors import DseError
+
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    data["compute"]["vector"]["runs"] = ["attention"]
+    hw = dse.hardware(data)
+    assert dse.predict(dse.gemm(1, 4096, 4096, dtype="bf16"), hw).ops.iloc[0]["ran_on"] == "matrix"
+    for unit, runs, needle in (("matrix", [], "the matrix unit would run no op kind"),
+                               ("vector", ["gemv"], "runs has 'gemv'; accepted: a list of gemm, conv, attention")):
+        bad = NPU.model_dump(mode="python", exclude_none=True)
+        bad["compute"][unit]["runs"] = runs
+        with pytest.raises(DseError, match=needle) as ei:
+            dse.hardware(bad)
+        assert "\n" not in str(ei.value) and "compute." in str(ei.value)
+    bad = NPU.model_dump(mode="python", exclude_none=True)
+    bad["compute"]["matrix"]["runs"], bad["compute"]["vector"]["runs"] = ["gemm"], ["gemm"]
+    with pytest.raises(DseError, match="no unit runs conv, attention"):
+        dse.hardware(bad)
