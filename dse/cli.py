@@ -481,12 +481,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for _, r in other.iterrows():
                 print(f"  {r['id']}: {r['status']}: {r['reason']}")
     fam = next(t.frame for t in doc.tables if t.file == "families.csv")
-    print("\nerror by family (out of sample: rows whose measurement set no template coefficient; time error = "
-          "predicted / measured time - 1, rates turned into time)")
+    print("\nerror by family, GPU chips (out of sample: rows whose measurement set no template coefficient; time error "
+          "= predicted / measured time - 1, rates turned into time)")
     print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     by_hw = next(t.frame for t in doc.tables if t.file == "templates.csv")
+    npu = set(res.loc[res["style"] == "npu", "hardware"].astype(str))
+    if npu:
+        print("\nerror by NPU chip and family (systolic arrays; the same time error)")
+        print(by_hw[by_hw["hardware"].isin(npu)].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     print("\nerror by template (all families; templates.csv splits each by family)")
-    print(by_hw[by_hw["family"] == "all"].drop(columns="family").to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    print(by_hw[by_hw["family"] == "all"].drop(columns=["family", "p10_time_error_pct", "p90_time_error_pct"])
+          .to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    pairs = next(t.frame for t in doc.tables if t.file == "chip_pair_errors.csv")
+    if len(pairs):
+        print("\ncross-chip speedups (rows that differ only in the chip: predicted / measured speedup - 1; "
+              "chip_pairs.csv lists every pair)")
+        print(pairs.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     st = error_stats(res)
     print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
           f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
@@ -663,7 +673,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.format == "json":
         from dse.validate.bands import band_for
 
-        band = band_for(p.workload)
+        band = band_for(p.workload, p.hardware)
         lo, hi = band.interval(p.time_s)
         _print_json({"workload": p.workload.label(), "hardware": p.hardware.name, "time_s": p.time_s,
                      "achieved_tflops": p.achieved_flops / 1e12, "band": {"family": band.family,
@@ -683,10 +693,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
     from dse.validate.bands import band_for
 
-    band = band_for(wl)
+    band = band_for(wl, p.hardware)
     lo, hi = band.interval(p.time_s)
-    print(f"error band: {band.label()}; the measured {'pass' if p.serving else 'step'} would be "
-          f"{lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
+    if band.rows:
+        print(f"error band: {band.label()}; the measured {'pass' if p.serving else 'step'} would be "
+              f"{lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
+    else:
+        print(f"error band: {band.label()}")
     if p.serving:
         sv = p.serving
         print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "

@@ -24,7 +24,7 @@ from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in grid order
-from dse.hardware.fields import knob_values
+from dse.hardware.fields import built_values
 from dse.predict import bound_names, mix_times_bounds
 from dse.score import objective_value
 from dse.search.space import base_knobs, designs_from_params
@@ -102,7 +102,7 @@ def score_chunk(ctx: Context, params: dict[str, np.ndarray]) -> pd.DataFrame:
     code, share = binding_ceiling(ctx, d, by=by)
     return pd.DataFrame({**params, "score": sc.score, "objective": sc.objective, "area_mm2": sc.area_mm2,
                          "cost_usd": sc.cost_usd, "power_w": sc.power_w, "ridge_flop_per_byte": d.ridge,
-                         "dram_stacks": dram_stacks(d), "dram_bandwidth_tbps_built": knob_values(d)["dram_bandwidth_tbps"],
+                         **built_values(d), "dram_stacks": dram_stacks(d),
                          "binding": names[code], "binding_time_share": share,
                          "feasible": sc.feasible, "infeasible_reason": sc.reason,
                          "score_per_mm2": objective_value("score_per_mm2", sc.score, {"area_mm2": sc.area_mm2},
@@ -305,7 +305,8 @@ def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:
 
 
 #: columns of the summary's best-design table
-BEST_COLUMNS = ["mix", "peak_tflops", "dram_bandwidth_tbps", "dram_stacks", "dram_bandwidth_tbps_built", "sram_mib",
+BEST_COLUMNS = ["mix", "peak_tflops", "peak_tflops_built", "cores", "dram_bandwidth_tbps", "dram_stacks",
+                "dram_bandwidth_tbps_built", "dram_capacity_gb", "sram_mib",
                 "ridge_flop_per_byte", "score", "score_per_mm2",
                 "area_mm2", "cost_usd", "power_w", "binding", "binding_time_share"]
 

@@ -28,7 +28,7 @@ from dse.cost.cost import CostBreakdown, unit_cost
 from dse.cost.power import MixEnergy, mix_energy
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import knob_values
+from dse.hardware.fields import built_values
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
@@ -231,12 +231,13 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
-        stacks, built = dram_stacks(designs), knob_values(designs)["dram_bandwidth_tbps"]
+        stacks = dram_stacks(designs)
+        built = {k: v for k, v in built_values(designs).items() if k != "dram_stacks"}
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
-             "dram_stacks": float(stacks[i]), "dram_bandwidth_tbps_built": float(built[i]),
+             "dram_stacks": float(stacks[i]), **{k: float(v[i]) for k, v in built.items()},
              "worker": worker}
             for i in range(designs.n)
         ]

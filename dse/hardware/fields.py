@@ -62,6 +62,17 @@ def knob_values(batch: Any) -> dict[str, np.ndarray]:
     return {k.name: getattr(batch, k.batch_arg) / k.si for k in KNOB_TABLE}
 
 
+def built_values(batch: Any) -> dict[str, np.ndarray]:
+    """[D] what each design of a DesignBatch is built from and gives, for every table beside the requested
+    targets: ``cores``, ``array_rows``, ``array_cols``, ``clock_ghz``, the three knobs as built
+    (``peak_tflops_built``, ``dram_bandwidth_tbps_built``, ``sram_mib_built``), ``dram_stacks`` and
+    ``dram_capacity_gb``."""
+    built = {f"{k}_built": v for k, v in knob_values(batch).items()}
+    return {"cores": batch.cores, "array_rows": batch.array_rows, "array_cols": batch.array_cols,
+            "clock_ghz": batch.base.compute.clock_ghz * batch.clock_scale, **built,
+            "dram_stacks": batch.dram_stacks, "dram_capacity_gb": batch.offchip_capacity / 1e9}
+
+
 @dataclass(frozen=True)
 class Field:
     """A searchable hardware field: ``path`` is its config path (``{level}`` stands for a memory or

@@ -18,16 +18,18 @@ def ratio_label(base_ridge: float, ridge: float) -> str:
 
 def workload_table(labels: list[str], weights, base_times, best_times, best_preds: list[Prediction],
                    best_energy_j, best_power_w) -> pd.DataFrame:
-    from dse.validate.bands import band_for
+    from dse.validate.bands import FAMILIES, band_for
 
     rows = []
     for i, (label, w, tb, t, p) in enumerate(zip(labels, weights, base_times, best_times, best_preds, strict=True)):
         share = p.time_by_bound()
-        band = band_for(p.workload)
+        band = band_for(p.workload, p.hardware)
         lo, hi = band.interval(float(t))
         rows.append({
             "workload": label, "weight": round(float(w), 4), "base_ms": tb * 1e3, "best_ms": t * 1e3,
-            "best_band_ms": f"{lo * 1e3:.4g}-{hi * 1e3:.4g} ({band.family if not band.borrowed else 'all'})",
+            "best_band_ms": (f"{lo * 1e3:.4g}-{hi * 1e3:.4g} ({band.family if not band.borrowed else 'all'})"
+                             if band.family in FAMILIES or not band.borrowed else
+                             f"{lo * 1e3:.4g}-{hi * 1e3:.4g} ({band.family})" if band.rows else band.family),
             "speedup_x": tb / t, "best_achieved_tflops": p.achieved_flops / TERA,
             "best_energy_mj_per_pass": float(best_energy_j[i]) * 1e3, "best_power_w": float(best_power_w[i]),
             "binding (time share)": ", ".join(f"{k} {v:.0%}" for k, v in share.sort_values(ascending=False).items()

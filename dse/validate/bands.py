@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse.hardware.schema import Hardware
 from dse.validate.families import family_of, out_of_sample
 from dse.workloads.library import Workload
 
@@ -51,7 +52,10 @@ class Band:
         return t / (1 + self.p90_pct / 100), t / (1 + self.p10_pct / 100)
 
     def label(self) -> str:
-        src = "all families" if self.borrowed else self.family
+        if self.rows == 0 or not np.isfinite(self.p10_pct):
+            return self.family  # no rows to give a band (``band_for``: "no validation rows for this chip")
+        src = self.family if self.borrowed and self.family not in FAMILIES else (
+            "all families" if self.borrowed else self.family)
         return f"{self.p10_pct:+.0f} % .. {self.p90_pct:+.0f} % ({src}, {self.rows} rows out of sample)"
 
 
@@ -70,9 +74,16 @@ def _families_in(results: pd.DataFrame) -> list[str]:
     return [f for f in FAMILIES if f in set(results["family"])] + ["all"]
 
 
+def gpu_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of GPU-style chips (``style`` != ``npu``; every row of results without the column): the families of
+    :func:`family_table` and issue 12's bar. NPU rows are reported per chip (:func:`template_table`)."""
+    return results[results["style"] != "npu"] if "style" in results.columns else results
+
+
 def family_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per family: rows (all, out of sample), median and max |time error|, p10 and p90 of the signed time
-    error (percent)."""
+    """Per family over the GPU-style chips' rows (:func:`gpu_rows`): rows (all, out of sample), median and max
+    |time error|, p10 and p90 of the signed time error (percent)."""
+    results = gpu_rows(results)
     oos = out_of_sample(results)
     return pd.DataFrame([{"family": fam, **_error_stats(oos, results if fam == "all" else
                                                         results[results["family"] == fam])}
@@ -81,11 +92,13 @@ def family_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def template_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per template (``hardware``) and family, then per template over all its families (``family`` = ``all``):
-    rows, out-of-sample rows, median and max |time error| (percent): where a chip's predictions stand."""
+    rows, out-of-sample rows, median and max |time error|, p10 and p90 of the signed time error (percent): where a
+    chip's predictions stand (an NPU chip's families are these)."""
     oos = out_of_sample(results)
     rows = []
     hardware = results["hardware"].astype(str) if "hardware" in results.columns else pd.Series(dtype=str)
-    cols = ["hardware", "family", "rows", "out_of_sample", "median_abs_time_error_pct", "max_abs_time_error_pct"]
+    cols = ["hardware", "family", "rows", "out_of_sample", "median_abs_time_error_pct", "max_abs_time_error_pct",
+            "p10_time_error_pct", "p90_time_error_pct"]
     for hw in sorted(set(hardware)):
         on = results[hardware == hw]
         for fam in _families_in(on):
@@ -94,8 +107,30 @@ def template_table(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def chip_bands(results: pd.DataFrame) -> dict[str, Band]:
+    """Bands of each chip's own rows: ``HW/FAMILY`` and ``HW/all`` where a chip has at least :data:`MIN_ROWS`
+    out-of-sample rows there, and ``style:npu`` / ``style:gpu`` over every chip of that style (what a chip without
+    rows of its own borrows, said in its label)."""
+    out: dict[str, Band] = {}
+    t = template_table(results)
+    for _, r in t[t["out_of_sample"] >= MIN_ROWS].iterrows():
+        out[f"{r['hardware']}/{r['family']}"] = Band(f"{r['hardware']} {r['family']}", float(r["p10_time_error_pct"]),
+                                                     float(r["p90_time_error_pct"]), int(r["out_of_sample"]))
+    if "style" in results.columns:
+        for style in ("npu", "gpu"):
+            sel = results[results["style"] == style]
+            stats = _error_stats(out_of_sample(sel), sel)
+            if stats["out_of_sample"] >= MIN_ROWS:
+                chips = ", ".join(sorted(set(out_of_sample(sel)["hardware"].astype(str))))
+                out[f"style:{style}"] = Band(f"{style} chips ({chips})", float(stats["p10_time_error_pct"]),
+                                             float(stats["p90_time_error_pct"]), int(stats["out_of_sample"]),
+                                             borrowed=True)
+    return out
+
+
 def bands_from(results: pd.DataFrame) -> dict[str, Band]:
-    """A band per family (and ``all``) from suite results with a ``family`` column."""
+    """A band per GPU family (and ``all``) from suite results with a ``family`` column, and the chips' own bands
+    (:func:`chip_bands`)."""
     t = family_table(results).set_index("family")
     everyone = Band("all", float(t.loc["all", "p10_time_error_pct"]), float(t.loc["all", "p90_time_error_pct"]),
                     int(t.loc["all", "out_of_sample"]))
@@ -106,7 +141,7 @@ def bands_from(results: pd.DataFrame) -> dict[str, Band]:
                             int(t.loc[fam, "out_of_sample"]))
         else:
             out[fam] = Band(fam, everyone.p10_pct, everyone.p90_pct, everyone.rows, borrowed=True)
-    return out
+    return out | chip_bands(results)
 
 
 def _inputs_digest() -> str:
@@ -188,6 +223,32 @@ def shipped_bands() -> dict[str, Band]:
     return bands
 
 
-def band_for(wl: Workload) -> Band:
-    """The error band a prediction of ``wl`` carries."""
-    return shipped_bands()[family_of(wl)]
+#: what a chip without validation rows of its own and of its style carries: no band
+NO_ROWS = "no validation rows for this chip"
+
+
+def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
+    """The error band a prediction of ``wl`` on ``hardware`` carries, its own chip's first:
+
+    1. the chip's rows of the workload's family (``HW/FAMILY``), else the chip's rows of every family (``HW/all``);
+    2. a GPU-style chip without rows of its own: the GPU family band (its label names the family);
+    3. an NPU-style chip (systolic arrays) without rows: the band of every validated NPU chip, labelled as borrowed
+       and naming them; with none, a band of NaN labelled :data:`NO_ROWS`.
+
+    Without ``hardware`` the GPU family band (the old behaviour)."""
+    bands = shipped_bands()
+    fam = family_of(wl)
+    if hardware is None:
+        return bands[fam]
+    hw = hardware if isinstance(hardware, Hardware) else None
+    name = hw.name if hw is not None else str(hardware)
+    for key in (f"{name}/{fam}", f"{name}/all"):
+        if key in bands:
+            return bands[key]
+    style = "npu" if hw is not None and hw.compute.matrix.style == "systolic" else "gpu"
+    if style == "gpu":
+        return bands[fam]
+    if "style:npu" in bands:
+        b = bands["style:npu"]
+        return Band(f"{NO_ROWS} ({name}); borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)
+    return Band(f"{NO_ROWS} ({name})", float("nan"), float("nan"), 0, borrowed=True)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from dse.document import Document, Figure, Table
 from dse.validate.bands import family_table, template_table
+from dse.validate.ratios import chip_pairs, pair_table
 from dse.validate.suite import scatter_inputs
 
 
@@ -19,5 +20,6 @@ def validation_document(results: pd.DataFrame) -> Document:
         figures = (Figure("validation.png", "validation_scatter", (covered, metrics),
                           "predicted vs measured (validation/measurements.csv)", {"band": band}),)
     tables = (Table("validation.csv", results), Table("families.csv", family_table(results)),
-              Table("templates.csv", template_table(results)))
+              Table("templates.csv", template_table(results)),
+              Table("chip_pairs.csv", chip_pairs(results)), Table("chip_pair_errors.csv", pair_table(chip_pairs(results))))
     return Document("dse validate", (), tables, figures)

@@ -218,6 +218,12 @@ def harness_of(row: Mapping[str, str]) -> str:
     return f"{source} {timing[len('isolated:'):]}" if timing.startswith("isolated:") else source
 
 
+def chip_style(hw: Hardware) -> str:
+    """``npu`` for a chip whose MAC arrays are systolic (TPU, Gaudi, the synthetic NPUs), ``gpu`` for SIMT tensor
+    cores: the two groups whose families are reported apart (a GPU family's bar is issue 12's; NPU rows per chip)."""
+    return "npu" if hw.compute.matrix.style == "systolic" else "gpu"
+
+
 def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None) -> pd.DataFrame:
     """One result row per measurement: status (covered / not covered / error), predicted, error %.
 
@@ -241,11 +247,13 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
             loo_sync.update({r[0]: float(v) for r, v in zip(rows, s, strict=True)})
     for k, (_, row) in enumerate(df.iterrows()):
         rec = {"id": row["id"], "workload": row["workload"], "hardware": row["hardware"], "metric": row["metric"],
+               "scenario": str(row.get("scenario") or ""), "n_chips": str(row.get("n_chips") or ""), "style": "",
                "family": "", "fitted_into": (row.get("fitted_into") or "").strip(),
                "measured": pd.to_numeric(row["value"], errors="coerce"), "predicted": np.nan, "error_pct": np.nan,
                "time_error_pct": np.nan, "status": "covered", "reason": ""}
         try:
             case = prepare_row(row, templates)
+            rec["style"] = chip_style(case.hardware)
             rec["family"] = family_of(case.workload)
             rec["predicted"] = predict_case(case, sync_overhead_us=loo_sync.get(k))
             rec["sync_us_loo"] = loo_sync.get(k, np.nan)

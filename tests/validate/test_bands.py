@@ -99,7 +99,8 @@ def test_shipped_bands_cache_gives_identical_bands(tmp_path, monkeypatch) -> Non
     finally:
         b.shipped_bands.cache_clear()
     assert first == fresh and second == fresh  # every float round-trips exactly
-    assert set(second) == set(FAMILIES) | {"all"}
+    assert set(FAMILIES) | {"all", "style:npu", "style:gpu", "gaudi2/all", "tpu-v5e/gemm"} <= set(second)
+    assert all("/" in k or k.startswith("style:") for k in set(second) - set(FAMILIES) - {"all"})  # chips' own bands
 
 
 def test_shipped_bands_cache_key_follows_the_measurements(tmp_path, monkeypatch) -> None:
@@ -137,3 +138,29 @@ def test_template_table_splits_each_chip_by_family_and_leaves_fitted_rows_out() 
     a100 = t.loc[("a100-80gb", "all")]  # gemm 30, decode 4 and -6 (the uncovered row has no error)
     assert (a100["rows"], a100["out_of_sample"], a100["median_abs_time_error_pct"]) == (4, 3, 6.0)
     assert template_table(res.drop(columns="hardware")).empty
+
+
+def test_npu_rows_are_reported_per_chip_not_in_the_gpu_families() -> None:
+    res = _results({"gemm": [1.0, 2.0, 90.0]})
+    res["hardware"] = ["a100-80gb", "a100-80gb", "tpu-v5e", "tpu-v5e"]
+    res["style"] = ["gpu", "gpu", "npu", "npu"]
+    t = family_table(res).set_index("family")
+    assert t.loc["gemm", "out_of_sample"] == 2 and t.loc["gemm", "max_abs_time_error_pct"] == 2.0
+    chips = template_table(res).set_index(["hardware", "family"])
+    assert chips.loc[("tpu-v5e", "gemm"), "max_abs_time_error_pct"] == 90.0
+
+
+def test_a_prediction_carries_its_own_chips_band_or_says_it_has_none(monkeypatch) -> None:
+    import dse.validate.bands as bands
+
+    w = dse.workload("llama2-7b", phase="decode", batch=1, context=128)
+    own = bands.band_for(w, "a100-80gb")  # a100-80gb has decode rows of its own
+    assert own.family == "a100-80gb decode" and not own.borrowed
+    npu = bands.band_for(w, dse.hardware("npu-7nm"))  # no rows of its own: the validated NPU chips', said so
+    assert npu.label().startswith(f"{npu.p10_pct:+.0f} % .. {npu.p90_pct:+.0f} % (no validation rows for this chip "
+                                  "(npu-7nm); borrowed from the npu chips (gaudi2, gaudi3, tpu-v5e)")
+    gpu_only = {k: v for k, v in bands.shipped_bands().items() if not k.startswith(("style:npu", "gaudi", "tpu"))}
+    monkeypatch.setattr(bands, "shipped_bands", lambda: gpu_only)
+    none = bands.band_for(w, dse.hardware("npu-7nm"))
+    assert none.rows == 0 and none.label() == "no validation rows for this chip (npu-7nm)"
+    assert all(np.isnan(none.interval(1.0)))

@@ -12,7 +12,8 @@ ROWS = pd.DataFrame({"id": ["a", "b", "c"], "family": ["gemm", "gemm", "decode"]
 
 def test_validation_document_is_the_results_the_families_and_the_scatter() -> None:
     d = validation_document(ROWS)
-    assert d.body == () and d.files == ["validation.csv", "families.csv", "templates.csv", "validation.png"]
+    assert d.body == () and d.files == ["validation.csv", "families.csv", "templates.csv", "chip_pairs.csv",
+                                        "chip_pair_errors.csv", "validation.png"]
     assert d.tables[0].frame is ROWS
     pd.testing.assert_frame_equal(d.tables[1].frame, family_table(ROWS))
     fig = d.figures[0]
@@ -22,4 +23,5 @@ def test_validation_document_is_the_results_the_families_and_the_scatter() -> No
 
 def test_no_covered_row_means_no_scatter() -> None:
     d = validation_document(ROWS.assign(status="not covered"))
-    assert d.figures == () and [t.file for t in d.tables] == ["validation.csv", "families.csv", "templates.csv"]
+    assert d.figures == () and [t.file for t in d.tables] == ["validation.csv", "families.csv", "templates.csv",
+                                                              "chip_pairs.csv", "chip_pair_errors.csv"]

@@ -90,7 +90,13 @@ def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
     # rows whose measurement set a template coefficient are in no statistic
     fitted = res["fitted_into"].fillna("").astype(str).ne("") & res["status"].eq("covered")
     assert fitted.sum() >= 3
-    assert fam.loc["all", "out_of_sample"] == (res["status"].eq("covered") & ~fitted).sum()
+    gpu = res["style"].fillna("").ne("npu")  # the GPU families; NPU rows are reported per chip
+    assert fam.loc["all", "out_of_sample"] == (res["status"].eq("covered") & ~fitted & gpu).sum()
+    assert "error by NPU chip and family" in out and "cross-chip speedups" in out
+    chips = pd.read_csv(tmp_path / "templates.csv").set_index(["hardware", "family"])
+    for hw in ("gaudi2", "gaudi3", "tpu-v5e"):  # issue 29: at least 8 NPU rows each, out of sample
+        assert chips.loc[(hw, "all"), "out_of_sample"] >= 8
+    assert (tmp_path / "chip_pairs.csv").is_file()
 
 
 def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
@@ -100,7 +106,7 @@ def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
     cov = res[res["status"] == "covered"]
     rate = cov[cov["metric"] != "time_s"].iloc[0]
     assert rate["time_error_pct"] == pytest.approx((rate["measured"] / rate["predicted"] - 1) * 100)
-    oos = out_of_sample(res)
+    oos = out_of_sample(res[res["style"] != "npu"])  # the GPU families (family_table)
     t = family_table(res).set_index("family")
     for fam, g in oos.groupby("family"):
         e = g["time_error_pct"]
@@ -408,3 +414,36 @@ def test_a_rate_and_a_time_of_the_same_prediction_have_the_same_time_error(measu
     as_rate = float(time_error_pct(1.0 / (ratio * measured_s), 1.0 / measured_s, False))
     assert as_time == pytest.approx((ratio - 1) * 100, rel=1e-9, abs=1e-9)
     assert as_rate == pytest.approx(as_time, rel=1e-9, abs=1e-9)
+
+
+def test_the_npu_validation_doc_shows_the_tables_dse_validate_prints() -> None:
+    """docs/npu_validation.md: every NPU chip-family row and every chip pair, to 0.1 %, as ``dse validate`` computes
+    them (issue 29: NPU rows reported per chip; cross-chip speedups)."""
+    import re
+
+    from dse.validate.bands import template_table
+    from dse.validate.ratios import chip_pairs, pair_table
+
+    res = run_suite(load_measurements())
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "npu_validation.md").read_text()
+    fam = re.compile(r"^\| ([\w.-]+) \| ([\w-]+) \| (\d+) \| (\d+) \| ([\d.]+) % \| ([\d.]+) % \|$")
+    shown = {(m[1], m[2]): m.groups()[2:] for m in map(fam.match, doc.splitlines()) if m}
+    t = template_table(res[res["style"] == "npu"])
+    t = t[t["family"] != "all"].set_index(["hardware", "family"])
+    assert set(shown) == set(t.index)
+    for key, (rows, oos, med, mx) in shown.items():
+        r = t.loc[key]
+        assert (int(rows), int(oos)) == (r["rows"], r["out_of_sample"])
+        assert [float(med), float(mx)] == [round(float(r["median_abs_time_error_pct"]), 1),
+                                           round(float(r["max_abs_time_error_pct"]), 1)]
+    pair = re.compile(r"^\| ([\w.-]+) \| ([\w.-]+) \| (\d+) \| ([\d.]+) % \| ([\d.]+) % \| ([-\d.]+) % \|$")
+    pairs = {(m[1], m[2]): m.groups()[2:] for m in map(pair.match, doc.splitlines()) if m}
+    p = pair_table(chip_pairs(res))
+    npu_chips = set(res.loc[res["style"] == "npu", "hardware"])
+    p = p[p["chip_a"].isin(npu_chips)].set_index(["chip_a", "chip_b"])
+    assert set(pairs) == set(p.index)
+    for key, (n, med, mx, signed) in pairs.items():
+        r = p.loc[key]
+        assert int(n) == r["pairs"] and [float(med), float(mx), float(signed)] == [
+            round(float(r[c]), 1) for c in ("median_abs_ratio_error_pct", "max_abs_ratio_error_pct",
+                                            "median_ratio_error_pct")]
