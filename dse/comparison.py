@@ -48,7 +48,7 @@ def parse_ratio(text: str, field: str = "--ratios") -> float:
         raise DseError(f"got {text!r}; {exc}", field=field) from None
 
 
-#: a held area is met when the built design is within this fraction below it (issue: "within 0.5 %")
+#: a held area is met when the built design is within this fraction of it (issue 28: "within 0.5 %")
 AREA_HELD = 0.005
 
 
@@ -66,7 +66,8 @@ def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str 
     """``start`` (the base, or the base with a candidate's fields) moved to ratio 1:x of the base design,
     at ``start``'s peak compute or at a die area (``area_mm2``, default the base's).
 
-    At an area: the largest buildable design of that ratio (:func:`ladder`) whose area does not exceed it. When that
+    At an area: the largest buildable design of that ratio (:func:`ladder`) whose area does not exceed it by more than
+    :data:`AREA_HELD`. When that
     design is infeasible (a shoreline, package, budget or capacity limit), the largest feasible one below it is taken
     instead; when the area is missed by more than :data:`AREA_HELD`, or a fallback was taken, a line appended to
     ``notes`` says why (the discrete step that prevented it, and the next buildable design)."""
@@ -77,7 +78,7 @@ def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str 
     target = ctx.base_area_mm2 if area_mm2 is None else area_mm2
     d = ladder(start, x, base_ridge, int(64 * max(float(start.cores[0]), 1.0)))
     a = area(d).total
-    ok = np.flatnonzero(a <= target * (1 + 1e-9))  # area grows with the cores at a fixed ratio
+    ok = np.flatnonzero(a <= target * (1 + AREA_HELD))  # area grows with the cores at a fixed ratio
     if ok.size == 0:
         raise DseError(f"no design at ratio 1:{x:g} fits {target:.0f} mm2 (one core at this ratio takes "
                        f"{a[0]:.0f} mm2)", field=field)
