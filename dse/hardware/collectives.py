@@ -37,7 +37,7 @@ from dataclasses import dataclass
 TimeFn = Callable[[float, int, float, float, float, list[int]], float]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
-TOPOLOGIES = ("switch", "ring", "torus")
+TOPOLOGIES = ("switch", "ring", "torus", "fully_connected")
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,34 @@ def _torus_all_to_all(S: float, n: int, b: float, B: float, a: float, dims: list
     return all_to_all(S, n, 2 * b * len(dims), 2 * b * n / max(dims), a)
 
 
+def peer_share(n: int, dims: list[int]) -> float:
+    """Fraction of a chip's links a group of ``n`` ranks uses on a fully connected level of ``dims[0]`` chips, each
+    pair joined by its own links (``links / (size - 1)`` per peer): ``(n - 1) / (size - 1)``."""
+    size = dims[0] if dims else n
+    return (n - 1) / max(size - 1, 1)
+
+
+def direct_collective(S: float, n: int, B: float, alpha: float, dims: list[int], steps: int) -> float:
+    """``steps x ((n-1)/n S / B' + alpha)``, ``B' = B x`` :func:`peer_share`: every rank exchanges its share with all
+    ``n - 1`` peers at once over their direct links (reduce-scatter or all-gather in one step; an all-reduce is
+    both, ``steps = 2``), as HCCL runs on an HLS-Gaudi2 box whose 8 cards are all-to-all connected."""
+    return steps * ((n - 1) / n * S / (B * peer_share(n, dims)) + alpha)
+
+
 #: The table. Order matters: the first row matching (collective, topology, algorithm) is used.
 TABLE: tuple[Algorithm, ...] = (
+    Algorithm("p2p", "fully_connected", "direct", lambda S, n, b, B, a, d: point_to_point(S, B * peer_share(2, d), a),
+              "S/(B/(size-1)) + alpha (one peer's direct links)", "alpha-beta"),
+    Algorithm("all_reduce", "fully_connected", "direct",
+              lambda S, n, b, B, a, d: direct_collective(S, n, B, a, d, 2),
+              "2((n-1)/n S/B' + alpha), B' = B (n-1)/(size-1)", "alpha-beta; Habana HLS-Gaudi2 all-to-all links"),
+    Algorithm("all_gather", "fully_connected", "direct", lambda S, n, b, B, a, d: direct_collective(S, n, B, a, d, 1),
+              "(n-1)/n S/B' + alpha, B' = B (n-1)/(size-1)", "alpha-beta"),
+    Algorithm("reduce_scatter", "fully_connected", "direct",
+              lambda S, n, b, B, a, d: direct_collective(S, n, B, a, d, 1),
+              "(n-1)/n S/B' + alpha, B' = B (n-1)/(size-1)", "alpha-beta"),
+    Algorithm("all_to_all", "fully_connected", "direct", lambda S, n, b, B, a, d: direct_collective(S, n, B, a, d, 1),
+              "(n-1)/n S/B' + alpha, B' = B (n-1)/(size-1)", "alpha-beta"),
     Algorithm("p2p", "ring", "direct", lambda S, n, b, B, a, d: point_to_point(S, B / 2, a),
               "S/(B/2) + alpha (a ring neighbour over half the chip's links)", "alpha-beta"),
     Algorithm("p2p", "torus", "direct", lambda S, n, b, B, a, d: point_to_point(S, b, a),

@@ -33,7 +33,9 @@ class NetworkLevel(Strict):
 
     name: str = Field(min_length=1)
     size: int = Field(gt=0, description="Ranks joined at this level (chips per node at level 0, nodes above)")
-    topology: Literal["switch", "ring", "torus"]
+    topology: Literal["switch", "ring", "torus", "fully_connected"] = Field(
+        description="switch (full bisection), ring, torus (dims), or fully_connected: every pair of the level's chips "
+        "joined by its own links (links_per_chip / (size - 1) per peer), so a group of n uses (n-1)/(size-1) of them")
     dims: list[int] | None = Field(None, description="Torus dimensions (product = size), e.g. [4, 4, 4]")
     links_per_chip: int | None = Field(None, gt=0, description="Links per chip at this level (level 0 default: "
                                                                  "the chip's network.links)")

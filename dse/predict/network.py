@@ -43,7 +43,8 @@ def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, a
     base latency excluded; ``math.inf`` when the protocol does not drive that row on this topology)."""
     if n <= 1 or S <= 0:
         return 0.0
-    tdims = torus_group_dims(dims or [n], n) if topology == "torus" else [n]
+    tdims = torus_group_dims(dims or [n], n) if topology == "torus" else (dims or [n]) if topology == "fully_connected" \
+        else [n]
     row = choose(coll, topology, algorithm, in_network_reduction)
     if protocol is None:
         return row.time(S, n, b, B, alpha, tdims)
@@ -123,7 +124,7 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         else:
             s_l = S / members_below
         members_below *= k
-        args = dict(topology=lv.topology, dims=lv.dims,
+        args = dict(topology=lv.topology, dims=[lv.size] if lv.topology == "fully_connected" else lv.dims,
                     in_network_reduction=in_network and lv.in_network_reduction,
                     algorithm=lv.algorithm)
         if protocol_name is not None:

@@ -124,3 +124,28 @@ def test_adding_a_protocol_is_one_record(monkeypatch: pytest.MonkeyPatch) -> Non
     for S in (1e3, 1e9):
         assert net.best_variant("all_reduce", S, 8, 1, specs, np.array([20e9, 20e9]),
                                 np.array([240e9, 20e9]))[0] == "zero_copy"
+
+
+def test_a_fully_connected_level_gives_a_group_only_its_peers_links() -> None:
+    """HLS-Gaudi: 21 links per card, 3 to each of 7 peers; a group of n uses (n-1)/7 of them."""
+    from dse.predict.network import level_time
+
+    S, B, a = 1e9, 21 * 12.5e9, 3e-6
+    two = level_time("all_reduce", S, 2, "fully_connected", b=12.5e9, B=B, alpha=a, dims=[8])
+    assert two == pytest.approx(2 * (0.5 * S / (B / 7) + a))  # one peer's 3 links
+    eight = level_time("all_reduce", S, 8, "fully_connected", b=12.5e9, B=B, alpha=a, dims=[8])
+    assert eight == pytest.approx(2 * (7 / 8 * S / B + a))  # every link, one step each way
+    ring = level_time("all_reduce", S, 8, "ring", b=12.5e9, B=B, alpha=a)
+    assert eight < ring  # direct exchange: 2 steps of latency, not 2 (n - 1)
+    p2p = level_time("p2p", S, 2, "fully_connected", b=12.5e9, B=B, alpha=a, dims=[8])
+    assert p2p == pytest.approx(S / (B / 7) + a)
+
+
+def test_the_gaudi_boxes_are_the_default_systems_of_their_chips() -> None:
+    import dse
+    from dse.hardware.system import default_system
+
+    for g in ("gaudi2", "gaudi3"):
+        s = default_system(dse.hardware(g))
+        assert s.name == f"hls-{g}" and s.network[0].topology == "fully_connected" and s.network[0].size == 8
+        assert s.network[0].links_per_chip == 21

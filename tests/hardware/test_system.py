@@ -123,10 +123,11 @@ def test_a_level_taking_chip_links_needs_a_chip_with_a_network_block() -> None:
 
 def test_default_system_is_the_shipped_one_else_a_switch_over_the_chip_links() -> None:
     assert default_system(dse.hardware("npu-7nm")).name == "npu-board"
-    g = default_system(dse.hardware("gaudi2"))
-    assert g.name == "gaudi2-switch" and g.chips == 8
-    links, bw, _, _ = g.level_arrays(dse.hardware("gaudi2"))
-    assert links == [24.0] and bw == [12.5e9]
+    g = default_system(dse.hardware("tpu-v5e"))  # no shipped system: one switch over the chip's links
+    assert g.name == "tpu-v5e-switch" and g.chips == 8
+    links, bw, _, _ = g.level_arrays(dse.hardware("tpu-v5e"))
+    hw = dse.hardware("tpu-v5e")
+    assert links == [float(hw.network.links)] and bw == [hw.network.link_bandwidth_gbps * 1e9]
     data = H100.model_dump(mode="python", exclude_none=True)
     data.pop("network")
     data["name"] = "h100-nolinks"
