@@ -194,13 +194,6 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
     return rows, which.ravel()
 
 
-def sparse_rows(rows: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row [O], cols [k], values [D, k]): the per-design rows ``rows[which]`` as the first row with the ``k``
-    columns that differ between core counts replaced per design (attention kernels' CTAs: a handful of columns)."""
-    cols = np.flatnonzero((rows != rows[:1]).any(axis=0))
-    return rows[0], cols, rows[:, cols][which]
-
-
 def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[float, tuple], np.ndarray]) -> np.ndarray:
     """[1, O] when no op's row depends on the core count (or every design has the same), else [D, O]
     (:func:`per_core_rows` gathered per design)."""
@@ -216,10 +209,18 @@ def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
 
 
 def kernel_fill_sparse(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`kernel_fill` as (row [O], cols [k], values [D, k]) (:func:`sparse_rows`): the lean path multiplies
-    the few core-dependent columns per design instead of building a [D, O] fill."""
+    """:func:`kernel_fill` as (row [O], cols [k], values [D, k]): the first core count's row with the ``k`` columns
+    that differ between core counts (attention kernels' CTAs: a handful) given per design. The lean path multiplies
+    those columns per design instead of building a [D, O] fill (columns and values per core count kept in
+    ``o.cache``)."""
     rows, which = per_core_rows(o, d, "kernel-fills", lambda C, drain: kernel_fill_at(o, d, C, drain))
-    return sparse_rows(rows, which)
+    key = ("kernel-fills-sparse", id(rows))
+    part = o.cache.get(key)
+    if part is None or part[0] is not rows:
+        cols = np.flatnonzero((rows != rows[:1]).any(axis=0))
+        part = o.cache[key] = (rows, cols, rows[:, cols])
+    _, cols, sub = part
+    return rows[0], cols, sub[which]
 
 
 def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float, drain: tuple | None = None) -> np.ndarray:
