@@ -22,7 +22,7 @@ from typing import Any
 from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import BUILD_FIELDS, KNOBS, knob_args
+from dse.hardware.fields import KNOBS
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
@@ -99,17 +99,14 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
         knobs = designs.reset_index(drop=True)
         d = DesignBatch.from_hardware(base if isinstance(base, Hardware) else load_hardware(base), len(knobs))
         col = {k: knobs[k].to_numpy(dtype=float) for k in knobs.columns}
-        build = [k for k in BUILD_FIELDS if k in col]  # as dse.search.space.designs_from_params orders them
-        rest = [k for k in col if k not in KNOBS and k not in BUILD_FIELDS]
-        for name in [*build, None, *rest]:
-            if name is None:  # the knobs, realized at the build fields (DesignBatch.with_knobs)
-                d = d.with_knobs(**knob_args(col))  # config units -> SI (dse.hardware.fields)
-                continue
-            try:
-                d = d.with_field(name, col[name])
-            except ValueError as exc:
-                raise DseError(f"got column {name!r}; accepted: {', '.join(KNOBS)}, "
-                               f"{str(exc).split('accepted: ', 1)[-1]}", field="designs") from None
+        fields_ok = d.searchable_fields()
+        for name in col:
+            if name not in KNOBS and name not in fields_ok:
+                raise DseError(f"got column {name!r}; accepted: {', '.join(KNOBS)}, {', '.join(fields_ok)}",
+                               field="designs")
+        from dse.search.space import designs_from_params  # optuna loads on first use, not on import dse
+
+        d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)
     else:
         raise DseError(f"got {type(designs).__name__}; accepted: a DesignBatch or a pandas DataFrame of knobs",
                        field="designs")

@@ -35,6 +35,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import knob_values
 from dse.predict import mix_times
+from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import Context, score_designs
 from dse.workloads.intensity import family_of
@@ -52,11 +53,11 @@ def parse_ratio(text: str, field: str = "--ratios") -> float:
 AREA_HELD = 0.005
 
 
-def ladder(start: DesignBatch, x: float, base_ridge: float, most: int) -> DesignBatch:
-    """``start`` built with 1..``most`` whole cores at ratio 1:x of the base (DRAM bandwidth target ``peak x x / base
+def ladder(start: DesignBatch, x: float, base_ridge: float) -> DesignBatch:
+    """``start`` built with 1..64x its cores at ratio 1:x of the base (DRAM bandwidth target ``peak x x / base
     ridge``, bought as whole stacks): every buildable design of that ratio and ``start``'s array and clock, smallest
     first (``DesignBatch.with_knobs``)."""
-    cores = np.arange(1, most + 1, dtype=float)
+    cores = np.arange(1, int(64 * max(float(start.cores[0]), 1.0)) + 1, dtype=float)
     peaks = cores * float(start.core_peak_flops[0])
     return DesignBatch.stack([start] * cores.size).with_knobs(peak_flops=peaks, dram_bandwidth=peaks * x / base_ridge)
 
@@ -76,7 +77,7 @@ def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str 
     if hold == "compute":
         return start.with_knobs(dram_bandwidth=np.array([peak * x / base_ridge]))
     target = ctx.base_area_mm2 if area_mm2 is None else area_mm2
-    d = ladder(start, x, base_ridge, int(64 * max(float(start.cores[0]), 1.0)))
+    d = ladder(start, x, base_ridge)
     a = area(d).total
     ok = np.flatnonzero(a <= target * (1 + AREA_HELD))  # area grows with the cores at a fixed ratio
     if ok.size == 0:
@@ -119,7 +120,7 @@ def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: s
     a line appended to ``notes`` says so."""
     from dse.score import mix_score
 
-    d = ladder(start, x, float(ctx.base.ridge[0]), int(64 * max(float(start.cores[0]), 1.0)))
+    d = ladder(start, x, float(ctx.base.ridge[0]))
     s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
     ok = np.flatnonzero(s >= target * (1 - 1e-9))
     if ok.size == 0:
@@ -468,11 +469,11 @@ def ai_table(ctx: Context, cmp: Comparison, band: tuple[float, float] = BAND) ->
 def pick_candidate(obj: pd.Series, feasible: pd.Series, area_mm2: pd.Series, cost_usd: pd.Series) -> int:
     """Position of the recommended candidate: the feasible one with the highest objective, on equal objectives the
     smaller die, then the cheaper one; the first when none is feasible."""
-    if not feasible.any():
+    ok = np.flatnonzero(feasible.to_numpy())
+    if not ok.size:
         return 0
-    order = pd.DataFrame({"o": obj.to_numpy(), "a": area_mm2.to_numpy(), "c": cost_usd.to_numpy(),
-                          "i": np.arange(len(obj))})[feasible.to_numpy()]
-    return int(order.sort_values(["o", "a", "c", "i"], ascending=[False, True, True, True], kind="stable")["i"].iloc[0])
+    o, a, c = obj.to_numpy(), area_mm2.to_numpy(), cost_usd.to_numpy()
+    return int(max(ok, key=lambda i: tie_key(o[i], {"area_mm2": a[i], "cost_usd": c[i]})))  # the first of equals
 
 
 def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.DataFrame) -> str:

@@ -27,6 +27,7 @@ from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in gri
 from dse.hardware.fields import built_values
 from dse.predict import bound_names, mix_times_bounds
 from dse.score import objective_value
+from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params
 from dse.study import Context, score_designs
 
@@ -280,8 +281,8 @@ def best_index(df: pd.DataFrame, column: str) -> object:
 
 
 def _better(a, b) -> bool:
-    """Row ``a`` beats row ``b``: a higher score, or an equal score on a smaller die, then a cheaper one."""
-    return (a["score"], -a["area_mm2"], -a["cost_usd"]) > (b["score"], -b["area_mm2"], -b["cost_usd"])
+    """Row ``a`` beats row ``b`` by the study's rule (``optimize.tie_key``: score, then the smaller die, the cheaper)."""
+    return tie_key(a["score"], a) > tie_key(b["score"], b)
 
 
 def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:

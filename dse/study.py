@@ -231,13 +231,12 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
-        stacks = dram_stacks(designs)
-        built = {k: v for k, v in built_values(designs).items() if k != "dram_stacks"}
+        built = built_values(designs) | {"dram_stacks": dram_stacks(designs)}  # the die's stacks, every DRAM level
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
-             "dram_stacks": float(stacks[i]), **{k: float(v[i]) for k, v in built.items()},
+             **{k: float(v[i]) for k, v in built.items()},
              "worker": worker}
             for i in range(designs.n)
         ]

@@ -43,8 +43,7 @@ def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, a
     base latency excluded; ``math.inf`` when the protocol does not drive that row on this topology)."""
     if n <= 1 or S <= 0:
         return 0.0
-    tdims = torus_group_dims(dims or [n], n) if topology == "torus" else (dims or [n]) if topology == "fully_connected" \
-        else [n]
+    tdims = torus_group_dims(dims or [n], n) if topology == "torus" else dims or [n]  # fully_connected: [size]
     row = choose(coll, topology, algorithm, in_network_reduction)
     if protocol is None:
         return row.time(S, n, b, B, alpha, tdims)

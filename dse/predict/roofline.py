@@ -77,18 +77,13 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     if not vec.any():
         return capable
     fill = array_fill(o, d, capable, wave=False)
-    m_rate = _dtype_rates(d.matrix_peak, _matrix_eff(d))  # [D or 1, n_dtypes]
-    v_rate = _dtype_rates(d.vector_peak, d.vector_eff[:, None])
+    m_rate = d.matrix_peak * _matrix_eff(d)  # [D, n_dtypes] achievable FLOP/s (NaN: no mode)
+    v_rate = d.vector_peak * d.vector_eff[:, None]
     ratio = np.where(np.isnan(v_rate), 0.0, v_rate) / np.where(np.isnan(m_rate), np.inf, m_rate)
     if (ratio == ratio[:1]).all():
         ratio = ratio[:1]
     faster = np.take(ratio, o.dtype_idx, axis=1) > fill  # the vector units finish first
     return capable & ~(vec[None, :] & faster)
-
-
-def _dtype_rates(peak: np.ndarray, eff: np.ndarray) -> np.ndarray:
-    """[D, n_dtypes] achievable FLOP/s per dtype (peak x efficiency; NaN where the unit has no mode)."""
-    return peak * eff
 
 
 def _matrix_capable(o: OpArrays, d: DesignBatch) -> np.ndarray:

@@ -14,7 +14,7 @@ import optuna
 
 from dse.config import Space
 from dse.cost.area import area, level_mm2_per_mib, level_stacks
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import DesignBatch, stack_bandwidth, stack_capacity_bytes
 from dse.hardware.fields import BUILD_FIELDS, knob_args, knob_values
 from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
 from dse.units import MIB
@@ -132,8 +132,6 @@ def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float
       ``memory.<main>.bandwidth_tbps``): ``min(ceil(BW_high / stack BW), package limit) x stack capacity``, the
       package limit being ``package.max_dram_stacks`` or ``node_max_stacks``;
     * else the base design's capacity."""
-    from dse.hardware.designs import stack_bandwidth, stack_capacity_bytes
-
     hw = base.base
     level = hw.offchip_level
     name = level.name
