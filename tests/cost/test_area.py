@@ -183,3 +183,59 @@ def test_stacks_are_priced_per_level_of_a_phy_kind_not_at_the_last_level() -> No
     assert area(far).total.tolist() == area(d0).total.tolist()
     phy = DesignBatch.from_hardware(with_far_level(h100, bandwidth_tbps=1.0, stack_bandwidth_gbps=500))
     assert dram_stacks(phy)[0] == dram_stacks(DesignBatch.from_hardware(h100))[0] + 2  # 1 TB/s / 500 GB/s
+
+
+# Process nodes from the oldest to the newest shrink (3nm is N3E, n3b the denser N3B; issue 32 item 1).
+NODE_CHAIN = ("28nm", "16nm", "12nm", "7nm", "6nm", "5nm", "4nm", "3nm", "n3b", "2nm")
+
+
+def test_every_node_file_loads_under_its_own_name_and_the_chain_ships() -> None:
+    from dse.hardware.templates import list_nodes
+
+    assert set(NODE_CHAIN) <= set(list_nodes())
+    for name in list_nodes():
+        assert load_node(name).name == name
+
+
+def test_density_rises_and_wafer_price_never_falls_with_each_shrink() -> None:
+    nodes = [load_node(n) for n in NODE_CHAIN]
+    for old, new in zip(nodes, nodes[1:], strict=False):
+        pair = (old.name, new.name)
+        assert new.logic_density_mtr_per_mm2.value > old.logic_density_mtr_per_mm2.value, pair
+        assert new.systolic_pe_um2.values["bf16"] < old.systolic_pe_um2.values["bf16"], pair
+        assert new.matrix_mm2_per_tflops.value < old.matrix_mm2_per_tflops.value, pair
+        # SRAM density never falls (it may stand still: N3E's bitcell is N5's, N6's is N7's)
+        assert new.sram_bitcell_um2.value <= old.sram_bitcell_um2.value, pair
+        assert new.scratchpad_mm2_per_mib.value <= old.scratchpad_mm2_per_mib.value, pair
+        assert new.cache_mm2_per_mib.value <= old.cache_mm2_per_mib.value, pair
+        assert new.wafer_cost_usd.value >= old.wafer_cost_usd.value, pair
+
+
+def test_n3e_sram_is_n5_sram_and_n3b_and_n2_shrink_it() -> None:
+    n5, n3e, n3b, n2 = (load_node(n) for n in ("5nm", "3nm", "n3b", "2nm"))
+    assert n3e.sram_bitcell_um2.value == n5.sram_bitcell_um2.value == 0.021  # IEDM 2022
+    assert n3b.sram_bitcell_um2.value == pytest.approx(0.0199)
+    assert n2.sram_bitcell_um2.value == pytest.approx(0.0175)
+    assert n3e.logic_density_mtr_per_mm2.value < n3b.logic_density_mtr_per_mm2.value  # N3E is the relaxed N3
+    assert "N3E" in n3e.description and "n3b.yaml" in n3e.description
+
+
+def test_a_template_priced_at_every_node_has_a_positive_area_that_shrinks_with_the_node() -> None:
+    hw = dse.hardware("npu-7nm")
+    d = DesignBatch.from_hardware(hw)
+    totals = []
+    for name in NODE_CHAIN:
+        ar = area(d, load_node(name))
+        assert ar.total_mm2 > 0 and all(v >= 0 for v in ar.breakdown.values()), name
+        assert ar.breakdown["matrix"] > 0 and ar.breakdown["sram"] > 0, name
+        # the template naming the node prices the same as passing the node
+        assert dse.area(_with(hw, "process_node", name)).total_mm2 == pytest.approx(ar.total_mm2), name
+        totals.append(ar.total_mm2)
+    assert all(b < a for a, b in zip(totals, totals[1:], strict=False)), dict(zip(NODE_CHAIN, totals, strict=True))
+
+
+def test_an_unknown_node_is_one_line_naming_the_field_and_the_new_nodes() -> None:
+    with pytest.raises(DseError) as ei:
+        _with(dse.hardware("npu-7nm"), "process_node", "n3x")
+    msg = str(ei.value)
+    assert "process_node" in msg and "'n3x'" in msg and "12nm" in msg and "n3b" in msg and "\n" not in msg
