@@ -457,7 +457,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from dse.hardware.templates import load_hardware
     from dse.report.render import render
     from dse.validate.outputs import validation_document
-    from dse.validate.suite import error_stats, load_measurements, run_suite
+    from dse.validate.suite import check_measurements, error_stats, run_suite
 
     templates = {}
     for item in args.template or []:
@@ -466,7 +466,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                            field="--template")
         name, spec = item.split("=", 1)
         templates[name] = load_hardware(spec)
-    df = load_measurements(args.measurements)
+    df, warnings = check_measurements(args.measurements, templates)  # the whole file, before any prediction
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
     status(args, f"predicting {len(df)} measurement rows")
     res = run_suite(df, templates)
     out = Path(args.out)
@@ -913,13 +915,15 @@ def _print_json(obj: object) -> None:
 
 
 def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; bad input -> one line on stderr and exit 2 (traceback only with --debug)."""
+    """Run a command; bad input -> one line on stderr per error (several for a file with several bad rows) and
+    exit 2 (traceback only with --debug)."""
     try:
         return fn(args)
     except DseError as exc:
         if getattr(args, "debug", False):
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: completed trials are saved in the study storage; continue with --resume",

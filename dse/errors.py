@@ -7,6 +7,7 @@ A message names the file, the field path, the bad value and what is accepted, e.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -21,6 +22,28 @@ class DseError(Exception):
         self.message = message
         parts = [p for p in (file, field) if p]
         super().__init__(": ".join([*parts, message]))
+
+    def lines(self) -> list[str]:
+        """The lines an entry point prints, each after ``error:`` (one; :class:`DseMultiError` has several)."""
+        return [str(self)]
+
+
+class DseMultiError(DseError):
+    """Several bad-input lines found in one pass over a file (e.g. every bad row of a CSV).
+
+    ``str()`` is the first line with ``(+N more)``, for callers that keep one line; :meth:`lines` gives
+    each line, which the command line prints as one ``error:`` line each."""
+
+    def __init__(self, errors: Sequence[DseError]) -> None:
+        if not errors:
+            raise ValueError("DseMultiError needs at least one error")
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        more = f" (+{len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+        super().__init__(first.message + more, file=first.file, field=first.field)
+
+    def lines(self) -> list[str]:
+        return [str(e) for e in self.errors]
 
 
 def _short(value: Any, limit: int = 60) -> str:

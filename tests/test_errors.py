@@ -29,6 +29,20 @@ def test_message_joins_file_field_and_text_and_keeps_the_parts() -> None:
     assert str(DseError("boom")) == "boom" and str(DseError("boom", field="x")) == "x: boom"
 
 
+def test_several_errors_are_one_line_each_and_one_line_with_a_count_where_one_is_kept() -> None:
+    from dse.errors import DseMultiError
+
+    a = DseError("got 'nan'; accepted: a finite number > 0", file="m.csv", field="line 3 (x).value")
+    b = DseError("got 5 fields; accepted: 12 fields", file="m.csv", field="line 4")
+    many = DseMultiError([a, b])
+    assert many.lines() == ["m.csv: line 3 (x).value: got 'nan'; accepted: a finite number > 0",
+                            "m.csv: line 4: got 5 fields; accepted: 12 fields"]
+    assert str(many) == "m.csv: line 3 (x).value: got 'nan'; accepted: a finite number > 0 (+1 more)"
+    assert isinstance(many, DseError) and a.lines() == [str(a)] and DseMultiError([a]).lines() == [str(a)]
+    with pytest.raises(ValueError):
+        DseMultiError([])
+
+
 def test_long_values_are_shortened_to_sixty_characters() -> None:
     assert _short("x" * 10) == repr("x" * 10)
     s = _short("y" * 200)

@@ -8,12 +8,19 @@ adds the template's ``sync_overhead_us`` (a property of the measurement, not of 
 A row the model cannot cover yet (several chips, a missing template, a scenario keyword not
 supported) is listed as not covered with the reason; a malformed row is an error with the reason;
 neither stops the other rows.
+
+``dse validate`` first checks the whole file (:func:`check_measurements`): a malformed row, a row whose
+hardware, workload, dtype or metric is unknown, a ragged row or a repeated id is one ``error:`` line each
+and nothing is predicted; a measurement faster than the chip's pure roofline (:func:`roof_time`) is a
+``warning:`` line naming the row, and the row is still predicted.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,15 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dse.errors import DseError
+from dse.errors import DseError, DseMultiError, _short
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system
 from dse.hardware.templates import list_templates, load_hardware
 from dse.predict import MixArrays, evaluate_times, mix_arrays, step_times
-from dse.units import repo_root
+from dse.units import DTYPES, TERA, fallback_dtype, repo_root
 from dse.validate.families import family_of, out_of_sample
-from dse.workloads.library import Workload, workload
+from dse.workloads.library import SINGLE_OPS, Workload, load_description, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
 
@@ -119,23 +126,66 @@ def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: n
     raise ValueError(f"unknown metric {metric!r}")
 
 
+def bad_metric(text: str) -> str | None:
+    """Why a ``metric`` cell is bad (``got X; accepted: Y``), or None."""
+    if text.strip() in METRICS:
+        return None
+    return f"got {_short(text.strip())}; accepted: {', '.join(METRICS)}"
+
+
+def bad_value(text: str) -> str | None:
+    """Why a ``value`` cell is bad, or None: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    return None if value > 0 and math.isfinite(value) else f"got {_short(text)}; accepted: a finite number > 0"
+
+
+def chips_of(text: str) -> int:
+    """A row's ``n_chips`` (an empty cell is one chip); 0 when it is not an integer 1..MAX_CHIPS."""
+    text = (text or "").strip() or "1"
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_CHIPS:
+        return 0
+    return int(text)
+
+
+def bad_chips(text: str) -> str | None:
+    """Why an ``n_chips`` cell is bad, or None."""
+    return None if chips_of(text) else f"got {_short(text)}; accepted: an integer 1..{MAX_CHIPS}"
+
+
+def timing_of(text: str) -> str:
+    """A row's ``timing`` (an empty cell is ``steady``)."""
+    return (text or "steady").strip() or "steady"
+
+
+def is_isolated(timing: str) -> bool:
+    """``isolated`` or ``isolated:HARNESS`` (a non-empty harness name)."""
+    return timing == "isolated" or (timing.startswith("isolated:") and len(timing) > len("isolated:"))
+
+
+def bad_timing(text: str) -> str | None:
+    """Why a ``timing`` cell is bad, or None."""
+    timing = timing_of(text)
+    if timing == "steady" or is_isolated(timing):
+        return None
+    return f"got {_short(timing)}; accepted: steady, isolated, isolated:HARNESS"
+
+
+#: the cells :func:`prepare_row` checks itself, each with its check (the rest need the model's names)
+CELL_CHECKS: dict[str, Callable[[str], str | None]] = {
+    "metric": bad_metric, "value": bad_value, "n_chips": bad_chips, "timing": bad_timing}
+
+
 def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None = None) -> RowCase:
     """Build one row's case, or raise ``DseError`` (bad row) / ``NotCoveredError`` (model cannot cover it)."""
     rid = row.get("id") or "?"
-    metric = row["metric"].strip()
-    if metric not in METRICS:
-        raise DseError(f"row {rid}: metric {metric!r}; accepted: {', '.join(METRICS)}", field="metric")
-    try:
-        value = float(row["value"])
-    except ValueError:
-        raise DseError(f"row {rid}: value {row['value']!r} is not a number", field="value") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise DseError(f"row {rid}: value {value}; accepted: a finite number > 0", field="value")
-    chips_text = (row.get("n_chips") or "1").strip() or "1"
-    if not chips_text.isdigit() or not 1 <= int(chips_text) <= MAX_CHIPS:
-        raise DseError(f"row {rid}: n_chips {chips_text!r:.40}; accepted: an integer 1..{MAX_CHIPS}",
-                       field="n_chips")
-    chips = int(chips_text)
+    for column, check in CELL_CHECKS.items():
+        bad = check(str(row.get(column) or ""))
+        if bad:
+            raise DseError(f"row {rid}: {bad}", field=column)
+    metric, value, chips = row["metric"].strip(), float(row["value"]), chips_of(row.get("n_chips") or "")
     name = row["hardware"].strip()
     templates = templates or {}
     if name in templates:
@@ -162,10 +212,7 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
             system = default_system(hw).resized(chips)
         except DseError as exc:
             raise NotCoveredError(f"no system for {chips} x {hw.name}: {exc}") from None
-    timing = (row.get("timing") or "steady").strip() or "steady"
-    isolated = timing == "isolated" or (timing.startswith("isolated:") and len(timing) > len("isolated:"))
-    if timing != "steady" and not isolated:
-        raise DseError(f"row {rid}: timing {timing!r}; accepted: steady, isolated, isolated:HARNESS", field="timing")
+    isolated = is_isolated(timing_of(row.get("timing") or ""))
     return RowCase(rid, wl, hw, metric, value, isolated, system, harness_of(row) if isolated else "")
 
 
@@ -282,3 +329,222 @@ def scatter_inputs(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str],
     e = out_of_sample(results)["error_pct"].to_numpy(dtype=float)
     band = (float(np.percentile(e, 10)), float(np.percentile(e, 90))) if e.size else None
     return results[results["status"] == "covered"], METRICS, band
+
+
+# -- the whole file checked before any prediction (dse validate) ----------------------------------------------
+
+WHAT = "a measurements CSV"
+MAX_ERROR_LINES = 50  #: bad fields listed one line each; past this, one line counts the rest
+#: a measured time may undercut the roof by this fraction before it is called impossible: published values are
+#: rounded to 2-4 significant figures
+ROOF_SLACK = 0.03
+WORKLOAD_FORMS = "a library model, a YAML path, gemm:MxNxK, copy:N or attention:BxHxSQxSKxD"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One data row as the csv module splits it: the line it starts on and its cells."""
+
+    line: int
+    cells: list[str]
+
+    def where(self, header: list[str]) -> str:
+        """``line 7 (ID)``: the row's place in error and warning lines (the id when the row has one)."""
+        rid = self.cells[header.index("id")].strip() if "id" in header and len(self.cells) > header.index("id") else ""
+        rid = rid if len(rid) <= 60 else rid[:57] + "..."
+        return f"line {self.line} ({rid})" if rid else f"line {self.line}"
+
+
+def read_records(path: Path) -> tuple[list[str], list[Record]]:
+    """The header and every data row of a CSV with the line each starts on; blank lines are skipped (as pandas
+    does). The file-level checks are :func:`dse.yamlio.read_text`'s (size, UTF-8, no NUL)."""
+    from dse.yamlio import MAX_CSV_BYTES, read_text
+
+    reader = csv.reader(io.StringIO(read_text(path, WHAT, MAX_CSV_BYTES, encoding="utf-8-sig")))
+    records, start = [], 1
+    try:
+        for cells in reader:
+            if cells:
+                records.append(Record(start, cells))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DseError(f"line {start}: not a readable CSV ({exc}); accepted: {WHAT}", file=str(path)) from None
+    return (records[0].cells, records[1:]) if records else ([], [])
+
+
+def bad_workload(text: str) -> str | None:
+    """Why a ``workload`` cell names no workload (an unknown model, a malformed ``gemm:``/``copy:``/``attention:``
+    shape, a model YAML that does not load), or None. Nothing is expanded but a single operator."""
+    name = text.strip()
+    try:
+        if not name:
+            raise DseError(f"accepted: {WORKLOAD_FORMS}")
+        if name.startswith(SINGLE_OPS):
+            workload(name)
+        else:
+            load_description(name)
+    except DseError as exc:
+        accepted = exc.message.split("accepted: ", 1)[1] if "accepted: " in exc.message else f"{WORKLOAD_FORMS} ({exc})"
+        return f"got {_short(name)}; accepted: {accepted}"
+    return None
+
+
+def scenario_errors(text: str) -> list[tuple[str, str]]:
+    """``(column, message)`` of a bad ``scenario`` cell: not ``key=value;...``, or a dtype keyword (``dtype``,
+    ``*_dtype``) naming no dtype. Other keywords are the workload's to judge (a row it cannot use is not covered)."""
+    try:
+        scen = parse_scenario(text)
+    except ValueError as exc:
+        return [("scenario", f"got {_short(text)}; accepted: key=value items separated by ';' ({exc})")]
+    return [(f"scenario.{k}", f"got {_short(v)}; accepted: one of {', '.join(DTYPES)}") for k, v in scen.items()
+            if (k == "dtype" or k.endswith("_dtype")) and v not in DTYPES]
+
+
+def cell_errors(row: Mapping[str, str], hardware: set[str]) -> list[tuple[str, str]]:
+    """``(column, message)`` of every bad cell of one well-formed row; ``hardware``: the template names accepted."""
+    out = [(c, bad) for c, check in CELL_CHECKS.items() if (bad := check(row.get(c, "")))]
+    if not row["id"].strip():
+        out.append(("id", "got ''; accepted: an id unique in the file"))
+    if (bad := bad_workload(row["workload"])):
+        out.append(("workload", bad))
+    out += scenario_errors(row["scenario"])
+    if row["hardware"].strip() not in hardware:
+        out.append(("hardware", f"got {_short(row['hardware'].strip())}; accepted: a template "
+                    f"({', '.join(sorted(hardware))}) or a name given with --template NAME=TEMPLATE"))
+    order = list(row)
+    return sorted(out, key=lambda e: order.index(e[0].split(".")[0]) if e[0].split(".")[0] in order else len(order))
+
+
+def row_errors(header: list[str], records: list[Record], hardware: set[str], file: str) -> list[DseError]:
+    """One :class:`DseError` per bad cell of every row, a ragged row (too few or too many cells) and a repeated id,
+    in file order; ``hardware``: the accepted template names."""
+    errors, seen = [], {}
+    for rec in records:
+        where = rec.where(header)
+        if len(rec.cells) != len(header):
+            errors.append(DseError(f"got {len(rec.cells)} fields; accepted: {len(header)} fields, one per header "
+                                   f"column ({', '.join(header)})", file=file, field=where))
+            continue
+        row = dict(zip(header, rec.cells, strict=True))
+        errors += [DseError(msg, file=file, field=f"{where}.{col}") for col, msg in cell_errors(row, hardware)]
+        rid = row["id"].strip()
+        if rid in seen:
+            errors.append(DseError(f"got {_short(rid)} again (first on line {seen[rid]}); accepted: an id unique in "
+                                   "the file", file=file, field=f"{where}.id"))
+        elif rid:
+            seen[rid] = rec.line
+    return errors
+
+
+def header_errors(header: list[str], file: str) -> list[DseError]:
+    """A column named twice in the header (pandas would rename the second one silently)."""
+    twice = sorted({c for c in header if header.count(c) > 1})
+    return [DseError(f"got column {_short(c)} twice; accepted: each column once", file=file, field="line 1")
+            for c in twice]
+
+
+def capped(errors: list[DseError], file: str) -> list[DseError]:
+    """At most :data:`MAX_ERROR_LINES` lines: the first ones, then one line counting the rest."""
+    if len(errors) <= MAX_ERROR_LINES:
+        return errors
+    keep = MAX_ERROR_LINES - 1
+    return [*errors[:keep], DseError(f"got {len(errors)} bad fields, {len(errors) - keep} more not shown; accepted: "
+                                     f"{WHAT} whose every row is valid", file=file)]
+
+
+def unit_rate(hw: Hardware, dtype: str) -> float:
+    """FLOP/s of the faster compute unit at ``dtype`` (the mode each falls back to; 0 when neither has one): an
+    operator runs on one unit (``dse.predict``'s unit choice)."""
+    rates = [0.0]
+    for unit in (hw.compute.matrix, hw.compute.vector):
+        mode = fallback_dtype(dtype, unit.peak_tflops) if dtype in DTYPES else None
+        rates.append(unit.peak_tflops[mode] * TERA if mode else 0.0)
+    return max(rates)
+
+
+def on_chip_bytes(hw: Hardware) -> float:
+    """Every byte the chip can hold on die: its registers and every memory level inside the main memory."""
+    regs = hw.compute.register_kib_per_core * 1024 * hw.compute.cores
+    return regs + sum(m.capacity_bytes for m in hw.memory[: hw.offchip_index])
+
+
+def dram_bytes(wl: Workload, hw: Hardware) -> float:
+    """The fewest bytes one pass must move through main memory: an operator that is its own kernel (neither fused
+    into a producer nor a collective) reads at least its inputs less what the die holds, and writes at least its
+    outputs less the same (``on_chip_bytes``; a small operator repeated on a warm cache may move none)."""
+    o, cap = wl.ops, on_chip_bytes(hw)
+    own = ~o["fused"].astype(bool).to_numpy() & (o["coll"].astype(str).to_numpy() == "")
+    least = (np.maximum(o["bytes_read"].to_numpy(dtype=float) - cap, 0.0)
+             + np.maximum(o["bytes_written"].to_numpy(dtype=float) - cap, 0.0))
+    return float((least * o["count"].to_numpy(dtype=float))[own].sum())
+
+
+def roof_time(wl: Workload, hw: Hardware) -> tuple[float, str]:
+    """The pure roofline's lower bound on one pass of ``wl`` on one chip of ``hw`` (seconds) and what sets it: the
+    FLOPs of each operator that is its own kernel (not fused into a producer, whose work may overlap) at the peak of
+    the faster unit at its dtype, one after another, or the :func:`dram_bytes` at the main memory's bandwidth,
+    whichever is longer. No efficiency, overhead, latency, wave quantisation or network time: nothing real runs
+    faster."""
+    o = wl.ops
+    own = ~o["fused"].astype(bool).to_numpy()
+    rates = np.array([unit_rate(hw, str(d)) for d in o["dtype"]])
+    flops = o["flops"].to_numpy(dtype=float) * o["count"].to_numpy(dtype=float)
+    timed = own & (rates > 0)
+    t_flops = float(np.sum(flops[timed] / rates[timed]))
+    moved, bw = dram_bytes(wl, hw), hw.dram.bandwidth_bps
+    if t_flops > 0 and t_flops >= moved / bw:
+        return t_flops, f"{flops[timed].sum():.3g} FLOP at {flops[timed].sum() / t_flops / TERA:.4g} TFLOP/s"
+    return moved / bw, f"{moved:.3g} DRAM bytes at {bw / 1e9:.4g} GB/s"  # 0 s: no FLOPs, all of it on die
+
+
+def measured_time(case: RowCase) -> float:
+    """Seconds per pass the row's measurement implies (a rate turned into time as :func:`metric_from_time`
+    defines it); NaN when the metric has nothing to divide (e.g. TFLOP/s of a workload without FLOPs)."""
+    if case.metric == "time_s":
+        return case.measured
+    per_second = float(metric_from_time(case.metric, case.workload, case.hardware, np.array([1.0]))[0])
+    return per_second / case.measured if per_second > 0 and math.isfinite(per_second) else float("nan")
+
+
+def roof_warning(case: RowCase) -> str | None:
+    """Why a row's measurement is faster than the chip's roof (:func:`roof_time`), or None."""
+    roof, binding = roof_time(case.workload, case.hardware)
+    t = measured_time(case)
+    if not (t < roof * (1 - ROOF_SLACK)):
+        return None
+    measured = f"{t:.3g} s" if case.metric == "time_s" else f"{case.measured:.4g} {case.metric}, {t:.3g} s"
+    return (f"measured {measured} per pass, faster than the roof of {case.hardware.name} ({roof:.3g} s: {binding}); "
+            "check the value, metric, dtype and hardware")
+
+
+def roof_warnings(header: list[str], records: list[Record], templates: Mapping[str, Hardware] | None,
+                  file: str) -> list[str]:
+    """One line per row measured faster than its roof, ``FILE: line N (ID): ...``; rows the model cannot cover
+    are not judged."""
+    out = []
+    for rec in records:
+        try:
+            case = prepare_row(dict(zip(header, rec.cells, strict=True)), templates)
+        except (NotCoveredError, DseError):
+            continue
+        if (why := roof_warning(case)):
+            out.append(f"{file}: {rec.where(header)}: {why}")
+    return out
+
+
+def check_measurements(path: str | Path | None = None, templates: Mapping[str, Hardware] | None = None
+                       ) -> tuple[pd.DataFrame, list[str]]:
+    """A measurements file checked whole before anything is predicted: the frame :func:`run_suite` takes and
+    the roof warnings (:func:`roof_warnings`). Raises :class:`DseMultiError` with one line per bad cell, ragged row
+    or repeated id (:func:`row_errors`); the file-level lines (missing, empty, no rows, a missing column) are
+    :func:`load_measurements`'s. ``templates``: names given with ``--template`` besides the shipped ones."""
+    path = Path(path) if path else default_path()
+    file = str(path)
+    header, records = read_records(path)
+    if not records or any(c not in header for c in REQUIRED):
+        load_measurements(path)  # the file's one line (empty, header only, missing columns)
+    hardware = set(list_templates()) | set(templates or {})
+    errors = header_errors(header, file) or row_errors(header, records, hardware, file)
+    if errors:
+        raise DseMultiError(capped(errors, file))
+    return load_measurements(path), roof_warnings(header, records, templates, file)
