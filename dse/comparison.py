@@ -37,7 +37,7 @@ from dse.hardware.fields import knob_values
 from dse.predict import mix_times
 from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params, knob_range
-from dse.study import Context, score_designs
+from dse.study import Context, has_dram, score_designs
 from dse.workloads.intensity import family_of
 
 
@@ -154,6 +154,11 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
     what an area hold could not meet (:func:`at_ratio`)."""
     earlier = earlier or {}
     d = ctx.base
+    if cand.dram_bandwidth_tbps is not None and not has_dram(ctx.base_hw):
+        hw = ctx.base_hw
+        raise DseError(f"got {cand.dram_bandwidth_tbps:g} TB/s; accepted: peak_tflops, sram_mib or fields (e.g. "
+                       f"memory.{hw.offchip_level.name}.bandwidth_tbps) on {hw.name}, a chip without a DRAM level",
+                       field=f"{field}.dram_bandwidth_tbps")
     for name, value in cand.fields.items():
         try:
             d = d.with_field(name, np.array([value], dtype=float))

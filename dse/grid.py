@@ -269,9 +269,26 @@ def best_row(res: SweepResult, column: str = "score", mix: str | None = None) ->
     g = res.grid[res.grid["mix"] == (mix or res.mixes[0])]
     ok = g[g["feasible"]]
     if ok.empty:
-        raise DseError(f"no feasible design in the grid of mix {mix or res.mixes[0]!r}; accepted: larger budgets "
-                       "or other ranges")
+        raise DseError(f"no feasible design in the grid of mix {mix or res.mixes[0]!r} ({infeasible_kinds(g)}); "
+                       "accepted: larger budgets or other ranges")
     return ok.loc[best_index(ok, column)]
+
+
+def infeasible_kinds(g: pd.DataFrame) -> str:
+    """What the infeasible rows of ``g`` break, most often first: ``limit points`` per kind (the first word of each
+    ``;``-separated clause of ``infeasible_reason``; ``reticle`` for the reticle limit), then the last row's clause
+    of the most common kind as an example, e.g. ``capacity 9, reticle 3 points; e.g. capacity: ... > 1.1 GB global``."""
+    counts: dict[str, int] = {}
+    example: dict[str, str] = {}
+    for reason in g["infeasible_reason"].fillna("").astype(str):
+        for clause in filter(None, (c.strip() for c in reason.split(";"))):
+            kind = "reticle" if "reticle limit" in clause else clause.split()[0].rstrip(":")
+            counts[kind] = counts.get(kind, 0) + 1
+            example[kind] = clause
+    if not counts:
+        return "no reason recorded"
+    order = sorted(counts, key=lambda k: -counts[k])
+    return ", ".join(f"{k} {counts[k]}" for k in order) + f" points; e.g. {example[order[0]]}"
 
 
 def best_index(df: pd.DataFrame, column: str) -> object:

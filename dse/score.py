@@ -112,6 +112,12 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
     return values, reasons
 
 
+def gb_text(n_bytes: float) -> str:
+    """Bytes as decimal GB to 3 significant figures, whole GB from 100 (``0.268``, ``1.07``, ``16,400``)."""
+    gb = n_bytes / 1e9
+    return f"{gb:,.0f}" if gb >= 100 else f"{gb:.3g}"
+
+
 def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
     """[D] GB by which the most demanding workload's per-chip footprint (weights, KV cache, activations,
     gradients, optimizer state; ``dse.workloads.parallel``) exceeds the design's main memory
@@ -125,5 +131,5 @@ def capacity_constraint(designs, mix) -> tuple[np.ndarray, list[str]]:
     reasons = [""] * designs.n
     over = np.flatnonzero(value > 0)  # strings only for the designs that do not fit
     for i, c in zip(over.tolist(), cap[over].tolist(), strict=True):
-        reasons[i] = f"capacity: {label} needs {need[worst] / 1e9:.1f} GB per chip > {c / 1e9:.1f} GB {level}"
+        reasons[i] = f"capacity: {label} needs {gb_text(need[worst])} GB per chip > {gb_text(c)} GB {level}"
     return value, reasons

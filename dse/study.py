@@ -139,6 +139,7 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     except DseError as exc:
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
+    check_main_memory_knobs(cfg, base_hw)
     mix = build_mix(cfg, mix_field, cfg_dir)
     base = attach_system(cfg, cfg_dir, base, mix)
     for i, prm in enumerate(cfg.search.space.params):
@@ -153,6 +154,30 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
+
+
+def has_dram(hw: Hardware) -> bool:
+    """Whether ``hw`` has an off-chip (DRAM) memory level; an all-SRAM chip's main memory is its outermost SRAM
+    (``Hardware.offchip_index``)."""
+    return any(m.off_chip for m in hw.memory)
+
+
+def check_main_memory_knobs(cfg: StudyConfig, hw: Hardware) -> None:
+    """Refuse the DRAM knobs on a chip without a DRAM level: ``search.space.dram_bandwidth_tbps`` and a budget
+    ``split`` (whose ``dram`` weight buys HBM stacks) size a level it does not have. Its outermost SRAM's bandwidth
+    is searched as ``memory.<level>.bandwidth_tbps`` in ``params``, its capacity with ``sram_mib``."""
+    if has_dram(hw):
+        return
+    space = cfg.search.space
+    levels = ", ".join(f"{m.name} ({m.kind})" for m in hw.memory)
+    outer = hw.memory[hw.offchip_index].name
+    hint = (f"accepted: peak_tflops, sram_mib or params (e.g. memory.{outer}.bandwidth_tbps) on {hw.name}, a chip "
+            f"without a DRAM level (memory: {levels})")
+    r = space.dram_bandwidth_tbps
+    if r is not None:
+        raise DseError(f"got {r.low:g}..{r.high:g} TB/s; {hint}", field="search.space.dram_bandwidth_tbps")
+    if space.split is not None:
+        raise DseError(f"got a split with a dram weight; {hint}", field="search.space.split")
 
 
 def check_capacity(cfg: StudyConfig, base: DesignBatch, mix: Mix, node: Node, mix_field: str = "workloads") -> None:
@@ -537,7 +562,11 @@ def run_study(
     if not 1 <= workers <= max_workers():
         raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
-    check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node))  # before any trial
+    try:  # before any trial
+        check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node), f"mixes.{mix}" if mix else
+                       "workloads")
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
     if folder is None:
         root = Path(out) if out is not None else cfg.output.root(Path(config).parent)
         folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)

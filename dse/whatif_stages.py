@@ -228,6 +228,8 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
         except DseError as exc:
             raise DseError(f"{stage['label']}: {exc.message}", field=f"whatif.stages.{k - 1}" if k else "whatif") \
                 from None
+        if not p.fits:  # predicted all the same: a what-if explores the subject, the footprint is the user's call
+            notes.append(f"does not fit: {p.infeasible_reason}")
         rows.append(stage_row(k, stage["label"], p, d, notes))
         preds.append(p)
         designs.append(d)
@@ -278,8 +280,9 @@ def whatif_document(res: WhatIfResult, title: str, config_text: str | None = Non
                                         "binding": "binding ceiling", "time_by_bound": "time by ceiling"})
     d = res.designs[0]
     k = knob_values(d)
+    mem = "DRAM" if d.offchip.any() else f"main memory `{d.offchip_name}` (SRAM, no DRAM level)"
     body = (f"# What-if `{title}`: {res.subject} on `{res.hardware.name}`\n\n"
-            f"Design: {k['peak_tflops'][0]:.0f} TFLOP/s {d.base.reference_dtype}, DRAM "
+            f"Design: {k['peak_tflops'][0]:.0f} TFLOP/s {d.base.reference_dtype}, {mem} "
             f"{k['dram_bandwidth_tbps'][0]:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
             "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
             "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n", t,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dse.score import Scored, constraints, mix_score, objective_value
+from dse.score import Scored, constraints, gb_text, mix_score, objective_value
 
 
 def test_base_scores_one_and_uniform_speedup_scores_the_speedup() -> None:
@@ -82,7 +82,7 @@ def test_reasons_are_formatted_only_for_infeasible_designs_as_a_per_design_join(
         parts = [f"{LIMITS[k][0].split('_')[0]} {res[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > {LIMITS[k][1]} {lim:.4g} "
                  f"{LIMITS[k][2]}" for k, lim in ctx.limits.items() if res[LIMITS[k][0]][i] - lim > 0]
         why = "; ".join(parts)
-        fit = (f"capacity: {label} needs {worst / 1e9:.1f} GB per chip > {d.capacity[i, -1] / 1e9:.1f} GB "
+        fit = (f"capacity: {label} needs {gb_text(worst)} GB per chip > {gb_text(d.capacity[i, -1])} GB "
                f"{d.level_names[-1]}") if cap[i] > 0 else ""
         expected.append("; ".join(x for x in (why, fit, sh.reasons()[i]) if x))
     assert sc.reason == expected

@@ -194,3 +194,25 @@ def test_heatmaps_are_rasterized_inside_the_svg(tmp_path: Path) -> None:
     svg = (tmp_path / "h.svg").read_text()
     assert "<image" in svg and "peak" in svg  # the mesh is one image; labels stay text
     assert (tmp_path / "h.svg").stat().st_size < 1_000_000
+
+
+def test_the_sram_axis_shows_the_knee_where_the_weights_fit(tmp_path: Path) -> None:
+    """Issue 30: GPT-2 decode at batch 1 (247 MB of weights) on npu-7nm copies differing only in global SRAM: the
+    step falls once the weights fit (512 MiB <= 0.75 x 8 MiB) and more SRAM never makes it slower."""
+    data = {"name": "knee", "base": "npu-7nm",
+            "workloads": [{"name": "gpt2", "phase": "decode", "batch": 1, "context": 1024}],
+            "search": {"n_trials": 8, "batch_size": 4, "space": {"sram_mib": {"low": 8, "high": 512}}},
+            "output": {"plots": False}}
+    c, d = load_study(write_config(tmp_path, data))
+    ctx = prepare(c, d)
+    axes = axes_for(c, ctx, 1, 2)
+    axes["sram_mib"] = np.array([8.0, 16, 32, 64, 128, 192, 224, 240, 256, 280, 300, 384, 512])
+    grid = run_sweep(ctx, axes).grid
+    assert len(grid) == axes["sram_mib"].size and (grid["sram_mib"].to_numpy() == axes["sram_mib"]).all()
+    time = ctx.base_times[0] / grid["score"].to_numpy()  # one workload: score = base time / time
+    assert time[-1] <= 0.75 * time[0]
+    assert (np.diff(time) <= 1e-12 * time[:-1]).all()
+    weights = np.searchsorted(axes["sram_mib"], 247.1e6 / 2**20)  # the first size that holds the weights (240)
+    assert time[weights] <= 0.75 * time[0] and time[weights - 1] > 1.001 * time[weights]
+    whole = np.searchsorted(axes["sram_mib"], (247.1e6 + 37.7e6) / 2**20)  # weights and KV cache (280): flat above
+    assert time[whole - 1] > 1.001 * time[whole] and np.allclose(time[whole:], time[-1], rtol=1e-9)

@@ -50,6 +50,15 @@ KNOBS: tuple[str, ...] = tuple(KNOB)
 KNOB_SI: dict[str, float] = {k.name: k.si for k in KNOB_TABLE}
 
 
+def bandwidth_label(hw: Any) -> str:
+    """Table label of the main memory's bandwidth on template ``hw``: the ``dram_bandwidth_tbps`` knob's label, or on
+    a chip without an off-chip level (its main memory is its outermost SRAM, ``Hardware.offchip_index``) that
+    level's, e.g. ``main memory 'global' (sram) bandwidth (TB/s)``."""
+    if any(m.off_chip for m in hw.memory):
+        return KNOB["dram_bandwidth_tbps"].label
+    return f"main memory '{hw.offchip_level.name}' ({hw.offchip_level.kind}) bandwidth (TB/s)"
+
+
 def knob_args(cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Config-unit knob columns -> :meth:`DesignBatch.with_knobs` keywords in SI (the one conversion in,
     e.g. ``dram_bandwidth_tbps`` x 1e12 -> ``dram_bandwidth`` byte/s); other columns are ignored."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dse.hardware.fields import KNOB
+from dse.hardware.fields import bandwidth_label
 from dse.predict import Prediction
+from dse.report.residency import residency_lines
 from dse.search.space import base_knobs
 from dse.units import TERA
 
@@ -57,7 +58,7 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     (ab, cb, eb), (ax, cx, ex) = costs["base"], costs["best"]
     rows = [
         ("peak compute (TFLOP/s, " + base.base.reference_dtype + ")", kb["peak_tflops"], kx["peak_tflops"]),
-        (KNOB["dram_bandwidth_tbps"].label, kb["dram_bandwidth_tbps"], kx["dram_bandwidth_tbps"]),
+        (bandwidth_label(base.base), kb["dram_bandwidth_tbps"], kx["dram_bandwidth_tbps"]),
         (f"on-chip SRAM '{base.level_names[base.sram_level]}' (MiB)", kb["sram_mib"], kx["sram_mib"]),
         ("ridge point (FLOP/byte)", float(base.ridge[0]), float(best.ridge[0])),
         ("DRAM stacks", float(ab.dram_stacks[0]), float(ax.dram_stacks[0])),
@@ -147,6 +148,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "## SRAM, die edge and search bounds",
         "",
         *sram_choice_lines(result),
+        *residency_lines(result),
         *shoreline_lines(result),
         "- Infeasible trials by limit: " + (", ".join(f"{k} {v}" for k, v in infeasible_counts(trials).items())
                                             if trials is not None and infeasible_counts(trials) else "none"),
@@ -245,10 +247,13 @@ def sram_choice_lines(result) -> list[str]:
 def shoreline_lines(result) -> list[str]:
     """Die edge and package of the best design: edge needed vs perimeter, stacks vs what fits."""
     from dse.cost.area import shoreline
+    from dse.study import has_dram
 
     best = result.best
     sh = shoreline(best, result.best_eval.area)  # the area the study evaluated
-    return [f"- Die edge: HBM PHYs, SerDes and host I/O need {float(sh.edge_need_mm[0]):.0f} mm of "
-            f"{float(sh.perimeter_mm[0]):.0f} mm perimeter; {float(sh.stacks[0]):.0f} HBM stacks of at most "
+    edge = f"{float(sh.edge_need_mm[0]):.0f} mm of {float(sh.perimeter_mm[0]):.0f} mm perimeter"
+    if not has_dram(best.base):
+        return [f"- Die edge: no DRAM level (main memory: SRAM `{best.offchip_name}`); SerDes and host I/O need {edge}"]
+    return [f"- Die edge: HBM PHYs, SerDes and host I/O need {edge}; {float(sh.stacks[0]):.0f} HBM stacks of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
 

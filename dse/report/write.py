@@ -16,7 +16,7 @@ import pandas as pd
 
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield
 from dse.document import Document, Figure, Table
-from dse.hardware.fields import KNOB
+from dse.hardware.fields import KNOB, bandwidth_label
 from dse.report.render import render, write_table
 from dse.report.summary import (
     coefficient_table,
@@ -120,7 +120,7 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
                    (g["peak"], g["bw"], g["score"], g["area"], ctx.cfg.search.area_budget_mm2,
                     tuple(kx[k] for k in HEATMAP_KNOBS), tuple(kb[k] for k in HEATMAP_KNOBS)),
                    f"{title}: mix score at {kx['sram_mib']:.0f} MiB SRAM",
-                   {"labels": tuple(KNOB[k].label for k in HEATMAP_KNOBS)}),
+                   {"labels": (KNOB[HEATMAP_KNOBS[0]].label, bandwidth_label(ctx.base_hw))}),
             Figure("area_breakdown.png", "stacked_bars",
                    ({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},),
                    f"{title}: die area by component", {"ylabel": "area (mm²)"}),

@@ -131,6 +131,8 @@ def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float
     * else, for a level bought in stacks (``stack_bandwidth_gbps``) whose bandwidth is searched (the knob, a split or
       ``memory.<main>.bandwidth_tbps``): ``min(ceil(BW_high / stack BW), package limit) x stack capacity``, the
       package limit being ``package.max_dram_stacks`` or ``node_max_stacks``;
+    * else, on a chip without a DRAM level (its main memory is the outermost SRAM, the level ``sram_mib`` sizes):
+      the upper bound of a searched ``sram_mib``;
     * else the base design's capacity."""
     hw = base.base
     level = hw.offchip_level
@@ -139,6 +141,8 @@ def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float
         if p.field == f"memory.{name}.capacity_mib":
             high = max(p.choices) if p.choices is not None else p.high
             return float(high) * MIB, f"the upper bound of memory.{name}.capacity_mib"
+    if space.sram_mib is not None and base.sram_level == base.offchip_index:
+        return float(space.sram_mib.high) * MIB, "the upper bound of sram_mib"
     per = stack_bandwidth(hw)
     limit = float(hw.package.max_dram_stacks) if hw.package and hw.package.max_dram_stacks else float(node_max_stacks)
     high_bw = None

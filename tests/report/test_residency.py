@@ -1,0 +1,99 @@
+"""summary.md's residency line: what stays on chip on the best design and the SRAM that keeps the next tensor."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dse
+from dse.cli import main
+from dse.hardware.designs import SRAM_MACRO_BYTES, DesignBatch
+from dse.report.residency import (
+    held_share,
+    macro_mib,
+    residency_text,
+    resident_level,
+    room_capacity,
+    workload_residency,
+)
+from dse.units import MIB
+from tests.conftest import write_config
+
+GPT2 = {"name": "gpt2", "phase": "decode", "batch": 1, "context": 1024}
+MACRO_MIB = SRAM_MACRO_BYTES / MIB
+
+
+def npu(mib: float) -> DesignBatch:
+    """npu-7nm with ``mib`` of global SRAM."""
+    return DesignBatch.from_hardware(dse.hardware("npu-7nm")).with_knobs(sram_bytes=np.array([mib * MIB]))
+
+
+def ops_on(d: DesignBatch, wl: dict = GPT2):
+    ops = dse.predict(dse.workload(**wl), d).ops
+    if "act_on_chip" not in ops:
+        pytest.skip("the predictor's table has no act_on_chip / held_on_chip columns yet")
+    return ops
+
+
+def fits_from(text: str, kind: str) -> float:
+    return float(re.search(rf"{kind} fits? from ([\d,.]+) MiB", text).group(1).replace(",", ""))
+
+
+def test_room_is_the_held_bytes_beside_the_largest_activation_set_that_fits() -> None:
+    lives = np.array([10.0, 50.0, 10.0])
+    assert room_capacity(lives, 5.0) == 5.0  # below the smallest activation set
+    assert room_capacity(lives, 30.0) == 40.0  # 30 would let the 10-byte set in: 10 + 30
+    assert room_capacity(lives, 45.0) == 95.0  # 10 + 45 = 55 lets the 50-byte set in: 50 + 45
+    assert room_capacity(np.zeros(0), 7.0) == 7.0
+    assert macro_mib(235.8 * MIB, 1.0) == 235.875 and macro_mib(10 * MIB, 0.5) == 20.0
+
+
+def test_resident_level_is_the_shared_sram_inside_the_main_memory() -> None:
+    lv = resident_level(npu(32))
+    assert (lv.name, lv.capacity, lv.share, lv.cache) == ("global", 32 * MIB, 1.0, False)
+    assert lv.label() == "global SRAM 32 MiB"
+    l2 = resident_level(DesignBatch.from_hardware(dse.hardware("h100-sxm")))
+    assert l2.cache and l2.share < 1 and "% resident" in l2.label()
+
+
+@pytest.mark.parametrize(("mib", "kind", "held"), [(32, "Weights", "weights"), (256, "KV cache", "kv_cache")])
+def test_the_size_it_names_is_the_smallest_that_keeps_the_next_tensor(mib: float, kind: str, held: str) -> None:
+    d = npu(mib)
+    lv = resident_level(d)
+    text = residency_text(workload_residency(ops_on(d), lv), lv)
+    assert text.startswith("activations of ") and "% of operators; " in text
+    assert ("% of the weights (247 MB)" in text) if mib == 32 else ("all the weights (247 MB)" in text)
+    size = fits_from(text, kind)
+    assert held_share(ops_on(npu(size)), held) == pytest.approx(1.0, abs=1e-12)
+    assert held_share(ops_on(npu(size - MACRO_MIB)), held) < 1.0
+
+
+def test_every_tensor_on_chip_says_so_and_a_cache_names_the_size_for_the_whole_step() -> None:
+    d = npu(300)
+    lv = resident_level(d)
+    text = residency_text(workload_residency(ops_on(d), lv), lv)
+    assert "all the weights (247 MB); all the KV cache (38 MB). Every tensor stays on chip." in text
+    hw = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    l2 = resident_level(hw)
+    wl = {"name": "resnet50", "batch": 1}
+    text = residency_text(workload_residency(ops_on(hw, wl), l2), l2)
+    size = fits_from(text, "Weights")
+    big = hw.with_knobs(sram_bytes=np.array([size * MIB]))
+    assert held_share(ops_on(big, wl), "weights") == pytest.approx(1.0)  # a cache keeps the step once it all fits
+
+
+def test_summary_says_what_is_resident_on_the_best_design(tmp_path: Path) -> None:
+    data = {"name": "res", "base": "npu-7nm", "workloads": [GPT2],
+            "search": {"n_trials": 4, "batch_size": 4, "seed": 0, "space": {"sram_mib": {"low": 8, "high": 64}}},
+            "output": {"plots": False, "heatmap_points": 4}}
+    assert main(["run", str(write_config(tmp_path, data)), "--out", str(tmp_path), "--quiet", "--no-plots"]) == 0
+    md = (tmp_path / "res" / "summary.md").read_text()
+    if "act_on_chip" not in dse.predict(dse.workload(**GPT2), npu(32)).ops:
+        pytest.skip("the predictor's table has no act_on_chip column yet")
+    line = next(ln for ln in md.splitlines() if ln.startswith("- Resident on chip on the best design"))
+    assert re.match(r"- Resident on chip on the best design \(global SRAM [\d.]+ MiB\): activations of \d+ % of "
+                    r"operators; \d+ % of the weights \(247 MB\); KV cache: none \(38 MB\)\. Weights fit from "
+                    r"235\.875 MiB of global SRAM\.$", line), line
