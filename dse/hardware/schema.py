@@ -88,6 +88,11 @@ class Compute(Strict):
     launch_overhead_us: float = Field(
         0.0, ge=0, description="Fixed time per operator launch/sync (us): the overhead ceiling"
     )
+    graph_kernel_us: float | None = Field(
+        None, ge=0, description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on "
+        "chip (us): the launch, ramp and drain of its grid. A kernel that streams main memory pays launch_overhead_us, "
+        "the difference being its memory pipeline's ramp and drain, in proportion to the share of its bytes that "
+        "cross the main memory (dse.predict.roofline.overhead_times). Default: launch_overhead_us for every kernel")
     eager_overhead_us: float = Field(
         10.0, ge=0, description="Host time to dispatch one operator from an eager framework (us): an operator of a "
         "workload run with execution: eager takes at least this long. Default 10 us, low confidence: PyTorch's "
@@ -117,6 +122,13 @@ class Compute(Strict):
         return self
 
 
+#: share of a shared cache that keeps data re-read across kernels (``MemoryLevel.resident_fraction``'s default for a
+#: cache): gpu-benches' L2 sweep on an A100-80GB holds its L2-resident plateau up to ~28 MB of the 40 MB L2, beyond
+#: which the data set leaves the near L2 partition and reads fall to the DRAM plateau (github.com/te42kyfo/gpu-benches
+#: @3088b33 gpu-l2-cache/a100_80.txt; docs/reference/measured_calibration.csv), 28 / 40 = 0.7
+DEFAULT_CACHE_RESIDENT = 0.7
+
+
 class MemoryLevel(Strict):
     """One level of the memory hierarchy, listed from the compute outward."""
 
@@ -143,6 +155,18 @@ class MemoryLevel(Strict):
     organization: Literal["cache", "scratchpad"] = Field(
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
         "scratchpad (software-managed SRAM macros; the node's macro density)")
+    resident_fraction: float | None = Field(
+        None, gt=0, le=1, description="SRAM shared by all cores (instances 1) only: the fraction of its capacity that "
+        "holds tensors between operators and across steps (dse.predict.traffic residency). Default: 1 for a "
+        "scratchpad (the compiler places every tensor), DEFAULT_CACHE_RESIDENT for a cache")
+    keeps: Literal["tiles", "step", "steps"] | None = Field(
+        None, description="SRAM shared by all cores only: what the level keeps (dse.predict.traffic residency): tiles "
+        "(an operator's tiles only: every tensor between operators lives in main memory, as a JAX/XLA program's "
+        "arrays live in a TPU's HBM and its VMEM holds a kernel's blocks), step (also the activations between the "
+        "operators of one step, placed by the graph compiler), steps (also, from one step to the next, the weights "
+        "and KV cache that fit and a one-kernel step's inputs and outputs, as whole-model-on-chip machines run: Groq "
+        "TSP, Graphcore IPU). Default: steps for a cache (its lines outlive a kernel or a launch), step for a "
+        "scratchpad")
     source: str = Field(min_length=3)
 
     @field_validator("kind")
@@ -170,6 +194,30 @@ class MemoryLevel(Strict):
     @property
     def off_chip(self) -> bool:
         return self.spec.off_chip
+
+    @property
+    def resident_share(self) -> float:
+        """Fraction of the level that keeps tensors between operators and across steps: 0 off chip and for a level
+        with a private copy per core (a tensor's producer and consumer split it over the cores differently, and a
+        GPU's L1 is not kept across kernels); else ``resident_fraction``, by default 1 for a scratchpad and
+        :data:`DEFAULT_CACHE_RESIDENT` for a cache."""
+        if self.off_chip or self.instances > 1 or self.kept == "tiles":
+            return 0.0
+        if self.resident_fraction is not None:
+            return self.resident_fraction
+        return 1.0 if self.organization == "scratchpad" else DEFAULT_CACHE_RESIDENT
+
+    @property
+    def kept(self) -> str:
+        """What the level keeps between operators (``keeps``; default steps for a cache, step for a scratchpad)."""
+        if self.keeps is not None:
+            return self.keeps
+        return "steps" if self.organization == "cache" else "step"
+
+    @property
+    def keeps_across_steps(self) -> bool:
+        """Whether tensors stay in the level from one step to the next (``keeps: steps``)."""
+        return self.kept == "steps"
 
     @property
     def capacity_bytes(self) -> float:

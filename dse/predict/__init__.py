@@ -14,7 +14,7 @@ from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
 from dse.predict.network import sent_per_op
 from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times
-from dse.predict.traffic import OpArrays
+from dse.predict.traffic import OpArrays, on_chip_shares
 from dse.workloads.library import Workload, with_plan
 from dse.workloads.mix import Mix
 
@@ -198,6 +198,11 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     # the unit each op ran on (dse.predict.roofline.on_matrix: the one that finishes it first among those able to)
     df["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else df["unit"]
     df["clock_fraction"] = r.clock[0] if r.clock is not None else 1.0
+    # what stays on chip at the main memory's boundary (dse.predict.traffic residency): shares of the op's
+    # activation bytes and of its held tensor (weights or KV cache, the ``held`` column)
+    act, held = on_chip_shares(d, o)
+    df["act_on_chip"] = o.to_table_order(act)[0]
+    df["held_on_chip"] = o.to_table_order(held)[0]
     kind = np.where(df["bound"] == "compute", "compute-bound", np.where(df["bound"] == "array", "array-bound",
                     np.where(df["bound"] == "overhead", "overhead-bound",
                              np.where(df["bound"] == "network", "network-bound", "memory-bound"))))

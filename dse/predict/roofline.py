@@ -33,7 +33,7 @@ from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, tile_fill
-from dse.predict.traffic import OpArrays, max_memory_time, per_level, traffic
+from dse.predict.traffic import OpArrays, level_rows, max_memory_time, per_level, traffic
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
-    t_over = np.where(o.fused[None, :], 0.0, d.overhead_s[:, None])
+    t_over = np.broadcast_to(overhead_times(d, o, matrix), t_compute.shape)
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -281,7 +281,34 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     if o.coll_idx.size:
         rest = np.array(np.broadcast_to(rest, t_compute.shape))
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    return matrix, t_compute, rest, np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+    return matrix, t_compute, rest, overhead_times(d, o, matrix)
+
+
+def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray) -> np.ndarray:
+    """[D or 1, O] fixed time of each op (0 for a fused one): the launch overhead ``t_l`` of the template, or, where
+    it gives the time ``t_g`` of a kernel whose bytes stay on chip (``compute.graph_kernel_us``), for an op on the
+    vector units ``t_g + (t_l - t_g) x s`` with ``s`` the share of its compulsory bytes that cross the main memory
+    (``min(1, traffic / compulsory)`` at the innermost off-chip level): a streaming kernel that reads main memory pays
+    its memory pipeline's ramp and drain, one whose tensors stay on chip (residency, ``dse.predict.traffic``) only
+    the launch of its grid. ``t_l`` comes from a real model's kernels (Hazy Research's measured cost of ~100 kernel
+    boundaries of a decode step), ``t_g`` from a trivial streaming kernel replayed in a graph (gpu-benches
+    gpu-small-kernels). A collective keeps ``t_l`` (no measurement splits it), and so does an op on the MAC arrays
+    (``matrix`` [D or 1, O]): its first operand tiles,
+    pipeline fill and epilogue cost it the same wherever its bytes come from (XLA's table times a 1024^3 fp8 GEMM
+    whose operands sit in an H100's L2 at 6.5 us, cuBLASLt on Azure's H100 alike)."""
+    base = _shared(d.overhead_s)[:, None]
+    g = d.graph_s
+    off = np.flatnonzero(d.offchip)
+    if g is None or np.isnan(g).all() or not off.size:
+        return np.where(o.fused, 0.0, base)
+    lv = int(off[0])
+    tr = level_rows(d, o, lv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.clip(np.where(o.compulsory > 0, tr / o.compulsory, 0.0), 0.0, 1.0)
+    gs = np.where(np.isnan(g), d.overhead_s, g)[:, None]
+    ramp = np.maximum(d.overhead_s[:, None] - gs, 0.0)
+    streams = ~matrix & (o.compulsory > 0)[None, :]  # a streaming kernel (a collective moves no local bytes here)
+    return np.where(o.fused, 0.0, np.where(streams, gs + ramp * share, d.overhead_s[:, None]))
 
 
 def _shared(x: np.ndarray) -> np.ndarray:
@@ -360,7 +387,7 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
         other[:, o.coll_idx] = np.maximum(other[:, o.coll_idx], x)
     # where compute still binds (code 0) the running max is the compute term itself
     np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other))
-    t_over = np.where(o.fused, 0.0, _shared(d.overhead_s)[:, None])
+    t_over = overhead_times(d, o, matrix)
     time = roof + t_over
     if o.eager.any():
         t_host = np.where(o.eager, _shared(d.host_s)[:, None], 0.0)

@@ -17,6 +17,26 @@ multicasts its tiles (``reuse_group``). Models (``docs/design.md``):
 * ``stream`` (elementwise, norm, softmax, pool, embedding): every byte once at every level;
   an op fused into its producer never reaches off-chip levels.
 
+**Residency** (:func:`residency_keep`). Bytes are charged at the level they come from. Level ``l`` is spared the
+bytes of a tensor that stays in a shared on-chip level inside it (``DesignBatch.resident_share``: a scratchpad or a
+shared cache, not a per-core level), of capacity ``R_l`` = the largest ``capacity x resident_share`` among them:
+
+* an op's activations (every byte that is not ``held``) stay when they fit together, ``live <= R_l``: its
+  producer wrote its input there and its consumer reads its output there (the compiler keeps a tensor in the
+  innermost level that holds it until its last use: XLA's memory-space assignment into TPU VMEM/CMEM,
+  Jouppi et al., ISCA 2023 Sec. 3; a GPU's L2 keeps what the next kernel re-reads);
+* the held tensors (weights, then the KV cache; ``dse.workloads.ops.HELD``) stay across steps in the room
+  the largest resident activation set leaves: in a scratchpad the compiler pins as much as fits (the fraction
+  ``min(1, room / bytes)`` of each), as SRAM-rich chips run a whole model from on-chip memory once it fits
+  (Groq TSP, Abts et al., ISCA 2020; Cerebras WSE weight streaming off, Graphcore IPU);
+* a cache (a GPU's L2) chooses nothing: it keeps a step's tensors, activations and held ones alike, only when the
+  step's whole working set fits (``max live + weights + kv <= R``: a benchmark loop over one buffer, a small
+  model), since a least-recently-used cache re-reading a cyclic set larger than itself misses on every access
+  (Qureshi et al., "Adaptive Insertion Policies for High Performance Caching", ISCA 2007, Sec. 2) and what
+  streams through it evicts the rest.
+
+The scenario's ``residency`` (``auto``, ``none``, ``weights``, ``activations``) says which kinds may stay.
+
 Ops are held sorted by traffic model so each model works on a contiguous slice (no gathers);
 ``OpArrays.perm`` maps back to the table's row order.
 """
@@ -24,7 +44,7 @@ Ops are held sorted by traffic model so each model works on a contiguous slice (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import get_args
+from typing import NamedTuple, get_args
 
 import numpy as np
 import pandas as pd
@@ -84,6 +104,18 @@ class OpArrays:
     # a CTA per query head, ``attention_gqa: per_head``); inf elsewhere
     head_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # op kind (gemm, conv, attention, ...)
+    # residency (residency_keep): what a row's held tensor is (0 none, 1 weights, 2 KV cache) and its bytes per
+    # instance; the row's activation bytes (all but the held ones); which kinds its policy lets stay; its workload
+    # (index into fp_weights / fp_kv, the bytes of that workload's weights and KV cache on one chip)
+    held: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    held_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    live: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stay_act: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    stay_held: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    fp_group: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    single: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # its workload is one kernel
+    fp_weights: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    fp_kv: np.ndarray = field(default_factory=lambda: np.zeros(1))
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -117,7 +149,8 @@ class OpArrays:
         gk = s["gemm_kernel"].map(GEMM_KERNEL_CODES).fillna(0).to_numpy(dtype=int) if "gemm_kernel" in s.columns \
             else np.zeros(len(s), dtype=int)  # tables from before the column: the template's kernels
         hr = f("head_rows") if "head_rows" in s.columns else np.zeros(len(s))  # tables from before it: M
-        return cls(**net, units=np.where(in_kernel, ctas, 0.0), kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
+        return cls(**net, **_residency_columns(s, f), units=np.where(in_kernel, ctas, 0.0),
+            kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
             kind=np.asarray(kind, dtype=object),
             head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
             batch=np.maximum(bt, 1.0),
@@ -143,6 +176,33 @@ class OpArrays:
         inv = np.empty_like(self.perm)
         inv[self.perm] = np.arange(self.perm.size)
         return np.take(arr, inv, axis=axis)
+
+
+HELD_CODES = {"": 0, "weights": 1, "kv_cache": 2}
+
+
+def _residency_columns(s: pd.DataFrame, f) -> dict[str, np.ndarray]:
+    """:class:`OpArrays`' residency fields from the sorted table ``s`` (``dse.workloads.ops.with_residency``'s
+    columns; a table without them holds nothing and lets its activations stay, the ``auto`` policy)."""
+    n = len(s)
+    held = (s["held"].map(HELD_CODES).fillna(0).to_numpy(dtype=np.int8) if "held" in s.columns
+            else np.zeros(n, dtype=np.int8))
+    hb = np.where(held > 0, f("held_bytes"), 0.0) if "held_bytes" in s.columns else np.zeros(n)
+    policy = s["residency"].fillna("auto").to_numpy() if "residency" in s.columns else np.full(n, "auto")
+    group = s["workload"].to_numpy(dtype=np.intp) if "workload" in s.columns else np.zeros(n, dtype=np.intp)
+    g = int(group.max()) + 1 if n else 1
+    fp_w, fp_kv = np.zeros(g), np.zeros(g)
+    for col, out, code in (("footprint_weights", fp_w, 1), ("footprint_kv", fp_kv, 2)):
+        if col in s.columns:
+            out[group] = f(col)
+        else:  # the held bytes the rows read, once each
+            np.add.at(out, group, np.where(held == code, hb * f("count"), 0.0))
+    kernels = np.zeros(g)  # launched kernels per workload (count applied): one means a one-kernel step
+    np.add.at(kernels, group, np.where(s["fused"].to_numpy(dtype=bool), 0.0, f("count")))
+    return dict(held=held, held_bytes=hb, live=np.maximum(f("bytes_read") + f("bytes_written") - hb, 0.0),
+                single=(kernels <= 1)[group],
+                stay_act=np.isin(policy, ("auto", "activations")), stay_held=np.isin(policy, ("auto", "weights")),
+                fp_group=group, fp_weights=fp_w, fp_kv=fp_kv)
 
 
 def _kernel_links(ops: pd.DataFrame, perm: np.ndarray) -> np.ndarray:
@@ -175,14 +235,18 @@ def inner_capacity(d: DesignBatch) -> np.ndarray:
     return inner
 
 
-def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = False) -> np.ndarray:
+def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = False,
+                  keep: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """[K, O] bytes crossing one level, for ``K`` inner capacities ``S`` [K] (bytes). ``private``: the storage
     inside the level is a core's own (registers, an SM's shared memory), so a fused attention kernel's query tile
     there holds at most the rows one of its CTAs stacks (``OpArrays.head_rows``: one query head's where a CTA runs
     one head); a shared inner level (the L2) keeps the tiles of the CTAs that run side by side, which read the same
-    KV head once between them."""
+    KV head once between them. ``keep`` ([K or 1, O] each, :func:`residency_keep`): the share of each op's
+    activation bytes and of its held bytes that still cross the level (0 where they stay on chip inside it)."""
     out = np.empty((S.shape[0], o.n))
     Sc = S[:, None]
+    ka, kh = keep if keep is not None else (None, None)
+    kb = None if keep is None else np.where(o.held > 0, kh, ka)  # the B operand: held, or an activation
     ti = o.tiled
     if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
         teb, a_cls, a_N, a_inv, b_cls, b_M, b_inv = _tile_classes(o)
@@ -200,16 +264,119 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
         tr *= o.a_bytes[ti]
         b = np.take(b_passes, b_inv, axis=1)
         b *= o.b_bytes[ti]
-        tr += b
-        np.add(tr, o.c_bytes[ti], out=out[:, ti])
+        if keep is None:
+            tr += b
+            np.add(tr, o.c_bytes[ti], out=out[:, ti])
+        else:  # (A*a_passes + C) x ka + B*b_passes x kb
+            tr += o.c_bytes[ti]
+            tr *= ka[:, ti]
+            b *= kb[:, ti]
+            np.add(tr, b, out=out[:, ti])
     at = o.attn
     if at.stop > at.start:
         M = o.M[at]
         tq = np.clip(Sc / o.head_bytes[at], 1.0, np.minimum(M, o.head_rows[at]) if private else M)
-        out[:, at] = o.a_bytes[at] + o.c_bytes[at] + o.b_bytes[at] * np.ceil(M / tq)
+        kv = o.b_bytes[at] * np.ceil(M / tq)
+        if keep is None:
+            out[:, at] = o.a_bytes[at] + o.c_bytes[at] + kv
+        else:
+            out[:, at] = (o.a_bytes[at] + o.c_bytes[at]) * ka[:, at] + kv * kb[:, at]
     st = o.stream
-    out[:, st] = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
+    moved = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
+    if keep is None:
+        out[:, st] = moved
+    else:  # a fused op's bytes never reach an off-chip level; the rest split into activations and held bytes
+        held = np.where(moved > 0, o.held_bytes[st], 0.0)
+        out[:, st] = (moved - held) * ka[:, st] + held * kh[:, st]
     return out
+
+
+class Resident(NamedTuple):
+    """The storage that keeps tensors on chip inside each level, ``[D, L]`` each (:func:`resident_capacity`)."""
+
+    R: np.ndarray  # bytes that may stay (capacity x resident share)
+    cache: np.ndarray  # bool: that storage is a cache
+    full: np.ndarray  # its whole capacity, bytes
+    steps: np.ndarray  # bool: it keeps tensors across steps
+
+
+def resident_capacity(d: DesignBatch) -> Resident:
+    """The resident storage inside each level: ``R_l = max over levels k < l of capacity_k x resident_share_k``
+    (``DesignBatch.resident_share``: 0 off chip and for per-core levels), 0 where no shared on-chip level lies inside
+    (registers do not keep tensors), with that level's kind, whole capacity and whether it keeps tensors across
+    steps."""
+    L = d.capacity.shape[1]
+    out = Resident(np.zeros_like(d.capacity), np.zeros(d.capacity.shape, dtype=bool), np.zeros_like(d.capacity),
+                   np.zeros(d.capacity.shape, dtype=bool))
+    share = d.resident_share
+    if share is None or not (share > 0).any():
+        return out
+    eff = d.capacity * share[None, :]
+    best = np.zeros(d.n, dtype=np.intp)
+    rows = np.arange(d.n)
+    for lv in range(1, L):  # a handful of levels
+        k = lv - 1
+        best = np.where(eff[:, k] > eff[rows, best], k, best)
+        out.R[:, lv] = eff[rows, best]
+        has = out.R[:, lv] > 0
+        out.full[:, lv] = np.where(has, d.capacity[rows, best], 0.0)
+        out.cache[:, lv] = d.resident_cache[best] & has
+        out.steps[:, lv] = d.resident_steps[best] & has
+    return out
+
+
+def resident_room(R: np.ndarray, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([K, G] bytes of ``R`` [K] each workload's largest resident activation set takes: the largest ``live`` of its
+    rows whose policy lets activations stay and that fit, 0 where none fits; [G] its largest ``live`` of all)."""
+    key = "residency-live"
+    if key not in o.cache:
+        groups = []
+        for g in range(o.fp_weights.shape[0]):  # one sorted array per workload of the table
+            groups.append(np.concatenate([[0.0], np.sort(o.live[(o.fp_group == g) & o.stay_act])]))
+        most = np.zeros(o.fp_weights.shape[0])
+        np.maximum.at(most, o.fp_group, o.live)
+        o.cache[key] = groups, most
+    groups, most = o.cache[key]
+    out = np.empty((R.shape[0], o.fp_weights.shape[0]))
+    for g, arr in enumerate(groups):
+        out[:, g] = arr[np.searchsorted(arr, R, side="right") - 1]
+    return out, most
+
+
+def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([K, O] share of each op's activation bytes, [K, O] share of its held bytes) that still cross level ``lv``
+    with the resident storage ``res`` inside it (``R`` bytes may stay, of ``full``; a cache or a scratchpad; kept
+    across steps or not), per the module's rules.
+
+    Scratchpad: activations stay where ``live <= R``; where the level keeps tensors across steps, the room
+    ``R - reserve`` (:func:`resident_room`) pins ``r_w = min(1, room / weights)`` of the weights and
+    ``r_kv = min(1, (room - weights) / kv)`` of the KV cache. Cache: the step's working set
+    ``ws = max live + weights + kv`` stays whole while ``ws <= R`` (the resident share) and not at all from
+    ``ws >= full``; in between the share it serves falls linearly, ``h = (full - ws) / (full - R)`` (an
+    interpolation between the two measured ends, confidence low: an A100's L2 serves most of a 32 MiB working set
+    and none of a 40 MiB one, gpu-benches gpu-small-kernels). A one-kernel workload's activations are its step's
+    inputs and outputs: they stay only in a level that keeps tensors across steps."""
+    R, cache, full, steps = (x[:, lv] for x in res)
+    Rc = R[:, None]
+    reserve, most = resident_room(R, o)
+    room = np.maximum(Rc - reserve, 0.0)  # [K, G]
+    w, kv = o.fp_weights[None, :], o.fp_kv[None, :]
+    c, across = cache[:, None], steps[:, None]
+    ws = most[None, :] + w + kv  # [K, G] the step's working set
+    top = np.maximum(full[:, None], Rc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_w = np.where(w > 0, np.clip(room / w, 0.0, 1.0), 1.0)
+        r_kv = np.where(kv > 0, np.clip((room - w) / kv, 0.0, 1.0), 1.0)
+        whole = np.where(ws <= Rc, 1.0, np.clip((top - ws) / (top - Rc), 0.0, 1.0))
+    r_w = np.where(c, whole, r_w) * across
+    r_kv = np.where(c, whole, r_kv) * across
+    act = np.where(c, np.take(whole, o.fp_group, axis=1), o.live[None, :] <= Rc)
+    act = act * np.where(o.single[None, :], across, True)
+    ka = 1.0 - o.stay_act[None, :] * act
+    stay = np.where(o.held == 1, np.take(r_w, o.fp_group, axis=1),
+                    np.where(o.held == 2, np.take(r_kv, o.fp_group, axis=1), 0.0))
+    kh = 1.0 - stay * o.stay_held[None, :]
+    return ka, kh
 
 
 def _tile_classes(o: OpArrays) -> tuple[np.ndarray, ...]:
@@ -227,29 +394,51 @@ def _tile_classes(o: OpArrays) -> tuple[np.ndarray, ...]:
     return o.cache["tile-classes"]
 
 
+def _resides(o: OpArrays) -> bool:
+    """Whether any row of ``o`` may keep a tensor on chip (its policy is not ``none``)."""
+    return bool(o.stay_act.any() or (o.stay_held & (o.held > 0)).any())
+
+
 def per_level(d: DesignBatch, o: OpArrays):
-    """Yield (level, traffic [D or 1, O]): levels whose inner capacity is the same for every design
-    are computed once and broadcast (the common case in a search that sizes one level)."""
+    """Yield (level, traffic [D or 1, O]): levels whose inner capacity (and resident storage) is the same for every
+    design are computed once and broadcast (the common case in a search that sizes one level)."""
     S = inner_capacity(d)
+    res = resident_capacity(d) if _resides(o) else None
     for lv in range(S.shape[1]):
-        col = S[:, lv]
-        private = lv == 0 or bool(d.instances[lv - 1] > 1)  # registers, or a level with a copy per core
-        if np.all(col == col[0]):
-            yield lv, shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private)
-        else:
-            yield lv, level_traffic(col, o, bool(d.offchip[lv]), private)
+        yield lv, _level(d, o, S, res, lv)
 
 
-def shared_level_traffic(S: float, o: OpArrays, offchip: bool, private: bool = False) -> np.ndarray:
-    """[1, O] :func:`level_traffic` of one inner capacity, kept in ``o.cache`` (chunks and trials of a batch
-    reuse it; at most 256 capacities are kept). Read-only: callers must not write into it."""
-    key = ("traffic", S, offchip, private)
+def level_rows(d: DesignBatch, o: OpArrays, lv: int) -> np.ndarray:
+    """[D or 1, O] traffic of level ``lv`` alone (as :func:`per_level` yields it)."""
+    return _level(d, o, inner_capacity(d), resident_capacity(d) if _resides(o) else None, lv)
+
+
+def _level(d: DesignBatch, o: OpArrays, S: np.ndarray, res: Resident | None, lv: int) -> np.ndarray:
+    """One level's traffic for :func:`per_level`: shared [1, O] when its inputs are the same on every design."""
+    col = S[:, lv]
+    private = lv == 0 or bool(d.instances[lv - 1] > 1)  # registers, or a level with a copy per core
+    key: tuple = () if res is None or not (res.R[:, lv] > 0).any() else tuple(x[:, lv] for x in res)
+    if np.all(col == col[0]) and all(np.all(x == x[0]) for x in key):
+        one = Resident(*(x[:1, lv:lv + 1] for x in res)) if key else None
+        return shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private, one)
+    keep = residency_keep(res, lv, o) if key else None
+    return level_traffic(col, o, bool(d.offchip[lv]), private, keep)
+
+
+def shared_level_traffic(S: float, o: OpArrays, offchip: bool, private: bool = False,
+                         res: Resident | None = None) -> np.ndarray:
+    """[1, O] :func:`level_traffic` of one inner capacity (and one resident storage inside, ``res`` [1, 1] each),
+    kept in ``o.cache`` (chunks and trials of a batch reuse it; at most 256 are kept). Read-only: callers must not
+    write into it."""
+    rkey = () if res is None else tuple(x.item() for x in res)
+    key = ("traffic", S, offchip, private, rkey)
     row = o.cache.get(key)
     if row is None:
         if len(o.cache) > 256:
             for k in [k for k in o.cache if k[0] == "traffic"]:
                 del o.cache[k]
-        row = level_traffic(np.array([S]), o, offchip, private)
+        keep = residency_keep(res, 0, o) if res is not None else None
+        row = level_traffic(np.array([S]), o, offchip, private, keep)
         row.flags.writeable = False
         o.cache[key] = row
     return row
@@ -295,3 +484,13 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     if full is None:
         return shared if shared is not None else np.zeros((1, o.n))
     return np.maximum(full, shared, out=full) if shared is not None else full
+
+
+def on_chip_shares(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([D, O] share of each op's activation bytes, [D, O] share of its held bytes) that stay on chip at the main
+    memory's boundary (the innermost off-chip level; 1 on a chip without one: everything lives in its SRAM)."""
+    off = np.flatnonzero(d.offchip)
+    if not off.size:
+        return np.ones((d.n, o.n)), np.where(o.held > 0, 1.0, 0.0)[None, :].repeat(d.n, axis=0)
+    ka, kh = residency_keep(resident_capacity(d), int(off[0]), o)
+    return 1.0 - ka, np.where(o.held > 0, 1.0 - kh, 0.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -319,7 +319,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         if not 0 < n <= 2**50:
             raise DseError(f"got {name!r}; accepted: copy:N with 0 < N <= 2^50 elements")
         kw = _single_op_keys(name, scenario, COPY_KEYS)
-        return elementwise(n, dtype=str(kw["dtype"]), flops_per_elem=0.0)
+        return _resident(elementwise(n, dtype=str(kw["dtype"]), flops_per_elem=0.0), kw)
     if name.startswith("gemm:"):
         try:
             m, n, k = (int(x) for x in name[5:].lower().split("x"))
@@ -328,8 +328,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         if not all(0 < v <= 2**24 for v in (m, n, k)):
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
         kw = _single_op_keys(name, scenario, GEMM_KEYS)
-        return gemm(m, n, k, dtype=str(kw["dtype"]), batch=kw["batch"], gemm_kernel=str(kw["gemm_kernel"]),
-                    activation_dtype=kw["activation_dtype"])
+        return _resident(gemm(m, n, k, dtype=str(kw["dtype"]), batch=kw["batch"], gemm_kernel=str(kw["gemm_kernel"]),
+                              activation_dtype=kw["activation_dtype"]), kw)
     if name.startswith("attention:"):
         return _attention_from_name(name, scenario)
     desc = load_description(name)
@@ -357,12 +357,13 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     except ValueError as exc:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
-             "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution}
+             "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution, "residency": sc.residency}
     if facts.get("phase") == "serving":  # compact prefill and decode apart: the TTFT/TPOT split reads them by name
         parts = [[r for r in rows if str(r["name"]).startswith(pre)] for pre in (serving.PREFILL, serving.DECODE)]
         table = pd.concat([ops.table(p) for p in parts], ignore_index=True)
     else:
         table = ops.table(rows)
+    table = ops.with_residency(table, memory, sc.residency)
     if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
@@ -497,12 +498,23 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
 #: name prefixes of the one-operator workloads (no model description, no parallelism plan)
 SINGLE_OPS = ("copy:", "gemm:", "attention:")
 #: scenario keywords of ``copy:N`` and ``gemm:MxNxK`` and their defaults (``activation_dtype`` None: ``dtype``)
-COPY_KEYS: dict[str, Any] = {"dtype": "fp32"}
-GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None}
+COPY_KEYS: dict[str, Any] = {"dtype": "fp32", "residency": "auto"}
+GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None,
+                             "residency": "auto"}
 #: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
 ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None,
-                                  "attention_kernel": "auto", "attention_gqa": "grouped"}
+                                  "attention_kernel": "auto", "attention_gqa": "grouped", "residency": "auto"}
 ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
+
+
+def _resident(wl: Workload, kw: dict[str, Any]) -> Workload:
+    """A one-operator workload with its scenario's ``residency`` policy (:func:`dse.workloads.ops.with_residency`)."""
+    policy = str(kw.get("residency", "auto"))
+    try:
+        table = ops.with_residency(wl.ops, wl.memory, policy)
+    except ValueError as exc:
+        raise DseError(f"{exc}", field=f"workload {wl.name}") from None
+    return replace(wl, ops=table, scenario={**wl.scenario, "residency": policy})
 
 
 def _single_op_keys(name: str, scenario: dict[str, Any], accepted: dict[str, Any]) -> dict[str, Any]:
@@ -528,8 +540,9 @@ def _attention_from_name(name: str, scenario: dict[str, Any]) -> Workload:
     for key in ("causal", "fused_attention"):
         if not isinstance(kw[key], bool):
             raise DseError(f"{key}: got {kw[key]!r}; accepted: true, false", field=f"workload {name}")
-    return attention_op(b, h, sq, sk, d, causal=kw["causal"], dtype=str(kw["dtype"]), fused=kw["fused_attention"],
-                        kv_heads=kw["kv_heads"], kernel=str(kw["attention_kernel"]), gqa=str(kw["attention_gqa"]))
+    return _resident(attention_op(b, h, sq, sk, d, causal=kw["causal"], dtype=str(kw["dtype"]),
+                                  fused=kw["fused_attention"], kv_heads=kw["kv_heads"],
+                                  kernel=str(kw["attention_kernel"]), gqa=str(kw["attention_gqa"])), kw)
 
 
 def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, *, causal: bool = False,

@@ -24,6 +24,10 @@ Conventions (``docs/design.md``):
   (``per_head``); 0 elsewhere (and in tables from before the column: ``M``).
 * ``gemm_kernel``: the GEMM kernel's structure on a matrix-unit GEMM/conv row (:data:`GemmKernel`: ``one_tile``
   or ``persistent``); empty for the template's default (``compute.matrix.gemm_kernel``) and on other rows.
+* ``held``: the tensor of the row that outlives the step (:data:`HELD`): ``weights`` (a GEMM's or conv's B, an
+  embedding table's rows), ``kv_cache`` (an attention row's K and V, the cache write); ``held_bytes`` the bytes of it
+  one instance moves (B for a GEMM or attention row). Every other byte of the row is an activation, alive from its
+  producer to its consumer. On-chip residency (``dse.predict.traffic``) keeps each kind where it fits.
 """
 
 from __future__ import annotations
@@ -42,7 +46,16 @@ COLUMNS: list[str] = [
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
     "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "head_rows", "gemm_kernel",
+    "held", "held_bytes",
 ]
+#: what a row's ``held`` tensor is: parameters read every step, or the KV cache a decode step reads and extends
+HELD: tuple[str, ...] = ("weights", "kv_cache")
+#: which tensors may stay on chip (scenario ``residency``; ``dse.predict.traffic``): ``auto`` (both kinds),
+#: ``none``, ``weights`` (the held tensors: weights and KV cache), ``activations``
+Residency = Literal["auto", "none", "weights", "activations"]
+RESIDENCY: tuple[str, ...] = get_args(Residency)
+#: the columns :func:`with_residency` adds to a workload's table (after :data:`COLUMNS`)
+RESIDENCY_COLUMNS: list[str] = ["residency", "footprint_weights", "footprint_kv"]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
 #: ``stride`` chips apart; ``overlap`` hides it behind compute; ``scale`` multiplies the row's time in
@@ -122,7 +135,8 @@ def _row(**kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
-        "dtype_b": "", "dtype_out": "", "ctas": 0, "head_rows": 0, "gemm_kernel": "", **NET_DEFAULTS,
+        "dtype_b": "", "dtype_out": "", "ctas": 0, "head_rows": 0, "gemm_kernel": "", "held": "", "held_bytes": 0.0,
+        **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -131,9 +145,11 @@ def _row(**kw: Any) -> dict[str, Any]:
 
 def gemm(
     name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: str | None = None,
-    out_dtype: str | None = None, batch: int = 1, count: int = 1, kind: str = "gemm",
+    out_dtype: str | None = None, batch: int = 1, count: int = 1, kind: str = "gemm", held: str | None = None,
 ) -> dict[str, Any]:
-    """``batch`` products [M,K]x[K,N]; A is the activation (``dtype``), B the weight (``weight_dtype``)."""
+    """``batch`` products [M,K]x[K,N]; A is the activation (``dtype``), B the weight (``weight_dtype``). ``held``
+    says what B is (:data:`HELD`, or ``""``: an activation); default ``kv_cache`` for an attention product (QK^T,
+    PV), else ``weights``."""
     wdt = weight_dtype or dtype
     odt = out_dtype or dtype
     ba, bb, bc = DTYPE_BYTES[dtype], DTYPE_BYTES[wdt], DTYPE_BYTES[odt]
@@ -143,6 +159,7 @@ def gemm(
         dtype_out=odt, M=M, N=N, K=K, batch=batch, flops=2.0 * batch * M * N * K,
         bytes_read=a + b, bytes_written=c, a_bytes=a, b_bytes=b, c_bytes=c,
         elem_a=ba, elem_b=bb, elem_out=bc, count=count,
+        held=("kv_cache" if kind == "attention" else "weights") if held is None else held, held_bytes=b,
     )
 
 
@@ -299,8 +316,15 @@ def embedding(name: str, *, tokens: int, dim: int, dtype: str, table_dtype: str 
               count: int = 1) -> dict[str, Any]:
     """Gather ``tokens`` rows of a ``dim``-wide table: bytes without FLOPs."""
     tb = DTYPE_BYTES[table_dtype or dtype]
-    return streaming(name, kind="embedding", elems=tokens * dim, flops_per_elem=0.0, dtype=dtype,
-                     count=count, read_bytes=tokens * dim * tb)
+    row = streaming(name, kind="embedding", elems=tokens * dim, flops_per_elem=0.0, dtype=dtype,
+                    count=count, read_bytes=tokens * dim * tb)
+    return {**row, "held": "weights", "held_bytes": row["bytes_read"]}
+
+
+def cache_write(name: str, *, elems: float, dtype: str, count: int = 1) -> dict[str, Any]:
+    """Append ``elems`` new K/V elements to the KV cache: a copy whose written bytes are the cache's (``held``)."""
+    row = streaming(name, kind="elementwise", elems=elems, flops_per_elem=0.0, dtype=dtype, count=count)
+    return {**row, "held": "kv_cache", "held_bytes": row["bytes_written"]}
 
 
 #: longest sequence TensorRT's fused (non-flash) MHA kernels are built for; longer ones tile the queries
@@ -433,7 +457,7 @@ def attention(
             dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count, ctas=ctas,
-            head_rows=q_len * stacked,
+            head_rows=q_len * stacked, held="kv_cache", held_bytes=kv,
         )
         per = fused_softmax_flops(dtype, kv_len, kind)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
@@ -453,10 +477,11 @@ def attention(
 
 
 _INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows")
-_FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale")
+_FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale",
+               "held_bytes")
 _BOOL_COLS = ("fused", "eager", "overlap")
 #: string columns and their value where a row (or an older table) has none
-_STR_DEFAULTS = {"gemm_kernel": ""}
+_STR_DEFAULTS = {"gemm_kernel": "", "held": ""}
 
 
 def _default(col: str) -> Any:
@@ -513,6 +538,8 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
             df[col] = _default(col)
     df = df[COLUMNS]
     df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
+    df["held"] = df["held"].fillna("").astype(str)
+    df["held_bytes"] = df["held_bytes"].fillna(0.0).astype("float64")
     df["overlap"] = df["overlap"].astype(bool)
     df["coll"] = df["coll"].fillna("").astype(str)
     for col in ("net_bytes", "scale"):
@@ -533,3 +560,24 @@ def check_positive(name: str, **values: float) -> None:
     for key, val in values.items():
         if not (isinstance(val, int | float) and math.isfinite(val) and val > 0):
             raise ValueError(f"{name}: {key} = {val!r}; accepted: a positive number")
+
+
+def with_residency(table: pd.DataFrame, memory: dict[str, float], policy: str = "auto") -> pd.DataFrame:
+    """The table with its residency columns (``dse.predict.traffic.residency_keep`` reads them): ``residency`` (the
+    policy, :data:`RESIDENCY`) and ``footprint_weights`` / ``footprint_kv`` (bytes of the workload's weights and KV
+    cache on one chip: ``memory``'s ``weights`` and ``kv_cache``, or, without a ``weights`` entry, the weights its
+    rows read once each, count applied). A workload without a KV cache (an encoder, a training step) reads K and V
+    as activations of the step: its attention rows hold nothing."""
+    check_choice("residency", policy, RESIDENCY)
+    out = table.copy()
+    kv = float(memory.get("kv_cache", 0.0))
+    if kv <= 0:
+        out.loc[out["held"] == "kv_cache", ["held", "held_bytes"]] = ["", 0.0]
+    w = out["held"] == "weights"
+    weights = memory.get("weights")
+    if weights is None:
+        weights = float((out.loc[w, "held_bytes"] * out.loc[w, "count"]).sum())
+    out["residency"] = policy
+    out["footprint_weights"] = float(weights)
+    out["footprint_kv"] = kv
+    return out

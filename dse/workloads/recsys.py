@@ -58,7 +58,7 @@ def build(arch: RecsysArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any
         width, p = _mlp(rows, "bottom", B, arch.dense_features, arch.bottom_mlp, dt)
         params += p
         n = arch.tables + 1
-        rows.append(ops.gemm("interaction.dots", n, n, d, dtype=dt, weight_dtype=dt, batch=B, kind="gemm"))
+        rows.append(ops.gemm("interaction.dots", n, n, d, dtype=dt, weight_dtype=dt, batch=B, kind="gemm", held=""))
         top_in = width + n * (n - 1) // 2
     elif arch.model == "dcn":
         x0 = arch.dense_features + arch.tables * d

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
-from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant
+from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -69,6 +69,10 @@ class Scenario(Strict):
         "after its mainloop with the matrix unit idle), persistent (the epilogue overlaps the next tile's mainloop), "
         "auto (the template's compute.matrix.gemm_kernel)")
     fuse_elementwise: bool = Field(False, description="Norms/activations/adds fused into producers")
+    residency: Residency = Field(
+        "auto", description="Which tensors may stay in a shared on-chip level between operators and across steps "
+        "(dse.predict.traffic): auto (activations and the weights and KV cache that fit), none (every operator's "
+        "tensors to and from main memory), weights (the weights and KV cache only), activations (activations only)")
     logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "
                            "the attention probabilities and after the attention and MLP blocks; 0 = no dropout ops")

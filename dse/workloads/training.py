@@ -62,7 +62,8 @@ def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
         dt, wdt = row["dtype_a"], row["dtype_b"] or row["dtype_a"]
         kind = row["kind"]
         d_a = ops.gemm(f"{name}.dinput", M, K, N, dtype=dt, weight_dtype=wdt, batch=bt, count=count, kind=kind)
-        d_b = ops.gemm(f"{name}.dweight", K, N, M, dtype=dt, weight_dtype=dt, batch=bt, count=count, kind=kind)
+        d_b = ops.gemm(f"{name}.dweight", K, N, M, dtype=dt, weight_dtype=dt, batch=bt, count=count, kind=kind,
+                       held="")  # X^T dY: both operands activations
         d_a["unit"] = d_b["unit"] = row["unit"]
         return [d_a, d_b]
     if row["reuse"] == "attention":

@@ -236,8 +236,7 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["rope"], dtype=adt, count=L,
                               fused=sc.fuse_elementwise))
     if not training:
-        rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * lat, flops_per_elem=0.0,
-                                  dtype=kvdt, count=L))
+        rows.append(ops.cache_write("layer.kv_cache_write", elems=T * lat, dtype=kvdt, count=L))
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
                               head_dim=lat, causal=True, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
                               fused=sc.fused_attention, count=L, fuse_elementwise=sc.fuse_elementwise,
@@ -412,8 +411,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
         if arch.position == "rope":
             rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
         if arch.kind == "decoder" and not training:
-            rows.append(ops.streaming("layer.kv_cache_write", kind="elementwise", elems=T * 2 * Hkv * d,
-                                      flops_per_elem=0.0, dtype=kvdt, count=L))
+            rows.append(ops.cache_write("layer.kv_cache_write", elems=T * 2 * Hkv * d, dtype=kvdt, count=L))
         rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
                                   kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder",
                                   dtype=sc.attention_dtype or dt,
@@ -606,8 +604,8 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
         T = B * q
         rows.append(ops.embedding("decoder.embed", tokens=T, dim=h, dtype=dt))
         if phase == "decode":
-            rows.append(ops.streaming("decoder.kv_cache_write", kind="elementwise", elems=T * 2 * H * d,
-                                      flops_per_elem=0.0, dtype=dt, count=arch.decoder_layers))
+            rows.append(ops.cache_write("decoder.kv_cache_write", elems=T * 2 * H * d, dtype=dt,
+                                        count=arch.decoder_layers))
         rows += _block("decoder", T, B, q, ctx, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
                        arch.decoder_layers, True, fused, fe, cross_len=S)
         rows.append(ops.gemm("lm_head", T, arch.vocab, h, dtype=dt))

@@ -12,6 +12,7 @@ from dse.hardware.designs import DesignBatch
 from dse.predict import evaluate, evaluate_times, mix_arrays, mix_times, step_times
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
+from dse.predict.roofline import overhead_times
 from dse.predict.traffic import OpArrays, per_level
 from dse.workloads.mix import Mix
 
@@ -55,7 +56,7 @@ def _ref_evaluate_times(d, o, table_order=True):
         np.maximum(rest, tr / bw[:, lv : lv + 1], out=rest)
     if o.coll_idx.size:
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    t_over = np.where(o.fused, 0.0, d.overhead_s[:, None])
+    t_over = overhead_times(d, o, matrix)  # the fixed time of each op (the graph-kernel split included)
     if d.base.power_limit_w is not None:
         t /= apply_cap(d, o, matrix, t, rest, t_over, per_level(d, o))
     np.maximum(t, rest, out=t)

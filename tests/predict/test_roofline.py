@@ -21,11 +21,18 @@ MATRIX_ONLY_NPU = dse.hardware(_data)
 
 
 def test_elementwise_add_one_is_memory_bound_at_an_eighth() -> None:
-    p = dse.predict(dse.elementwise(2**20, dtype="fp32"), A100)
+    # 2^24 fp32 in and out: 128 MiB, past the 40 MiB L2, so every byte crosses the HBM
+    p = dse.predict(dse.elementwise(2**24, dtype="fp32"), A100)
     row = p.ops.iloc[0]
     assert row["ai"] == pytest.approx(0.125)
-    assert row["bound"] in {lvl.name for lvl in A100.memory}
+    assert row["bound"] == "hbm"
     assert row["region"] in ("memory-bound", "far below roof")
+
+
+def test_an_elementwise_op_whose_buffers_fit_the_l2_runs_from_it() -> None:
+    # 2^20 fp32 in and out: 8 MiB, inside the L2's resident share: a loop over it never reaches the HBM
+    p = dse.predict(dse.elementwise(2**20, dtype="fp32"), A100)
+    assert p.ops["traffic_hbm_bytes"].iloc[0] == 0.0 and p.ops["traffic_l2_bytes"].iloc[0] > 0
 
 
 def test_large_gemm_is_compute_bound_near_the_measured_fraction() -> None:
@@ -53,7 +60,7 @@ def test_decode_gemm_streams_weights_and_fills_one_row() -> None:
 
 def test_traffic_shrinks_as_sram_grows_and_stays_above_compulsory() -> None:
     wl = dse.gemm(4096, 4096, 4096, dtype="bf16")
-    o = OpArrays.from_table(wl.ops)
+    o = OpArrays.from_table(ops.with_residency(wl.ops, {}, "none"))  # the reuse formula alone
     base = DesignBatch.stack([DesignBatch.from_hardware(NPU)] * 4)
     d = base.with_knobs(sram_bytes=np.array([1, 4, 16, 64]) * 2**20)
     tr = evaluate(d, o).traffic[:, 0, -1]
@@ -89,7 +96,7 @@ def op_tables(draw):
                           causal=draw(st.booleans()), dtype="bf16", fused=draw(st.booleans()))
     rows.append(ops.streaming("e", kind="elementwise", elems=draw(st.integers(1, 10**7)), flops_per_elem=1.0,
                               dtype="bf16", fused=draw(st.booleans())))
-    return ops.table(rows, compact=False)
+    return ops.with_residency(ops.table(rows, compact=False), {}, "none")  # residency off: tiles alone
 
 
 @st.composite

@@ -18,6 +18,11 @@ NPU = dse.hardware("npu-7nm")  # levels: local 12 MiB x 24 instances, global 32 
 MIB = 2**20
 
 
+def _none(rows: list) -> OpArrays:
+    """The table of ``rows`` with residency off: every byte to and from main memory (the reuse formulas alone)."""
+    return OpArrays.from_table(ops.with_residency(ops.table(rows), {}, "none"))
+
+
 def _tiled(a: float, b: float, c: float, M: int, N: int, S: float, e: float) -> float:
     """The tiled formula as the docstring states it: t = sqrt(S/e), capped by M and N."""
     t = max(math.sqrt(S / e), 1.0)
@@ -38,8 +43,8 @@ def test_inner_capacity_pools_a_reuse_group() -> None:
 
 
 def test_tiled_gemm_traffic_per_level_by_hand() -> None:
-    # bf16 1024^3: A = B = C = 2 MiB; e = 2+2+2 = 6 bytes per tile element
-    o = OpArrays.from_table(ops.table([ops.gemm("g", 1024, 1024, 1024, dtype="bf16")]))
+    # bf16 1024^3: A = B = C = 2 MiB; e = 2+2+2 = 6 bytes per tile element (residency off: the formula alone)
+    o = _none([ops.gemm("g", 1024, 1024, 1024, dtype="bf16")])
     tr = traffic(DesignBatch.from_hardware(NPU), o)[0, 0]
     two = 2 * MIB
     # level 0: S = 64 KiB -> t = sqrt(65536/6) = 104.5 -> ceil(1024/104.5) = 10 passes of A and of B
@@ -65,7 +70,7 @@ def test_rectangular_gemm_caps_the_tile_at_each_side() -> None:
 def test_flash_attention_streams_k_and_v_once_per_query_tile() -> None:
     rows = ops.attention("attn", batch=1, heads=8, kv_heads=8, q_len=1024, kv_len=1024, head_dim=128,
                          causal=False, dtype="bf16")
-    o = OpArrays.from_table(ops.table(rows))
+    o = _none(rows)
     tr = traffic(DesignBatch.from_hardware(NPU), o)
     i = int(np.flatnonzero(o.perm == 0)[0])  # the attention row (table row 0) in sorted order
     q = o_ = 8 * 1024 * 128 * 2  # 2 MiB each
@@ -78,7 +83,7 @@ def test_flash_attention_streams_k_and_v_once_per_query_tile() -> None:
 def test_streaming_ops_move_each_byte_once_and_fused_ones_stay_on_chip() -> None:
     add = ops.streaming("add", kind="elementwise", elems=2**20, flops_per_elem=1, inputs=2, dtype="bf16")
     fused = ops.streaming("act", kind="elementwise", elems=2**19, flops_per_elem=4, dtype="bf16", fused=True)
-    o = OpArrays.from_table(ops.table([add, fused]))
+    o = _none([add, fused])
     tr = traffic(DesignBatch.from_hardware(NPU), o)[0]
     tr = o.to_table_order(tr, axis=0)
     assert tr[0].tolist() == [6 * MIB] * 3  # read two 2 MiB inputs, write one
@@ -109,7 +114,7 @@ def test_unknown_reuse_model_names_the_accepted_ones() -> None:
 
 
 def test_a_resized_level_is_computed_per_design_the_others_broadcast() -> None:
-    o = OpArrays.from_table(ops.table([ops.gemm("g", 4096, 4096, 4096, dtype="bf16")]))
+    o = _none([ops.gemm("g", 4096, 4096, 4096, dtype="bf16")])
     base = DesignBatch.stack([DesignBatch.from_hardware(NPU)] * 3)
     d = base.with_knobs(sram_bytes=np.array([2, 8, 128]) * MIB)
     tr = traffic(d, o)[:, 0, :]
@@ -237,3 +242,140 @@ def test_gemm_kernel_codes_give_auto_and_an_empty_cell_the_templates_default() -
     assert GEMM_KERNEL_CODES[""] == GEMM_KERNEL_CODES["auto"] == 0
     codes = [GEMM_KERNEL_CODES[k] for k in get_args(GemmKernelStructure)]
     assert 0 not in codes and len(set(codes)) == len(codes)
+
+
+# ---------------------------------------------------------------- residency (tensors that stay on chip)
+from dse.predict.traffic import Resident, residency_keep, resident_capacity  # noqa: E402
+
+
+def _keep(R: list[float], cache: bool, o: OpArrays, steps: bool = True):
+    """:func:`residency_keep` for resident storages of ``R`` bytes (a cache of exactly that size, or a scratchpad)."""
+    r = np.array(R)[:, None]
+    n = r.shape[0]
+    return residency_keep(Resident(r, np.full((n, 1), cache), r.copy(), np.full((n, 1), steps)), 0, o)
+
+
+def _with_global(mib: float, hbm: bool = True, organization: str = "scratchpad") -> dse.Hardware:
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    for m in data["memory"]:
+        if m["name"] == "global":
+            m["capacity_mib"], m["organization"] = mib, organization
+    if not hbm:
+        data["memory"] = [m for m in data["memory"] if m["name"] != "hbm"]
+    return dse.hardware(data)
+
+
+def _gemm_table(policy: str = "auto", M: int = 1024, N: int = 1024, K: int = 1024):
+    t = ops.table([ops.gemm("g", M, N, K, dtype="bf16")])
+    w = float(t["held_bytes"].iloc[0])
+    return OpArrays.from_table(ops.with_residency(t, {"weights": w}, policy))
+
+
+def test_resident_capacity_is_the_largest_shared_on_chip_level_inside() -> None:
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(NPU))
+    # local (per core) keeps nothing between operators; the 32 MiB global scratchpad serves the hbm level, and
+    # npu-7nm's runtime keeps what fits there across steps (its template says keeps: steps)
+    assert R[0].tolist() == [0.0, 0.0, 32 * MIB] and not cache.any() and steps[0].tolist() == [False, False, True]
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("h200")))
+    # smem is per SM; the 50 MiB L2 is a cache kept at the template's resident_fraction
+    share = dse.hardware("h200").memory[1].resident_share
+    assert R[0, 2] == pytest.approx(50 * MIB * share) and cache[0, 2] and R[0, 1] == 0.0 and full[0, 2] == 50 * MIB
+    # a TPU's VMEM holds a kernel's blocks only (keeps: tiles): nothing stays in it between operators
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("tpu-v5e")))
+    assert R[0, 1] == 0.0 and not steps[0, 1]
+    # Gaudi 2's SRAM is a scratchpad its graph compiler places a step's activations in, not kept across steps
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("gaudi2")))
+    assert R[0, 1] == 48 * MIB and not steps[0, 1] and not cache[0, 1]
+
+
+def test_a_gemm_that_fits_the_global_scratchpad_never_reaches_hbm_and_none_restores_it() -> None:
+    d = DesignBatch.from_hardware(NPU)  # A = B = C = 2 MiB, all inside 32 MiB
+    assert traffic(d, _gemm_table("auto"))[0, 0, 2] == 0.0
+    none = _gemm_table("none")
+    assert traffic(d, none)[0, 0, 2] == none.compulsory[0]
+    # the on-chip levels still carry their tiles: residency only spares the levels outside the resident storage
+    assert (traffic(d, _gemm_table("auto"))[0, 0, :2] == traffic(d, none)[0, 0, :2]).all()
+
+
+def test_a_scratchpad_pins_the_share_of_the_weights_that_fits_beside_the_activations() -> None:
+    two = 2 * MIB
+    o = _gemm_table("auto")
+    # R = 3 MiB: the activation set A + C = 4 MiB does not fit; the weights get min(1, 3 / 2) = all of the room
+    ka, kh = _keep([3.0 * MIB], False, o)
+    assert ka[0, 0] == 1.0 and kh[0, 0] == 0.0
+    # R = 5 MiB: activations (4 MiB) stay, 1 MiB is left for the 2 MiB of weights: half of them stay
+    ka, kh = _keep([5.0 * MIB], False, o)
+    assert ka[0, 0] == 0.0 and kh[0, 0] == pytest.approx(0.5)
+    got = level_traffic(np.array([32.0 * MIB]), o, offchip=True, keep=(ka, kh))[0, 0]
+    assert got == pytest.approx(0.5 * two)
+    # a cache keeps nothing unless the whole working set (4 + 2 MiB) fits
+    ka, kh = _keep([5.0 * MIB, 6.0 * MIB], True, o)
+    assert ka[:, 0].tolist() == [1.0, 0.0] and kh[:, 0].tolist() == [1.0, 0.0]
+    # ... and between its resident share (R) and its whole capacity the share it serves falls linearly
+    res = Resident(np.array([[4.0 * MIB]]), np.array([[True]]), np.array([[8.0 * MIB]]), np.array([[True]]))
+    ka, kh = residency_keep(res, 0, o)  # working set 6 MiB: (8 - 6) / (8 - 4) = 1/2 stays
+    assert ka[0, 0] == pytest.approx(0.5) and kh[0, 0] == pytest.approx(0.5)
+    # a scratchpad that does not keep tensors across steps pins no weights, and a one-kernel step's activations
+    # are its inputs and outputs: they come from main memory
+    ka, kh = _keep([64.0 * MIB], False, o, steps=False)
+    assert ka[0, 0] == 1.0 and kh[0, 0] == 1.0
+
+
+def test_policies_keep_only_their_kind() -> None:
+    ka, kh = _keep([5.0 * MIB], False, _gemm_table("weights"))
+    assert ka[0, 0] == 1.0 and kh[0, 0] == 0.0  # no activations reserved: all 5 MiB for the 2 MiB of weights
+    ka, kh = _keep([5.0 * MIB], False, _gemm_table("activations"))
+    assert ka[0, 0] == 0.0 and kh[0, 0] == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.integers(1, 4096), N=st.integers(1, 4096), K=st.integers(1, 4096), r1=caps, r2=caps,
+       cache=st.booleans(), policy=st.sampled_from(["auto", "none", "weights", "activations"]))
+def test_more_resident_storage_never_adds_traffic(M, N, K, r1, r2, cache, policy) -> None:
+    o = _gemm_table(policy, M, N, K)
+    lo, hi = sorted((r1, r2))
+    keep = _keep([lo, hi], cache, o)
+    tr = level_traffic(np.array([8.0 * MIB, 8.0 * MIB]), o, offchip=True, keep=keep)[:, 0]
+    full = level_traffic(np.array([8.0 * MIB]), o, offchip=True)[0, 0]
+    assert tr[1] <= tr[0] + 1e-6 and tr[0] <= full + 1e-6 and tr[1] >= 0.0
+
+
+def test_gpt2_decode_sram_knee_and_no_penalty_for_adding_hbm() -> None:
+    """Issue 30's bar on npu-7nm copies that differ only in global SRAM, GPT-2 decode at batch 1."""
+    wl = dse.workload("gpt2", phase="decode", batch=1)
+    sizes = [8, 32, 128, 256, 512, 1024, 2048]
+    t = [dse.predict(wl, _with_global(m)).time_s for m in sizes]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(t, t[1:], strict=False))  # more SRAM never slower
+    assert t[sizes.index(512)] <= 0.75 * t[0]
+    no_hbm = dse.predict(wl, _with_global(1024, hbm=False)).time_s
+    assert t[sizes.index(1024)] <= no_hbm * 1.02
+    # the same knee through one batch of designs that differ in the global level (the [D, O] path)
+    d = DesignBatch.stack([DesignBatch.from_hardware(_with_global(m)) for m in sizes])
+    from dse.predict import evaluate_times
+
+    per_op = evaluate_times(d, OpArrays.from_table(wl.ops))
+    batch_t = (per_op * wl.ops["count"].to_numpy()).sum(axis=1)
+    single = [(dse.predict(wl, _with_global(m)).ops["time_s"] * wl.ops["count"]).sum() for m in sizes]
+    assert np.allclose(batch_t, single, rtol=1e-9)
+
+
+def test_the_residency_doc_shows_the_sram_knee_the_predictor_gives() -> None:
+    """docs/residency.md's GPT-2 knee table: step time (0.1 us), weights on chip (whole %) and binding shares (whole
+    %) for each global SRAM size, as ``dse.predict`` gives them on npu-7nm copies."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "residency.md").read_text()
+    row = re.compile(r"^\| (\d+) \| ([\d.]+) \| (\d+) % \| (.+) \|$")
+    shown = {int(m[1]): m.groups()[1:] for m in map(row.match, doc.splitlines()) if m}
+    assert sorted(shown) == [8, 32, 128, 256, 512, 1024]
+    wl = dse.workload("gpt2", phase="decode", batch=1)
+    for mib, (step, weights, binding) in shown.items():
+        p = dse.predict(wl, _with_global(mib))
+        o = p.ops
+        w = o["held"] == "weights"
+        share = float((o.loc[w, "held_on_chip"] * o.loc[w, "held_bytes"] * o.loc[w, "count"]).sum()
+                      / (o.loc[w, "held_bytes"] * o.loc[w, "count"]).sum())
+        bound = p.time_by_bound().sort_values(ascending=False)
+        text = ", ".join(f"{k} {round(v * 100)} %" for k, v in bound.items() if round(v * 100) > 0)
+        assert (float(step), int(weights), binding) == (round(p.time_s * 1e6, 1), round(share * 100), text), mib

@@ -9,7 +9,7 @@ import pytest
 import dse
 from dse.errors import DseError
 from dse.workloads import library, parallel
-from dse.workloads.ops import COLUMNS
+from dse.workloads.ops import COLUMNS, RESIDENCY_COLUMNS
 from dse.workloads.parallel import Plan
 from tests.conftest import one_line_error_with_cache_cleared
 
@@ -19,7 +19,7 @@ def test_every_library_model_expands_with_the_full_schema() -> None:
     assert {"resnet50", "mobilenet-v2", "bert-base", "gpt2", "llama2-7b", "vit-b16"} <= set(lib["name"])
     for name in lib["name"]:
         wl = dse.workload(name)
-        assert list(wl.ops.columns) == COLUMNS
+        assert list(wl.ops.columns) == COLUMNS + RESIDENCY_COLUMNS
         assert (wl.ops["flops"] >= 0).all() and (wl.ops["count"] >= 1).all()
         assert wl.flops > 0 and wl.bytes > 0
     assert (lib["source"].str.len() > 20).all()

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dse
 from dse.workloads import ops
 
 
@@ -246,3 +247,17 @@ def test_flash_causal_pairs_lie_between_the_triangle_and_the_rectangle(q: int, e
     assert tri <= flash <= q * k
     # at most one diagonal block per query tile beyond the triangle: 128 rows x (128 + kBlockN) keys
     assert flash - tri <= -(-q // 128) * 128 * (128 + ops.flash_kv_tile(d))
+
+
+def test_an_unknown_residency_policy_is_one_line_naming_the_field() -> None:
+    accepted = "accepted: one of 'auto', 'none', 'weights' or 'activations'"
+    with pytest.raises(dse.DseError, match=f"residency: got 'most'; {accepted}"):
+        dse.workload("gpt2", phase="decode", residency="most")
+
+
+def test_an_encoder_without_a_kv_cache_reads_k_and_v_as_activations() -> None:
+    wl = dse.workload("bert-base", batch=1, seq=128)
+    assert (wl.ops["held"] != "kv_cache").all() and wl.ops["footprint_kv"].eq(0).all()
+    dec = dse.workload("gpt2", phase="decode", batch=1)
+    att = dec.ops[dec.ops["kind"] == "attention"]
+    assert (att["held"] == "kv_cache").all() and dec.ops["footprint_kv"].iloc[0] == dec.memory["kv_cache"]
