@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1] / "dse"
 
 #: bottom to top; a module's layer is the first entry whose name is the module or a package above it
 LAYERS: list[tuple[str, ...]] = [
-    ("dse.units", "dse.errors", "dse.yamlio", "dse._version", "dse.strict", "dse.document"),  # base
+    ("dse.units", "dse.errors", "dse.yamlio", "dse._version", "dse.strict", "dse.document", "dse.limits"),  # base
     ("dse.hardware",),  # templates, designs, systems, collectives, energy
     ("dse.workloads",),  # operator tables, plans, mixes (no design)
     ("dse.predict",),  # roofline, traffic, network, power cap; operator intensity on a design

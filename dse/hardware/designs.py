@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from pydantic import ValidationError
 
+from dse.errors import from_validation_error
 from dse.hardware import fields
 from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
@@ -493,4 +495,7 @@ class DesignBatch:
                 or abs(level["bandwidth_tbps"] * TERA - orig.bandwidth_bps) > 1e6
             ):
                 level["source"] += f"; resized by dse ({note or 'derived'})"
-        return Hardware.model_validate(data)
+        try:
+            return Hardware.model_validate(data)
+        except ValidationError as exc:  # a design beyond a physical limit (dse.limits): the search space reaches it
+            raise from_validation_error(exc, file=f"design {name}", model=Hardware) from None

@@ -8,27 +8,52 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
+from dse.limits import (
+    MAX_ARRAY_SIDE,
+    MAX_ASPECT_RATIO,
+    MAX_BANDWIDTH_GBPS,
+    MAX_BANDWIDTH_TBPS,
+    MAX_CAPACITY_GB,
+    MAX_CAPACITY_GIB,
+    MAX_CAPACITY_MIB,
+    MAX_CLOCK_GHZ,
+    MAX_CORES,
+    MAX_DIE_AREA_MM2,
+    MAX_DRAM_STACKS,
+    MAX_LINK_GBPS,
+    MAX_LINKS,
+    MAX_OVERHEAD_US,
+    MAX_PEAK_TFLOPS,
+    MAX_POWER_W,
+    MAX_REGISTER_KIB,
+    MAX_STACK_CAPACITY_GB,
+)
 from dse.strict import Strict
 from dse.units import DTYPES, GIB, MATRIX_OP_KINDS, MIB, TERA, Dtype, GemmKernelStructure
 
 Fraction = float  # documented alias: 0 < x <= 1
+#: a dense peak in TFLOP/s (the > 0 check is the unit's validator's, which names the dtype)
+Peak = Annotated[float, Field(le=MAX_PEAK_TFLOPS)]
+#: one side of a GEMM output tile
+TileSide = Annotated[int, Field(le=MAX_ARRAY_SIDE)]
 
 
 class ComputeUnit(Strict):
     """One kind of execution unit (the MAC arrays, or the vector/SIMD units)."""
 
     kind: Literal["matrix", "vector"] = Field(description="matrix: GEMM/conv/attention; vector: the rest")
-    peak_tflops: dict[Dtype, float] = Field(
+    peak_tflops: dict[Dtype, Peak] = Field(
         description="Dense peak per dtype in TFLOP/s (TOP/s for ints), all cores together, no sparsity."
     )
-    array_rows: int = Field(1, gt=0, description="MAC-array rows (M-side tile of one pass); 1 for vector units")
-    array_cols: int = Field(1, gt=0, description="MAC-array columns (N-side tile of one pass)")
+    array_rows: int = Field(1, gt=0, le=MAX_ARRAY_SIDE, description="MAC-array rows (M-side tile of one pass); 1 for "
+                            "vector units")
+    array_cols: int = Field(1, gt=0, le=MAX_ARRAY_SIDE, description="MAC-array columns (N-side tile of one pass)")
     style: Literal["simt", "systolic"] = Field(
         "simt", description="Area and energy model of a matrix unit: systolic = priced per processing element "
         "(PE area and energy from the node); simt = GPU-style tensor cores priced per TFLOP/s (whole-SM fit). "
@@ -39,7 +64,7 @@ class ComputeUnit(Strict):
         "GEMMs reach a different fraction than `efficiency` (e.g. a library's fp8 kernels); other dtypes use "
         "`efficiency`. Kept as a ratio to `efficiency`, so a design or calibration that scales `efficiency` "
         "scales these too")
-    cta_tiles: list[tuple[int, int]] | None = Field(
+    cta_tiles: list[tuple[TileSide, TileSide]] | None = Field(
         None, description="Output tiles (M x N per core) a GEMM library picks among (e.g. CUTLASS's sm80 tensor-op "
         "set); when set, a GEMM/conv's array fill is the best tile-and-wave (and split-K) efficiency over them "
         "(dse.predict.tiles) instead of the array_rows x array_cols quantization")
@@ -80,13 +105,14 @@ class ComputeUnit(Strict):
 class Compute(Strict):
     """Cores, clock and the two unit kinds."""
 
-    cores: int = Field(gt=0, description="Cores (SMs, TensorCores, NPU cores) sharing the outer levels")
-    clock_ghz: float = Field(gt=0, description="Clock the peaks assume, GHz")
+    cores: int = Field(gt=0, le=MAX_CORES, description="Cores (SMs, TensorCores, NPU cores) sharing the outer levels")
+    clock_ghz: float = Field(gt=0, le=MAX_CLOCK_GHZ, description="Clock the peaks assume, GHz")
     register_kib_per_core: float = Field(
-        gt=0, description="Register file / accumulator storage per core (KiB): reuse capacity inside level 0"
+        gt=0, le=MAX_REGISTER_KIB, description="Register file / accumulator storage per core (KiB): reuse capacity "
+        "inside level 0"
     )
     launch_overhead_us: float = Field(
-        0.0, ge=0, description="Fixed time per operator launch/sync (us): the overhead ceiling"
+        0.0, ge=0, le=MAX_OVERHEAD_US, description="Fixed time per operator launch/sync (us): the overhead ceiling"
     )
     graph_kernel_us: float | None = Field(
         None, ge=0, description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on "
@@ -94,12 +120,14 @@ class Compute(Strict):
         "the difference being its memory pipeline's ramp and drain, in proportion to the share of its bytes that "
         "cross the main memory (dse.predict.roofline.overhead_times). Default: launch_overhead_us for every kernel")
     eager_overhead_us: float = Field(
-        10.0, ge=0, description="Host time to dispatch one operator from an eager framework (us): an operator of a "
+        10.0, ge=0, le=MAX_OVERHEAD_US,
+        description="Host time to dispatch one operator from an eager framework (us): an operator of a "
         "workload run with execution: eager takes at least this long. Default 10 us, low confidence: PyTorch's "
         "operator micro-benchmarks time ~3.3 us for a trivial CUDA op through the C++ dispatcher alone "
         "(pytorch/pytorch PR #32194), Python and autograd bookkeeping add to it")
     sync_overhead_us: float = Field(
-        0.0, ge=0, description="Extra time of one host-synchronised call timed on its own (us): added to "
+        0.0, ge=0, le=MAX_OVERHEAD_US,
+        description="Extra time of one host-synchronised call timed on its own (us): added to "
         "measurements taken that way (validation rows with timing=isolated), never to a workload"
     )
     matrix: ComputeUnit
@@ -136,21 +164,27 @@ class MemoryLevel(Strict):
     kind: str = Field(
         description="What the level is (dse.hardware.memory_kinds.KINDS): sram: on chip; dram: off chip (HBM, GDDR, "
         "LPDDR). Optional in a template: a level without it takes dse.hardware.memory_kinds.infer_kind")
-    capacity_mib: float | None = Field(None, gt=0, description="Total capacity, MiB (give one capacity_*)")
-    capacity_gib: float | None = Field(None, gt=0, description="Total capacity, GiB")
-    capacity_gb: float | None = Field(None, gt=0, description="Total capacity, decimal GB (1e9 bytes)")
-    instances: int = Field(1, gt=0, description="Private copies (e.g. per core); capacity is split evenly")
+    capacity_mib: float | None = Field(None, gt=0, le=MAX_CAPACITY_MIB, description="Total capacity, MiB (give one "
+                                       "capacity_*)")
+    capacity_gib: float | None = Field(None, gt=0, le=MAX_CAPACITY_GIB, description="Total capacity, GiB")
+    capacity_gb: float | None = Field(None, gt=0, le=MAX_CAPACITY_GB, description="Total capacity, decimal GB (1e9 "
+                                      "bytes)")
+    instances: int = Field(1, gt=0, le=MAX_CORES, description="Private copies (e.g. per core); capacity is split evenly")
     reuse_group: int = Field(
-        1, gt=0, description="Private copies whose tiles are shared by multicast, so the next level out sees their "
+        1, gt=0, le=MAX_CORES,
+        description="Private copies whose tiles are shared by multicast, so the next level out sees their "
         "pooled capacity as one reuse buffer (Hopper thread-block clusters of 2 SMs with TMA multicast: 2)")
-    bandwidth_tbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, TB/s (1e12 byte/s)")
-    bandwidth_gbps: float | None = Field(None, gt=0, description="Aggregate bandwidth, GB/s (1e9 byte/s)")
+    bandwidth_tbps: float | None = Field(None, gt=0, le=MAX_BANDWIDTH_TBPS, description="Aggregate bandwidth, TB/s "
+                                         "(1e12 byte/s)")
+    bandwidth_gbps: float | None = Field(None, gt=0, le=MAX_BANDWIDTH_GBPS, description="Aggregate bandwidth, GB/s "
+                                         "(1e9 byte/s)")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of bandwidth")
     stack_bandwidth_gbps: float | None = Field(
-        None, gt=0, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
+        None, gt=0, le=MAX_LINK_GBPS, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
     )
     stack_capacity_gb: float | None = Field(
-        None, gt=0, description="DRAM only: capacity of one stack/channel (decimal GB); a design bought as N whole "
+        None, gt=0, le=MAX_STACK_CAPACITY_GB,
+        description="DRAM only: capacity of one stack/channel (decimal GB); a design bought as N whole "
         "stacks holds N x this. Default: the level's capacity over its stacks, ceil(bandwidth / stack_bandwidth)")
     organization: Literal["cache", "scratchpad"] = Field(
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
@@ -237,8 +271,8 @@ class MemoryLevel(Strict):
 class Network(Strict):
     """Chip-to-chip links (their area and SerDes energy; network ceilings come with multi-chip systems)."""
 
-    links: int = Field(ge=0, description="Links per chip")
-    link_bandwidth_gbps: float = Field(gt=0, description="Per link, per direction, GB/s")
+    links: int = Field(ge=0, le=MAX_LINKS, description="Links per chip")
+    link_bandwidth_gbps: float = Field(gt=0, le=MAX_LINK_GBPS, description="Per link, per direction, GB/s")
     collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
         "nccl", description="Collective library of the chip's software stack (its default system's protocols; "
                             "dse.hardware.collectives.PROTOCOLS)")
@@ -248,9 +282,11 @@ class Network(Strict):
 class Package(Strict):
     """Die shape and package limits (the shoreline check of ``dse.cost.area``)."""
 
-    aspect_ratio: float = Field(1.0, gt=0, description="Die long side / short side (1 = square); the edge "
+    aspect_ratio: float = Field(1.0, gt=0, le=MAX_ASPECT_RATIO,
+                                description="Die long side / short side (1 = square); the edge "
                                 "length that holds DRAM PHYs and SerDes follows from area and this ratio")
-    max_dram_stacks: int | None = Field(None, gt=0, description="DRAM stacks the package/interposer holds "
+    max_dram_stacks: int | None = Field(None, gt=0, le=MAX_DRAM_STACKS,
+                                        description="DRAM stacks the package/interposer holds "
                                         "(default: the node's max_dram_stacks)")
     source: str = Field(min_length=3)
 
@@ -258,8 +294,8 @@ class Package(Strict):
 class Published(Strict):
     """Public figures of a real chip, used to check the area and power models (not by the models)."""
 
-    die_area_mm2: float | None = Field(None, gt=0)
-    tdp_w: float | None = Field(None, gt=0)
+    die_area_mm2: float | None = Field(None, gt=0, le=MAX_DIE_AREA_MM2)
+    tdp_w: float | None = Field(None, gt=0, le=MAX_POWER_W)
     source: str = Field(min_length=3)
 
 
@@ -274,7 +310,8 @@ class Hardware(Strict):
     memory: list[MemoryLevel] = Field(min_length=1)
     network: Network | None = None
     power_limit_w: float | None = Field(
-        None, gt=0, description="Board power cap (W): an operator whose modelled power exceeds it runs at a lower "
+        None, gt=0, le=MAX_POWER_W,
+        description="Board power cap (W): an operator whose modelled power exceeds it runs at a lower "
         "clock (dse.predict.power_cap); e.g. an A100 capped at 330 W")
     package: Package | None = None
     published: Published | None = None

@@ -11,12 +11,14 @@ queried clocks into its description.
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 
 from dse.errors import DseError
 from dse.hardware.schema import Hardware
-from dse.hardware.templates import load_hardware
+from dse.hardware.templates import hardware_from_mapping, load_hardware
+from dse.limits import MAX_CAPACITY_MIB, MAX_POWER_W
 
 QUERY = "name,clocks.max.sm,clocks.max.memory,memory.total,power.limit"
 COMMAND = ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"]
@@ -108,6 +110,7 @@ def template_for(gpu: dict) -> Hardware:
     match = next((t for key, t in PARTS if key in name.upper()), None)
     if match is None:
         raise DseError(f"no shipped template for GPU {name!r}; accepted parts: {', '.join(k for k, _ in PARTS)}")
+    _check_queried(gpu)
     hw = load_hardware(match)
     data = hw.model_dump(mode="python", exclude_none=True)
     data["name"] = f"{match}-queried"
@@ -124,4 +127,23 @@ def template_for(gpu: dict) -> Hardware:
         data["published"]["source"] += "; tdp_w = nvidia-smi power.limit"
     if gpu["power_limit_w"] > 0:  # the board's cap: a capped card (e.g. an A100 at 330 W) derates
         data["power_limit_w"] = float(gpu["power_limit_w"])
-    return Hardware.model_validate(data)
+    return hardware_from_mapping(data)
+
+
+#: (nvidia-smi field, key, highest, how the error says it) of each queried value: the memory and the power limit are
+#: written into the template (dse.limits bounds a level's capacity and a power); the clocks go into its description
+QUERIED = (("clocks.max.sm", "sm_clock_mhz", math.inf, "MHz"),
+           ("clocks.max.memory", "mem_clock_mhz", math.inf, "MHz"),
+           ("memory.total", "memory_mib", MAX_CAPACITY_MIB, f"MiB, at most {MAX_CAPACITY_MIB:.0f} (16 PiB)"),
+           ("power.limit", "power_limit_w", MAX_POWER_W, f"W, at most {MAX_POWER_W:.0f}"))
+
+
+def _check_queried(gpu: dict) -> None:
+    """Each queried number finite and in range (memory > 0, the rest >= 0), else a one-line error naming the
+    nvidia-smi field: nothing out of range reaches the template."""
+    for field, key, high, unit in QUERIED:
+        v = float(gpu[key])
+        positive = key == "memory_mib"
+        if not (math.isfinite(v) and (v > 0 if positive else v >= 0) and v <= high):
+            raise DseError(f"got {v:g}; accepted: a finite number {'>' if positive else '>='} 0 {unit}",
+                           field=f"GPU {gpu['name']}: {field}")

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from dse.limits import MAX_HEADS, MAX_KERNEL, MAX_LAYERS, MAX_RATIO, MAX_RESOLUTION, MAX_TOKENS, MAX_VOCAB, MAX_WIDTH
 from dse.strict import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
@@ -27,73 +28,75 @@ Act = Literal["relu", "relu6", "silu", "gelu", "hswish", "sigmoid", "none"]
 
 
 class InputShape(Strict):
-    height: int = Field(gt=0)
-    width: int = Field(gt=0)
-    channels: int = Field(gt=0)
+    height: int = Field(gt=0, le=MAX_RESOLUTION)
+    width: int = Field(gt=0, le=MAX_RESOLUTION)
+    channels: int = Field(gt=0, le=MAX_WIDTH)
 
 
 class Conv(Strict):
     op: Literal["conv"]
-    out: int = Field(gt=0)
-    k: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
-    pad: int | None = Field(None, ge=0)
-    groups: int = Field(1, gt=0)
+    out: int = Field(gt=0, le=MAX_WIDTH)
+    k: int = Field(gt=0, le=MAX_KERNEL)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    pad: int | None = Field(None, ge=0, le=MAX_KERNEL)
+    groups: int = Field(1, gt=0, le=MAX_WIDTH)
     bn: bool = True
     act: Act = "relu"
 
 
 class DWConv(Strict):
     op: Literal["dwconv"]
-    k: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
+    k: int = Field(gt=0, le=MAX_KERNEL)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
     bn: bool = True
     act: Act = "relu"
 
 
 class Pool(Strict):
     op: Literal["maxpool", "avgpool"]
-    k: int = Field(1, gt=0)
-    stride: int = Field(1, gt=0)
-    pad: int = Field(0, ge=0)
+    k: int = Field(1, gt=0, le=MAX_KERNEL)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    pad: int = Field(0, ge=0, le=MAX_KERNEL)
     global_: bool = Field(False, alias="global")
 
 
 class FC(Strict):
     op: Literal["fc"]
-    out: int = Field(gt=0)
+    out: int = Field(gt=0, le=MAX_VOCAB)
     act: Act = "none"
 
 
 class Bottleneck(Strict):
     op: Literal["bottleneck"]
-    mid: int = Field(gt=0)
-    out: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
-    repeats: int = Field(1, gt=0)
-    groups: int = Field(1, gt=0, description="ResNeXt cardinality on the 3x3 (RegNet: mid / group width)")
-    se: float = Field(0.0, ge=0, description="Squeeze-excitation width as a fraction of the block input (RegNetY 0.25)")
+    mid: int = Field(gt=0, le=MAX_WIDTH)
+    out: int = Field(gt=0, le=MAX_WIDTH)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    repeats: int = Field(1, gt=0, le=MAX_LAYERS)
+    groups: int = Field(1, gt=0, le=MAX_WIDTH, description="ResNeXt cardinality on the 3x3 (RegNet: mid / group width)")
+    se: float = Field(0.0, ge=0, le=1, description="Squeeze-excitation width as a fraction of the block input "
+                      "(RegNetY 0.25)")
 
 
 class BasicBlock(Strict):
     op: Literal["basic"]
-    out: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
-    repeats: int = Field(1, gt=0)
+    out: int = Field(gt=0, le=MAX_WIDTH)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    repeats: int = Field(1, gt=0, le=MAX_LAYERS)
 
 
 class InvertedResidual(Strict):
     op: Literal["inverted_residual"]
-    expand: float = Field(gt=0, description="Expansion ratio (ignored when expand_channels is given)")
-    expand_channels: int | None = Field(None, gt=0, description="Explicit expanded width (MobileNetV3)")
-    out: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
-    repeats: int = Field(1, gt=0)
-    k: int = Field(3, gt=0)
+    expand: float = Field(gt=0, le=MAX_RATIO, description="Expansion ratio (ignored when expand_channels is given)")
+    expand_channels: int | None = Field(None, gt=0, le=MAX_WIDTH, description="Explicit expanded width (MobileNetV3)")
+    out: int = Field(gt=0, le=MAX_WIDTH)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    repeats: int = Field(1, gt=0, le=MAX_LAYERS)
+    k: int = Field(3, gt=0, le=MAX_KERNEL)
     act: Act = "relu6"
-    se: float = Field(0.0, ge=0, description="Squeeze-excitation width as a fraction of se_on's channels")
+    se: float = Field(0.0, ge=0, le=1, description="Squeeze-excitation width as a fraction of se_on's channels")
     se_on: Literal["input", "expanded"] = "input"
-    se_divisor: int = Field(1, gt=0, description="Round the SE width up to a multiple of this (MobileNetV3: 8)")
+    se_divisor: int = Field(1, gt=0, le=MAX_WIDTH, description="Round the SE width up to a multiple of this "
+                            "(MobileNetV3: 8)")
 
 
 class Norm(Strict):
@@ -107,9 +110,9 @@ class ConvNeXt(Strict):
     scale, residual."""
 
     op: Literal["convnext"]
-    repeats: int = Field(1, gt=0)
-    k: int = Field(7, gt=0)
-    mlp_ratio: int = Field(4, gt=0)
+    repeats: int = Field(1, gt=0, le=MAX_LAYERS)
+    k: int = Field(7, gt=0, le=MAX_KERNEL)
+    mlp_ratio: int = Field(4, gt=0, le=MAX_RATIO)
 
 
 class DenseBlock(Strict):
@@ -117,9 +120,9 @@ class DenseBlock(Strict):
     3x3 (growth), its output concatenated to the block input (channels grow by ``growth``)."""
 
     op: Literal["dense_block"]
-    layers: int = Field(gt=0)
-    growth: int = Field(gt=0)
-    bn_size: int = Field(4, gt=0)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    growth: int = Field(gt=0, le=MAX_WIDTH)
+    bn_size: int = Field(4, gt=0, le=MAX_RATIO)
 
 
 class Transition(Strict):
@@ -134,12 +137,12 @@ class Inception(Strict):
     "5x5" branch): 1x1 | 1x1-3x3 | 1x1-3x3 | 3x3 max pool-1x1, concatenated."""
 
     op: Literal["inception"]
-    b1: int = Field(gt=0)
-    b3_reduce: int = Field(gt=0)
-    b3: int = Field(gt=0)
-    b5_reduce: int = Field(gt=0)
-    b5: int = Field(gt=0)
-    pool_proj: int = Field(gt=0)
+    b1: int = Field(gt=0, le=MAX_WIDTH)
+    b3_reduce: int = Field(gt=0, le=MAX_WIDTH)
+    b3: int = Field(gt=0, le=MAX_WIDTH)
+    b5_reduce: int = Field(gt=0, le=MAX_WIDTH)
+    b5: int = Field(gt=0, le=MAX_WIDTH)
+    pool_proj: int = Field(gt=0, le=MAX_WIDTH)
 
 
 class Save(Strict):
@@ -153,7 +156,7 @@ class Up(Strict):
     the last saved activation (U-Net decoder step)."""
 
     op: Literal["up"]
-    out: int = Field(gt=0)
+    out: int = Field(gt=0, le=MAX_WIDTH)
     mode: Literal["transposed", "nearest"] = "transposed"
     concat: bool = True
 
@@ -176,7 +179,7 @@ class Residual(Strict):
 
     op: Literal["residual"]
     layers: list[Layer]  # type: ignore[valid-type]
-    repeats: int = Field(1, gt=0)
+    repeats: int = Field(1, gt=0, le=MAX_LAYERS)
     act: Act = "none"
 
 
@@ -186,10 +189,10 @@ class SpatialTransformer(Strict):
     ``context_dim``, LN, GEGLU FFN (4C)] x depth, 1x1 out, residual."""
 
     op: Literal["transformer"]
-    heads: int = Field(8, gt=0)
-    depth: int = Field(1, gt=0)
-    context_len: int = Field(77, gt=0)
-    context_dim: int = Field(768, gt=0)
+    heads: int = Field(8, gt=0, le=MAX_HEADS)
+    depth: int = Field(1, gt=0, le=MAX_LAYERS)
+    context_len: int = Field(77, gt=0, le=MAX_TOKENS)
+    context_dim: int = Field(768, gt=0, le=MAX_WIDTH)
 
 
 class SelfAttention(Strict):
@@ -197,7 +200,7 @@ class SelfAttention(Strict):
     output projection, residual."""
 
     op: Literal["attention"]
-    heads: int = Field(1, gt=0)
+    heads: int = Field(1, gt=0, le=MAX_HEADS)
 
 
 Layer = Annotated[Conv | DWConv | Pool | FC | Bottleneck | BasicBlock | InvertedResidual | Norm | ConvNeXt | DenseBlock

@@ -146,11 +146,27 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
     desc = {"name": name, "family": "transformer", "domain": "imported",
             "source": f"imported from Hugging Face config ({where}, model_type {mt}) by dse workloads import",
             "arch": arch, "defaults": defaults}
-    _validate(desc, where)
+    _validate(desc, where, cfg)
     return desc
 
 
-def _validate(desc: dict, where: str) -> None:
+#: the Hugging Face config keys an ``arch`` field is read from (any model_type), for naming the key in an error; a
+#: field not listed is read from the key of its own name (the MLA ranks)
+HF_KEYS: dict[str, tuple[str, ...]] = {
+    "layers": ("num_hidden_layers", "n_layer"), "hidden": ("hidden_size", "n_embd"),
+    "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads", "num_attention_heads"),
+    "ffn": ("intermediate_size", "n_inner"), "vocab": ("vocab_size",),
+    "max_seq": ("max_position_embeddings", "n_positions"), "default_seq": ("max_position_embeddings", "n_positions"),
+    "moe.experts": ("num_local_experts", "num_experts", "n_routed_experts"), "moe.active": ("num_experts_per_tok",),
+    "moe.expert_ffn": ("moe_intermediate_size", "intermediate_size"), "moe.shared_experts": ("n_shared_experts",),
+    "moe.dense_layers": ("first_k_dense_replace",),
+}
+
+
+def _validate(desc: dict, where: str, cfg: dict | None = None) -> None:
+    """Check ``desc``'s arch against its family's schema: a one-line :class:`DseError` naming the field. With
+    ``cfg`` (the Hugging Face config it came from), a value out of range names the config key it was read from
+    (:data:`HF_KEYS`), the arch field and docs/limits.md (where each limit and its reason are stated)."""
     from pydantic import ValidationError
 
     from dse.errors import from_validation_error
@@ -160,7 +176,18 @@ def _validate(desc: dict, where: str) -> None:
     try:
         model.model_validate(desc["arch"])
     except ValidationError as exc:
-        raise from_validation_error(exc, file=where, model=model, prefix="arch") from None
+        err = from_validation_error(exc, file=where, model=model, prefix="arch")
+        first = exc.errors()[0]
+        path = str(err.field or "").removeprefix("arch.")
+        got: Any = desc["arch"]  # the value at the field (a block's own check names the field, its input is the block)
+        for part in path.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        keys = HF_KEYS.get(path, (path.rsplit(".", 1)[-1],))
+        key = next((k for k in keys if cfg is not None and type(got) is int and cfg.get(k) == got), None)
+        if key is None:
+            raise err from None
+        note = ", docs/limits.md" if first["type"] in ("less_than_equal", "less_than") else ""
+        raise DseError(f"{err.message} ({err.field}{note})", file=where, field=key) from None
 
 
 # ------------------------------------------------------------------------------------------ ONNX
@@ -335,5 +362,9 @@ def workload_from_description(desc: dict[str, Any], **scenario: Any):  # noqa: A
     fam = FAMILIES[d.family]
     arch = fam.arch.model_validate(d.arch)
     sc = Scenario.model_validate({**d.defaults, **scenario})
-    rows, facts = fam.build(arch, sc, d.name)
-    return Workload(name=d.name, ops=ops.table(rows), scenario={**facts, "dtype": sc.dtype}, source=d.source)
+    try:
+        rows, facts = fam.build(arch, sc, d.name)
+        table = ops.table(rows)
+    except ValueError as exc:  # a scenario the model refuses, a row beyond the table's int64 columns
+        raise DseError(f"{exc}", field=f"workload {d.name}") from None
+    return Workload(name=d.name, ops=table, scenario={**facts, "dtype": sc.dtype}, source=d.source)

@@ -358,11 +358,14 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         raise DseError(f"{exc}", field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution, "residency": sc.residency}
-    if facts.get("phase") == "serving":  # compact prefill and decode apart: the TTFT/TPOT split reads them by name
-        parts = [[r for r in rows if str(r["name"]).startswith(pre)] for pre in (serving.PREFILL, serving.DECODE)]
-        table = pd.concat([ops.table(p) for p in parts], ignore_index=True)
-    else:
-        table = ops.table(rows)
+    try:
+        if facts.get("phase") == "serving":  # compact prefill and decode apart: the TTFT/TPOT split reads them by name
+            parts = [[r for r in rows if str(r["name"]).startswith(pre)] for pre in (serving.PREFILL, serving.DECODE)]
+            table = pd.concat([ops.table(p) for p in parts], ignore_index=True)
+        else:
+            table = ops.table(rows)
+    except ValueError as exc:  # a row beyond the table's int64 columns
+        raise DseError(f"{exc}", field=f"workload {name}") from None
     table = ops.with_residency(table, memory, sc.residency)
     if sc.execution == "eager":  # every operator the host launches itself: not fused, not a collective
         table["eager"] = ~table["fused"] & (table["coll"] == "")

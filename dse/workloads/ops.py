@@ -530,9 +530,28 @@ def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: the integer columns of the operator table (int64) and the largest value they hold
+INT_COLUMNS: tuple[str, ...] = ("M", "N", "K", "batch", "count", "ctas", "head_rows", "group", "stride")
+INT_COLUMN_MAX = 2**63 - 1
+
+
+def check_int_columns(rows: list[dict[str, Any]]) -> None:
+    """Raise ``ValueError`` naming the first row whose integer column exceeds int64: each dimension within its limit
+    (docs/limits.md) can still multiply past it (a streamed row's ``M`` is its elements, batch x tokens x width)."""
+    for r in rows:
+        for col in INT_COLUMNS:
+            v = r.get(col)
+            if isinstance(v, int) and not -INT_COLUMN_MAX <= v <= INT_COLUMN_MAX:
+                raise ValueError(f"operator {r.get('name')}: {col}: got {float(v):.3g}; accepted: at most 2^63 - 1 "
+                                 "(an int64 column of the operator table): a smaller batch, sequence or model")
+
+
 def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
-    """Build the operator table; with ``compact`` identical operators merge into one row (counts add)."""
-    df = pd.DataFrame(_compact(rows) if compact and rows else rows)
+    """Build the operator table; with ``compact`` identical operators merge into one row (counts add). An integer
+    column beyond int64 is a ``ValueError`` naming the row (:func:`check_int_columns`)."""
+    rows = _compact(rows) if compact and rows else rows
+    check_int_columns(rows)
+    df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = _default(col)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from dse.limits import MAX_BATCH, MAX_COUNT, MAX_ELEMS, MAX_GEMM_DIM, MAX_KERNEL, MAX_PARAMS, MAX_RESOLUTION, MAX_WIDTH
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -21,38 +22,38 @@ from dse.workloads.scenario import Scenario
 class GemmRow(Strict):
     op: Literal["gemm"]
     name: str
-    M: int = Field(gt=0)
-    N: int = Field(gt=0)
-    K: int = Field(gt=0)
-    batch: int = Field(1, gt=0)
+    M: int = Field(gt=0, le=MAX_GEMM_DIM)
+    N: int = Field(gt=0, le=MAX_GEMM_DIM)
+    K: int = Field(gt=0, le=MAX_GEMM_DIM)
+    batch: int = Field(1, gt=0, le=MAX_GEMM_DIM)
     weights: bool = Field(True, description="B is a weight (False: both operands are activations)")
-    count: int = Field(1, gt=0)
+    count: int = Field(1, gt=0, le=MAX_COUNT)
 
 
 class ConvRow(Strict):
     op: Literal["conv"]
     name: str
-    n: int = Field(gt=0)
-    h: int = Field(gt=0)
-    w: int = Field(gt=0)
-    c_in: int = Field(gt=0)
-    c_out: int = Field(gt=0)
-    k: int = Field(gt=0)
-    stride: int = Field(1, gt=0)
-    pad: int = Field(0, ge=0)
-    groups: int = Field(1, gt=0)
-    count: int = Field(1, gt=0)
+    n: int = Field(gt=0, le=MAX_BATCH)
+    h: int = Field(gt=0, le=MAX_RESOLUTION)
+    w: int = Field(gt=0, le=MAX_RESOLUTION)
+    c_in: int = Field(gt=0, le=MAX_WIDTH)
+    c_out: int = Field(gt=0, le=MAX_WIDTH)
+    k: int = Field(gt=0, le=MAX_KERNEL)
+    stride: int = Field(1, gt=0, le=MAX_KERNEL)
+    pad: int = Field(0, ge=0, le=MAX_KERNEL)
+    groups: int = Field(1, gt=0, le=MAX_WIDTH)
+    count: int = Field(1, gt=0, le=MAX_COUNT)
 
 
 class StreamRow(Strict):
     op: Literal["stream"]
     name: str
     kind: Literal["elementwise", "norm", "softmax", "reduce", "pool", "embedding"] = "elementwise"
-    elems: float = Field(ge=0)
-    flops_per_elem: float = Field(0.0, ge=0)
-    read_per_elem: float = Field(1.0, ge=0, description="Elements read per output element")
-    write_per_elem: float = Field(1.0, ge=0)
-    count: int = Field(1, gt=0)
+    elems: float = Field(ge=0, le=MAX_ELEMS)
+    flops_per_elem: float = Field(0.0, ge=0, le=MAX_ELEMS)
+    read_per_elem: float = Field(1.0, ge=0, le=MAX_ELEMS, description="Elements read per output element")
+    write_per_elem: float = Field(1.0, ge=0, le=MAX_ELEMS)
+    count: int = Field(1, gt=0, le=MAX_COUNT)
 
 
 Row = Annotated[GemmRow | ConvRow | StreamRow, Field(discriminator="op")]
@@ -60,7 +61,7 @@ Row = Annotated[GemmRow | ConvRow | StreamRow, Field(discriminator="op")]
 
 class OpTableArch(Strict):
     ops: list[Row] = Field(min_length=1)
-    params: int = Field(0, ge=0)
+    params: int = Field(0, ge=0, le=MAX_PARAMS)
     unknown_ops: list[str] = Field(default_factory=list, description="Source operators counted as bytes only")
 
 

@@ -11,26 +11,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from dse.limits import MAX_LAYERS, MAX_POOLING, MAX_TABLE_ROWS, MAX_TABLES, MAX_WIDTH
 from dse.strict import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
 from dse.workloads.training import training_step
 
+#: one MLP layer's width
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+
 
 class RecsysArch(Strict):
     model: Literal["dlrm", "dcn", "wide_deep"]
-    dense_features: int = Field(ge=0)
-    tables: int = Field(gt=0, description="Sparse features (embedding tables)")
-    embedding_dim: int = Field(gt=0)
-    rows_per_table: int = Field(gt=0, description="Rows of each table (parameter count only)")
-    lookups_per_table: int = Field(1, gt=0, description="Pooling factor: rows gathered per table per sample")
-    bottom_mlp: list[int] = Field(default_factory=list, description="DLRM bottom MLP widths after the input")
-    top_mlp: list[int] = Field(default_factory=list, description="Top / deep MLP widths")
-    cross_layers: int = Field(0, ge=0, description="DCN cross layers")
+    dense_features: int = Field(ge=0, le=MAX_WIDTH)
+    tables: int = Field(gt=0, le=MAX_TABLES, description="Sparse features (embedding tables)")
+    embedding_dim: int = Field(gt=0, le=MAX_WIDTH)
+    rows_per_table: int = Field(gt=0, le=MAX_TABLE_ROWS, description="Rows of each table (parameter count only)")
+    lookups_per_table: int = Field(1, gt=0, le=MAX_POOLING, description="Pooling factor: rows gathered per table per "
+                                   "sample")
+    bottom_mlp: list[Width] = Field(default_factory=list, description="DLRM bottom MLP widths after the input")
+    top_mlp: list[Width] = Field(default_factory=list, description="Top / deep MLP widths")
+    cross_layers: int = Field(0, ge=0, le=MAX_LAYERS, description="DCN cross layers")
 
 
 def _mlp(rows: list, prefix: str, B: int, width: int, sizes: list[int], dt: str) -> tuple[int, int]:

@@ -6,16 +6,16 @@ from typing import Literal
 
 from pydantic import Field
 
+from dse.limits import MAX_BATCH, MAX_FFN, MAX_RESOLUTION, MAX_TOKENS
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
-#: physical ranges of a scenario (beyond them counts overflow and no real deployment runs)
-MAX_BATCH = 2**20  # sequences or images per pass
-MAX_TOKENS = 2**24  # 16 M tokens of sequence or KV cache
-MAX_RESOLUTION = 2**16  # pixels per image side
+#: physical ranges of a scenario (beyond them counts overflow and no real deployment runs): MAX_BATCH sequences or
+#: images per pass, MAX_TOKENS tokens of sequence or KV cache, MAX_RESOLUTION pixels per image side (dse.limits,
+#: docs/limits.md), imported from here by dse.config
 
 
 class Scenario(Strict):
@@ -42,7 +42,7 @@ class Scenario(Strict):
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
-    weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group "
+    weight_group: int | None = Field(None, gt=0, le=MAX_FFN, description="Weight-only quantization: weights per scale group "
                                      "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
     attention_dtype: Dtype | None = Field(None, description="The attention kernel's matrix products (default: "

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from dse.limits import MAX_HEAD_DIM, MAX_KERNEL, MAX_LAYERS, MAX_RATIO, MAX_TOKENS, MAX_VOCAB, MAX_WIDTH
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -29,14 +30,15 @@ SCAN_FLOPS_PER_STATE = 9.0
 
 class RNNArch(Strict):
     cell: Literal["lstm", "gru"]
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    input: int = Field(gt=0, description="Input feature width of the first layer (embedding dim)")
-    vocab: int = Field(0, ge=0, description="Token vocabulary of an input embedding (0: dense input features)")
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_WIDTH)
+    input: int = Field(gt=0, le=MAX_WIDTH, description="Input feature width of the first layer (embedding dim)")
+    vocab: int = Field(0, ge=0, le=MAX_VOCAB, description="Token vocabulary of an input embedding (0: dense input "
+                       "features)")
     bidirectional: bool = False
     head: Literal["none", "lm", "classifier"] = "none"
-    num_classes: int = Field(1000, gt=0)
-    default_seq: int = Field(128, gt=0)
+    num_classes: int = Field(1000, gt=0, le=MAX_VOCAB)
+    default_seq: int = Field(128, gt=0, le=MAX_TOKENS)
 
 
 def build_rnn(arch: RNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -72,15 +74,15 @@ def build_rnn(arch: RNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, An
 
 
 class MambaArch(Strict):
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    d_state: int = Field(16, gt=0)
-    expand: int = Field(2, gt=0)
-    d_conv: int = Field(4, gt=0)
-    dt_rank: int | None = Field(None, gt=0, description="Default ceil(hidden / 16)")
-    vocab: int = Field(gt=0)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_WIDTH)
+    d_state: int = Field(16, gt=0, le=MAX_HEAD_DIM)
+    expand: int = Field(2, gt=0, le=MAX_RATIO)
+    d_conv: int = Field(4, gt=0, le=MAX_KERNEL)
+    dt_rank: int | None = Field(None, gt=0, le=MAX_WIDTH, description="Default ceil(hidden / 16)")
+    vocab: int = Field(gt=0, le=MAX_VOCAB)
     tied_embeddings: bool = True
-    default_seq: int = Field(2048, gt=0)
+    default_seq: int = Field(2048, gt=0, le=MAX_TOKENS)
 
 
 def build_mamba(arch: MambaArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -8,10 +8,23 @@ residual add. Matrix FLOPs per layer for ``T`` tokens reduce to the Megatron cou
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from dse.limits import (
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_KERNEL,
+    MAX_LAYERS,
+    MAX_RATIO,
+    MAX_RESOLUTION,
+    MAX_TOKENS,
+    MAX_VOCAB,
+    MAX_WIDTH,
+)
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -70,42 +83,54 @@ def check_input_quant(sc: Scenario) -> None:
 class PatchEmbed(Strict):
     """ViT input: a ``patch x patch`` stride-``patch`` conv over the image, plus a class token."""
 
-    image: int = Field(gt=0, description="Default image side, pixels")
-    patch: int = Field(gt=0)
-    channels: int = Field(3, gt=0)
+    image: int = Field(gt=0, le=MAX_RESOLUTION, description="Default image side, pixels")
+    patch: int = Field(gt=0, le=MAX_KERNEL)
+    channels: int = Field(3, gt=0, le=MAX_WIDTH)
     cls_token: bool = True
 
 
 class MoE(Strict):
     """Mixture-of-experts FFN (Shazeer et al. 2017; Mixtral, Jiang et al. 2024; DeepSeekMoE)."""
 
-    experts: int = Field(gt=0, description="Routed experts per layer")
-    active: int = Field(gt=0, description="Experts each token is routed to (top-k)")
-    expert_ffn: int = Field(gt=0, description="Inner width of one routed expert")
-    shared_experts: int = Field(0, ge=0, description="Always-active experts (DeepSeek), same width")
-    dense_layers: int = Field(0, ge=0, description="Leading layers with a dense FFN of width `ffn` (DeepSeek-V3: 3)")
+    experts: int = Field(gt=0, le=MAX_EXPERTS, description="Routed experts per layer")
+    active: int = Field(gt=0, le=MAX_EXPERTS, description="Experts each token is routed to (top-k), at most experts")
+    expert_ffn: int = Field(gt=0, le=MAX_FFN, description="Inner width of one routed expert")
+    shared_experts: int = Field(0, ge=0, le=MAX_EXPERTS, description="Always-active experts (DeepSeek), same width")
+    dense_layers: int = Field(0, ge=0, le=MAX_LAYERS, description="Leading layers with a dense FFN of width `ffn` "
+                              "(DeepSeek-V3: 3), fewer than the model's layers")
+
+    @model_validator(mode="after")
+    def _routable(self) -> MoE:
+        if self.active > self.experts:
+            raise ValueError(f"@active@got {self.active} with {self.experts} experts; accepted: an integer from 1 to "
+                             "experts (top-k of the routed experts)")
+        return self
 
 
 class MLA(Strict):
     """Multi-head latent attention (DeepSeek-V2, Sec. 2.1): low-rank query and joint KV compression."""
 
-    q_lora_rank: int = Field(gt=0)
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    q_lora_rank: int = Field(gt=0, le=MAX_WIDTH)
+    kv_lora_rank: int = Field(gt=0, le=MAX_WIDTH)
+    qk_nope_head_dim: int = Field(gt=0, le=MAX_HEAD_DIM)
+    qk_rope_head_dim: int = Field(gt=0, le=MAX_HEAD_DIM)
+    v_head_dim: int = Field(gt=0, le=MAX_HEAD_DIM)
+
+
+#: a kernel or stride side in a list (each entry bounded like a single one)
+Side = Annotated[int, Field(gt=0, le=MAX_KERNEL)]
 
 
 class ConvFrontEnd(Strict):
     """wav2vec 2.0's raw-waveform feature encoder (Baevski et al., NeurIPS 2020, Sec. 2 and App. B):
     1-D convolutions over the samples, a projection to the model width and a grouped positional conv."""
 
-    channels: int = Field(512, gt=0)
-    kernels: list[int] = Field(default_factory=lambda: [10, 3, 3, 3, 3, 2, 2])
-    strides: list[int] = Field(default_factory=lambda: [5, 2, 2, 2, 2, 2, 2])
-    samples: int = Field(16000, gt=0, description="Default input length (1 s at 16 kHz)")
-    pos_conv_kernel: int = Field(128, gt=0)
-    pos_conv_groups: int = Field(16, gt=0)
+    channels: int = Field(512, gt=0, le=MAX_WIDTH)
+    kernels: list[Side] = Field(default_factory=lambda: [10, 3, 3, 3, 3, 2, 2])
+    strides: list[Side] = Field(default_factory=lambda: [5, 2, 2, 2, 2, 2, 2])
+    samples: int = Field(16000, gt=0, le=MAX_TOKENS, description="Default input length (1 s at 16 kHz)")
+    pos_conv_kernel: int = Field(128, gt=0, le=MAX_KERNEL)
+    pos_conv_groups: int = Field(16, gt=0, le=MAX_WIDTH)
 
 
 class Conformer(Strict):
@@ -113,26 +138,26 @@ class Conformer(Strict):
     pointwise conv to 2C + GLU, depthwise conv, BN, Swish, pointwise conv) and a second half-step FFN
     (macaron); the stem subsamples log-mel frames 4x with two 3x3 stride-2 convolutions."""
 
-    conv_kernel: int = Field(32, gt=0)
-    mel_bins: int = Field(80, gt=0)
-    frames: int = Field(1000, gt=0, description="Default input frames (10 s at 10 ms hops)")
+    conv_kernel: int = Field(32, gt=0, le=MAX_KERNEL)
+    mel_bins: int = Field(80, gt=0, le=MAX_WIDTH)
+    frames: int = Field(1000, gt=0, le=MAX_TOKENS, description="Default input frames (10 s at 10 ms hops)")
 
 
 class TransformerArch(Strict):
     kind: Literal["encoder", "decoder"]
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int | None = Field(None, gt=0, description="GQA/MQA key-value heads (default: heads)")
-    head_dim: int | None = Field(None, gt=0, description="Default: hidden / heads")
-    ffn: int = Field(gt=0, description="FFN inner width")
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_WIDTH)
+    heads: int = Field(gt=0, le=MAX_HEADS)
+    kv_heads: int | None = Field(None, gt=0, le=MAX_HEADS, description="GQA/MQA key-value heads (default: heads)")
+    head_dim: int | None = Field(None, gt=0, le=MAX_HEAD_DIM, description="Default: hidden / heads")
+    ffn: int = Field(gt=0, le=MAX_FFN, description="FFN inner width")
     activation: Literal["gelu", "relu", "silu", "swiglu", "geglu"]
     norm: Literal["layernorm", "rmsnorm"]
     position: Literal["learned", "rope", "none"] = "learned"
-    vocab: int = Field(0, ge=0, description="Token vocabulary (0 for image models)")
+    vocab: int = Field(0, ge=0, le=MAX_VOCAB, description="Token vocabulary (0 for image models)")
     head: Literal["lm", "classifier", "none"] = "none"
     tied_embeddings: bool = Field(False, description="LM head shares the token-embedding matrix")
-    num_classes: int = Field(1000, gt=0)
+    num_classes: int = Field(1000, gt=0, le=MAX_VOCAB)
     patch: PatchEmbed | None = None
     moe: MoE | None = None
     mla: MLA | None = None
@@ -145,8 +170,8 @@ class TransformerArch(Strict):
         "all-reduce per layer instead of two: the two row-parallel outputs are summed before one reduction "
         "(EleutherAI/gpt-neox megatron/model/transformer.py, gpt_j_residual: attention and MLP built with "
         "parallel_output, then reduce_from_model_parallel_region once)")
-    default_seq: int = Field(128, gt=0, description="Sequence length when a scenario gives none")
-    max_seq: int | None = Field(None, gt=0, description="Longest supported sequence/context")
+    default_seq: int = Field(128, gt=0, le=MAX_TOKENS, description="Sequence length when a scenario gives none")
+    max_seq: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Longest supported sequence/context")
 
     @model_validator(mode="after")
     def _check(self) -> TransformerArch:
@@ -157,6 +182,9 @@ class TransformerArch(Strict):
             raise ValueError("hidden must be divisible by heads, or give head_dim")
         if self.head == "lm" and self.vocab == 0:
             raise ValueError("an lm head needs vocab > 0")
+        if self.moe is not None and self.moe.dense_layers >= self.layers:
+            raise ValueError(f"@moe.dense_layers@got {self.moe.dense_layers} with {self.layers} layers; accepted: an "
+                             "integer from 0 to layers - 1 (at least one MoE layer)")
         if self.parallel_block and self.conformer is not None:
             raise ValueError("parallel_block: got true with a conformer block; accepted: false (a Conformer block "
                              "is sequential)")
@@ -521,8 +549,8 @@ class AudioFrontEnd(Strict):
     """Whisper's encoder stem (Radford et al. 2022, Sec. 2.2): two 1-D convolutions (k=3) over the
     log-mel frames, the second with stride 2 (3000 frames -> 1500 tokens)."""
 
-    mel_bins: int = Field(80, gt=0)
-    frames: int = Field(3000, gt=0)
+    mel_bins: int = Field(80, gt=0, le=MAX_WIDTH)
+    frames: int = Field(3000, gt=0, le=MAX_TOKENS)
 
 
 class EncDecArch(Strict):
@@ -530,19 +558,19 @@ class EncDecArch(Strict):
     decoder runs one token per step (``decode``) with self-attention over its KV cache and
     cross-attention over the cached encoder keys and values."""
 
-    encoder_layers: int = Field(gt=0)
-    decoder_layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    ffn: int = Field(gt=0)
+    encoder_layers: int = Field(gt=0, le=MAX_LAYERS)
+    decoder_layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_WIDTH)
+    heads: int = Field(gt=0, le=MAX_HEADS)
+    head_dim: int | None = Field(None, gt=0, le=MAX_HEAD_DIM)
+    ffn: int = Field(gt=0, le=MAX_FFN)
     activation: Literal["gelu", "relu", "swiglu", "geglu"]
     norm: Literal["layernorm", "rmsnorm"]
-    vocab: int = Field(gt=0)
+    vocab: int = Field(gt=0, le=MAX_VOCAB)
     tied_embeddings: bool = True
     audio: AudioFrontEnd | None = None
-    default_seq: int = Field(512, gt=0, description="Encoder input tokens (text models)")
-    max_decoder_seq: int = Field(512, gt=0)
+    default_seq: int = Field(512, gt=0, le=MAX_TOKENS, description="Encoder input tokens (text models)")
+    max_decoder_seq: int = Field(512, gt=0, le=MAX_TOKENS)
 
 
 def _block(prefix: str, T: int, B: int, q: int, kv: int, h: int, H: int, d: int, ffn: int, act: str, norm: str,
@@ -629,14 +657,14 @@ class SwinArch(Strict):
     (shifted) window attention over ``window`` x ``window`` tokens, patch merging between stages
     (2x2 neighbours concatenated, LayerNorm, linear 4C -> 2C), global pool and a classifier."""
 
-    embed_dim: int = Field(gt=0)
-    depths: list[int] = Field(min_length=1)
-    heads: list[int] = Field(min_length=1)
-    window: int = Field(7, gt=0)
-    patch: int = Field(4, gt=0)
-    image: int = Field(224, gt=0)
-    mlp_ratio: int = Field(4, gt=0)
-    num_classes: int = Field(1000, gt=0)
+    embed_dim: int = Field(gt=0, le=MAX_WIDTH)
+    depths: list[Annotated[int, Field(gt=0, le=MAX_LAYERS)]] = Field(min_length=1, description="Blocks per stage")
+    heads: list[Annotated[int, Field(gt=0, le=MAX_HEADS)]] = Field(min_length=1, description="Heads per stage")
+    window: int = Field(7, gt=0, le=MAX_KERNEL)
+    patch: int = Field(4, gt=0, le=MAX_KERNEL)
+    image: int = Field(224, gt=0, le=MAX_RESOLUTION)
+    mlp_ratio: int = Field(4, gt=0, le=MAX_RATIO)
+    num_classes: int = Field(1000, gt=0, le=MAX_VOCAB)
 
 
 def build_swin(arch: SwinArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

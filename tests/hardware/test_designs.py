@@ -263,3 +263,14 @@ def test_a_written_design_keeps_dtype_efficiency_at_its_ratio_to_efficiency() ->
     wl = dse.gemm(8192, 8192, 8192, dtype="fp8")
     assert dse.predict(wl, out).time_s == pytest.approx(dse.predict(wl, d2).time_s, rel=1e-3)
     assert np.isclose(d.matrix_eff[0], 0.511)
+
+
+def test_a_design_beyond_a_physical_limit_is_one_line_naming_the_field() -> None:
+    from dse.errors import DseError
+
+    d = DesignBatch.from_hardware(NPU).with_knobs(peak_flops=np.array([2e6 * TERA]))
+    with pytest.raises(DseError) as exc:
+        d.to_hardware(0, "x")
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("design x: compute.matrix.peak_tflops.bf16: got ")
+    assert "accepted: a number <= 1000000.0" in msg

@@ -140,3 +140,36 @@ def test_a_level_without_kind_takes_the_inferred_one() -> None:
     for m in data["memory"]:
         m.pop("kind")
     assert hardware_from_mapping(data, file="chip.yaml") == NPU
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda d: d["compute"].__setitem__("clock_ghz", 1410),  # MHz written as GHz
+     "chip.yaml: compute.clock_ghz: got 1410; accepted: a number <= 10.0"),
+    (lambda d: d["compute"].__setitem__("cores", 2**20 + 1),
+     "chip.yaml: compute.cores: got 1048577; accepted: a number <= 1048576"),
+    (lambda d: d["compute"]["matrix"].__setitem__("array_rows", 8192),
+     "chip.yaml: compute.matrix.array_rows: got 8192; accepted: a number <= 4096"),
+    (lambda d: d["compute"]["matrix"]["peak_tflops"].__setitem__("bf16", 2e6),
+     "chip.yaml: compute.matrix.peak_tflops.bf16: got 2000000.0; accepted: a number <= 1000000.0"),
+    (lambda d: d["memory"][2].__setitem__("capacity_gb", 80e9),  # bytes written as GB
+     "chip.yaml: memory.2.capacity_gb: got 80000000000.0; accepted: a number <= 10000000.0"),
+    (lambda d: d["memory"][1].__setitem__("bandwidth_tbps", 4e12),  # byte/s written as TB/s
+     "chip.yaml: memory.1.bandwidth_tbps: got 4000000000000.0; accepted: a number <= 1000000.0"),
+    (lambda d: d["network"].__setitem__("links", 10**6),
+     "chip.yaml: network.links: got 1000000; accepted: a number <= 4096"),
+])
+def test_a_dimension_beyond_its_physical_limit_is_one_line(mutate, expected: str) -> None:
+    assert _error(mutate) == expected
+
+
+def test_a_template_beyond_a_limit_exits_2_through_the_cli_and_every_shipped_one_loads(tmp_path: Path, capsys) -> None:
+    data = copy.deepcopy(BASE)
+    data["compute"]["clock_ghz"] = 2100.0
+    path = tmp_path / "chip.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["hardware", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: compute.clock_ghz: got 2100.0; accepted: a number <= 10.0\n"
+    assert main(["hardware"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in dse.list_hardware())

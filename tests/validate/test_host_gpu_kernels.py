@@ -183,3 +183,17 @@ def test_host_document_is_the_panel_and_its_roofline() -> None:
     d = host_document(table, after, hw)
     assert d.body == () and d.files == ["host_panel.csv", "host_roofline.png"]
     assert d.tables[0].frame is table and d.figures[0].data == (after, hw) and d.figures[0].plot == "host_roofline"
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("NVIDIA H200, 1980, 3201, 1e12, 700.00", "GPU NVIDIA H200: memory.total: got 1e+12; accepted: a finite number > 0 "
+                                              "MiB, at most 17179869184 (16 PiB)"),
+    ("NVIDIA H200, 1980, 3201, 0, 700.00", "GPU NVIDIA H200: memory.total: got 0; accepted: a finite number > 0 MiB"),
+    ("NVIDIA H200, 1980, 3201, 143771, 7e9", "GPU NVIDIA H200: power.limit: got 7e+09; accepted: a finite number >= 0 "
+                                             "W, at most 100000"),
+    ("NVIDIA H200, nan, 3201, 143771, 700.00", "GPU NVIDIA H200: clocks.max.sm: got nan; accepted: a finite number"),
+])
+def test_a_queried_value_out_of_range_is_one_line_naming_the_nvidia_smi_field(line: str, words: str) -> None:
+    with pytest.raises(DseError) as exc:
+        template_for(parse_nvidia_smi(line)[0])
+    assert str(exc.value).startswith(words) and "\n" not in str(exc.value)

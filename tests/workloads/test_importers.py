@@ -1,5 +1,6 @@
 """Bring-your-own-model importers: Hugging Face configs, ONNX files built here, torch modules on meta."""
 
+import json
 import os
 from pathlib import Path
 
@@ -216,3 +217,38 @@ def test_hf_gptj_and_gpt_neox_configs_import_as_parallel_blocks() -> None:
             "vocab_size": 50304, "max_position_embeddings": 2048, "use_parallel_residual": True}
     assert from_hf_config(neox)["arch"]["parallel_block"] is True
     assert from_hf_config({**neox, "use_parallel_residual": False})["arch"]["parallel_block"] is False
+
+
+@pytest.mark.parametrize(("key", "value", "field", "limit"), [
+    ("hidden_size", 2**40, "arch.hidden", 2**17),
+    ("num_hidden_layers", 2**12 + 1, "arch.layers", 2**12),
+    ("num_attention_heads", 2**13, "arch.heads", 2**12),
+    ("num_key_value_heads", 2**13, "arch.kv_heads", 2**12),
+    ("intermediate_size", 2**21, "arch.ffn", 2**20),
+    ("vocab_size", 2**23, "arch.vocab", 2**22),
+    ("max_position_embeddings", 2**25, "arch.max_seq", 2**24),
+])
+def test_a_dimension_beyond_its_limit_exits_2_naming_the_config_key(tmp_path: Path, capsys, key: str, value: int,
+                                                                      field: str, limit: int) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA3_8B, key: value}))
+    assert main(["workloads", "import", str(path), "-o", str(tmp_path / "o.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: {key}: got {value}; accepted: a number <= {limit} ({field}, docs/limits.md)\n"
+    assert not (tmp_path / "o.yaml").exists()
+
+
+def test_moe_and_mla_dimensions_beyond_their_limits_name_the_config_key() -> None:
+    mixtral = {**LLAMA3_8B, "model_type": "mixtral", "num_local_experts": 2**15, "num_experts_per_tok": 2}
+    with pytest.raises(DseError) as exc:
+        from_hf_config(mixtral)
+    assert str(exc.value) == ("mapping: num_local_experts: got 32768; accepted: a number <= 16384 (arch.moe.experts, "
+                              "docs/limits.md)")
+    deepseek = {**LLAMA3_8B, "model_type": "deepseek_v3", "q_lora_rank": 1536, "kv_lora_rank": 512,
+                "qk_nope_head_dim": 128, "qk_rope_head_dim": 2**13, "v_head_dim": 128, "n_routed_experts": 256,
+                "num_experts_per_tok": 8, "moe_intermediate_size": 2048}
+    with pytest.raises(DseError, match=r"^mapping: qk_rope_head_dim: got 8192; accepted: a number <= 4096 "
+                                       r"\(arch.mla.qk_rope_head_dim, docs/limits.md\)$"):
+        from_hf_config(deepseek)
+    with pytest.raises(DseError, match="num_experts_per_tok: got 9 with 8 experts; accepted: an integer from 1 to "):
+        from_hf_config({**mixtral, "num_local_experts": 8, "num_experts_per_tok": 9})

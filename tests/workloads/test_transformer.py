@@ -177,3 +177,35 @@ def test_a_parallel_block_cannot_hold_a_conformer(tmp_path) -> None:
     with pytest.raises(DseError) as exc:
         dse.workload(_with_arch(tmp_path, "conformer-s", "bad", parallel_block=True))
     assert "\n" not in str(exc.value) and "parallel_block" in str(exc.value)
+
+
+def test_a_user_model_beyond_a_limit_exits_2_in_one_line_through_predict(tmp_path, capsys) -> None:
+    from dse.cli import main
+
+    path = _with_arch(tmp_path, "llama3-8b", "huge", hidden=2**40)
+    assert main(["predict", path, "a100-80gb"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: arch.hidden: got 1099511627776; accepted: a number <= 131072\n"
+
+
+def test_a_model_at_every_limit_loads_and_its_product_beyond_int64_is_one_line(tmp_path) -> None:
+    big = dict(layers=2**12, hidden=2**17, heads=2**12, kv_heads=2**12, head_dim=2**12, ffn=2**20, vocab=2**22,
+               default_seq=2**24, max_seq=2**24)
+    path = _with_arch(tmp_path, "llama3-8b", "big", **big)
+    wl = dse.workload(path, phase="decode", batch=1, context=1024)
+    assert wl.scenario["params"] > 2**12 * 3 * 2**17 * 2**20
+    with pytest.raises(DseError) as exc:  # batch 2^20 x seq 2^24 x hidden 2^17 elements: past int64
+        dse.workload(path, phase="prefill", batch=2**20, seq=2**24)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("workload big: operator ") and "accepted: at most 2^63 - 1" in msg
+
+
+def test_moe_routing_beyond_its_experts_and_dense_layers_past_the_model_are_refused(tmp_path) -> None:
+    moe = dict(experts=8, active=9, expert_ffn=2048)
+    with pytest.raises(DseError, match=r"arch\.moe\.active: got 9 with 8 experts; accepted: an integer from 1 to "
+                                       "experts"):
+        dse.workload(_with_arch(tmp_path, "llama3-8b", "moe1", moe=moe))
+    moe = dict(experts=8, active=2, expert_ffn=2048, dense_layers=32)
+    with pytest.raises(DseError, match=r"arch\.moe\.dense_layers: got 32 with 32 layers; accepted: an integer from 0 "
+                                       "to layers - 1"):
+        dse.workload(_with_arch(tmp_path, "llama3-8b", "moe2", moe=moe))
