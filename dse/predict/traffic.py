@@ -246,7 +246,19 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
     out = np.empty((S.shape[0], o.n))
     Sc = S[:, None]
     ka, kh = keep if keep is not None else (None, None)
-    kb = None if keep is None else np.where(o.held > 0, kh, ka)  # the B operand: held, or an activation
+    kb = None  # [K, tiled + attention] share of the B operand that crosses: held, or an activation
+    if keep is not None and o.attn.stop > o.tiled.start:
+        mat = slice(o.tiled.start, o.attn.stop)
+        held = o.held[mat] > 0
+        if held.all():  # every GEMM/attention B is a weight or the KV cache: a view
+            kb = kh[:, mat]
+        elif not held.any():
+            kb = ka[:, mat]
+        else:
+            kb = _scratch(o, "kb", (ka.shape[0], mat.stop - mat.start))
+            np.copyto(kb, ka[:, mat])
+            cols = np.flatnonzero(held)
+            kb[:, cols] = kh[:, mat.start + cols]
     ti = o.tiled
     if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
         teb, a_cls, a_N, a_inv, b_cls, b_M, b_inv = _tile_classes(o)
@@ -270,7 +282,7 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
         else:  # (A*a_passes + C) x ka + B*b_passes x kb
             tr += o.c_bytes[ti]
             tr *= ka[:, ti]
-            b *= kb[:, ti]
+            b *= kb[:, : ti.stop - ti.start]
             np.add(tr, b, out=out[:, ti])
     at = o.attn
     if at.stop > at.start:
@@ -280,14 +292,17 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
         if keep is None:
             out[:, at] = o.a_bytes[at] + o.c_bytes[at] + kv
         else:
-            out[:, at] = (o.a_bytes[at] + o.c_bytes[at]) * ka[:, at] + kv * kb[:, at]
+            out[:, at] = (o.a_bytes[at] + o.c_bytes[at]) * ka[:, at] + kv * kb[:, at.start - o.tiled.start:]
     st = o.stream
     moved = np.where(o.fused[st], 0.0, o.compulsory[st]) if offchip else o.compulsory[st]
     if keep is None:
         out[:, st] = moved
     else:  # a fused op's bytes never reach an off-chip level; the rest split into activations and held bytes
         held = np.where(moved > 0, o.held_bytes[st], 0.0)
-        out[:, st] = (moved - held) * ka[:, st] + held * kh[:, st]
+        np.multiply(ka[:, st], moved - held, out=out[:, st])
+        cols = np.flatnonzero(held > 0)
+        if cols.size:
+            out[:, st.start + cols] += held[cols] * kh[:, st.start + cols]
     return out
 
 
@@ -370,13 +385,49 @@ def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.
         whole = np.where(ws <= Rc, 1.0, np.clip((top - ws) / (top - Rc), 0.0, 1.0))
     r_w = np.where(c, whole, r_w) * across
     r_kv = np.where(c, whole, r_kv) * across
-    act = np.where(c, np.take(whole, o.fp_group, axis=1), o.live[None, :] <= Rc)
-    act = act * np.where(o.single[None, :], across, True)
-    ka = 1.0 - o.stay_act[None, :] * act
-    stay = np.where(o.held == 1, np.take(r_w, o.fp_group, axis=1),
-                    np.where(o.held == 2, np.take(r_kv, o.fp_group, axis=1), 0.0))
-    kh = 1.0 - stay * o.stay_held[None, :]
+    # the share of each op's activation bytes that crosses: live > R in a scratchpad, the part of the step a cache
+    # does not serve; [K, O] built in scratch buffers kept in o.cache (no fresh pages per chunk)
+    shape = (R.shape[0], o.n)
+    ka = _scratch(o, "ka", shape)
+    if c.all():
+        np.subtract(1.0, np.take(whole, o.fp_group, axis=1), out=ka)
+    else:
+        np.greater(o.live[None, :], Rc, out=ka, casting="unsafe")
+        if c.any():
+            np.copyto(ka, 1.0 - np.take(whole, o.fp_group, axis=1), where=c)
+    if o.single.any() and not across.all():  # a one-kernel step's inputs and outputs: only across steps
+        ka[:, o.single] = np.where(across, ka[:, o.single], 1.0)
+    if not o.stay_act.all():
+        ka[:, ~o.stay_act] = 1.0
+    # held bytes: the share of each held row's tensor that does not stay (1 where its policy keeps it off chip);
+    # only the held columns are written: no reader looks at the others
+    kh = _scratch(o, "kh", shape)
+    cols, idx, pinned = _held_columns(o)
+    if cols.size:
+        r = np.concatenate([r_w, r_kv], axis=1)  # [K, 2G]: weights of workload g at g, its KV cache at G + g
+        kh[:, cols] = 1.0 - np.take(r, idx, axis=1) * pinned
     return ka, kh
+
+
+def _held_columns(o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted-order indices of the rows that hold a tensor, the column of ``[r_w | r_kv]`` each reads, 1 where its
+    policy lets it stay else 0), kept in ``o.cache``."""
+    key = "residency-held"
+    if key not in o.cache:
+        cols = np.flatnonzero(o.held > 0)
+        idx = o.fp_group[cols] + np.where(o.held[cols] == 2, o.fp_weights.shape[0], 0)
+        o.cache[key] = cols, idx, o.stay_held[cols].astype(float)
+    return o.cache[key]
+
+
+def _scratch(o: OpArrays, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A float64 buffer of ``shape`` kept in ``o.cache`` under ``name`` (its contents are the caller's to overwrite:
+    valid until the next call for the same name)."""
+    key = ("scratch-" + name, shape)
+    buf = o.cache.get(key)
+    if buf is None:
+        buf = o.cache[key] = np.empty(shape)
+    return buf
 
 
 def _tile_classes(o: OpArrays) -> tuple[np.ndarray, ...]:
