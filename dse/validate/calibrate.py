@@ -13,20 +13,40 @@ next to the fit error, because a fit always looks good on its own rows, and so i
 error (refit without every row of the row's family, ``dse.validate.bands.family_of``): the error on a
 kind of workload the fit never saw. Every reported error is a time error, predicted / measured time - 1 (a rate
 row's ``measured / predicted - 1``, :func:`dse.validate.suite.time_error_pct`), as ``dse validate`` reports it.
+
+A template's fit sees only its own chip's rows, so leaving its chip out would leave nothing to fit. Leave-one-chip-out
+(:func:`leave_chip_out`) is therefore measured on a fit shared by several chips (by default every shipped chip of
+the template's style with rows: :func:`style_chips`): one set of fractions and launch overhead for all of them, each
+row predicted on its own chip's template, refitted without every row of one chip to predict that chip's rows, for
+each chip in turn. It is the error of carrying a calibration to a chip it was never fitted on, which is what a
+design study does with a chip not built yet.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency
 from dse.hardware.schema import Hardware
+from dse.hardware.templates import list_templates, load_hardware
 from dse.validate.bands import family_of
-from dse.validate.suite import RowCase, case_arrays, case_time, harness_sync_us, metric_from_time, time_error_pct
+from dse.validate.suite import (
+    NotCoveredError,
+    RowCase,
+    case_arrays,
+    case_time,
+    chip_style,
+    harness_sync_us,
+    metric_from_time,
+    prepare_row,
+    time_error_pct,
+)
 
 OVERHEAD_MAX_US = 1000.0
 
@@ -50,17 +70,23 @@ class Fit:
 
     def family_table(self) -> pd.DataFrame:
         """Per family: rows and the median / max |error| before, fitted, leave-one-out and leave-family-out."""
-        t = self.table()
-        cols = ["before_error_pct", "fit_error_pct", "loo_error_pct", "leave_family_out_error_pct"]
-        rows = []
-        for fam, g in [*t.groupby("family", sort=False), ("all", t)]:
-            rec = {"family": fam, "rows": len(g)}
-            for c in cols:
-                a = g[c].abs()
-                rec[f"median_abs_{c}"] = float(a.median()) if a.notna().any() else np.nan
-                rec[f"max_abs_{c}"] = float(a.max()) if a.notna().any() else np.nan
-            rows.append(rec)
-        return pd.DataFrame(rows)
+        return abs_error_table(self.table(), "family", ["before_error_pct", "fit_error_pct", "loo_error_pct",
+                                                        "leave_family_out_error_pct"])
+
+
+def abs_error_table(t: pd.DataFrame, by: str, cols: list[str]) -> pd.DataFrame:
+    """Per group of column ``by`` (in order of appearance), then ``all`` rows: ``rows`` and, for each error column
+    ``C``, ``median_abs_C`` and ``max_abs_C``, the median and max of ``|C|`` over the group's rows where ``C`` is
+    known (NaN where none is)."""
+    out = []
+    for key, g in [*t.groupby(by, sort=False), ("all", t)]:
+        rec: dict[str, object] = {by: key, "rows": len(g)}
+        for c in cols:
+            a = g[c].abs()
+            rec[f"median_abs_{c}"] = float(a.median()) if a.notna().any() else np.nan
+            rec[f"max_abs_{c}"] = float(a.max()) if a.notna().any() else np.nan
+        out.append(rec)
+    return pd.DataFrame(out)
 
 
 def harnesses(cases: list[RowCase]) -> list[str]:
@@ -81,13 +107,36 @@ def initial(hw: Hardware, n_sync: int = 1) -> np.ndarray:
 
 
 def apply(d: DesignBatch, x: np.ndarray) -> DesignBatch:
-    """A batch with parameter vector ``x`` (see :func:`parameter_names`) set on every design."""
+    """A batch with parameter vector ``x`` (see :func:`parameter_names`) set on every design, or with one
+    vector per design (``x`` of shape [d.n, P]: design ``k`` takes ``x[k]``)."""
     L = d.bandwidth.shape[1]
-    return replace(d, matrix_eff=np.full(d.n, x[0]), vector_eff=np.full(d.n, x[1]),
-                   bw_eff=np.tile(x[2:2 + L], (d.n, 1)), overhead_s=np.full(d.n, x[2 + L] * 1e-6))
+    X = np.broadcast_to(np.asarray(x, dtype=float), (d.n, np.shape(x)[-1]))
+    return replace(d, matrix_eff=X[:, 0].copy(), vector_eff=X[:, 1].copy(), bw_eff=X[:, 2:2 + L].copy(),
+                   overhead_s=X[:, 2 + L] * 1e-6)
 
 
-class _Rows:
+class _Predictor:
+    """Rows to fit: ``measured`` [R], ``n_fractions`` (the parameters that are fractions; overheads in us follow)
+    and ``predict_many``; the residuals are ``ln(predicted / measured)``."""
+
+    measured: np.ndarray
+    n_fractions: int
+
+    def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, x: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+        return self.predict_many(x, idx)[0]
+
+    def residuals_many(self, X: np.ndarray, idx: list[int]) -> np.ndarray:
+        """[n, len(idx)] ``ln(predicted / measured)`` of rows ``idx`` for each parameter vector of ``X``."""
+        return np.log(self.predict_many(X, idx) / self.measured[idx])
+
+    def residuals(self, x: np.ndarray, idx: list[int]) -> np.ndarray:
+        return self.residuals_many(x, idx)[0]
+
+
+class _Rows(_Predictor):
     """Pre-built op arrays per row so each residual evaluation is only the vectorized predictor."""
 
     def __init__(self, hw: Hardware, cases: list[RowCase]) -> None:
@@ -100,20 +149,28 @@ class _Rows:
         self.n_fractions = 2 + self.base.bandwidth.shape[1]  # efficiencies; overheads (us) follow
         first_sync = self.n_fractions + 1
         self.sync_at = [first_sync + self.harnesses.index(c.harness) if c.isolated else -1 for c in cases]
+        self._bases: dict[int, DesignBatch] = {1: self.base}
 
-    def predict(self, x: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
-        d = apply(self.base, x)
+    def _base(self, n: int) -> DesignBatch:
+        """``n`` copies of the template (built once per ``n``)."""
+        if n not in self._bases:
+            self._bases[n] = DesignBatch.from_hardware(self.hw, n)
+        return self._bases[n]
+
+    def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+        """[n, len(idx)] the metric of rows ``idx`` predicted with each parameter vector (``X``: [n, P] or [P]).
+        The n vectors are n designs of one batch, so a finite-difference Jacobian is one pass over the rows."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        d = apply(self._base(len(X)), X)
         idx = list(range(len(self.cases))) if idx is None else idx
-        out = []
-        for i in idx:
-            t = case_time(self.cases[i], d, self.arrays[i])
-            if self.cases[i].isolated:
-                t = t + x[self.sync_at[i]] * 1e-6
-            out.append(float(metric_from_time(self.cases[i].metric, self.cases[i].workload, d, t)[0]))
-        return np.array(out)
-
-    def residuals(self, x: np.ndarray, idx: list[int]) -> np.ndarray:
-        return np.log(self.predict(x, idx) / self.measured[idx])
+        out = np.empty((len(X), len(idx)))
+        for k, i in enumerate(idx):
+            c = self.cases[i]
+            t = case_time(c, d, self.arrays[i])
+            if c.isolated:
+                t = t + X[:, self.sync_at[i]] * 1e-6
+            out[:, k] = metric_from_time(c.metric, c.workload, d, t)
+        return out
 
     def as_validated(self, x0: np.ndarray) -> np.ndarray:
         """[R] predictions with the template's own values, as ``dse validate`` makes them: on a template without
@@ -142,39 +199,61 @@ def _bounds(n: int, n_fractions: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def constrained(rows: _Rows, idx: list[int], x0: np.ndarray, step: float = 1e-2, tol: float = 1e-6) -> np.ndarray:
+DIFF_STEP = 1e-3  #: relative finite-difference step of the Jacobian
+
+
+def forward_steps(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rel: float = DIFF_STEP) -> np.ndarray:
+    """[P] forward-difference steps ``h = rel * sign(x) * max(|x|, rel * (hi - lo))`` (the floor keeps a
+    parameter at or near 0, an overhead, from a step lost in rounding); a step that leaves ``[lo, hi]`` goes the
+    other way when it fits there, else to the farther bound (scipy's one-sided scheme)."""
+    sign = np.where(x >= 0, 1.0, -1.0)
+    h = rel * sign * np.maximum(np.abs(x), rel * (hi - lo))
+    below, above = x - lo, hi - x
+    fits = np.abs(h) <= np.maximum(below, above)
+    h = np.where(((x + h < lo) | (x + h > hi)) & fits, -h, h)
+    return np.where(fits, h, np.where(above >= below, above, -below))
+
+
+def constrained(rows: _Predictor, idx: list[int], x0: np.ndarray, step: float = 1e-2, tol: float = 1e-6) -> np.ndarray:
     """[P] bool: the parameters the rows ``idx`` constrain (a step of ``step`` times the parameter, or of its
     range's 1 % for a parameter at 0, moves some row's log residual by more than ``tol``). A parameter no
-    fitted row depends on keeps its value."""
+    fitted row depends on keeps its value. One batch of P + 1 designs: ``x0`` and each step."""
     lo, hi = _bounds(x0.size, rows.n_fractions)
-    r0 = rows.residuals(x0, idx)
-    out = np.zeros(x0.size, dtype=bool)
-    for p in range(x0.size):
-        x = x0.copy()
-        x[p] += step * max(abs(x0[p]), 1e-2 * (hi[p] - lo[p]))
-        out[p] = bool(np.max(np.abs(rows.residuals(x, idx) - r0), initial=0.0) > tol)
-    return out
+    X = np.tile(x0, (x0.size + 1, 1))
+    X[1 + np.arange(x0.size), np.arange(x0.size)] += step * np.maximum(np.abs(x0), 1e-2 * (hi - lo))
+    r = rows.residuals_many(X, idx)
+    return np.max(np.abs(r[1:] - r[0]), axis=1, initial=0.0) > tol
 
 
-def fit_rows(rows: _Rows, idx: list[int], x0: np.ndarray) -> np.ndarray:
+def fit_rows(rows: _Predictor, idx: list[int], x0: np.ndarray) -> np.ndarray:
     """Robust least squares (log residuals, soft-L1) of the parameters the rows ``idx`` constrain; the others
-    keep their ``x0`` value (fitting them would move them along flat directions to arbitrary bounds)."""
+    keep their ``x0`` value (fitting them would move them along flat directions to arbitrary bounds). The
+    Jacobian is forward differences (:func:`forward_steps`), all columns in one batch of designs."""
     lo, hi = _bounds(x0.size, rows.n_fractions)
     x0 = np.clip(x0, lo + 1e-9, hi)
     active = constrained(rows, idx, x0)
     if not active.any():
         return x0
+    at = np.flatnonzero(active)
 
-    def residuals(sub: np.ndarray, idx: list[int]) -> np.ndarray:
+    def full(sub: np.ndarray) -> np.ndarray:
         x = x0.copy()
         x[active] = sub
-        return rows.residuals(x, idx)
+        return x
 
-    res = least_squares(residuals, x0[active], bounds=(lo[active], hi[active]), args=(idx,), x_scale="jac",
-                        diff_step=1e-3, loss="soft_l1", f_scale=0.2)
-    x = x0.copy()
-    x[active] = res.x
-    return x
+    def residuals(sub: np.ndarray) -> np.ndarray:
+        return rows.residuals(full(sub), idx)
+
+    def jacobian(sub: np.ndarray) -> np.ndarray:
+        h = forward_steps(sub, lo[active], hi[active])
+        X = np.tile(full(sub), (at.size + 1, 1))
+        X[1 + np.arange(at.size), at] += h
+        r = rows.residuals_many(X, idx)
+        return ((r[1:] - r[0]) / ((sub + h) - sub)[:, None]).T
+
+    res = least_squares(residuals, x0[active], jac=jacobian, bounds=(lo[active], hi[active]), x_scale="jac",
+                        loss="soft_l1", f_scale=0.2)
+    return full(res.x)
 
 
 def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
@@ -208,6 +287,169 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
                 xf = fit_rows(rows, rest, x0)
                 lofo_err[inside] = pct(rows.predict(xf, inside), inside)
     return Fit(parameter_names(hw, rows.harnesses), x, fitted, loo_err, before, [c.id for c in cases], fams, lofo_err)
+
+
+def chip_cases(df: pd.DataFrame, hw: Hardware) -> tuple[list[RowCase], list[str]]:
+    """The rows of measurement table ``df`` whose ``hardware`` is ``hw``'s name, ready to fit on ``hw``, and
+    ``"ID: reason"`` for each of them the model cannot predict (not covered) or that is malformed."""
+    cases, skipped = [], []
+    for _, row in df[df["hardware"].astype(str).str.strip() == hw.name].iterrows():
+        try:
+            cases.append(prepare_row(row, {hw.name: hw}))
+        except (NotCoveredError, DseError) as exc:
+            skipped.append(f"{row['id']}: {exc}")
+    return cases, skipped
+
+
+def style_chips(df: pd.DataFrame, hw: Hardware) -> list[str]:
+    """``hw``'s name, then every other shipped template of its style (``dse.validate.suite.chip_style``: systolic
+    NPU or SIMT GPU) that rows of ``df`` name, in the order of the rows: the chips of a leave-one-chip-out fit."""
+    style = chip_style(hw)
+    named = dict.fromkeys(str(h).strip() for h in df["hardware"])
+    shipped = set(list_templates())
+    return [hw.name, *[n for n in named if n != hw.name and n in shipped and chip_style(load_hardware(n)) == style]]
+
+
+def sync_names(rows: _Rows) -> list[str]:
+    """The host-sync parameters of one chip's rows in a fit of several chips: one per timing harness of its
+    isolated rows, ``sync_us[CHIP]`` (one harness) or ``sync_us[CHIP HARNESS]``; none without isolated rows."""
+    if not any(c.isolated for c in rows.cases):
+        return []
+    chip = rows.hw.name
+    return [f"sync_us[{chip}]"] if len(rows.harnesses) == 1 else [f"sync_us[{chip} {h}]" for h in rows.harnesses]
+
+
+def pooled_names(chips: list[_Rows]) -> list[str]:
+    """The parameters of a fit shared by several chips: ``matrix_eff``, ``vector_eff``, one ``NAME_eff`` per memory
+    level name (levels of one name share it across chips: ``hbm_eff``, ``l2_eff``; a name only one chip has is that
+    chip's), ``overhead_us``, then each chip's host-sync times (:func:`sync_names`): a harness's sync time is a
+    property of the measurement, shared by no other chip."""
+    levels = dict.fromkeys(m.name for r in chips for m in r.hw.memory)
+    return ["matrix_eff", "vector_eff", *[f"{lv}_eff" for lv in levels], "overhead_us",
+            *[n for r in chips for n in sync_names(r)]]
+
+
+def pooled_initial(V: np.ndarray, among: list[int]) -> np.ndarray:
+    """[P] start of a pooled fit: ``V`` [C, P] holds each chip's template value of each pooled parameter (NaN where
+    the chip has no such parameter); each parameter starts at the median over the chips ``among`` that have it, or
+    over every chip that has it when none of ``among`` does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column ("All-NaN slice"): filled below
+        z = np.nanmedian(V[among], axis=0)
+        return np.where(np.isnan(z), np.nanmedian(V, axis=0), z)
+
+
+class _Pool(_Predictor):
+    """Rows of several chips (one :class:`_Rows` each, on its own template) predicted with one pooled parameter
+    vector (:func:`pooled_names`): chip ``c`` takes its template's vector with every pooled parameter it has
+    replaced (:meth:`local`), so its peaks, bandwidths, geometry, dtype efficiency ratios and kernel costs stay
+    its own and only the fitted fractions and the launch overhead are shared."""
+
+    def __init__(self, chips: list[_Rows]) -> None:
+        self.chips = chips
+        self.names = pooled_names(chips)
+        self.n_fractions = self.names.index("overhead_us")
+        self.x0 = [initial(r.hw, len(r.harnesses)) for r in chips]
+        self.maps: list[tuple[np.ndarray, np.ndarray]] = []  # per chip: (local positions, pooled positions)
+        for r in chips:
+            local = parameter_names(r.hw, r.harnesses)
+            pooled = [*local[:r.n_fractions + 1], *sync_names(r)]  # sync entries last in both
+            self.maps.append((np.arange(len(pooled)), np.array([self.names.index(n) for n in pooled])))
+        self.template_values = np.full((len(chips), len(self.names)), np.nan)
+        for c, (lp, pp) in enumerate(self.maps):
+            self.template_values[c, pp] = self.x0[c][lp]
+        sizes = [len(r.cases) for r in chips]
+        self.chip_of = np.repeat(np.arange(len(chips)), sizes)
+        self.local_row = np.concatenate([np.arange(n) for n in sizes])
+        self.measured = np.concatenate([r.measured for r in chips])
+
+    def local(self, Z: np.ndarray, c: int) -> np.ndarray:
+        """[n, P_c] chip ``c``'s parameter vectors for pooled vectors ``Z`` [n, P]."""
+        Z = np.atleast_2d(Z)
+        X = np.tile(self.x0[c], (len(Z), 1))
+        lp, pp = self.maps[c]
+        X[:, lp] = Z[:, pp]
+        return X
+
+    def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+        Z = np.atleast_2d(np.asarray(X, dtype=float))
+        at = np.arange(self.measured.size) if idx is None else np.asarray(idx, dtype=int)
+        out = np.empty((len(Z), at.size))
+        for c in np.unique(self.chip_of[at]):
+            sel = np.flatnonzero(self.chip_of[at] == c)
+            out[:, sel] = self.chips[c].predict_many(self.local(Z, c), self.local_row[at[sel]].tolist())
+        return out
+
+
+@dataclass(frozen=True)
+class ChipFit:
+    """A fit shared by several chips and its leave-one-chip-out errors (:func:`leave_chip_out`), per row."""
+
+    names: list[str]
+    values: np.ndarray  # fitted on the rows of every chip
+    chips: list[str]  # the chips, in order
+    held_values: np.ndarray  # [C, P] fitted without every row of chip c (NaN rows when not refitted)
+    row_ids: list[str]
+    row_chips: list[str]
+    families: list[str]
+    before_error_pct: np.ndarray  # with each chip's template values, as dse validate predicts
+    fit_error_pct: np.ndarray  # with the shared fit on every chip (in sample)
+    loco_error_pct: np.ndarray  # with the shared fit on the other chips (out of sample for the row's chip)
+
+    ERRORS = ("before_error_pct", "pooled_fit_error_pct", "leave_chip_out_error_pct")
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame({"id": self.row_ids, "chip": self.row_chips, "family": self.families,
+                             "before_error_pct": self.before_error_pct, "pooled_fit_error_pct": self.fit_error_pct,
+                             "leave_chip_out_error_pct": self.loco_error_pct})
+
+    def chip_table(self) -> pd.DataFrame:
+        """Per chip left out, then all rows: rows and the median / max |time error| with the templates, with the
+        shared fit on every chip and with the shared fit on the other chips."""
+        return abs_error_table(self.table(), "chip", list(self.ERRORS))
+
+    def transferred(self, chip: str) -> dict[str, float]:
+        """The shared values ``chip`` was predicted with (fitted on the other chips' rows), by name; no sync times."""
+        v = self.held_values[self.chips.index(chip)]
+        return {n: float(x) for n, x in zip(self.names, v, strict=True) if not n.startswith("sync_us[")}
+
+
+def leave_chip_out(chips: list[tuple[Hardware, list[RowCase]]], held_out: bool = True) -> ChipFit:
+    """One set of fractions and launch overhead fitted to the rows of several chips at once (each row on its own
+    chip's template: :class:`_Pool`), then, for each chip in turn, refitted without every row of that chip and its
+    rows predicted (leave-one-chip-out): the error of a coefficient carried to a chip it was never fitted on, as an
+    architect carries a calibration to a chip not built yet.
+
+    ``dse calibrate`` fits one template to its own rows, so leaving its chip out would leave nothing to fit; this
+    is the closest form: a coefficient shared by the chips of one style (``dse.validate.suite.chip_style``). What
+    stays each chip's own: its template's peaks, bandwidths, geometry, dtype efficiency ratios, kernel costs, the
+    efficiency of a memory level whose name no other chip has, and its host-sync times: a held-out chip's
+    isolated rows get them as ``dse validate`` does (the template's ``sync_overhead_us``, or the harness time
+    estimated from the chip's other isolated rows, :meth:`_Rows.as_validated`). So a held-out row whose
+    measurement set one of those template values (``fitted_into``) is not wholly out of sample. Each refit starts
+    from the median of the other chips' template values (:func:`pooled_initial`). Errors are time errors,
+    ``t_predicted / t_measured - 1`` (:func:`dse.validate.suite.time_error_pct`)."""
+    if not any(cases for _, cases in chips):
+        raise ValueError("no measurement rows for any chip")
+    pool = _Pool([_Rows(hw, cases) for hw, cases in chips if cases])
+    n_chips = len(pool.chips)
+    all_idx = list(range(pool.measured.size))
+    is_time = np.array([c.metric == "time_s" for r in pool.chips for c in r.cases])
+    z = fit_rows(pool, all_idx, pooled_initial(pool.template_values, list(range(n_chips))))
+    before = np.concatenate([r.as_validated(x0) for r, x0 in zip(pool.chips, pool.x0, strict=True)])
+    loco = np.full(pool.measured.size, np.nan)
+    held = np.full((n_chips, len(pool.names)), np.nan)
+    if held_out and n_chips > 1:
+        for c, r in enumerate(pool.chips):
+            others = [k for k in range(n_chips) if k != c]
+            held[c] = fit_rows(pool, np.flatnonzero(pool.chip_of != c).tolist(),
+                               pooled_initial(pool.template_values, others))
+            loco[pool.chip_of == c] = r.as_validated(pool.local(held[c], c)[0])
+    return ChipFit(pool.names, z, [r.hw.name for r in pool.chips], held,
+                   [c.id for r in pool.chips for c in r.cases], [r.hw.name for r in pool.chips for _ in r.cases],
+                   [family_of(c.workload) for r in pool.chips for c in r.cases],
+                   time_error_pct(before, pool.measured, is_time), time_error_pct(pool.predict(z), pool.measured, is_time),
+                   time_error_pct(loco, pool.measured, is_time))
 
 
 def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:

@@ -9,8 +9,21 @@ import pytest
 
 import dse
 from dse.hardware.designs import DesignBatch
+from dse.validate.calibrate import (
+    ChipFit,
+    apply,
+    calibrate,
+    calibrated_template,
+    fit_rows,
+    forward_steps,
+    initial,
+    leave_chip_out,
+    parameter_names,
+    pooled_initial,
+    pooled_names,
+    sync_names,
+)
 from dse.validate.calibrate import _Rows as Rows
-from dse.validate.calibrate import apply, calibrate, calibrated_template, fit_rows, initial, parameter_names
 from dse.validate.suite import RowCase, harness_sync_us, predict_case
 
 NPU = dse.hardware("npu-7nm")
@@ -140,3 +153,143 @@ def test_a_rate_rows_errors_are_time_errors_as_dse_validate_reports_them() -> No
     # the template runs this compute-bound GEMM at 0.9 against the truth's 0.6: its time is 0.6/0.9 of the truth's
     assert fit.before_error_pct[0] == pytest.approx(fit.before_error_pct[1], abs=0.05)
     assert fit.before_error_pct[0] == pytest.approx((0.6 / 0.9 - 1) * 100, abs=0.5)
+
+
+# ---------------------------------------------------------------- leave-one-chip-out
+
+
+def _chip(name: str, peak: float = 1.0, hbm: float = 1.0, matrix_eff: float | None = None,
+          hbm_eff: float | None = None, overhead_us: float | None = None) -> dse.Hardware:
+    """npu-7nm renamed, with ``peak`` x its matrix peaks (whole arrays per core), ``hbm`` x its HBM bandwidth and,
+    where given, other efficiencies and launch overhead (a truth to generate measurements from)."""
+    d = NPU.model_dump(mode="python", exclude_none=True)
+    d["name"] = name
+    d["compute"]["matrix"]["peak_tflops"] = {k: v * peak for k, v in d["compute"]["matrix"]["peak_tflops"].items()}
+    d["memory"][2]["bandwidth_gbps"] *= hbm
+    if matrix_eff is not None:
+        d["compute"]["matrix"]["efficiency"] = matrix_eff
+    if hbm_eff is not None:
+        d["memory"][2]["efficiency"] = hbm_eff
+    if overhead_us is not None:
+        d["compute"]["launch_overhead_us"] = overhead_us
+    return dse.hardware(d)
+
+
+def _chip_rows(chip: dse.Hardware, truth: dse.Hardware) -> tuple[dse.Hardware, list[RowCase]]:
+    """``chip`` with one time row per workload of ``WORKLOADS``, measured as ``truth`` predicts it."""
+    rows = []
+    for i, make in enumerate(WORKLOADS):
+        wl = make()
+        t = predict_case(RowCase(f"{chip.name}-r{i}", wl, truth, "time_s", 1.0))
+        rows.append(RowCase(f"{chip.name}-r{i}", wl, chip, "time_s", t))
+    return chip, rows
+
+
+SHAPES = {"chip-a": (1.0, 1.0), "chip-b": (2.0, 2.0), "chip-c": (1.0, 2.0), "chip-d": (3.0, 1.0)}  # peak, HBM x
+
+
+def _pool(truths: dict[str, tuple[float, float, float]]) -> list[tuple[dse.Hardware, list[RowCase]]]:
+    """Chips of ``SHAPES`` (templates at npu-7nm's efficiencies), each measured with its truth's (matrix
+    efficiency, HBM efficiency, launch overhead us)."""
+    return [_chip_rows(_chip(n, *SHAPES[n]), _chip(n, *SHAPES[n], *truths[n])) for n in truths]
+
+
+def test_pooled_parameters_share_levels_by_name_and_keep_sync_times_per_chip() -> None:
+    a = Rows(NPU, _cases([0]))
+    tpu = dse.hardware("tpu-v5e")
+    b = Rows(tpu, [RowCase("t", WORKLOADS[0](), tpu, "time_s", 1e-3, isolated=True, harness="h")])
+    assert sync_names(a) == [] and sync_names(b) == ["sync_us[tpu-v5e]"]
+    assert pooled_names([a, b]) == ["matrix_eff", "vector_eff", "local_eff", "global_eff", "hbm_eff", "vmem_eff",
+                                    "overhead_us", "sync_us[tpu-v5e]"]
+    V = np.array([[0.8, np.nan, 1.0], [0.6, np.nan, np.nan], [0.9, 5.0, np.nan]])
+    # median over the chips named; a parameter none of them has takes the median of every chip that has it
+    assert pooled_initial(V, [0, 1]).tolist() == pytest.approx([0.7, 5.0, 1.0])
+
+
+def test_forward_steps_are_relative_with_a_floor_and_stay_inside_the_bounds() -> None:
+    lo, hi = np.array([0.02, 0.02, 0.0]), np.array([1.0, 1.0, 1000.0])
+    h = forward_steps(np.array([0.5, 1.0, 0.0]), lo, hi)
+    assert h[0] == pytest.approx(5e-4)
+    assert h[1] == pytest.approx(-1e-3)  # at the upper bound: the step goes down
+    assert h[2] == pytest.approx(1e-3 * 1e-3 * 1000)  # at 0 us: the floor (0.001 of the range) times 1e-3
+
+
+def test_coefficients_that_hold_on_every_chip_transfer_to_a_chip_left_out() -> None:
+    """Chips of different peaks and bandwidths measured with one truth (matrix 0.6, HBM 0.7, 5 us): fitted on
+    the others, each chip's rows are predicted on its own template within 0.5 %."""
+    fit = leave_chip_out(_pool({n: (0.6, 0.7, 5.0) for n in ("chip-a", "chip-b", "chip-c")}))
+    assert fit.chips == ["chip-a", "chip-b", "chip-c"]
+    v = dict(zip(fit.names, fit.values, strict=True))
+    assert v["matrix_eff"] == pytest.approx(0.6, rel=1e-3) and v["hbm_eff"] == pytest.approx(0.7, rel=1e-3)
+    assert np.abs(fit.loco_error_pct).max() < 0.5
+    assert fit.transferred("chip-b")["matrix_eff"] == pytest.approx(0.6, rel=1e-3)  # from chips a and c
+    # with the templates' 0.9 / 0.85 the compute-bound GEMMs run 0.9 / 0.6 = 1.5x too fast on every chip
+    assert fit.before_error_pct[0] == pytest.approx(-100 / 3, abs=0.5)
+
+
+def test_a_chip_inconsistent_with_the_others_has_a_larger_leave_chip_out_error_than_in_sample() -> None:
+    """chip-c runs its matrix work at 0.3 where chips a, b and d run it at 0.6: fitted on the other three, chip-c's
+    compute-bound GEMMs come out 2x too fast (-50 %), worse than with a shared fit that saw chip-c's rows, and worse
+    than any other chip left out (whose refit still has two chips at 0.6 against chip-c's 0.3)."""
+    truths = {n: (0.3 if n == "chip-c" else 0.6, 0.7, 5.0) for n in SHAPES}
+    fit = leave_chip_out(_pool(truths))
+    t = fit.chip_table().set_index("chip")
+    assert t.index.tolist() == [*SHAPES, "all"]
+    assert t["rows"].tolist() == [6, 6, 6, 6, 24]
+    loco, pooled = t["max_abs_leave_chip_out_error_pct"], t["max_abs_pooled_fit_error_pct"]
+    assert loco["chip-c"] == pytest.approx(50.0, abs=1.0)
+    assert fit.transferred("chip-c")["matrix_eff"] == pytest.approx(0.6, rel=0.01)
+    assert loco["chip-c"] > pooled["chip-c"]
+    assert all(loco["chip-c"] > loco[n] for n in SHAPES if n != "chip-c")
+    assert loco["all"] == loco.max()
+    rows = fit.table()
+    gemms = rows[rows["id"].isin(["chip-c-r0", "chip-c-r1"])]  # the compute-bound ones; copies and tiny GEMMs fit
+    assert (gemms["leave_chip_out_error_pct"].abs() > gemms["pooled_fit_error_pct"].abs() + 5).all()
+    assert rows.columns.tolist() == ["id", "chip", "family", *ChipFit.ERRORS]
+    assert rows["chip"].tolist() == [n for n in SHAPES for _ in WORKLOADS]
+
+
+def test_one_chip_has_nothing_to_leave_out() -> None:
+    fit = leave_chip_out(_pool({"chip-a": (0.6, 0.7, 5.0)}))
+    assert np.isnan(fit.loco_error_pct).all() and np.isfinite(fit.fit_error_pct).all()
+    with pytest.raises(ValueError, match="no measurement rows"):
+        leave_chip_out([(NPU, [])])
+
+
+def test_dse_calibrate_reports_every_chip_of_the_style_left_out_and_writes_the_tables(tmp_path, capsys) -> None:
+    """`dse calibrate gaudi2` on a small file: the leave-one-chip-out table lists gaudi2, gaudi3 and tpu-v5e (the
+    NPU chips with rows) and all, never the A100 row (another style), and lands in the --out folder; --chips
+    narrows the pool; a pool of one says so."""
+    import csv
+
+    import pandas as pd
+
+    from dse.cli import main
+    from dse.validate.suite import prepare_row
+
+    rows = []
+    for chip, factor in (("gaudi2", 1.1), ("gaudi3", 1.1), ("tpu-v5e", 1.3), ("a100-80gb", 1.0)):
+        for wl in ("gemm:4096x4096x4096", "gemm:8192x8192x8192", "copy:268435456", "gemm:64x64x64"):
+            row = {"id": f"{chip}-{wl}", "workload": wl, "scenario": "dtype=bf16", "hardware": chip, "n_chips": "1",
+                   "metric": "time_s", "value": "1", "unit": "s", "source": "synthetic", "timing": "steady"}
+            row["value"] = f"{predict_case(prepare_row(row)) * factor:.6g}"
+            rows.append(row)
+    path = tmp_path / "m.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "cal"
+    assert main(["calibrate", "gaudi2", "--measurements", str(path), "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "leave-one-chip-out" in text and "3 npu chips" in text and "gaudi2 from the other chips' rows" in text
+    t = pd.read_csv(out / "gaudi2-leave-chip-out.csv")
+    assert t["chip"].tolist() == ["gaudi2", "gaudi3", "tpu-v5e", "all"] and t["rows"].tolist() == [4, 4, 4, 12]
+    assert set(pd.read_csv(out / "gaudi2-leave-chip-out-rows.csv")["chip"]) == {"gaudi2", "gaudi3", "tpu-v5e"}
+    assert (out / "gaudi2-calibrated.yaml").is_file()
+    assert main(["calibrate", "gaudi2", "--measurements", str(path), "--out", str(out), "--quiet",
+                 "--chips", "gaudi3"]) == 0
+    assert pd.read_csv(out / "gaudi2-leave-chip-out.csv")["chip"].tolist() == ["gaudi2", "gaudi3", "all"]
+    capsys.readouterr()
+    assert main(["calibrate", "a100-80gb", "--measurements", str(path), "--out", str(out), "--quiet"]) == 0
+    assert "leave-one-chip-out: no other chip of style gpu has covered rows" in capsys.readouterr().out
