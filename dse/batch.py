@@ -23,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from dse.config import StudyConfig
+from dse.config import StudyConfig, refuse_template
 from dse.errors import DseError, from_validation_error
 from dse.yamlio import load_yaml, write_text
 
@@ -37,6 +37,8 @@ class StudyRun:
     best: pd.Series
     pareto: pd.DataFrame
     summary: str
+    #: mixes without a feasible design (a study with ``mixes:``): mix -> the one-line reason; the tables hold the others
+    infeasible: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Study:
     def from_yaml(cls, path: str | Path) -> Study:
         path = Path(path)
         data = load_yaml(path)
+        if isinstance(data, dict):
+            refuse_template(data, str(path))
         base = str(data.get("base", "")) if isinstance(data, dict) else ""
         if base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
             data["base"] = str((path.parent / base).resolve())  # keep relative templates resolvable
@@ -89,12 +93,14 @@ class Study:
             path = Path(tmp) / f"{cfg.name}.yaml"
             write_text(path, yaml.safe_dump(self.data, sort_keys=False))
             if cfg.mixes is not None:
-                top, results = run_mixes(path, out=out, progress=progress)
-                texts = [write_results(r, plots_on=plots) for r in results]
-                trials = pd.concat([trials_frame(r.study).assign(mix=m) for r, m in zip(results, cfg.mix_names,
-                                                                                        strict=True)])
-                best = pd.concat([_best_row(r) for r in results], axis=1).T.reset_index(drop=True)
-                return StudyRun(top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts))
+                run = run_mixes(path, out=out, progress=progress)
+                texts = [write_results(r, plots_on=plots) for r in run.results.values()]
+                texts += [f"mix {m}: no feasible design: {e.message}" for m, e in run.infeasible.items()]
+                trials = pd.concat([trials_frame(r.study).assign(mix=m) for m, r in run.results.items()])
+                best = pd.concat([_best_row(r) for r in run.results.values()], axis=1).T.reset_index(drop=True)
+                source = str(self.source) if self.source else None  # not the temporary copy that ran
+                why = {m: str(DseError(e.message, file=source, field=e.field)) for m, e in run.infeasible.items()}
+                return StudyRun(run.top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts), why)
             r = run_study(path, out=out, progress=progress)
             text = write_results(r, plots_on=plots)
             trials = trials_frame(r.study)
@@ -111,14 +117,15 @@ def _best_row(r) -> pd.Series:  # noqa: ANN001 - a StudyResult
                       "folder": str(r.folder)})
 
 
-def check_config(path: str) -> None:
+def check_config(path: str) -> dict[str, str]:
     """Everything about a config that can be checked without searching: its schema, base and system,
-    every workload of every mix and every searched field (``dse.study.load_context``)."""
-    from dse.study import load_context
+    every workload of every mix, every searched field (``dse.study.load_context``) and that each workload fits the
+    most main memory the search space can build (``dse.study.check_mixes``). Returns the mixes set aside for a
+    workload that fits no design (mix -> reason); raises when the config has no mix left (or one that does not fit)."""
+    from dse.study import check_mixes
 
-    cfg = Study.from_yaml(path).config
-    for mix in (cfg.mix_names if cfg.mixes is not None else [None]):
-        load_context(path, n_trials=1, mix=mix)
+    Study.from_yaml(path).config  # noqa: B018 - the schema first, its error naming the file
+    return {m: str(e) for m, e in check_mixes(path, n_trials=1).items()}
 
 
 def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
@@ -136,14 +143,19 @@ def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = 
     for path in tqdm(paths, desc="batch", unit="config", disable=not progress):
         if path in bad:
             rows.append({"config": path, "status": "error", "error": bad[path]})
-            errors.append(f"{path}: {bad[path]}")
+            errors.append(bad[path] if bad[path].startswith(f"{path}: ") else f"{path}: {bad[path]}")
             continue
         try:
             res = Study.from_yaml(path).run(out=out)
-            rows.append({"config": path, "status": "ok", **res.best.to_dict()})
+            note = {"infeasible_mixes": "; ".join(f"{m}: {e}" for m, e in res.infeasible.items())} if res.infeasible \
+                else {}
+            rows.append({"config": path, "status": "ok", **res.best.to_dict(), **note})
+            if progress and res.infeasible:
+                for m, e in res.infeasible.items():
+                    print(f"warning: mix {m} has no feasible design: {e}", file=sys.stderr)
         except DseError as exc:
             rows.append({"config": path, "status": "error", "error": str(exc)})
-            errors.append(f"{path}: {exc}")
+            errors.append(str(exc) if str(exc).startswith(f"{path}: ") else f"{path}: {exc}")
     return pd.DataFrame(rows), errors
 
 

@@ -41,12 +41,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg.mixes is not None:
         from dse.report.mixes import write_mix_report
 
-        top, results = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
-                                 n_trials=args.trials, progress=not args.quiet, workers=args.workers)
-        for r in results:
+        run = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
+                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+        for r in run.results.values():
             status(args, f"writing {r.folder.name}: tables, figures and report")
             write_results(r, plots_on=not args.no_plots)
-        print(write_mix_report(top, results, cfg.mix_names, cfg.name))
+        print(write_mix_report(run.top, list(run.results.values()), list(run.results), cfg.name, run.infeasible))
         return 0
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
@@ -165,6 +165,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     status(args, f"writing {folder}: tables, figures and report")
     render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8")), folder)
     width = max(len(n) for n in cmp.names)
+    if not cmp.designs_table["feasible"].astype(bool).any():  # said before any row, which would read as a ranking
+        print(f"no candidate is feasible (each one's reason below and in {folder / 'summary.md'}); the rows compare "
+              "them anyway")
     for _, r in cmp.designs_table.iterrows():
         print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
@@ -512,24 +515,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.validate.calibrate import calibrate, calibrated_template
-    from dse.validate.suite import NotCoveredError, load_measurements, prepare_row
+    from dse.validate.calibrate import calibrate, calibrated_template, chip_cases, leave_chip_out, style_chips
+    from dse.validate.suite import chip_style, load_measurements
     from dse.yamlio import write_yaml
 
     hw = load_hardware(args.template)
     df = load_measurements(args.measurements)
-    cases, skipped = [], []
-    for _, row in df.iterrows():
-        if row["hardware"].strip() != hw.name:
-            continue
-        try:
-            cases.append(prepare_row(row, {hw.name: hw}))
-        except (NotCoveredError, DseError) as exc:
-            skipped.append(f"{row['id']}: {exc}")
+    cases, skipped = chip_cases(df, hw)
     if not cases:
         raise DseError(f"no covered measurement rows for template {hw.name!r}", field="template")
+    pool: list[tuple] = []
+    if not args.no_loo:
+        names = style_chips(df, hw) if args.chips is None else [hw.name, *dict.fromkeys(
+            n.strip() for n in args.chips.split(",") if n.strip() and n.strip() != hw.name)]
+        pool = [(hw, cases)] + [(h, chip_cases(df, h)[0]) for h in (load_hardware(n) for n in names[1:])]
+        pool = [p for p in pool if p[1]]
     status(args, f"fitting {hw.name} on {len(cases)} rows" + ("" if args.no_loo else
-           f", then {len(cases)} leave-one-out and one leave-family-out refit per family (about a minute)"))
+           f", then {len(cases)} leave-one-out and one leave-family-out refit per family"
+           + (f", then one fit shared by {len(pool)} chips ({sum(len(p[1]) for p in pool)} rows) and one "
+              "leave-one-chip-out refit per chip" if len(pool) > 1 else "") + " (up to a few minutes)"))
     fit = calibrate(hw, cases, loo=not args.no_loo)
     print(f"calibrating {hw.name} on {len(cases)} rows ({len(skipped)} skipped)")
     w = max(18, *(len(n) for n in fit.names))
@@ -542,15 +546,41 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
           f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
           f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
+
+    def pairs(ft: pd.DataFrame, columns: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
+        return {label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]
+                for label, c in columns}
+
+    out = Path(args.out)
     if not args.no_loo:
         print("\nby family: median / max |time error| (leave-family-out refits without every row of the family)")
         ft = fit.family_table()
-        show = pd.DataFrame({"family": ft["family"], "rows": ft["rows"], **{
-            label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]
-            for label, c in (("template %", "before_error_pct"), ("fit %", "fit_error_pct"),
-                             ("leave-one-out %", "loo_error_pct"), ("leave-family-out %", "leave_family_out_error_pct"))}})
+        show = pd.DataFrame({"family": ft["family"], "rows": ft["rows"], **pairs(ft, (
+            ("template %", "before_error_pct"), ("fit %", "fit_error_pct"), ("leave-one-out %", "loo_error_pct"),
+            ("leave-family-out %", "leave_family_out_error_pct")))})
         print(show.to_string(index=False))
-    path = Path(args.out) / f"{hw.name}-calibrated.yaml"
+        if len(pool) > 1:
+            chips = leave_chip_out(pool)
+            ct = chips.chip_table()
+            print(f"\nleave-one-chip-out: one set of fractions and launch overhead fitted to the rows of {len(pool)} "
+                  f"{chip_style(hw)} chips at once (each on its own template),\nthen refitted without every row of "
+                  "a chip to predict that chip's rows: median / max |time error| per chip left out")
+            show = pd.DataFrame({"chip": ct["chip"], "rows": ct["rows"], **pairs(ct, (
+                ("template %", "before_error_pct"), ("shared fit %", "pooled_fit_error_pct"),
+                ("leave-chip-out %", "leave_chip_out_error_pct")))})
+            print(show.to_string(index=False))
+            own = {"matrix_eff", "vector_eff", "overhead_us", *(f"{m.name}_eff" for m in hw.memory)}
+            print(f"{hw.name} from the other chips' rows: " + ", ".join(
+                f"{k} {v:.4g}" for k, v in chips.transferred(hw.name).items() if k in own))
+            out.mkdir(parents=True, exist_ok=True)
+            ct.to_csv(out / f"{hw.name}-leave-chip-out.csv", index=False)
+            chips.table().to_csv(out / f"{hw.name}-leave-chip-out-rows.csv", index=False)
+            print(f"leave-one-chip-out tables: {out / f'{hw.name}-leave-chip-out.csv'} (per chip), "
+                  f"{hw.name}-leave-chip-out-rows.csv (per row)")
+        else:
+            which = "named by --chips" if args.chips is not None else f"of style {chip_style(hw)}"
+            print(f"\nleave-one-chip-out: no other chip {which} has covered rows")
+    path = out / f"{hw.name}-calibrated.yaml"
     write_yaml(path, calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True))
     print(f"calibrated template: {path}")
     return 0
@@ -869,7 +899,10 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", default="results/calibrate",
                     help="folder for <name>-calibrated.yaml (default results/calibrate; never the shipped templates "
                          "unless given)")
-    cp.add_argument("--no-loo", action="store_true", help="skip the leave-one-out refits")
+    cp.add_argument("--chips", help="comma-separated templates whose rows a leave-one-chip-out fit shares with "
+                    "TEMPLATE's (default: every shipped chip of its style, GPU or NPU, with rows)")
+    cp.add_argument("--no-loo", action="store_true",
+                    help="skip the leave-one-out, leave-family-out and leave-one-chip-out refits")
     cp.add_argument("--quiet", action="store_true", help="no progress lines")
     hp = sub.add_parser("host", help="roofline health check of this machine with a numpy operator panel")
     hp.add_argument("--out", default="results/host", help="output folder")

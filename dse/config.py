@@ -34,6 +34,9 @@ class WorkloadEntry(Strict):
     path: str | None = Field(None, min_length=1, description="A model description YAML of your own (relative to "
                                                             "this config)")
     suite: str | None = Field(None, min_length=1, description="A named suite instead of one model (its weights x weight)")
+    exclude: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="With suite: models of the suite left out of the mix (e.g. those too large for "
+                                        "any chip of the search space)")
     weight: float = Field(1.0, gt=0, description="Relative weight in the mix score")
     phase: Literal["forward", "prefill", "decode", "training", "serving"] | None = None
     batch: int | None = Field(None, gt=0, le=MAX_BATCH)
@@ -66,10 +69,13 @@ class WorkloadEntry(Strict):
     def _name_or_suite(self) -> WorkloadEntry:
         if sum(x is not None for x in (self.name, self.path, self.suite)) != 1:
             raise ValueError("give exactly one of name (a library model), path (a model YAML) or suite (a named mix)")
+        if self.exclude is not None and self.suite is None:
+            raise ValueError("@exclude@got exclude without suite; accepted: exclude with suite (models of the suite "
+                             "left out)")
         return self
 
     def scenario(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name", "path", "weight", "suite", "plan"}, exclude_none=True)
+        return self.model_dump(exclude={"name", "path", "weight", "suite", "exclude", "plan"}, exclude_none=True)
 
 
 class Range(Strict):
@@ -480,6 +486,15 @@ class StudyConfig(Strict):
         return self.model_copy(update={"name": f"{self.name}.{mix}", "workloads": self.mixes[mix], "mixes": None})
 
 
+def refuse_template(data: dict, file: str | None) -> None:
+    """A hardware template (``compute`` and ``memory``, no ``search``) given where a study config is expected is one
+    line saying so, not the study schema's list of missing fields."""
+    if {"compute", "memory"} <= set(data) and not {"search", "workloads", "mixes"} & set(data):
+        raise DseError("got a hardware template (keys compute, memory); accepted: a study config (name, base or "
+                       "system, workloads or mixes, search); a template is named by a study's base: (shipped ones "
+                       "live in hw_templates/)", file=file)
+
+
 def load_study(path: str | Path) -> tuple[StudyConfig, Path]:
     """Load and validate a study config; returns it with the config's folder (to resolve paths)."""
     path = Path(path)
@@ -487,6 +502,7 @@ def load_study(path: str | Path) -> tuple[StudyConfig, Path]:
     if not isinstance(data, dict):
         raise DseError(f"got {type(data).__name__}; accepted: a mapping with keys name, base, workloads, "
                        "search", file=str(path))
+    refuse_template(data, str(path))
     try:
         cfg = StudyConfig.model_validate(data)
     except ValidationError as exc:

@@ -28,6 +28,14 @@ class DseError(Exception):
         return [str(self)]
 
 
+class InfeasibleError(DseError):
+    """Valid input that no design can satisfy: a workload larger than the most main memory the search space can
+    build (checked before any trial), or a search whose every trial broke a budget, the reticle or a capacity.
+
+    A study with several mixes sets such a mix aside and reports it with this one line
+    (:func:`dse.study.run_mixes`); a study of one mix, or one whose every mix is infeasible, fails with it."""
+
+
 class DseMultiError(DseError):
     """Several bad-input lines found in one pass over a file (e.g. every bad row of a CSV).
 

@@ -26,7 +26,7 @@ from dse.config import StudyConfig, load_study
 from dse.cost.area import AreaBreakdown, area, dram_stacks, level_mm2_per_mib, shoreline
 from dse.cost.cost import CostBreakdown, unit_cost
 from dse.cost.power import MixEnergy, mix_energy
-from dse.errors import DseError
+from dse.errors import DseError, DseMultiError, InfeasibleError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import built_values
 from dse.hardware.schema import Hardware, Node
@@ -103,9 +103,13 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
                                f"{exc.message})", field=f"{field}.{i}.path") from None
             weights.append(entry.weight)
             continue
+        if entry.exclude is not None:
+            check_exclude(entry.suite, entry.exclude, f"{field}.{i}.exclude")  # type: ignore[arg-type]
         try:
             if entry.suite is not None:
                 for e in load_suite(entry.suite):
+                    if e["name"] in (entry.exclude or ()):
+                        continue
                     scen = {k: v for k, v in e.items() if k not in ("name", "weight")}
                     wls.append(workload(e["name"], plan=entry.plan, **{**scen, **entry.scenario()}))
                     weights.append(float(e["weight"]) * entry.weight)
@@ -116,6 +120,21 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
             key = exc.field if exc.field and exc.field in type(entry).model_fields else None
             raise DseError(exc.message, field=f"{field}.{i}" + (f".{key}" if key else "")) from None
     return Mix.of(wls, weights)
+
+
+def check_exclude(suite: str, exclude: list[str], field: str) -> None:
+    """Every name of a suite entry's ``exclude`` is a model of that suite (a typo would keep the model in the mix)."""
+    import difflib
+
+    try:
+        names = [e["name"] for e in load_suite(suite)]
+    except DseError as exc:
+        raise DseError(exc.message, file=exc.file, field=field.rsplit(".", 1)[0] + ".suite") from None
+    for x in exclude:
+        if x not in names:
+            close = difflib.get_close_matches(x, names, n=1)
+            raise DseError(f"got {x!r}; accepted: a model of suite {suite} ({len(names)} models, `dse workloads` "
+                           f"lists them){f'; did you mean {close[0]!r}?' if close else ''}", field=field)
 
 
 def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
@@ -182,7 +201,8 @@ def check_main_memory_knobs(cfg: StudyConfig, hw: Hardware) -> None:
 
 def check_capacity(cfg: StudyConfig, base: DesignBatch, mix: Mix, node: Node, mix_field: str = "workloads") -> None:
     """Before any trial: a workload whose per-chip footprint exceeds the most main memory the search space can build
-    (``dse.search.space.max_offchip_capacity``) can never fit, so it is one error naming it and that capacity."""
+    (``dse.search.space.max_offchip_capacity``) can never fit, so it is one :class:`~dse.errors.InfeasibleError`
+    naming it, its footprint and that capacity."""
     from dse.search.space import max_offchip_capacity
 
     need = mix.memory_bytes
@@ -191,9 +211,9 @@ def check_capacity(cfg: StudyConfig, base: DesignBatch, mix: Mix, node: Node, mi
     cap, how = max_offchip_capacity(cfg.search.space, base, node.max_dram_stacks.value)
     worst = int(np.argmax(need))
     if need[worst] > cap:
-        raise DseError(f"got {mix.workloads[worst].label()} needing {need[worst] / 1e9:.1f} GB per chip; accepted: a "
-                       f"workload within {cap / 1e9:.1f} GB, the most {base.offchip_name} the search space can build "
-                       f"({how}), or a parallelism plan over more chips", field=mix_field)
+        raise InfeasibleError(f"got {mix.workloads[worst].label()} needing {need[worst] / 1e9:.1f} GB per chip; accepted: a "
+                              f"workload within {cap / 1e9:.1f} GB, the most {base.offchip_name} the search space can "
+                              f"build ({how}), or a parallelism plan over more chips", field=mix_field)
 
 
 def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) -> DesignBatch:
@@ -522,6 +542,37 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
 
 
+def check_study_capacity(config: str | Path, cfg: StudyConfig, ctx: Context, mix: str | None = None) -> None:
+    """:func:`check_capacity` of a loaded study (``mix``: the named mix it was narrowed to); the error names the
+    config file ``config`` and the mix's field (``mixes.<mix>``, else ``workloads``)."""
+    try:
+        check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node),
+                       f"mixes.{mix}" if mix else "workloads")
+    except InfeasibleError as exc:
+        raise InfeasibleError(exc.message, file=exc.file or str(config), field=exc.field) from None
+
+
+def check_mixes(config: str | Path, n_trials: int | None = None) -> dict[str, InfeasibleError]:
+    """Every mix of ``config`` loaded and checked before any search: a bad input in any mix raises its one-line
+    :class:`DseError`; a mix with a workload no design of the search space can hold (:func:`check_capacity`) is
+    returned, by name, with its :class:`InfeasibleError`; when every mix is, that error raises (one line per mix,
+    a :class:`DseMultiError` for several). A config with one mix (``workloads:``) is checked the same way."""
+    cfg, _ = load_study(config)
+    out: dict[str, InfeasibleError] = {}
+    for m in cfg.mix_names or [None]:
+        sub, ctx = load_context(config, n_trials, m)
+        try:
+            check_study_capacity(config, sub, ctx, m)
+        except InfeasibleError as exc:
+            if m is None:
+                raise
+            out[m] = exc
+    if cfg.mixes is not None and len(out) == len(cfg.mix_names):
+        errors = list(out.values())
+        raise errors[0] if len(errors) == 1 else DseMultiError(errors)
+    return out
+
+
 def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: str | None = None,
                 start: object | None = None) -> int:
     """One extra worker process: load the existing study, wait at ``start`` (a barrier shared with the
@@ -562,11 +613,7 @@ def run_study(
     if not 1 <= workers <= max_workers():
         raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
-    try:  # before any trial
-        check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node), f"mixes.{mix}" if mix else
-                       "workloads")
-    except DseError as exc:
-        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+    check_study_capacity(config, cfg, ctx, mix)  # before any trial
     if folder is None:
         root = Path(out) if out is not None else cfg.output.root(Path(config).parent)
         folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
@@ -613,24 +660,56 @@ def run_study(
                                  len(study.trials), new, recovered, url, meta, workers))
 
 
+@dataclass(frozen=True)
+class MixesRun:
+    """What :func:`run_mixes` returns: the top folder, the result of every mix that has a feasible design (in the
+    config's order) and, for every other mix, the one-line reason it has none. Unpacks as ``top, results`` (the
+    feasible results as a list), as the earlier ``(top, results)`` tuple did."""
+
+    top: Path
+    results: dict[str, StudyResult]
+    infeasible: dict[str, InfeasibleError]  # mix -> why it has no result (str(): config file: mixes.<mix>: got ...)
+
+    def __iter__(self) -> Iterator[object]:
+        yield self.top
+        yield list(self.results.values())
+
+
 def run_mixes(
     config: str | Path, *, resume: bool = False, storage: str | None = None, out: str | Path | None = None,
     n_trials: int | None = None, progress: bool = True, workers: int = 1,
-) -> tuple[Path, list[StudyResult]]:
+) -> MixesRun:
     """One search per named mix of ``config`` (studies ``<name>.<mix>`` in one storage, results in
     ``<folder>/<mix>/``, the copied inputs in ``<folder>/inputs/`` and the config pointing at them in
-    ``<folder>/config.yaml`` and each ``<folder>/<mix>/config.yaml``); returns the top folder and the per-mix
-    results."""
+    ``<folder>/config.yaml`` and each ``<folder>/<mix>/config.yaml``); returns the top folder, the per-mix results
+    and the infeasible mixes (:class:`MixesRun`).
+
+    Every mix is loaded and checked first (:func:`check_mixes`: a bad input anywhere fails before any search). A mix
+    with a workload no design of the search space can hold is not searched, and one whose every trial broke a limit
+    has no result; both are reported with their one-line reason while the other mixes run. Only when no mix has a
+    feasible design does this raise (:class:`~dse.errors.InfeasibleError`, one line per mix)."""
     cfg, cfg_dir = load_study(config)
     if cfg.mixes is None:
         raise DseError("this config has one mix (workloads); use run_study()", file=str(config))
+    skipped = check_mixes(config, n_trials)
     root = Path(out) if out is not None else cfg.output.root(cfg_dir)
     top = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
     make_dir(top)
     url = storage or f"sqlite:///{(top / 'study.db').resolve()}"
-    results = [run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress, workers=workers,
-                         mix=m, folder=top / m, exclusive=workers == 1 and storage is None, top=top)
-               for m in cfg.mix_names]
+    results: dict[str, StudyResult] = {}
+    errors: dict[str, InfeasibleError] = dict(skipped)
+    for m in cfg.mix_names:
+        if m in skipped:
+            continue
+        try:
+            results[m] = run_study(config, resume=resume, storage=url, n_trials=n_trials, progress=progress,
+                                   workers=workers, mix=m, folder=top / m, exclusive=workers == 1 and storage is None,
+                                   top=top)
+        except InfeasibleError as exc:  # every trial of this mix broke a limit: its trials stay in the storage
+            errors[m] = InfeasibleError(exc.message, file=exc.file or str(config), field=exc.field or f"mixes.{m}")
+    if not results:
+        found = [errors[m] for m in cfg.mix_names]
+        raise found[0] if len(found) == 1 else DseMultiError(found)
     if not resume or not (top / "config.yaml").is_file():
-        write_inputs(snapshot(config, results[0].ctx.base_hw.process_node), top, top)
-    return top, results
+        write_inputs(snapshot(config, next(iter(results.values())).ctx.base_hw.process_node), top, top)
+    return MixesRun(top, results, {m: errors[m] for m in cfg.mix_names if m in errors})

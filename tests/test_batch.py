@@ -33,3 +33,43 @@ def test_batch_continues_past_a_broken_config(tmp_path: Path, capsys) -> None:
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
     assert list(table["status"]) == ["error", "ok"]
     assert (tmp_path / "r" / "tiny" / "trials.csv").is_file()  # the good study completed and was saved
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(str(p.relative_to(ROOT)) for folder in ("experiments", "configs") for p in (ROOT / folder).glob("*.yaml"))
+
+
+def test_experiments_and_configs_hold_study_configs_only() -> None:
+    assert "experiments/best_ratio_three_mixes.yaml" in SHIPPED and "configs/npu.yaml" in SHIPPED
+    assert not (ROOT / "experiments" / "npu_story_base.yaml").exists()  # a template: hw_templates/npu-decode-7nm.yaml
+    assert {p.suffix for p in (ROOT / "experiments").iterdir() if p.is_file()} <= {".yaml", ".py"}
+
+
+@pytest.mark.parametrize("path", SHIPPED)
+def test_every_shipped_example_passes_the_batch_dry_check(path: str, monkeypatch) -> None:
+    """Schema, base, system, every workload of every mix, searched fields and each workload's fit in the most memory
+    the search space can build: what `dse batch` checks before it runs anything (no search here)."""
+    from dse.batch import check_config
+
+    monkeypatch.chdir(ROOT)
+    assert check_config(path) == {}  # and no mix set aside for a workload that fits no design
+
+
+def test_batch_runs_a_mixes_study_with_an_infeasible_mix_and_names_it(tmp_path: Path, capsys) -> None:
+    huge = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}  # 138 GB > 128 GB of 8 stacks
+    data = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"}
+    data["search"] = {**data["search"], "n_trials": 8}
+    cfg = write_config(tmp_path, {**data, "mixes": {"decode": [SMALL_STUDY["workloads"][1]], "huge": [huge]}})
+    assert main(["batch", str(cfg), "--out", str(tmp_path / "r")]) == 0
+    out, err = capsys.readouterr()
+    assert "batch: 1 of 1 configs ran" in out
+    assert f"warning: mix huge has no feasible design: {cfg}: mixes.huge: got llama2-70b[decode b1 ctx512 bf16] " \
+           "needing" in err and "error:" not in err
+    table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
+    assert list(table["status"]) == ["ok"] and table.loc[0, "folder"].endswith("decode")
+    assert table.loc[0, "infeasible_mixes"].startswith(f"huge: {cfg}: mixes.huge: got llama2-70b")
+    assert "GB per chip" in table.loc[0, "infeasible_mixes"]
+    res = dse.Study.from_yaml(cfg).run(out=tmp_path / "api")
+    assert set(res.trials["mix"]) == {"decode"} and list(res.infeasible) == ["huge"]
+    assert res.infeasible["huge"].startswith(f"{cfg}: mixes.huge: got llama2-70b")  # the config, not a temporary copy
+    assert "mix huge: no feasible design: got llama2-70b" in res.summary

@@ -208,7 +208,8 @@ def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path
     big = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}  # 140 GB of bf16 weights
     cfg = write_config(tmp_path, {**SMALL_STUDY, "workloads": [*SMALL_STUDY["workloads"], big]})
     assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--quiet"]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out.startswith("no candidate is feasible (each one's reason below")  # before any row that reads as a rank
     assert "warning: infeasible candidate '1:2': capacity: llama2-70b" in err
     assert "warning: infeasible workload 'llama2-70b[decode" in err and "does not fit the memory of 1:2, 1:1" in err
     folder = tmp_path / "tiny-compare"
@@ -228,7 +229,8 @@ def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path
     # a feasible comparison stays quiet and passes --strict
     ok = write_config(tmp_path, SMALL_STUDY, "ok.yaml")
     assert main(["compare", str(ok), "--ratios", "1:1,2:1", "--out", str(tmp_path), "--strict", "--quiet"]) == 0
-    assert "infeasible" not in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "infeasible" not in err and "no candidate is feasible" not in out
 
 
 def test_hold_score_reinvest_and_absolute_ridge(tmp_path: Path) -> None:

@@ -159,7 +159,8 @@ def test_streamed_sweep_writes_the_same_rows_as_the_in_memory_grid(tmp_path: Pat
     pd.testing.assert_frame_equal(_sorted(got), _sorted(ref), check_dtype=False)
     ok = ref[ref["feasible"]]
     assert s["rows"] == len(ref) and s["mixes"]["workloads"]["feasible"] == len(ok)
-    assert s["mixes"]["workloads"]["best"]["score"] == ok["score"].max()
+    # chunks of 13 and 50 designs sum the same per-op times in another BLAS order: equal to rounding
+    assert s["mixes"]["workloads"]["best"]["score"] == pytest.approx(ok["score"].max(), rel=1e-12)
     assert s["mixes"]["workloads"]["binding"] == ref["binding"].value_counts().to_dict()
 
 

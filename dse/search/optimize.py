@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 from tqdm import tqdm
 
 from dse.config import Search
-from dse.errors import DseError
+from dse.errors import DseError, InfeasibleError
 from dse.score import OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.search.samplers import names as sampler_names
@@ -375,9 +375,9 @@ def best_feasible(study: optuna.Study) -> optuna.trial.FrozenTrial:
         reasons = Counter(metrics(t).get("infeasible_reason", "") for t in
                           study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         common = reasons.most_common(1)[0][0] if reasons else ""
-        raise DseError("no feasible design found (every trial broke a budget, the reticle limit or a memory "
-                       f"capacity){'; most common reason: ' + common if common else ''}; accepted: larger search "
-                       "budgets, other search.space ranges, or a parallelism plan over more chips")
+        raise InfeasibleError("no feasible design found (every trial broke a budget, the reticle limit or a memory "
+                              f"capacity){'; most common reason: ' + common if common else ''}; accepted: larger "
+                              "search budgets, other search.space ranges, or a parallelism plan over more chips")
     sign = 1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else -1.0
     return max(trials, key=lambda t: tie_key(sign * t.values[0], metrics(t)))
 

@@ -450,3 +450,118 @@ def test_several_mixes_share_one_inputs_folder(tmp_path: Path) -> None:
         inputs = json.loads((r.folder / "metadata.json").read_text())["inputs"]
         assert {"base", "mixes.vision.0.path", "process_node"} <= set(inputs)
         assert (r.folder / inputs["base"]["copy"]).resolve() == (top / "inputs" / "base" / "chip.yaml").resolve()
+
+
+def _mixes_config(tmp_path: Path, mixes: dict, name: str = "mixes.yaml") -> Path:
+    data = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"}
+    return write_config(tmp_path, {**data, "mixes": mixes}, name)
+
+
+#: 138 GB of bf16 weights and KV cache: more than the 128 GB of the 8 HBM2e stacks SMALL_STUDY's 4 TB/s bound buys
+HUGE = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}
+HUGE_REASON = (r"mixes\.huge: got llama2-70b\[decode b1 ctx512 bf16\] needing 13\d\.\d GB per chip; accepted: a "
+               r"workload within 128\.0 GB, the most hbm the search space can build")
+
+
+def test_a_mix_that_fits_no_design_is_reported_and_the_other_mixes_run(tmp_path: Path, capsys) -> None:
+    import re
+
+    cfg = _mixes_config(tmp_path, {"decode": [SMALL_STUDY["workloads"][1]], "huge": [HUGE],
+                                   "vision": [SMALL_STUDY["workloads"][0]]})
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "8"]) == 0
+    out, err = capsys.readouterr()
+    lines = {ln.split()[0]: ln for ln in out.splitlines()[1:-1]}
+    assert set(lines) == {"decode", "huge", "vision"} and "score" in lines["decode"] and "score" in lines["vision"]
+    assert re.search(r"huge +no feasible design: got llama2-70b\[decode b1 ctx512 bf16\] needing 13\d\.\d GB per chip; "
+                     r"accepted: a workload within 128\.0 GB", lines["huge"]) and err == ""
+    top = tmp_path / "r" / "tiny"
+    table = pd.read_csv(top / "mixes.csv", keep_default_na=False)
+    assert list(table["mix"]) == ["decode", "vision", "huge"]
+    assert list(table["infeasible_reason"] == "") == [True, True, False] and table.loc[2, "score"] == ""
+    assert "GB per chip" in table.loc[2, "infeasible_reason"]
+    md = (top / "summary.md").read_text()
+    assert "**No feasible design**" in md and "- `huge`: got llama2-70b[decode b1 ctx512 bf16] needing" in md
+    assert set(pd.read_csv(top / "ratio_sensitivity.csv")["mix"]) == {"decode", "vision"}
+    assert not (top / "huge").exists()  # set aside before any trial: no study, no folder
+    names = {s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{top / 'study.db'}")}
+    assert names == {"tiny.decode", "tiny.vision"}
+
+
+def test_a_mix_whose_every_trial_is_infeasible_is_reported_after_its_search(tmp_path: Path, monkeypatch) -> None:
+    from dse.errors import InfeasibleError
+    from dse.search import optimize
+    from dse.study import run_mixes
+
+    real = optimize.best_feasible
+
+    def best(study):  # noqa: ANN001, ANN202 - the vision mix's search finds nothing feasible
+        if study.study_name.endswith(".vision"):
+            raise InfeasibleError("no feasible design found (stand-in)")
+        return real(study)
+
+    monkeypatch.setattr(optimize, "best_feasible", best)
+    cfg = _mixes_config(tmp_path, {"decode": [SMALL_STUDY["workloads"][1]], "vision": [SMALL_STUDY["workloads"][0]]})
+    run = run_mixes(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    assert list(run.results) == ["decode"] and list(run.infeasible) == ["vision"]
+    assert str(run.infeasible["vision"]) == f"{cfg}: mixes.vision: no feasible design found (stand-in)"
+    top, results = run  # unpacks as the (top, results) it returned before
+    assert top == run.top and results == [run.results["decode"]]
+    assert len(_trials_named(top, "tiny.vision")) == 8  # its trials are kept in the storage
+
+
+def _trials_named(top: Path, name: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=make_storage(f"sqlite:///{top / 'study.db'}")).get_trials()
+
+
+def test_when_no_mix_fits_the_study_fails_with_one_line_per_mix_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    import re
+
+    one = _mixes_config(tmp_path, {"decode": [SMALL_STUDY["workloads"][1], HUGE]}, "one.yaml")
+    assert main(["run", str(one), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.match(rf"error: {re.escape(str(one))}: {HUGE_REASON.replace('huge', 'decode')}",
+                                             err)
+    two = _mixes_config(tmp_path, {"huge": [HUGE], "big": [{**HUGE, "batch": 2}]}, "two.yaml")
+    assert main(["run", str(two), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "8"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and re.match(rf"error: {re.escape(str(two))}: {HUGE_REASON}", lines[0])
+    assert lines[1].startswith(f"error: {two}: mixes.big: got llama2-70b[decode b2 ctx512 bf16] needing")
+    assert not (tmp_path / "r").exists()
+    # a bad input in any mix is still an input error, before any search, even when another mix is infeasible
+    bad = _mixes_config(tmp_path, {"ok": [SMALL_STUDY["workloads"][0]], "huge": [HUGE],
+                                   "typo": [{"name": "resnet-50"}]}, "bad.yaml")
+    assert main(["run", str(bad), "--out", str(tmp_path / "r"), "--quiet", "--no-plots", "--trials", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {bad}: mixes.typo.0" in err and "resnet-50" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_suite_entry_leaves_out_the_models_it_excludes(tmp_path: Path, capsys) -> None:
+    from dse.study import load_context
+    from dse.workloads.suites import load_suite
+
+    entries = load_suite("edge-vision")
+    gone = entries[0]["name"]
+    data = {**SMALL_STUDY, "workloads": [{"suite": "edge-vision", "exclude": [gone]}]}
+    _, ctx = load_context(write_config(tmp_path, data))
+    assert len(ctx.mix.workloads) == sum(e["name"] != gone for e in entries) > 0
+    assert gone not in {w.name for w in ctx.mix.workloads}
+    typo = {**SMALL_STUDY, "workloads": [{"suite": "all", "exclude": ["llama2-70"]}]}
+    cfg = write_config(tmp_path, typo, "typo.yaml")
+    assert main(["run", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cfg}: workloads.0.exclude: got 'llama2-70'; accepted: a model of suite all") \
+        and "did you mean 'llama2-70b'?" in err and err.count("\n") == 1
+    alone = write_config(tmp_path, {**SMALL_STUDY, "workloads": [{"name": "gpt2", "exclude": ["gpt2"]}]}, "alone.yaml")
+    assert main(["run", str(alone), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{alone}: workloads.0.exclude: got exclude without suite" in err and err.count("\n") == 1
+
+
+def test_a_hardware_template_given_as_a_study_is_named_as_one(capsys) -> None:
+    template = ROOT / "hw_templates" / "npu-7nm.yaml"
+    assert main(["run", str(template), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {template}: got a hardware template (keys compute, memory); accepted: a study config " \
+                  "(name, base or system, workloads or mixes, search); a template is named by a study's base: " \
+                  "(shipped ones live in hw_templates/)\n"
