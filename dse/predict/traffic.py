@@ -342,20 +342,23 @@ def resident_capacity(d: DesignBatch) -> Resident:
 
 def resident_room(R: np.ndarray, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
     """([K, G] bytes of ``R`` [K] each workload's largest resident activation set takes: the largest ``live`` of its
-    rows whose policy lets activations stay and that fit, 0 where none fits; [G] its largest ``live`` of all)."""
+    rows whose policy lets activations stay and that fit, 0 where none fits; [G] its largest ``live`` of all).
+
+    One lookup for every workload: the distinct lives ``U`` of the table (0 first) and, per ``U[j]`` and workload,
+    the largest of its lives ``<= U[j]`` are kept in ``o.cache``; ``reserve = table[searchsorted(U, R) - 1]``."""
     key = "residency-live"
     if key not in o.cache:
-        groups = []
-        for g in range(o.fp_weights.shape[0]):  # one sorted array per workload of the table
-            groups.append(np.concatenate([[0.0], np.sort(o.live[(o.fp_group == g) & o.stay_act])]))
-        most = np.zeros(o.fp_weights.shape[0])
+        G = o.fp_weights.shape[0]
+        lives = np.where(o.stay_act, o.live, 0.0)
+        U = np.unique(np.concatenate([[0.0], lives]))
+        table = np.zeros((U.size, G))
+        table[np.searchsorted(U, lives), o.fp_group] = lives  # each row's live at its own place, in its column
+        np.maximum.accumulate(table, axis=0, out=table)  # then the largest so far, per workload
+        most = np.zeros(G)
         np.maximum.at(most, o.fp_group, o.live)
-        o.cache[key] = groups, most
-    groups, most = o.cache[key]
-    out = np.empty((R.shape[0], o.fp_weights.shape[0]))
-    for g, arr in enumerate(groups):
-        out[:, g] = arr[np.searchsorted(arr, R, side="right") - 1]
-    return out, most
+        o.cache[key] = U, table, most
+    U, table, most = o.cache[key]
+    return table[np.searchsorted(U, R, side="right") - 1], most
 
 
 def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -377,14 +380,19 @@ def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.
     room = np.maximum(Rc - reserve, 0.0)  # [K, G]
     w, kv = o.fp_weights[None, :], o.fp_kv[None, :]
     c, across = cache[:, None], steps[:, None]
-    ws = most[None, :] + w + kv  # [K, G] the step's working set
-    top = np.maximum(full[:, None], Rc)
+    whole = None
     with np.errstate(divide="ignore", invalid="ignore"):
-        r_w = np.where(w > 0, np.clip(room / w, 0.0, 1.0), 1.0)
-        r_kv = np.where(kv > 0, np.clip((room - w) / kv, 0.0, 1.0), 1.0)
-        whole = np.where(ws <= Rc, 1.0, np.clip((top - ws) / (top - Rc), 0.0, 1.0))
-    r_w = np.where(c, whole, r_w) * across
-    r_kv = np.where(c, whole, r_kv) * across
+        r_w = np.clip(room / np.where(w > 0, w, 1.0), 0.0, 1.0, out=room)  # 1 for a workload without weights
+        r_w[:, o.fp_weights <= 0] = 1.0
+        r_kv = np.clip((Rc - reserve - w) / np.where(kv > 0, kv, 1.0), 0.0, 1.0)
+        r_kv[:, o.fp_kv <= 0] = 1.0
+        if c.any():  # a cache: the step's working set ws stays whole up to R, none of it from its whole capacity
+            ws = most[None, :] + w + kv
+            top = np.maximum(full[:, None], Rc)
+            whole = np.where(ws <= Rc, 1.0, np.clip((top - ws) / (top - Rc), 0.0, 1.0))
+            r_w, r_kv = np.where(c, whole, r_w), np.where(c, whole, r_kv)
+    if not across.all():  # nothing held stays where the level does not keep tensors across steps
+        r_w, r_kv = r_w * across, r_kv * across
     # the share of each op's activation bytes that crosses: live > R in a scratchpad, the part of the step a cache
     # does not serve; [K, O] built in scratch buffers kept in o.cache (no fresh pages per chunk)
     shape = (R.shape[0], o.n)
