@@ -691,7 +691,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
-            "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa")
+            "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
+            "residency")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
             if getattr(args, k) is not None}
@@ -832,6 +833,9 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--activation-dtype",
                     help="activations between kernels and GEMM outputs (default: --dtype; e.g. fp16 beside fp8 GEMMs)")
     pp.add_argument("--execution", choices=["graph", "eager"], help="graph (default) or eager host dispatch")
+    pp.add_argument("--residency", choices=["auto", "none", "weights", "activations"],
+                    help="which tensors may stay on chip between operators and across steps (default auto; none: "
+                    "every tensor to and from main memory; docs/residency.md)")
     pp.add_argument("--causal", action="store_true", default=None,
                     help="attention:BxHxSQxSKxD only: causal mask (each query attends the keys up to its position)")
     pp.add_argument("--kv-heads", type=int, help="attention:BxHxSQxSKxD only: key/value heads (default: heads)")

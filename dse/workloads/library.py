@@ -159,6 +159,8 @@ class Workload:
             bits.append(f"gemm:{gk}")
         if s.get("execution") == "eager":
             bits.append("eager")
+        if s.get("residency", "auto") != "auto":
+            bits.append(f"residency:{s['residency']}")
         if self.plan is not None and self.plan.label() != "1 chip":
             bits.append(self.plan.label())
         return f"{self.name}[{' '.join(b for b in bits if b)}]"
