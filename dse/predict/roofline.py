@@ -249,7 +249,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
-    t_over = np.broadcast_to(overhead_times(d, o, matrix), t_compute.shape)
+    t_over = np.broadcast_to(overhead_times(d, o, matrix, tr), t_compute.shape)
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -284,7 +284,7 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     return matrix, t_compute, rest, overhead_times(d, o, matrix)
 
 
-def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray) -> np.ndarray:
+def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, tr: np.ndarray | None = None) -> np.ndarray:
     """[D or 1, O] fixed time of each op (0 for a fused one): the launch overhead ``t_l`` of the template, or, where
     it gives the time ``t_g`` of a kernel whose bytes stay on chip (``compute.graph_kernel_us``), for an op on the
     vector units ``t_g + (t_l - t_g) x s`` with ``s`` the share of its compulsory bytes that cross the main memory
@@ -295,16 +295,17 @@ def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray) -> np.ndarra
     gpu-small-kernels). A collective keeps ``t_l`` (no measurement splits it), and so does an op on the MAC arrays
     (``matrix`` [D or 1, O]): its first operand tiles,
     pipeline fill and epilogue cost it the same wherever its bytes come from (XLA's table times a 1024^3 fp8 GEMM
-    whose operands sit in an H100's L2 at 6.5 us, cuBLASLt on Azure's H100 alike)."""
+    whose operands sit in an H100's L2 at 6.5 us, cuBLASLt on Azure's H100 alike). ``tr`` [D, O, L]: the traffic
+    where the caller has it (else the main memory's level is computed here)."""
     base = _shared(d.overhead_s)[:, None]
     g = d.graph_s
     off = np.flatnonzero(d.offchip)
     if g is None or np.isnan(g).all() or not off.size:
         return np.where(o.fused, 0.0, base)
     lv = int(off[0])
-    tr = level_rows(d, o, lv)
+    main = level_rows(d, o, lv) if tr is None else tr[:, :, lv]
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.clip(np.where(o.compulsory > 0, tr / o.compulsory, 0.0), 0.0, 1.0)
+        share = np.clip(np.where(o.compulsory > 0, main / o.compulsory, 0.0), 0.0, 1.0)
     gs = np.where(np.isnan(g), d.overhead_s, g)[:, None]
     ramp = np.maximum(d.overhead_s[:, None] - gs, 0.0)
     streams = ~matrix & (o.compulsory > 0)[None, :]  # a streaming kernel (a collective moves no local bytes here)

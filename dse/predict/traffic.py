@@ -51,7 +51,7 @@ import pandas as pd
 
 from dse.hardware.designs import DesignBatch
 from dse.units import DTYPE_INDEX, GemmKernel
-from dse.workloads.ops import attention_ctas
+from dse.workloads.ops import KEEPS_ACTIVATIONS, KEEPS_HELD, attention_ctas
 
 REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
 #: ``gemm_kernel`` column -> code, by the names' order in :data:`dse.units.GemmKernel` (``auto`` first: 0, as is an
@@ -201,7 +201,7 @@ def _residency_columns(s: pd.DataFrame, f) -> dict[str, np.ndarray]:
     np.add.at(kernels, group, np.where(s["fused"].to_numpy(dtype=bool), 0.0, f("count")))
     return dict(held=held, held_bytes=hb, live=np.maximum(f("bytes_read") + f("bytes_written") - hb, 0.0),
                 single=(kernels <= 1)[group],
-                stay_act=np.isin(policy, ("auto", "activations")), stay_held=np.isin(policy, ("auto", "weights")),
+                stay_act=np.isin(policy, KEEPS_ACTIVATIONS), stay_held=np.isin(policy, KEEPS_HELD),
                 fp_group=group, fp_weights=fp_w, fp_kv=fp_kv)
 
 
@@ -313,6 +313,12 @@ class Resident(NamedTuple):
     cache: np.ndarray  # bool: that storage is a cache
     full: np.ndarray  # its whole capacity, bytes
     steps: np.ndarray  # bool: it keeps tensors across steps
+    level: np.ndarray | None = None  # int: the index of that storage's level (-1 where none)
+
+    @property
+    def storage(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(R, cache, full, steps)``: what decides the traffic (``level`` only names the storage)."""
+        return self.R, self.cache, self.full, self.steps
 
 
 def resident_capacity(d: DesignBatch) -> Resident:
@@ -322,7 +328,7 @@ def resident_capacity(d: DesignBatch) -> Resident:
     steps."""
     L = d.capacity.shape[1]
     out = Resident(np.zeros_like(d.capacity), np.zeros(d.capacity.shape, dtype=bool), np.zeros_like(d.capacity),
-                   np.zeros(d.capacity.shape, dtype=bool))
+                   np.zeros(d.capacity.shape, dtype=bool), np.full(d.capacity.shape, -1, dtype=np.intp))
     share = d.resident_share
     if share is None or not (share > 0).any():
         return out
@@ -337,6 +343,7 @@ def resident_capacity(d: DesignBatch) -> Resident:
         out.full[:, lv] = np.where(has, d.capacity[rows, best], 0.0)
         out.cache[:, lv] = d.resident_cache[best] & has
         out.steps[:, lv] = d.resident_steps[best] & has
+        out.level[:, lv] = np.where(has, best, -1)
     return out
 
 
@@ -374,7 +381,7 @@ def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.
     interpolation between the two measured ends, confidence low: an A100's L2 serves most of a 32 MiB working set
     and none of a 40 MiB one, gpu-benches gpu-small-kernels). A one-kernel workload's activations are its step's
     inputs and outputs: they stay only in a level that keeps tensors across steps."""
-    R, cache, full, steps = (x[:, lv] for x in res)
+    R, cache, full, steps = (x[:, lv] for x in res.storage)
     Rc = R[:, None]
     reserve, most = resident_room(R, o)
     room = np.maximum(Rc - reserve, 0.0)  # [K, G]
@@ -476,9 +483,9 @@ def _level(d: DesignBatch, o: OpArrays, S: np.ndarray, res: Resident | None, lv:
     """One level's traffic for :func:`per_level`: shared [1, O] when its inputs are the same on every design."""
     col = S[:, lv]
     private = lv == 0 or bool(d.instances[lv - 1] > 1)  # registers, or a level with a copy per core
-    key: tuple = () if res is None or not (res.R[:, lv] > 0).any() else tuple(x[:, lv] for x in res)
+    key: tuple = () if res is None or not (res.R[:, lv] > 0).any() else tuple(x[:, lv] for x in res.storage)
     if np.all(col == col[0]) and all(np.all(x == x[0]) for x in key):
-        one = Resident(*(x[:1, lv:lv + 1] for x in res)) if key else None
+        one = Resident(*(x[:1, lv:lv + 1] for x in res.storage)) if key else None
         return shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private, one)
     keep = residency_keep(res, lv, o) if key else None
     return level_traffic(col, o, bool(d.offchip[lv]), private, keep)
@@ -489,7 +496,7 @@ def shared_level_traffic(S: float, o: OpArrays, offchip: bool, private: bool = F
     """[1, O] :func:`level_traffic` of one inner capacity (and one resident storage inside, ``res`` [1, 1] each),
     kept in ``o.cache`` (chunks and trials of a batch reuse it; at most 256 are kept). Read-only: callers must not
     write into it."""
-    rkey = () if res is None else tuple(x.item() for x in res)
+    rkey = () if res is None else tuple(x.item() for x in res.storage)
     key = ("traffic", S, offchip, private, rkey)
     row = o.cache.get(key)
     if row is None:

@@ -17,11 +17,9 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware.designs import SRAM_MACRO_BYTES, DesignBatch
+from dse.predict.traffic import resident_capacity
 from dse.units import MIB
-
-#: policies (scenario ``residency``) that let each kind stay (``dse.predict.traffic._residency_columns``)
-KEEPS_ACTIVATIONS = ("auto", "activations")
-KEEPS_HELD = ("auto", "weights")
+from dse.workloads.ops import KEEPS_ACTIVATIONS, KEEPS_HELD
 
 
 @dataclass(frozen=True)
@@ -50,18 +48,13 @@ def resident_level(d: DesignBatch, i: int = 0) -> ResidentLevel | None:
     """Design ``i``'s resident level: of the levels inside the main memory (``offchip_index``) the one with the largest
     ``capacity x resident_share`` (``dse.predict.traffic.resident_capacity``), None when none keeps anything (no
     shared on-chip level, or a chip without DRAM whose main memory is its outermost SRAM)."""
-    share = d.resident_share
     j = d.offchip_index
-    if share is None or j == 0:
+    res = resident_capacity(d)
+    k = int(res.level[i, j])
+    if k < 0:
         return None
-    eff = d.capacity[i, :j] * share[:j]
-    k = int(np.argmax(eff))
-    if eff[k] <= 0:
-        return None
-    cache = bool(d.resident_cache[k]) if d.resident_cache is not None else False
-    steps = getattr(d, "resident_steps", None)
-    return ResidentLevel(d.level_names[k], float(d.capacity[i, k]), float(share[k]), cache,
-                         True if steps is None else bool(steps[k]))
+    return ResidentLevel(d.level_names[k], float(d.capacity[i, k]), float(d.resident_share[k]),
+                         bool(res.cache[i, j]), bool(res.steps[i, j]))
 
 
 def live_bytes(ops: pd.DataFrame) -> np.ndarray:

@@ -54,6 +54,9 @@ HELD: tuple[str, ...] = ("weights", "kv_cache")
 #: ``none``, ``weights`` (the held tensors: weights and KV cache), ``activations``
 Residency = Literal["auto", "none", "weights", "activations"]
 RESIDENCY: tuple[str, ...] = get_args(Residency)
+#: the policies that let activations stay, and those that let the held tensors (weights, KV cache) stay
+KEEPS_ACTIVATIONS: tuple[str, ...] = ("auto", "activations")
+KEEPS_HELD: tuple[str, ...] = ("auto", "weights")
 #: the columns :func:`with_residency` adds to a workload's table (after :data:`COLUMNS`)
 RESIDENCY_COLUMNS: list[str] = ["residency", "footprint_weights", "footprint_kv"]
 #: Defaults of the collective columns (``dse.workloads.parallel``): ``coll`` names the collective

@@ -272,19 +272,19 @@ def _gemm_table(policy: str = "auto", M: int = 1024, N: int = 1024, K: int = 102
 
 
 def test_resident_capacity_is_the_largest_shared_on_chip_level_inside() -> None:
-    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(NPU))
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(NPU)).storage
     # local (per core) keeps nothing between operators; the 32 MiB global scratchpad serves the hbm level, and
     # npu-7nm's runtime keeps what fits there across steps (its template says keeps: steps)
     assert R[0].tolist() == [0.0, 0.0, 32 * MIB] and not cache.any() and steps[0].tolist() == [False, False, True]
-    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("h200")))
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("h200"))).storage
     # smem is per SM; the 50 MiB L2 is a cache kept at the template's resident_fraction
     share = dse.hardware("h200").memory[1].resident_share
     assert R[0, 2] == pytest.approx(50 * MIB * share) and cache[0, 2] and R[0, 1] == 0.0 and full[0, 2] == 50 * MIB
     # a TPU's VMEM holds a kernel's blocks only (keeps: tiles): nothing stays in it between operators
-    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("tpu-v5e")))
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("tpu-v5e"))).storage
     assert R[0, 1] == 0.0 and not steps[0, 1]
     # Gaudi 2's SRAM is a scratchpad its graph compiler places a step's activations in, not kept across steps
-    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("gaudi2")))
+    R, cache, full, steps = resident_capacity(DesignBatch.from_hardware(dse.hardware("gaudi2"))).storage
     assert R[0, 1] == 48 * MIB and not steps[0, 1] and not cache[0, 1]
 
 
