@@ -46,7 +46,7 @@ def list_hardware() -> list[str]:
     return list_templates()
 
 
-def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int | None = None,
+def predict(wl: Workload | str, hw: Hardware | str | Mapping[str, Any], *, chips: int | None = None,
             tp: int | None = None, pp: int | None = None, dp: int | None = None, ep: int | None = None,
             system: str | System | None = None, **plan: Any) -> Prediction:
     """Predict one workload on one design: ``p.time_s`` and the per-operator ``p.ops``.
@@ -56,7 +56,15 @@ def predict(wl: Workload, hw: Hardware | str | Mapping[str, Any], *, chips: int 
     The older form with ``chips``, ``tp``, ``pp``, ``dp``, ``ep`` (and ``sp``, ``microbatches``, ``zero``,
     ``recompute``, ``overlap``) here builds the planned workload once (``dse.workloads.library.with_plan``),
     then predicts it; ``p.time_s`` is one step, ``p.fits`` / ``p.infeasible_reason`` the per-chip memory
-    check, ``p.ops`` includes the collectives."""
+    check, ``p.ops`` includes the collectives. ``wl`` may be a model name or YAML path (its defaults:
+    ``dse.workload(name)``), as ``hw`` may be a template name."""
+    if isinstance(wl, str | Path):
+        wl = workload(str(wl))
+    elif not isinstance(wl, Workload):
+        from dse.errors import DseError
+
+        raise DseError(f"got {type(wl).__name__}; accepted: a dse.workload(...) result, a model name or a YAML path",
+                       field="workload")
     if isinstance(hw, str) and is_system(hw) and system is None:
         system = load_system(hw)
         hw = system.chip

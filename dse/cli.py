@@ -356,6 +356,14 @@ def _workloads_ai(args: argparse.Namespace) -> int:
         over = _scenario_flags(args)
         from tqdm import tqdm
 
+        if over.get("phase") == "inference":  # a language model without a phase contributes prefill and decode
+            from dse.workloads.library import inference_phases
+
+            entries = [e if e.get("phase") not in (None, "inference") else
+                       {**e, "phase": ph, "weight": float(e["weight"]) / len(phases)}
+                       for e in entries for phases in [inference_phases(e["name"])]
+                       for ph in (phases if e.get("phase") in (None, "inference") else phases[:1])]
+            over = {k: v for k, v in over.items() if k != "phase"}
         wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
                for e in tqdm(entries, desc="expanding workloads", unit="model", disable=args.quiet, leave=False)]
         mix, what = Mix.of(wls, [float(e["weight"]) for e in entries]), f"suite {suite}"
@@ -370,9 +378,9 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     dram = hw.offchip_level.name
     print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
-    for label, level, weight in (("FLOP-weighted, compulsory", "compulsory", "share_flops"),
+    for label, level, weight in ((f"time-weighted, at {dram}", dram, "share_time"),  # where the time goes first
                                  (f"FLOP-weighted, at {dram}", dram, "share_flops"),
-                                 (f"time-weighted, at {dram}", dram, "share_time")):
+                                 ("FLOP-weighted, compulsory", "compulsory", "share_flops")):
         st = summary(df, level, weight)
         print(f"  {label:<28s} p10 {st['p10']:8.3g}  p50 {st['p50']:8.3g}  p90 {st['p90']:8.3g} FLOP/byte;"
               f" share in 4-16 FLOP/byte {st['share_4_16']:.1%}")
@@ -683,6 +691,17 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from dse.explore.app import serve
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the server stops, the command exits 0
+        serve(args.config, host=args.host, port=args.port, open_browser=not args.no_browser, mix=args.mix)
+    print("dse explore: stopped", file=sys.stderr)
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -920,6 +939,12 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--out", default="results/kernels", help="output folder")
     _add_predict_args(sub.add_parser("predict", help="predict one workload on one template or system "
                                      "(--chips/--tp/--pp/--dp)"))
+    ep = sub.add_parser("explore", help="interactive design explorer in the browser (pip install 'dse[explore]')")
+    ep.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
+    ep.add_argument("--port", type=int, default=8050, help="port of the local web server (default 8050)")
+    ep.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    ep.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    ep.add_argument("--mix", help="the mix to explore, for a config with mixes:")
     return ap
 
 
@@ -927,7 +952,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
     "compare": cmd_compare, "batch": cmd_batch, "whatif": cmd_whatif,
-    "kernels": cmd_kernels,
+    "kernels": cmd_kernels, "explore": cmd_explore,
 }
 
 

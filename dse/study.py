@@ -429,8 +429,9 @@ HEATMAP_KNOBS = ("peak_tflops", "dram_bandwidth_tbps")
 
 
 def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarray]:
-    """Score and area over an ``n`` x ``n`` compute x bandwidth grid (search ranges, else 0.25x-4x the base),
-    at the best design's SRAM size, evaluated in one vectorized call (rows: bandwidth, columns: compute)."""
+    """Score, area and feasibility (every constraint met) over an ``n`` x ``n`` compute x bandwidth grid (search
+    ranges, else 0.25x-4x the base), at the best design's SRAM size, evaluated in one vectorized call (rows:
+    bandwidth, columns: compute)."""
     space = ctx.cfg.search.space
     kx = base_knobs(best)
 
@@ -443,7 +444,8 @@ def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarra
               **dict(zip(HEATMAP_KNOBS, (P.ravel(), B.ravel()), strict=True))}
     designs = designs_from_params(best, params)
     scored, _ = score_designs(ctx, designs)
-    return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape)}
+    return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape),
+            "feasible": scored.feasible.reshape(P.shape)}
 
 
 @dataclass(frozen=True)

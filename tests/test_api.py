@@ -1,4 +1,5 @@
-"""The Python twins of compare, sweep and whatif: the same numbers as the commands, nothing written."""
+"""dse.api: the Python twins of compare, sweep and whatif (the same numbers as the commands, nothing written), and
+what predict takes and returns."""
 
 import copy
 from pathlib import Path
@@ -6,7 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import dse
 from dse.cli import main
+from dse.errors import DseError
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -139,3 +142,20 @@ def test_best_batch_builds_each_planned_batch_once(monkeypatch) -> None:
     assert [p.tp for p in calls] == [2, 2]  # one planned build per batch, no unplanned one
     p = dse.predict(dse.workload("gpt2", phase="serving", batch=2, **kw), "dgx-a100", chips=2)
     assert table.loc[table["batch"] == 2, "tokens_per_s"].iloc[0] == p.serving["tokens_per_s"]
+
+
+def test_predict_takes_a_model_name_like_a_template_name():
+    by_name = dse.predict("llama2-7b", "a100-80gb")
+    built = dse.predict(dse.workload("llama2-7b"), "a100-80gb")
+    assert by_name.time_s == built.time_s > 0
+    with pytest.raises(DseError, match="accepted: a dse.workload"):
+        dse.predict(3, "a100-80gb")
+
+
+def test_short_reprs_and_named_shares():
+    wl = dse.workload("gpt2", phase="decode", batch=8, context=1024)
+    text = repr(wl)
+    assert "\n" not in text and text.startswith("Workload(gpt2[decode") and "operator rows" in text
+    shares = dse.predict(wl, "npu-7nm").time_by_bound()
+    assert shares.name == "time_share" and shares.index.name == "bound"
+    assert shares.sum() == pytest.approx(1.0)

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dse.search",),  # space, storage, optuna driver
     ("dse.study", "dse.inputs"),  # one study: context, scorer, results folder and the input files it copies
     ("dse.sensitivity", "dse.grid", "dse.comparison", "dse.whatif_stages", "dse.robustness"),  # features
-    ("dse.report",),  # renderer, plots, study report
+    ("dse.report", "dse.explore"),  # renderer, plots, study report; the browser explorer
     ("dse.batch", "dse.api", "dse"),  # public API (``dse`` is the package's __init__)
     ("dse.cli", "dse.run", "dse.__main__"),  # entry points
 ]

@@ -100,3 +100,28 @@ def test_the_wheel_ships_workloads_templates_and_validation_and_works_outside_th
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "my-mlp[" in run.stdout and (work / "res" / "tiny" / "summary.md").is_file()
+
+
+#: what each optional extra of pyproject.toml must make importable
+EXTRA_MODULES = {"test": ["pytest", "hypothesis", "selenium"], "pg": ["psycopg2"], "onnx": ["onnx"],
+                 "torch": ["torch", "torchvision"], "dashboard": ["optuna_dashboard"],
+                 "scale": ["pyarrow", "dask", "distributed"], "explore": ["dash"]}
+
+
+def test_every_extra_names_its_modules():
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert set(extras) == set(EXTRA_MODULES)
+
+
+@pytest.mark.skipif(not os.environ.get("DSE_CI_EXTRAS"), reason="DSE_CI_EXTRAS (set by .ci/run) names the extras "
+                    "installed")
+def test_installed_extras_import():
+    """Each extra .ci/run installed imports (a broken pin or a missing module fails here, not in a feature test)."""
+    import importlib
+
+    for extra in os.environ["DSE_CI_EXTRAS"].split(","):
+        for mod in EXTRA_MODULES[extra]:
+            importlib.import_module(mod)

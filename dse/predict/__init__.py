@@ -117,9 +117,10 @@ class Prediction:
         return self.workload.flops / self.time_s
 
     def time_by_bound(self) -> pd.Series:
-        """Share of the time under each binding ceiling."""
+        """Share of the step's time under each binding ceiling (fractions summing to 1), a Series named
+        ``time_share`` indexed by ceiling (``bound``)."""
         s = self.ops.groupby("bound")["total_time_s"].sum()
-        return s / s.sum()
+        return (s / s.sum()).rename("time_share")
 
 
 class TableArrays(NamedTuple):
@@ -164,50 +165,55 @@ def total_times(ta: TableArrays, t: np.ndarray) -> np.ndarray:
 
 def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, total: np.ndarray | None = None
                   ) -> pd.DataFrame:
+    """The workload's operator table with the prediction's columns, built as one block and joined once (a column
+    set at a time costs a pandas insert each: ~8 ms per table, ``dse explore`` pays it per workload per update)."""
     levels = d.level_names
-    names = bound_names(levels)
-    df = wl.ops.copy()
-    flops = df["flops"].to_numpy(dtype=float)
-    compulsory = (df["bytes_read"] + df["bytes_written"]).to_numpy(dtype=float)
+    names = np.array(bound_names(levels))
+    src = wl.ops
+    flops = src["flops"].to_numpy(dtype=float)
+    compulsory = (src["bytes_read"] + src["bytes_written"]).to_numpy(dtype=float)
     t = r.time[0]
-    df["time_s"] = t
-    df["total_time_s"] = total_times(table_arrays(wl.ops), t) if total is None else total
-    df["t_compute_s"] = r.t_compute[0]
+    n = len(src)
+    col: dict[str, Any] = {"time_s": t,
+                           "total_time_s": total_times(table_arrays(src), t) if total is None else total,
+                           "t_compute_s": r.t_compute[0]}
     for j, lv in enumerate(levels):
-        df[f"traffic_{lv}_bytes"] = r.traffic[0, :, j]
-        df[f"t_{lv}_s"] = r.t_memory[0, :, j]
+        col[f"traffic_{lv}_bytes"] = r.traffic[0, :, j]
+        col[f"t_{lv}_s"] = r.t_memory[0, :, j]
         with np.errstate(divide="ignore", invalid="ignore"):
-            df[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, flops / r.traffic[0, :, j], np.inf)
-    df["t_network_s"] = r.t_network[0] if r.t_network is not None else 0.0
-    sent = o.to_table_order(sent_per_op(o, d.system)[None, :])[0] if d.system is not None else 0.0
-    df["net_sent_bytes"] = sent  # bytes this chip injects into the network per instance
-    df["t_overhead_s"] = r.t_overhead[0]
+            col[f"ai_{lv}"] = np.where(r.traffic[0, :, j] > 0, flops / r.traffic[0, :, j], np.inf)
+    col["t_network_s"] = r.t_network[0] if r.t_network is not None else np.zeros(n)
+    sent = o.to_table_order(sent_per_op(o, d.system)[None, :])[0] if d.system is not None else np.zeros(n)
+    col["net_sent_bytes"] = sent  # bytes this chip injects into the network per instance
+    col["t_overhead_s"] = r.t_overhead[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        df["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
-    df["bound"] = [names[b] for b in r.bound[0]]
-    df["achieved_flops"] = flops / t
+        col["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
+    bound = names[r.bound[0]]
+    col["bound"] = bound
+    col["achieved_flops"] = flops / t
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).
     roof_times = np.concatenate([
         np.where(flops > 0, flops / np.where(flops > 0, r.peak[0], 1.0), 0.0)[:, None],
         r.traffic[0] / d.bandwidth[0][None, :],
     ], axis=1)
     t_roof = roof_times.max(axis=1)
-    df["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
-    df["utilization"] = t_roof / t
-    df["fill"] = r.fill[0]
+    col["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
+    col["utilization"] = t_roof / t
+    col["fill"] = r.fill[0]
     # the unit each op ran on (dse.predict.roofline.on_matrix: the one that finishes it first among those able to)
-    df["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else df["unit"]
-    df["clock_fraction"] = r.clock[0] if r.clock is not None else 1.0
+    col["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else src["unit"].to_numpy()
+    col["clock_fraction"] = r.clock[0] if r.clock is not None else np.ones(n)
     # what stays on chip at the main memory's boundary (dse.predict.traffic residency): shares of the op's
     # activation bytes and of its held tensor (weights or KV cache, the ``held`` column)
     act, held = on_chip_shares(d, o)
-    df["act_on_chip"] = o.to_table_order(act)[0]
-    df["held_on_chip"] = o.to_table_order(held)[0]
-    kind = np.where(df["bound"] == "compute", "compute-bound", np.where(df["bound"] == "array", "array-bound",
-                    np.where(df["bound"] == "overhead", "overhead-bound",
-                             np.where(df["bound"] == "network", "network-bound", "memory-bound"))))
-    df["region"] = np.where(df["utilization"] < FAR_BELOW, "far below roof", kind)
-    return df
+    col["act_on_chip"] = o.to_table_order(act)[0]
+    col["held_on_chip"] = o.to_table_order(held)[0]
+    kind = np.where(bound == "compute", "compute-bound", np.where(bound == "array", "array-bound",
+                    np.where(bound == "overhead", "overhead-bound",
+                             np.where(bound == "network", "network-bound", "memory-bound"))))
+    col["region"] = np.where(col["utilization"] < FAR_BELOW, "far below roof", kind)
+    keep = src.drop(columns=[c for c in col if c in src.columns])
+    return pd.concat([keep, pd.DataFrame(col, index=src.index)], axis=1)
 
 
 _DESIGNS: dict[int, tuple[Hardware, DesignBatch]] = {}

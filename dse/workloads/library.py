@@ -87,6 +87,11 @@ class Workload:
     spec: dict[str, Any] = field(default_factory=dict)  #: scenario keywords that rebuild it (library models)
     origin: str = ""  #: the name or YAML path it was built from (``workload(origin, **spec)`` rebuilds it)
 
+    def __repr__(self) -> str:
+        """One line (the dataclass default printed the whole operator table)."""
+        return (f"Workload({self.label()}: {len(self.ops)} operator rows, {self.flops / 1e9:.4g} GFLOP, "
+                f"{self.chips} chip{'s' if self.chips != 1 else ''})")
+
     @property
     def chips(self) -> int:
         return self.plan.n_chips if self.plan else 1
@@ -227,6 +232,13 @@ def accepted_keywords(desc: ModelDescription) -> set[str]:
 def available() -> list[str]:
     """Library models: ``workloads/*.yaml``, imported ``workloads/custom/*.yaml`` and ``$DSE_PATH``'s."""
     return sorted({p.stem for d in search_dirs() for p in d.glob("*.yaml")})
+
+
+def inference_phases(name: str) -> tuple[str, ...]:
+    """The phases ``phase: inference`` covers for a model: ``("prefill", "decode")`` for a language model (a
+    served LLM spends its time in both), ``("forward",)`` for every other model."""
+    desc = load_description(name)
+    return ("prefill", "decode") if family_of(desc.family).is_language_model(desc.arch) else ("forward",)
 
 
 #: expanded workloads kept per (name, plan, scenario): a repeated call returns the same object (its ``ops``

@@ -39,3 +39,30 @@ def test_ai_of_a_config_uses_its_weighted_mix_and_base_design(tmp_path, capsys) 
     assert main(["workloads", "ai", str(cfg), "--batch", "4", "--out", str(tmp_path / "ai")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {cfg}: --batch: got --batch with a config") and err.count("\n") == 1
+
+
+def test_phase_inference_covers_prefill_and_decode(tmp_path, capsys, monkeypatch) -> None:
+    """``--phase inference`` on a suite: a language model without a phase of its own is two rows, prefill and
+    decode at half its weight each; a vision model runs forward; an entry with its own phase keeps it."""
+    import pandas as pd
+
+    from dse.cli import main
+    from dse.workloads import suites
+    from dse.workloads.library import inference_phases
+
+    assert inference_phases("llama2-7b") == ("prefill", "decode")
+    assert inference_phases("resnet50") == ("forward",)
+    entries = [{"name": "gpt2", "weight": 2.0, "batch": 1}, {"name": "resnet50", "weight": 1.0, "batch": 1},
+               {"name": "llama2-7b", "weight": 1.0, "phase": "decode", "batch": 1, "context": 512}]
+    monkeypatch.setattr(suites, "load_suite", lambda name: entries)
+    assert main(["workloads", "ai", "mine", "--phase", "inference", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].lstrip().startswith("time-weighted")  # the memo leads with where the time goes
+    df = pd.read_csv(tmp_path / "ai_mine.csv")
+    labels = set(df["workload"])
+    assert any(x.startswith("gpt2[prefill") for x in labels) and any(x.startswith("gpt2[decode") for x in labels)
+    assert any(x.startswith("resnet50[forward") for x in labels)
+    assert [x for x in labels if x.startswith("llama2-7b")] == ["llama2-7b[decode b1 ctx512 bf16]"]
+    share = df.groupby("workload")["share_flops"].sum()
+    gpt2 = share[[x for x in share.index if x.startswith("gpt2")]]
+    assert gpt2.sum() == pytest.approx(0.5)  # weight 2 of 4, split between its two phases
