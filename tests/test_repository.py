@@ -20,3 +20,49 @@ def test_the_reference_figures_the_project_cites_are_in_docs() -> None:
     for name in ("hardware.csv", "area_cost.csv", "model_flops.csv", "measured_calibration.csv", "README.md"):
         assert (ROOT / "docs" / "reference" / name).is_file(), name
     assert (ROOT / "docs" / "design.md").is_file()
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchor for every heading of a markdown text: lower case, punctuation dropped, spaces to hyphens."""
+    import re
+
+    out = set()
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"^#{1,6} (.+?)\s*$", line)):
+            out.add(re.sub(r"[^\w\- ]", "", m[1].lower()).replace(" ", "-"))
+    return out
+
+
+def test_the_readme_is_short() -> None:
+    """Issue 34: the README is what dse is, set-up, a short tour and where the docs are; the rest lives in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, len(lines)
+
+
+def test_every_doc_the_readme_and_the_docs_link_exists() -> None:
+    """Every docs/ file the README names (a markdown link or a plain ``docs/NAME.md``), and every relative link
+    between docs/*.md files, points at a file that exists, and an ``#anchor`` at one of that file's headings."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"\b(docs/[\w./-]+?\.md)(#[\w-]+)?\b", readme))
+    named |= {(t, a) for t, a in re.findall(r"\]\((docs/[^)#\s]+)(#[\w-]+)?\)", readme)}
+    assert {t for t, _ in named} >= {"docs/user_guide.md", "docs/validation.md"}, named
+    links = [("README.md", target, anchor) for target, anchor in named]
+    for doc in (ROOT / "docs").glob("*.md"):
+        for target, anchor in re.findall(r"\]\(([^)#\s:]*)(#[\w-]+)?\)", doc.read_text(encoding="utf-8")):
+            links.append((f"docs/{doc.name}", f"docs/{target}" if target else f"docs/{doc.name}", anchor))
+    broken = []
+    for source, target, anchor in links:
+        path = ROOT / target
+        if not path.exists():
+            broken.append(f"{source}: {target} does not exist")
+        elif anchor and anchor[1:] not in _anchors(path.read_text(encoding="utf-8")):
+            broken.append(f"{source}: {target}{anchor}: no such heading")
+    assert broken == []
+    listed = set(re.findall(r"^- \[(docs/[\w.-]+\.md)\]", readme, flags=re.M))
+    assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= listed, \
+        "list every docs/*.md in the README's 'Where the docs are'"

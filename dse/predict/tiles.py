@@ -49,7 +49,7 @@ The library is modelled as picking the best: ``fill = max over tiles (m, n) and 
 q * r``, split-K (``s > 1``) only when the unsplit grid has fewer CTAs than cores (the case split-K exists
 for: a small output grid with a long K) and each split keeps ``ceil(K/s) >= 64`` (one k-block of the tiles).
 The split counts (powers of two) and the "grid < cores" rule are assumptions (no library documents its
-heuristic); they were chosen among a few variants by the validation rows (see README, model selection).
+heuristic); they were chosen among a few variants by the validation rows (docs/validation.md, "Single-chip rows").
 The tile set is the template's ``compute.matrix.cta_tiles`` (the A100 templates list the tensor-op tiles
 CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names, the H100/H200 templates CUTLASS's
 sm90 WGMMA tiles) and its kernel structure ``compute.matrix.gemm_kernel`` (a workload's ``gemm_kernel`` overrides
