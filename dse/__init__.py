@@ -18,7 +18,7 @@ _API = {
     **dict.fromkeys(("AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "best_batch",
                      "compare", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict",
                      "predict_many", "sweep", "whatif", "workload"), "dse.api"),
-    "Study": "dse.batch", "StudyRun": "dse.batch", "DseError": "dse.errors",
+    "Study": "dse.batch", "StudyRun": "dse.batch", "DseError": "dse.errors", "best_plan": "dse.api",
 }
 __all__ = ["__version__", *sorted(_API)]
 _resolved: dict[str, Any] = {}
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
         Workload,
         area,
         best_batch,
+        best_plan,
         compare,
         elementwise,
         gemm,

@@ -31,7 +31,7 @@ from dse.predict import predict as _predict
 from dse.workloads.library import Workload, elementwise, gemm, list_workloads, plan_for, with_plan, workload
 
 __all__ = [
-    "AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "elementwise", "gemm",
+    "AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "best_plan", "elementwise", "gemm",
     "hardware", "list_hardware", "list_workloads", "predict", "predict_many", "workload",
 ]
 
@@ -142,7 +142,7 @@ def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:
     return _area(hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw))
 
 
-def compare(config: str | Path, ratios: list[str] | None = None, hold: str | None = None,
+def compare(config: str | Path | Mapping[str, Any] | Any, ratios: list[str] | None = None, hold: str | None = None,
             samples: int | None = None):
     """``dse compare`` as data: the config's ``compare:`` candidates, or ``ratios`` (e.g. ``["1:2", "1:1"]``)
     at fixed ``hold`` (compute, area or score). Returns ``dse.comparison.Comparison`` (``.table`` per workload,
@@ -153,10 +153,12 @@ def compare(config: str | Path, ratios: list[str] | None = None, hold: str | Non
     from dse.study import load_context
 
     cfg, ctx = load_context(config, one_mix="compare")
-    return compare_config(cfg, ctx, str(config), ratios, hold, field="ratios", samples=samples)[0]
+    from dse.config import config_label
+
+    return compare_config(cfg, ctx, config_label(config), ratios, hold, field="ratios", samples=samples)[0]
 
 
-def sweep(config: str | Path, points: int = 12, sram_points: int = 1):
+def sweep(config: str | Path | Mapping[str, Any] | Any, points: int = 12, sram_points: int = 1):
     """``dse sweep`` as data: one row per design (and per mix) of the full grid over the config's search
     space: knobs, score, area, cost, power, ridge, HBM stacks, binding ceiling, feasibility."""
     from dse.grid import axes_for, contexts, run_sweep
@@ -165,13 +167,22 @@ def sweep(config: str | Path, points: int = 12, sram_points: int = 1):
     return run_sweep(ctxs, axes_for(cfg, next(iter(ctxs.values())), points, sram_points)).grid
 
 
-def whatif(config: str | Path):
+def whatif(config: str | Path | Mapping[str, Any] | Any):
     """``dse whatif`` as data: one row per stage (FLOPs, DRAM bytes, AI, time, speedup, binding ceiling)
     of a what-if file or of a study config's ``whatif:`` section."""
     from dse.whatif_stages import load_whatif, run_whatif
 
     spec, _, hw = load_whatif(config)
     return run_whatif(spec, hw).table
+
+
+def best_plan(workload: Workload | str, system: str | System, chips: int, **fixed: Any):
+    """The fastest parallelism plan of a single-chip ``workload`` on ``chips`` chips of ``system`` whose per-chip
+    memory fits (``dse.plan_search.best_plan``): ``.best`` (a Plan), ``.prediction``, ``.table`` (every candidate,
+    fastest first). ``fixed`` holds plan fields (``tp=8``, ``zero=1``, ``recompute="full"``, ...)."""
+    from dse.plan_search import best_plan as _best_plan
+
+    return _best_plan(workload, system, chips, **fixed)
 
 
 def best_batch(name: str, hardware: Any, tpot_limit_s: float, *, batches: list[int] | None = None,

@@ -294,6 +294,29 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     raise DseError(f"got {action!r}; accepted: list, show, ai, import", field="action")
 
 
+def _import_target(out, desc: dict):  # noqa: ANN001, ANN202 - a Path or None; (Path, description)
+    """Where an import is written without overwriting anything: ``--output`` must be a new file (an existing one is
+    one line naming it); the default ``results/imports/NAME.yaml`` takes the first free ``NAME-2``, ``NAME-3``, ...
+    (the description renamed to match) unless the file there already holds this very description."""
+    from pathlib import Path
+
+    from dse.yamlio import load_yaml
+
+    if out is not None:
+        if out.exists():
+            raise DseError(f"got {str(out)!r}, which exists; accepted: a new file (imports never overwrite)",
+                           field="--output")
+        return out, desc
+    base, k = desc["name"], 1
+    while True:
+        name = base if k == 1 else f"{base}-{k}"
+        path = Path("results") / "imports" / f"{name}.yaml"
+        cand = {**desc, "name": name}
+        if not path.exists() or load_yaml(path) == cand:
+            return path, cand
+        k += 1
+
+
 def _workloads_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -311,8 +334,8 @@ def _workloads_import(args: argparse.Namespace) -> int:
         desc = from_hf_config(src, name)
     else:
         raise DseError(f"got {src.name!r}; accepted: an .onnx file or a Hugging Face config.json", field="PATH")
-    out = out or Path("results") / "imports" / f"{desc['name']}.yaml"
     wl = workload_from_description(desc)
+    out, desc = _import_target(out, desc)
     write_yaml(out, desc)
     unknown = desc["arch"].get("unknown_ops", []) if desc["family"] == "optable" else []
     print(f"{desc['name']}: {len(wl.ops)} operator rows, {wl.flops / 1e9:.4g} GFLOP, {wl.bytes / 1e6:.4g} MB -> {out}")
@@ -702,6 +725,41 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dse.plan_search import best_plan, no_fit_reason
+    from dse.workloads.library import workload
+
+    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype") if getattr(args, k) is not None}
+    fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
+             if getattr(args, k) is not None}
+    if args.sp is not None:
+        fixed["sp"] = args.sp == "on"
+    wl = workload(args.workload, **scen)
+    status(args, f"predicting every plan of {wl.label()} on {args.chips} chips of {args.system}")
+    r = best_plan(wl, args.system, args.chips, **fixed)
+    cols = ["label", "tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "time_s", "memory_gb", "fits"]
+    shown = r.table[[c for c in cols if c in r.table]].head(args.top)
+    if args.format == "json":
+        _print_json({"workload": wl.label(), "system": args.system, "chips": args.chips, "seconds": r.seconds,
+                     "best": r.best.model_dump(exclude_defaults=True) if r.best else None,
+                     "time_s": r.prediction.time_s if r.prediction else None, "candidates": _records(r.table)})
+        return 0
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    n_fit = int(r.table["fits"].sum())
+    print(f"{len(r.table)} candidate plans of {wl.label()} on {args.chips} chips of {args.system}, {n_fit} fit; "
+          f"searched in {r.seconds:.1f} s")
+    if r.best is None:
+        raise DseError(f"no plan fits: {no_fit_reason(r)}; accepted: more chips or a chip with more memory",
+                       field="--chips")
+    p = r.prediction
+    print(f"best: {r.best.label()} (zero {r.best.zero}, microbatches {r.best.m}, sp {r.best.sp}): "
+          f"{p.time_s:.4g} s per step, {p.workload.memory_bytes / 1e9:.1f} GB per chip of {p.capacity_bytes / 1e9:.0f} GB")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -939,6 +997,20 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--out", default="results/kernels", help="output folder")
     _add_predict_args(sub.add_parser("predict", help="predict one workload on one template or system "
                                      "(--chips/--tp/--pp/--dp)"))
+    lp = sub.add_parser("plan", help="the fastest parallelism plan that fits: every plan of a model on N chips of a "
+                        "system, predicted at once")
+    lp.add_argument("workload", help="model name (e.g. llama2-70b) or description YAML")
+    lp.add_argument("system", help="system template (e.g. dgx-h100) or chip template (its shipped system)")
+    lp.add_argument("--chips", type=int, required=True, help="chips the workload is split over")
+    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--dtype", str)):
+        lp.add_argument(flag, type=typ)
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
+        lp.add_argument(flag, type=int, help="hold this plan field")
+    lp.add_argument("--recompute", choices=["none", "selective", "full"], help="hold the recomputation policy")
+    lp.add_argument("--sp", choices=["on", "off"], help="hold sequence parallelism (default: on with tp > 1)")
+    lp.add_argument("--top", type=int, default=10, help="rows of the candidate table shown (fastest first)")
+    lp.add_argument("--format", choices=["table", "json"], default="table")
+    lp.add_argument("--quiet", action="store_true")
     ep = sub.add_parser("explore", help="interactive design explorer in the browser (pip install 'dse[explore]')")
     ep.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
     ep.add_argument("--port", type=int, default=8050, help="port of the local web server (default 8050)")
@@ -952,7 +1024,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "workloads": cmd_workloads, "hardware": cmd_hardware, "area": cmd_area, "predict": cmd_predict,
     "validate": cmd_validate, "calibrate": cmd_calibrate, "host": cmd_host, "gpu": cmd_gpu, "sweep": cmd_sweep,
     "compare": cmd_compare, "batch": cmd_batch, "whatif": cmd_whatif,
-    "kernels": cmd_kernels, "explore": cmd_explore,
+    "kernels": cmd_kernels, "explore": cmd_explore, "plan": cmd_plan,
 }
 
 

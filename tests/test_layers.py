@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the sampler registry, which imports nothing of dse)
     ("dse.search",),  # space, storage, optuna driver
     ("dse.study", "dse.inputs"),  # one study: context, scorer, results folder and the input files it copies
-    ("dse.sensitivity", "dse.grid", "dse.comparison", "dse.whatif_stages", "dse.robustness"),  # features
+    ("dse.sensitivity", "dse.grid", "dse.comparison", "dse.whatif_stages", "dse.robustness", "dse.plan_search"),  # features
     ("dse.report", "dse.explore"),  # renderer, plots, study report; the browser explorer
     ("dse.batch", "dse.api", "dse"),  # public API (``dse`` is the package's __init__)
     ("dse.cli", "dse.run", "dse.__main__"),  # entry points

@@ -1,0 +1,206 @@
+"""The fastest parallelism plan that fits: every candidate plan of a workload on a system, predicted in one call.
+
+Architects compare chips each at its best plan (Calculon, Isaev et al. SC 2023, searches tensor, pipeline and
+data parallelism, micro-batching, recomputation and optimizer sharding per system; GenZ does the same), so a
+plan given by hand can make the better chip lose. :func:`best_plan` enumerates the plans of ``chips`` chips
+(:func:`candidates`): tensor parallel degrees that divide the chips and fit one node (Megatron keeps TP inside
+the NVLink domain, Narayanan et al. SC 2021, Sec. 3.3: "tensor model parallelism ... within a multi-GPU
+server"), pipeline stages that divide the rest, the remainder as data parallelism, micro-batch counts that
+divide a replica's batch, ZeRO stages 0-3 where there is data parallelism, recomputation none / selective /
+full, sequence parallelism with TP, and expert parallelism for MoE models. Each candidate is one chip's
+operator table (``dse.workload(..., plan=...)``); all of them are predicted at once on the system's chip
+(``dse.predict.mix_times``: one vectorized pass over every candidate's operators), and the fastest whose
+per-chip footprint fits the chip's main memory wins. Fixed fields (``tp=8``, ``zero=1``, ...) narrow the grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.system import System, load_system
+from dse.predict import Prediction, mix_times, predict
+from dse.workloads.library import Workload, workload
+from dse.workloads.mix import Mix
+from dse.workloads.parallel import Plan
+
+#: micro-batch counts tried (those dividing a replica's batch; with pipeline stages, at least as many as stages)
+MICROBATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+#: recomputation policies tried (dse.workloads.parallel.Plan.recompute)
+RECOMPUTE = ("none", "selective", "full")
+#: the fields a caller may fix
+SEARCHED = ("tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
+
+
+def divisors(n: int) -> list[int]:
+    """The positive divisors of ``n``, ascending."""
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def model_experts(wl: Workload) -> int:
+    """Experts per MoE layer of a library model (0: dense, or not a library model)."""
+    from dse.workloads.library import load_description
+
+    try:
+        arch = load_description(wl.origin or wl.name).arch
+    except DseError:
+        return 0
+    moe = arch.get("moe") if isinstance(arch, dict) else None
+    return int(moe.get("experts", 0)) if isinstance(moe, dict) else 0
+
+
+def _check_fixed(fixed: dict[str, Any], chips: int) -> None:
+    bad = sorted(set(fixed) - set(SEARCHED))
+    if bad:
+        raise DseError(f"got {bad[0]!r}; accepted: {', '.join(SEARCHED)}", field="best_plan")
+    for g in ("tp", "pp", "dp"):
+        if g in fixed and chips % int(fixed[g]):
+            raise DseError(f"got {g}={fixed[g]} with {chips} chips; accepted: {g} dividing {chips} "
+                           f"({', '.join(map(str, divisors(chips)))})", field=g)
+    prod = math.prod(int(fixed.get(g, 1)) for g in ("tp", "pp", "dp"))
+    if chips % prod:
+        raise DseError(f"got tp x pp x dp = {prod} fixed with {chips} chips; accepted: degrees whose product divides "
+                       f"{chips}", field="best_plan")
+
+
+def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[dict[str, Any]]:
+    """Plan keyword sets for ``chips`` chips (see the module docstring); ``fixed`` fields are held. TP degrees
+    go up to ``per_node`` (chips in one node) unless ``tp`` is fixed."""
+    _check_fixed(fixed, chips)
+    batch = int(wl.scenario.get("batch", 1) or 1)
+    training = wl.scenario.get("phase") == "training"
+    experts = model_experts(wl)
+    out = []
+    tps = [int(fixed["tp"])] if "tp" in fixed else [t for t in divisors(chips) if t <= max(per_node, 1)]
+    for tp in tps:
+        pps = [int(fixed["pp"])] if "pp" in fixed else divisors(chips // tp)
+        for pp in pps:
+            if (chips // tp) % pp:
+                continue
+            dp = chips // (tp * pp)
+            if "dp" in fixed and int(fixed["dp"]) != dp:
+                continue
+            if batch % dp:
+                continue
+            per_replica = batch // dp
+            mbs = [int(fixed["microbatches"])] if "microbatches" in fixed else [
+                m for m in MICROBATCHES if per_replica % m == 0 and (pp == 1 or m >= pp) and m <= per_replica]
+            zeros = [int(fixed["zero"])] if "zero" in fixed else ([0, 1, 2, 3] if dp > 1 and training else [0])
+            recs = [fixed["recompute"]] if "recompute" in fixed else (list(RECOMPUTE) if training else ["none"])
+            sps = [bool(fixed["sp"])] if "sp" in fixed else [tp > 1]
+            eps = [int(fixed["ep"])] if "ep" in fixed else ([e for e in divisors(dp * tp) if experts % e == 0]
+                                                           if experts else [1])
+            for mb, zero, rec, sp, ep in itertools.product(mbs or [None], zeros, recs, sps, eps):
+                kw = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "sp": sp, "zero": zero, "recompute": rec,
+                      "interleave": int(fixed.get("interleave", 1))}
+                if mb is not None:
+                    kw["microbatches"] = mb
+                out.append(kw)
+    return out
+
+
+@dataclass(frozen=True)
+class PlanSearch:
+    """What :func:`best_plan` found."""
+
+    best: Plan | None  # the fastest plan that fits (None: none fits)
+    prediction: Prediction | None  # the best plan predicted (per-operator table, fits, ...)
+    table: pd.DataFrame  # one row per candidate: plan fields, label, time_s, memory_gb, fits, error; fastest first
+    seconds: float  # wall time of the search
+    capacity_gb: float  # main memory of one chip, GB (a plan fits when its per-chip footprint is within it)
+
+    def __repr__(self) -> str:
+        if self.best is None:
+            return f"PlanSearch(no plan fits; {len(self.table)} candidates)"
+        return (f"PlanSearch(best {self.best.label()}: {self.prediction.time_s:.4g} s per step; "
+                f"{int(self.table['fits'].sum())} of {len(self.table)} candidates fit)")
+
+
+def _resolve(system: str | System | Any, chips: int) -> System:
+    if isinstance(system, System):
+        sysm = system
+    else:
+        from dse.hardware.system import default_system, is_system
+        from dse.hardware.templates import load_hardware
+
+        name = str(system)
+        sysm = load_system(name) if is_system(name) else default_system(load_hardware(name))
+    return sysm.resized(chips)
+
+
+def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any) -> PlanSearch:
+    """The fastest plan of ``wl`` (a single-chip workload, or a model name with its defaults) on ``chips`` chips
+    of ``system`` (a system template such as ``dgx-h100``, or a chip template: its shipped system) whose per-chip
+    memory fits, and the table of every candidate (:func:`candidates`, ``fixed`` fields held). One vectorized
+    prediction of all candidates (``mix_times``), then one ``predict`` of the winner."""
+    t0 = time.perf_counter()
+    if isinstance(wl, str):
+        wl = workload(wl)
+    if wl.plan is not None and not wl.plan.trivial:
+        raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="workload")
+    if not isinstance(chips, int) or chips <= 0:
+        raise DseError(f"got {chips!r}; accepted: a positive whole number of chips", field="chips")
+    sysm = _resolve(system, chips)
+    per_node = sysm.network[0].size if sysm.network else chips
+    keys = candidates(wl, chips, per_node, **fixed)
+    rows, wls = [], []
+    for kw in keys:
+        try:
+            w = workload(wl.origin or wl.name, plan=kw, **wl.spec)
+        except (DseError, ValueError) as exc:
+            rows.append({**kw, "label": "", "error": str(exc).splitlines()[0]})
+            continue
+        rows.append({**kw, "label": w.plan.label() if w.plan else "1 chip", "error": ""})
+        wls.append(w)
+    table = pd.DataFrame(rows)
+    ok = (table["error"] == "").to_numpy() if len(table) else np.zeros(0, bool)
+    if not wls:
+        first = table["error"].iloc[0] if len(table) else "no candidate"
+        raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
+                       "count or fewer fixed fields", field="best_plan")
+    from dse.hardware.templates import load_hardware
+
+    chip = load_hardware(sysm.chip)
+    d = DesignBatch.from_hardware(chip).with_system(sysm)
+    times = mix_times(d, Mix.of(wls), arrays=None)[0]
+    mem = np.array([w.memory_bytes for w in wls])
+    cap = float(d.offchip_capacity[0])
+    table["time_s"] = np.nan
+    table["memory_gb"] = np.nan
+    table.loc[ok, "time_s"] = times
+    table.loc[ok, "memory_gb"] = mem / 1e9
+    table["fits"] = ok & (table["memory_gb"].to_numpy() <= cap / 1e9)
+    # fastest first; at equal time the simpler plan (no recomputation, a lower ZeRO stage), then the smaller footprint
+    # (times within 1e-9 relative are one time: the same work summed in another order)
+    table["_rc"] = table["recompute"].map({r: i for i, r in enumerate(RECOMPUTE)})
+    table["_t"] = np.round(table["time_s"] / np.nanmin(table["time_s"]), 9)
+    table = table.sort_values(["fits", "_t", "_rc", "zero", "memory_gb"], ascending=[False, True, True, True, True],
+                              kind="stable").drop(columns=["_rc", "_t"]).reset_index(drop=True)
+    if not table["fits"].any():
+        return PlanSearch(None, None, table, time.perf_counter() - t0, cap / 1e9)
+    top = table.iloc[0]
+    plan_kw = {k: (top[k].item() if hasattr(top[k], "item") else top[k]) for k in keys[0] if k in table}
+    plan_kw = {k: v for k, v in plan_kw.items() if not (isinstance(v, float) and math.isnan(v))}
+    if "microbatches" in plan_kw:
+        plan_kw["microbatches"] = int(plan_kw["microbatches"])
+    wl_best = workload(wl.origin or wl.name, plan=plan_kw, **wl.spec)
+    p = predict(wl_best, chip, system=sysm)
+    return PlanSearch(wl_best.plan, p, table, time.perf_counter() - t0, cap / 1e9)
+
+
+def no_fit_reason(search: PlanSearch) -> str:
+    """One line for a search where no plan fits: the smallest footprint found and the capacity."""
+    t = search.table.dropna(subset=["memory_gb"])
+    if not len(t):
+        return "no candidate could be built"
+    row = t.loc[t["memory_gb"].idxmin()]
+    return (f"the smallest footprint, {row['memory_gb']:.1f} GB per chip ({row['label']}, zero {int(row['zero'])}, "
+            f"recompute {row['recompute']}), exceeds the chip's {search.capacity_gb:.1f} GB")

@@ -1,0 +1,106 @@
+"""dse.plan_search: every plan of a workload on N chips, predicted at once; the fastest that fits."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import dse
+from dse.cli import main
+from dse.errors import DseError
+from dse.plan_search import best_plan, candidates, divisors, no_fit_reason
+
+TRAIN_7B = {"phase": "training", "batch": 16, "seq": 2048, "dtype": "bf16"}
+
+
+@pytest.fixture(scope="module")
+def wl7():
+    return dse.workload("llama2-7b", **TRAIN_7B)
+
+
+@pytest.fixture(scope="module")
+def search7(wl7):
+    return best_plan(wl7, "dgx-h100", 8)
+
+
+def test_candidates_cover_the_degrees_that_divide_the_chips(wl7):
+    c = candidates(wl7, 16, per_node=8)
+    assert {k["tp"] for k in c} == {1, 2, 4, 8}  # TP stays inside the 8-chip node
+    assert all(k["tp"] * k["pp"] * k["dp"] == 16 for k in c)
+    assert {k["recompute"] for k in c} == {"none", "selective", "full"}
+    assert {k["zero"] for k in c if k["dp"] > 1} == {0, 1, 2, 3} and {k["zero"] for k in c if k["dp"] == 1} == {0}
+    assert all(16 // k["dp"] % k["microbatches"] == 0 and k["microbatches"] >= k["pp"] for k in c)
+    assert all(k["sp"] == (k["tp"] > 1) for k in c)
+    held = candidates(wl7, 16, per_node=8, tp=2, zero=1, recompute="full")
+    assert held and all((k["tp"], k["zero"], k["recompute"]) == (2, 1, "full") for k in held)
+    assert divisors(12) == [1, 2, 3, 4, 6, 12]
+
+
+def test_moe_models_get_expert_parallel_candidates():
+    wl = dse.workload("mixtral-8x7b", phase="training", batch=8, seq=1024)
+    eps = {k["ep"] for k in candidates(wl, 8, per_node=8)}
+    assert eps == {1, 2, 4, 8}
+
+
+def test_best_plan_ties_or_beats_a_hand_grid_predicted_one_by_one(wl7, search7):
+    """The search's winner against plans predicted independently (dse.predict per plan, not the batched call)."""
+    assert search7.best is not None and search7.prediction.fits
+    best_t = search7.prediction.time_s
+    assert best_t == pytest.approx(search7.table["time_s"].iloc[0], rel=1e-9)
+    fits = 0
+    for tp, pp, zero, rec, mb in itertools.product((1, 2, 4, 8), (1, 2, 4, 8), (0, 1, 3), ("none", "selective", "full"),
+                                                   (8, 16)):
+        if tp * pp > 8 or 8 % (tp * pp) or (pp > 1 and mb < pp):
+            continue
+        dp = 8 // (tp * pp)
+        if 16 % dp or (16 // dp) % mb or (dp == 1 and zero):
+            continue
+        if (tp, pp, zero, rec, mb) != (tp, pp, zero, "none", mb) and (tp + pp + mb) % 3:  # a third of the variants
+            continue
+        p = dse.predict(dse.workload("llama2-7b", plan={"tp": tp, "pp": pp, "dp": dp, "zero": zero, "recompute": rec,
+                                                        "microbatches": mb}, **TRAIN_7B), "dgx-h100")
+        if p.fits:
+            fits += 1
+            assert best_t <= p.time_s * (1 + 1e-9), (tp, pp, dp, zero, rec, mb)
+    assert fits >= 10
+
+
+def test_the_table_is_fastest_first_and_says_what_fits(search7):
+    t = search7.table
+    fit = t[t["fits"]]
+    assert (fit["time_s"].diff().dropna() >= -1e-9 * fit["time_s"].iloc[0]).all()  # equal times may swap
+    assert (fit["memory_gb"] <= search7.capacity_gb).all()
+    assert (t.loc[~t["fits"] & (t["error"] == ""), "memory_gb"] > search7.capacity_gb).all()
+    assert "best" in repr(search7) and "\n" not in repr(search7)
+
+
+def test_fixed_fields_are_held(wl7):
+    r = best_plan(wl7, "dgx-h100", 8, tp=2, recompute="full")
+    assert (r.best.tp, r.best.recompute) == (2, "full")
+    assert set(r.table["tp"]) == {2}
+
+
+def test_bad_input_is_one_line(wl7):
+    with pytest.raises(DseError, match=r"accepted: tp dividing 8 \(1, 2, 4, 8\)"):
+        best_plan(wl7, "dgx-h100", 8, tp=3)
+    with pytest.raises(DseError, match="accepted: tp, pp"):
+        best_plan(wl7, "dgx-h100", 8, fsdp=8)
+    with pytest.raises(DseError, match="already has a plan"):
+        best_plan(dse.workload("llama2-7b", plan={"tp": 2}, **TRAIN_7B), "dgx-h100", 8)
+
+
+def test_no_plan_fits_says_the_smallest_footprint():
+    r = best_plan(dse.workload("llama2-70b", phase="training", batch=8, seq=2048), "dgx-h100", 2)
+    assert r.best is None and r.prediction is None
+    assert "exceeds the chip's 80.0 GB" in no_fit_reason(r)
+
+
+def test_cli(capsys):
+    assert main(["plan", "llama2-7b", "dgx-h100", "--chips", "8", "--phase", "training", "--batch", "16", "--seq",
+                 "2048", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "candidate plans of llama2-7b[training b16 s2048" in out and "best: " in out
+    assert main(["plan", "llama2-70b", "dgx-h100", "--chips", "2", "--phase", "training", "--batch", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --chips: no plan fits")
