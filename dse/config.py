@@ -7,6 +7,7 @@ into a one-line :class:`~dse.errors.DseError` naming file, field, value and what
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -495,16 +496,35 @@ def refuse_template(data: dict, file: str | None) -> None:
                        "live in hw_templates/)", file=file)
 
 
-def load_study(path: str | Path) -> tuple[StudyConfig, Path]:
-    """Load and validate a study config; returns it with the config's folder (to resolve paths)."""
-    path = Path(path)
-    data = load_yaml(path)
+def config_label(config: Any) -> str:
+    """How errors name a config: its path, a ``dse.Study``'s source file, or ``<mapping>`` for a dict."""
+    if isinstance(config, str | Path):
+        return str(config)
+    source = getattr(config, "source", None)
+    return str(source) if source else "<mapping>"
+
+
+def load_study(path: str | Path | Mapping[str, Any] | Any) -> tuple[StudyConfig, Path]:
+    """Load and validate a study config; returns it with the config's folder (to resolve paths). ``path`` is a YAML
+    file, a mapping of the same keys (its paths resolve against the working folder) or a ``dse.Study`` (its data
+    and overrides; its paths against its source file's folder)."""
+    label = config_label(path)
+    if isinstance(path, str | Path):
+        path = Path(path)
+        data, folder = load_yaml(path), path.parent
+    elif isinstance(path, Mapping):
+        data, folder = dict(path), Path.cwd()
+    elif isinstance(getattr(path, "data", None), Mapping):  # a dse.Study (duck-typed: dse.batch is layers above)
+        data = dict(path.data)
+        folder = Path(path.source).parent if getattr(path, "source", None) else Path.cwd()
+    else:
+        raise DseError(f"got {type(path).__name__}; accepted: a config path, a mapping or a dse.Study", field="config")
     if not isinstance(data, dict):
         raise DseError(f"got {type(data).__name__}; accepted: a mapping with keys name, base, workloads, "
-                       "search", file=str(path))
-    refuse_template(data, str(path))
+                       "search", file=label)
+    refuse_template(data, label)
     try:
         cfg = StudyConfig.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, file=str(path), model=StudyConfig) from None
-    return cfg, path.parent
+        raise from_validation_error(exc, file=label, model=StudyConfig) from None
+    return cfg, folder

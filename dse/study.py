@@ -22,7 +22,7 @@ import numpy as np
 import optuna
 
 from dse._version import __version__
-from dse.config import StudyConfig, load_study
+from dse.config import StudyConfig, config_label, load_study
 from dse.cost.area import AreaBreakdown, area, dram_stacks, level_mm2_per_mib, shoreline
 from dse.cost.cost import CostBreakdown, unit_cost
 from dse.cost.power import MixEnergy, mix_energy
@@ -533,15 +533,16 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
             raise DseError(f"got {n_trials}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
         cfg = cfg.model_copy(update={"search": search})
     if cfg.mixes is not None and mix is None:
+        label = config_label(config)
         if one_mix:
-            raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=str(config))
-        raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=str(config))
+            raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=label)
+        raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=label)
     if mix is not None:
         cfg = cfg.for_mix(mix)
     try:
         return cfg, prepare(cfg, cfg_dir, f"mixes.{mix}" if mix else "workloads")
     except DseError as exc:  # name the config file when the error came from one of its entries
-        raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
+        raise DseError(exc.message, file=exc.file or config_label(config), field=exc.field) from None
 
 
 def check_study_capacity(config: str | Path, cfg: StudyConfig, ctx: Context, mix: str | None = None) -> None:
@@ -551,7 +552,7 @@ def check_study_capacity(config: str | Path, cfg: StudyConfig, ctx: Context, mix
         check_capacity(cfg, ctx.base, ctx.mix, load_node(ctx.base_hw.process_node),
                        f"mixes.{mix}" if mix else "workloads")
     except InfeasibleError as exc:
-        raise InfeasibleError(exc.message, file=exc.file or str(config), field=exc.field) from None
+        raise InfeasibleError(exc.message, file=exc.file or config_label(config), field=exc.field) from None
 
 
 def check_mixes(config: str | Path, n_trials: int | None = None) -> dict[str, InfeasibleError]:

@@ -238,31 +238,40 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
     return WhatIfResult(table, preds, designs, hw, preds[0].workload.label() if subject.model else preds[0].workload.name)
 
 
-def load_whatif(path: str | Path) -> tuple[WhatIf, str, Hardware]:
+def load_whatif(path: Any) -> tuple[WhatIf, str, Hardware]:
     """A what-if from a study config's ``whatif:`` section (hardware defaults to the study's base) or a
-    file of its own (``name``, ``hardware``, ``workload``/``operator``, ``stages``)."""
-    path = Path(path)
-    data = load_yaml(path)
+    file of its own (``name``, ``hardware``, ``workload``/``operator``, ``stages``). ``path`` is a YAML file, a
+    mapping of either kind or a ``dse.Study``."""
+    from dse.config import config_label
+
+    label = config_label(path)
+    if isinstance(path, str | Path):
+        data, folder = load_yaml(Path(path)), Path(path).parent
+    elif isinstance(path, dict):
+        data, folder = dict(path), Path.cwd()
+    else:
+        data, folder = getattr(path, "data", None), (Path(path.source).parent if getattr(path, "source", None)
+                                                      else Path.cwd())
     if isinstance(data, dict) and "stages" in data:
         from pydantic import ValidationError
 
         try:
             spec = WhatIfFile.model_validate(data)
         except ValidationError as exc:
-            raise from_validation_error(exc, file=str(path), model=WhatIfFile) from None
+            raise from_validation_error(exc, file=label, model=WhatIfFile) from None
         name, hw_spec, prefix = spec.name, spec.hardware, "hardware"
     else:
-        cfg, _ = load_study(path)
+        cfg, folder = load_study(path)
         if cfg.whatif is None:
             raise DseError("no whatif: section; accepted: a study config with whatif: {workload|operator, stages} or "
-                           "a what-if file with name, hardware, workload|operator and stages", file=str(path))
+                           "a what-if file with name, hardware, workload|operator and stages", file=label)
         spec, name, hw_spec, prefix = cfg.whatif, cfg.name, cfg.whatif.hardware or cfg.base, "whatif.hardware"
     if hw_spec.endswith((".yaml", ".yml")) and not Path(hw_spec).is_absolute():
-        hw_spec = str(path.parent / hw_spec)
+        hw_spec = str(folder / hw_spec)
     try:
         hw = load_hardware(hw_spec)
     except DseError as exc:
-        raise DseError(exc.message, file=exc.file or str(path), field=exc.field or prefix) from None
+        raise DseError(exc.message, file=exc.file or label, field=exc.field or prefix) from None
     return spec, name, hw
 
 

@@ -159,3 +159,17 @@ def test_short_reprs_and_named_shares():
     shares = dse.predict(wl, "npu-7nm").time_by_bound()
     assert shares.name == "time_share" and shares.index.name == "bound"
     assert shares.sum() == pytest.approx(1.0)
+
+
+def test_compare_sweep_and_whatif_take_a_study_or_a_mapping(tmp_path: Path) -> None:
+    data = copy.deepcopy(SMALL_STUDY)
+    data["whatif"] = {"workload": {"name": "resnet50", "batch": 8}, "stages": ["fuse_elementwise"]}
+    path = write_config(tmp_path, data)
+    by_path = dse.compare(path, ratios=["1:2", "1:1"], samples=0).table
+    for cfg in (data, dse.Study.from_yaml(path)):
+        pd.testing.assert_frame_equal(dse.compare(cfg, ratios=["1:2", "1:1"], samples=0).table, by_path)
+    pd.testing.assert_frame_equal(dse.sweep(data, points=3), dse.sweep(path, points=3))
+    pd.testing.assert_frame_equal(dse.whatif(dse.Study.from_yaml(path)), dse.whatif(path))
+    bad = {**data, "search": {**data["search"], "n_trials": -1}}
+    with pytest.raises(DseError, match="<mapping>"):
+        dse.compare(bad)
