@@ -252,3 +252,24 @@ def test_moe_and_mla_dimensions_beyond_their_limits_name_the_config_key() -> Non
         from_hf_config(deepseek)
     with pytest.raises(DseError, match="num_experts_per_tok: got 9 with 8 experts; accepted: an integer from 1 to "):
         from_hf_config({**mixtral, "num_local_experts": 8, "num_experts_per_tok": 9})
+
+
+def test_imports_never_overwrite(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Two configs of one model_type keep both files (the second takes NAME-2); importing the first again reuses its
+    file; an existing --output is one line naming it."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_text(json.dumps(LLAMA3_8B))
+    (tmp_path / "b.json").write_text(json.dumps({**LLAMA3_8B, "num_hidden_layers": 16}))
+    assert main(["workloads", "import", "a.json"]) == 0
+    assert main(["workloads", "import", "b.json"]) == 0
+    assert main(["workloads", "import", "a.json"]) == 0
+    files = sorted((p.name for p in (tmp_path / "results" / "imports").iterdir()), key=len)
+    assert len(files) == 2 and files[1] == files[0].replace(".yaml", "-2.yaml")
+    second = yaml.safe_load((tmp_path / "results" / "imports" / files[1]).read_text())
+    assert second["name"] == files[1].removesuffix(".yaml") and second["arch"]["layers"] == 16
+    capsys.readouterr()
+    assert main(["workloads", "import", "b.json", "-o", "a.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --output: got 'a.json', which exists; accepted: a new file (imports never overwrite)"]
