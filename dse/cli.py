@@ -771,8 +771,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
             "residency")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
-            if getattr(args, k) is not None}
+    plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
+                                          "fsdp") if getattr(args, k) is not None}
     if args.sp:
         plan["sp"] = True
     # the plan applied once, when the workload is built
@@ -939,7 +939,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
-    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     pp.add_argument("--recompute", choices=["none", "selective", "full"])

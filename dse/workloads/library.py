@@ -421,6 +421,8 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
             raise DseError(f"got {plan.recompute!r} for phase {facts.get('phase')}; accepted: 'none' "
                            "(recomputation trades memory for time in training only)", field="plan.recompute")
         rows = rows + training_mod.recompute_rows(rows, plan.recompute, sc.fused_attention)
+    if training:
+        rows = parallel.shard_optimizer(rows, plan)
     if not plan.trivial:
         rows = parallel.per_microbatch(rows, plan) + coll
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),

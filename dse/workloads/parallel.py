@@ -78,6 +78,24 @@ class Plan(Strict):
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
     overlap: Overlap = Field(default_factory=Overlap)
+    fsdp: int | None = Field(None, gt=0, description="Fully sharded data parallel degree (PyTorch FSDP FULL_SHARD, "
+                             "MaxText's fsdp axis): data parallelism over fsdp chips with parameters, gradients and "
+                             "optimizer state sharded, i.e. dp = fsdp with ZeRO-3 (Zhao et al., VLDB 2023)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fsdp(cls, data: Any) -> Any:
+        """``fsdp: N`` is ``dp: N, zero: 3``; a different dp (hybrid sharding across slices) or ZeRO stage is refused."""
+        if not isinstance(data, dict) or data.get("fsdp") is None:
+            return data
+        n = data["fsdp"]
+        if data.get("dp", n) != n:
+            raise ValueError(f"@dp@got dp = {data['dp']} with fsdp = {n}; accepted: dp equal to fsdp or unset (fsdp "
+                             "shards over its data-parallel ranks; hybrid sharding across slices is not modelled)")
+        if data.get("zero", 3) != 3:
+            raise ValueError(f"@zero@got zero = {data['zero']} with fsdp = {n}; accepted: zero 3 or unset (fsdp shards "
+                             "parameters, gradients and optimizer state)")
+        return {**data, "dp": n, "zero": 3}
 
     @model_validator(mode="after")
     def _product(self) -> Plan:
@@ -114,7 +132,8 @@ class Plan(Strict):
         return 1.0 + (self.pp - 1) / (self.interleave * self.m)
 
     def label(self) -> str:
-        bits = [f"{g}{getattr(self, g)}" for g in GROUPS if getattr(self, g) > 1]
+        bits = [(f"fsdp{self.dp}" if g == "dp" and self.fsdp else f"{g}{getattr(self, g)}") for g in GROUPS
+                if getattr(self, g) > 1]
         if self.interleave > 1:
             bits.append(f"v{self.interleave}")
         if self.recompute != "none":
@@ -297,6 +316,33 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     if plan.zero == 3:
         rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
     return rows
+
+
+#: optimizer rows each data-parallel rank runs on its own 1/dp of the parameters, by the ZeRO stage that shards
+#: what they touch: the update and the fp16 unscale from stage 1 (optimizer state), the gradient zeroing from 2
+OPTIMIZER_SHARDS = (("optimizer.adamw", 1), ("optimizer.unscale", 1), ("optimizer.zero_grad", 2))
+
+
+def shard_optimizer(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:
+    """With ZeRO and ``dp`` > 1, each rank updates only its partition: the optimizer rows of
+    :data:`OPTIMIZER_SHARDS` shrink by ``dp`` (elements, FLOPs, bytes). Rajbhandari et al., SC 2020, Sec. 5.1
+    (P_os): "each data parallel process only updates the optimizer states corresponding to its partition", then
+    all-gathers the updated parameters (the reduce-scatter + all-gather already charged as the gradient
+    all-reduce's bytes). DeepSpeed's stage 1/2 optimizer steps its flat partition only (deepspeed/runtime/zero/
+    stage_1_and_2.py, ``step``)."""
+    if plan.zero == 0 or plan.dp == 1:
+        return rows
+    out = []
+    for r in rows:
+        name = str(r["name"])
+        if any(name == n and plan.zero >= z for n, z in OPTIMIZER_SHARDS):
+            r = dict(r)
+            r["M"] = max(1, math.ceil(r["M"] / plan.dp))
+            for k in ("flops", "bytes_read", "bytes_written", "a_bytes", "c_bytes"):
+                if k in r:
+                    r[k] = r[k] / plan.dp
+        out.append(r)
+    return out
 
 
 def per_microbatch(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, Any]]:

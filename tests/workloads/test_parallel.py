@@ -112,3 +112,45 @@ def test_stage_layers_and_slowest_stage(layers, pp, f, l_, flops, head, stage) -
     first, mid, last = stage_layers(layers, Plan(pp=pp, first_stage_layers=f, last_stage_layers=l_))
     assert first + (pp - 2) * mid + last == layers or (f is None and l_ is None)
     assert slowest_stage(first, mid, last, pp, flops, head) == stage
+
+
+def test_zero_shards_the_optimizer_step_over_the_data_parallel_ranks() -> None:
+    """ZeRO-1 splits the AdamW update (and ZeRO-2 the gradient zeroing) over dp: each rank steps 1/dp of the
+    parameters (Rajbhandari et al. 2020, P_os), so the step is faster than ZeRO-0 by what the optimizer saves."""
+    import dse
+
+    def opt(zero: int) -> dict[str, float]:
+        w = dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8, "zero": zero})
+        o = w.ops
+        return {n: float((o.loc[o["name"] == n, "flops"] + o.loc[o["name"] == n, "bytes_written"]).sum())
+                for n in ("optimizer.adamw", "optimizer.zero_grad")}
+
+    z0, z1, z2, z3 = (opt(z) for z in range(4))
+    assert z1["optimizer.adamw"] == pytest.approx(z0["optimizer.adamw"] / 8, rel=1e-6)
+    assert z1["optimizer.zero_grad"] == z0["optimizer.zero_grad"]  # gradients are whole until ZeRO-2
+    assert z2["optimizer.zero_grad"] == pytest.approx(z0["optimizer.zero_grad"] / 8, rel=1e-6)
+    assert z3 == z2
+    t0 = dse.predict(dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8}), "dgx-h100")
+    t1 = dse.predict(dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8, "zero": 1}),
+                     "dgx-h100")
+    opt0 = t0.ops.loc[t0.ops["name"] == "optimizer.adamw", "total_time_s"].sum()
+    opt1 = t1.ops.loc[t1.ops["name"] == "optimizer.adamw", "total_time_s"].sum()
+    assert opt1 < opt0 / 4 and t1.time_s < t0.time_s
+    single = dse.workload("llama2-7b", phase="training", batch=2, seq=1024, plan={"dp": 1, "zero": 1})
+    assert single.ops.loc[single.ops["name"] == "optimizer.adamw", "flops"].sum() == pytest.approx(
+        dse.workload("llama2-7b", phase="training", batch=2, seq=1024).ops.loc[
+            lambda o: o["name"] == "optimizer.adamw", "flops"].sum())  # one rank: nothing to shard
+
+
+def test_fsdp_is_data_parallel_with_everything_sharded() -> None:
+    import dse
+    from dse.errors import DseError
+
+    f = dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8})
+    z = dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8, "zero": 3})
+    assert (f.plan.dp, f.plan.zero) == (8, 3) and f.memory == z.memory
+    assert "fsdp8" in f.label() and "dp8" not in f.label().replace("fsdp8", "")
+    with pytest.raises(DseError, match=r"plan.dp: got dp = 4 with fsdp = 8; accepted: dp equal to fsdp"):
+        dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "dp": 4})
+    with pytest.raises(DseError, match="plan.zero"):
+        dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "zero": 1})
