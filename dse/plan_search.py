@@ -18,7 +18,6 @@ per-chip footprint fits the chip's main memory wins. Fixed fields (``tp=8``, ``z
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -34,80 +33,7 @@ from dse.predict import Prediction, mix_times, predict
 from dse.workloads.library import Workload, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
-
-#: micro-batch counts tried (those dividing a replica's batch; with pipeline stages, at least as many as stages)
-MICROBATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
-#: recomputation policies tried (dse.workloads.parallel.Plan.recompute)
-RECOMPUTE = ("none", "selective", "full")
-#: the fields a caller may fix
-SEARCHED = ("tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
-
-
-def divisors(n: int) -> list[int]:
-    """The positive divisors of ``n``, ascending."""
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
-def model_experts(wl: Workload) -> int:
-    """Experts per MoE layer of a library model (0: dense, or not a library model)."""
-    from dse.workloads.library import load_description
-
-    try:
-        arch = load_description(wl.origin or wl.name).arch
-    except DseError:
-        return 0
-    moe = arch.get("moe") if isinstance(arch, dict) else None
-    return int(moe.get("experts", 0)) if isinstance(moe, dict) else 0
-
-
-def _check_fixed(fixed: dict[str, Any], chips: int) -> None:
-    bad = sorted(set(fixed) - set(SEARCHED))
-    if bad:
-        raise DseError(f"got {bad[0]!r}; accepted: {', '.join(SEARCHED)}", field="best_plan")
-    for g in ("tp", "pp", "dp"):
-        if g in fixed and chips % int(fixed[g]):
-            raise DseError(f"got {g}={fixed[g]} with {chips} chips; accepted: {g} dividing {chips} "
-                           f"({', '.join(map(str, divisors(chips)))})", field=g)
-    prod = math.prod(int(fixed.get(g, 1)) for g in ("tp", "pp", "dp"))
-    if chips % prod:
-        raise DseError(f"got tp x pp x dp = {prod} fixed with {chips} chips; accepted: degrees whose product divides "
-                       f"{chips}", field="best_plan")
-
-
-def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[dict[str, Any]]:
-    """Plan keyword sets for ``chips`` chips (see the module docstring); ``fixed`` fields are held. TP degrees
-    go up to ``per_node`` (chips in one node) unless ``tp`` is fixed."""
-    _check_fixed(fixed, chips)
-    batch = int(wl.scenario.get("batch", 1) or 1)
-    training = wl.scenario.get("phase") == "training"
-    experts = model_experts(wl)
-    out = []
-    tps = [int(fixed["tp"])] if "tp" in fixed else [t for t in divisors(chips) if t <= max(per_node, 1)]
-    for tp in tps:
-        pps = [int(fixed["pp"])] if "pp" in fixed else divisors(chips // tp)
-        for pp in pps:
-            if (chips // tp) % pp:
-                continue
-            dp = chips // (tp * pp)
-            if "dp" in fixed and int(fixed["dp"]) != dp:
-                continue
-            if batch % dp:
-                continue
-            per_replica = batch // dp
-            mbs = [int(fixed["microbatches"])] if "microbatches" in fixed else [
-                m for m in MICROBATCHES if per_replica % m == 0 and (pp == 1 or m >= pp) and m <= per_replica]
-            zeros = [int(fixed["zero"])] if "zero" in fixed else ([0, 1, 2, 3] if dp > 1 and training else [0])
-            recs = [fixed["recompute"]] if "recompute" in fixed else (list(RECOMPUTE) if training else ["none"])
-            sps = [bool(fixed["sp"])] if "sp" in fixed else ([False, True] if tp > 1 else [False])
-            eps = [int(fixed["ep"])] if "ep" in fixed else ([e for e in divisors(dp * tp) if experts % e == 0]
-                                                           if experts else [1])
-            for mb, zero, rec, sp, ep in itertools.product(mbs or [None], zeros, recs, sps, eps):
-                kw = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "sp": sp, "zero": zero, "recompute": rec,
-                      "interleave": int(fixed.get("interleave", 1))}
-                if mb is not None:
-                    kw["microbatches"] = mb
-                out.append(kw)
-    return out
+from dse.workloads.plans import RECOMPUTE, candidates, expand
 
 
 @dataclass(frozen=True)
@@ -154,15 +80,9 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     sysm = _resolve(system, chips)
     per_node = sysm.network[0].size if sysm.network else chips
     keys = candidates(wl, chips, per_node, **fixed)
-    rows, wls = [], []
-    for kw in keys:
-        try:
-            w = workload(wl.origin or wl.name, plan=kw, **wl.spec)
-        except (DseError, ValueError) as exc:
-            rows.append({**kw, "label": "", "error": str(exc).splitlines()[0]})
-            continue
-        rows.append({**kw, "label": w.plan.label() if w.plan else "1 chip", "error": ""})
-        wls.append(w)
+    wls, _, errors = expand(wl, keys)
+    labels = iter(w.plan.label() if w.plan else "1 chip" for w in wls)
+    rows = [{**kw, "label": "" if err else next(labels), "error": err} for kw, err in zip(keys, errors, strict=True)]
     table = pd.DataFrame(rows)
     ok = (table["error"] == "").to_numpy() if len(table) else np.zeros(0, bool)
     if not wls:

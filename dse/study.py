@@ -39,7 +39,7 @@ from dse.search import optimize
 from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.search.storage import make_storage
 from dse.workloads.library import workload
-from dse.workloads.mix import Mix
+from dse.workloads.mix import AutoPlan, Mix
 from dse.workloads.suites import load_suite
 from dse.yamlio import make_dir, write_text
 
@@ -84,11 +84,18 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
     return load_hardware(spec)
 
 
-def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None = None) -> Mix:
+def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None = None, per_node: int = 1) -> Mix:
     """Workloads of the config (suites expanded, their weights times the entry's weight; a ``path``
-    entry is a model YAML relative to the config's folder ``cfg_dir``)."""
-    wls, weights = [], []
+    entry is a model YAML relative to the config's folder ``cfg_dir``). A ``plan: auto`` entry is its candidate
+    plans over ``chips`` (``dse.workloads.plans``; TP within ``per_node`` chips), its first candidate in the mix
+    until :func:`prepare` puts the base design's choice there."""
+    wls, weights, autos = [], [], []
     for i, entry in enumerate(cfg.workloads):
+        if entry.plan == "auto":
+            autos.append(auto_entry(entry, len(wls), per_node, f"{field}.{i}"))
+            wls.append(autos[-1].candidates.workloads[0])
+            weights.append(entry.weight)
+            continue
         if entry.path is not None:
             path = Path(entry.path).expanduser()
             path = path if path.is_absolute() else (cfg_dir or Path.cwd()) / path
@@ -119,7 +126,39 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
         except DseError as exc:  # the entry's own key when the error names one (e.g. workloads.0.serving_engine)
             key = exc.field if exc.field and exc.field in type(entry).model_fields else None
             raise DseError(exc.message, field=f"{field}.{i}" + (f".{key}" if key else "")) from None
-    return Mix.of(wls, weights)
+    return Mix.of(wls, weights).with_auto(autos)
+
+
+def auto_entry(entry, index: int, per_node: int, field: str) -> AutoPlan:  # noqa: ANN001 - a WorkloadEntry
+    """A ``plan: auto`` entry's candidate plans (``dse.workloads.plans.candidates``), each built; one line when
+    none builds."""
+    from dse.workloads.plans import candidates, expand, plan_text
+
+    try:
+        wl = workload(entry.name, **entry.scenario())
+        built, _, errors = expand(wl, candidates(wl, entry.chips, per_node))
+    except DseError as exc:
+        raise DseError(exc.message, field=f"{field}.{exc.field or 'plan'}") from None
+    if not built:
+        raise DseError(f"got plan: auto over {entry.chips} chips for {wl.label()}, where no plan builds "
+                       f"({next(e for e in errors if e)}); accepted: a chip count the model splits over",
+                       field=f"{field}.chips")
+    return AutoPlan(index, Mix.of(built), tuple(plan_text(w.plan) for w in built))
+
+
+def with_choice(mix: Mix, d: DesignBatch) -> Mix:
+    """``mix`` with each ``plan: auto`` entry's workload set to design 0 of ``d``'s choice (the fastest plan that
+    fits it; the smallest footprint where none fits), the candidates kept."""
+    if not mix.auto:
+        return mix
+    from dse.predict import auto_choice
+
+    wls = list(mix.workloads)
+    for ap in mix.auto:
+        pick, ok = auto_choice(d.take([0]), mix.with_auto([ap]))[ap.index]
+        k = int(pick[0]) if ok[0] else int(np.argmin(ap.memory))
+        wls[ap.index] = ap.candidates.workloads[k]
+    return Mix.of(wls, list(mix.weights)).with_auto(list(mix.auto))
 
 
 def check_exclude(suite: str, exclude: list[str], field: str) -> None:
@@ -159,8 +198,9 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
     check_main_memory_knobs(cfg, base_hw)
-    mix = build_mix(cfg, mix_field, cfg_dir)
+    mix = build_mix(cfg, mix_field, cfg_dir, per_node=node_size(cfg, cfg_dir, base_hw))
     base = attach_system(cfg, cfg_dir, base, mix)
+    mix = with_choice(mix, base)  # an auto entry's workload: the base design's best plan
     for i, prm in enumerate(cfg.search.space.params):
         try:
             base.with_field(prm.field, np.ones(1))
@@ -173,6 +213,16 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
+
+
+def node_size(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> int:
+    """Chips in one node of the config's system (or the chip's shipped one): the most ``plan: auto`` puts in a
+    tensor-parallel group; 1 when no entry is ``plan: auto``."""
+    entries = [e for m in ([cfg.workloads] if cfg.mixes is None else cfg.mixes.values()) for e in (m or [])]
+    if not any(e.plan == "auto" for e in entries):
+        return 1
+    sysm = resolve_system(cfg, cfg_dir) or default_system(hw)
+    return sysm.network[0].size if sysm.network else 1
 
 
 def has_dram(hw: Hardware) -> bool:
@@ -277,17 +327,32 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         sc, _ = score_designs(ctx, designs)
         ridge = designs.ridge
         built = built_values(designs) | {"dram_stacks": dram_stacks(designs)}  # the die's stacks, every DRAM level
+        plans = auto_labels(ctx.mix, designs)
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
-             **{k: float(v[i]) for k, v in built.items()},
+             **{k: float(v[i]) for k, v in built.items()}, **{k: v[i] for k, v in plans.items()},
              "worker": worker}
             for i in range(designs.n)
         ]
         return objective_columns(ctx, sc), attrs, sc.constraints
 
     return evaluate
+
+
+def auto_labels(mix: Mix, designs: DesignBatch) -> dict[str, list[str]]:
+    """``plan.<workload>`` -> [D] the plan each design runs a ``plan: auto`` workload at ("" where none fits)."""
+    if not mix.auto:
+        return {}
+    from dse.predict import auto_choice
+
+    out = {}
+    for idx, (pick, ok) in auto_choice(designs, mix).items():
+        ap = next(a for a in mix.auto if a.index == idx)
+        name = mix.workloads[idx].name
+        out[f"plan.{name}"] = [ap.labels[k] if f else "" for k, f in zip(pick.tolist(), ok.tolist(), strict=True)]
+    return out
 
 
 def study_meta(cfg: StudyConfig, inputs: dict | None = None) -> dict:
@@ -512,7 +577,9 @@ def evaluated(result: StudyResult) -> StudyResult:
     """``result`` with its base and best designs evaluated once (:func:`evaluate_design` at the times the
     study already has), the score heatmap around the best design and its SRAM variants."""
     ctx = result.ctx
-    best = evaluate_design(ctx, result.best, result.best_times)
+    at_best = ctx if not ctx.mix.auto else replace(ctx, mix=(m := with_choice(ctx.mix, result.best)),
+                                                     arrays=mix_arrays(m))  # its own plans (plan: auto)
+    best = evaluate_design(at_best, result.best, result.best_times)
     return replace(result, base_eval=evaluate_design(ctx, ctx.base, ctx.base_times), best_eval=best,
                    heatmap=heatmap_grid(ctx, result.best, ctx.cfg.output.heatmap_points),
                    sram=sram_variants(ctx, result.best, best.area))

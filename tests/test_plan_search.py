@@ -9,7 +9,8 @@ import pytest
 import dse
 from dse.cli import main
 from dse.errors import DseError
-from dse.plan_search import best_plan, candidates, divisors, no_fit_reason
+from dse.plan_search import best_plan, no_fit_reason
+from dse.workloads.plans import candidates, divisors
 
 TRAIN_7B = {"phase": "training", "batch": 16, "seq": 2048, "dtype": "bf16"}
 

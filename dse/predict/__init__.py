@@ -315,6 +315,12 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
         idx = code.astype(np.intp)
         idx += (np.arange(k, dtype=np.intp) * (W * n_b))[:, None] + (owner * n_b)[None, :]
         by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
+    for ap in mix.auto:  # each design at its own best plan, with that plan's ceilings
+        tc, bc = mix_times_bounds(d, ap.candidates, _auto_arrays(ap), chunk)
+        pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
+        rows = np.flatnonzero(ok)
+        times[rows, ap.index] = tc[rows, pick[ok]]
+        by[rows, ap.index] = bc[rows, pick[ok]]
     return times, by
 
 
@@ -339,4 +345,34 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     for start in range(0, d.n, chunk):
         sl = slice(start, min(start + chunk, d.n))
         out[sl] = step_times(evaluate_times(d.take(sl), a.o, table_order=False), a)
+    for ap in mix.auto:  # each design at its own best plan
+        tc = mix_times(d, ap.candidates, chunk, _auto_arrays(ap))
+        pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
+        out[ok, ap.index] = tc[np.flatnonzero(ok), pick[ok]]
+    return out
+
+
+def _auto_arrays(ap: Any) -> MixArrays:
+    """The candidates' :class:`MixArrays`, built once per ``AutoPlan``."""
+    if "arrays" not in ap.cache:
+        ap.cache["arrays"] = mix_arrays(ap.candidates)
+    return ap.cache["arrays"]
+
+
+def auto_pick(tc: np.ndarray, memory: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([D] index of the fastest candidate plan whose per-chip footprint ``memory`` [P] fits ``capacity`` [D], [D]
+    whether one fits) from the candidates' step times ``tc`` [D, P]. Equal times pick the first (the candidates come
+    simplest first)."""
+    fits = memory[None, :] <= capacity[:, None]
+    masked = np.where(fits, tc, np.inf)
+    pick = masked.argmin(axis=1)
+    return pick, fits.any(axis=1)
+
+
+def auto_choice(d: DesignBatch, mix: Mix) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """For each ``plan: auto`` entry of ``mix`` (by its index): ([D] chosen candidate, [D] whether any fits)."""
+    out = {}
+    for ap in mix.auto:
+        tc = mix_times(d, ap.candidates, arrays=_auto_arrays(ap))
+        out[ap.index] = auto_pick(tc, ap.memory, d.offchip_capacity)
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,13 @@ class Mix:
     workloads: tuple[Workload, ...]
     weights: np.ndarray  # [W], normalised to sum 1
     ops: pd.DataFrame
+    #: workloads scored at each design's own best plan (``plan: auto``): the predictor times their candidates and
+    #: keeps, per design, the fastest that fits (``dse.predict.mix_times``); ``workloads[i]`` is the base's choice
+    auto: tuple[AutoPlan, ...] = ()
+
+    def with_auto(self, auto: list[AutoPlan]) -> Mix:
+        """This mix with ``auto`` entries (each names its place, ``AutoPlan.index``)."""
+        return replace(self, auto=tuple(auto))
 
     @classmethod
     def of(cls, workloads: list[Workload], weights: list[float] | None = None) -> Mix:
@@ -48,5 +55,25 @@ class Mix:
 
     @property
     def memory_bytes(self) -> np.ndarray:
-        """[W] bytes one chip must hold for each workload."""
-        return np.array([w.memory_bytes for w in self.workloads])
+        """[W] bytes one chip must hold for each workload (an auto entry: its smallest candidate's, since a design
+        fits it when some plan fits)."""
+        need = np.array([w.memory_bytes for w in self.workloads])
+        for a in self.auto:
+            need[a.index] = float(a.memory.min())
+        return need
+
+
+@dataclass(frozen=True, eq=False)
+class AutoPlan:
+    """One workload of a mix at each design's best parallelism plan: its candidate plans (``dse.workloads.plans``),
+    each one chip's share on the same chips, as a mix of their own."""
+
+    index: int  # its place in the mix
+    candidates: Mix  # one workload per candidate plan
+    labels: tuple[str, ...]  # each candidate's plan label
+    cache: dict = field(default_factory=dict)  # the predictor's arrays of ``candidates``, built on first use
+
+    @property
+    def memory(self) -> np.ndarray:
+        """[P] bytes per chip of each candidate."""
+        return self.candidates.memory_bytes
