@@ -63,19 +63,28 @@ class WorkloadEntry(Strict):
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
     execution: Literal["graph", "eager"] | None = None
-    plan: Plan | Literal["auto"] | None = Field(
+    plan: Plan | None = Field(
         None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, recompute, overlap (needs "
         "a system with enough chips); or auto: every design at its own fastest plan over `chips` chips that fits")
     chips: int | None = Field(None, gt=0, le=1 << 20, description="With plan: auto, the chips the workload is split over")
+    auto_plan: bool = Field(False, description="Set by plan: auto (the plan searched per design)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plan_auto(cls, data: Any) -> Any:
+        """``plan: auto`` is ``auto_plan: true`` with no fixed plan (a plan mapping keeps its own error paths)."""
+        if isinstance(data, dict) and data.get("plan") == "auto":
+            return {**data, "plan": None, "auto_plan": True}
+        return data
 
     @model_validator(mode="after")
     def _name_or_suite(self) -> WorkloadEntry:
         if sum(x is not None for x in (self.name, self.path, self.suite)) != 1:
             raise ValueError("give exactly one of name (a library model), path (a model YAML) or suite (a named mix)")
-        if self.plan == "auto" and (self.chips is None or self.name is None):
+        if self.auto_plan and (self.chips is None or self.name is None):
             raise ValueError("@plan@got plan: auto without chips or on a suite or path entry; accepted: plan: auto with "
                              "chips: N on a library model (name:)")
-        if self.chips is not None and self.plan != "auto":
+        if self.chips is not None and not self.auto_plan:
             raise ValueError("@chips@got chips without plan: auto; accepted: chips with plan: auto (a given plan says "
                              "its own chips)")
         if self.exclude is not None and self.suite is None:
@@ -84,7 +93,7 @@ class WorkloadEntry(Strict):
         return self
 
     def scenario(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name", "path", "weight", "suite", "exclude", "plan", "chips"},
+        return self.model_dump(exclude={"name", "path", "weight", "suite", "exclude", "plan", "chips", "auto_plan"},
                                exclude_none=True)
 
 

@@ -91,7 +91,7 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
     until :func:`prepare` puts the base design's choice there."""
     wls, weights, autos = [], [], []
     for i, entry in enumerate(cfg.workloads):
-        if entry.plan == "auto":
+        if entry.auto_plan:
             autos.append(auto_entry(entry, len(wls), per_node, f"{field}.{i}"))
             wls.append(autos[-1].candidates.workloads[0])
             weights.append(entry.weight)
@@ -219,7 +219,7 @@ def node_size(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> int:
     """Chips in one node of the config's system (or the chip's shipped one): the most ``plan: auto`` puts in a
     tensor-parallel group; 1 when no entry is ``plan: auto``."""
     entries = [e for m in ([cfg.workloads] if cfg.mixes is None else cfg.mixes.values()) for e in (m or [])]
-    if not any(e.plan == "auto" for e in entries):
+    if not any(e.auto_plan for e in entries):
         return 1
     sysm = resolve_system(cfg, cfg_dir) or default_system(hw)
     return sysm.network[0].size if sysm.network else 1

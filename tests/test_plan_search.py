@@ -99,9 +99,10 @@ def test_no_plan_fits_says_the_smallest_footprint():
 
 def test_cli(capsys):
     assert main(["plan", "llama2-7b", "dgx-h100", "--chips", "8", "--phase", "training", "--batch", "16", "--seq",
-                 "2048", "--top", "3"]) == 0
+                 "2048", "--top", "3", "--tp", "2", "--recompute", "none"]) == 0
     out = capsys.readouterr().out
-    assert "candidate plans of llama2-7b[training b16 s2048" in out and "best: " in out
-    assert main(["plan", "llama2-70b", "dgx-h100", "--chips", "2", "--phase", "training", "--batch", "8"]) == 2
+    assert "candidate plans of llama2-7b[training b16 s2048" in out and "best: tp2" in out
+    assert main(["plan", "llama2-70b", "dgx-h100", "--chips", "2", "--phase", "training", "--batch", "8", "--zero",
+                 "3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --chips: no plan fits")

@@ -14,8 +14,8 @@ else:
 
 from benchmarks.explore_load import free_port, load, start  # noqa: E402
 
-#: seconds of load in the suite (the benchmark's default is 60)
-SECONDS = 10
+#: seconds of load in the suite (the benchmark runs 60; the suite is near its 10-minute limit)
+SECONDS = 5
 
 
 def test_twenty_clients_at_once():
