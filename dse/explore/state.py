@@ -216,7 +216,7 @@ def evaluate(ctx: Context, specs: list[KnobSpec], values: Mapping[str, Any]) -> 
         v[RATIO] = ratio_of(v, ctx)
     d = design_of(ctx, v)
     sc, times = score_designs(ctx, d)
-    ev = evaluate_design(ctx, d, times[0])
+    ev = evaluate_design(at_own_plans(ctx, d), d, times[0])
     labels = unique_labels(ctx)
     by_bound = [p.time_by_bound() for p in ev.predictions]  # share of each workload's time per ceiling
     binding = [str(b.idxmax()) for b in by_bound]
@@ -243,6 +243,20 @@ def evaluate(ctx: Context, specs: list[KnobSpec], values: Mapping[str, Any]) -> 
     return View(v, d, float(sc.score[0]), bool(sc.feasible[0]), sc.reason[0], built, summary, wl,
                 ceilings, breakdown, ops, roofs,
                 {"current": ridge, "base": base_ridge(ctx)})
+
+
+def at_own_plans(ctx: Context, d: DesignBatch) -> Context:
+    """``ctx`` with each ``plan: auto`` workload at design ``d``'s own plan (``dse.study.with_choice``), so the
+    per-operator views show the plan its time comes from; ``ctx`` itself when there is none."""
+    if not ctx.mix.auto:
+        return ctx
+    from dataclasses import replace
+
+    from dse.predict import mix_arrays
+    from dse.study import with_choice
+
+    mix = with_choice(ctx.mix, d)
+    return replace(ctx, mix=mix, arrays=mix_arrays(mix))
 
 
 def unique_labels(ctx: Context) -> list[str]:

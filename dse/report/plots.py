@@ -175,11 +175,13 @@ def ai_histogram(ops: pd.DataFrame, ridges: dict[str, float], path: Path, title:
 def score_heatmap(
     peak_tflops: np.ndarray, bw_tbps: np.ndarray, score: np.ndarray, area_mm2: np.ndarray,
     budget_mm2: float | None, best: tuple[float, float], base: tuple[float, float], path: Path, title: str,
-    labels: tuple[str, str] | None = None,
+    labels: tuple[str, str] | None = None, feasible: np.ndarray | None = None,
 ) -> Path:
     """Score over a compute x bandwidth grid (score[i, j] at bw_tbps[i], peak_tflops[j]), with the
-    area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked; axis ``labels``
-    with units (default: the first two knobs' labels, ``dse.hardware.fields.Knob.label``)."""
+    area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked, and with ``feasible``
+    ([i, j] bool) the cells that break a limit (a budget, the reticle, the die edge, the package or a memory
+    capacity) hatched as the sweep figure hatches them; axis ``labels`` with units (default: the first two knobs'
+    labels, ``dse.hardware.fields.Knob.label``)."""
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     mesh = ax.pcolormesh(peak_tflops, bw_tbps, score, shading="nearest", cmap="viridis")
     fig.colorbar(mesh, ax=ax, label="mix score (geomean speedup vs base, x)")
@@ -193,6 +195,10 @@ def score_heatmap(
         cr = ax.contour(peak_tflops, bw_tbps, ratio, levels=levels, colors="0.8", linewidths=0.6,
                         linestyles=":")
         ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
+    if feasible is not None and not np.all(feasible):
+        ax.contourf(P, B, (~np.asarray(feasible)).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+        ax.add_patch(matplotlib.patches.Rectangle((np.nan, np.nan), 0, 0, facecolor="none", edgecolor="k",
+                                                  hatch="//", label="infeasible (a limit broken)"))
     ax.plot(*best, marker="*", ms=16, color="red", mec="k", ls="none", label="best")
     ax.plot(*base, marker="o", ms=8, color="white", mec="k", ls="none", label="base")
     _log_axes(ax, *(labels or KNOB_LABELS))  # 1-2-5 ticks: several labels per decade

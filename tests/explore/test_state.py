@@ -150,3 +150,13 @@ def test_template_fields_and_choices_are_knobs(tmp_path):
     with pytest.raises(DseError, match="whole numbers"):
         state.evaluate(ctx, list(specs.values()), {"compute.cores": 12.5})
     assert state.heatmap(ctx, {s: x.base for s, x in specs.items()}, 4) is None
+
+
+def test_an_auto_plan_workload_shows_the_designs_own_plan(tmp_path):
+    """With plan: auto the operator views come from the plan the shown design's time comes from."""
+    cfg = {**SMALL_STUDY, "workloads": [{"name": "llama2-7b", "phase": "training", "batch": 8, "seq": 1024,
+                                         "plan": "auto", "chips": 4}]}
+    ctx = load_context(write_config(tmp_path, cfg))[1]
+    specs = state.knob_specs(ctx)
+    v = state.evaluate(ctx, specs, {"dram_bandwidth_tbps": 4.0})
+    assert v.workloads["time_ms"].iloc[0] / 1e3 == pytest.approx(float(v.ops["time_s"].sum()), rel=1e-9)

@@ -173,3 +173,21 @@ def test_save_writes_png_and_svg_atomically_and_closes_the_figure(tmp_path: Path
     assert (tmp_path / "f.svg").read_text().lstrip().startswith("<?xml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png", "f.svg"]  # no temporary left
     assert not matplotlib.pyplot.fignum_exists(fig.number)
+
+
+def test_score_heatmap_hatches_the_infeasible_cells(figures, tmp_path: Path) -> None:
+    """Cells that break a limit are hatched (as the sweep figure does) and named in the legend; none when all fit."""
+    P, B = np.geomspace(64, 1024, 5), np.geomspace(0.4, 4, 4)
+    score = np.outer(np.log(B + 1), np.log(P))
+    feasible = np.ones((4, 5), dtype=bool)
+    feasible[-1, -2:] = False
+    args = (P, B, score, np.outer(B * 50, P / 4), None, (256, 1.6), (275, 1.64), tmp_path / "s.png", "s")
+    plots.score_heatmap(*args, feasible=feasible)
+    plots.score_heatmap(*args, feasible=np.ones((4, 5), dtype=bool))
+    hatched, clean = (fig.axes[0] for fig in figures[-2:])
+
+    def hatches(ax) -> list:
+        return [c for c in ax.collections if any(h for h in (getattr(c, "hatches", None) or [c.get_hatch()]))]
+
+    assert hatches(hatched) and not hatches(clean)
+    assert "infeasible (a limit broken)" in [t.get_text() for t in hatched.get_legend().get_texts()]
