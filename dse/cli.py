@@ -508,14 +508,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     doc = validation_document(res)
     render(doc, out)
-    cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
-    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
-        print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        other = res[res["status"] != "covered"]
-        if len(other):
-            print("\nnot covered / errors:")
-            for _, r in other.iterrows():
-                print(f"  {r['id']}: {r['status']}: {r['reason']}")
+    # the summary first, then the tables by family, chip and pair, then every row (validation.csv has them too)
+    st = error_stats(res)
+    print(f"{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
+          f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
     fam = next(t.frame for t in doc.tables if t.file == "families.csv")
     print("\nerror by family, GPU chips (out of sample: rows whose measurement set no template coefficient; time error "
           "= predicted / measured time - 1, rates turned into time)")
@@ -533,13 +529,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("\ncross-chip speedups (rows that differ only in the chip: predicted / measured speedup - 1; "
               "chip_pairs.csv lists every pair)")
         print(pairs.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    st = error_stats(res)
-    print(f"\n{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
-          f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
+    cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
+    print("\nper row (out of sample unless fitted_into names what it set):")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        other = res[res["status"] != "covered"]
+        if len(other):
+            print("\nnot covered / errors:")
+            for _, r in other.iterrows():
+                print(f"  {r['id']}: {r['status']}: {r['reason']}")
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    import time
     from pathlib import Path
 
     import numpy as np
@@ -550,6 +553,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from dse.validate.suite import chip_style, load_measurements
     from dse.yamlio import write_yaml
 
+    t_start = time.monotonic()
     hw = load_hardware(args.template)
     df = load_measurements(args.measurements)
     cases, skipped = chip_cases(df, hw)
@@ -613,7 +617,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"\nleave-one-chip-out: no other chip {which} has covered rows")
     path = out / f"{hw.name}-calibrated.yaml"
     write_yaml(path, calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True))
-    print(f"calibrated template: {path}")
+    print(f"calibrated template: {path} (calibrate took {time.monotonic() - t_start:.0f} s)")
     return 0
 
 

@@ -276,7 +276,8 @@ def test_two_good_shipped_rows_validate_with_exit_0_and_no_error_or_warning(tmp_
     header, rows = _shipped()
     rc, err, out = _validate(tmp_path, capsys, _write(tmp_path, header, rows))
     assert rc == 0 and err == []
-    assert "2 out-of-sample rows of 2: median |time error|" in out and "nan" not in out.split("\n\n")[-1]
+    first = out.split("\n\n")[0]  # the summary leads
+    assert first.startswith("2 out-of-sample rows of 2: median |time error|") and "nan" not in first
     assert (pd.read_csv(tmp_path / "o" / "validation.csv")["status"] == "covered").all()
 
 
