@@ -38,7 +38,13 @@ def test_statistics_over_covered_out_of_sample_rows_only() -> None:
     assert st == {"rows": 6, "covered": 3, "median_abs_error_pct": 5.0, "max_abs_error_pct": 20.0}
 
 
-def test_isolated_rows_get_the_harness_time_of_the_other_isolated_rows_only() -> None:
+@pytest.fixture(scope="module")
+def shipped_results() -> pd.DataFrame:
+    """``run_suite`` over the shipped measurements and templates, once per module (each test takes a copy)."""
+    return run_suite(load_measurements())
+
+
+def test_isolated_rows_get_the_harness_time_of_the_other_isolated_rows_only(shipped_results: pd.DataFrame) -> None:
     from dse.validate.suite import harness_sync_us
 
     pred = np.array([1e-5, 2e-5, 1e-3, 4e-3])
@@ -49,7 +55,7 @@ def test_isolated_rows_get_the_harness_time_of_the_other_isolated_rows_only() ->
     meas2[0] += 1e-3  # one odd row moves the others' estimate, never its own
     s2 = harness_sync_us(pred, meas2)
     assert s2[0] == pytest.approx(25.0, rel=1e-3) and s2[1] > 25.0
-    res = run_suite(load_measurements())
+    res = shipped_results.copy()
     iso = res[res["sync_us_loo"].notna()]
     assert len(iso) >= 10 and (iso["sync_us_loo"] > 0).all()
 
@@ -107,10 +113,10 @@ def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "chip_pairs.csv").is_file()
 
 
-def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
+def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows(shipped_results: pd.DataFrame) -> None:
     from dse.validate.bands import bands_from, family_of, family_table, out_of_sample
 
-    res = run_suite(load_measurements())
+    res = shipped_results.copy()
     cov = res[res["status"] == "covered"]
     rate = cov[cov["metric"] != "time_s"].iloc[0]
     assert rate["time_error_pct"] == pytest.approx((rate["measured"] / rate["predicted"] - 1) * 100)
@@ -129,13 +135,13 @@ def test_time_error_turns_rates_into_time_and_bands_bracket_the_rows() -> None:
     assert family_of(dse.workload("attention:1x2x64x64x32", causal=True)) == "attention"
 
 
-def test_the_shipped_suite_has_an_attention_family_with_its_rows_covered() -> None:
+def test_the_shipped_suite_has_an_attention_family_with_its_rows_covered(shipped_results: pd.DataFrame) -> None:
     from dse.validate.bands import family_table
 
     df = load_measurements()
     rows = df[df["workload"].str.startswith("attention:")]
     assert len(rows) >= 10 and rows["source"].str.len().gt(20).all()
-    res = run_suite(df)
+    res = shipped_results.copy()
     att = res[res["family"] == "attention"]
     assert set(att["id"]) == set(rows["id"]) and (att["status"] == "covered").all()
     assert att["predicted"].gt(0).all() and att["fitted_into"].eq("").all()  # out of sample: none sets a coefficient
@@ -545,11 +551,11 @@ KNOWN_MISSES = {"prefill": "TensorRT-LLM 0.9's 128-token first-token latencies c
 
 
 @pytest.fixture(scope="module")
-def shipped_table() -> pd.DataFrame:
+def shipped_table(shipped_results: pd.DataFrame) -> pd.DataFrame:
     """``dse validate``'s family table over the shipped measurements and templates (run once per module)."""
     from dse.validate.bands import family_table
 
-    return family_table(run_suite(load_measurements())).set_index("family")
+    return family_table(shipped_results.copy()).set_index("family")
 
 
 def test_every_family_but_the_known_misses_meets_issue_12s_bar(shipped_table: pd.DataFrame) -> None:
@@ -603,7 +609,7 @@ def test_a_rate_and_a_time_of_the_same_prediction_have_the_same_time_error(measu
     assert as_rate == pytest.approx(as_time, rel=1e-9, abs=1e-9)
 
 
-def test_the_npu_validation_doc_shows_the_tables_dse_validate_prints() -> None:
+def test_the_npu_validation_doc_shows_the_tables_dse_validate_prints(shipped_results: pd.DataFrame) -> None:
     """docs/npu_validation.md: every NPU chip-family row and every chip pair, to 0.1 %, as ``dse validate`` computes
     them (issue 29: NPU rows reported per chip; cross-chip speedups)."""
     import re
@@ -611,7 +617,7 @@ def test_the_npu_validation_doc_shows_the_tables_dse_validate_prints() -> None:
     from dse.validate.bands import template_table
     from dse.validate.ratios import chip_pairs, pair_table
 
-    res = run_suite(load_measurements())
+    res = shipped_results.copy()
     doc = (Path(__file__).resolve().parents[2] / "docs" / "npu_validation.md").read_text()
     fam = re.compile(r"^\| ([\w.-]+) \| ([\w-]+) \| (\d+) \| (\d+) \| ([\d.]+) % \| ([\d.]+) % \|$")
     shown = {(m[1], m[2]): m.groups()[2:] for m in map(fam.match, doc.splitlines()) if m}
