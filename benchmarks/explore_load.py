@@ -46,20 +46,22 @@ def start(config: str, port: int) -> subprocess.Popen:
     raise RuntimeError("the explorer did not serve within 60 s")
 
 
-def callback_body(port: int) -> tuple[str, list[dict]]:
-    """The update callback's output key and outputs, read from the running app's dependency list."""
+def callback_key(port: int) -> str:
+    """The update callback's output key, read from the running app's dependency list."""
+    from dse.explore.app import UPDATE_OUTPUT
+
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-dependencies", timeout=10) as r:
         deps = json.load(r)
-    key = next(d["output"] for d in deps if "mix-score.children" in d["output"])
-    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
-    return key, outputs
+    return next(d["output"] for d in deps if UPDATE_OUTPUT in d["output"])
 
 
 def load(port: int, clients: int, seconds: float, ranges: dict[str, tuple[float, float]], level: str) -> dict:
     """Run ``clients`` threads for ``seconds``; returns counts and latency percentiles (s)."""
     import numpy as np
 
-    key, outputs = callback_body(port)
+    from dse.explore.app import update_request
+
+    key = callback_key(port)
     url = f"http://127.0.0.1:{port}/_dash-update-component"
     lat: list[float] = []
     errors: list[str] = []
@@ -76,10 +78,7 @@ def load(port: int, clients: int, seconds: float, ranges: dict[str, tuple[float,
             vals = {n: float(np.exp(rng.uniform(np.log(lo), np.log(hi)))) for n, (lo, hi) in ranges.items()}
             if bad:
                 vals["peak_tflops"] = ranges["peak_tflops"][1] * 10
-            body = {"output": key, "outputs": outputs, "changedPropIds": ["values.data"], "state": [],
-                    "inputs": [{"id": "values", "property": "data", "value": vals},
-                               {"id": "level", "property": "value", "value": level}]}
-            req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+            req = urllib.request.Request(url, data=json.dumps(update_request(key, vals, level)).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})
             t = time.perf_counter()
             try:

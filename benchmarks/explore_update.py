@@ -25,22 +25,18 @@ def main() -> None:
     args = ap.parse_args()
     import numpy as np
 
-    from dse.explore.app import Explorer, build_app
+    from dse.explore.app import UPDATE_OUTPUT, Explorer, build_app, update_request
 
     t0 = time.perf_counter()
     ex = Explorer(args.config)
     app = build_app(ex)
     t_start = time.perf_counter() - t0
     client = app.server.test_client()
-    key = next(k for k in app.callback_map if "mix-score.children" in k)
-    spec = app.callback_map[key]
-    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+    key = next(k for k in app.callback_map if UPDATE_OUTPUT in k)
     rng = np.random.default_rng(0)
 
     def post(values: dict) -> float:
-        body = {"output": key, "outputs": outputs, "changedPropIds": ["values.data"], "state": [],
-                "inputs": [{"id": "values", "property": "data", "value": values},
-                           {"id": "level", "property": "value", "value": ex.ctx.base.offchip_name}]}
+        body = update_request(key, values, ex.ctx.base.offchip_name)
         t = time.perf_counter()
         r = client.post("/_dash-update-component", data=json.dumps(body), content_type="application/json")
         dt = time.perf_counter() - t
@@ -48,7 +44,6 @@ def main() -> None:
         assert "error: " not in r.get_data(as_text=True).split('"error"')[-1][:40]
         return dt
 
-    assert spec is not None
     post(dict(ex.base_values))  # warm
     moved, resized = [], []
     base = dict(ex.base_values)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dse.errors import DseError
 
@@ -294,12 +295,10 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     raise DseError(f"got {action!r}; accepted: list, show, ai, import", field="action")
 
 
-def _import_target(out, desc: dict):  # noqa: ANN001, ANN202 - a Path or None; (Path, description)
+def _import_target(out: Path | None, desc: dict) -> tuple[Path, dict]:
     """Where an import is written without overwriting anything: ``--output`` must be a new file (an existing one is
     one line naming it); the default ``results/imports/NAME.yaml`` takes the first free ``NAME-2``, ``NAME-3``, ...
     (the description renamed to match) unless the file there already holds this very description."""
-    from pathlib import Path
-
     from dse.yamlio import load_yaml
 
     if out is not None:

@@ -18,7 +18,6 @@ per-chip footprint fits the chip's main memory wins. Fixed fields (``tp=8``, ``z
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -81,40 +80,38 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     per_node = sysm.network[0].size if sysm.network else chips
     keys = candidates(wl, chips, per_node, **fixed)
     wls, _, errors = expand(wl, keys)
-    labels = iter(w.plan.label() if w.plan else "1 chip" for w in wls)
-    rows = [{**kw, "label": "" if err else next(labels), "error": err} for kw, err in zip(keys, errors, strict=True)]
-    table = pd.DataFrame(rows)
-    ok = (table["error"] == "").to_numpy() if len(table) else np.zeros(0, bool)
     if not wls:
-        first = table["error"].iloc[0] if len(table) else "no candidate"
+        first = next((e for e in errors if e), "no candidate")
         raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
                        "count or fewer fixed fields", field="best_plan")
     from dse.hardware.templates import load_hardware
 
     chip = load_hardware(sysm.chip)
     d = DesignBatch.from_hardware(chip).with_system(sysm)
-    times = mix_times(d, Mix.of(wls), arrays=None)[0]
-    mem = np.array([w.memory_bytes for w in wls])
+    times = mix_times(d, Mix.of(wls))[0]
     cap = float(d.offchip_capacity[0])
-    table["time_s"] = np.nan
-    table["memory_gb"] = np.nan
-    table.loc[ok, "time_s"] = times
-    table.loc[ok, "memory_gb"] = mem / 1e9
-    table["fits"] = ok & (table["memory_gb"].to_numpy() <= cap / 1e9)
+    built = iter(range(len(wls)))
+    rows = []
+    for kw, err in zip(keys, errors, strict=True):
+        if err:  # did not build: no time, no footprint
+            rows.append({**kw, "label": "", "error": err, "time_s": np.nan, "memory_gb": np.nan, "_w": -1})
+            continue
+        k = next(built)  # its index in wls
+        rows.append({**kw, "label": wls[k].plan.label() if wls[k].plan else "1 chip", "error": "",
+                     "time_s": float(times[k]), "memory_gb": wls[k].memory_bytes / 1e9, "_w": k})
+    table = pd.DataFrame(rows)
+    table["fits"] = (table["_w"] >= 0) & (table["memory_gb"] <= cap / 1e9)
     # fastest first; at equal time the simpler plan (no recomputation, a lower ZeRO stage), then the smaller footprint
     # (times within 1e-9 relative are one time: the same work summed in another order)
     table["_rc"] = table["recompute"].map({r: i for i, r in enumerate(RECOMPUTE)})
     table["_t"] = np.round(table["time_s"] / np.nanmin(table["time_s"]), 9)
     table = table.sort_values(["fits", "_t", "_rc", "zero", "memory_gb"], ascending=[False, True, True, True, True],
-                              kind="stable").drop(columns=["_rc", "_t"]).reset_index(drop=True)
+                              kind="stable").reset_index(drop=True)
+    best = int(table["_w"].iloc[0])
+    table = table.drop(columns=["_rc", "_t", "_w"])
     if not table["fits"].any():
         return PlanSearch(None, None, table, time.perf_counter() - t0, cap / 1e9)
-    top = table.iloc[0]
-    plan_kw = {k: (top[k].item() if hasattr(top[k], "item") else top[k]) for k in keys[0] if k in table}
-    plan_kw = {k: v for k, v in plan_kw.items() if not (isinstance(v, float) and math.isnan(v))}
-    if "microbatches" in plan_kw:
-        plan_kw["microbatches"] = int(plan_kw["microbatches"])
-    wl_best = workload(wl.origin or wl.name, plan=plan_kw, **wl.spec)
+    wl_best = wls[best]
     p = predict(wl_best, chip, system=sysm)
     return PlanSearch(wl_best.plan, p, table, time.perf_counter() - t0, cap / 1e9)
 

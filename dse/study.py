@@ -154,10 +154,10 @@ def with_choice(mix: Mix, d: DesignBatch) -> Mix:
     from dse.predict import auto_choice
 
     wls = list(mix.workloads)
+    choice = auto_choice(d.take([0]), mix)
     for ap in mix.auto:
-        pick, ok = auto_choice(d.take([0]), mix.with_auto([ap]))[ap.index]
-        k = int(pick[0]) if ok[0] else int(np.argmin(ap.memory))
-        wls[ap.index] = ap.candidates.workloads[k]
+        pick, ok = choice[ap.index]
+        wls[ap.index] = ap.candidates.workloads[int(pick[0]) if ok[0] else int(np.argmin(ap.memory))]
     return Mix.of(wls, list(mix.weights)).with_auto(list(mix.auto))
 
 
@@ -324,10 +324,11 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
 
     def evaluate(params: list[dict[str, float]]) -> tuple[np.ndarray, list[dict], dict[str, np.ndarray]]:
         designs = designs_from_params(ctx.base, params, ctx.cfg.search.space)
-        sc, _ = score_designs(ctx, designs)
+        choices: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # plan: auto entries' picks, from the one prediction
+        sc, _ = score_designs(ctx, designs, mix_times(designs, ctx.mix, arrays=ctx.arrays, choices=choices))
         ridge = designs.ridge
         built = built_values(designs) | {"dram_stacks": dram_stacks(designs)}  # the die's stacks, every DRAM level
-        plans = auto_labels(ctx.mix, designs)
+        plans = auto_labels(ctx.mix, choices)
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
              "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
@@ -341,17 +342,14 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
     return evaluate
 
 
-def auto_labels(mix: Mix, designs: DesignBatch) -> dict[str, list[str]]:
-    """``plan.<workload>`` -> [D] the plan each design runs a ``plan: auto`` workload at ("" where none fits)."""
-    if not mix.auto:
-        return {}
-    from dse.predict import auto_choice
-
+def auto_labels(mix: Mix, choices: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[str, list[str]]:
+    """``plan.<workload>`` -> [D] the plan each design runs a ``plan: auto`` workload at ("" where none fits), from
+    the ``choices`` that ``mix_times`` filled."""
     out = {}
-    for idx, (pick, ok) in auto_choice(designs, mix).items():
-        ap = next(a for a in mix.auto if a.index == idx)
-        name = mix.workloads[idx].name
-        out[f"plan.{name}"] = [ap.labels[k] if f else "" for k, f in zip(pick.tolist(), ok.tolist(), strict=True)]
+    for ap in mix.auto:
+        pick, ok = choices[ap.index]
+        out[f"plan.{mix.workloads[ap.index].name}"] = [ap.labels[k] if f else ""
+                                                       for k, f in zip(pick.tolist(), ok.tolist(), strict=True)]
     return out
 
 

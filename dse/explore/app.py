@@ -337,6 +337,20 @@ def build_app(ex: Explorer) -> Any:
     return app
 
 
+#: the part of the update callback's output key that names it (Dash keys a callback by its outputs)
+UPDATE_OUTPUT = "mix-score.children"
+
+
+def update_request(key: str, values: dict[str, Any], level: str) -> dict[str, Any]:
+    """The JSON body of the page's update request to ``/_dash-update-component`` (what a knob change posts), for
+    scripts and tests that drive the server without a browser: ``key`` is the update callback's output key (the
+    entry of ``app.callback_map`` or of ``/_dash-dependencies`` containing :data:`UPDATE_OUTPUT`)."""
+    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+    return {"output": key, "outputs": outputs, "changedPropIds": ["values.data"], "state": [],
+            "inputs": [{"id": "values", "property": "data", "value": values},
+                       {"id": "level", "property": "value", "value": level}]}
+
+
 def serve(config: str | Path, host: str = "127.0.0.1", port: int = 8050, open_browser: bool = True,
           mix: str | None = None) -> None:
     """Load ``config`` (its mix ``mix`` for a config with ``mixes:``), check the port, start the server (blocks

@@ -199,14 +199,14 @@ def op_rows(ctx: Context, ev: Any, labels: list[str]) -> pd.DataFrame:
     return pd.DataFrame(col)
 
 
-def power_by_component(ev: Any, weights: np.ndarray) -> dict[str, float]:
-    """Average power (W) per component over the mix: each workload's dynamic energy / its time plus static,
-    weighted by the mix weights (normalized)."""
+def power_by_component(ev: Any, weights: np.ndarray, labels: list[str]) -> dict[str, float]:
+    """Average power (W) per component over the mix: each workload's (``dse.report.write.power_parts``: dynamic
+    energy / its time, plus static) weighted by the mix weights (normalized)."""
+    from dse.report.write import power_parts
+
     w = np.asarray(weights, dtype=float) / np.sum(weights)
-    t = ev.energy.time_s[0]
-    out = {k: float(np.sum(w * v[0] / t)) for k, v in ev.energy.parts_j.items()}
-    out["static"] = float(ev.energy.static_w[0])
-    return out
+    parts = power_parts(ev.energy, labels)
+    return {k: float(sum(wi * parts[lab][k] for wi, lab in zip(w, labels, strict=True))) for k in parts[labels[0]]}
 
 
 def evaluate(ctx: Context, specs: list[KnobSpec], values: Mapping[str, Any]) -> View:
@@ -233,7 +233,7 @@ def evaluate(ctx: Context, specs: list[KnobSpec], values: Mapping[str, Any]) -> 
                "ridge_flop_per_byte": ridge}
     breakdown = {"area_mm2": {k: float(x[0]) for k, x in ev.area.parts.items()},
                  "cost_usd": {k: float(x[0]) for k, x in ev.cost.parts.items()},
-                 "power_w": power_by_component(ev, ctx.mix.weights)}
+                 "power_w": power_by_component(ev, ctx.mix.weights, labels)}
     ops = op_rows(ctx, ev, labels)
     roofs = {"peak_tflops": float(d.peak_flops[0]) / TERA,
              "vector_tflops": float(np.nanmax(d.vector_peak[0])) / TERA,

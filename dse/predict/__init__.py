@@ -336,9 +336,11 @@ def chunk_designs(n_ops: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     return max(16, chunk_bytes // (8 * max(n_ops, 1)))
 
 
-def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArrays | None = None) -> np.ndarray:
+def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArrays | None = None,
+              choices: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> np.ndarray:
     """[D, W] seconds per step of each workload of ``mix`` on each design (chunked over designs; the chunk
-    defaults to :func:`chunk_designs` of the operator count)."""
+    defaults to :func:`chunk_designs` of the operator count). A ``plan: auto`` entry takes each design's fastest
+    candidate that fits; ``choices``, when given, receives per entry index ([D] candidate, [D] whether one fits)."""
     a = arrays or mix_arrays(mix)
     out = np.empty((d.n, a.member.shape[1]))
     chunk = chunk or chunk_designs(a.o.n)
@@ -349,6 +351,8 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
         tc = mix_times(d, ap.candidates, chunk, _auto_arrays(ap))
         pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
         out[ok, ap.index] = tc[np.flatnonzero(ok), pick[ok]]
+        if choices is not None:
+            choices[ap.index] = (pick, ok)
     return out
 
 

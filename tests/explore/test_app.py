@@ -239,7 +239,7 @@ def test_a_space_of_template_fields_serves(tmp_path):
     and its update callback answers over HTTP (Flask's test client), a bad choice as the error line."""
     import json
 
-    from dse.explore.app import Explorer, build_app
+    from dse.explore.app import UPDATE_OUTPUT, Explorer, build_app, update_request
     from tests.conftest import SMALL_STUDY, write_config
 
     cfg = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": {
@@ -249,15 +249,12 @@ def test_a_space_of_template_fields_serves(tmp_path):
     app = build_app(ex)
     layout = json.dumps(app.layout.to_plotly_json(), default=str)
     assert "knob-memory.global.capacity_mib" in layout and "knob-ratio_x" not in layout
-    key = next(k for k in app.callback_map if "mix-score.children" in k)
-    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+    key = next(k for k in app.callback_map if UPDATE_OUTPUT in k)
     client = app.server.test_client()
 
     def post(values: dict) -> dict:
-        body = {"output": key, "outputs": outputs, "changedPropIds": ["values.data"], "state": [],
-                "inputs": [{"id": "values", "property": "data", "value": values},
-                           {"id": "level", "property": "value", "value": "hbm"}]}
-        r = client.post("/_dash-update-component", data=json.dumps(body), content_type="application/json")
+        r = client.post("/_dash-update-component", data=json.dumps(update_request(key, values, "hbm")),
+                        content_type="application/json")
         assert r.status_code == 200
         return r.get_json()["response"]
 
