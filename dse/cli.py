@@ -70,6 +70,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from dse.errors import DseError
     from dse.grid import (
+        BLOCK,
         KNOBS,
         MAX_DESIGNS,
         SweepResult,
@@ -95,12 +96,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points,
                     limit=MAX_DESIGNS if fmt == "csv" else None)
     n = grid_size(axes) * len(ctxs)
+    args.block = BLOCK if args.block is None else args.block
+    if args.block < 1:
+        raise DseError(f"got {args.block}; accepted: a positive integer", field="--block")
+    if args.resume and fmt != "parquet":
+        raise DseError("got --resume with --format csv; accepted: --format parquet (a CSV sweep is scored in memory "
+                       "and written once: run it again)", field="--resume")
+    root = Path(args.out or cfg.output.root(Path(args.config).parent))
+    folder = sweep_folder(args, cfg, ctxs, axes, root) if fmt == "parquet" else results_folder(
+        root, f"{cfg.name}-sweep", False)
     status(args, f"scoring {n:,} designs" + (f" on {args.engine}" if fmt == "parquet" else ""))
-    folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-sweep", False)
     t0 = time.perf_counter()
     if fmt == "parquet":
-        summary = stream_sweep(ctxs, axes, folder / "sweep.parquet", chunk=args.chunk, engine=args.engine,
-                               scheduler=args.scheduler, workers=args.workers, progress=not args.quiet)
+        try:
+            summary = stream_sweep(ctxs, axes, folder / "sweep.parquet", chunk=args.chunk, engine=args.engine,
+                                   scheduler=args.scheduler, workers=args.workers, block=args.block,
+                                   progress=not args.quiet)
+        except DseError as exc:
+            raise DseError(f"{exc.message}; the blocks already written are kept: continue with dse sweep --resume",
+                           file=exc.file, field=exc.field) from None
         dt = time.perf_counter() - t0
         small = n <= MAX_DESIGNS and not args.no_plots
         res = None
@@ -878,6 +892,33 @@ def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
     wi.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
+def sweep_folder(args: argparse.Namespace, cfg: object, ctxs: dict, axes: dict, root: object) -> object:
+    """A streamed sweep's folder: a new one, claimed atomically, with ``sweep.json`` (what defines the sweep)
+    written before any block; with ``--resume`` the latest one, refused when its config, inputs or grid changed
+    (a folder killed before its ``sweep.json`` was written starts over)."""
+    import json
+
+    from dse.errors import DseError
+    from dse.grid import SWEEP_META, check_sweep_resume, sweep_meta
+    from dse.study import claim_results_folder, results_folder
+    from dse.yamlio import write_text
+
+    meta = sweep_meta(args.config, cfg, next(iter(ctxs.values())), axes, args.block)
+    name = f"{cfg.name}-sweep"
+    folder = results_folder(root, name, True) if args.resume else claim_results_folder(root, name)
+    file = folder / SWEEP_META
+    if args.resume and file.is_file():
+        try:
+            old = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DseError(f"unreadable ({exc}); accepted: the sweep.json a sweep wrote, or a new sweep without "
+                           "--resume", file=str(file)) from None
+        check_sweep_resume(old, meta, str(file))
+    else:
+        write_text(file, json.dumps(meta, indent=2) + "\n")
+    return folder
+
+
 def _add_sweep_args(sp: argparse.ArgumentParser) -> None:
     """The arguments of the ``sweep`` subcommand: grid points, chunk, format, local or dask engine."""
     sp.add_argument("config")
@@ -892,6 +933,11 @@ def _add_sweep_args(sp: argparse.ArgumentParser) -> None:
                          "unless --scheduler)")
     sp.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://host:8786 (with --engine dask)")
     sp.add_argument("--workers", type=int, help="LocalCluster worker processes (default: the local cores)")
+    sp.add_argument("--block", type=int,
+                    help="designs per Parquet part file and per dask task (default: dse.grid.BLOCK, 4 Mi)")
+    sp.add_argument("--resume", action="store_true",
+                    help="continue the latest streamed sweep of this config (its finished part files are kept; "
+                         "refused if the config, an input file or the grid changed)")
     sp.add_argument("--no-plots", action="store_true", help="no heatmaps")
     sp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1071,6 +1117,15 @@ def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a write no command wrapped: a full disk, a read-only or unwritable folder
+        import errno
+
+        if getattr(args, "debug", False) or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                                                               errno.EIO):
+            raise
+        print(f"error: {exc.filename or 'output'}: cannot write ({exc.strerror}); accepted: a writable folder with "
+              "free space (files written before are kept)", file=sys.stderr)
+        return 2
 
 
 def package_version() -> str:

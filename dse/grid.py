@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse._version import __version__
 from dse.config import StudyConfig
 from dse.cost.area import dram_stacks
 from dse.document import Document, Figure, Table
@@ -29,7 +30,8 @@ from dse.predict import bound_names, mix_times_bounds
 from dse.score import objective_value
 from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params
-from dse.study import Context, score_designs
+from dse.study import Context, clean_stale_temps, score_designs
+from dse.yamlio import atomic_write, make_dir
 
 MAX_DESIGNS = 5_000_000
 #: a single-mix config's label in the ``mix`` column
@@ -151,29 +153,53 @@ def need(module: str, feature: str):  # noqa: ANN201 - returns the module
 def sweep_block(ctxs: dict[str, Context], axes: dict[str, np.ndarray], start: int, stop: int, chunk: int,
                 folder: str, part: int) -> dict:
     """Score grid rows ``start:stop`` of every mix, chunk by chunk, into ``folder/part-NNNNNN.parquet``
-    (one row group per chunk; written under a temporary name, renamed when complete). Returns a small
-    summary: rows, and per mix the best feasible row, feasible count and binding-ceiling counts."""
+    (one row group per chunk; written under a temporary name, renamed when complete, so a part file that
+    exists is whole). Returns a small summary: rows, and per mix the best feasible row, feasible count and
+    binding-ceiling counts. A block whose part file is already there (``--resume``) is summarized from it."""
     pa = need("pyarrow", "a streamed sweep")
     pq = need("pyarrow.parquet", "a streamed sweep")
-    path = Path(folder) / f"part-{part:06d}.parquet"
-    tmp = path.with_name(f".{path.name}.tmp")
+    path = Path(folder) / part_name(part)
     summary: dict = {"rows": 0, "mixes": {}}
-    writer = None
-    try:
-        for s in range(start, stop, chunk):
-            params = block_params(axes, s, min(s + chunk, stop))
-            for m, ctx in ctxs.items():
-                df = score_chunk(ctx, params)
-                df.insert(0, "mix", m)
-                table = pa.Table.from_pandas(df, preserve_index=False)
-                writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
-                writer.write_table(table)
-                summary["rows"] += len(df)
-                _merge_summary(summary["mixes"].setdefault(m, {"best": None, "feasible": 0, "binding": {}}), df)
-    finally:
-        if writer is not None:
-            writer.close()
-    tmp.replace(path)
+    if path.is_file():
+        return part_summary(path)
+
+    def write(tmp: Path) -> None:
+        writer = None
+        try:
+            for s in range(start, stop, chunk):
+                params = block_params(axes, s, min(s + chunk, stop))
+                for m, ctx in ctxs.items():
+                    df = score_chunk(ctx, params)
+                    df.insert(0, "mix", m)
+                    table = pa.Table.from_pandas(df, preserve_index=False)
+                    writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                    writer.write_table(table)
+                    summary["rows"] += len(df)
+                    _merge_summary(summary["mixes"].setdefault(m, _empty()), df)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    atomic_write(path, write)
+    return summary
+
+
+def part_name(part: int) -> str:
+    """The file name of block ``part`` of a streamed sweep."""
+    return f"part-{part:06d}.parquet"
+
+
+def _empty() -> dict:
+    return {"best": None, "feasible": 0, "binding": {}}
+
+
+def part_summary(path: Path) -> dict:
+    """The summary :func:`sweep_block` returns, read back from a part file it wrote."""
+    pq = need("pyarrow.parquet", "a streamed sweep")
+    df = pq.read_table(path).to_pandas()
+    summary: dict = {"rows": len(df), "mixes": {}}
+    for m, g in df.groupby("mix", sort=False):
+        _merge_summary(summary["mixes"].setdefault(str(m), _empty()), g)
     return summary
 
 
@@ -193,7 +219,7 @@ def _reduce(summaries: list[dict]) -> dict:
     for s in summaries:
         out["rows"] += s["rows"]
         for m, acc in s["mixes"].items():
-            o = out["mixes"].setdefault(m, {"best": None, "feasible": 0, "binding": {}})
+            o = out["mixes"].setdefault(m, _empty())
             o["feasible"] += acc["feasible"]
             for k, v in acc["binding"].items():
                 o["binding"][k] = o["binding"].get(k, 0) + v
@@ -215,7 +241,8 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
     if chunk < 1 or block < 1:
         raise DseError(f"got chunk {chunk}, block {block}; accepted: positive integers", field="--chunk")
     need("pyarrow", "a streamed sweep")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
+    clean_stale_temps(folder)  # a block cut off mid-write (kill, full disk) is scored again
     n = grid_size(axes)
     blocks = [(k, s, min(s + block, n)) for k, s in enumerate(range(0, n, block))]
     if engine == "local":
@@ -244,6 +271,45 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
     finally:
         if cluster is not None:
             cluster.close()
+
+
+#: the file in a streamed sweep's folder that records what defines it (``--resume`` compares it)
+SWEEP_META = "sweep.json"
+
+
+def sweep_meta(config: str | Path, cfg: StudyConfig, ctx: Context, axes: dict[str, np.ndarray],
+               block: int = BLOCK) -> dict:
+    """What defines a streamed sweep, so ``dse sweep --resume`` continues only the same one: the study's
+    config hash (:func:`dse.study.study_meta`), the sha256 of every input file (:func:`dse.inputs.snapshot`)
+    and a hash of the grid (its axes and block size, so every part file holds the same designs)."""
+    import hashlib
+    import json
+
+    from dse.inputs import snapshot
+    from dse.study import study_meta
+
+    snap = snapshot(config, ctx.base_hw.process_node)
+    inputs: dict = {"dse_version": __version__}
+    inputs.update({f.label: {"file": str(f.file), "sha256": f.sha256} for f in snap.files if f.search})
+    grid_text = json.dumps({"axes": {k: np.asarray(v).tolist() for k, v in axes.items()}, "block": block},
+                           sort_keys=True)
+    return {"config_sha256": study_meta(cfg)["config_sha256"], "inputs": inputs,
+            "grid_sha256": hashlib.sha256(grid_text.encode()).hexdigest(), "designs": grid_size(axes)}
+
+
+def check_sweep_resume(old: dict, new: dict, file: str) -> None:
+    """Refuse ``--resume`` of a sweep whose config, input files or grid changed since it began (one line)."""
+    from dse.search.optimize import changed_input
+
+    accepted = "accepted: the unchanged config and --points/--sram-points, or a new sweep without --resume"
+    if old.get("grid_sha256") != new["grid_sha256"]:
+        raise DseError(f"the grid changed since the sweep began ({old.get('designs')} -> {new['designs']} designs, "
+                       f"or other ranges); {accepted}", file=file, field="--points")
+    if old.get("config_sha256") != new["config_sha256"]:
+        raise DseError(f"the workloads, base or search space changed since the sweep began; {accepted}", file=file)
+    changed = changed_input(old.get("inputs"), new["inputs"], what="sweep")
+    if changed is not None:
+        raise DseError(changed[1], file=file, field=changed[0])
 
 
 def run_sweep(ctx: Context | dict[str, Context], axes: dict[str, np.ndarray], chunk: int = 4096) -> SweepResult:

@@ -643,13 +643,14 @@ def check_mixes(config: str | Path, n_trials: int | None = None) -> dict[str, In
 
 def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: str | None = None,
                 start: object | None = None) -> int:
-    """One extra worker process: load the existing study, wait at ``start`` (a barrier shared with the
-    other workers, so all begin together) and run until the study holds n_trials."""
+    """One extra worker process: load the existing study, claim a first batch, wait at ``start`` (a barrier
+    shared with the other workers, so each holds a batch before any evaluates) and run until the study holds
+    n_trials."""
     cfg, ctx = load_context(config, n_trials, mix)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
-    _wait(start)
-    return optimize.run(study, cfg.search, make_evaluator(ctx, worker), progress=False)
+    return optimize.run(study, cfg.search, make_evaluator(ctx, worker), progress=False,
+                        claimed=lambda: _wait(start))
 
 
 def _wait(barrier: object | None, timeout: float = 300.0) -> None:
@@ -709,12 +710,11 @@ def run_study(
                  for k in range(1, workers)]
         for p in procs:
             p.start()
-        _wait(start)
     if exclusive is None:
         exclusive = workers == 1 and storage is None
     with storage_errors(url):
         new = optimize.run(study, cfg.search, make_evaluator(ctx), progress=progress,
-                           exclusive=exclusive and workers == 1)
+                           exclusive=exclusive and workers == 1, claimed=lambda: _wait(start))
     for p in procs:
         p.join()
     bad = [p.exitcode for p in procs if p.exitcode != 0]

@@ -217,3 +217,40 @@ def test_the_sram_axis_shows_the_knee_where_the_weights_fit(tmp_path: Path) -> N
     assert time[weights] <= 0.75 * time[0] and time[weights - 1] > 1.001 * time[weights]
     whole = np.searchsorted(axes["sram_mib"], (247.1e6 + 37.7e6) / 2**20)  # weights and KV cache (280): flat above
     assert time[whole - 1] > 1.001 * time[whole] and np.allclose(time[whole:], time[-1], rtol=1e-9)
+
+
+def test_resume_rescores_only_the_missing_blocks_and_refuses_a_changed_sweep(tmp_path: Path, capsys) -> None:
+    """--resume of a streamed sweep: part files removed (or cut off mid-write, a stale temporary file) are
+    scored again and the dataset equals the uninterrupted one; the kept parts are not rewritten. A changed
+    grid, search space or input file is refused in one line; --resume of a CSV sweep is refused."""
+    pytest.importorskip("pyarrow")
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    args = ["sweep", str(cfg), "--out", str(tmp_path / "r"), "--format", "parquet", "--points", "6",
+            "--sram-points", "2", "--block", "10", "--no-plots", "--quiet"]
+    assert main(args) == 0
+    data = tmp_path / "r" / "tiny-sweep" / "sweep.parquet"
+    whole = _sorted(pd.read_parquet(data))
+    parts = sorted(data.glob("part-*.parquet"))
+    assert len(parts) == 8
+    for p in parts[2:5]:
+        p.unlink()
+    (data / ".part-000002.parquet.x1.tmp.parquet").write_bytes(b"cut off")
+    kept = {p.name: p.stat().st_mtime_ns for p in parts[:2] + parts[5:]}
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    assert {k: (data / k).stat().st_mtime_ns for k in kept} == kept
+    assert sorted(p.name for p in data.iterdir()) == [p.name for p in parts]
+    pd.testing.assert_frame_equal(_sorted(pd.read_parquet(data)), whole)
+    assert not (tmp_path / "r" / "tiny-sweep-2").exists()
+    for bad, field in ((["--points", "7"], "--points"), (["--block", "11"], "--points")):
+        capsys.readouterr()
+        assert main([*args, *bad, "--resume"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"sweep.json: {field}: the grid changed" in err[0], err
+    changed = {**SMALL_STUDY, "workloads": SMALL_STUDY["workloads"][:1]}
+    write_config(tmp_path, changed)
+    assert main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "changed since the sweep began" in err[0], err
+    assert main([a for a in args if a not in ("--format", "parquet")] + ["--resume"]) == 2
+    assert "--resume: got --resume with --format csv" in capsys.readouterr().err

@@ -73,26 +73,27 @@ def config_hash(text: str) -> str:
 UNCHECKED_INPUTS = ("config",)
 
 
-def changed_input(old: dict | None, new: dict | None) -> tuple[str, str] | None:
+def changed_input(old: dict | None, new: dict | None, what: str = "study") -> tuple[str, str] | None:
     """The first input recorded when a study was created (``old``: its ``meta["inputs"]``, see
     :func:`dse.study.study_inputs`) that differs now (``new``), as (field, one-line message); None when every
-    input is unchanged or the study recorded none (created before inputs were recorded)."""
+    input is unchanged or the study recorded none (created before inputs were recorded). ``what`` names
+    the run in the message (a study, a sweep)."""
     if not old or new is None:
         return None
-    accepted = "accepted: the unchanged inputs, or a new study without --resume"
+    accepted = f"accepted: the unchanged inputs, or a new {what} without --resume"
     if old.get("dse_version") not in (None, new.get("dse_version")):
-        return "dse_version", (f"got dse {new.get('dse_version')}; the study was created with dse "
-                               f"{old['dse_version']}; accepted: that version, or a new study without --resume")
+        return "dse_version", (f"got dse {new.get('dse_version')}; the {what} was created with dse "
+                               f"{old['dse_version']}; accepted: that version, or a new {what} without --resume")
     for label in [*old, *(k for k in new if k not in old)]:
         was, now = old.get(label), new.get(label)
         if label in UNCHECKED_INPUTS or label == "dse_version" or not isinstance(was or now, dict):
             continue
         if not isinstance(now, dict):
-            return label, f"{was.get('file')} was an input when the study was created, and is none now; {accepted}"
+            return label, f"{was.get('file')} was an input when the {what} was created, and is none now; {accepted}"
         if not isinstance(was, dict):
-            return label, f"{now.get('file')} was not an input when the study was created; {accepted}"
+            return label, f"{now.get('file')} was not an input when the {what} was created; {accepted}"
         if was.get("sha256") != now.get("sha256"):
-            return label, (f"{now.get('file')} changed since the study was created (sha256 {str(was.get('sha256'))[:12]}"
+            return label, (f"{now.get('file')} changed since the {what} was created (sha256 {str(was.get('sha256'))[:12]}"
                            f".. -> {str(now.get('sha256'))[:12]}..); {accepted}")
     return None
 
@@ -253,7 +254,7 @@ def _outcome(values: np.ndarray, attrs: list[dict], constraints: dict[str, np.nd
 
 
 def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool = True, exclusive: bool = False,
-        flush_s: float = FLUSH_S) -> int:
+        flush_s: float = FLUSH_S, claimed: Callable[[], None] | None = None) -> int:
     """Ask/evaluate/tell in batches until the study holds ``search.n_trials`` complete trials
     (counting every worker's). Returns how many trials this call completed.
 
@@ -261,7 +262,9 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     study's only writer: one worker, its own storage) finished trials reach the storage every ``flush_s``
     seconds and at the end (a killed run loses at most that much; ``--resume`` continues from the storage).
     Otherwise each round pulls the other workers' complete trials into the twin, claims its trials in the
-    storage (the ``n_trials`` lowest numbers win) and records each result there.
+    storage (the ``n_trials`` lowest numbers win) and records each result there. ``claimed`` is called once,
+    after this worker's first claim (or when it has none to make): several workers pass their start barrier,
+    so each holds its first batch before any evaluates and a fast worker cannot take the whole study alone.
 
     A design whose objective or constraints are not finite never reaches the sampler: its trial is
     told FAIL with the reason in its metrics; after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the
@@ -292,6 +295,9 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
                 trials, claims = asked, [None] * k
             else:
                 trials, claims = _claim_twins(study, mem, asked, target, seen)
+                if claimed is not None:
+                    claimed()
+                    claimed = None
                 if not trials:
                     continue
             values, attrs, constraints = evaluate([t.params for t in trials])
@@ -325,6 +331,8 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
                                "fields and search ranges)", field="search")
     finally:
         bar.close()
+        if claimed is not None:  # nothing was left to claim: do not keep the other workers waiting
+            claimed()
         if exclusive:
             _flush(study, mem, pending, seen)  # also on an error or Ctrl-C: what finished is kept
     return new
