@@ -40,6 +40,27 @@ GemmKernelStructure = Literal["one_tile", "persistent"]
 #: a workload's choice among them, ``auto`` taking the template's (nested Literals flatten: 'auto', then the structures)
 GemmKernel = Literal["auto", GemmKernelStructure]
 
+#: The unit a config field's name carries, by suffix (the longest suffix wins): the field reference's unit
+#: column (dse.report.reference) and the labels of tables and plots read it from here
+UNIT_SUFFIXES: dict[str, str] = {
+    "_tflops": "TFLOP/s", "_tbps": "TB/s", "_gbps": "GB/s", "_mib": "MiB", "_gib": "GiB", "_kib": "KiB",
+    "_kib_per_core": "KiB per core", "_gb": "GB (1e9 B)", "_mb": "MB (1e6 B)", "_ghz": "GHz", "_mhz": "MHz",
+    "_us": "µs", "_ms": "ms", "_ns": "ns", "_s": "s", "_mm2": "mm²", "_mm": "mm", "_um2": "µm²", "_um": "µm",
+    "_w": "W", "_mw": "mW", "_usd": "USD", "_pj": "pJ", "_pct": "%", "_v": "V", "_c": "°C",
+    "_pj_per_byte": "pJ/byte", "_pj_per_flop": "pJ/FLOP", "_pj_per_bit": "pJ/bit", "_mm2_per_mib": "mm²/MiB",
+    "_mm2_per_tflops": "mm² per TFLOP/s", "_usd_per_mm2": "USD/mm²", "_per_cm2": "per cm²",
+    "_mtr_per_mm2": "Mtransistors/mm²", "_usd_per_gb": "USD/GB", "_w_per_mm2": "W/mm²", "_gt_s": "GT/s",
+}
+
+
+def unit_of(name: str) -> str:
+    """The unit a field's name carries (:data:`UNIT_SUFFIXES`, longest suffix first); "" when it carries none."""
+    for suffix in sorted(UNIT_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return UNIT_SUFFIXES[suffix]
+    return ""
+
+
 #: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
 #: operator kinds a workload places on the matrix unit (``dse.workloads.ops``); a template's ``runs`` says which of
