@@ -34,12 +34,52 @@ METRICS_ATTR = "metrics"
 META_ATTR = "dse"
 
 
-def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float]) -> None:
-    """Store a trial's metrics as one user attribute and its constraints as one system attribute
-    (optuna's list form of ``Trial.set_constraint``): two storage writes per trial, not one per value."""
-    trial.set_user_attr(METRICS_ATTR, metrics)
-    if constraints:
-        trial.storage.set_trial_system_attr(trial._trial_id, _CONSTRAINTS_KEY, constraints)
+def trial_attrs(metrics: dict) -> dict:
+    """A trial's user attributes: ``metrics`` (the whole dict, what dse reads back) and each metric as its own
+    attribute (numbers and text, as optuna-dashboard lists them: ``score``, ``area_mm2``, ``power_w``, ..)."""
+    out: dict = {METRICS_ATTR: metrics}
+    out.update({k: v for k, v in metrics.items() if k != METRICS_ATTR and isinstance(v, str | int | float)
+                and not isinstance(v, bool) and _json_ok(v)})
+    return out
+
+
+def constraint_attrs(constraints: list[float], names: list[str] | None = None) -> dict[str, float]:
+    """A trial's constraints as optuna's named system attributes (``constraints:NAME``, the form of
+    ``Trial.set_constraint``: read by TPE and NSGA-II as ``FrozenTrial.constraints``, listed by name in
+    optuna-dashboard; <= 0 is within the limit). Without ``names`` they are named by position."""
+    names = names if names is not None and len(names) == len(constraints) else [str(i) for i in range(len(constraints))]
+    return {f"{_CONSTRAINTS_KEY}:{n}": float(c) for n, c in zip(names, constraints, strict=True)}
+
+
+def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float], names: list[str] | None = None) -> None:
+    """Store a trial's :func:`trial_attrs` as user attributes and its :func:`constraint_attrs` as system ones."""
+    for key, value in trial_attrs(metrics).items():
+        trial.set_user_attr(key, value)
+    for key, value in constraint_attrs(constraints, names).items():
+        trial.storage.set_trial_system_attr(trial._trial_id, key, value)
+
+
+def store_attrs(storage: optuna.storages.BaseStorage, trial_id: int, user: dict, system: dict) -> None:
+    """Write one trial's user and system attributes to a shared storage: in an RDB storage (SQLite,
+    PostgreSQL) one transaction of multi-row inserts, elsewhere (a journal file) one write per attribute."""
+    backend = getattr(storage, "_backend", storage)
+    if not isinstance(backend, optuna.storages.RDBStorage):
+        for key, value in user.items():
+            storage.set_trial_user_attr(trial_id, key, value)
+        for key, value in system.items():
+            storage.set_trial_system_attr(trial_id, key, value)
+        return
+    import json
+
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from sqlalchemy import insert
+
+    with _create_scoped_session(backend.scoped_session, True) as session:
+        for model, attrs in ((models.TrialUserAttributeModel, user), (models.TrialSystemAttributeModel, system)):
+            if attrs:
+                session.execute(insert(model), [{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)}
+                                                for k, v in attrs.items()])
 
 
 def metrics(trial: optuna.trial.FrozenTrial) -> dict:
@@ -304,16 +344,12 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
             values = np.asarray(values, dtype=float).reshape(len(trials), -1)
             for i, (trial, disk_id) in enumerate(zip(trials, claims, strict=True)):
                 state, v, m, cons, why = _outcome(values, attrs, constraints, i)
-                trial.set_user_attr(METRICS_ATTR, m)
-                if cons:
-                    record(trial, m, cons)
+                record(trial, m, cons, list(constraints))
                 mem.tell(trial, v, state=state) if v is not None else mem.tell(trial, state=state)
                 if disk_id is not None:
-                    stg = study._storage
-                    stg.set_trial_user_attr(disk_id, METRICS_ATTR, m)
-                    if cons:
-                        stg.set_trial_system_attr(disk_id, _CONSTRAINTS_KEY, cons)
-                    stg.set_trial_state_values(disk_id, state, None if v is None else np.atleast_1d(v).tolist())
+                    store_attrs(study._storage, disk_id, trial_attrs(m), constraint_attrs(cons, list(constraints)))
+                    study._storage.set_trial_state_values(disk_id, state, None if v is None else
+                                                          np.atleast_1d(v).tolist())
                 pending.append(trial._trial_id)
                 if state == TrialState.FAIL:
                     failures.append(why)

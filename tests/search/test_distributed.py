@@ -33,6 +33,9 @@ def _check_every_trial_once(url: str, name: str, n_trials: int, batch: int, work
     assert len(complete) == n_trials  # exactly: a trial asked past the target is pruned unevaluated
     assert all(t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED) for t in trials)
     assert all("score" in t.user_attrs["metrics"] and t.params for t in complete)
+    # optuna-dashboard's view: each metric its own attribute, each constraint by name
+    assert all(t.user_attrs["score"] == t.user_attrs["metrics"]["score"] for t in complete)
+    assert all(t.constraints and not any(k.isdigit() for k in t.constraints) for t in complete)
     assert {t.user_attrs["metrics"]["worker"] for t in complete} == set(range(workers))
 
 

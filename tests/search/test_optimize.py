@@ -103,3 +103,28 @@ def test_buffered_run_keeps_finished_trials_when_it_stops_and_resumes_from_them(
 def test_cmaes_sampler_runs() -> None:
     study, search = _on(None, "cmaes", 24)
     assert optimize.run(study, search, _evaluator(lambda x: x < 0), progress=False, exclusive=True) == 24
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal", "sqlite-exclusive"])
+def test_every_metric_and_named_constraint_is_its_own_user_attribute(tmp_path, kind: str) -> None:
+    """What optuna-dashboard lists: each metric as a user attribute (beside the whole metrics dict dse reads
+    back) and each constraint by name (optuna's ``constraints:NAME`` system attributes, which TPE and NSGA-II
+    read as ``FrozenTrial.constraints``)."""
+    url = f"journal://{tmp_path / 's.log'}" if kind == "journal" else f"sqlite:///{tmp_path / 's.db'}"
+    from dse.search.storage import make_storage
+
+    def evaluate(params):  # noqa: ANN001, ANN202 - designs above 40 TFLOP/s fail (about 40 % of them)
+        x = np.array([p["peak_tflops"] for p in params], dtype=float)
+        return np.where(x > 40, np.nan, x)[:, None], [{"score": float(v), "kind": "npu"} for v in x], {"area": x - 50}
+
+    study, search = _on(make_storage(url), "random", 12)
+    optimize.run(study, search, evaluate, progress=False, exclusive=kind.endswith("exclusive"), flush_s=0.0)
+    trials = optuna.load_study(study_name=study.study_name, storage=make_storage(url)).get_trials()
+    done = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert done and len(trials) >= 12
+    for t in done:
+        assert t.user_attrs["score"] == t.user_attrs["metrics"]["score"] == t.params["peak_tflops"]
+        assert t.user_attrs["kind"] == "npu"
+        assert t.constraints == {"area": pytest.approx(t.params["peak_tflops"] - 50)}
+    failed = [t for t in trials if t.state == optuna.trial.TrialState.FAIL]
+    assert failed and all("failed_reason" in t.user_attrs and not t.constraints for t in failed)
