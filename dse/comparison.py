@@ -197,6 +197,7 @@ class OpStats:
 
     fill: np.ndarray  # [O] MAC-array fill (1 off the matrix unit)
     bound: np.ndarray  # [O] bound code (``dse.predict.bound_names``)
+    time: np.ndarray  # [O] predicted seconds of one instance of each operator
     wl_fill: np.ndarray  # [W] FLOP-weighted fill of the workload's matrix ops (nan without any)
     shares: np.ndarray  # [W, B] share of each workload's time under each ceiling
     feasible: bool | None = None  # the candidate's feasibility (set by ``compare``), marked in ceilings.csv
@@ -219,7 +220,13 @@ def op_stats(ctx: Context, d: DesignBatch) -> OpStats:
     n_b = len(bound_names(d.level_names))
     by = np.stack([np.where(r.bound[0] == b, r.time[0], 0.0) @ member for b in range(n_b)], axis=1)  # [W, B]
     total = by.sum(axis=1, keepdims=True)
-    return OpStats(r.fill[0], r.bound[0], wl_fill, by / np.where(total > 0, total, 1.0))
+    return OpStats(r.fill[0], r.bound[0], r.time[0], wl_fill, by / np.where(total > 0, total, 1.0))
+
+
+def achieved(ops: pd.DataFrame, st: OpStats) -> np.ndarray:
+    """[O] FLOP/s each operator reaches on the design of ``st``: its FLOPs over its predicted time."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(st.time > 0, ops["flops"].to_numpy(dtype=float) / st.time, np.nan)
 
 
 def ceiling_table(ctx: Context, names: list[str], stats: list[OpStats], designs: list[DesignBatch]) -> pd.DataFrame:
@@ -585,8 +592,10 @@ def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text
                f"{', stacked by family' if many else ''}) with each candidate's ridge",
                {"group": "family" if many else "workload", "band": BAND}),
         Figure("rooflines.png", "rooflines",
-               (cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound])),
-               f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill)", {"array_fills": fills}),
+               (cmp.designs, names, ops.assign(fill=stats[0].fill, bound=bn[stats[0].bound],
+                                               achieved_flops=achieved(ops, stats[0]))),
+               f"{title}: every candidate's roofs (dotted: lowered by MAC-array fill), the mix's operators at "
+               f"{names[0]}'s predicted TFLOP/s", {"array_fills": fills}),
         Figure("area_breakdown.png", "stacked_bars", (parts,), f"{title}: die area by component",
                {"ylabel": "area (mm²)"}),
         Figure("area_vs_score.png", "area_score_front", (front, cmp.designs_table),

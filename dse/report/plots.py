@@ -72,62 +72,94 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
-    """Hierarchical roofline of design 0 with one dot per operator.
+def roofline_levels(ops: pd.DataFrame, design: DesignBatch) -> list[str]:
+    """The memory levels a roofline panel is drawn for: those that carry traffic of some operator with FLOPs,
+    inner to outer (an all-SRAM chip has no DRAM panel)."""
+    busy = ops["flops"] > 0
+    return [lv for lv in design.level_names if f"traffic_{lv}_bytes" in ops
+            and (ops.loc[busy, f"traffic_{lv}_bytes"] > 0).any()]
 
-    ``ops`` is a concatenation of per-op prediction tables (``dse.predict``) with a ``workload``
-    label column. x: FLOP per byte of DRAM traffic; y: achieved TFLOP/s; dot area ~ share of time.
-    """
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    outer = design.offchip_name
-    df = ops[(ops["flops"] > 0) & (ops[f"traffic_{outer}_bytes"] > 0)].copy()
-    x = df["flops"] / df[f"traffic_{outer}_bytes"]
-    lo = max(min(x.min() if len(x) else 1.0, 1.0) / 2, 1e-2)
-    hi = max(x.max() if len(x) else 1e3, 1e3) * 2
-    xs = np.logspace(np.log10(lo), np.log10(hi), 200)
-    peak = design.peak_flops[0]
-    colors = palette("tab10", len(design.level_names) + 1)
-    ax.plot(xs, np.full_like(xs, peak / TERA), color="k", lw=2,
-            label=f"matrix peak {peak / TERA:.0f} TFLOP/s ({design.base.reference_dtype})")
-    for j, lv in enumerate(design.level_names):
-        bw = design.bandwidth[0, j]
-        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, "--", color=colors[j], lw=1.2,
-                label=f"{lv} {bw / TERA:.2f} TB/s")
-    total = df["total_time_s"].sum()
+
+def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
+    """Hierarchical roofline of design 0: one panel per memory level (:func:`roofline_levels`), each with one
+    definition of arithmetic intensity, FLOP per byte of *that level's* traffic, stated on its axis.
+
+    ``ops`` is a concatenation of per-op prediction tables (``dse.predict``) with a ``workload`` label column.
+    In every panel each operator sits at its achieved TFLOP/s (its predicted time, not its roof), dot area ~ its
+    share of the time; the roofs are ``min(AI_l x BW_l, peak)`` of that level, the matrix peak, the vector peak
+    (an operator on the vector units is capped there) and the launch-overhead roof ``F / t_launch`` of an
+    operator of the mix's median FLOPs (time-weighted): an operator of F FLOPs cannot beat ``F / t_launch``
+    whatever its intensity (Williams et al., CACM 2009, on adding ceilings to a roofline). A system's network
+    roof is drawn in the outermost panel with each workload at FLOP per byte it sends."""
+    levels = roofline_levels(ops, design) or [design.offchip_name]
+    fig, axes = plt.subplots(1, len(levels), figsize=(5.2 * len(levels), 5.2), squeeze=False, sharey=True)
+    peak = float(design.peak_flops[0])
+    vec = float(np.nanmax(design.vector_peak[0])) if np.isfinite(design.vector_peak[0]).any() else float("nan")
+    df = ops[ops["flops"] > 0]
+    total = float(df["total_time_s"].sum()) or 1.0
     wl_names = list(dict.fromkeys(df["workload"]))
     pal = palette("tab10", max(len(wl_names), 1))
-    for k, wl in enumerate(wl_names):
-        sel = df["workload"] == wl
-        sizes = 10 + 400 * df.loc[sel, "total_time_s"] / total
-        ax.scatter(x[sel], df.loc[sel, "achieved_flops"] / TERA, s=sizes, alpha=0.7, color=pal[k],
-                   edgecolor="k", lw=0.3, label=wl)
-    if design.n_net and "net_sent_bytes" in ops and (ops["net_sent_bytes"] > 0).any():
-        # network roof: FLOP/s <= network intensity (FLOP per byte a chip sends) x injection bandwidth
-        inj = float(design.net_links[0, 0] * design.net_link_bw[0, 0] * design.net_eff[0, 0])
-        pts = []
+    launch = float(design.overhead_s[0])
+    order = np.argsort(df["flops"].to_numpy(dtype=float))
+    cum = np.cumsum(df["total_time_s"].to_numpy(dtype=float)[order]) / total
+    median_flops = float(df["flops"].to_numpy(dtype=float)[order][np.searchsorted(cum, 0.5)]) if len(df) else 0.0
+    for ax, lv in zip(axes[0], levels, strict=True):
+        j = design.level_names.index(lv)
+        col = f"traffic_{lv}_bytes"
+        sub = df[df[col] > 0] if col in df else df.iloc[:0]
+        x = sub["flops"] / sub[col] if len(sub) else pd.Series(dtype=float)
+        bw = float(design.bandwidth[0, j])
+        lo = max(min(float(x.min()) if len(x) else 1.0, 1.0) / 2, 1e-2)
+        hi = max(float(x.max()) if len(x) else 1e3, 2 * peak / bw) * 2
+        xs = np.logspace(np.log10(lo), np.log10(hi), 200)
+        ax.plot(xs, np.minimum(xs * bw, peak) / TERA, "-", color="k", lw=2,
+                label=f"{lv} {bw / TERA:.3g} TB/s; matrix peak {peak / TERA:.0f} TFLOP/s ({design.base.reference_dtype})")
+        if np.isfinite(vec) and vec < peak:
+            ax.plot(xs, np.minimum(xs * bw, vec) / TERA, "--", color="tab:green", lw=1.2,
+                    label=f"vector peak {vec / TERA:.3g} TFLOP/s")
+        if launch > 0 and median_flops > 0:
+            ax.axhline(median_flops / launch / TERA, color="tab:red", lw=1, ls=":",
+                       label=f"launch overhead {launch * 1e6:.3g} µs at the median op ({median_flops / 1e9:.3g} GFLOP)")
         for k, wl in enumerate(wl_names):
-            w = ops[ops["workload"] == wl]
-            nb = float((w["net_sent_bytes"] * w["count"]).sum())
-            if nb > 0:
-                fl = float((w["flops"] * w["count"]).sum())
-                pts.append((fl / nb, fl / w["total_time_s"].sum() / TERA, pal[k]))
-        xn = np.logspace(np.log10(lo), np.log10(max(hi, 2 * max(p[0] for p in pts))), 200)
-        ax.plot(xn, np.minimum(xn * inj, peak) / TERA, "-.", color="tab:purple", lw=1.2,
-                label=f"network {design.system.network[0].name} {inj / 1e9:.0f} GB/s per chip; diamonds: each "
-                      "workload at FLOP per network byte")
-        for xv, yv, c in pts:
-            ax.scatter([xv], [yv], marker="D", s=60, color=c, edgecolor="tab:purple", lw=1.2)
-    ridge = peak / design.dram_bandwidth[0]
-    ax.axvline(ridge, color="grey", lw=0.8, ls=":")
-    ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="grey")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(f"arithmetic intensity at {outer} (FLOP/byte of {outer} traffic)")
-    ax.set_ylabel("achieved throughput (TFLOP/s)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right", ncol=1)
+            sel = sub["workload"] == wl
+            if sel.any():
+                ax.scatter(x[sel], sub.loc[sel, "achieved_flops"] / TERA, s=10 + 400 * sub.loc[sel, "total_time_s"]
+                           / total, alpha=0.7, color=pal[k], edgecolor="k", lw=0.3, label=wl)
+        if lv == design.offchip_name:
+            ridge = peak / bw
+            ax.axvline(ridge, color="grey", lw=0.8, ls=":")
+            ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="grey")
+            _network_roof(ax, ops, design, wl_names, pal, lo, hi, peak)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"arithmetic intensity at {lv} (FLOP per byte of {lv} traffic)")
+        ax.set_ylabel("achieved throughput (TFLOP/s)")
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=6.5, loc="lower right", ncol=1)
+    fig.suptitle(f"{title}\neach panel: operators at their predicted TFLOP/s against one level's intensity and roof",
+                 fontsize=10)
     return _save(fig, path)
+
+
+def _network_roof(ax: plt.Axes, ops: pd.DataFrame, design: DesignBatch, wl_names: list[str], pal: list, lo: float,
+                  hi: float, peak: float) -> None:
+    """The network roof ``min(I_net x injection BW, peak)`` and each workload at FLOP per byte a chip sends."""
+    if not (design.n_net and "net_sent_bytes" in ops and (ops["net_sent_bytes"] > 0).any()):
+        return
+    inj = float(design.net_links[0, 0] * design.net_link_bw[0, 0] * design.net_eff[0, 0])
+    pts = []
+    for k, wl in enumerate(wl_names):
+        w = ops[ops["workload"] == wl]
+        nb = float((w["net_sent_bytes"] * w["count"]).sum())
+        if nb > 0:
+            fl = float((w["flops"] * w["count"]).sum())
+            pts.append((fl / nb, fl / w["total_time_s"].sum() / TERA, pal[k]))
+    xn = np.logspace(np.log10(lo), np.log10(max(hi, 2 * max(p[0] for p in pts))), 200)
+    ax.plot(xn, np.minimum(xn * inj, peak) / TERA, "-.", color="tab:purple", lw=1.2,
+            label=f"network {design.system.network[0].name} {inj / 1e9:.0f} GB/s per chip; diamonds: each "
+                  "workload at FLOP per network byte")
+    for xv, yv, c in pts:
+        ax.scatter([xv], [yv], marker="D", s=60, color=c, edgecolor="tab:purple", lw=1.2)
 
 
 #: line colours of candidate designs (ridge lines, roofs), dark so they stand out over histogram bars
@@ -571,11 +603,12 @@ def speedup_bars(table: pd.DataFrame, names: list[str], path: Path, title: str, 
 
 def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, title: str,
               array_fills: list[float] | None = None) -> Path:
-    """Several candidates' DRAM and compute roofs on one chart, with the mix's operators (AI at compulsory
-    bytes) placed at their attainable roof of the first candidate. With ``array_fills`` (per candidate, the
-    FLOP-weighted fill of its array-bound ops, nan without any) each candidate's lowered roof
-    ``min(AI x BW, peak x fill)`` is drawn dotted; with ``fill`` and ``bound`` columns in ``ops`` (the first
-    candidate's) an array-bound op sits on its own lowered roof, drawn in orange."""
+    """Several candidates' DRAM and compute roofs on one chart, with the mix's operators at the first candidate's
+    achieved TFLOP/s (``achieved_flops``: its predicted time, not its roof). One intensity throughout: FLOP per
+    compulsory byte (each operand read and each result written once: the chip-independent AI), stated on the
+    axis. With ``array_fills`` (per candidate, the FLOP-weighted fill of its array-bound ops, nan without any)
+    each candidate's lowered roof ``min(AI x BW, peak x fill)`` is drawn dotted; with a ``bound`` column (the
+    first candidate's) its array-bound operators are drawn in orange."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
@@ -589,15 +622,15 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
                     label=f"{n}: array roof at fill {f:.2f} ({peak * f / TERA:.0f} TFLOP/s)")
     o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
     ai = o["flops"] / (o["bytes_read"] + o["bytes_written"])
-    d0 = designs[0]
-    fill = o["fill"].to_numpy(dtype=float) if "fill" in o else np.ones(len(o))
+    y = o["achieved_flops"].to_numpy(dtype=float) / TERA
     arr = (o["bound"] == "array").to_numpy() if "bound" in o else np.zeros(len(o), dtype=bool)
-    y = np.minimum(ai * d0.dram_bandwidth[0], d0.peak_flops[0] * np.where(arr, fill, 1.0)) / TERA
-    ax.scatter(ai[~arr], y[~arr], s=8, color="0.3", alpha=0.5, label="mix operators (at the first candidate's roof)")
+    ax.scatter(ai[~arr], y[~arr], s=8, color="0.3", alpha=0.5,
+               label=f"mix operators at {names[0]}'s predicted TFLOP/s")
     if arr.any():
         ax.scatter(ai[arr], y[arr], s=10, color="darkorange", alpha=0.7,
-                   label=f"array-bound operators ({arr.sum()}; at their fill-lowered roof)")
-    finish(ax, "arithmetic intensity (FLOP/byte, compulsory bytes)", "attainable (TFLOP/s)", title, loc="lower right")
+                   label=f"{names[0]}'s array-bound operators ({arr.sum()})")
+    finish(ax, "arithmetic intensity (FLOP per compulsory byte: each operand and result once)",
+           "achieved throughput (TFLOP/s)", title, loc="lower right")
     return _save(fig, path)
 
 

@@ -191,3 +191,33 @@ def test_score_heatmap_hatches_the_infeasible_cells(figures, tmp_path: Path) -> 
 
     assert hatches(hatched) and not hatches(clean)
     assert "infeasible (a limit broken)" in [t.get_text() for t in hatched.get_legend().get_texts()]
+
+
+def test_the_roofline_has_a_panel_per_level_with_operators_at_their_achieved_throughput(figures, tmp_path) -> None:
+    """One intensity per panel (FLOP per byte of that level's traffic, on its axis), every operator at its
+    achieved TFLOP/s (not on the roof), and the vector and launch-overhead roofs drawn."""
+    ops = _ops()
+    plots.roofline_chart(ops, DESIGN, tmp_path / "r.png", "roofline")
+    levels = plots.roofline_levels(ops, DESIGN)
+    axes = figures[0].axes
+    assert len(axes) == len(levels) >= 2
+    busy = ops[ops["flops"] > 0]
+    for ax, lv in zip(axes, levels, strict=True):
+        assert ax.get_xlabel() == f"arithmetic intensity at {lv} (FLOP per byte of {lv} traffic)"
+        sub = busy[busy[f"traffic_{lv}_bytes"] > 0]
+        pts = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets())])
+        want = np.column_stack([sub["flops"] / sub[f"traffic_{lv}_bytes"], sub["achieved_flops"] / 1e12])
+        assert sorted(map(tuple, np.round(pts, 9))) == sorted(map(tuple, np.round(want, 9)))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(t.startswith("vector peak") for t in labels) and any("launch overhead" in t for t in labels)
+
+
+def test_the_candidates_rooflines_place_operators_at_achieved_not_attainable(figures, tmp_path) -> None:
+    ops = _ops()
+    plots.rooflines([DESIGN], ["base"], ops, tmp_path / "rl.png", "candidates")
+    ax = figures[0].axes[0]
+    o = ops[(ops["flops"] > 0) & (ops["bytes_read"] + ops["bytes_written"] > 0)]
+    y = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+    assert sorted(np.round(y, 9)) == sorted(np.round(o["achieved_flops"].to_numpy() / 1e12, 9))
+    assert (o["achieved_flops"] < o["roof_flops"] * (1 - 1e-9)).any()  # some operator below its roof: not on it
+    assert "compulsory byte" in ax.get_xlabel()
