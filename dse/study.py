@@ -492,9 +492,9 @@ HEATMAP_KNOBS = ("peak_tflops", "dram_bandwidth_tbps")
 
 
 def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarray]:
-    """Score, area and feasibility (every constraint met) over an ``n`` x ``n`` compute x bandwidth grid (search
-    ranges, else 0.25x-4x the base), at the best design's SRAM size, evaluated in one vectorized call (rows:
-    bandwidth, columns: compute)."""
+    """Score, the study's (first) objective, area, cost, power and feasibility (every constraint met) over an
+    ``n`` x ``n`` compute x bandwidth grid (search ranges, else 0.25x-4x the base), at the best design's SRAM size,
+    evaluated in one vectorized call (rows: bandwidth, columns: compute)."""
     space = ctx.cfg.search.space
     kx = base_knobs(best)
 
@@ -508,6 +508,8 @@ def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarra
     designs = designs_from_params(best, params)
     scored, _ = score_designs(ctx, designs)
     return {"peak": peak, "bw": bw, "score": scored.score.reshape(P.shape), "area": scored.area_mm2.reshape(P.shape),
+            "cost": scored.cost_usd.reshape(P.shape), "power": scored.power_w.reshape(P.shape),
+            "objective": objective_columns(ctx, scored)[:, 0].reshape(P.shape),
             "feasible": scored.feasible.reshape(P.shape)}
 
 

@@ -208,18 +208,27 @@ def score_heatmap(
     peak_tflops: np.ndarray, bw_tbps: np.ndarray, score: np.ndarray, area_mm2: np.ndarray,
     budget_mm2: float | None, best: tuple[float, float], base: tuple[float, float], path: Path, title: str,
     labels: tuple[str, str] | None = None, feasible: np.ndarray | None = None,
+    value_label: str = "mix score (geomean speedup vs base, x)",
+    budgets: dict[str, tuple[np.ndarray, float]] | None = None,
 ) -> Path:
     """Score over a compute x bandwidth grid (score[i, j] at bw_tbps[i], peak_tflops[j]), with the
     area-budget contour, iso-ratio lines (FLOP/byte), the best and the base designs marked, and with ``feasible``
     ([i, j] bool) the cells that break a limit (a budget, the reticle, the die edge, the package or a memory
     capacity) hatched as the sweep figure hatches them; axis ``labels`` with units (default: the first two knobs'
-    labels, ``dse.hardware.fields.Knob.label``)."""
+    labels, ``dse.hardware.fields.Knob.label``). ``score`` is the value coloured (a study passes its objective,
+    ``value_label`` its label with unit); ``budgets`` adds a contour per other budget (label with unit ->
+    (grid, budget value), e.g. ``{"cost budget {v:.0f} USD": (cost, 30000)}``) where it crosses the grid."""
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     mesh = ax.pcolormesh(peak_tflops, bw_tbps, score, shading="nearest", cmap="viridis")
-    fig.colorbar(mesh, ax=ax, label="mix score (geomean speedup vs base, x)")
-    if budget_mm2 is not None and area_mm2.min() < budget_mm2 < area_mm2.max():
-        cs = ax.contour(peak_tflops, bw_tbps, area_mm2, levels=[budget_mm2], colors="w", linewidths=1.5)
-        ax.clabel(cs, fmt=lambda v: f"area budget {v:.0f} mm²", fontsize=7)
+    fig.colorbar(mesh, ax=ax, label=value_label)
+    lines = {"area budget {v:.0f} mm²": (area_mm2, budget_mm2), **(budgets or {})}
+    for k, (fmt, (grid, limit)) in enumerate(lines.items()):
+        grid = np.asarray(grid, dtype=float)
+        if limit is not None and np.nanmin(grid) < limit < np.nanmax(grid):
+            cs = ax.contour(peak_tflops, bw_tbps, grid, levels=[limit], colors=("w", "orange", "cyan")[k % 3],
+                            linewidths=1.5)
+            cs.set_gid(f"budget-{k}")
+            ax.clabel(cs, fmt=lambda v, f=fmt: f.format(v=v), fontsize=7)
     P, B = np.meshgrid(peak_tflops, bw_tbps)
     ratio = P / B
     levels = [r for r in (25, 50, 100, 200, 400, 800) if ratio.min() < r < ratio.max()]

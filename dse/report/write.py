@@ -109,6 +109,7 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
         curve = cost_curve(result, node)
         marks = {n: (float(costs[n][0].total[0]), float(costs[n][1].parts["die"][0])) for n in costs}
         title = ctx.cfg.name
+        objective = OBJECTIVES[ctx.cfg.search.objective_names[0]]
         figures = [
             Figure("roofline_best.png", "roofline_chart", (ops_best, result.best),
                    f"{title}: best design, one dot per operator (size ~ time share)"),
@@ -117,11 +118,15 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
                    (ops_best, {"base ridge": float(ctx.base.ridge[0]), "best ridge": float(result.best.ridge[0])}),
                    f"{title}: arithmetic intensity of the mix"),
             Figure("score_heatmap.png", "score_heatmap",
-                   (g["peak"], g["bw"], g["score"], g["area"], ctx.cfg.search.area_budget_mm2,
+                   (g["peak"], g["bw"], g.get("objective", g["score"]), g["area"], ctx.cfg.search.area_budget_mm2,
                     tuple(kx[k] for k in HEATMAP_KNOBS), tuple(kb[k] for k in HEATMAP_KNOBS)),
-                   f"{title}: mix score at {kx['sram_mib']:.0f} MiB SRAM",
+                   f"{title}: {objective.label.split(' (')[0]} at {kx['sram_mib']:.0f} MiB SRAM",
                    {"labels": (KNOB[HEATMAP_KNOBS[0]].label, bandwidth_label(ctx.base_hw)),
-                    "feasible": g.get("feasible")}),
+                    "feasible": g.get("feasible"), "value_label": objective.label,
+                    "budgets": {fmt: (g[key], limit) for fmt, key, limit in (
+                        ("cost budget {v:.0f} USD", "cost", ctx.cfg.search.cost_budget_usd),
+                        ("power budget {v:.0f} W", "power", ctx.cfg.search.power_budget_w))
+                        if limit is not None and key in g}}),
             Figure("area_breakdown.png", "stacked_bars",
                    ({f"{n} ({ctx.base_hw.name})" if n == "base" else n: costs[n][0].breakdown for n in costs},),
                    f"{title}: die area by component", {"ylabel": "area (mm²)"}),

@@ -298,6 +298,35 @@ def test_heatmap_grid_spans_the_search_ranges_and_grows_with_compute_and_bandwid
     assert np.all(np.diff(g["score"], axis=1) >= -1e-12)  # more compute never slows the mix
     assert np.all(np.diff(g["score"], axis=0) >= -1e-12)  # nor does more bandwidth
     assert np.all(np.diff(g["area"], axis=1) > 0) and np.all(np.diff(g["area"], axis=0) >= 0)
+    np.testing.assert_array_equal(g["objective"], g["score"])  # a score study colours its score
+
+
+def test_a_perf_per_watt_heatmap_colours_its_objective_with_its_budget_lines(tmp_path: Path, monkeypatch) -> None:
+    import numpy as np
+
+    from dse.report import plots
+    from dse.score import OBJECTIVES
+    from dse.study import heatmap_grid, load_context
+
+    search = {**SMALL_STUDY["search"], "objective": "score_per_w", "power_budget_w": 300.0}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": search})
+    _, ctx = load_context(cfg)
+    g = heatmap_grid(ctx, ctx.base, 6)
+    base_w = float(np.atleast_1d(ctx.base_resources["power_w"])[0])
+    np.testing.assert_allclose(g["objective"], g["score"] / (g["power"] / base_w), rtol=1e-12)
+    assert g["power"].min() < 300.0 < g["power"].max()
+    from dse.report.write import study_document
+    from dse.study import run_study
+
+    figures: list = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    spec = next(f for f in study_document(r).figures if f.file == "score_heatmap.png")
+    plots.score_heatmap(*spec.data, tmp_path / spec.file, spec.title, **spec.options)
+    fig = next(f for f in figures if f.axes and "score per W" in (f.axes[-1].get_ylabel() or ""))
+    assert fig.axes[-1].get_ylabel() == OBJECTIVES["score_per_w"].label
+    gids = {c.get_gid() for c in fig.axes[0].collections}
+    assert "budget-1" in gids  # the power budget's line (budget-0 is the area budget)
 
 
 def test_a_study_returns_its_base_and_best_designs_evaluated_once(tmp_path: Path) -> None:
