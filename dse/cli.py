@@ -512,7 +512,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise DseError(f"got {item!r}; accepted: NAME=TEMPLATE (e.g. a100-80gb=a100-80gb-calibrated)",
                            field="--template")
         name, spec = item.split("=", 1)
-        templates[name] = load_hardware(spec)
+        templates[name] = load_hardware(spec).model_copy(update={"name": name})  # it stands in for NAME
     df, warnings = check_measurements(args.measurements, templates)  # the whole file, before any prediction
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)

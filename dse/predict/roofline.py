@@ -32,7 +32,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
-from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, tile_fill
+from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, template_key, tile_fill
 from dse.predict.traffic import OpArrays, level_rows, max_memory_time, per_level, traffic
 
 
@@ -212,7 +212,7 @@ def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray
         fill = array_fill(o, d, matrix)
         rate *= fill
         return fill
-    key = ("fill", float(r[0]), float(c[0]), float(n[0]) if same_cores else None, d.base.name,
+    key = ("fill", float(r[0]), float(c[0]), float(n[0]) if same_cores else None, *template_key(d),
            str(d.base.compute.matrix.cta_tiles), matrix.tobytes())
     row = o.cache.get(key)
     if row is None:

@@ -91,7 +91,7 @@ def _shared_rate(d: DesignBatch) -> float:
     if not sram:
         return float("inf")
     lv = sram[-1]
-    return float(lv.bandwidth_tbps) * 1e12 * float(lv.efficiency)
+    return float(lv.bandwidth_bps) * float(lv.efficiency)
 
 
 def _achievable_peaks(d: DesignBatch) -> np.ndarray:
@@ -113,6 +113,13 @@ def _drain(d: DesignBatch) -> tuple[float, float]:
     sram, dram = _on_chip(hw), hw.offchip_level
     cache = sram[-1].capacity_bytes if sram else 0.0
     return dram.bandwidth_bps * float(dram.efficiency), float(cache)
+
+
+def template_key(d: DesignBatch) -> tuple:
+    """What the tile model reads of a batch's template, as a cache key: its name, the drain (:func:`_drain`), the
+    shared level's rate (:func:`_shared_rate`) and the achievable peaks (:func:`_achievable_peaks`). Two templates
+    of one name with other efficiencies (a calibration's steps) never share a cached row."""
+    return d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes()
 
 
 def _spill(o: OpArrays, rows: slice, cache_bytes: float) -> np.ndarray:
@@ -185,7 +192,7 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
     in a search; the stack kept in ``o.cache``) and each design's row."""
     counts, which = np.unique(d.cores, return_inverse=True)
     drain = _drain(d)
-    key = (kind, d.base.name, drain, counts.tobytes())
+    key = (kind, *template_key(d), counts.tobytes())
     rows = o.cache.get(key)
     if rows is None:
         rows = np.stack([row_of(float(c), drain) for c in counts])
@@ -229,7 +236,7 @@ def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float, drain: tuple | None = 
     query tiles compute different numbers of keys (plus each CTA's serial Q/O keys, :func:`attention_fill`),
     :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel takes its kernel's
     (``OpArrays.kernel_of``)."""
-    key = ("kernel-fill", d.base.name, C, drain or _drain(d))
+    key = ("kernel-fill", *template_key(d), C, drain or _drain(d))
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -283,7 +290,7 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average."""
     if not d.base.compute.matrix.cta_tiles or o.attn.stop <= o.attn.start:
         return None
-    key = ("attention-io", d.base.name, int(d.base.compute.cores), _drain(d))
+    key = ("attention-io", *template_key(d), int(d.base.compute.cores))
     row = o.cache.get(key)
     if row is not None:
         return row
@@ -311,7 +318,7 @@ def tile_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:
     with no ``K``)."""
     unit = d.base.compute.matrix
     tiles = unit.cta_tiles
-    key = ("cta-tiles", d.base.name, tuple(map(tuple, tiles)), C, _drain(d), unit.gemm_kernel)
+    key = ("cta-tiles", *template_key(d), tuple(map(tuple, tiles)), C, unit.gemm_kernel)
     row = o.cache.get(key)
     if row is not None:
         return row

@@ -149,19 +149,26 @@ class _Rows(_Predictor):
         self.n_fractions = 2 + self.base.bandwidth.shape[1]  # efficiencies; overheads (us) follow
         first_sync = self.n_fractions + 1
         self.sync_at = [first_sync + self.harnesses.index(c.harness) if c.isolated else -1 for c in cases]
-        self._bases: dict[int, DesignBatch] = {1: self.base}
+        self.names = parameter_names(hw, self.harnesses)
+        self._bases: dict[tuple[bytes, int], DesignBatch] = {}
 
-    def _base(self, n: int) -> DesignBatch:
-        """``n`` copies of the template (built once per ``n``)."""
-        if n not in self._bases:
-            self._bases[n] = DesignBatch.from_hardware(self.hw, n)
-        return self._bases[n]
+    def _base(self, x: np.ndarray, n: int) -> DesignBatch:
+        """``n`` copies of the template with the values ``x`` written into it (:func:`template_with`; the last few
+        kept): the tile model reads the template's efficiencies, so the batch's template must carry them."""
+        key = (np.asarray(x, dtype=float).tobytes(), n)
+        if key not in self._bases:
+            if len(self._bases) > 8:
+                self._bases.pop(next(iter(self._bases)))
+            self._bases[key] = DesignBatch.from_hardware(template_with(self.hw, self.names, x), n)
+        return self._bases[key]
 
     def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
         """[n, len(idx)] the metric of rows ``idx`` predicted with each parameter vector (``X``: [n, P] or [P]).
-        The n vectors are n designs of one batch, so a finite-difference Jacobian is one pass over the rows."""
+        The n vectors are n designs of one batch, so a finite-difference Jacobian is one pass over the rows; the
+        batch's template carries the first vector (the point a Jacobian's steps start from), so that vector's
+        prediction is exactly the one of the template :func:`template_with` writes for it."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        d = apply(self._base(len(X)), X)
+        d = apply(self._base(X[0], len(X)), X)
         idx = list(range(len(self.cases))) if idx is None else idx
         out = np.empty((len(X), len(idx)))
         for k, i in enumerate(idx):
@@ -173,13 +180,15 @@ class _Rows(_Predictor):
         return out
 
     def as_validated(self, x0: np.ndarray) -> np.ndarray:
-        """[R] predictions with the template's own values, as ``dse validate`` makes them: on a template without
-        ``sync_overhead_us`` an isolated time row takes its harness time estimated from the OTHER time rows of
-        its harness (leave-one-out, :func:`dse.validate.suite.harness_sync_us`)."""
+        """[R] predictions of the template with the values ``x0`` written into it, as ``dse validate`` makes them:
+        on a template without ``sync_overhead_us`` an isolated time row takes its harness time estimated from the
+        OTHER time rows of its harness (leave-one-out, :func:`dse.validate.suite.harness_sync_us`)."""
+        if template_with(self.hw, self.names, x0).compute.sync_overhead_us != 0:
+            return self.predict(x0)
+        x0 = np.array(x0, dtype=float)
+        x0[self.n_fractions + 1:] = 0.0  # the template holds no host-sync time: per-harness fits are not written
         out = self.predict(x0)
-        if self.hw.compute.sync_overhead_us != 0:
-            return out
-        for h in self.harnesses:  # x0's sync entries are the template's 0 us here
+        for h in self.harnesses:
             idx = [i for i, c in enumerate(self.cases) if c.isolated and c.harness == h and c.metric == "time_s"]
             if len(idx) < 2:
                 continue
@@ -271,7 +280,8 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
         return time_error_pct(p, rows.measured[at], is_time[at])
 
     before = pct(rows.as_validated(x0))
-    fitted = pct(rows.predict(x))
+    x = written_values(hw, rows.names, x)
+    fitted = pct(rows.as_validated(x))  # the calibrated template under dse validate
     loo_err = np.full(len(cases), np.nan)
     lofo_err = np.full(len(cases), np.nan)
     fams = [family_of(c.workload) for c in cases]
@@ -452,24 +462,52 @@ def leave_chip_out(chips: list[tuple[Hardware, list[RowCase]]], held_out: bool =
                    time_error_pct(loco, pool.measured, is_time))
 
 
-def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:
-    """``hw`` with the fitted values, each block's source naming the fit and its rows."""
+def template_with(hw: Hardware, names: list[str], values: np.ndarray, note: str = "") -> Hardware:
+    """``hw`` with the parameter vector ``values`` (:func:`parameter_names` ``names``) written into its fields, at
+    the precision a calibrated template keeps (fractions to 4 decimals, overheads to 3): the one rule by which
+    the fit predicts (:class:`_Rows` builds its designs from it, so the tile model sees the same efficiencies as
+    the roofline) and :func:`calibrated_template` writes. ``note`` is appended to every changed block's source."""
     data = hw.model_dump(mode="python", exclude_none=True)
-    v = dict(zip(fit.names, fit.values, strict=True))
-    note = f"; calibrated by dse calibrate on rows {', '.join(fit.row_ids)} (validation/measurements.csv)"
-    data["name"] = f"{hw.name}-calibrated"
+    v = dict(zip(names, values, strict=True))
     data["compute"]["matrix"]["efficiency"] = round(float(v["matrix_eff"]), 4)
     rescale_dtype_efficiency(data["compute"]["matrix"], hw.compute.matrix)
     data["compute"]["vector"]["efficiency"] = round(float(v["vector_eff"]), 4)
     data["compute"]["launch_overhead_us"] = round(float(v["overhead_us"]), 3)
     if "sync_overhead_us" in v:  # one timing harness: its host-sync time is the template's
         data["compute"]["sync_overhead_us"] = round(float(v["sync_overhead_us"]), 3)
-    else:  # several: each belongs to its harness, not to the chip; the template keeps its own and names them
-        note += "; host-sync time per timing harness (not written: dse validate estimates it per harness): " + ", ".join(
-            f"{k[len('sync_us['):-1]} {float(val):.1f} us" for k, val in v.items() if k.startswith("sync_us["))
-    for part in (data["compute"], data["compute"]["matrix"], data["compute"]["vector"]):
-        part["source"] += note
     for level in data["memory"]:
         level["efficiency"] = round(float(v[f"{level['name']}_eff"]), 4)
-        level["source"] += note
+    if note:
+        for part in (data["compute"], data["compute"]["matrix"], data["compute"]["vector"], *data["memory"]):
+            part["source"] += note
     return Hardware.model_validate(data)
+
+
+def written_values(hw: Hardware, names: list[str], x: np.ndarray) -> np.ndarray:
+    """``x`` at the precision :func:`template_with` writes (what a calibrated template holds); per-harness sync
+    times, not written, keep their value."""
+    t = template_with(hw, names, x)
+    c = t.compute
+    out = np.array(x, dtype=float)
+    at = {n: i for i, n in enumerate(names)}
+    out[at["matrix_eff"]], out[at["vector_eff"]] = c.matrix.efficiency, c.vector.efficiency
+    out[at["overhead_us"]] = c.launch_overhead_us
+    for m in t.memory:
+        out[at[f"{m.name}_eff"]] = m.efficiency
+    if "sync_overhead_us" in at:
+        out[at["sync_overhead_us"]] = c.sync_overhead_us
+    return out
+
+
+def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:
+    """``hw`` with the fitted values (:func:`template_with`), named ``NAME-calibrated``, each block's source naming
+    the fit and its rows. Validating with it (``dse validate --template NAME=FILE``) reproduces ``fit.fit_error_pct``
+    row for row: the fit's errors are the written template's, with each isolated row's harness time estimated
+    as dse validate estimates it when several harnesses share the template."""
+    note = f"; calibrated by dse calibrate on rows {', '.join(fit.row_ids)} (validation/measurements.csv)"
+    v = dict(zip(fit.names, fit.values, strict=True))
+    if "sync_overhead_us" not in v:  # several harnesses: each belongs to its harness, not to the chip
+        note += "; host-sync time per timing harness (not written: dse validate estimates it per harness): " + ", ".join(
+            f"{k[len('sync_us['):-1]} {float(val):.1f} us" for k, val in v.items() if k.startswith("sync_us["))
+    out = template_with(hw, fit.names, np.asarray(fit.values), note)
+    return out.model_copy(update={"name": f"{hw.name}-calibrated"})

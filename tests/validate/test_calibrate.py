@@ -293,3 +293,27 @@ def test_dse_calibrate_reports_every_chip_of_the_style_left_out_and_writes_the_t
     capsys.readouterr()
     assert main(["calibrate", "a100-80gb", "--measurements", str(path), "--out", str(out), "--quiet"]) == 0
     assert "leave-one-chip-out: no other chip of style gpu has covered rows" in capsys.readouterr().out
+
+
+def test_validating_with_the_calibrated_template_reproduces_the_fit_table_row_for_row() -> None:
+    """What ``dse calibrate`` prints as the fit is what ``dse validate --template NAME=<written file>`` gives: on
+    every a100-80gb row (GEMMs through the tile model, int4/int8 decode, isolated rows of several harnesses, which
+    validate times leave-one-out per harness, multi-chip rows on the chip's system)."""
+    import yaml
+
+    from dse.hardware.schema import Hardware
+    from dse.validate.calibrate import chip_cases
+    from dse.validate.suite import load_measurements, run_suite
+
+    hw = dse.hardware("a100-80gb")
+    df = load_measurements(None)
+    cases, _ = chip_cases(df, hw)
+    fit = calibrate(hw, cases, loo=False)
+    written = yaml.safe_load(yaml.safe_dump(calibrated_template(hw, fit).model_dump(mode="json", exclude_none=True)))
+    cal = Hardware.model_validate(written).model_copy(update={"name": hw.name})  # as --template a100-80gb=FILE
+    res = run_suite(df[df["hardware"] == hw.name], {hw.name: cal}).set_index("id")
+    got = res.loc[fit.row_ids, "time_error_pct"].to_numpy(dtype=float)
+    assert len(got) == len(cases) > 100 and any(c.isolated for c in cases) and any(c.system for c in cases)
+    np.testing.assert_allclose(got, fit.fit_error_pct, atol=1e-6)
+    assert "calibrated by dse calibrate" in cal.memory[-1].source and "dse validate estimates it per harness" in \
+        cal.compute.source
