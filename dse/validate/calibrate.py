@@ -150,25 +150,28 @@ class _Rows(_Predictor):
         first_sync = self.n_fractions + 1
         self.sync_at = [first_sync + self.harnesses.index(c.harness) if c.isolated else -1 for c in cases]
         self.names = parameter_names(hw, self.harnesses)
-        self._bases: dict[tuple[bytes, int], DesignBatch] = {}
+        self._bases: dict[tuple[bytes | None, int], DesignBatch] = {}
 
-    def _base(self, x: np.ndarray, n: int) -> DesignBatch:
-        """``n`` copies of the template with the values ``x`` written into it (:func:`template_with`; the last few
-        kept): the tile model reads the template's efficiencies, so the batch's template must carry them."""
-        key = (np.asarray(x, dtype=float).tobytes(), n)
+    def _base(self, n: int, x: np.ndarray | None = None) -> DesignBatch:
+        """``n`` copies of the template, or with ``x`` of the template with those values written into it
+        (:func:`template_with`; the last few kept): the tile model reads the template's efficiencies."""
+        key = (None if x is None else np.asarray(x, dtype=float).tobytes(), n)
         if key not in self._bases:
             if len(self._bases) > 8:
                 self._bases.pop(next(iter(self._bases)))
-            self._bases[key] = DesignBatch.from_hardware(template_with(self.hw, self.names, x), n)
+            self._bases[key] = DesignBatch.from_hardware(self.hw if x is None else template_with(self.hw, self.names, x), n)
         return self._bases[key]
 
-    def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
+    def predict_many(self, X: np.ndarray, idx: list[int] | None = None, exact: bool = False) -> np.ndarray:
         """[n, len(idx)] the metric of rows ``idx`` predicted with each parameter vector (``X``: [n, P] or [P]).
-        The n vectors are n designs of one batch, so a finite-difference Jacobian is one pass over the rows; the
-        batch's template carries the first vector (the point a Jacobian's steps start from), so that vector's
-        prediction is exactly the one of the template :func:`template_with` writes for it."""
+        The n vectors are n designs of one batch, so a finite-difference Jacobian is one pass over the rows.
+
+        The fit's steps (``exact`` False) keep the template's own efficiencies in the tile model (its GEMM tile
+        and wave fills are computed once, not at every step: the fit then moves the roofline's terms only); with
+        ``exact`` the batch's template carries the first vector, so the prediction is exactly the one of the
+        template :func:`template_with` writes for it (the errors calibrate reports)."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        d = apply(self._base(X[0], len(X)), X)
+        d = apply(self._base(len(X), X[0] if exact else None), X)
         idx = list(range(len(self.cases))) if idx is None else idx
         out = np.empty((len(X), len(idx)))
         for k, i in enumerate(idx):
@@ -184,10 +187,10 @@ class _Rows(_Predictor):
         on a template without ``sync_overhead_us`` an isolated time row takes its harness time estimated from the
         OTHER time rows of its harness (leave-one-out, :func:`dse.validate.suite.harness_sync_us`)."""
         if template_with(self.hw, self.names, x0).compute.sync_overhead_us != 0:
-            return self.predict(x0)
+            return self.predict_many(x0, exact=True)[0]
         x0 = np.array(x0, dtype=float)
         x0[self.n_fractions + 1:] = 0.0  # the template holds no host-sync time: per-harness fits are not written
-        out = self.predict(x0)
+        out = self.predict_many(x0, exact=True)[0]
         for h in self.harnesses:
             idx = [i for i, c in enumerate(self.cases) if c.isolated and c.harness == h and c.metric == "time_s"]
             if len(idx) < 2:
@@ -196,7 +199,7 @@ class _Rows(_Predictor):
             for i, s_us in zip(idx, sync, strict=True):
                 x = x0.copy()
                 x[self.sync_at[i]] = s_us
-                out[i] = self.predict(x, [i])[0]
+                out[i] = self.predict_many(x, [i], exact=True)[0, 0]
         return out
 
 
@@ -289,13 +292,13 @@ def calibrate(hw: Hardware, cases: list[RowCase], loo: bool = True) -> Fit:
         for i in all_idx:
             others = [j for j in all_idx if j != i]
             xi = fit_rows(rows, others, x)
-            loo_err[i] = pct(rows.predict(xi, [i]), [i])[0]
+            loo_err[i] = pct(rows.predict_many(xi, [i], exact=True)[0], [i])[0]
         for fam in dict.fromkeys(fams):
             inside = [j for j in all_idx if fams[j] == fam]
             rest = [j for j in all_idx if fams[j] != fam]
             if rest:  # a template measured on one family only has nothing to hold out against
                 xf = fit_rows(rows, rest, x0)
-                lofo_err[inside] = pct(rows.predict(xf, inside), inside)
+                lofo_err[inside] = pct(rows.predict_many(xf, inside, exact=True)[0], inside)
     return Fit(parameter_names(hw, rows.harnesses), x, fitted, loo_err, before, [c.id for c in cases], fams, lofo_err)
 
 
