@@ -27,8 +27,8 @@ def main() -> None:
           f"{r.prediction.workload.memory_bytes / 1e9:.1f} GB per chip")
     t0 = time.perf_counter()
     best_grid, n, fits = None, 0, 0
-    for tp, pp, zero, rec, mb in itertools.product(range(1, 9), range(1, 9), (0, 1, 3), ("none", "selective", "full"),
-                                                   (8, 16, 32)):
+    recomputes = ("none", "minimal", "selective", "full")
+    for tp, pp, zero, rec, mb in itertools.product(range(1, 9), range(1, 9), (0, 1, 3), recomputes, (8, 16, 32)):
         if 32 % (tp * pp) or (pp > 1 and mb < pp):
             continue
         dp = 32 // (tp * pp)

@@ -991,7 +991,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
-    pp.add_argument("--recompute", choices=["none", "selective", "full"])
+    pp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"])
     pp.add_argument("--format", choices=["table", "json"], default="table")
 
 
@@ -1055,7 +1055,8 @@ def build_parser() -> argparse.ArgumentParser:
         lp.add_argument(flag, type=typ)
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
         lp.add_argument(flag, type=int, help="hold this plan field")
-    lp.add_argument("--recompute", choices=["none", "selective", "full"], help="hold the recomputation policy")
+    lp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"],
+                    help="hold the recomputation policy")
     lp.add_argument("--sp", choices=["on", "off"], help="hold sequence parallelism (default: on with tp > 1)")
     lp.add_argument("--top", type=int, default=10, help="rows of the candidate table shown (fastest first)")
     lp.add_argument("--format", choices=["table", "json"], default="table")

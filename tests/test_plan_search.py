@@ -29,7 +29,7 @@ def test_candidates_cover_the_degrees_that_divide_the_chips(wl7):
     c = candidates(wl7, 16, per_node=8)
     assert {k["tp"] for k in c} == {1, 2, 4, 8}  # TP stays inside the 8-chip node
     assert all(k["tp"] * k["pp"] * k["dp"] == 16 for k in c)
-    assert {k["recompute"] for k in c} == {"none", "selective", "full"}
+    assert {k["recompute"] for k in c} == {"none", "minimal", "selective", "full"}
     assert {k["zero"] for k in c if k["dp"] > 1} == {0, 1, 2, 3} and {k["zero"] for k in c if k["dp"] == 1} == {0}
     assert all(16 // k["dp"] % k["microbatches"] == 0 and k["microbatches"] >= k["pp"] for k in c)
     assert {k["sp"] for k in c if k["tp"] > 1} == {False, True} and not any(k["sp"] for k in c if k["tp"] == 1)

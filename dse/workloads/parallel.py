@@ -76,7 +76,10 @@ class Plan(Strict):
     bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
                              "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
-    recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation (training)")
+    recompute: Literal["none", "minimal", "selective", "full"] = Field(
+        "none", description="Activation recomputation (training; dse.workloads.training): none, minimal (MaxText's: "
+        "save the weight matmuls' outputs, recompute the attention core and every elementwise op), selective "
+        "(Megatron's: recompute the attention core), full (recompute each layer from its input)")
     overlap: Overlap = Field(default_factory=Overlap)
     fsdp: int | None = Field(None, gt=0, description="Fully sharded data parallel degree (PyTorch FSDP FULL_SHARD, "
                              "MaxText's fsdp axis): data parallelism over fsdp chips with parameters, gradients and "
@@ -364,8 +367,10 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     Training activations per layer and micro-batch follow Korthikanti et al. 2022 (Table 2) for a
     GPT block, ``s*b*h*(34 + 5*a*s/h)`` bytes at 16 bit: with TP ``10 + 24/t``, with TP + SP
     ``34/t``; the ``5as/h`` score term is gone with flash attention or selective recomputation; full
-    recomputation keeps only the layer input ``2*s*b*h`` (``/t`` with SP). 1F1B keeps ``min(m, pp)``
-    micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
+    recomputation keeps only the layer input ``2*s*b*h`` (``/t`` with SP); minimal keeps the layer input and
+    the weight matmuls' outputs of Table 2's tensors (q, k, v ``6sbh``, the output projection's ``2sbh``, the
+    MLP's first ``8sbh`` and second ``2sbh``: ``20`` per ``sbh``; with TP ``6 + 14/t``, with SP ``20/t``).
+    1F1B keeps ``min(m, pp)`` micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
     bytes per parameter; Rajbhandari et al. 2020), sharded over dp by ZeRO-1, gradients by ZeRO-2,
     weights by ZeRO-3. Activations are counted in the scenario's ``activation_dtype`` (default ``dtype``)."""
     b = DTYPE_BYTES[sc.dtype]
@@ -383,6 +388,8 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
         if plan.recompute == "full":
             per_tok = 2.0 / (t if plan.sp else 1)
+        elif plan.recompute == "minimal":  # layer input 2, q/k/v 6/t, out-proj output 2, MLP up 8/t, MLP down output 2
+            per_tok = 20.0 / t if plan.sp else 6.0 + 14.0 / t
         elif plan.sp:
             per_tok = 34.0 / t + score
         else:

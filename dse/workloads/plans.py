@@ -20,7 +20,7 @@ from dse.workloads.library import Workload, workload
 #: micro-batch counts tried (those dividing a replica's batch; with pipeline stages, at least as many as stages)
 MICROBATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 #: recomputation policies tried (dse.workloads.parallel.Plan.recompute)
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "minimal", "selective", "full")
 #: the fields a caller may fix
 SEARCHED = ("tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
 

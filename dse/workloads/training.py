@@ -30,6 +30,11 @@ forward rows run during the backward pass (:func:`recompute_rows`):
 * ``selective``: only the attention core (``QK^T``, softmax, ``softmax.V``) runs again. With flash
   attention (``fused_attention``) the backward already recomputes the scores (its 2.5x FLOPs), so
   selective recomputation adds nothing more (Dao et al. 2022, Sec. 3.1).
+* ``minimal``: MaxText's ``remat_policy: minimal`` saves the outputs of the matmuls against weights
+  (``jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims``; later MaxText names them: the q/k/v, output
+  and MLP projections, all but the attention ``context``) and recomputes the rest of each layer: the attention
+  core (a dot with batch dimensions) and every norm, activation, rotary and residual op
+  (github.com/AI-Hypercomputer/maxtext, ``MaxText/layers/decoders.py`` ``get_remat_policy``).
 """
 
 from __future__ import annotations
@@ -90,11 +95,12 @@ def is_forward(name: str) -> bool:
 
 
 def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool = True) -> list[dict[str, Any]]:
-    """The extra forward rows activation recomputation ``mode`` (none | selective | full) runs per step.
+    """The extra forward rows activation recomputation ``mode`` (none | minimal | selective | full) runs per step.
 
     full: a copy of every forward row except :data:`NOT_RECOMPUTED`; selective: a copy of the
     unfused attention core rows (``layer.attention*``: ``qk``, ``softmax``, ``pv``), none with flash
-    attention (its backward already recomputes them). Copies are named ``<row>.recompute``."""
+    attention (its backward already recomputes them); minimal: a copy of every such row but the matmuls
+    against weights (``gemm`` rows outside ``layer.attention*``). Copies are named ``<row>.recompute``."""
     if mode == "none":
         return []
     out = []
@@ -103,6 +109,8 @@ def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool 
         if not is_forward(name) or name.startswith(NOT_RECOMPUTED):
             continue
         if mode == "selective" and (fused_attention or not name.startswith("layer.attention")):
+            continue
+        if mode == "minimal" and r.get("kind") == "gemm" and not name.startswith("layer.attention"):
             continue
         c = dict(r)
         c["name"] = name + RECOMPUTE_SUFFIX

@@ -87,3 +87,23 @@ def test_every_step_zeroes_the_gradients_and_fp16_unscales_them(dtype: str, unsc
     # the per-step passes run once per step, not once per micro-batch
     piped = dse.workload("gpt3-1.3b", phase="training", batch=4, seq=256, dtype=dtype, plan={"pp": 2, "microbatches": 4})
     assert piped.ops.set_index("name").loc["optimizer.zero_grad", "count"] == 1
+
+
+def test_minimal_recompute_redoes_the_attention_core_and_elementwise_ops_but_no_weight_matmul() -> None:
+    """MaxText's ``remat_policy: minimal``: the projections' outputs are saved, so no weight GEMM runs again; the
+    attention core and every norm/activation/residual op do. Its time lies between none and full, its activation
+    memory between full and none (Korthikanti et al. 2022 Table 2's tensors: 20 sbh instead of 34)."""
+    t_none, wl_none = _step("none")
+    t_min, wl_min = _step("minimal")
+    t_full, wl_full = _step("full")
+    assert t_none < t_min < t_full
+    assert 0 < wl_min.scenario["recompute_flops"] < wl_full.scenario["recompute_flops"]
+    rows = [{"name": n, "kind": k} for n, k in (("layer.qkv_proj", "gemm"), ("layer.attention", "attention"),
+            ("layer.attention.qk", "gemm"), ("layer.norm1", "norm"), ("layer.ffn_act", "elementwise"),
+            ("layer.ffn_up", "gemm"), ("lm_head", "gemm"), ("layer.ffn_up.bwd.dinput", "gemm"))]
+    assert [r["name"] for r in recompute_rows(rows, "minimal")] == [
+        f"{n}{RECOMPUTE_SUFFIX}" for n in ("layer.attention", "layer.attention.qk", "layer.norm1", "layer.ffn_act")]
+    act = {rc: dse.workload("gpt3-1.3b", phase="training", batch=4, seq=1024, plan={"recompute": rc}).memory["activations"]
+           for rc in ("none", "minimal", "full")}
+    assert act["full"] < act["minimal"] < act["none"] and act["minimal"] / act["none"] == pytest.approx(20 / 34)
+    assert "rc:minimal" in wl_min.label()
