@@ -184,7 +184,7 @@ def test_predict_serving_and_training_flags(capsys) -> None:
     assert main(["predict", "gpt3-175b", "a100-80gb", "--phase", "training", "--batch", "64", "--seq", "2048",
                  "--chips", "64", "--tp", "8", "--pp", "8", "--microbatches", "64", "--interleave", "3",
                  "--recompute", "full", "--dropout", "0.1"]) == 0
-    assert "tp8 pp8 v3 rc:full" in capsys.readouterr().out
+    assert "tp8 pp8 mb64 v3 rc:full" in capsys.readouterr().out  # the label shows every field set
     assert main(["predict", "gpt3-175b", "a100-80gb", "--phase", "training", "--batch", "64", "--seq", "2048",
                  "--chips", "64", "--tp", "8", "--pp", "8", "--microbatches", "64", "--interleave", "5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -135,12 +135,22 @@ class Plan(Strict):
         return 1.0 + (self.pp - 1) / (self.interleave * self.m)
 
     def label(self) -> str:
+        """Every field set away from its default, e.g. ``tp4 fsdp8 sp mb16 rc:minimal`` (``1 chip`` for none):
+        the degrees, sequence parallelism, micro-batches (when not pp), interleave, ZeRO stage (implied by fsdp),
+        recomputation, uneven first/last pipeline stages, the gradient bucket and the overlap switches."""
         bits = [(f"fsdp{self.dp}" if g == "dp" and self.fsdp else f"{g}{getattr(self, g)}") for g in GROUPS
                 if getattr(self, g) > 1]
-        if self.interleave > 1:
-            bits.append(f"v{self.interleave}")
-        if self.recompute != "none":
-            bits.append(f"rc:{self.recompute}")
+        bits += ["sp"] if self.sp and self.tp > 1 else []
+        bits += [f"mb{self.m}"] if self.microbatches is not None and self.microbatches != self.pp else []
+        bits += [f"v{self.interleave}"] if self.interleave > 1 else []
+        bits += [f"zero{self.zero}"] if self.zero and not self.fsdp else []
+        bits += [f"rc:{self.recompute}"] if self.recompute != "none" else []
+        bits += [f"first{self.first_stage_layers}"] if self.first_stage_layers is not None else []
+        bits += [f"last{self.last_stage_layers}"] if self.last_stage_layers is not None else []
+        bits += [f"bucket{self.bucket_mb:g}MB"] if self.bucket_mb != 25.0 else []
+        default = Overlap()
+        changed = [f"{k}{'+' if v else '-'}" for k, v in self.overlap.model_dump().items() if v != getattr(default, k)]
+        bits += [f"overlap:{','.join(changed)}"] if changed else []
         return " ".join(bits) or "1 chip"
 
 

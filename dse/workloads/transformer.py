@@ -172,6 +172,16 @@ class TransformerArch(Strict):
         "parallel_output, then reduce_from_model_parallel_region once)")
     default_seq: int = Field(128, gt=0, le=MAX_TOKENS, description="Sequence length when a scenario gives none")
     max_seq: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Longest supported sequence/context")
+    causal: bool | None = Field(
+        None, description="Attention mask: true, each token attends to the ones before it (a causal LM: half the "
+        "score matrix computed by a masked kernel); false, every token to every token (BERT-style encoders, a "
+        "decoder run bidirectionally, e.g. a diffusion LM or an embedding model built on a decoder). Default: "
+        "true for kind decoder, false for encoder")
+
+    @property
+    def is_causal(self) -> bool:
+        """The attention mask in use (:attr:`causal`, else ``kind == "decoder"``)."""
+        return self.kind == "decoder" if self.causal is None else self.causal
 
     @model_validator(mode="after")
     def _check(self) -> TransformerArch:
@@ -266,7 +276,7 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
     if not training:
         rows.append(ops.cache_write("layer.kv_cache_write", elems=T * lat, dtype=kvdt, count=L))
     rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=1, q_len=q_len, kv_len=kv_len,
-                              head_dim=lat, causal=True, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
+                              head_dim=lat, causal=arch.is_causal, dtype=sc.attention_dtype or dt, kv_dtype=kvdt,
                               fused=sc.fused_attention, count=L, fuse_elementwise=sc.fuse_elementwise,
                               kernel=sc.attention_kernel, gqa=sc.attention_gqa))
     rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt,
@@ -441,7 +451,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
         if arch.kind == "decoder" and not training:
             rows.append(ops.cache_write("layer.kv_cache_write", elems=T * 2 * Hkv * d, dtype=kvdt, count=L))
         rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
-                                  kv_len=kv_len, head_dim=d, causal=arch.kind == "decoder",
+                                  kv_len=kv_len, head_dim=d, causal=arch.is_causal,
                                   dtype=sc.attention_dtype or dt,
                                   kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe,
                                   kernel=sc.attention_kernel, gqa=sc.attention_gqa))

@@ -209,3 +209,24 @@ def test_moe_routing_beyond_its_experts_and_dense_layers_past_the_model_are_refu
     with pytest.raises(DseError, match=r"arch\.moe\.dense_layers: got 32 with 32 layers; accepted: an integer from 0 "
                                        "to layers - 1"):
         dse.workload(_with_arch(tmp_path, "llama3-8b", "moe2", moe=moe))
+
+
+def test_the_causal_flag_sets_the_attention_mask_of_a_decoder(tmp_path) -> None:
+    """``arch.causal: false`` runs a decoder bidirectionally: its prefill attention computes the whole score
+    matrix (about twice a causal kernel's FLOPs at a long prompt); everything else is the same model."""
+    import yaml
+
+    import dse
+    from dse.workloads.library import workloads_dir
+
+    data = yaml.safe_load((workloads_dir() / "llama2-7b.yaml").read_text(encoding="utf-8"))
+    data["arch"]["causal"] = False
+    data["name"] = "bidi"
+    path = tmp_path / "bidi.yaml"
+    path.write_text(yaml.safe_dump(data))
+    kw = {"phase": "prefill", "batch": 1, "seq": 4096}
+    causal, bidi = dse.workload("llama2-7b", **kw).ops, dse.workload(str(path), **kw).ops
+    att = lambda o: float((o.loc[o["kind"] == "attention", "flops"] * o.loc[o["kind"] == "attention", "count"]).sum())  # noqa: E731
+    assert 1.9 < att(bidi) / att(causal) < 2.05
+    rest = lambda o: float((o.loc[o["kind"] == "gemm", "flops"] * o.loc[o["kind"] == "gemm", "count"]).sum())  # noqa: E731
+    assert rest(bidi) == rest(causal)
