@@ -818,6 +818,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{wl.bytes / p.time_s / 1e9:.0f} GB/s read and written per chip")
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
+    if p.system is not None and getattr(args, "system", None) is None:
+        print(f"system: {assumed_system(p.system, p.hardware.name)} (--system to choose)")
     from dse.validate.bands import band_for
 
     band = band_for(wl, p.hardware)
@@ -835,6 +837,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
+
+
+def assumed_system(system: object, chip: str) -> str:
+    """What a prediction without ``--system`` assumed: the chip's shipped system (a torus: the slice it took), or,
+    where none ships, one switch over the chip's own links."""
+    levels = "; ".join(f"{lv.name} {lv.topology} of {lv.size}" + (f" ({'x'.join(map(str, lv.dims))} slice)"
+                                                                    if lv.topology == "torus" and lv.dims else "")
+                       for lv in system.network)
+    if system.name.endswith("-switch"):
+        return f"no system ships for {chip}: assumed {system.name}, one switch over the chip's own links ({levels})"
+    return f"assumed {system.name}, the system {chip} ships in ({levels})"
 
 
 class _Parser(argparse.ArgumentParser):

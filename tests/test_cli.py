@@ -315,3 +315,18 @@ def test_predict_residency_flag_keeps_tensors_on_chip_or_not(capsys) -> None:
         assert main(["predict", "gpt2", "npu-7nm", "--phase", "decode", "--residency", policy]) == 0
         times[policy] = float(re.search(r"([\d.]+) ms per step", capsys.readouterr().out)[1])
     assert times["none"] > times["auto"] * 1.05
+
+
+def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
+    """Issue 31: a TPU runs on its shipped pod, sliced to the chips (v5e: 8 chips = a 2x4 slice); a chip with no
+    shipped system is said to run on one switch over its own links."""
+    assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "training", "--batch", "8", "--seq", "512",
+                 "--chips", "8", "--tp", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "system: assumed tpu-v5e-pod, the system tpu-v5e ships in (ici torus of 8 (2x4 slice))" in out
+    assert main(["predict", "llama2-7b", "trainium2", "--phase", "decode", "--context", "128", "--chips", "2",
+                 "--tp", "2"]) == 0
+    assert "system: no system ships for trainium2: assumed trainium2-switch" in capsys.readouterr().out
+    assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "4",
+                 "--tp", "4", "--system", "tpu-v5e-pod"]) == 0
+    assert "system: assumed" not in capsys.readouterr().out

@@ -12,6 +12,7 @@ direction.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from functools import lru_cache
@@ -104,39 +105,28 @@ class System(Strict):
         return [lv.size for lv in self.network]
 
     def resized(self, chips: int) -> System:
-        """The same system with ``chips`` chips: fewer than a node shrinks level 0 (switch or ring; a
-        torus must keep whole leading dimensions), more scales the outermost level."""
+        """The same system with ``chips`` chips: fewer than a node shrinks level 0 (a switch or ring to that
+        size, a torus to its most balanced slice, :func:`slice_dims`), more scales the outermost level; a
+        one-level torus (a TPU pod) takes any slice that fits the pod."""
         if chips == self.chips:
             return self
         if chips <= 0:
             raise DseError(f"got chips={chips}; accepted: a positive integer", field="chips")
         levels = [lv.model_copy() for lv in self.network]
         inner = math.prod(lv.size for lv in levels[:-1])
+        lv0 = levels[0]
         if chips % inner == 0 and len(levels) > 1:
             levels[-1] = levels[-1].model_copy(update={"size": chips // inner})
-        elif chips <= levels[0].size and levels[0].size % chips == 0:
-            lv0 = levels[0]
-            if lv0.topology == "torus":
-                dims, prod = [], 1
-                for k in lv0.dims or []:
-                    if prod >= chips:
-                        break
-                    dims.append(k)
-                    prod *= k
-                if prod != chips:
-                    raise DseError(f"{chips} chips do not fill whole dimensions of the torus {lv0.dims}; "
-                                   f"accepted: {', '.join(str(math.prod(lv0.dims[:i + 1])) for i in range(len(lv0.dims)))}",
-                                   field="chips")
-                levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
-            else:
-                levels = [lv0.model_copy(update={"size": chips})]
-        elif len(levels) == 1 and levels[0].topology != "torus":
-            levels = [levels[0].model_copy(update={"size": chips})]
-        elif len(levels) == 1:  # a lone torus neither grows nor takes a count that splits a dimension
-            lv0 = levels[0]
-            fills = ", ".join(str(math.prod(lv0.dims[:i + 1])) for i in range(len(lv0.dims or [])))
-            raise DseError(f"{chips} chips do not fill whole dimensions of the torus {lv0.dims} of {self.name}; "
-                           f"accepted: {fills}", field="chips")
+        elif lv0.topology == "torus" and (len(levels) == 1 or chips <= lv0.size):
+            dims = slice_dims(lv0.dims or [lv0.size], chips)
+            if dims is None:
+                raise DseError(f"{chips} chips make no slice of the torus {lv0.dims} of {self.name}; accepted: a "
+                               f"count of at most {lv0.size} chips that factors into {len(lv0.dims or [1])} dimensions "
+                               f"within {'x'.join(map(str, lv0.dims or [lv0.size]))} (e.g. "
+                               f"{', '.join(str(n) for n in published_counts(lv0.dims or [lv0.size]))})", field="chips")
+            levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
+        elif (chips <= lv0.size and lv0.size % chips == 0) or len(levels) == 1:  # a switch or ring resized
+            levels = [lv0.model_copy(update={"size": chips})]
         else:
             raise DseError(f"{chips} chips do not match the topology of {self.name} (levels {self.sizes}); "
                            f"accepted: a divisor of {levels[0].size} or a multiple of {inner}", field="chips")
@@ -198,6 +188,35 @@ def load_system(spec: str | Path | Mapping[str, Any] | System) -> System:
 def is_system(name: str) -> bool:
     """Whether ``name`` names a shipped system template."""
     return is_file(systems_dir() / f"{name}.yaml")
+
+
+def slice_dims(pod: list[int], chips: int) -> list[int] | None:
+    """The most balanced torus slice of ``chips`` chips inside a pod of dimensions ``pod`` (each slice dimension at
+    most the pod's, their product ``chips``, the smallest largest-to-smallest ratio; dimensions of 1 dropped), or
+    None. TPU slices are near-cubic: v5p 2x2x1, 2x2x2, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, ..., 16x16x24; v5e and v6e
+    2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (Google Cloud TPU docs, v5p / v5e / v6e "Configurations"). Only slices of
+    whole 4x4x4 cubes wrap around in every dimension (v5p docs); the torus model assumes wraparound throughout."""
+    if chips == 1:
+        return [1]
+    divisors = [d for d in range(1, chips + 1) if chips % d == 0]
+    best: tuple | None = None
+    for combo in itertools.product(divisors, repeat=len(pod)):
+        if math.prod(combo) != chips or any(c > p for c, p in zip(combo, pod, strict=True)):
+            continue
+        key = (max(combo) / min(combo), sorted(combo, reverse=True))
+        if best is None or key < best[0]:
+            best = (key, combo)
+    return None if best is None else [c for c in best[1] if c > 1]
+
+
+def published_counts(pod: list[int]) -> list[int]:
+    """Chip counts of the power-of-two slices of a pod (for an error message): 4, 8, 16, ... up to the pod."""
+    out, n = [], 4
+    while n <= math.prod(pod):
+        if slice_dims(pod, n) is not None:
+            out.append(n)
+        n *= 2
+    return out[:8]
 
 
 def default_system(hw: Hardware) -> System:

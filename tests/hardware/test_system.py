@@ -33,7 +33,8 @@ def test_shipped_systems_load_and_multiply_their_level_sizes() -> None:
     dgx = load_system("dgx-h100")
     assert dgx.chips == 8 and dgx.sizes == [8, 1]
     pod = load_system("tpu-v4-pod")
-    assert pod.chips == 64 == 4 * 4 * 4
+    assert pod.chips == 4096 == 16 * 16 * 16
+    assert {"tpu-v5e-pod", "tpu-v5p-pod", "tpu-v6e-pod"} <= set(list_systems())
 
 
 def test_level_zero_takes_the_chip_links_and_bidirectional_bandwidth_is_halved() -> None:
@@ -59,22 +60,27 @@ def test_resizing_scales_the_outer_level_or_shrinks_the_node() -> None:
     assert dgx.resized(2).sizes == [2]
     pod = load_system("tpu-v4-pod")
     small = pod.resized(16)
-    assert small.sizes == [16] and small.network[0].dims == [4, 4]
-    with pytest.raises(DseError, match=r"chips: 32 chips do not fill whole dimensions of the torus \[4, 4, 4\]; "
-                                       r"accepted: 4, 16, 64"):
-        pod.resized(32)
+    assert small.sizes == [16] and small.network[0].dims == [2, 2, 4]  # the most balanced slice
+    assert pod.resized(192).network[0].dims == [4, 6, 8]  # any count that factors inside the pod (issue 31)
     with pytest.raises(DseError, match="chips: got chips=0; accepted: a positive integer"):
         dgx.resized(0)
     with pytest.raises(DseError, match=r"12 chips do not match the topology of dgx-h100 .*divisor of 8 or a multiple of 8"):
         dgx.resized(12)
 
 
-def test_resizing_a_one_level_torus_names_only_counts_it_accepts() -> None:
-    with pytest.raises(DseError) as ei:
-        load_system("tpu-v4-pod").resized(24)
-    assert "multiple of 1" not in str(ei.value) and "accepted: 4, 16, 64" in str(ei.value)
-    with pytest.raises(DseError, match="accepted: 4, 16, 64"):
-        load_system("tpu-v4-pod").resized(128)
+def test_resizing_a_one_level_torus_takes_the_published_slice_shapes() -> None:
+    """TPU slices (Google Cloud TPU docs, Configurations): v5p 2x2x1 .. 16x16x24, v5e/v6e 2x2 .. 16x16."""
+    v5p, v5e = load_system("tpu-v5p-pod"), load_system("tpu-v5e-pod")
+    shapes = {n: sorted(v5p.resized(n).network[0].dims) for n in (4, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 6144)}
+    assert shapes == {4: [2, 2], 8: [2, 2, 2], 32: [2, 4, 4], 64: [4, 4, 4], 128: [4, 4, 8], 256: [4, 8, 8],
+                      512: [8, 8, 8], 1024: [8, 8, 16], 2048: [8, 16, 16], 4096: [16, 16, 16], 6144: [16, 16, 24]}
+    assert {n: sorted(v5e.resized(n).network[0].dims) for n in (8, 32, 128, 256)} == {
+        8: [2, 4], 32: [4, 8], 128: [8, 16], 256: [16, 16]}
+    with pytest.raises(DseError, match=r"chips: 512 chips make no slice of the torus \[16, 16\] of tpu-v5e-pod; "
+                                       r"accepted: a count of at most 256 chips .*\(e.g. 4, 8, 16, 32, 64, 128, 256\)"):
+        v5e.resized(512)
+    with pytest.raises(DseError, match="17 chips make no slice"):
+        v5e.resized(17)
 
 
 @pytest.mark.parametrize(("level", "words"), [
@@ -123,10 +129,11 @@ def test_a_level_taking_chip_links_needs_a_chip_with_a_network_block() -> None:
 
 def test_default_system_is_the_shipped_one_else_a_switch_over_the_chip_links() -> None:
     assert default_system(dse.hardware("npu-7nm")).name == "npu-board"
-    g = default_system(dse.hardware("tpu-v5e"))  # no shipped system: one switch over the chip's links
-    assert g.name == "tpu-v5e-switch" and g.chips == 8
-    links, bw, _, _ = g.level_arrays(dse.hardware("tpu-v5e"))
-    hw = dse.hardware("tpu-v5e")
+    assert default_system(dse.hardware("tpu-v5e")).name == "tpu-v5e-pod"
+    g = default_system(dse.hardware("trainium2"))  # no shipped system: one switch over the chip's links
+    assert g.name == "trainium2-switch" and g.chips == 8
+    links, bw, _, _ = g.level_arrays(dse.hardware("trainium2"))
+    hw = dse.hardware("trainium2")
     assert links == [float(hw.network.links)] and bw == [hw.network.link_bandwidth_gbps * 1e9]
     data = H100.model_dump(mode="python", exclude_none=True)
     data.pop("network")

@@ -144,10 +144,11 @@ def test_bad_plans_are_one_line_errors(kw, match):
     assert "\n" not in str(exc.value)
 
 
-def test_torus_slice_must_fill_whole_dimensions():
-    with pytest.raises(DseError, match="whole dimensions of the torus"):
-        load_system("tpu-v4-pod").resized(8)
+def test_a_torus_slice_is_the_most_balanced_shape_inside_the_pod():
+    assert load_system("tpu-v4-pod").resized(8).network[0].dims == [2, 2, 2]
     assert math.prod(load_system("tpu-v4-pod").resized(16).network[0].dims) == 16
+    with pytest.raises(DseError, match="make no slice of the torus"):
+        load_system("tpu-v4-pod").resized(17)
 
 
 # ---------------------------------------------------------------------------------- protocol choice
