@@ -14,8 +14,9 @@ else:
 
 from benchmarks.explore_load import free_port, load, start  # noqa: E402
 
-#: seconds of load in the suite (the benchmark runs 60; the suite is near its 10-minute limit)
-SECONDS = 4
+#: seconds of load: 4 in the suite (near its 10-minute limit); .ci/run runs this test again, alone, at
+#: DSE_LOAD_SECONDS=60 (issue 35: 20 clients for 60 s in CI), and prints the latency it measured
+SECONDS = float(os.environ.get("DSE_LOAD_SECONDS", "4"))
 
 
 def test_twenty_clients_at_once():
@@ -32,6 +33,8 @@ def test_twenty_clients_at_once():
     finally:
         proc.terminate()
         proc.wait(10)
+    print(f"\n20 clients for {SECONDS:.0f} s: {r['served']} updates, {len(r['errors'])} errors, latency p50 "
+          f"{r['p50_s'] * 1e3:.0f} ms, p95 {r['p95_s'] * 1e3:.0f} ms, max {r['max_s'] * 1e3:.0f} ms")
     assert r["errors"] == []
     assert r["served"] >= 20  # every client got answers
     assert r["p95_s"] < 30
