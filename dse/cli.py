@@ -786,12 +786,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
-            "residency")
+            "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    for k in ("fused_attention",):  # on/off flags
+        if k in scen:
+            scen[k] = scen[k] == "on"
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
-                                          "fsdp") if getattr(args, k) is not None}
+                                          "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb")
+            if getattr(args, k) is not None}
     if args.sp:
         plan["sp"] = True
+    if args.overlap is not None:
+        plan["overlap"] = overlap_flag(args.overlap)
     # the plan applied once, when the workload is built
     wl = workload(args.workload, plan=plan_for(args.chips, **plan) if args.chips is not None or plan else None, **scen)
     p = predict(wl, args.hardware, system=args.system)
@@ -837,6 +843,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
+
+
+def overlap_flag(text: str) -> dict[str, bool]:
+    """``--overlap tp,dp`` -> the plan's ``overlap`` mapping: exactly the named collective kinds overlap."""
+    kinds = ("tp", "pp", "dp", "ep")
+    named = [] if text.strip() == "none" else [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in named if k not in kinds]
+    if bad or not (named or text.strip() == "none"):
+        raise DseError(f"got {text!r}; accepted: a comma list of {', '.join(kinds)}, or none", field="--overlap")
+    return {k: k in named for k in kinds}
 
 
 def assumed_system(system: object, chip: str) -> str:
@@ -1005,6 +1021,16 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
     pp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"])
+    pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
+    pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
+    pp.add_argument("--bucket-mb", type=float, help="data-parallel gradient bucket, MB (default 25)")
+    pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, or none "
+                                      "(default: dp only)")
+    pp.add_argument("--fused-attention", choices=["on", "off"], help="one fused (flash) attention kernel (default on)")
+    pp.add_argument("--fuse-elementwise", action="store_true", default=None,
+                    help="norms, activations and adds fused into their producers")
+    pp.add_argument("--logits", choices=["last", "all"], help="prefill: the LM head on the last token or on all")
+    pp.add_argument("--memory-format", choices=["nhwc", "nchw"], help="CNN activation layout")
     pp.add_argument("--format", choices=["table", "json"], default="table")
 
 

@@ -330,3 +330,29 @@ def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
     assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "4",
                  "--tp", "4", "--system", "tpu-v5e-pod"]) == 0
     assert "system: assumed" not in capsys.readouterr().out
+
+
+def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
+    """Issue 31: CLI parity with the API: every Scenario and Plan field is a dse predict flag, and the flags
+    reach the workload (the overlap switches into the plan label, fusion into the scenario)."""
+    from dse.cli import build_parser
+    from dse.workloads.parallel import Plan
+    from dse.workloads.scenario import Scenario
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    dests = {a.dest for a in sub.choices["predict"]._actions}
+    assert [f for f in [*Scenario.model_fields, *Plan.model_fields] if f not in dests] == []
+    import json
+
+    import dse
+
+    assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "training", "--batch", "8", "--seq", "512",
+                 "--chips", "8", "--tp", "8", "--overlap", "tp,dp", "--fuse-elementwise", "--fused-attention", "off",
+                 "--bucket-mb", "50", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["workload"] == "llama2-7b[training b8 s512 bf16 tp8 bucket50MB overlap:tp+]"
+    wl = dse.workload("llama2-7b", phase="training", batch=8, seq=512, fuse_elementwise=True, fused_attention=False,
+                      plan={"chips": 8, "tp": 8, "bucket_mb": 50, "overlap": {"tp": True, "dp": True}})
+    assert got["time_s"] == pytest.approx(dse.predict(wl, "a100-80gb").time_s, rel=1e-12)
+    assert main(["predict", "llama2-7b", "a100-80gb", "--chips", "2", "--overlap", "tp,xx"]) == 2
+    assert "--overlap: got 'tp,xx'; accepted: a comma list of tp, pp, dp, ep, or none" in capsys.readouterr().err
