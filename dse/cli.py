@@ -696,7 +696,9 @@ def cmd_gpu(args: argparse.Namespace) -> int:
         path = Path(args.from_file)
         if not path.is_file():
             raise DseError("file not found; accepted: a recorded nvidia-smi output", file=str(path))
-        text = path.read_text()
+        from dse.yamlio import read_text
+
+        text = read_text(path, "a recorded nvidia-smi output", 1 << 20)
     else:
         text = query_nvidia_smi()
     out = Path(args.out)
@@ -753,6 +755,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
              if getattr(args, k) is not None}
     if args.sp is not None:
         fixed["sp"] = args.sp == "on"
+    if args.top < 1:
+        raise DseError(f"got {args.top}; accepted: a positive integer (rows of the table shown)", field="--top")
     wl = workload(args.workload, **scen)
     status(args, f"predicting every plan of {wl.label()} on {args.chips} chips of {args.system}")
     r = best_plan(wl, args.system, args.chips, **fixed)

@@ -357,9 +357,42 @@ def _flag_case(command: str, rng: random.Random) -> Case:
     return Case(command, argv, files, f"{flag} {value!r:.40}")
 
 
+#: nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total,power.limit output (dse gpu --from-file)
+SMI = "NVIDIA A100-SXM4-80GB, 1410, 1593, 81920, 400.00\nNVIDIA H100 80GB HBM3, 1980, 2619, 81559, 700.00\n"
+
+
+def more_case(rng: random.Random) -> Case:
+    """One random case of the commands :func:`make_case` leaves out: plan, calibrate, gpu and workloads ai (drawn
+    from a stream of their own, so :func:`make_case`'s cases stay what they were)."""
+    command = rng.choice(["plan", "calibrate", "gpu", "ai"])
+    if command == "plan":
+        if rng.random() < 0.5:
+            flag = rng.choice(["--chips", "--batch", "--seq", "--tp", "--microbatches", "--zero", "--top"])
+            value = rng.choice(BAD_ARGS)
+            argv = ["plan", "llama2-7b", "dgx-h100", "--phase", "training", "--batch", "8", "--seq", "512",
+                    *(["--chips", "8"] if flag != "--chips" else []), flag, value]
+            return Case(command, argv, {}, f"{flag} {value}")
+        src = rng.choice(SYSTEMS)
+        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
+        argv = ["plan", "llama2-7b", "sys.yaml", "--chips", "8", "--phase", "training", "--batch", "8", "--seq", "512"]
+        return Case(command, argv, {"sys.yaml": raw}, f"{src}: {label}")
+    if command == "calibrate":
+        src = rng.choice([t for t in TEMPLATES if any(k in t for k in ("gaudi", "tpu-v5e", "mi300x"))] or TEMPLATES)
+        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
+        return Case(command, ["calibrate", "hw.yaml", "--no-loo", "--out", "out"], {"hw.yaml": raw},
+                    f"{src}: {label}")
+    if command == "gpu":
+        raw, label = mutated_csv(SMI, rng)
+        return Case(command, ["gpu", "--from-file", "smi.txt", "--out", "out"], {"smi.txt": raw}, f"smi: {label}")
+    src = rng.choice(STUDIES[:2])  # a study config: its mix's intensities on its base design
+    raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
+    return Case("ai", ["workloads", "ai", "in.yaml", "--out", "out", "--quiet"], {"in.yaml": raw}, f"{src}: {label}")
+
+
 def corpus(n: int, seed: int) -> list[Case]:
-    rng = random.Random(seed)
-    return [make_case(rng) for _ in range(n)]
+    """``n`` cases of :func:`make_case` and ``n // 4`` of :func:`more_case` (its own stream of the same seed)."""
+    rng, more = random.Random(seed), random.Random(seed + 7919)
+    return [make_case(rng) for _ in range(n)] + [more_case(more) for _ in range(n // 4)]
 
 
 # ---------------------------------------------------------------------------------------- runner

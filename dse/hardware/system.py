@@ -186,8 +186,17 @@ def load_system(spec: str | Path | Mapping[str, Any] | System) -> System:
 
 
 def is_system(name: str) -> bool:
-    """Whether ``name`` names a shipped system template."""
-    return is_file(systems_dir() / f"{name}.yaml")
+    """Whether ``name`` names a shipped system template, or is the path of a system file (a mapping with ``chip``
+    and ``network``, where a chip template has ``compute``)."""
+    if is_file(systems_dir() / f"{name}.yaml"):
+        return True
+    if not str(name).endswith((".yaml", ".yml")) or not is_file(Path(name)):
+        return False
+    try:
+        data = load_yaml(Path(name))
+    except DseError:
+        return False
+    return isinstance(data, dict) and "chip" in data and "compute" not in data
 
 
 def slice_dims(pod: list[int], chips: int) -> list[int] | None:

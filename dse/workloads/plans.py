@@ -46,6 +46,10 @@ def check_fixed(fixed: dict[str, Any], chips: int) -> None:
     bad = sorted(set(fixed) - set(SEARCHED))
     if bad:
         raise DseError(f"got {bad[0]!r}; accepted: {', '.join(SEARCHED)}", field="best_plan")
+    for g in ("tp", "pp", "dp", "ep", "microbatches", "interleave"):
+        v = fixed.get(g)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise DseError(f"got {g}={v!r}; accepted: a positive integer", field=g)
     for g in ("tp", "pp", "dp"):
         if g in fixed and chips % int(fixed[g]):
             raise DseError(f"got {g}={fixed[g]} with {chips} chips; accepted: {g} dividing {chips} "

@@ -140,3 +140,11 @@ def test_default_system_is_the_shipped_one_else_a_switch_over_the_chip_links() -
     data["name"] = "h100-nolinks"
     with pytest.raises(DseError, match="system: h100-nolinks has no network block"):
         default_system(dse.hardware(data))
+
+
+def test_a_system_file_path_is_a_system_and_a_template_path_is_not() -> None:
+    from dse.hardware.system import is_system, systems_dir
+    from dse.hardware.templates import template_file
+
+    assert is_system(str(systems_dir() / "dgx-h100.yaml")) and is_system("tpu-v5e-pod")
+    assert not is_system(str(template_file("h100-sxm"))) and not is_system("h100-sxm") and not is_system("nope.yaml")
