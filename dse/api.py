@@ -93,7 +93,6 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
 
     from dse.errors import DseError
     from dse.predict import bound_names, mix_times_bounds
-    from dse.workloads.mix import Mix
 
     wls = [workloads] if isinstance(workloads, Workload) else list(workloads)
     if not wls or not all(isinstance(w, Workload) for w in wls):
@@ -124,8 +123,8 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
 
         sysm = load_system(system) if isinstance(system, str) else (system or d.system or default_system(d.base))
         d = d.with_system(sysm.resized(chips))
-    mix = Mix.of(wls, weights)
-    times, by = mix_times_bounds(d, mix)
+    mix, arrays = _mix_arrays(wls, weights)
+    times, by = mix_times_bounds(d, mix, arrays)
     names = np.array(bound_names(d.level_names))
     labels = mix.labels
     labels = [lab if labels.count(lab) == 1 else f"{lab}#{i}" for i, lab in enumerate(labels)]
@@ -135,6 +134,29 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
             "binding": names[share.argmax(axis=1)], "binding_time_share": share.max(axis=1)}
     out = pd.DataFrame(cols)
     return out if knobs is None else pd.concat([knobs, out], axis=1)
+
+
+#: the last few mixes predict_many built (key: the workload objects and weights), with their op arrays and the
+#: caches on them (tile and fill rows): calling it again on the same workloads (a sweep in a loop, an explorer)
+#: skips rebuilding them, as the study's own evaluator does; workloads are immutable, each kept with its key
+_MIXES: dict[tuple, tuple[list, Any, Any]] = {}
+
+
+def _mix_arrays(wls: list[Workload], weights: list[float] | None) -> tuple[Any, Any]:
+    """The Mix of ``wls`` and its :class:`dse.predict.MixArrays`, built once per list of workload objects."""
+    from dse.predict import mix_arrays
+    from dse.workloads.mix import Mix
+
+    key = (tuple(id(w) for w in wls), None if weights is None else tuple(float(x) for x in weights))
+    hit = _MIXES.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], wls, strict=True)):
+        return hit[1], hit[2]
+    mix = Mix.of(wls, weights)
+    arrays = mix_arrays(mix)
+    if len(_MIXES) >= 8:
+        _MIXES.pop(next(iter(_MIXES)))
+    _MIXES[key] = (list(wls), mix, arrays)
+    return mix, arrays
 
 
 def area(hw: Hardware | str | Mapping[str, Any]) -> AreaBreakdown:

@@ -173,3 +173,23 @@ def test_compare_sweep_and_whatif_take_a_study_or_a_mapping(tmp_path: Path) -> N
     bad = {**data, "search": {**data["search"], "n_trials": -1}}
     with pytest.raises(DseError, match="<mapping>"):
         dse.compare(bad)
+
+
+def test_predict_many_reuses_its_op_arrays_only_for_the_same_workload_objects() -> None:
+    """A second call on the same workloads reuses the mix's op arrays (and their cached tile rows) and gives the same
+    table; other workloads or other weights build their own."""
+    import dse
+    import dse.api as api
+    from dse.hardware.designs import DesignBatch
+
+    d = DesignBatch.from_hardware(dse.hardware("a100-80gb"), 4)
+    a = [dse.workload("llama2-7b", phase="decode", batch=1, context=512), dse.workload("resnet50", batch=8)]
+    first = dse.predict_many(a, d)
+    kept = api._MIXES[(tuple(id(w) for w in a), None)]
+    second = dse.predict_many(a, d)
+    assert api._MIXES[(tuple(id(w) for w in a), None)] is kept and first.equals(second)
+    other = [dse.workload("llama2-7b", phase="decode", batch=8, context=512), a[1]]
+    assert not dse.predict_many(other, d)["time_s.llama2-7b[decode b8 ctx512 bf16]"].equals(
+        first["time_s.llama2-7b[decode b1 ctx512 bf16]"])
+    w = dse.predict_many(a, d, weights=[1.0, 0.0])
+    assert (w["binding"] == w["binding.llama2-7b[decode b1 ctx512 bf16]"]).all()

@@ -115,11 +115,23 @@ def _drain(d: DesignBatch) -> tuple[float, float]:
     return dram.bandwidth_bps * float(dram.efficiency), float(cache)
 
 
+#: template_key per template object (id -> (template, key)): the key is read for every core count of every chunk,
+#: and a template is immutable; the template is kept so its id is not reused while cached
+_TEMPLATE_KEYS: dict[int, tuple[object, tuple]] = {}
+
+
 def template_key(d: DesignBatch) -> tuple:
     """What the tile model reads of a batch's template, as a cache key: its name, the drain (:func:`_drain`), the
     shared level's rate (:func:`_shared_rate`) and the achievable peaks (:func:`_achievable_peaks`). Two templates
     of one name with other efficiencies (a calibration's steps) never share a cached row."""
-    return d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes()
+    hit = _TEMPLATE_KEYS.get(id(d.base))
+    if hit is not None and hit[0] is d.base:
+        return hit[1]
+    key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes())
+    if len(_TEMPLATE_KEYS) > 256:
+        _TEMPLATE_KEYS.clear()
+    _TEMPLATE_KEYS[id(d.base)] = (d.base, key)
+    return key
 
 
 def _spill(o: OpArrays, rows: slice, cache_bytes: float) -> np.ndarray:
