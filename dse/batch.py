@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"batch: {ok} of {len(table)} configs ran; table {folder / 'batch.csv'}")
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
-    return 1 if errors else 0
+    return 2 if errors else 0  # a config that could not run is bad input (one line each), the others' results kept
 
 
 if __name__ == "__main__":

@@ -739,7 +739,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from dse.explore.app import serve
 
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the server stops, the command exits 0
-        serve(args.config, host=args.host, port=args.port, open_browser=not args.no_browser, mix=args.mix)
+        serve(args.config, host=args.host, port=args.port, open_browser=not args.no_browser, mix=args.mix,
+              check=args.check)
+    if args.check:
+        return 0
     print("dse explore: stopped", file=sys.stderr)
     return 0
 
@@ -1110,6 +1113,8 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     ep.add_argument("--no-browser", action="store_true", help="do not open a browser")
     ep.add_argument("--mix", help="the mix to explore, for a config with mixes:")
+    ep.add_argument("--check", action="store_true",
+                    help="load the config and build the page at the base design, then exit without serving")
     return ap
 
 

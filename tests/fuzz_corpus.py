@@ -357,14 +357,27 @@ def _flag_case(command: str, rng: random.Random) -> Case:
     return Case(command, argv, files, f"{flag} {value!r:.40}")
 
 
+#: a small study (seconds per run) for the batch cases
+SMALL = {"name": "small", "base": "npu-7nm", "workloads": [{"name": "resnet50", "batch": 8}],
+         "search": {"n_trials": 4, "batch_size": 4, "sampler": "random", "seed": 1,
+                    "space": {"peak_tflops": {"low": 64, "high": 512}, "dram_bandwidth_tbps": {"low": 0.4, "high": 2}}},
+         "output": {"plots": False}}
 #: nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,memory.total,power.limit output (dse gpu --from-file)
 SMI = "NVIDIA A100-SXM4-80GB, 1410, 1593, 81920, 400.00\nNVIDIA H100 80GB HBM3, 1980, 2619, 81559, 700.00\n"
 
 
 def more_case(rng: random.Random) -> Case:
-    """One random case of the commands :func:`make_case` leaves out: plan, calibrate, gpu and workloads ai (drawn
-    from a stream of their own, so :func:`make_case`'s cases stay what they were)."""
-    command = rng.choice(["plan", "calibrate", "gpu", "ai"])
+    """One random case of the commands :func:`make_case` leaves out: plan, calibrate, gpu, workloads ai, explore
+    (``--check``) and batch (drawn from a stream of their own, so :func:`make_case`'s cases stay what they were)."""
+    command = rng.choice(["plan", "calibrate", "gpu", "ai", "explore", "batch"])
+    if command == "explore":  # --check: the page built, no server
+        src = rng.choice(STUDIES[:2])
+        raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
+        return Case(command, ["explore", "in.yaml", "--check"], {"in.yaml": raw}, f"{src}: {label}", out=None)
+    if command == "batch":  # a mutated small study next to a valid one
+        raw, label = mutated_yaml(_yaml_doc(SMALL), rng)
+        return Case(command, ["batch", "a.yaml", "b.yaml", "--out", "out", "--quiet"],
+                    {"a.yaml": _yaml_doc({**SMALL, "name": "ok"}), "b.yaml": raw}, f"small study: {label}")
     if command == "plan":
         if rng.random() < 0.5:
             flag = rng.choice(["--chips", "--batch", "--seq", "--tp", "--microbatches", "--zero", "--top"])
@@ -409,6 +422,9 @@ def preimport() -> None:
     import dse.cli  # noqa: F401
     import dse.comparison  # noqa: F401
     import dse.grid  # noqa: F401
+    from dse.validate.bands import shipped_bands
+
+    shipped_bands()  # the error bands a study report quotes, once, before any case points HOME at its folder
     import dse.report.write  # noqa: F401
     import dse.study  # noqa: F401
     import dse.validate.suite  # noqa: F401
@@ -488,6 +504,8 @@ def run_case(case: Case, folder: Path, timeout_s: float = TIMEOUT_S) -> Outcome:
     elif rc not in (0, 2):
         problem = f"exit {rc}: {last!r}"
     stray = _listing(folder) - inputs - {folder / "stdout", folder / "stderr"}
+    cache = folder / ".cache" / "dse"  # the documented cache of error bands (HOME is the case folder)
+    stray = {p for p in stray if cache not in p.parents and p not in (cache, cache.parent)}
     if case.out is not None:
         stray = {p for p in stray if folder / case.out not in p.parents}
     else:  # the config's output.dir decides: a valid relative one lies in the case folder

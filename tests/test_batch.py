@@ -27,7 +27,7 @@ def test_study_api_overrides_and_returns_tables(tmp_path: Path) -> None:
 def test_batch_continues_past_a_broken_config(tmp_path: Path, capsys) -> None:
     good = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "n_trials": 8}}, "good.yaml")
     bad = write_config(tmp_path, {**SMALL_STUDY, "name": "bad", "base": "npu-1nm"}, "bad.yaml")
-    assert main(["batch", str(bad), str(good), "--out", str(tmp_path / "r"), "--quiet"]) == 1
+    assert main(["batch", str(bad), str(good), "--out", str(tmp_path / "r"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml" in err and "npu-1nm" in err
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))

@@ -246,7 +246,7 @@ def test_batch_checks_every_config_before_running_any(tmp_path, capsys) -> None:
     typo["name"] = "typo"
     typo["workloads"] = [{"name": "resnet-50"}]
     bad = write_config(tmp_path, typo, "bad.yaml")
-    assert main(["batch", str(good), str(bad), "--out", str(tmp_path / "out")]) == 1
+    assert main(["batch", str(good), str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.splitlines()[0].startswith("error: ") and "resnet-50" in err.splitlines()[0]
     import pandas as pd

@@ -352,13 +352,18 @@ def update_request(key: str, values: dict[str, Any], level: str) -> dict[str, An
 
 
 def serve(config: str | Path, host: str = "127.0.0.1", port: int = 8050, open_browser: bool = True,
-          mix: str | None = None) -> None:
+          mix: str | None = None, check: bool = False) -> None:
     """Load ``config`` (its mix ``mix`` for a config with ``mixes:``), check the port, start the server (blocks
-    until Ctrl-C)."""
+    until Ctrl-C). With ``check``: load the config and build the page at the base design, say so, and return
+    without serving (a smoke test of a config for the explorer)."""
     need_dash()
-    check_port(host, port)
+    if not check:
+        check_port(host, port)
     ex = Explorer(config, mix)
     app = build_app(ex)
+    if check:
+        print(f"dse explore: {ex.cfg.name} checked: the page builds at the base design (--check: not serving)")
+        return
     url = f"http://{host}:{port}/"
     print(f"dse explore: {ex.cfg.name} at {url} (Ctrl-C stops)", flush=True)
     if open_browser:

@@ -264,3 +264,17 @@ def test_a_space_of_template_fields_serves(tmp_path):
     bad = post({"peak_tflops": 500, "memory.global.capacity_mib": 48})
     assert bad["error"]["children"].startswith("error: knob memory.global.capacity_mib: got 48")
     assert "mix-score" not in bad  # the last good view stays
+
+
+def test_check_builds_the_page_and_exits_without_serving(capsys, tmp_path):
+    """``dse explore CONFIG --check``: the config loaded and the page built at the base design, exit 0 with no
+    server (the fuzz corpus's explore cases); a bad config is one line, exit 2."""
+    from dse.cli import main
+
+    assert main(["explore", "configs/npu.yaml", "--check"]) == 0
+    assert "npu-ratio checked: the page builds at the base design" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(Path("configs/npu.yaml").read_text().replace("n_trials:", "n_trials: -1 #"))
+    assert main(["explore", str(bad), "--check"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {bad}: search.n_trials: got -1")
