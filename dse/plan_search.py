@@ -64,6 +64,40 @@ def _resolve(system: str | System | Any, chips: int) -> System:
     return sysm.resized(chips)
 
 
+def placement_error(plan: Any, sysm: System) -> str:
+    """Why a plan's parallel groups cannot be laid on the system's first level, a torus ("" when they can): each
+    group of more than one rank must fill whole leading torus dimensions (``dse.predict.network.torus_group_dims``;
+    placing a group by its stride is not modelled)."""
+    from dse.predict.network import torus_group_dims
+
+    lv0 = sysm.network[0] if sysm.network else None
+    if plan is None or lv0 is None or lv0.topology != "torus":
+        return ""
+    for g in (plan.tp, plan.dp, plan.pp, plan.ep):
+        if 1 < g <= lv0.size:
+            try:
+                torus_group_dims(lv0.dims or [lv0.size], g)
+            except ValueError as exc:
+                return f"{exc} (a group is placed on whole leading torus dimensions)"
+    return ""
+
+
+def placed(wls: list[Workload], errors: list[str], sysm: System) -> tuple[list[Workload], list[str]]:
+    """The built candidates whose groups the system can place, and the error list with a reason for the others
+    (a candidate that cannot be placed is a row of the table, not the end of the search)."""
+    out, errs, it = [], list(errors), iter(wls)
+    for i, err in enumerate(errors):
+        if err:
+            continue
+        w = next(it)
+        why = placement_error(w.plan, sysm)
+        if why:
+            errs[i] = why
+        else:
+            out.append(w)
+    return out, errs
+
+
 def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any) -> PlanSearch:
     """The fastest plan of ``wl`` (a single-chip workload, or a model name with its defaults) on ``chips`` chips
     of ``system`` (a system template such as ``dgx-h100``, or a chip template: its shipped system) whose per-chip
@@ -80,6 +114,7 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     per_node = sysm.network[0].size if sysm.network else chips
     keys = candidates(wl, chips, per_node, **fixed)
     wls, _, errors = expand(wl, keys)
+    wls, errors = placed(wls, errors, sysm)
     if not wls:
         first = next((e for e in errors if e), "no candidate")
         raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
