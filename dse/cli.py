@@ -795,9 +795,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
             "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    for k in ("fused_attention",):  # on/off flags
-        if k in scen:
-            scen[k] = scen[k] == "on"
+    if "fused_attention" in scen:  # an on/off flag
+        scen["fused_attention"] = scen["fused_attention"] == "on"
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
                                           "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb")
             if getattr(args, k) is not None}
@@ -865,10 +864,12 @@ def overlap_flag(text: str) -> dict[str, bool]:
 def assumed_system(system: object, chip: str) -> str:
     """What a prediction without ``--system`` assumed: the chip's shipped system (a torus: the slice it took), or,
     where none ships, one switch over the chip's own links."""
+    from dse.hardware.system import is_system
+
     levels = "; ".join(f"{lv.name} {lv.topology} of {lv.size}" + (f" ({'x'.join(map(str, lv.dims))} slice)"
                                                                     if lv.topology == "torus" and lv.dims else "")
                        for lv in system.network)
-    if system.name.endswith("-switch"):
+    if not is_system(system.name):  # dse.hardware.system.default_system's fallback: no template ships it
         return f"no system ships for {chip}: assumed {system.name}, one switch over the chip's own links ({levels})"
     return f"assumed {system.name}, the system {chip} ships in ({levels})"
 

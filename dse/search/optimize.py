@@ -53,10 +53,7 @@ def constraint_attrs(constraints: list[float], names: list[str] | None = None) -
 
 def record(trial: optuna.trial.Trial, metrics: dict, constraints: list[float], names: list[str] | None = None) -> None:
     """Store a trial's :func:`trial_attrs` as user attributes and its :func:`constraint_attrs` as system ones."""
-    for key, value in trial_attrs(metrics).items():
-        trial.set_user_attr(key, value)
-    for key, value in constraint_attrs(constraints, names).items():
-        trial.storage.set_trial_system_attr(trial._trial_id, key, value)
+    store_attrs(trial.storage, trial._trial_id, trial_attrs(metrics), constraint_attrs(constraints, names))
 
 
 def store_attrs(storage: optuna.storages.BaseStorage, trial_id: int, user: dict, system: dict) -> None:
@@ -344,10 +341,11 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
             values = np.asarray(values, dtype=float).reshape(len(trials), -1)
             for i, (trial, disk_id) in enumerate(zip(trials, claims, strict=True)):
                 state, v, m, cons, why = _outcome(values, attrs, constraints, i)
-                record(trial, m, cons, list(constraints))
+                user, system = trial_attrs(m), constraint_attrs(cons, list(constraints))
+                store_attrs(mem._storage, trial._trial_id, user, system)
                 mem.tell(trial, v, state=state) if v is not None else mem.tell(trial, state=state)
                 if disk_id is not None:
-                    store_attrs(study._storage, disk_id, trial_attrs(m), constraint_attrs(cons, list(constraints)))
+                    store_attrs(study._storage, disk_id, user, system)
                     study._storage.set_trial_state_values(disk_id, state, None if v is None else
                                                           np.atleast_1d(v).tolist())
                 pending.append(trial._trial_id)
