@@ -76,7 +76,7 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     vec = _vector_may_run(o, d)
     if not vec.any():
         return capable
-    fill = array_fill(o, d, capable, wave=False)
+    fill = _nowave_fill(o, d, capable)
     m_rate = d.matrix_peak * _matrix_eff(d)  # [D, n_dtypes] achievable FLOP/s (NaN: no mode)
     v_rate = d.vector_peak * d.vector_eff[:, None]
     ratio = np.where(np.isnan(v_rate), 0.0, v_rate) / np.where(np.isnan(m_rate), np.inf, m_rate)
@@ -84,6 +84,24 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
         ratio = ratio[:1]
     faster = np.take(ratio, o.dtype_idx, axis=1) > fill  # the vector units finish first
     return capable & ~(vec[None, :] & faster)
+
+
+def _nowave_fill(o: OpArrays, d: DesignBatch, capable: np.ndarray) -> np.ndarray:
+    """:func:`array_fill` without the wave fill, as a read-only [1, O] row kept in ``o.cache`` when every design has
+    the same arrays and the same capable ops (every chunk of a search reads the same row), else computed."""
+    r, c, n = d.array_rows, d.array_cols, d.cores
+    tiles = d.base.compute.matrix.cta_tiles  # the library's tile choice depends on the core count too
+    if (capable.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
+            or (tiles and not (n == n[0]).all())):
+        return array_fill(o, d, capable, wave=False)
+    key = ("fill-nowave", float(r[0]), float(c[0]), float(n[0]) if tiles else None, *template_key(d), str(tiles),
+           capable.tobytes())
+    row = o.cache.get(key)
+    if row is None:
+        row = array_fill(o, d.take([0]), capable, wave=False)
+        row.flags.writeable = False
+        o.cache[key] = row
+    return row
 
 
 def _matrix_capable(o: OpArrays, d: DesignBatch) -> np.ndarray:

@@ -200,17 +200,25 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
 
 def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
                   row_of: Callable[[float, tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(rows [K, O], which [D]): ``row_of(C, drain)`` for each of the ``K`` distinct core counts of the designs (tens
-    in a search; the stack kept in ``o.cache``) and each design's row."""
-    counts, which = np.unique(d.cores, return_inverse=True)
-    drain = _drain(d)
-    key = (kind, *template_key(d), counts.tobytes())
-    rows = o.cache.get(key)
-    if rows is None:
-        rows = np.stack([row_of(float(c), drain) for c in counts])
-        rows.flags.writeable = False
-        o.cache[key] = rows
-    return rows, which.ravel()
+    """(rows [K, O], which [D]): ``row_of(C, drain)`` for each of the ``K`` distinct core counts seen so far for this
+    template (tens in a search; the sorted counts and their stacked rows kept in ``o.cache`` and grown when a batch
+    brings a new count) and each design's row. A chunk of a batch whose counts are all known costs one
+    ``searchsorted``: no ``unique`` and no re-stacking per chunk."""
+    tkey = template_key(d)
+    key = (kind, *tkey)
+    known = o.cache.get(key)
+    cores = d.cores
+    if known is not None:
+        counts, rows = known
+        which = np.minimum(np.searchsorted(counts, cores), counts.size - 1)
+        if (counts[which] == cores).all():
+            return rows, which
+    new = np.unique(cores) if known is None else np.union1d(known[0], cores)
+    drain = tkey[1]  # template_key holds the template's drain (_drain)
+    rows = np.stack([row_of(float(c), drain) for c in new])
+    rows.flags.writeable = False
+    o.cache[key] = (new, rows)
+    return rows, np.searchsorted(new, cores)
 
 
 def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[float, tuple], np.ndarray]) -> np.ndarray:
