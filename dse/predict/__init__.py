@@ -312,8 +312,7 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
         t, code = evaluate_bound(d.take(sl), a.o, table_order=False)
         times[sl] = step_times(t, a)
         k = sl.stop - sl.start  # one weighted histogram over (design, workload, ceiling) instead of B matmuls
-        idx = code.astype(np.intp)
-        idx += (np.arange(k, dtype=np.intp) * (W * n_b))[:, None] + (owner * n_b)[None, :]
+        idx = np.add(_bin_offsets(a.o, k, W, n_b, owner), code, dtype=np.intp)
         by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
     for ap in mix.auto:  # each design at its own best plan, with that plan's ceilings
         tc, bc = mix_times_bounds(d, ap.candidates, _auto_arrays(ap), chunk)
@@ -323,6 +322,17 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
         by[rows, ap.index] = bc[rows, pick[ok]]
     return times, by
 
+
+def _bin_offsets(o: OpArrays, k: int, W: int, n_b: int, owner: np.ndarray) -> np.ndarray:
+    """[k, O] intp histogram bin of (design row, owning workload) before the ceiling code is added:
+    ``row x W x B + owner x B``, kept in ``o.cache`` per chunk size (every chunk of a batch reuses it)."""
+    key = ("bin-offsets", k, W, n_b, owner.tobytes())
+    hit = o.cache.get(key)
+    if hit is None:
+        hit = (np.arange(k, dtype=np.intp) * (W * n_b))[:, None] + (owner * n_b).astype(np.intp)[None, :]
+        hit.flags.writeable = False
+        o.cache[key] = hit
+    return hit
 
 #: bytes of one [chunk, O] float64 temporary (512 KiB): the few live ones stay within a core's L2 cache (2 MiB here) and
 #: below the sizes glibc hands back to the system on free, so the predictor's ~20 array steps run from cache instead

@@ -302,6 +302,30 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     return matrix, t_compute, rest, overhead_times(d, o, matrix)
 
 
+def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([D or 1, O] the largest memory term ``traffic_l / (BW_l * eta_l)`` over the levels, [D or 1, O] int8 the
+    bound code ``l + 1`` of the level that sets it, the first (innermost) on ties, as argmax picks), folded level by
+    level: leading levels the same on every design merge into one [1, O] row first, no [D, O, L] array is kept."""
+    bw = d.bandwidth * d.bw_eff
+    other = code = None  # arrays of our own (each division makes a fresh one): written in place once full-shaped
+    for lv, tr in per_level(d, o):
+        col = bw[:, lv : lv + 1]
+        x = tr / (col[:1] if tr.shape[0] == 1 and bool((col == col[0]).all()) else col)
+        c = np.int8(lv + 1)
+        if other is None:
+            other, code = x, np.full(x.shape, c)
+            continue
+        wins = x > other  # strict: the earlier level keeps ties
+        if wins.shape != other.shape:  # a [1, O] row meets the first per-design level: grow to [D, O] once
+            other, code = np.maximum(other, x), np.where(wins, c, code)
+            continue
+        np.copyto(code, c, where=wins)
+        np.maximum(other, x, out=other)
+    if other is None:
+        return np.zeros((1, o.n)), np.zeros((1, o.n), dtype=np.int8)
+    return other, code
+
+
 def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, tr: np.ndarray | None = None) -> np.ndarray:
     """[D or 1, O] fixed time of each op (0 for a fused one): the launch overhead ``t_l`` of the template, or, where
     it gives the time ``t_g`` of a kernel whose bytes stay on chip (``compute.graph_kernel_us``), for an op on the
@@ -367,43 +391,19 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     matrix = on_matrix(o, d)
     rate = _unit_rate(o, d, matrix)
     fill = _lean_fill(o, d, matrix, rate, want=True)
-    roof = np.divide(o.flops, rate, out=rate)  # compute term, then the running max over the terms
-    other = np.zeros_like(roof)  # the largest memory or network term (for the array-fill ceiling)
-    code = np.zeros(roof.shape, dtype=np.int8)
-    bw = d.bandwidth * d.bw_eff
-    row = row_code = None  # leading levels the same on every design: merged into one [1, O] row first
-
-    def fold(x: np.ndarray, c: np.ndarray | np.int8) -> None:
-        wins = x > roof  # strict: the first largest term binds, as argmax does
-        np.copyto(code, np.broadcast_to(c, code.shape), where=wins)
-        np.maximum(roof, x, out=roof)
-        np.maximum(other, x, out=other)
-
-    for lv, tr in per_level(d, o):
-        col = bw[:, lv : lv + 1]
-        if row_code is not False and tr.shape[0] == 1 and (col == col[0]).all():
-            x = tr / col[:1]
-            if row is None:
-                row, row_code = x, np.full(x.shape, np.int8(lv + 1))
-            else:
-                np.copyto(row_code, np.int8(lv + 1), where=x > row)
-                np.maximum(row, x, out=row)
-            continue
-        if row is not None:
-            fold(row, row_code)
-            row = None
-        row_code = False  # a later shared level must not jump ahead of this one on ties
-        fold(tr / col, np.int8(lv + 1))
-    if row is not None:
-        fold(row, row_code)
+    t_c = np.divide(o.flops, rate, out=rate)  # the compute term
+    other, mcode = _memory_max(d, o)  # the largest memory term and the level that sets it (first on ties)
     L = d.capacity.shape[1]
-    if o.coll_idx.size:
+    if o.coll_idx.size:  # a collective's network term joins after the memory levels (first on ties loses)
         x = network_times(d, o)
-        sub = roof[:, o.coll_idx]
-        wins = x > sub
-        code[:, o.coll_idx] = np.where(wins, np.int8(L + 1), code[:, o.coll_idx])
-        roof[:, o.coll_idx] = np.maximum(sub, x)
-        other[:, o.coll_idx] = np.maximum(other[:, o.coll_idx], x)
+        other = np.array(np.broadcast_to(other, t_c.shape))
+        mcode = np.array(np.broadcast_to(mcode, t_c.shape))
+        sub = other[:, o.coll_idx]
+        mcode[:, o.coll_idx] = np.where(x > sub, np.int8(L + 1), mcode[:, o.coll_idx])
+        other[:, o.coll_idx] = np.maximum(sub, x)
+    wins = np.greater(other, t_c)  # strict: compute, the first term, binds on ties (as argmax does)
+    code = np.where(wins, mcode, np.int8(0))
+    roof = np.maximum(t_c, other, out=t_c)
     # where compute still binds (code 0) the running max is the compute term itself
     np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other))
     t_over = overhead_times(d, o, matrix)
