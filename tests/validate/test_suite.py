@@ -500,9 +500,9 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     (no coefficient was set from them): with the engine host time (workloads/engines/vllm-v0-sync.yaml, vLLM
     RFC #6854/#6913) and mi300x's fp8 GEMM efficiency (hipBLASLt #1721) the median |time error| is <= 10 % and
     the max <= 30 % (also over the two benchmark_throughput.py rows); without the host time the batch-256 row
-    is > 30 % too fast, without the fp8 efficiency > 25 %, without the quantize kernel before each FP8 GEMM
-    (``input_quant=kernel``: vLLM's apply_fp8_linear) > 15 % (the rows keep vLLM's bf16 activations between the FP8
-    GEMMs, ``activation_dtype=bf16``)."""
+    is > 30 % too fast, without the fp8 efficiency > 20 % (24.4 % with mi300x's hipBLASLt tiles), without the
+    quantize kernel before each FP8 GEMM (``input_quant=kernel``: vLLM's apply_fp8_linear) > 12 % (13.5 % with
+    the tiles; the rows keep vLLM's bf16 activations between the FP8 GEMMs, ``activation_dtype=bf16``)."""
     from dse.hardware.templates import load_hardware
 
     df = load_measurements()
@@ -516,12 +516,12 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     assert no_host["time_error_pct"].min() < -30
     assert oci["scenario"].str.contains(";input_quant=kernel").all()
     no_quant = run_suite(oci.assign(scenario=oci["scenario"].str.replace(";input_quant=kernel", "")))
-    assert no_quant["time_error_pct"].min() < -15 < res["time_error_pct"].min()
+    assert no_quant["time_error_pct"].min() < -12 < res["time_error_pct"].min()
     hw = load_hardware("mi300x")
     data = hw.model_dump()
     data["compute"]["matrix"]["dtype_efficiency"] = {}
     no_fp8 = run_suite(oci, templates={"mi300x": type(hw).model_validate(data)})
-    assert no_fp8["time_error_pct"].min() < -25
+    assert no_fp8["time_error_pct"].min() < -20
 
 
 def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -> None:
@@ -659,3 +659,33 @@ def test_the_residency_doc_shows_the_new_rows_errors() -> None:
         oos = g[g["fitted_into"].fillna("") == ""]["time_error_pct"].abs()
         got[(src, hw)] = (str(len(g)), str(len(oos)), f"{oos.median():.1f}", f"{oos.max():.1f}")
     assert shown == got
+
+
+def test_mi300x_small_gemms_need_the_library_macro_tiles() -> None:
+    """XLA's MI300X GEMM table (256^3-4096^3, out of sample): with the macro tiles hipBLASLt's tuned gfx942 tables
+    select (``compute.matrix.cta_tiles``, one tile per workgroup) the worst row is within 30 %; on the 16x16 MFMA
+    quantization alone (no tiles) the 1024^3 GEMM is predicted > 35 % too fast (304 CUs kept busy by a 1024^2 output
+    they are not), and the H100 / MI300X speedups of the same table miss by more."""
+    from dse.hardware.templates import load_hardware
+
+    df = load_measurements()
+    rows = df[df["id"].str.startswith(("xlapt-mi300x-", "xlapt-h100-"))]
+    hw = load_hardware("mi300x")
+    assert hw.compute.matrix.cta_tiles and hw.compute.matrix.gemm_kernel == "one_tile"
+    res = run_suite(rows)
+    mi = res[res["id"].str.startswith("xlapt-mi300x-")]
+    assert len(mi) == 5 and (mi["fitted_into"] == "").all() and mi["time_error_pct"].abs().max() <= 30
+    data = hw.model_dump()
+    data["compute"]["matrix"]["cta_tiles"] = None
+    bare = run_suite(rows, templates={"mi300x": type(hw).model_validate(data)})
+    b_mi = bare[bare["id"].str.startswith("xlapt-mi300x-")].set_index("id")["time_error_pct"]
+    assert b_mi["xlapt-mi300x-bf16-1024"] < -35
+
+    def speedup_error(r: pd.DataFrame) -> float:
+        t = r.set_index("id")
+        errs = [abs((t.at[f"xlapt-mi300x-bf16-{n}", "predicted"] / t.at[f"xlapt-h100-bf16-{n}", "predicted"])
+                    / (t.at[f"xlapt-mi300x-bf16-{n}", "measured"] / t.at[f"xlapt-h100-bf16-{n}", "measured"]) - 1)
+                for n in (256, 512, 1024, 2048, 4096)]
+        return float(np.median(errs))
+
+    assert speedup_error(res) < speedup_error(bare)
