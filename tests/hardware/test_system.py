@@ -53,6 +53,51 @@ def test_levels_carry_latency_in_seconds() -> None:
     assert levels[0].collective_library == "nccl"
 
 
+def test_dgx_b200_is_eight_b200_on_nvlink5_with_sharp_and_a_400g_nic_per_gpu() -> None:
+    """DGX B200 User Guide (8 x B200, two NVLink 5 switches, 14.4 TB/s aggregate; 8 x 400 Gb/s ConnectX-7); NVLink
+    page (18 x 100 GB/s = 1.8 TB/s bidirectional per Blackwell GPU); NCCL's NVLink / NET ring step latencies."""
+    dgx = load_system("dgx-b200")
+    assert dgx.chip == "b200" and dgx.chips == 8 and dgx.sizes == [8, 1]
+    nvl, ib = dgx.network
+    assert (nvl.name, nvl.topology, nvl.in_network_reduction) == ("nvlink5", "switch", True)
+    assert (ib.name, ib.topology, ib.in_network_reduction) == ("infiniband-ndr", "switch", False)
+    assert nvl.latency_s == pytest.approx(3.4e-6) and ib.latency_s == pytest.approx(14e-6)  # as dgx-h100
+    links, bw, eff, linked = dgx.level_arrays(dse.hardware("b200"))
+    assert links == [18.0, 1.0] and bw == [50e9, 50e9] and eff == [0.8, 0.8] and linked == [True, False]
+    assert 2 * links[0] * bw[0] == pytest.approx(1.8e12)  # per GPU, both directions
+    assert 8 * 2 * links[0] * bw[0] == pytest.approx(14.4e12)  # the node's aggregate NVLink bandwidth
+    assert links[1] * bw[1] * 8 == pytest.approx(400e9)  # one 400 Gb/s NIC per GPU, in bits
+    assert dgx.resized(16).sizes == [8, 2] and dgx.resized(4).sizes == [4]
+    assert default_system(dse.hardware("b200")).name == "dgx-b200"
+
+
+def test_trn2_node_is_a_4x4_neuronlink_torus_joined_by_one_200g_efa_per_chip() -> None:
+    """Neuron docs, Amazon EC2 Trn2 Architecture (16 chips, 4x4 2D torus, 1,024 GB/s intra-instance NeuronLink-v3 per
+    chip, EFAv3 3,200 Gbps) and Collective communication (4 torus neighbours, 200 Gbps EFA per chip); the torus level
+    brings its own links, the EFA level scales with the instances."""
+    from dse.predict.network import level_time
+
+    trn = load_system("trn2-node")
+    assert trn.chip == "trainium2" and trn.chips == 16 and trn.sizes == [16, 1]
+    nl, efa = trn.network
+    assert (nl.name, nl.topology, nl.dims) == ("neuronlink-v3", "torus", [4, 4])
+    assert (efa.name, efa.topology) == ("efa-v3", "switch")
+    links, bw, eff, linked = trn.level_arrays(dse.hardware("trainium2"))
+    assert links == [4.0, 1.0] and bw == [128e9, 25e9] and eff == [0.85, 0.75] and linked == [False, False]
+    assert 2 * links[0] * bw[0] == pytest.approx(1024e9)  # intra-instance NeuronLink-v3 per chip, both directions
+    assert 16 * links[1] * bw[1] * 8 == pytest.approx(3.2e12)  # 16 x 200 Gbps EFA per instance, in bits
+    assert nl.latency_s == pytest.approx(1.5e-6) and efa.latency_s == pytest.approx(15e-6)
+    # a 1 GB all-reduce over the whole torus: two rings of 4 (one per dimension) on bidirectional links,
+    # 2*3/4 * S/(2b) * (1 + 1/4) + 2 * 6 alpha
+    S, b = 1e9, bw[0] * eff[0]
+    t = level_time("all_reduce", S, 16, nl.topology, b, 4 * b, nl.latency_s, dims=nl.dims)
+    assert t == pytest.approx(0.75 * S / b * 1.25 + 12 * 1.5e-6)
+    assert trn.resized(32).sizes == [16, 2] and trn.resized(32).network[0].dims == [4, 4]  # two instances
+    assert trn.resized(8).sizes == [8] and trn.resized(8).network[0].dims == [2, 4]  # a slice of one instance
+    with pytest.raises(DseError, match="24 chips do not match the topology of trn2-node"):
+        trn.resized(24)
+
+
 def test_resizing_scales_the_outer_level_or_shrinks_the_node() -> None:
     dgx = load_system("dgx-h100")
     assert dgx.resized(8) is dgx
@@ -116,7 +161,7 @@ def test_a_system_yaml_with_a_bad_field_is_one_line_with_file_and_field(tmp_path
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(DseError, match="unknown hardware template 'h900'"):
         load_system(path)
-    with pytest.raises(DseError, match="unknown system 'dgx-z'; accepted: dgx-a100, dgx-h100"):
+    with pytest.raises(DseError, match="unknown system 'dgx-z'; accepted: dgx-a100, dgx-b200, dgx-h100"):
         load_system("dgx-z")
 
 
@@ -130,10 +175,11 @@ def test_a_level_taking_chip_links_needs_a_chip_with_a_network_block() -> None:
 def test_default_system_is_the_shipped_one_else_a_switch_over_the_chip_links() -> None:
     assert default_system(dse.hardware("npu-7nm")).name == "npu-board"
     assert default_system(dse.hardware("tpu-v5e")).name == "tpu-v5e-pod"
-    g = default_system(dse.hardware("trainium2"))  # no shipped system: one switch over the chip's links
-    assert g.name == "trainium2-switch" and g.chips == 8
-    links, bw, _, _ = g.level_arrays(dse.hardware("trainium2"))
-    hw = dse.hardware("trainium2")
+    assert default_system(dse.hardware("trainium2")).name == "trn2-node"
+    g = default_system(dse.hardware("trainium1"))  # no shipped system: one switch over the chip's links
+    assert g.name == "trainium1-switch" and g.chips == 8
+    links, bw, _, _ = g.level_arrays(dse.hardware("trainium1"))
+    hw = dse.hardware("trainium1")
     assert links == [float(hw.network.links)] and bw == [hw.network.link_bandwidth_gbps * 1e9]
     data = H100.model_dump(mode="python", exclude_none=True)
     data.pop("network")
