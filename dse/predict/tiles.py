@@ -227,6 +227,8 @@ def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[flo
     rows, which = per_core_rows(o, d, kind, row_of)
     if rows.shape[0] == 1 or (rows == rows[:1]).all():
         return rows[:1]
+    if which.size and (which == which[0]).all():  # every design has one core count: its row alone
+        return rows[which[0] : which[0] + 1]
     return np.take(rows, which, axis=0)
 
 
