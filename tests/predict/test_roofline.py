@@ -208,8 +208,8 @@ def test_a_far_off_chip_level_that_never_binds_leaves_the_prediction_as_the_kind
 
 
 def test_dtype_efficiency_slows_only_its_dtype_and_scales_with_efficiency() -> None:
-    """mi300x sets dtype_efficiency fp8 0.349 (hipBLASLt fp8 GEMMs) beside efficiency 0.528 (bf16 MAMF, both with its tile fill): a
-    compute-bound fp8 GEMM runs at 2614.9 x 0.347 TFLOP/s, a bf16 one at 1307.4 x 0.511 as before; the lean
+    """mi300x sets dtype_efficiency fp8 0.349 (hipBLASLt fp8 GEMMs) beside efficiency 0.528 (bf16 MAMF, both with
+    its tile fill): a compute-bound fp8 GEMM runs at 2614.9 x 0.347 TFLOP/s, a bf16 one at 1307.4 x 0.511 as before; the lean
     pass agrees, and a design that scales efficiency scales the fp8 fraction with it."""
     from dse.hardware.designs import dtype_efficiency_ratio
     from dse.hardware.templates import load_hardware
