@@ -71,7 +71,7 @@ def server():
     import signal  # Ctrl-C stops the server cleanly: exit 0, one last line, no traceback
 
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=60)  # a loaded 2-core CI machine may be finishing a callback
     assert proc.returncode == 0
     assert err.strip().splitlines()[-1] == "dse explore: stopped" and "Traceback" not in err
 
