@@ -76,7 +76,9 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     vec = _vector_may_run(o, d)
     if not vec.any():
         return capable
-    fill = _nowave_fill(o, d, capable)
+    fill = _fill_row(o, d, capable, wave=False)
+    if fill is None:
+        fill = array_fill(o, d, capable, wave=False)
     m_rate = d.matrix_peak * _matrix_eff(d)  # [D, n_dtypes] achievable FLOP/s (NaN: no mode)
     v_rate = d.vector_peak * d.vector_eff[:, None]
     ratio = np.where(np.isnan(v_rate), 0.0, v_rate) / np.where(np.isnan(m_rate), np.inf, m_rate)
@@ -86,19 +88,22 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     return capable & ~(vec[None, :] & faster)
 
 
-def _nowave_fill(o: OpArrays, d: DesignBatch, capable: np.ndarray) -> np.ndarray:
-    """:func:`array_fill` without the wave fill, as a read-only [1, O] row kept in ``o.cache`` when every design has
-    the same arrays and the same capable ops (every chunk of a search reads the same row), else computed."""
+def _fill_row(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool) -> np.ndarray | None:
+    """:func:`array_fill` (with or without the wave fill) as a read-only [1, O] row kept in ``o.cache``, or None where
+    it is not one row for every design: the capable ops or the array shape differ between designs, or the core count
+    does while the row depends on it (the wave fill, or the library's tile choice of a template with ``cta_tiles``).
+    Every chunk of a search reads the same row."""
     r, c, n = d.array_rows, d.array_cols, d.cores
-    tiles = d.base.compute.matrix.cta_tiles  # the library's tile choice depends on the core count too
-    if (capable.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
-            or (tiles and not (n == n[0]).all())):
-        return array_fill(o, d, capable, wave=False)
-    key = ("fill-nowave", float(r[0]), float(c[0]), float(n[0]) if tiles else None, *template_key(d), str(tiles),
-           capable.tobytes())
+    tiles = d.base.compute.matrix.cta_tiles
+    per_cores = wave or bool(tiles)
+    if (matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
+            or (per_cores and not (n == n[0]).all())):
+        return None
+    key = ("fill", wave, float(r[0]), float(c[0]), float(n[0]) if per_cores else None, *template_key(d), str(tiles),
+           matrix.tobytes())
     row = o.cache.get(key)
     if row is None:
-        row = array_fill(o, d.take([0]), capable, wave=False)
+        row = array_fill(o, d.take([0]), matrix, wave=wave)
         row.flags.writeable = False
         o.cache[key] = row
     return row
@@ -223,20 +228,13 @@ def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray
     times the wave fill's first row, and the few columns whose wave fill depends on the cores
     (:func:`dse.predict.tiles.kernel_fill_sparse`) multiplied per design: no [D, O] fill is built. With ``want`` the
     fill is returned too ([1, O] or [D, O])."""
-    r, c, n = d.array_rows, d.array_cols, d.cores
+    n = d.cores
     same_cores = bool((n == n[0]).all()) if n.size else True
-    if (matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
-            or (not same_cores and d.base.compute.matrix.cta_tiles)):
+    row = _fill_row(o, d, matrix, wave=same_cores)  # without the wave fill where the core count differs
+    if row is None:
         fill = array_fill(o, d, matrix)
         rate *= fill
         return fill
-    key = ("fill", float(r[0]), float(c[0]), float(n[0]) if same_cores else None, *template_key(d),
-           str(d.base.compute.matrix.cta_tiles), matrix.tobytes())
-    row = o.cache.get(key)
-    if row is None:
-        row = array_fill(o, d.take([0]) if not same_cores else d, matrix, wave=same_cores)
-        row.flags.writeable = False
-        o.cache[key] = row
     if same_cores:
         rate *= row
         return row

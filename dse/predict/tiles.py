@@ -204,8 +204,7 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
     template (tens in a search; the sorted counts and their stacked rows kept in ``o.cache`` and grown when a batch
     brings a new count) and each design's row. A chunk of a batch whose counts are all known costs one
     ``searchsorted``: no ``unique`` and no re-stacking per chunk."""
-    tkey = template_key(d)
-    key = (kind, *tkey)
+    key = (kind, *template_key(d))
     known = o.cache.get(key)
     cores = d.cores
     if known is not None:
@@ -214,7 +213,7 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
         if (counts[which] == cores).all():
             return rows, which
     new = np.unique(cores) if known is None else np.union1d(known[0], cores)
-    drain = tkey[1]  # template_key holds the template's drain (_drain)
+    drain = _drain(d)
     rows = np.stack([row_of(float(c), drain) for c in new])
     rows.flags.writeable = False
     o.cache[key] = (new, rows)
