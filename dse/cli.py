@@ -433,25 +433,30 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     from dse.cost.area import area
     from dse.hardware.templates import list_templates, load_hardware
 
+    def dies(hw) -> str:
+        """``1`` for one die, else the package's dies (``8 xcd + 4 iod``)."""
+        groups = hw.package.dies if hw.package and hw.package.dies else None
+        return " + ".join(f"{g.count} {g.name}" for g in groups) if groups else "1"
+
     if args.format == "json":
         hws = [load_hardware(n) for n in args.templates or list_templates()]
         _print_json([{"template": hw.name, "node": hw.process_node, "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
-                      "area_mm2": area(hw).total_mm2} for hw in hws])
+                      "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for hw in hws])
         return 0
-    print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}")
+    print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}  dies")
     for name in args.templates or list_templates():
         hw = load_hardware(name)
         name = hw.name
         print(f"{name:<12} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
-              f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}")
+              f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
     return 0
 
 
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from dse.cost.area import COMPONENTS, area, shoreline
+    from dse.cost.area import COMPONENTS, area, check_package, shoreline
     from dse.cost.cost import unit_cost
     from dse.cost.dies import calibration_table, fitted_reference
     from dse.cost.power import mix_energy
@@ -460,13 +465,21 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.workloads.library import gemm
     from dse.workloads.mix import Mix
 
-    rows = []
+    rows, die_rows = [], []
     for name in args.templates or list_templates():
         hw = load_hardware(name)
         name = hw.name
         d = DesignBatch.from_hardware(hw)
         ar = area(d)
+        check_package(d, ar, file=name)
         c = unit_cost(d, ar)
+        if ar.multi_die:
+            die_rows += [{"template": name, "die": g.name, "count": int(g.count[0]), "node": g.node.name,
+                          "on": g.stacked_on or "", "model_mm2": g.mm2[0], "d2d_mm2": g.parts["d2d"][0],
+                          "published_mm2": g.published_mm2 or float("nan"),
+                          "err_pct": (g.mm2[0] / g.published_mm2 - 1) * 100 if g.published_mm2 else float("nan"),
+                          "yield_pct": c.die_yields[g.name][0] * 100,
+                          "assembly_yield_pct": c.assembly_yield[0] * 100} for g in ar.dies]
         dt = "bf16" if "bf16" in hw.compute.matrix.peak_tflops else next(iter(hw.compute.matrix.peak_tflops))
         p = mix_energy(d, Mix.of([gemm(8192, 8192, 8192, dtype=dt)]), node=ar.node).power_w[0, 0]
         sh = shoreline(d, ar)
@@ -477,11 +490,16 @@ def cmd_area(args: argparse.Namespace) -> int:
                      else float("nan")})
     if args.format == "json":
         theta = fitted_reference()
-        _print_json({"templates": _records(pd.DataFrame(rows)), "dies": _records(calibration_table()),
+        _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),
+                     "dies": _records(calibration_table()),
                      "fit_7nm": {"systolic_pe_um2_bf16": theta["pe"], "scratchpad_mm2_per_mib": theta["scratchpad"]}})
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        if die_rows:
+            print("\nmulti-die packages: each die kind (area per die; published where public; yields of one die and "
+                  "of bonding every die)")
+            print(pd.DataFrame(die_rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
         print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
               "(holdout dies are in no fit)")
         t = calibration_table()

@@ -90,6 +90,8 @@ MAX_LINK_GBPS = 1e5
 MAX_LINKS = 2**12
 #: DRAM stacks on one package: 8 (B200, MI300X), 16 (planned Rubin Ultra); 2^8 is 16x
 MAX_DRAM_STACKS = 2**8
+#: dies of one kind in a package: 8 (MI300X XCDs), 12 (planned Rubin Ultra 4 dies + 16 HBM); 2^8 is 32x
+MAX_DIES = 2**8
 #: die long side over short side: a reticle is 26 x 33 mm (1.27:1); 16:1 would be a 33 mm die 2 mm wide
 MAX_ASPECT_RATIO = 16.0
 #: die area, mm2: a 300 mm wafer is 70,686 mm2 (Cerebras WSE-3: 46,225)

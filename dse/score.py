@@ -91,11 +91,20 @@ def objective_value(name: str, score: np.ndarray, resources: dict[str, np.ndarra
 
 #: constraint name -> (resource key, label, unit)
 LIMITS = {
-    "reticle": ("area_mm2", "reticle limit", "mm2"),
+    "reticle": ("largest_die_mm2", "reticle limit", "mm2"),  # each die of a multi-die package
     "area": ("area_mm2", "area budget", "mm2"),
     "cost": ("cost_usd", "cost budget", "USD"),
     "power": ("power_w", "power budget", "W"),
 }
+
+
+#: how a constraint's reason names its resource (default: the key's first word, ``area``, ``cost``, ``power``)
+RESOURCE_WORD = {"largest_die_mm2": "area"}
+
+
+def word(resource: str) -> str:
+    """The word a constraint's reason names ``resource`` by."""
+    return RESOURCE_WORD.get(resource, resource.split("_")[0])
 
 
 def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -106,7 +115,7 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
     if not values:
         return values, reasons
     for i in np.flatnonzero(np.any([v > 0 for v in values.values()], axis=0)):  # strings only where one breaks
-        broken = [f"{LIMITS[k][0].split('_')[0]} {resources[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > "
+        broken = [f"{word(LIMITS[k][0])} {resources[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > "
                   f"{LIMITS[k][1]} {lim:.4g} {LIMITS[k][2]}" for k, lim in limits.items() if values[k][i] > 0]
         reasons[i] = "; ".join(broken)
     return values, reasons

@@ -282,10 +282,12 @@ def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) 
 
 def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None,
               ar: AreaBreakdown | None = None) -> dict[str, np.ndarray]:
-    """[D] area (mm2), unit cost (USD) and peak average power over the mix (W)."""
+    """[D] area (mm2, all dies; the largest die's for the reticle), unit cost (USD) and peak average power over
+    the mix (W)."""
     ar = ar or area(designs)
     return {
         "area_mm2": ar.total,
+        "largest_die_mm2": ar.largest_die_mm2,
         "cost_usd": unit_cost(designs, ar).total,
         "power_w": mix_energy(designs, mix, times=times, node=ar.node, arrays=arrays).peak_power_w,
     }

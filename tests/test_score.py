@@ -28,6 +28,7 @@ def test_per_resource_objectives_are_relative_to_the_base() -> None:
 def test_constraints_name_every_broken_limit() -> None:
     res = {"area_mm2": np.array([700.0, 800.0, 900.0]), "cost_usd": np.array([10.0, 10.0, 99.0]),
            "power_w": np.array([1.0, 1.0, 1.0])}
+    res["largest_die_mm2"] = res["area_mm2"]  # one die each: the reticle limits the whole
     cons, reason = constraints(res, {"reticle": 858.0, "area": 750.0, "cost": 50.0})
     sc = Scored(score=np.ones(3), objective=np.ones(3), area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
                 power_w=res["power_w"], constraints=cons, reason=reason)
@@ -61,7 +62,7 @@ def test_every_registered_objective_is_accepted_directed_labelled_and_valued() -
 def test_reasons_are_formatted_only_for_infeasible_designs_as_a_per_design_join(small_config) -> None:
     """score_designs formats strings only where a limit breaks; each equals the plain per-design join."""
     from dse.cost.area import area, shoreline
-    from dse.score import LIMITS, capacity_constraint
+    from dse.score import LIMITS, capacity_constraint, word
     from dse.search.space import designs_from_params
     from dse.study import load_context, resources, score_designs
 
@@ -79,7 +80,7 @@ def test_reasons_are_formatted_only_for_infeasible_designs_as_a_per_design_join(
     worst = float(np.max(ctx.mix.memory_bytes))
     expected = []
     for i in range(n):
-        parts = [f"{LIMITS[k][0].split('_')[0]} {res[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > {LIMITS[k][1]} {lim:.4g} "
+        parts = [f"{word(LIMITS[k][0])} {res[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > {LIMITS[k][1]} {lim:.4g} "
                  f"{LIMITS[k][2]}" for k, lim in ctx.limits.items() if res[LIMITS[k][0]][i] - lim > 0]
         why = "; ".join(parts)
         fit = (f"capacity: {label} needs {gb_text(worst)} GB per chip > {gb_text(d.capacity[i, -1])} GB "

@@ -20,9 +20,17 @@ prices a design is the model fitted and checked on public dies::
                         over levels whose kind's area class is dram_phy
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
     fixed             = control, IO and the rest (node.fixed_mm2)
+    d2d               = per die of a multi-die package: its die-to-die bandwidth / the link kind's GB/s per mm^2
+                        (``dse.hardware.d2d``)
 
-The shoreline (:func:`shoreline`) checks that the die edge, from its area and aspect ratio, holds
-the HBM PHYs and SerDes, and that the package holds the stacks. Every coefficient and its source
+A multi-die package (``package.dies``) splits these parts over its die kinds: each kind holds the
+parts it names (a part no die names goes to the first kind), priced at the kind's own node and shared
+equally by its ``count`` dies (:func:`die_areas`); a template without ``package.dies`` is one die
+holding everything, so the formulas above are its whole area.
+
+The shoreline (:func:`shoreline`) checks that each die's edge, from its area and aspect ratio, holds
+its HBM PHYs, SerDes and D2D PHY, that the package holds the stacks, and that stacked dies fit on the
+dies under them. Every coefficient and its source
 is in ``hw_templates/nodes/*.yaml``.
 """
 
@@ -32,25 +40,66 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dse.errors import DseError
+from dse.hardware.d2d import D2D, D2DLink
 from dse.hardware.designs import DesignBatch
-from dse.hardware.schema import Hardware, Node
+from dse.hardware.schema import DIE_PARTS, Hardware, Node
 from dse.hardware.templates import load_node
 from dse.units import DTYPE_INDEX, DTYPES, MIB, TERA
 
-COMPONENTS = ("matrix", "vector", "sram", "noc", "dram_phy", "dram_controller", "serdes", "fixed")
+COMPONENTS = ("matrix", "vector", "sram", "noc", "dram_phy", "dram_controller", "serdes", "fixed", "d2d")
+
+
+@dataclass(frozen=True)
+class DieArea:
+    """One die kind of a package: ``count`` dies ``[D]`` of ``mm2`` each ``[D]``, its parts per die and the
+    node it is priced at (a single-die design has one, ``die``, holding everything)."""
+
+    name: str
+    count: np.ndarray
+    mm2: np.ndarray
+    parts: dict[str, np.ndarray]  # per die, COMPONENTS keys
+    node: Node
+    holds: frozenset[str]  # DIE_PARTS and memory level names it holds
+    link: D2DLink | None  # None: a template without package.dies
+    stacked_on: str | None
+    published_mm2: float | None
+
+    @property
+    def footprint(self) -> np.ndarray:
+        """[D] interposer or substrate area the dies of this kind take (0 when bonded on another die)."""
+        return np.zeros_like(self.mm2) if self.stacked_on else self.count * self.mm2
 
 
 @dataclass(frozen=True)
 class AreaBreakdown:
-    """Per-component area arrays ``[D]`` in mm^2, and the node they were priced at."""
+    """Per-component area arrays ``[D]`` in mm^2 summed over the package's dies, the node of the template, and
+    the dies (:class:`DieArea`, one per kind)."""
 
     node: Node
     parts: dict[str, np.ndarray]
     dram_stacks: np.ndarray
+    dies: tuple[DieArea, ...] = ()
 
     @property
     def total(self) -> np.ndarray:
+        """[D] silicon area of the package's logic dies, all of them (mm^2)."""
         return np.sum([self.parts[c] for c in COMPONENTS], axis=0)
+
+    @property
+    def largest_die_mm2(self) -> np.ndarray:
+        """[D] the largest die (what the reticle limits)."""
+        return np.max([g.mm2 for g in self.dies], axis=0) if self.dies else self.total
+
+    @property
+    def die_total(self) -> np.ndarray:
+        """[D] dies in the package."""
+        return np.sum([g.count for g in self.dies], axis=0) if self.dies else np.ones(len(self.total))
+
+    @property
+    def multi_die(self) -> bool:
+        """Design 0 has several dies."""
+        return bool(self.die_total[0] > 1)
 
     @property
     def total_mm2(self) -> float:
@@ -181,16 +230,86 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
         "serdes": inv.serdes_links * node.serdes_mm2_per_link.value,
         "fixed": np.full(inv.dram_stacks.shape, node.fixed_mm2.value)
         * (1.0 if inv.fixed_blocks is None else inv.fixed_blocks),
+        "d2d": np.zeros(inv.dram_stacks.shape),  # a die's own D2D PHY: ``die_areas``
     }
 
 
 def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
-    """Area of every design in ``d`` at the base template's process node (or ``node``)."""
+    """Area of every design in ``d`` at the base template's process node (or ``node``), die by die
+    (:func:`die_areas`; a template without ``package.dies`` is one die holding everything)."""
     if isinstance(d, Hardware):
         d = DesignBatch.from_hardware(d)
     node = node or load_node(d.base.process_node)
     inv = inventory(d, node)
-    return AreaBreakdown(node=node, parts=price(inv, node), dram_stacks=inv.dram_stacks)
+    dies = die_areas(d, node)
+    parts = {c: np.sum([g.count * g.parts[c] for g in dies], axis=0) for c in COMPONENTS}
+    return AreaBreakdown(node=node, parts=parts, dram_stacks=inv.dram_stacks, dies=dies)
+
+
+def die_holdings(hw: Hardware) -> list[frozenset[str]]:
+    """The parts each die kind holds (``DIE_PARTS`` and SRAM level names); what no die names goes to the
+    first kind. A single-die template: one kind holding everything."""
+    every = [*DIE_PARTS, *(m.name for m in hw.memory if m.spec.area == "sram")]
+    dies = hw.package.dies if hw.package and hw.package.dies else None
+    if not dies:
+        return [frozenset(every)]
+    named = {p for g in dies for p in g.holds}
+    return [frozenset(g.holds) | (frozenset(p for p in every if p not in named) if i == 0 else frozenset())
+            for i, g in enumerate(dies)]
+
+
+def level_sram_mm2(d: DesignBatch, node: Node) -> dict[str, np.ndarray]:
+    """[D] mm^2 of each SRAM level at ``node`` (capacity x the node's scratchpad or cache density)."""
+    return {m.name: d.capacity[:, j] / MIB * level_mm2_per_mib(d, node, j)
+            for j, m in enumerate(d.base.memory) if m.spec.area == "sram"}
+
+
+def die_noc_mm2(d: DesignBatch, node: Node, held: frozenset[str], count: np.ndarray,
+                package_rule: np.ndarray) -> np.ndarray:
+    """[D] mm^2 of one die's on-chip network in a multi-die package: the monolithic rule applied per die, the
+    bandwidth of the outermost SRAM level the die kind holds that its dies share (one instance, or one per
+    die) over its dies x ``noc_mm2_per_tbps`` at its node; a die kind holding no such level keeps
+    ``package_rule`` (its share of the package's network if it holds ``noc``, else nothing)."""
+    shared = [j for j, m in enumerate(d.base.memory) if m.name in held and m.spec.area == "sram"
+              and (m.instances == 1 or np.all(m.instances == count))]
+    if not shared:
+        return package_rule
+    return d.bandwidth[:, shared[-1]] / count / TERA * node.noc_mm2_per_tbps.value
+
+
+def die_areas(d: DesignBatch, node: Node) -> tuple[DieArea, ...]:
+    """Every die kind's parts per die: the parts it holds, priced at its node (``price``) and shared equally
+    by its ``count`` dies, plus its die-to-die PHY (``d2d_bandwidth_tbps`` / the link's GB/s per mm^2)::
+
+        A_die = sum_{parts held} part(node_die) / count + D2D_bandwidth / link density
+    """
+    hw = d.base
+    dies = hw.package.dies if hw.package and hw.package.dies else None
+    holds = die_holdings(hw)
+    total_dies = d.die_counts.sum(axis=1) if d.die_counts is not None else np.ones(d.n)
+    out = []
+    for g, held in enumerate(holds):
+        spec = dies[g] if dies else None
+        nd = node if spec is None or spec.node is None else load_node(spec.node, field=f"package.dies.{g}.node")
+        full = price(inventory(d, nd), nd)
+        sram = level_sram_mm2(d, nd)
+        count = d.die_counts[:, g] if d.die_counts is not None else np.ones(d.n)
+        zero = np.zeros(d.n)
+        per = {c: (full[c] if c in held else zero) / count for c in ("matrix", "vector", "noc", "serdes", "fixed")}
+        per["dram_phy"] = (full["dram_phy"] if "dram_phy" in held else zero) / count
+        per["dram_controller"] = (full["dram_controller"] if "dram_phy" in held else zero) / count
+        per["sram"] = np.sum([sram[name] for name in sram if name in held], axis=0) / count if any(
+            name in held for name in sram) else zero
+        link = D2D[spec.d2d_link] if spec is not None else None
+        multi = total_dies > 1  # [D] a die of one kind in a package of several dies
+        if dies is not None:
+            per["noc"] = np.where(multi, die_noc_mm2(d, nd, held, count, per["noc"]), per["noc"])
+        per["d2d"] = np.where(multi, spec.d2d_bandwidth_tbps * 1e3 / link.gbps_per_mm2, 0.0) if link else zero
+        mm2 = np.sum([per[c] for c in COMPONENTS], axis=0)
+        out.append(DieArea(name=spec.name if spec else "die", count=count, mm2=mm2, parts=per, node=nd,
+                           holds=held, link=link if dies is not None else None, stacked_on=spec.stacked_on if spec else None,
+                           published_mm2=spec.published_area_mm2 if spec else None))
+    return tuple(out)
 
 
 def link_lane_factor(d: DesignBatch) -> np.ndarray:
@@ -210,19 +329,24 @@ def die_sides_mm(area_mm2: np.ndarray, aspect_ratio: float) -> tuple[np.ndarray,
 
 @dataclass(frozen=True)
 class Shoreline:
-    """Die-edge and package checks, ``[D]`` arrays (a value <= 0 holds).
+    """Die-edge and package checks, ``[D]`` arrays (a value <= 0 holds), over every die of the package.
 
-    * ``edge_over_mm`` = stacks x hbm_edge_mm_per_stack + links x serdes_edge_mm_per_link
-      + io_edge_reserve_mm - perimeter, perimeter = 2 (long + short): PHYs sit on the die edge.
-    * ``stacks_over`` = stacks - min(package limit, stacks the two long edges hold), the long edges
-      holding 2 x floor(long / hbm_edge_mm_per_stack): HBM stacks sit beside the die's long sides
-      (A100, H100, MI250X packages).
+    * ``edge_over_mm`` = max over die kinds of (edge need - perimeter), a die's need being its share of
+      stacks x hbm_edge_mm_per_stack + links x serdes_edge_mm_per_link, its D2D bandwidth / the link's
+      GB/s per mm, and io_edge_reserve_mm on the die holding ``fixed``; perimeter = 2 (long + short):
+      PHYs sit on the die edge.
+    * ``stacks_over`` = stacks - min(package limit, stacks the long edges hold), each die that holds the
+      DRAM PHYs holding 2 x floor(long / hbm_edge_mm_per_stack) beside its two long sides (A100, H100,
+      MI250X packages).
+    * ``stacked_over`` = max over bases of (area of the dies bonded on a die kind - its area): dies
+      stacked on another must fit on it (MI300's XCDs on their IODs).
     """
 
     edge_need_mm: np.ndarray
     perimeter_mm: np.ndarray
     stacks: np.ndarray
     max_stacks: np.ndarray
+    stacked_over_mm2: np.ndarray | None = None
 
     @property
     def edge_over_mm(self) -> np.ndarray:
@@ -230,31 +354,87 @@ class Shoreline:
 
     @property
     def stacks_over(self) -> np.ndarray:
-        return self.stacks - self.max_stacks
+        """[D] stacks beyond what the package holds, or (when positive) the mm^2 by which stacked dies overhang."""
+        over = self.stacks - self.max_stacks
+        return over if self.stacked_over_mm2 is None else np.maximum(over, self.stacked_over_mm2)
 
     def reasons(self) -> list[str]:
         """Per design: why it breaks the shoreline or the package ('' when it holds)."""
         out = [""] * len(self.stacks)
+        stacked = self.stacked_over_mm2 if self.stacked_over_mm2 is not None else np.zeros(len(self.stacks))
         idx = np.flatnonzero((self.stacks_over > 0) | (self.edge_over_mm > 0))  # only the designs that break one
         cols = (self.stacks[idx].tolist(), self.max_stacks[idx].tolist(), self.edge_need_mm[idx].tolist(),
-                self.perimeter_mm[idx].tolist())  # Python floats: the same text, formatted faster
-        for i, st, mx, need, per in zip(idx.tolist(), *cols, strict=True):
+                self.perimeter_mm[idx].tolist(), stacked[idx].tolist())  # Python floats: the same text, faster
+        for i, st, mx, need, per, over in zip(idx.tolist(), *cols, strict=True):
             why = [f"package: {st:.0f} DRAM stacks > {mx:.0f} the die's long edges and package hold"] if st > mx else []
+            if over > 0:
+                why.append(f"package: the stacked dies overhang the dies under them by {over:.0f} mm2")
             if need > per:
                 why.append(f"shoreline: PHYs need {need:.0f} mm of die edge > {per:.0f} mm perimeter")
             out[i] = "; ".join(why)
         return out
 
 
+def die_edge_need_mm(d: DesignBatch, ar: AreaBreakdown, die: DieArea) -> np.ndarray:
+    """[D] mm of edge one die of kind ``die`` needs: its share of the HBM PHYs and SerDes, its D2D PHY's
+    shoreline, and the IO reserve on the die that holds the fixed block."""
+    node = ar.node
+    need = np.zeros(d.n)
+    if "dram_phy" in die.holds:
+        need = need + ar.dram_stacks / die.count * node.hbm_edge_mm_per_stack.value
+    if "serdes" in die.holds:
+        need = need + d.links * link_lane_factor(d) / die.count * node.serdes_edge_mm_per_link.value
+    if "fixed" in die.holds:
+        need = need + node.io_edge_reserve_mm.value
+    if die.link is not None and die.link.gbps_per_mm is not None:
+        spec = next(g for g in d.base.package.dies if g.name == die.name)
+        need = need + spec.d2d_bandwidth_tbps * 1e3 / die.link.gbps_per_mm
+    return need
+
+
 def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
-    """Edge and package checks of every design of ``d`` at its area ``ar`` (see :class:`Shoreline`)."""
+    """Edge and package checks of every design of ``d`` at its area ``ar`` (see :class:`Shoreline`); the
+    reported need and perimeter are those of the die kind with the least edge to spare."""
     node = ar.node
     pkg = d.base.package
     aspect = pkg.aspect_ratio if pkg else 1.0
-    long, short = die_sides_mm(ar.total, aspect)
     e_hbm = node.hbm_edge_mm_per_stack.value
     limit = float(pkg.max_dram_stacks) if pkg and pkg.max_dram_stacks else node.max_dram_stacks.value
-    need = (ar.dram_stacks * e_hbm + d.links * link_lane_factor(d) * node.serdes_edge_mm_per_link.value
-            + node.io_edge_reserve_mm.value)
-    return Shoreline(edge_need_mm=need, perimeter_mm=2.0 * (long + short), stacks=ar.dram_stacks,
-                     max_stacks=np.minimum(limit, 2.0 * np.floor(long / e_hbm + 1e-9)))
+    dies = ar.dies or (DieArea("die", np.ones(d.n), ar.total, ar.parts, node, frozenset(DIE_PARTS), None, None, None),)
+    needs, perims, beside = [], [], np.zeros(d.n)
+    for die in dies:
+        long, short = die_sides_mm(die.mm2, aspect)
+        needs.append(die_edge_need_mm(d, ar, die))
+        perims.append(2.0 * (long + short))
+        if "dram_phy" in die.holds:
+            beside = beside + die.count * 2.0 * np.floor(long / e_hbm + 1e-9)
+    spare = np.asarray(perims) - np.asarray(needs)
+    worst = np.argmin(spare, axis=0)
+    cols = np.arange(d.n)
+    stacked = None
+    if any(g.stacked_on for g in dies):
+        over = [np.sum([t.count * t.mm2 for t in dies if t.stacked_on == base.name], axis=0)
+                - base.count * base.mm2 for base in dies if any(t.stacked_on == base.name for t in dies)]
+        stacked = np.max(over, axis=0)
+    return Shoreline(edge_need_mm=np.asarray(needs)[worst, cols], perimeter_mm=np.asarray(perims)[worst, cols],
+                     stacks=ar.dram_stacks, max_stacks=np.minimum(limit, beside), stacked_over_mm2=stacked)
+
+
+def check_package(d: DesignBatch, ar: AreaBreakdown, file: str | None = None) -> None:
+    """Refuse a template whose dies cannot be built (design 0): a die over the reticle, or dies stacked on a
+    die kind they do not fit on. A study scores such designs infeasible instead (``reticle``, ``package``)."""
+    if not ar.dies or d.base.package is None or not d.base.package.dies:
+        return
+    for i, g in enumerate(ar.dies):
+        limit = g.node.reticle_limit_mm2.value
+        if g.mm2[0] > limit:
+            raise DseError(f"got {g.count[0]:.0f} x {g.name} of {g.mm2[0]:.0f} mm2 each; accepted: dies of at most "
+                           f"{limit:g} mm2 (the reticle at {g.node.name}): more dies of this kind or fewer parts on it",
+                           file=file, field=f"package.dies.{i}")
+    sh = shoreline(d, ar)
+    over = sh.stacked_over_mm2
+    if over is not None and over[0] > 0:
+        i = next(i for i, g in enumerate(ar.dies) if g.stacked_on)
+        raise DseError(f"got dies stacked on their base kind overhanging it by {over[0]:.0f} mm2; accepted: the dies "
+                       "stacked on a die kind fit within its area (fewer or smaller stacked dies)",
+                       file=file, field=f"package.dies.{i}.stacked_on")

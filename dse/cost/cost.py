@@ -12,6 +12,10 @@
 
 * Die cost = wafer cost / (DPW * Y); unit cost = die cost + DRAM (USD per GB x capacity)
   + package + interposer (USD per mm^2 of die plus DRAM-stack footprints, for HBM parts).
+* A multi-die package (``package.dies``) buys every die kind's known-good dies at that kind's area and
+  node, and divides dies and interposer by the assembly yield, prod over dies of the link's bond yield
+  (Chiplet Actuary, Feng & Ma, DAC 2022: 0.99 per die on an organic substrate, 0.95 on a silicon
+  interposer, compounding); dies bonded on another die take no interposer area.
 
 Coefficients per node in ``hw_templates/nodes/*.yaml``.
 """
@@ -50,11 +54,14 @@ def interposer_mm2(die_mm2: np.ndarray, stacks: np.ndarray, node: Node) -> np.nd
 
 @dataclass(frozen=True)
 class CostBreakdown:
-    """Per-design arrays ``[D]``: USD per good part by component, plus yield and dies per wafer."""
+    """Per-design arrays ``[D]``: USD per good part by component, plus yield and dies per wafer (of the first
+    die kind; ``die_yields`` has every kind's) and the fraction of assemblies that survive bonding."""
 
     parts: dict[str, np.ndarray]
     yield_: np.ndarray
     dies_per_wafer: np.ndarray
+    die_yields: dict[str, np.ndarray] | None = None
+    assembly_yield: np.ndarray | None = None
 
     @property
     def total(self) -> np.ndarray:
@@ -69,21 +76,55 @@ class CostBreakdown:
         return {c: float(self.parts[c][0]) for c in COST_COMPONENTS}
 
 
-def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> CostBreakdown:
-    """USD per good part for every design of ``d`` with areas ``ar``."""
-    node = node or ar.node
-    a = ar.total
-    dpw = dies_per_wafer(a)
-    y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value)
+def known_good_die_usd(area_mm2: np.ndarray, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([D] USD per good die, yield, gross dies per wafer) at ``node``: wafer cost / (DPW x Y)."""
+    dpw = dies_per_wafer(area_mm2)
+    y = negative_binomial_yield(area_mm2, node.defect_density_per_cm2.value, node.yield_alpha.value)
     good = dpw * y
-    die = np.where(good > 0, node.wafer_cost_usd.value / np.where(good > 0, good, 1.0), np.inf)
+    return np.where(good > 0, node.wafer_cost_usd.value / np.where(good > 0, good, 1.0), np.inf), y, dpw
+
+
+def assembly_yield(ar: AreaBreakdown) -> np.ndarray:
+    """[D] fraction of multi-die assemblies that survive bonding: prod over die kinds of bond_yield ** count
+    (Chiplet Actuary's per-chip bonding yield, compounding; ``dse.hardware.d2d``); 1 for a single die, whose
+    assembly is in ``package_usd``."""
+    out = np.ones(len(ar.total))
+    for g in ar.dies:
+        if g.link is not None:
+            out = out * g.link.bond_yield ** g.count
+    return np.where(ar.die_total > 1, out, 1.0)
+
+
+def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> CostBreakdown:
+    """USD per good part for every design of ``d`` with areas ``ar``: every die kind's known-good dies at its
+    own node (a die kind's node, else ``node`` or the template's), over the assembly yield::
+
+        die = sum_kinds count x KGD(A_die, node_die) / Y_assembly
+        interposer = (footprint of the dies + stacks x stack footprint) x USD/mm2 / Y_assembly
+    """
+    node = node or ar.node
+    dies = ar.dies or ()
+    y_asm = assembly_yield(ar)
+    if not dies:  # an AreaBreakdown built without dies (a calibration die): one die of the total
+        kgd, y, dpw = known_good_die_usd(ar.total, node)
+        die, yields, footprint = kgd, {"die": y}, ar.total
+    else:
+        die, yields, footprint = np.zeros(d.n), {}, np.zeros(d.n)
+        for g in dies:
+            kgd, y_g, dpw_g = known_good_die_usd(g.mm2, g.node if g.node.name != ar.node.name else node)
+            die = die + g.count * kgd
+            yields[g.name] = y_g
+            footprint = footprint + g.footprint
+        y, dpw = yields[dies[0].name], dies_per_wafer(dies[0].mm2)
     bought = [j for j, m in enumerate(d.base.memory) if m.spec.usd_per_gb]  # kinds priced per GB
     dram_gb = d.capacity[:, bought].sum(axis=1) / 1e9 if bought else np.zeros(d.n)
+    on_silicon = (ar.dram_stacks > 0) | ((ar.die_total > 1) & any(
+        g.link is not None and g.link.integration != "organic" for g in dies))
     parts = {
-        "die": die,
+        "die": die / y_asm,
         "dram": dram_gb * node.dram_usd_per_gb.value,
         "package": np.full(d.n, node.package_usd.value),
-        "interposer": np.where(ar.dram_stacks > 0, interposer_mm2(a, ar.dram_stacks, node)
-                               * node.interposer_usd_per_mm2.value, 0.0),
+        "interposer": np.where(on_silicon, interposer_mm2(footprint, ar.dram_stacks, node)
+                               * node.interposer_usd_per_mm2.value, 0.0) / y_asm,
     }
-    return CostBreakdown(parts=parts, yield_=y, dies_per_wafer=dpw)
+    return CostBreakdown(parts=parts, yield_=y, dies_per_wafer=dpw, die_yields=yields, assembly_yield=y_asm)

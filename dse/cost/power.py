@@ -17,6 +17,9 @@ for the off-chip level. Static power is the node's leakage fraction of the total
 
     P_static = f_leak / (1 - f_leak) * ( peak FLOP/s * e_flop[ref] + sum_l BW_l * e_byte[l] )
 
+In a multi-die package (``package.dies``) the bytes of each level that cross between dies also pay the
+die-to-die link's energy (:func:`d2d_energy_per_byte`, part ``d2d``).
+
 Average power of a workload = E_dyn / time + P_static; energy per pass = E_dyn + P_static * time.
 Under a ``power_limit_w`` each op's on-chip energy is weighted by its clock fraction squared (the
 voltage follows the clock; ``dse.predict.power_cap``), DRAM and SerDes energy are not.
@@ -28,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dse.cost.area import die_holdings
+from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import PJ, flop_energy, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
@@ -70,6 +75,32 @@ class MixEnergy:
         return self.power_w.max(axis=1)
 
 
+def d2d_energy_per_byte(d: DesignBatch) -> np.ndarray:
+    """[D, L] joules per byte of each memory level's traffic that crosses die-to-die links in a multi-die
+    package (``dse.hardware.d2d`` pJ/bit x 8). Bytes are interleaved over the dies that hold a level, so
+    with the compute on kind c (``count`` n_c) and level j (``instances`` k_j copies) on kind g::
+
+        g == c:  max(0, 1 - k_j / n_c) x e_c           (a remote die's share, over c's links; 0 for a
+                                                        per-die or per-core level)
+        g != c:  e_c + max(0, 1 - k_j / n_g) x e_g     (off the compute die, then to a remote g die)
+
+    0 for a single die."""
+    out = np.zeros((d.n, len(d.base.memory)))
+    if not d.die_kinds:
+        return out
+    holds = die_holdings(d.base)
+    links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.package.dies]
+    c = next(i for i, h in enumerate(holds) if "matrix" in h)
+    n = d.die_counts
+    for j, m in enumerate(d.base.memory):
+        part = m.name if m.spec.area == "sram" else "dram_phy"
+        g = next((i for i, h in enumerate(holds) if part in h), c)
+        copies = d.level_instances[:, j]
+        remote = np.clip(1.0 - copies / n[:, g], 0.0, None)
+        out[:, j] = remote * links[c] if g == c else links[c] + remote * links[g]
+    return np.where(n.sum(axis=1, keepdims=True) > 1, out, 0.0)
+
+
 def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None,
                arrays: MixArrays | None = None) -> MixEnergy:
     """Energy of every workload of ``mix`` on every design (times from ``mix_times`` if not given;
@@ -86,12 +117,18 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     v2 = np.ones((1, o.n)) if d.base.power_limit_w is None else op_clocks(d, o) ** 2
     compute = (o.flops * per_flop * v2) @ member
     parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
+    e_d2d = d2d_energy_per_byte(d)  # [D, L] J/B crossing between dies (0 for a single die)
+    d2d = np.zeros((d.n, member.shape[1]))
     for lv, tr in per_level(d, o):
         onchip = v2 if not d.offchip[lv] else 1.0
         per_wl = (tr * onchip) @ member  # [D or 1, W] bytes (on-chip ones weighted by f^2)
+        if e_d2d[:, lv].any():
+            d2d = d2d + (tr @ member) * e_d2d[:, lv:lv + 1]
         if lv == 0:
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
         parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
+    if e_d2d.any():
+        parts["d2d"] = d2d
     if o.coll_idx.size and d.system is not None:  # chip-to-chip bytes through the SerDes
         sent = sent_per_op(o, d.system)
         e_net = node.energy_pj_per_byte_serdes.value * PJ

@@ -92,6 +92,12 @@ def stack_capacity_bytes(hw: Hardware) -> float:
     return level.capacity_bytes / max(template_stacks(hw), 1.0)
 
 
+def die_kind_counts(hw: Hardware) -> list[int]:
+    """Dies of each kind of ``hw.package.dies`` (``[1]``: a single die)."""
+    dies = hw.package.dies if hw.package and hw.package.dies else None
+    return [g.count for g in dies] if dies else [1]
+
+
 @dataclass(frozen=True)
 class DesignBatch:
     """Arrays of shape ``[D]`` (per design), ``[D, L]`` (per design and memory level) or ``[L]``."""
@@ -129,6 +135,7 @@ class DesignBatch:
     resident_share: np.ndarray | None = None
     resident_cache: np.ndarray | None = None
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
+    die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
               "resident_share", "resident_cache", "resident_steps")
@@ -173,6 +180,7 @@ class DesignBatch:
             resident_share=np.asarray([m.resident_share for m in mem], dtype=float),
             resident_cache=np.asarray([m.organization == "cache" for m in mem], dtype=bool),
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
+            die_counts=np.tile(np.asarray(die_kind_counts(hw), dtype=float), (n, 1)),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -211,6 +219,12 @@ class DesignBatch:
     @property
     def n(self) -> int:
         return int(self.matrix_peak.shape[0])
+
+    @property
+    def die_kinds(self) -> list[str]:
+        """Names of the package's die kinds (``[]`` for a single die)."""
+        pkg = self.base.package
+        return [g.name for g in pkg.dies] if pkg is not None and pkg.dies else []
 
     @property
     def level_names(self) -> list[str]:
@@ -386,6 +400,11 @@ class DesignBatch:
             bw[:, self.net_chip_linked] = v[:, None] * 1e9
             return replace(self, net_link_bw=bw)
         parts0 = field.split(".")
+        kinds = self.die_kinds
+        if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "count" and parts0[2] in kinds:
+            counts = self.die_counts.copy()
+            counts[:, kinds.index(parts0[2])] = np.maximum(np.round(v), 1.0)
+            return replace(self, die_counts=counts)
         if len(parts0) == 3 and parts0[0] == "system" and self.system is not None:
             names = [lv.name for lv in self.system.network]
             if parts0[1] in names and parts0[2] in fields.NETWORK:
@@ -417,6 +436,8 @@ class DesignBatch:
     def searchable_fields(self) -> list[str]:
         """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
         out = ["compute.cores", "compute.clock_ghz", *fields.COMPUTE, "network.links"]
+        if self.base.package is not None and self.base.package.dies:
+            out += [f"package.dies.{name}.count" for name in self.die_kinds]
         for name in self.level_names:
             out += [f.path.format(level=name) for f in fields.LEVEL_FIELDS]
         if self.system is not None:
@@ -482,6 +503,11 @@ class DesignBatch:
             if self.n_net and self.net_chip_linked.any():
                 j = int(np.flatnonzero(self.net_chip_linked)[0])
                 data["network"]["link_bandwidth_gbps"] = round(float(self.net_link_bw[i, j]) / 1e9, 6)
+        for g, die in enumerate(data.get("package", {}).get("dies") or []):
+            count = int(round(float(self.die_counts[i, g])))
+            if count != die["count"]:
+                die["source"] += f"; {die['count']} -> {count} dies by dse ({note or 'derived'})"
+                die["count"] = count
         for j, level in enumerate(data["memory"]):
             if self.per_core is not None and self.per_core[j]:
                 level["instances"] = comp["cores"]

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from dse.hardware.collectives import LIBRARIES
+from dse.hardware.d2d import D2D, D2D_NAMES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.limits import (
     MAX_ARRAY_SIDE,
@@ -25,6 +26,7 @@ from dse.limits import (
     MAX_CLOCK_GHZ,
     MAX_CORES,
     MAX_DIE_AREA_MM2,
+    MAX_DIES,
     MAX_DRAM_STACKS,
     MAX_LINK_GBPS,
     MAX_LINKS,
@@ -279,8 +281,36 @@ class Network(Strict):
     source: str = Field(min_length=3)
 
 
+#: what a die of a multi-die package can hold besides memory levels (``dse.cost.area.COMPONENTS`` less
+#: ``sram``, which each level's name places, and ``d2d``, which every die of a multi-die package has)
+DIE_PARTS: tuple[str, ...] = ("matrix", "vector", "noc", "dram_phy", "serdes", "fixed")
+
+
+class DieGroup(Strict):
+    """One kind of die in a multi-die package (``package.dies``): how many, at which node, what it holds."""
+
+    name: str = Field(min_length=1)
+    count: int = Field(1, ge=1, le=MAX_DIES, description="Identical dies of this kind in the package; they share "
+                       "what the kind holds equally (searchable: ``package.dies.<name>.count``)")
+    node: str | None = Field(None, description="Process node file of this die (default: the template's "
+                             "process_node), e.g. 6nm for an IO die beside 5nm compute dies")
+    holds: list[str] = Field(default_factory=list, description="Area parts this die kind holds: matrix, vector, "
+                             "noc, dram_phy (PHYs and controllers), serdes, fixed, and memory level names (their "
+                             "SRAM); a part no die names goes to the first die kind")
+    d2d_link: str = Field("ucie-advanced", description="Die-to-die link kind of this die (dse.hardware.d2d: "
+                          "ucie-standard, ucie-advanced, hybrid-bond)")
+    d2d_bandwidth_tbps: float = Field(0.0, ge=0, le=MAX_BANDWIDTH_TBPS, description="Die-to-die bandwidth of "
+                                      "each die, both directions together (TB/s): sets its D2D PHY area and edge")
+    stacked_on: str | None = Field(None, description="The die kind this one is bonded on top of (a hybrid-bond "
+                                   "link): it takes no interposer area of its own")
+    published_area_mm2: float | None = Field(None, gt=0, le=MAX_DIE_AREA_MM2,
+                                             description="Public area of one such die, to check the model")
+    source: str = Field(min_length=3)
+
+
 class Package(Strict):
-    """Die shape and package limits (the shoreline check of ``dse.cost.area``)."""
+    """Die shape and package limits (the shoreline check of ``dse.cost.area``), and the dies of a multi-die
+    package (``dies``; none: one die holds everything)."""
 
     aspect_ratio: float = Field(1.0, gt=0, le=MAX_ASPECT_RATIO,
                                 description="Die long side / short side (1 = square); the edge "
@@ -288,7 +318,29 @@ class Package(Strict):
     max_dram_stacks: int | None = Field(None, gt=0, le=MAX_DRAM_STACKS,
                                         description="DRAM stacks the package/interposer holds "
                                         "(default: the node's max_dram_stacks)")
+    dies: list[DieGroup] | None = Field(None, min_length=1, description="The package's die kinds (compute dies, "
+                                        "IO dies); none: a single die")
     source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _dies(self) -> Package:
+        if not self.dies:
+            return self
+        names = [g.name for g in self.dies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"@dies@got die names {names}; accepted: unique die names")
+        for i, g in enumerate(self.dies):
+            link = D2D.get(g.d2d_link)
+            if link is None:
+                raise ValueError(f"@dies.{i}.d2d_link@got {g.d2d_link!r}; accepted: {', '.join(D2D_NAMES)}")
+            stacked = link.integration == "stacked"
+            if stacked and g.stacked_on not in names:
+                raise ValueError(f"@dies.{i}.stacked_on@got {g.stacked_on!r}; accepted: the name of another die "
+                                 f"kind ({', '.join(n for n in names if n != g.name)}) for a {g.d2d_link} die")
+            if g.stacked_on is not None and (not stacked or g.stacked_on == g.name):
+                raise ValueError(f"@dies.{i}.stacked_on@got {g.stacked_on!r} with d2d_link {g.d2d_link!r}; "
+                                 "accepted: stacked_on only with a stacked link (hybrid-bond), on another die kind")
+        return self
 
 
 class Published(Strict):
@@ -357,7 +409,24 @@ class Hardware(Strict):
                     f"{arrays:.3g} arrays per core; accepted: cores x array_rows x array_cols x N x 2 x clock_ghz "
                     f"for a whole number N of arrays per core ({c.cores} x {m.array_rows} x {m.array_cols} x N x 2 x "
                     f"{c.clock_ghz:g} GHz = N x {one / TERA:.4g} TFLOP/s), within 2 %")
+        self._die_parts()
         return self
+
+    def _die_parts(self) -> None:
+        """Each die kind holds known parts (DIE_PARTS or an on-chip memory level), none held twice."""
+        if self.package is None or not self.package.dies:
+            return
+        levels = [m.name for m in self.memory if m.spec.area == "sram"]
+        accepted = [*DIE_PARTS, *levels]
+        seen: dict[str, str] = {}
+        for i, g in enumerate(self.package.dies):
+            for part in g.holds:
+                if part not in accepted:
+                    raise ValueError(f"@package.dies.{i}.holds@got {part!r}; accepted: {', '.join(accepted)}")
+                if part in seen:
+                    raise ValueError(f"@package.dies.{i}.holds@got {part!r}, already held by die {seen[part]!r}; "
+                                     "accepted: each part on one die kind")
+                seen[part] = g.name
 
     # Convenience views in SI units -------------------------------------------------------------
     @property

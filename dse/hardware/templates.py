@@ -36,7 +36,11 @@ def hardware_from_mapping(data: Any, *, file: str | None = None, prefix: str = "
         hw = Hardware.model_validate(dict(data))
     except ValidationError as exc:
         raise from_validation_error(exc, file=file, model=Hardware, prefix=prefix) from None
-    load_node(hw.process_node, file=file, field=f"{prefix + '.' if prefix else ''}process_node")
+    pre = f"{prefix + '.' if prefix else ''}"
+    load_node(hw.process_node, file=file, field=f"{pre}process_node")
+    for i, die in enumerate(hw.package.dies or [] if hw.package else []):
+        if die.node is not None:
+            load_node(die.node, file=file, field=f"{pre}package.dies.{i}.node")
     return hw
 
 

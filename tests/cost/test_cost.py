@@ -55,3 +55,44 @@ def test_every_level_of_a_kind_bought_per_gb_is_in_the_dram_cost() -> None:
     d0, d1 = DesignBatch.from_hardware(h100), DesignBatch.from_hardware(with_far_level(h100))
     c0, c1 = unit_cost(d0, area(d0)).parts["dram"][0], unit_cost(d1, area(d1)).parts["dram"][0]
     assert c1 == pytest.approx(c0 * (80 + 4096) / 80, rel=1e-12)
+
+
+# ---------------------------------------------------------------- multi-die packages
+
+def test_a_multi_die_package_buys_known_good_dies_over_the_bond_yield_by_hand() -> None:
+    hw = dse.hardware("mi300x")
+    d = DesignBatch.from_hardware(hw)
+    ar = area(d)
+    c = unit_cost(d, ar)
+    xcd, iod = ar.dies
+    n5, n6 = load_node("5nm"), load_node("6nm")
+
+    def kgd(a: float, node) -> float:
+        y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value)
+        return node.wafer_cost_usd.value / (dies_per_wafer(a) * y)
+
+    y_asm = 0.95 ** 8 * 0.95 ** 4  # hybrid-bond and 2.5D bond yields (Chiplet Actuary, 3D-Carbon), per die
+    assert c.assembly_yield[0] == pytest.approx(y_asm)
+    expect = (8 * kgd(xcd.mm2[0], n5) + 4 * kgd(iod.mm2[0], n6)) / y_asm
+    assert c.parts["die"][0] == pytest.approx(expect, rel=1e-12)
+    # the XCDs sit on the IODs: only the IODs and the HBM stacks take interposer area
+    footprint = 4 * iod.mm2[0] + 8 * n5.dram_stack_footprint_mm2.value
+    assert c.parts["interposer"][0] == pytest.approx(footprint * n5.interposer_usd_per_mm2.value / y_asm)
+    assert set(c.die_yields) == {"xcd", "iod"} and c.die_yields["xcd"][0] > c.die_yields["iod"][0]
+
+
+def test_splitting_a_big_die_pays_when_its_yield_gain_beats_the_bond_loss() -> None:
+    # b200's ~1,570 mm2 as one die yields 28 %; as two dies 50 % each, 0.95^2 assembled: cheaper silicon
+    hw = dse.hardware("b200")
+    d = DesignBatch.stack([DesignBatch.from_hardware(hw)] * 2).with_field("package.dies.gpu.count", np.array([1.0, 2.0]))
+    c = unit_cost(d, area(d))
+    assert c.parts["die"][1] < 0.8 * c.parts["die"][0]
+    assert c.assembly_yield[0] == 1.0 and c.assembly_yield[1] == pytest.approx(0.95 ** 2)
+    # a small die gains too little yield to pay for bonding: npu-decode-7nm (~240 mm2) in eight costs more
+    npu = dse.hardware("npu-decode-7nm").model_dump(mode="python", exclude_none=True)
+    npu["package"] = {**npu.get("package", {}), "source": "test",
+                      "dies": [{"name": "c", "count": 1, "d2d_bandwidth_tbps": 2, "source": "test"}]}
+    dn = DesignBatch.stack([DesignBatch.from_hardware(dse.hardware(npu))] * 2).with_field(
+        "package.dies.c.count", np.array([1.0, 8.0]))
+    cn = unit_cost(dn, area(dn))
+    assert cn.parts["die"][1] > cn.parts["die"][0]

@@ -173,3 +173,33 @@ def test_a_template_beyond_a_limit_exits_2_through_the_cli_and_every_shipped_one
     assert main(["hardware"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in dse.list_hardware())
+
+
+MI300X = dse.hardware("mi300x").model_dump(mode="python", exclude_none=True)
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda d: d["package"]["dies"][1].__setitem__("node", "1nm"),
+     "chip.yaml: package.dies.1.node: got '1nm'; accepted: one of 12nm"),
+    (lambda d: d["package"]["dies"][0].__setitem__("d2d_link", "foo"),
+     "chip.yaml: package.dies.0.d2d_link: got 'foo'; accepted: ucie-standard, ucie-advanced, hybrid-bond"),
+    (lambda d: d["package"]["dies"][0].pop("stacked_on"),
+     "chip.yaml: package.dies.0.stacked_on: got None; accepted: the name of another die kind (iod)"),
+    (lambda d: d["package"]["dies"][0]["holds"].append("hbm"),
+     "chip.yaml: package.dies.0.holds: got 'hbm'; accepted: matrix, vector, noc, dram_phy, serdes, fixed, lds, l2"),
+    (lambda d: d["package"]["dies"][0]["holds"].append("infinity_cache"),
+     "chip.yaml: package.dies.1.holds: got 'infinity_cache', already held by die 'xcd'"),
+    (lambda d: d["package"]["dies"][1].__setitem__("stacked_on", "xcd"),
+     "chip.yaml: package.dies.1.stacked_on: got 'xcd' with d2d_link 'ucie-advanced'"),
+    (lambda d: d["package"]["dies"][0].__setitem__("count", 0),
+     "chip.yaml: package.dies.0.count: got 0; accepted: a number >= 1"),
+    (lambda d: d["package"]["dies"][1].__setitem__("name", "xcd"),
+     "chip.yaml: package.dies: got die names ['xcd', 'xcd']; accepted: unique die names"),
+])
+def test_a_bad_die_list_is_one_line_naming_the_die_field(mutate, expected: str) -> None:
+    data = copy.deepcopy(MI300X)
+    mutate(data)
+    with pytest.raises(DseError) as ei:
+        hardware_from_mapping(data, file="chip.yaml")
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(expected), msg

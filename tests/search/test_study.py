@@ -1,5 +1,6 @@
 """End-to-end studies on a real SQLite optuna storage: results, repeatability, resume, crashes."""
 
+import copy
 import os
 import signal
 import sqlite3
@@ -594,3 +595,24 @@ def test_a_hardware_template_given_as_a_study_is_named_as_one(capsys) -> None:
     assert err == f"error: {template}: got a hardware template (keys compute, memory); accepted: a study config " \
                   "(name, base or system, workloads or mixes, search); a template is named by a study's base: " \
                   "(shipped ones live in hw_templates/)\n"
+
+
+def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each_die(tmp_path: Path) -> None:
+    # b200's parts on 1-4 dies: one die breaks the reticle (858 mm2) while the package's total area is over it
+    # at every count, so the reticle reads the largest die; the best design is built on its searched count
+    data = copy.deepcopy(SMALL_STUDY)
+    data.update(name="dies", base="b200", workloads=[{"name": "llama2-7b", "phase": "decode", "batch": 8,
+                                                       "context": 512}])
+    data["search"].pop("area_budget_mm2")
+    data["search"].update(n_trials=8, batch_size=8)
+    data["search"]["space"] = {"params": [{"field": "package.dies.gpu.count", "low": 1, "high": 4, "type": "int"}]}
+    result = run_study(write_config(tmp_path, data), out=tmp_path / "res", progress=False)
+    write_results(result, plots_on=False)
+    trials = pd.read_csv(result.folder / "trials.csv")
+    one = trials[trials["package.dies.gpu.count"] == 1]
+    many = trials[trials["package.dies.gpu.count"] > 1]
+    assert len(one) and len(many)
+    assert (~one["feasible"]).all() and one["infeasible_reason"].str.contains("reticle limit").all()
+    assert many["feasible"].all() and (many["area_mm2"] > 858).all()
+    best = result.best.to_hardware(0, "best")
+    assert best.package.dies[0].count > 1
