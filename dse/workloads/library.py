@@ -293,7 +293,7 @@ def plan_for(chips: int | None = None, base: Plan | None = None, **keys: Any) ->
     given = {k: v for k, v in keys.items() if v is not None}
     if base is not None and base.trivial:
         given = {**base.model_dump(exclude_defaults=True), **given}
-    if chips is not None and not ({"tp", "pp", "dp"} & set(given)):
+    if chips is not None and not ({"tp", "pp", "dp", "fsdp"} & set(given)):
         given["tp"] = chips  # chips alone: tensor parallel over all of them
     try:
         return Plan.model_validate({"chips": chips, **given} if chips is not None else given)

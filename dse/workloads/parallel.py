@@ -83,22 +83,27 @@ class Plan(Strict):
     overlap: Overlap = Field(default_factory=Overlap)
     fsdp: int | None = Field(None, gt=0, description="Fully sharded data parallel degree (PyTorch FSDP FULL_SHARD, "
                              "MaxText's fsdp axis): data parallelism over fsdp chips with parameters, gradients and "
-                             "optimizer state sharded, i.e. dp = fsdp with ZeRO-3 (Zhao et al., VLDB 2023)")
+                             "optimizer state sharded, i.e. dp = fsdp with ZeRO-3 (Zhao et al., VLDB 2023); with dp a "
+                             "multiple of fsdp, hybrid sharding (PyTorch HYBRID_SHARD): sharded within each group of "
+                             "fsdp chips, dp / fsdp replicas of it whose gradient shards are all-reduced")
 
     @model_validator(mode="before")
     @classmethod
     def _fsdp(cls, data: Any) -> Any:
-        """``fsdp: N`` is ``dp: N, zero: 3``; a different dp (hybrid sharding across slices) or ZeRO stage is refused."""
+        """``fsdp: N`` is ``dp: N, zero: 3``; ``dp: k x N`` with it is hybrid sharding (k replicas of an N-chip
+        shard group); a dp that is not a multiple of fsdp, or another ZeRO stage, is refused."""
         if not isinstance(data, dict) or data.get("fsdp") is None:
             return data
         n = data["fsdp"]
-        if data.get("dp", n) != n:
-            raise ValueError(f"@dp@got dp = {data['dp']} with fsdp = {n}; accepted: dp equal to fsdp or unset (fsdp "
-                             "shards over its data-parallel ranks; hybrid sharding across slices is not modelled)")
+        dp = data.get("dp", n)
+        if isinstance(n, int) and isinstance(dp, int) and n > 0 and dp % n:
+            fits = ", ".join(str(n * k) for k in (1, 2, 4, 8))
+            raise ValueError(f"@dp@got dp = {dp} with fsdp = {n}; accepted: dp a multiple of fsdp ({fits}, ...: "
+                             "fsdp shards within a group of fsdp chips, dp / fsdp replicas of the group) or unset")
         if data.get("zero", 3) != 3:
             raise ValueError(f"@zero@got zero = {data['zero']} with fsdp = {n}; accepted: zero 3 or unset (fsdp shards "
                              "parameters, gradients and optimizer state)")
-        return {**data, "dp": n, "zero": 3}
+        return {**data, "dp": dp, "zero": 3}
 
     @model_validator(mode="after")
     def _product(self) -> Plan:
@@ -115,6 +120,20 @@ class Plan(Strict):
         return self.tp * self.pp * self.dp
 
     @property
+    def shards(self) -> int:
+        """Data-parallel ranks that share one copy of the sharded state (ZeRO / fsdp): fsdp, else dp."""
+        return self.fsdp or self.dp
+
+    @property
+    def replicas(self) -> int:
+        """Copies of a hybrid-sharded group (dp / fsdp; 1 without hybrid sharding)."""
+        return self.dp // self.shards
+
+    @property
+    def hybrid(self) -> bool:
+        return self.replicas > 1
+
+    @property
     def m(self) -> int:
         """Micro-batches per step."""
         return self.microbatches or self.pp
@@ -125,7 +144,8 @@ class Plan(Strict):
 
     def stride(self, group: str) -> int:
         """Chip-number distance between neighbours of a group (tp innermost, then dp/ep, then pp)."""
-        return {"tp": 1, "ep": self.tp, "dp": self.tp, "pp": self.tp * self.dp}[group]
+        return {"tp": 1, "ep": self.tp, "dp": self.tp, "fsdp": self.tp, "replicas": self.tp * self.shards,
+                "pp": self.tp * self.dp}[group]
 
     def bubble_scale(self) -> float:
         """``1 + (pp - 1) / (v * m)``: the pipeline's fill-and-drain factor on micro-batch work.
@@ -138,8 +158,8 @@ class Plan(Strict):
         """Every field set away from its default, e.g. ``tp4 fsdp8 sp mb16 rc:minimal`` (``1 chip`` for none):
         the degrees, sequence parallelism, micro-batches (when not pp), interleave, ZeRO stage (implied by fsdp),
         recomputation, uneven first/last pipeline stages, the gradient bucket and the overlap switches."""
-        bits = [(f"fsdp{self.dp}" if g == "dp" and self.fsdp else f"{g}{getattr(self, g)}") for g in GROUPS
-                if getattr(self, g) > 1]
+        bits = [(f"fsdp{self.shards}" + (f" x{self.replicas}" if self.hybrid else "") if g == "dp" and self.fsdp
+                 else f"{g}{getattr(self, g)}") for g in GROUPS if getattr(self, g) > 1]
         bits += ["sp"] if self.sp and self.tp > 1 else []
         bits += [f"mb{self.m}"] if self.microbatches is not None and self.microbatches != self.pp else []
         bits += [f"v{self.interleave}"] if self.interleave > 1 else []
@@ -267,7 +287,8 @@ def collective(name: str, coll: str, S: float, group: str, plan: Plan, count: fl
     n = getattr(plan, group)
     return ops._row(name=name, kind="collective", unit="network", reuse="stream", dtype="fp32", dtype_a="fp32",
                     flops=0.0, bytes_read=0.0, bytes_written=0.0, count=int(round(count)), coll=coll,
-                    net_bytes=float(S), group=n, stride=plan.stride(group), overlap=getattr(plan.overlap, group),
+                    net_bytes=float(S), group=n, stride=plan.stride(group),
+                    overlap=getattr(plan.overlap, "dp" if group in ("fsdp", "replicas") else group),
                     scale=scale)
 
 
@@ -314,20 +335,30 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
 
 def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool) -> list[dict[str, Any]]:
     """DP (training, any family): the gradient all-reduce once per step, plus ZeRO-3's parameter
-    all-gathers in forward and backward."""
+    all-gathers in forward and backward. With hybrid sharding (fsdp < dp) these run within each fsdp group,
+    and the replicas then all-reduce their 1/fsdp gradient shards (PyTorch HYBRID_SHARD: reduce-scatter in
+    the shard group, all-reduce across replica groups; Zhao et al., VLDB 2023, Sec. 3.2.2)."""
     if plan.dp == 1 or not training or not facts.get("params"):
         return []
     grads = facts["params"] * DTYPE_BYTES[dtype]
-    # bucketed (PyTorch DDP, Li et al., VLDB 2020; Megatron-LM DDP): each bucket's all-reduce starts when its
-    # gradients are ready and overlaps the rest of the backward pass (as plan.overlap.dp says); the last
-    # bucket only starts when the backward pass ends, so it is always exposed
+    group = "fsdp" if plan.hybrid else "dp"
+    rows = bucketed_all_reduce("dp.gradient_all_reduce", grads, group, plan) if plan.shards > 1 else []
+    if plan.zero == 3 and plan.shards > 1:
+        rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, group, plan, 2, 1.0))
+    if plan.hybrid:
+        rows += bucketed_all_reduce("dp.replica_all_reduce", grads / plan.shards, "replicas", plan)
+    return rows
+
+
+def bucketed_all_reduce(name: str, grads: float, group: str, plan: Plan) -> list[dict[str, Any]]:
+    """Bucketed gradient all-reduce rows over ``group`` (PyTorch DDP, Li et al., VLDB 2020; Megatron-LM DDP):
+    each bucket's all-reduce starts when its gradients are ready and overlaps the rest of the backward pass
+    (as plan.overlap.dp says); the last bucket only starts when the backward pass ends, so it is always exposed."""
     last = min(grads, plan.bucket_mb * 1e6)
-    rows = [collective("dp.gradient_all_reduce.last_bucket", "all_reduce", last, "dp", plan, 1, 1.0)]
+    rows = [collective(f"{name}.last_bucket", "all_reduce", last, group, plan, 1, 1.0)]
     rows[0]["overlap"] = False
     if grads > last:
-        rows.append(collective("dp.gradient_all_reduce", "all_reduce", grads - last, "dp", plan, 1, 1.0))
-    if plan.zero == 3:
-        rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, "dp", plan, 2, 1.0))
+        rows.append(collective(name, "all_reduce", grads - last, group, plan, 1, 1.0))
     return rows
 
 
@@ -343,17 +374,17 @@ def shard_optimizer(rows: list[dict[str, Any]], plan: Plan) -> list[dict[str, An
     all-gathers the updated parameters (the reduce-scatter + all-gather already charged as the gradient
     all-reduce's bytes). DeepSpeed's stage 1/2 optimizer steps its flat partition only (deepspeed/runtime/zero/
     stage_1_and_2.py, ``step``)."""
-    if plan.zero == 0 or plan.dp == 1:
+    if plan.zero == 0 or plan.shards == 1:
         return rows
     out = []
     for r in rows:
         name = str(r["name"])
         if any(name == n and plan.zero >= z for n, z in OPTIMIZER_SHARDS):
             r = dict(r)
-            r["M"] = max(1, math.ceil(r["M"] / plan.dp))
+            r["M"] = max(1, math.ceil(r["M"] / plan.shards))
             for k in ("flops", "bytes_read", "bytes_written", "a_bytes", "c_bytes"):
                 if k in r:
-                    r[k] = r[k] / plan.dp
+                    r[k] = r[k] / plan.shards
         out.append(r)
     return out
 
@@ -389,10 +420,11 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     P = float(facts["params"])
     h, L, t = arch.hidden, arch.layers, plan.tp
     T = float(facts["tokens"])
-    mem: dict[str, float] = {"weights": P * wb / (plan.dp if plan.zero == 3 else 1)}
+    z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
+    mem: dict[str, float] = {"weights": P * wb / (z if plan.zero == 3 else 1)}
     if training:
-        mem["gradients"] = P * b / (plan.dp if plan.zero >= 2 else 1)
-        mem["optimizer"] = P * 12.0 / (plan.dp if plan.zero >= 1 else 1)
+        mem["gradients"] = P * b / (z if plan.zero >= 2 else 1)
+        mem["optimizer"] = P * 12.0 / (z if plan.zero >= 1 else 1)
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
@@ -431,7 +463,7 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
         mem["gradients"] = P * b
-        mem["optimizer"] = P * 12.0 / (plan.dp if plan.zero >= 1 else 1)
+        mem["optimizer"] = P * 12.0 / (plan.shards if plan.zero >= 1 else 1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
         mem["activations"] = float(max((r["bytes_read"] + r["bytes_written"] for r in rows), default=0.0))

@@ -150,7 +150,34 @@ def test_fsdp_is_data_parallel_with_everything_sharded() -> None:
     z = dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8, "zero": 3})
     assert (f.plan.dp, f.plan.zero) == (8, 3) and f.memory == z.memory
     assert "fsdp8" in f.label() and "dp8" not in f.label().replace("fsdp8", "")
-    with pytest.raises(DseError, match=r"plan.dp: got dp = 4 with fsdp = 8; accepted: dp equal to fsdp"):
+    with pytest.raises(DseError, match=r"plan.dp: got dp = 4 with fsdp = 8; accepted: dp a multiple of fsdp \(8, 16"):
         dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "dp": 4})
     with pytest.raises(DseError, match="plan.zero"):
         dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "zero": 1})
+
+
+def test_hybrid_sharding_shards_within_the_group_and_all_reduces_the_shards_across_replicas() -> None:
+    # PyTorch HYBRID_SHARD (Zhao et al., VLDB 2023): fsdp 8 x 4 replicas on 32 chips holds what fsdp 8 holds,
+    # runs fsdp 8's collectives inside each group of 8, and all-reduces its 1/8 gradient shard over the 4 replicas
+    import dse
+
+    kw = dict(phase="training", batch=64, seq=1024)
+    h = dse.workload("llama2-7b", plan={"fsdp": 8, "dp": 32}, **kw)
+    f8 = dse.workload("llama2-7b", plan={"fsdp": 8}, **kw)
+    f32 = dse.workload("llama2-7b", plan={"fsdp": 32}, **kw)
+    assert (h.plan.shards, h.plan.replicas, h.chips) == (8, 4, 32) and "fsdp8 x4" in h.label()
+    for part in ("weights", "gradients", "optimizer"):
+        assert h.memory[part] == pytest.approx(f8.memory[part])
+        assert h.memory[part] == pytest.approx(4 * f32.memory[part])
+    ops = h.ops.set_index("name")
+    grads = 6.738e9 * 2  # llama2-7b parameters x bf16
+    assert ops.loc["dp.zero3_param_all_gather", ["group", "stride"]].tolist() == [8, 1]
+    rep = ops.loc[["dp.replica_all_reduce", "dp.replica_all_reduce.last_bucket"]]
+    assert (rep["group"] == 4).all() and (rep["stride"] == 8).all()  # one rank per group of 8: across nodes
+    assert rep["net_bytes"].sum() == pytest.approx(grads / 8, rel=2e-3)
+    # each rank steps only its 1/8 of AdamW, as in fsdp 8
+    adam = [w.ops.loc[w.ops["name"] == "optimizer.adamw", "flops"].sum() for w in (h, f8)]
+    assert adam[0] == pytest.approx(adam[1])
+    # on dgx-h100 (NVLink inside 8-GPU nodes, InfiniBand between): the shard group's all-gathers stay on NVLink
+    p = dse.predict(h, "h100-sxm", system="dgx-h100")
+    assert p.time_s > 0 and p.fits
