@@ -121,11 +121,32 @@ def test_resizing_a_one_level_torus_takes_the_published_slice_shapes() -> None:
                       512: [8, 8, 8], 1024: [8, 8, 16], 2048: [8, 16, 16], 4096: [16, 16, 16], 6144: [16, 16, 24]}
     assert {n: sorted(v5e.resized(n).network[0].dims) for n in (8, 32, 128, 256)} == {
         8: [2, 4], 32: [4, 8], 128: [8, 16], 256: [16, 16]}
-    with pytest.raises(DseError, match=r"chips: 512 chips make no slice of the torus \[16, 16\] of tpu-v5e-pod; "
+    with pytest.raises(DseError, match=r"chips: 17 chips make no slice of the torus \[16, 16\] of tpu-v5e-pod; "
                                        r"accepted: a count of at most 256 chips .*\(e.g. 4, 8, 16, 32, 64, 128, 256\)"):
-        v5e.resized(512)
-    with pytest.raises(DseError, match="17 chips make no slice"):
         v5e.resized(17)
+
+
+def test_more_chips_than_a_tpu_slice_are_whole_slices_over_the_data_centre_network() -> None:
+    # Multislice (Google Cloud TPU docs): slices talk through their hosts over the DCN, 25 Gbps per v5e chip
+    # (2 x 100 Gbps NICs per 8-chip host), 50 Gbps per v5p chip
+    v5e, v5p = load_system("tpu-v5e-pod"), load_system("tpu-v5p-pod")
+    two = v5e.resized(512)
+    assert [(lv.name, lv.size) for lv in two.network] == [("ici", 256), ("dcn", 2)]
+    assert two.network[1].per_direction(two.network[1].link_bandwidth_gbps) == pytest.approx(25e9 / 8)
+    assert v5p.resized(2 * 6144).network[1].size == 2
+    assert [lv.name for lv in v5e.resized(64).network] == ["ici"]  # within one slice: no DCN
+    with pytest.raises(DseError, match=r"384 chips do not match the topology of tpu-v5e-pod .* a multiple of 256"):
+        v5e.resized(384)
+
+
+def test_hybrid_sharding_across_tpu_slices_keeps_the_all_gathers_on_ici() -> None:
+    # MaxText-style fsdp within a 256-chip v5e slice, data parallel across 2 slices over the DCN, against fsdp over
+    # all 512 chips: the full-shard all-gathers cross the 25 Gbps DCN, the hybrid's only a 1/256 gradient shard does
+    kw = dict(phase="training", batch=512, seq=2048)
+    full = dse.predict(dse.workload("llama2-7b", plan={"fsdp": 512}, **kw), "tpu-v5e", system="tpu-v5e-pod")
+    hyb = dse.predict(dse.workload("llama2-7b", plan={"fsdp": 256, "dp": 512}, **kw), "tpu-v5e", system="tpu-v5e-pod")
+    assert hyb.system.network[1].size == 2
+    assert hyb.time_s < full.time_s
 
 
 @pytest.mark.parametrize(("level", "words"), [
