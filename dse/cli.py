@@ -435,8 +435,7 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 
     def dies(hw) -> str:
         """``1`` for one die, else the package's dies (``8 xcd + 4 iod``)."""
-        groups = hw.package.dies if hw.package and hw.package.dies else None
-        return " + ".join(f"{g.count} {g.name}" for g in groups) if groups else "1"
+        return " + ".join(f"{g.count} {g.name}" for g in hw.die_groups) or "1"
 
     if args.format == "json":
         hws = [load_hardware(n) for n in args.templates or list_templates()]

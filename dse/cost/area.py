@@ -64,6 +64,7 @@ class DieArea:
     link: D2DLink | None  # None: a template without package.dies
     stacked_on: str | None
     published_mm2: float | None
+    d2d_tbps: float = 0.0  # die-to-die bandwidth of one die, both directions (TB/s)
 
     @property
     def footprint(self) -> np.ndarray:
@@ -241,7 +242,7 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
         d = DesignBatch.from_hardware(d)
     node = node or load_node(d.base.process_node)
     inv = inventory(d, node)
-    dies = die_areas(d, node)
+    dies = die_areas(d, node, priced=price(inv, node))
     parts = {c: np.sum([g.count * g.parts[c] for g in dies], axis=0) for c in COMPONENTS}
     return AreaBreakdown(node=node, parts=parts, dram_stacks=inv.dram_stacks, dies=dies)
 
@@ -250,7 +251,7 @@ def die_holdings(hw: Hardware) -> list[frozenset[str]]:
     """The parts each die kind holds (``DIE_PARTS`` and SRAM level names); what no die names goes to the
     first kind. A single-die template: one kind holding everything."""
     every = [*DIE_PARTS, *(m.name for m in hw.memory if m.spec.area == "sram")]
-    dies = hw.package.dies if hw.package and hw.package.dies else None
+    dies = hw.die_groups
     if not dies:
         return [frozenset(every)]
     named = {p for g in dies for p in g.holds}
@@ -277,38 +278,44 @@ def die_noc_mm2(d: DesignBatch, node: Node, held: frozenset[str], count: np.ndar
     return d.bandwidth[:, shared[-1]] / count / TERA * node.noc_mm2_per_tbps.value
 
 
-def die_areas(d: DesignBatch, node: Node) -> tuple[DieArea, ...]:
-    """Every die kind's parts per die: the parts it holds, priced at its node (``price``) and shared equally
-    by its ``count`` dies, plus its die-to-die PHY (``d2d_bandwidth_tbps`` / the link's GB/s per mm^2)::
+#: the area part that prices each component of a die (``dram_controller`` goes with the PHYs it serves)
+PART_OF = {"matrix": "matrix", "vector": "vector", "noc": "noc", "dram_phy": "dram_phy",
+           "dram_controller": "dram_phy", "serdes": "serdes", "fixed": "fixed"}
+
+
+def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None = None) -> tuple[DieArea, ...]:
+    """Every die kind's parts per die: the parts it holds, priced at its node (``price``; ``priced`` is the
+    template node's, when the caller has it) and shared equally by its ``count`` dies, plus its die-to-die PHY
+    (``d2d_bandwidth_tbps`` / the link's GB/s per mm^2)::
 
         A_die = sum_{parts held} part(node_die) / count + D2D_bandwidth / link density
     """
     hw = d.base
-    dies = hw.package.dies if hw.package and hw.package.dies else None
-    holds = die_holdings(hw)
-    total_dies = d.die_counts.sum(axis=1) if d.die_counts is not None else np.ones(d.n)
+    specs = hw.die_groups or [None]
+    total_dies = d.die_counts.sum(axis=1)
+    full_at = {node.name: priced} if priced is not None else {}
     out = []
-    for g, held in enumerate(holds):
-        spec = dies[g] if dies else None
+    for g, (held, spec) in enumerate(zip(die_holdings(hw), specs, strict=True)):
         nd = node if spec is None or spec.node is None else load_node(spec.node, field=f"package.dies.{g}.node")
-        full = price(inventory(d, nd), nd)
-        sram = level_sram_mm2(d, nd)
-        count = d.die_counts[:, g] if d.die_counts is not None else np.ones(d.n)
+        if nd.name not in full_at:
+            full_at[nd.name] = price(inventory(d, nd), nd)
+        full = full_at[nd.name]
+        count = d.die_counts[:, g]
         zero = np.zeros(d.n)
-        per = {c: (full[c] if c in held else zero) / count for c in ("matrix", "vector", "noc", "serdes", "fixed")}
-        per["dram_phy"] = (full["dram_phy"] if "dram_phy" in held else zero) / count
-        per["dram_controller"] = (full["dram_controller"] if "dram_phy" in held else zero) / count
-        per["sram"] = np.sum([sram[name] for name in sram if name in held], axis=0) / count if any(
-            name in held for name in sram) else zero
+        per = {c: (full[c] if part in held else zero) / count for c, part in PART_OF.items()}
+        sram = level_sram_mm2(d, nd)
+        per["sram"] = sum((sram[name] for name in sram if name in held), zero) / count
+        per["d2d"] = zero
         link = D2D[spec.d2d_link] if spec is not None else None
-        multi = total_dies > 1  # [D] a die of one kind in a package of several dies
-        if dies is not None:
+        if spec is not None:
+            multi = total_dies > 1  # [D] a die of one kind in a package of several dies
             per["noc"] = np.where(multi, die_noc_mm2(d, nd, held, count, per["noc"]), per["noc"])
-        per["d2d"] = np.where(multi, spec.d2d_bandwidth_tbps * 1e3 / link.gbps_per_mm2, 0.0) if link else zero
-        mm2 = np.sum([per[c] for c in COMPONENTS], axis=0)
-        out.append(DieArea(name=spec.name if spec else "die", count=count, mm2=mm2, parts=per, node=nd,
-                           holds=held, link=link if dies is not None else None, stacked_on=spec.stacked_on if spec else None,
-                           published_mm2=spec.published_area_mm2 if spec else None))
+            per["d2d"] = np.where(multi, spec.d2d_bandwidth_tbps * 1e3 / link.gbps_per_mm2, 0.0)
+        out.append(DieArea(name=spec.name if spec else "die", count=count,
+                           mm2=np.sum([per[c] for c in COMPONENTS], axis=0), parts=per, node=nd, holds=held, link=link,
+                           stacked_on=spec.stacked_on if spec else None,
+                           published_mm2=spec.published_area_mm2 if spec else None,
+                           d2d_tbps=spec.d2d_bandwidth_tbps if spec else 0.0))
     return tuple(out)
 
 
@@ -387,8 +394,7 @@ def die_edge_need_mm(d: DesignBatch, ar: AreaBreakdown, die: DieArea) -> np.ndar
     if "fixed" in die.holds:
         need = need + node.io_edge_reserve_mm.value
     if die.link is not None and die.link.gbps_per_mm is not None:
-        spec = next(g for g in d.base.package.dies if g.name == die.name)
-        need = need + spec.d2d_bandwidth_tbps * 1e3 / die.link.gbps_per_mm
+        need = need + die.d2d_tbps * 1e3 / die.link.gbps_per_mm
     return need
 
 
@@ -423,7 +429,7 @@ def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
 def check_package(d: DesignBatch, ar: AreaBreakdown, file: str | None = None) -> None:
     """Refuse a template whose dies cannot be built (design 0): a die over the reticle, or dies stacked on a
     die kind they do not fit on. A study scores such designs infeasible instead (``reticle``, ``package``)."""
-    if not ar.dies or d.base.package is None or not d.base.package.dies:
+    if not ar.dies or not d.base.die_groups:
         return
     for i, g in enumerate(ar.dies):
         limit = g.node.reticle_limit_mm2.value

@@ -111,7 +111,7 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
     else:
         die, yields, footprint = np.zeros(d.n), {}, np.zeros(d.n)
         for g in dies:
-            kgd, y_g, dpw_g = known_good_die_usd(g.mm2, g.node if g.node.name != ar.node.name else node)
+            kgd, y_g, _ = known_good_die_usd(g.mm2, g.node if g.node.name != ar.node.name else node)
             die = die + g.count * kgd
             yields[g.name] = y_g
             footprint = footprint + g.footprint

@@ -89,7 +89,7 @@ def d2d_energy_per_byte(d: DesignBatch) -> np.ndarray:
     if not d.die_kinds:
         return out
     holds = die_holdings(d.base)
-    links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.package.dies]
+    links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
     c = next(i for i, h in enumerate(holds) if "matrix" in h)
     n = d.die_counts
     for j, m in enumerate(d.base.memory):

@@ -1,7 +1,7 @@
 """Die-to-die link kinds: one record per kind, the only place that says what a die-to-die link costs.
 
-A multi-die package (``package.dies`` of a template) joins its dies with one kind of link
-(``package.d2d_link``). Each record says, per die and per unit of die-to-die bandwidth (both
+Each die kind of a multi-die package (``package.dies`` of a template) names the link it attaches by
+(``package.dies[].d2d_link``). Each record says, per die and per unit of die-to-die bandwidth (both
 directions together, as the UCIe figures are quoted):
 
 * ``gbps_per_mm2``: bandwidth per mm^2 of PHY and bumps (the die area the link takes,
@@ -10,8 +10,8 @@ directions together, as the UCIe figures are quoted):
   face-to-face 3D bonding, which uses the die's area, not its edge);
 * ``pj_per_bit``: energy per bit crossing (``dse.cost.power``);
 * ``bond_yield``: the fraction of assemblies that survive bonding one die (``dse.cost.cost``);
-* ``footprint``: whether the die takes interposer or substrate area (False for a die bonded on top
-  of another).
+* ``integration``: ``organic`` (2D on a substrate: no interposer), ``interposer`` (2.5D) or ``stacked``
+  (3D: bonded on top of another die, ``stacked_on``, taking no interposer area of its own).
 
 Adding a kind is one record in :data:`D2D_LINKS` with its sources; ``tests/hardware/test_d2d.py``
 checks every record.

@@ -92,12 +92,6 @@ def stack_capacity_bytes(hw: Hardware) -> float:
     return level.capacity_bytes / max(template_stacks(hw), 1.0)
 
 
-def die_kind_counts(hw: Hardware) -> list[int]:
-    """Dies of each kind of ``hw.package.dies`` (``[1]``: a single die)."""
-    dies = hw.package.dies if hw.package and hw.package.dies else None
-    return [g.count for g in dies] if dies else [1]
-
-
 @dataclass(frozen=True)
 class DesignBatch:
     """Arrays of shape ``[D]`` (per design), ``[D, L]`` (per design and memory level) or ``[L]``."""
@@ -180,7 +174,7 @@ class DesignBatch:
             resident_share=np.asarray([m.resident_share for m in mem], dtype=float),
             resident_cache=np.asarray([m.organization == "cache" for m in mem], dtype=bool),
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
-            die_counts=np.tile(np.asarray(die_kind_counts(hw), dtype=float), (n, 1)),
+            die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -223,8 +217,7 @@ class DesignBatch:
     @property
     def die_kinds(self) -> list[str]:
         """Names of the package's die kinds (``[]`` for a single die)."""
-        pkg = self.base.package
-        return [g.name for g in pkg.dies] if pkg is not None and pkg.dies else []
+        return [g.name for g in self.base.die_groups]
 
     @property
     def level_names(self) -> list[str]:
@@ -436,8 +429,7 @@ class DesignBatch:
     def searchable_fields(self) -> list[str]:
         """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
         out = ["compute.cores", "compute.clock_ghz", *fields.COMPUTE, "network.links"]
-        if self.base.package is not None and self.base.package.dies:
-            out += [f"package.dies.{name}.count" for name in self.die_kinds]
+        out += [f"package.dies.{name}.count" for name in self.die_kinds]
         for name in self.level_names:
             out += [f.path.format(level=name) for f in fields.LEVEL_FIELDS]
         if self.system is not None:

@@ -414,12 +414,12 @@ class Hardware(Strict):
 
     def _die_parts(self) -> None:
         """Each die kind holds known parts (DIE_PARTS or an on-chip memory level), none held twice."""
-        if self.package is None or not self.package.dies:
+        if not self.die_groups:
             return
         levels = [m.name for m in self.memory if m.spec.area == "sram"]
         accepted = [*DIE_PARTS, *levels]
         seen: dict[str, str] = {}
-        for i, g in enumerate(self.package.dies):
+        for i, g in enumerate(self.die_groups):
             for part in g.holds:
                 if part not in accepted:
                     raise ValueError(f"@package.dies.{i}.holds@got {part!r}; accepted: {', '.join(accepted)}")
@@ -429,6 +429,11 @@ class Hardware(Strict):
                 seen[part] = g.name
 
     # Convenience views in SI units -------------------------------------------------------------
+    @property
+    def die_groups(self) -> list[DieGroup]:
+        """The package's die kinds (``package.dies``); ``[]`` for a single die."""
+        return list(self.package.dies) if self.package is not None and self.package.dies else []
+
     @property
     def peak_flops(self) -> float:
         """Matrix peak at ``reference_dtype`` in FLOP/s (falls back to the next wider native mode)."""

@@ -38,7 +38,7 @@ def hardware_from_mapping(data: Any, *, file: str | None = None, prefix: str = "
         raise from_validation_error(exc, file=file, model=Hardware, prefix=prefix) from None
     pre = f"{prefix + '.' if prefix else ''}"
     load_node(hw.process_node, file=file, field=f"{pre}process_node")
-    for i, die in enumerate(hw.package.dies or [] if hw.package else []):
+    for i, die in enumerate(hw.die_groups):
         if die.node is not None:
             load_node(die.node, file=file, field=f"{pre}package.dies.{i}.node")
     return hw
