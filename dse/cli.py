@@ -868,14 +868,25 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def overlap_flag(text: str) -> dict[str, bool]:
-    """``--overlap tp,dp`` -> the plan's ``overlap`` mapping: exactly the named collective kinds overlap."""
+def overlap_flag(text: str) -> dict[str, float]:
+    """``--overlap tp=0.5,dp`` -> the plan's ``overlap`` mapping: the named collective kinds hide that share of
+    their time behind compute (a bare name: all of it), the others none."""
     kinds = ("tp", "pp", "dp", "ep")
+    accepted = f"a comma list of {', '.join(kinds)}, each optionally =FRACTION (0..1), or none"
+    out = dict.fromkeys(kinds, 0.0)
     named = [] if text.strip() == "none" else [k.strip() for k in text.split(",") if k.strip()]
-    bad = [k for k in named if k not in kinds]
-    if bad or not (named or text.strip() == "none"):
-        raise DseError(f"got {text!r}; accepted: a comma list of {', '.join(kinds)}, or none", field="--overlap")
-    return {k: k in named for k in kinds}
+    if not (named or text.strip() == "none"):
+        raise DseError(f"got {text!r}; accepted: {accepted}", field="--overlap")
+    for item in named:
+        kind, _, frac = item.partition("=")
+        try:
+            value = float(frac) if frac else 1.0
+        except ValueError:
+            value = float("nan")
+        if kind.strip() not in kinds or not 0.0 <= value <= 1.0:
+            raise DseError(f"got {item!r}; accepted: {accepted}", field="--overlap")
+        out[kind.strip()] = value
+    return out
 
 
 def assumed_system(system: object, chip: str) -> str:
@@ -1049,8 +1060,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
     pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
     pp.add_argument("--bucket-mb", type=float, help="data-parallel gradient bucket, MB (default 25)")
-    pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, or none "
-                                      "(default: dp only)")
+    pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, each "
+                                      "optionally =FRACTION of its time (tp=0.7), or none (default: dp only)")
     pp.add_argument("--fused-attention", choices=["on", "off"], help="one fused (flash) attention kernel (default on)")
     pp.add_argument("--fuse-elementwise", action="store_true", default=None,
                     help="norms, activations and adds fused into their producers")

@@ -355,4 +355,5 @@ def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
                       plan={"chips": 8, "tp": 8, "bucket_mb": 50, "overlap": {"tp": True, "dp": True}})
     assert got["time_s"] == pytest.approx(dse.predict(wl, "a100-80gb").time_s, rel=1e-12)
     assert main(["predict", "llama2-7b", "a100-80gb", "--chips", "2", "--overlap", "tp,xx"]) == 2
-    assert "--overlap: got 'tp,xx'; accepted: a comma list of tp, pp, dp, ep, or none" in capsys.readouterr().err
+    assert ("--overlap: got 'xx'; accepted: a comma list of tp, pp, dp, ep, each optionally =FRACTION (0..1), or none"
+            in capsys.readouterr().err)

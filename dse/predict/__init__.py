@@ -128,7 +128,7 @@ class TableArrays(NamedTuple):
 
     o: OpArrays
     count_scale: np.ndarray  # [O] count x scale
-    overlapped: np.ndarray  # [O] bool: an overlapped collective
+    overlapped: np.ndarray  # [O] share of each collective that may hide behind compute (0 for compute rows)
     compute: np.ndarray  # [O] bool: not a collective
 
 
@@ -144,7 +144,7 @@ def table_arrays(ops: pd.DataFrame) -> TableArrays:
         return hit[1]
     coll = ops["coll"].to_numpy() != ""
     ta = TableArrays(OpArrays.from_table(ops), ops["count"].to_numpy(dtype=float) * ops["scale"].to_numpy(dtype=float),
-                     ops["overlap"].to_numpy(dtype=bool) & coll, ~coll)
+                     np.where(coll, ops["overlap"].to_numpy(dtype=float), 0.0), ~coll)
     if len(_TABLES) >= 256:
         _TABLES.pop(next(iter(_TABLES)))
     _TABLES[id(ops)] = (ops, ta)
@@ -152,14 +152,15 @@ def table_arrays(ops: pd.DataFrame) -> TableArrays:
 
 
 def total_times(ta: TableArrays, t: np.ndarray) -> np.ndarray:
-    """[O] each row's share of the step from per-instance times ``t`` [O]: count x scale, and overlapped
-    collectives reduced to their exposed share (what the computation does not hide)."""
+    """[O] each row's share of the step from per-instance times ``t`` [O]: count x scale, and each collective
+    reduced to its exposed share: ``(1 - f) T`` always, plus the part of the hideable ``f T`` that the
+    computation does not cover (``dse.workloads.parallel.Overlap``)."""
     total = t * ta.count_scale
-    ovl = ta.overlapped
-    if ovl.any():
-        hidden_behind = total[ta.compute].sum()
-        exposed = max(0.0, total[ovl].sum() - hidden_behind)
-        total[ovl] *= exposed / total[ovl].sum()
+    f = ta.overlapped
+    if f.any():
+        hideable = total * f
+        exposed = max(0.0, hideable.sum() - total[ta.compute].sum())
+        total = total - hideable + hideable * (exposed / hideable.sum())
     return total
 
 
@@ -262,8 +263,9 @@ class MixArrays(NamedTuple):
     """A mix as the predictor reads it; every [O, W] matrix in the sorted op order of ``o``.
 
     Step time of workload ``w`` = ``T @ member + max(0, T @ overlap - T @ window)``: ``member`` holds
-    count x scale (the pipeline bubble) of every row not overlapped, ``overlap`` the overlapped
-    collectives, ``window`` the computation they hide behind (``None`` when nothing overlaps).
+    count x scale (the pipeline bubble) of every row, less the hideable share ``f`` of each collective
+    (``dse.workloads.parallel.Overlap``), ``overlap`` that share, ``window`` the computation it hides
+    behind (``None`` when nothing overlaps).
     ``counts`` is count alone (energy counts work done, not time waited)."""
 
     o: OpArrays
@@ -277,13 +279,14 @@ def mix_arrays(mix: Mix) -> MixArrays:
     """Build once per mix and pass to :func:`mix_times` / ``dse.cost.power.mix_energy`` in loops."""
     o = OpArrays.from_table(mix.ops)
     scale = mix.ops["scale"].to_numpy(dtype=float)
-    ovl = mix.ops["overlap"].to_numpy(dtype=bool) & (mix.ops["coll"] != "").to_numpy()
-    member = mix.membership(scale * ~ovl)[o.perm]
+    coll = (mix.ops["coll"] != "").to_numpy()
+    f = np.where(coll, mix.ops["overlap"].to_numpy(dtype=float), 0.0)
+    member = mix.membership(scale * (1.0 - f))[o.perm]
     counts = mix.membership()[o.perm]
-    if not ovl.any():
+    if not f.any():
         return MixArrays(o, member, counts, None, None)
-    window = mix.membership(scale * (mix.ops["coll"] == "").to_numpy())[o.perm]
-    return MixArrays(o, member, counts, mix.membership(scale * ovl)[o.perm], window)
+    window = mix.membership(scale * ~coll)[o.perm]
+    return MixArrays(o, member, counts, mix.membership(scale * f)[o.perm], window)
 
 
 def step_times(t: np.ndarray, a: MixArrays) -> np.ndarray:

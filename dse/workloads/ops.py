@@ -63,7 +63,7 @@ RESIDENCY_COLUMNS: list[str] = ["residency", "footprint_weights", "footprint_kv"
 #: (all_reduce, all_gather, reduce_scatter, all_to_all, p2p) of ``net_bytes`` over ``group`` ranks
 #: ``stride`` chips apart; ``overlap`` hides it behind compute; ``scale`` multiplies the row's time in
 #: the step (the pipeline bubble factor).
-NET_DEFAULTS: dict[str, Any] = {"coll": "", "net_bytes": 0.0, "group": 1, "stride": 1, "overlap": False, "scale": 1.0}
+NET_DEFAULTS: dict[str, Any] = {"coll": "", "net_bytes": 0.0, "group": 1, "stride": 1, "overlap": 0.0, "scale": 1.0}
 
 KINDS = ("gemm", "conv", "attention", "elementwise", "norm", "softmax", "embedding", "reduce", "pool",
          "collective")
@@ -481,8 +481,8 @@ def attention(
 
 _INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale",
-               "held_bytes")
-_BOOL_COLS = ("fused", "eager", "overlap")
+               "held_bytes", "overlap")
+_BOOL_COLS = ("fused", "eager")
 #: string columns and their value where a row (or an older table) has none
 _STR_DEFAULTS = {"gemm_kernel": "", "held": ""}
 
@@ -562,7 +562,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
     df["held"] = df["held"].fillna("").astype(str)
     df["held_bytes"] = df["held_bytes"].fillna(0.0).astype("float64")
-    df["overlap"] = df["overlap"].astype(bool)
+    df["overlap"] = df["overlap"].astype("float64")
     df["coll"] = df["coll"].fillna("").astype(str)
     for col in ("net_bytes", "scale"):
         df[col] = df[col].astype("float64")

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from dse.errors import DseError
 from dse.strict import Strict
@@ -49,12 +49,28 @@ GROUPS = ("tp", "pp", "dp", "ep")
 
 
 class Overlap(Strict):
-    """Which collectives hide behind computation (exposed time = max(0, collectives - compute))."""
+    """What share of each collective kind's time may hide behind computation: a fraction in [0, 1], or
+    true (1) / false (0). With fractions ``f_i`` over collectives of time ``T_i`` and computation ``W``::
 
-    tp: bool = False
-    pp: bool = False
-    dp: bool = Field(True, description="Gradient all-reduce overlapped with the backward pass (DDP buckets)")
-    ep: bool = False
+        exposed = sum_i (1 - f_i) T_i + max(0, sum_i f_i T_i - W)
+
+    A partial value is what a framework's overlap achieves when only part of a collective can start before
+    its consumer needs it, e.g. Megatron's TP communication overlap (TransformerEngine userbuffers) splits a
+    GEMM into chunks and hides all but the first chunk's all-gather (Wang et al., 'Overlap communication
+    with dependent computation via decomposition', ASPLOS 2023: hides most, not all, of it)."""
+
+    tp: float | bool = Field(0.0, description="Share of TP collectives hidden behind compute (0..1 or true/false)")
+    pp: float | bool = Field(0.0, description="Share of PP sends hidden behind compute (0..1 or true/false)")
+    dp: float | bool = Field(1.0, description="Share of the gradient all-reduce (and FSDP gathers) hidden behind "
+                             "the backward pass (DDP buckets; 0..1 or true/false)")
+    ep: float | bool = Field(0.0, description="Share of MoE all-to-alls hidden behind compute (0..1 or true/false)")
+
+    @field_validator("tp", "pp", "dp", "ep")
+    @classmethod
+    def _fraction(cls, v: float | bool) -> float:
+        if not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"got {v}; accepted: a fraction from 0 to 1, or true/false")
+        return float(v)
 
 
 class Plan(Strict):
@@ -169,7 +185,8 @@ class Plan(Strict):
         bits += [f"last{self.last_stage_layers}"] if self.last_stage_layers is not None else []
         bits += [f"bucket{self.bucket_mb:g}MB"] if self.bucket_mb != 25.0 else []
         default = Overlap()
-        changed = [f"{k}{'+' if v else '-'}" for k, v in self.overlap.model_dump().items() if v != getattr(default, k)]
+        changed = [f"{k}{'+' if v == 1 else '-' if v == 0 else f'{v:g}'}" for k, v in self.overlap.model_dump().items()
+                   if v != getattr(default, k)]
         bits += [f"overlap:{','.join(changed)}"] if changed else []
         return " ".join(bits) or "1 chip"
 
@@ -356,7 +373,7 @@ def bucketed_all_reduce(name: str, grads: float, group: str, plan: Plan) -> list
     (as plan.overlap.dp says); the last bucket only starts when the backward pass ends, so it is always exposed."""
     last = min(grads, plan.bucket_mb * 1e6)
     rows = [collective(f"{name}.last_bucket", "all_reduce", last, group, plan, 1, 1.0)]
-    rows[0]["overlap"] = False
+    rows[0]["overlap"] = 0.0
     if grads > last:
         rows.append(collective(name, "all_reduce", grads - last, group, plan, 1, 1.0))
     return rows

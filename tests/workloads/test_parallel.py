@@ -181,3 +181,26 @@ def test_hybrid_sharding_shards_within_the_group_and_all_reduces_the_shards_acro
     # on dgx-h100 (NVLink inside 8-GPU nodes, InfiniBand between): the shard group's all-gathers stay on NVLink
     p = dse.predict(h, "h100-sxm", system="dgx-h100")
     assert p.time_s > 0 and p.fits
+
+
+def test_a_partial_overlap_hides_that_share_of_the_collective_in_both_prediction_paths() -> None:
+    """Overlap fractions: exposed = (1 - f) T + max(0, f T - compute); the computation of a training step covers
+    its TP all-reduces, so f = 0.5 hides exactly half of what f = 1 hides, in dse.predict and in mix_times."""
+    from dse.hardware.designs import DesignBatch
+    from dse.hardware.system import load_system
+    from dse.predict import mix_times
+    from dse.workloads.library import with_plan
+    from dse.workloads.mix import Mix
+
+    wl = dse.workload("llama2-7b", phase="training", batch=8, seq=1024)
+    t = {f: dse.predict(wl, "dgx-a100", chips=8, tp=8, overlap={"tp": f, "dp": True}).time_s for f in (0.0, 0.5, 1.0)}
+    assert t[1.0] < t[0.5] < t[0.0]
+    assert t[0.0] - t[0.5] == pytest.approx(0.5 * (t[0.0] - t[1.0]), rel=1e-9)
+    d = DesignBatch.from_hardware(dse.hardware("a100-80gb")).with_system(load_system("dgx-a100"))
+    planned = [with_plan(wl, chips=8, tp=8, overlap={"tp": f, "dp": True}) for f in (0.0, 0.5, 1.0)]
+    m = mix_times(d, Mix.of(planned))[0]
+    assert m == pytest.approx([t[0.0], t[0.5], t[1.0]], rel=1e-9)
+    assert Plan(chips=8, tp=8, overlap={"tp": 0.5}).label() == "tp8 overlap:tp0.5"
+    assert Plan(chips=8, tp=8, overlap={"tp": True}).overlap.tp == 1.0
+    with pytest.raises(ValueError, match="accepted: a fraction from 0 to 1"):
+        Plan(chips=8, tp=8, overlap={"tp": 1.5})
