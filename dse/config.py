@@ -22,6 +22,7 @@ from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
+from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
 from dse.yamlio import load_yaml
 
 #: a results-folder name: a slug that cannot be '.', '..' or hidden, and cannot leave its folder
@@ -63,6 +64,11 @@ class WorkloadEntry(Strict):
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
     execution: Literal["graph", "eager"] | None = None
+    framework: str | None = Field(None, min_length=1, description="Training: the framework preset whose step is "
+                                  "modelled (workloads/frameworks/NAME.yaml: pytorch-eager, megatron, xla)")
+    weight_cast: WeightCast | None = Field(None, description="Training: none or kernel (autocast weight casts)")
+    optimizer: OptimizerKernel | None = Field(None, description="Training: AdamW kernels, fused or foreach")
+    zero_grad: ZeroGrad | None = Field(None, description="Training: the gradient buffer, memset or none")
     plan: Plan | None = Field(
         None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, recompute, overlap (needs "
         "a system with enough chips); or auto: every design at its own fastest plan over `chips` chips that fits")

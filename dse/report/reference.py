@@ -41,6 +41,7 @@ def roots() -> tuple[Root, ...]:
     from dse.hardware.schema import Hardware, Node
     from dse.hardware.system import System
     from dse.workloads.families import FAMILIES
+    from dse.workloads.frameworks import Framework
     from dse.workloads.library import ModelDescription
     from dse.workloads.parallel import Plan
     from dse.workloads.scenario import Scenario
@@ -57,6 +58,8 @@ def roots() -> tuple[Root, ...]:
              Scenario),
         Root("Parallelism plan", "a workload entry's `plan:`, `dse predict --tp ..`, `dse.best_plan`", Plan),
         Root("Serving engine", "`workloads/engines/*.yaml`: host time per engine step", Engine),
+        Root("Training framework", "`workloads/frameworks/*.yaml`: the scenario fields a framework's step sets",
+             Framework),
         Root("Area-calibration die", "one entry of `hw_templates/calibration/area_dies.yaml`", Die),
     )
     archs = tuple(Root(f"Model arch: family `{name}`", f"the `arch:` block of a model description with "

@@ -22,7 +22,7 @@ from dse.limits import MAX_HEADS, MAX_KERNEL, MAX_LAYERS, MAX_RATIO, MAX_RESOLUT
 from dse.strict import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import training_step
+from dse.workloads.training import step_kernels, training_step
 
 Act = Literal["relu", "relu6", "silu", "gelu", "hswish", "sigmoid", "none"]
 
@@ -635,6 +635,6 @@ def build(arch: CNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]],
     if sc.phase == "training":
         rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=sc.batch * b.c,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
-        rows = training_step(rows, b.params, sc.dtype)
+        rows = training_step(rows, b.params, sc.dtype, **step_kernels(sc))
     facts = {"phase": sc.phase or "forward", "batch": sc.batch, "resolution": res_h, "params": b.params}
     return rows, facts

@@ -26,6 +26,7 @@ from dse.workloads import training as training_mod
 from dse.workloads.families import COMMON as COMMON  # re-exported: the keywords every family takes
 from dse.workloads.families import FAMILIES, accepted_families
 from dse.workloads.families import family as family_of
+from dse.workloads.frameworks import framework_defaults
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import Scenario
 from dse.yamlio import is_file, load_yaml
@@ -162,8 +163,13 @@ class Workload:
         gk = sp.get("gemm_kernel") or s.get("gemm_kernel")
         if gk and gk != "auto":
             bits.append(f"gemm:{gk}")
-        if s.get("execution") == "eager":
+        if sp.get("framework"):
+            bits.append(f"fw:{sp['framework']}")
+        elif s.get("execution") == "eager":
             bits.append("eager")
+        for key, default in training_mod.STEP_FIELDS.items():  # a step field given beside a framework or off default
+            if key in sp and (sp.get("framework") or sp[key] != default):
+                bits.append(f"{key}:{sp[key]}")
         if s.get("residency", "auto") != "auto":
             bits.append(f"residency:{s['residency']}")
         if self.plan is not None and self.plan.label() != "1 chip":
@@ -357,10 +363,13 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}",
                        field=f"workload {name}")
     merged = {**desc.defaults, **given}
+    preset = framework_defaults(merged.get("framework"), allowed)  # between the model's defaults and the given
+    merged = {**desc.defaults, **preset, **given}
     try:
         sc = Scenario.model_validate(merged)
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
+    check_step_fields(sc, given, name)
     arch = FAMILIES[desc.family].arch.model_validate(desc.arch)
     if plan is not None and plan.microbatches is None and plan.pp > 1 and sc.batch % plan.dp == 0:
         per_replica = sc.batch // plan.dp  # default: as many micro-batches as stages, if the batch allows
@@ -385,6 +394,17 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
                     spec=given, origin=origin)
+
+
+def check_step_fields(sc: Scenario, given: dict[str, Any], name: str) -> None:
+    """A training-step field (``weight_cast``, ``optimizer``, ``zero_grad``) given away from its default outside
+    training is one ``DseError`` naming it (a framework preset's values are inert outside training)."""
+    if sc.phase == "training":  # no model defaults to training: a phase left out is an inference phase
+        return
+    for key, default in training_mod.STEP_FIELDS.items():
+        if key in given and given[key] != default:
+            raise DseError(f"got {given[key]!r} for phase {sc.phase or 'the model default'}; accepted: {default!r} "
+                           "(a training step's field)", field=f"workload {name}: {key}")
 
 
 def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan

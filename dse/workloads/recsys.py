@@ -19,7 +19,7 @@ from dse.limits import MAX_LAYERS, MAX_POOLING, MAX_TABLE_ROWS, MAX_TABLES, MAX_
 from dse.strict import Strict
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import training_step
+from dse.workloads.training import step_kernels, training_step
 
 #: one MLP layer's width
 Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
@@ -81,5 +81,6 @@ def build(arch: RecsysArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any
     params += p
     if sc.phase == "training":
         dense = params - arch.tables * arch.rows_per_table * d
-        rows = training_step(rows, dense, dt)  # embedding updates are sparse: optimizer state over dense weights
+        # embedding updates are sparse: optimizer state over dense weights
+        rows = training_step(rows, dense, dt, **step_kernels(sc))
     return rows, {"phase": sc.phase or "forward", "batch": B, "params": params}

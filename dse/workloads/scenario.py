@@ -10,6 +10,7 @@ from dse.limits import MAX_BATCH, MAX_FFN, MAX_RESOLUTION, MAX_TOKENS
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
+from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 
@@ -83,3 +84,16 @@ class Scenario(Strict):
         "graph", description="graph: operators launched from a captured graph (CUDA graph, XLA), the template's "
         "launch overhead only; eager: every unfused operator is dispatched by the host framework one at a time, "
         "so it takes at least the template's eager_overhead_us")
+    framework: str | None = Field(
+        None, min_length=1, description="Training: the framework whose way of running the step sets the defaults of "
+        "execution, fuse_elementwise, weight_cast, optimizer and zero_grad (workloads/frameworks/NAME.yaml: "
+        "pytorch-eager, megatron, xla); a field given beside it wins (default none: the fields' own defaults)")
+    weight_cast: WeightCast = Field(
+        "none", description="Training: none (the optimizer writes a low-precision weight copy, Megatron-style) or "
+        "kernel (PyTorch autocast: each fp32 weight cast to dtype before every forward GEMM, its gradient cast back)")
+    optimizer: OptimizerKernel = Field(
+        "fused", description="Training: the AdamW kernels, fused (one multi-tensor kernel: apex FusedAdam, "
+        "torch fused=True) or foreach (torch.optim.AdamW's default: eight passes over the parameters)")
+    zero_grad: ZeroGrad = Field(
+        "memset", description="Training: the gradient buffer each step, memset (zeroed: Megatron-LM) or none (freed: "
+        "PyTorch set_to_none, JAX)")

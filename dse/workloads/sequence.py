@@ -23,7 +23,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import training_step
+from dse.workloads.training import step_kernels, training_step
 
 SCAN_FLOPS_PER_STATE = 9.0
 
@@ -69,7 +69,7 @@ def build_rnn(arch: RNNArch, sc: Scenario, name: str) -> tuple[list[dict[str, An
         rows.append(ops.gemm("classifier", B, arch.num_classes, width, dtype=dt))
         params += arch.num_classes * width
     if sc.phase == "training":
-        rows = training_step(rows, params, dt)
+        rows = training_step(rows, params, dt, **step_kernels(sc))
     return rows, {"phase": sc.phase or "forward", "batch": B, "seq": S, "params": params}
 
 
@@ -124,6 +124,6 @@ def build_mamba(arch: MambaArch, sc: Scenario, name: str) -> tuple[list[dict[str
     per_layer = h * 2 * di + di * arch.d_conv + di + di * (r + 2 * N) + r * di + di + di * N + di + di * h + h
     params = L * per_layer + arch.vocab * h * (1 if arch.tied_embeddings else 2) + h
     if phase == "training":
-        rows = training_step(rows, params, dt)
+        rows = training_step(rows, params, dt, **step_kernels(sc))
     return rows, {"phase": phase, "batch": B, "seq": S if phase != "decode" else None,
                   "context": sc.context if phase == "decode" else None, "params": params}

@@ -35,14 +35,51 @@ forward rows run during the backward pass (:func:`recompute_rows`):
   and MLP projections, all but the attention ``context``) and recomputes the rest of each layer: the attention
   core (a dot with batch dimensions) and every norm, activation, rotary and residual op
   (github.com/AI-Hypercomputer/maxtext, ``MaxText/layers/decoders.py`` ``get_remat_policy``).
+
+How the framework runs the step (scenario fields, set together by a ``framework`` preset,
+``workloads/frameworks/NAME.yaml``; the defaults are the compiled, Megatron-style step above):
+
+* ``weight_cast: kernel``: PyTorch autocast (``torch.autocast``, mixed-precision training without a
+  low-precision weight copy) keeps the fp32 weights as the model's parameters and casts each one to the
+  compute dtype in a kernel of its own before every forward GEMM or conv that reads it (autocast's op
+  list: ``matmul``, ``linear``, ``conv*`` autocast to the lower precision; the cast cache lives for one
+  autocast region, i.e. one forward; PyTorch "Automatic Mixed Precision package" docs), and the backward
+  casts that weight's gradient back to fp32 (autograd's ``ToCopyBackward``): per weight element a cast
+  row reads 4 and writes ``b`` bytes, its gradient cast reads ``b`` and writes 4. Recomputation repeats
+  the forward cast (a recomputed forward runs under autocast again). The optimizer then writes no
+  low-precision weight copy (the fp32 parameters are the weights). ``none``: the Megatron-style fp16/bf16
+  weights with fp32 main copies in the optimizer (above).
+* ``optimizer: foreach``: ``torch.optim.AdamW``'s default on CUDA (``foreach=None`` picks the foreach
+  path, not ``fused``), eight passes over the parameters (pytorch/pytorch ``torch/optim/adam.py``
+  ``_multi_tensor_adam``, decoupled weight decay): ``_foreach_mul_`` of the weights, ``_foreach_lerp_`` of
+  the first moment, ``_foreach_mul_`` and ``_foreach_addcmul_`` of the second, ``_foreach_sqrt``,
+  ``_foreach_div_`` and ``_foreach_add_`` building the denominator, ``_foreach_addcdiv_`` of the
+  weights: 48 bytes read and 32 written per parameter in eight launches, where ``fused`` (``_fused_adamw_``,
+  apex ``FusedAdam``) reads 16 and writes 12 in one; the gradient clipping's read stays as above.
+* ``zero_grad: none``: the gradients are freed instead of zeroed (``Optimizer.zero_grad(set_to_none=True)``,
+  PyTorch's default since 2.0; JAX/XLA steps have no gradient buffer): no memset pass. ``memset``: the fp32
+  gradient buffer is zeroed each step (Megatron-LM ``zero_grad_buffer``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
+
+#: how a mixed-precision step gets its low-precision weights (module docstring): ``none`` (a low-precision copy
+#: the optimizer writes, Megatron-style) or ``kernel`` (autocast casts the fp32 weights before every use)
+WeightCast = Literal["none", "kernel"]
+#: the AdamW kernels: ``fused`` (one multi-tensor kernel) or ``foreach`` (PyTorch's default, eight passes)
+OptimizerKernel = Literal["fused", "foreach"]
+#: the gradient buffer each step: ``memset`` (zeroed) or ``none`` (freed: set_to_none, functional gradients)
+ZeroGrad = Literal["memset", "none"]
+WEIGHT_CASTS: tuple[str, ...] = get_args(WeightCast)
+OPTIMIZER_KERNELS: tuple[str, ...] = get_args(OptimizerKernel)
+ZERO_GRADS: tuple[str, ...] = get_args(ZeroGrad)
+#: the scenario fields of this module (their defaults are the compiled Megatron-style step)
+STEP_FIELDS: dict[str, str] = {"weight_cast": "none", "optimizer": "fused", "zero_grad": "memset"}
 
 #: AdamW per parameter: FLOPs (moments, bias correction, decay, update) and bytes moved
 ADAMW_FLOPS_PER_PARAM = 12.0
@@ -51,6 +88,13 @@ GRAD_NORM_FLOPS_PER_PARAM = 2.0
 #: bytes read per parameter: fp32 master, gradient, two moments (the fused update) + the gradient
 #: again for the global-norm clipping
 OPTIMIZER_READ_BYTES = 4 + 4 + 4 + 4 + 4
+#: the foreach AdamW's passes per step and their bytes per parameter (module docstring): reads 4 + 8 + 4 + 8 + 4 + 4
+#: + 4 + 12 = 48 (weights, moment 1 + gradient, moment 2, moment 2 + gradient, sqrt, div, add, weights + moment 1 +
+#: denominator), writes 8 x 4 = 32; the fused kernel's update reads 16 and writes 12
+FOREACH_PASSES = 8
+FOREACH_READ_BYTES = 48
+FOREACH_WRITE_BYTES = 32
+FUSED_UPDATE_READ_BYTES = 16
 #: the fp32 gradient (accumulation buffer) per parameter
 GRAD_BYTES = 4
 #: activation dtypes trained with a loss scale, whose gradients are unscaled and checked every step
@@ -118,21 +162,72 @@ def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool 
     return out
 
 
-def training_step(rows: list[dict[str, Any]], params: int, dtype: str) -> list[dict[str, Any]]:
+def training_step(rows: list[dict[str, Any]], params: int, dtype: str, *, weight_cast: str = "none",
+                  optimizer: str = "fused", zero_grad: str = "memset") -> list[dict[str, Any]]:
     """Forward rows + their backward rows + an AdamW update over ``params`` parameters, the gradient
-    buffer's zeroing and, for fp16, the loss-scale unscale pass."""
-    out = list(rows)
+    buffer's zeroing and, for fp16, the loss-scale unscale pass; ``weight_cast``, ``optimizer`` and
+    ``zero_grad`` as the module docstring says (their defaults: the compiled Megatron-style step)."""
+    ops.check_choice("weight_cast", weight_cast, WEIGHT_CASTS)
+    ops.check_choice("optimizer", optimizer, OPTIMIZER_KERNELS)
+    ops.check_choice("zero_grad", zero_grad, ZERO_GRADS)
+    cast = weight_cast == "kernel" and DTYPE_BYTES[dtype] < 4
+    out = list(rows) + (weight_cast_rows(rows) if cast else [])
     for row in rows:
         out.extend(backward_rows(row))
+    if cast:  # each cast's backward is the gradient's cast back to fp32 (not the generic streaming backward)
+        out.extend(gradient_cast_rows(rows))
     b = DTYPE_BYTES[dtype]
-    out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,
-                             flops_per_elem=ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM, dtype="fp32",
-                             read_bytes=params * OPTIMIZER_READ_BYTES,
-                             write_bytes=params * (4 + 4 + 4 + b)))  # master, m, v, weight copy
-    out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
-                             dtype="fp32", read_bytes=0.0, write_bytes=params * GRAD_BYTES))
+    copy = 0.0 if cast else b  # autocast keeps no low-precision weight copy for the optimizer to write
+    flops = ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM
+    if optimizer == "foreach":
+        clip = OPTIMIZER_READ_BYTES - FUSED_UPDATE_READ_BYTES  # the clipping's gradient read, as with the fused kernel
+        n = FOREACH_PASSES  # one row run n times: each launch moves 1/n of the bytes
+        out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params, flops_per_elem=flops / n,
+                                 dtype="fp32", count=n, read_bytes=params * (FOREACH_READ_BYTES + clip) / n,
+                                 write_bytes=params * (FOREACH_WRITE_BYTES + copy) / n))
+    else:
+        out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params, flops_per_elem=flops,
+                                 dtype="fp32", read_bytes=params * OPTIMIZER_READ_BYTES,
+                                 write_bytes=params * (4 + 4 + 4 + copy)))  # master, m, v, weight copy
+    if zero_grad == "memset":
+        out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
+                                 dtype="fp32", read_bytes=0.0, write_bytes=params * GRAD_BYTES))
     if dtype in LOSS_SCALED:
         out.append(ops.streaming("optimizer.unscale", kind="elementwise", elems=params,
                                  flops_per_elem=UNSCALE_FLOPS_PER_PARAM, dtype="fp32",
                                  read_bytes=params * GRAD_BYTES, write_bytes=params * GRAD_BYTES))
     return out
+
+
+def _weight_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The forward GEMM/conv rows that read a weight matrix (``held`` weights, tiled on the matrix unit)."""
+    return [r for r in rows if r.get("held") == "weights" and r.get("reuse") == "tiled" and is_forward(str(r["name"]))]
+
+
+def _weight_elems(r: dict[str, Any]) -> float:
+    return float(r["batch"]) * float(r["K"]) * float(r["N"])
+
+
+def weight_cast_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """autocast's cast of each forward weight GEMM's fp32 weight to its dtype, ``<row>.cast``: read 4 and write
+    ``b`` bytes per weight element, one conversion each (:data:`dse.workloads.ops.CONVERT_FLOPS`)."""
+    return [ops.streaming(f"{r['name']}.cast", kind="elementwise", elems=_weight_elems(r),
+                          flops_per_elem=ops.CONVERT_FLOPS, dtype=r["dtype_b"] or r["dtype_a"], count=r["count"],
+                          read_bytes=4.0 * _weight_elems(r),
+                          write_bytes=DTYPE_BYTES[r["dtype_b"] or r["dtype_a"]] * _weight_elems(r))
+            for r in _weight_rows(rows)]
+
+
+def gradient_cast_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The backward of each weight cast, ``<row>.cast.bwd``: the weight gradient read in its dtype (``b`` bytes)
+    and written in fp32 (4 bytes) per weight element."""
+    return [ops.streaming(f"{r['name']}.cast.bwd", kind="elementwise", elems=_weight_elems(r),
+                          flops_per_elem=ops.CONVERT_FLOPS, dtype="fp32", count=r["count"],
+                          read_bytes=DTYPE_BYTES[r["dtype_b"] or r["dtype_a"]] * _weight_elems(r),
+                          write_bytes=4.0 * _weight_elems(r))
+            for r in _weight_rows(rows)]
+
+
+def step_kernels(sc: Any) -> dict[str, str]:
+    """The :func:`training_step` keywords a scenario sets (``weight_cast``, ``optimizer``, ``zero_grad``)."""
+    return {k: getattr(sc, k, v) for k, v in STEP_FIELDS.items()}

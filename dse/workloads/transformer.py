@@ -29,7 +29,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import training_step
+from dse.workloads.training import step_kernels, training_step
 
 #: row-reduction norms: a kernel of their own even with fused elementwise work (see ``norm_row``)
 ROW_NORMS = ("layernorm", "rmsnorm")
@@ -326,7 +326,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     if training:
         rows.append(ops.streaming("loss.softmax_xent", kind="softmax", elems=T * max(arch.vocab, arch.num_classes),
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32"))
-        rows = training_step(rows, params, dt)
+        rows = training_step(rows, params, dt, **step_kernels(sc))
     facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
              "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
     return rows, facts
@@ -655,9 +655,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
     if arch.audio:
         params += 3 * arch.audio.mel_bins * h + 3 * h * h
     if phase == "training":
-        from dse.workloads.training import training_step as _step
-
-        rows = _step(rows, params, dt)
+        rows = training_step(rows, params, dt, **step_kernels(sc))
     return rows, {"phase": phase, "batch": B, "seq": S, "context": sc.context if phase == "decode" else None,
                   "params": int(params)}
 
@@ -727,5 +725,5 @@ def build_swin(arch: SwinArch, sc: Scenario, name: str) -> tuple[list[dict[str, 
     rows.append(ops.gemm("head", B, arch.num_classes, c, dtype=dt))
     params += 2 * c + c * arch.num_classes + arch.num_classes
     if sc.phase == "training":
-        rows = training_step(rows, params, dt)
+        rows = training_step(rows, params, dt, **step_kernels(sc))
     return rows, {"phase": sc.phase or "forward", "batch": B, "resolution": res, "params": int(params)}

@@ -107,3 +107,109 @@ def test_minimal_recompute_redoes_the_attention_core_and_elementwise_ops_but_no_
            for rc in ("none", "minimal", "full")}
     assert act["full"] < act["minimal"] < act["none"] and act["minimal"] / act["none"] == pytest.approx(20 / 34)
     assert "rc:minimal" in wl_min.label()
+
+
+# ---- how the framework runs the step: weight casts, optimizer kernels, gradient zeroing (issue 31 item 3) ----
+
+def _train(**kw) -> dse.Workload:
+    return dse.workload("gpt3-1.3b", phase="training", batch=4, seq=1024, **kw)
+
+
+def _rows(wl: dse.Workload, suffix: str):
+    """Rows whose name ends with ``suffix`` (before a compacted table's `` (+N same shape)``)."""
+    return wl.ops[wl.ops["name"].str.replace(r" \(\+\d+ same shape\)$", "", regex=True).str.endswith(suffix)]
+
+
+def test_foreach_adamw_moves_the_eight_passes_bytes_and_fused_one() -> None:
+    fused, foreach = _train(), _train(optimizer="foreach")
+    p = fused.scenario["params"]
+    f, e = _rows(fused, "optimizer.adamw").iloc[0], _rows(foreach, "optimizer.adamw").iloc[0]
+    assert f["count"] == 1 and e["count"] == 8
+    # fused: 16 B update read + 4 B clipping read, 12 B master/moments + 2 B bf16 copy written
+    assert f["bytes_read"] + f["bytes_written"] == pytest.approx(p * (20 + 14))
+    # foreach: 48 read + the clipping's 4, 32 written + the bf16 copy, over eight launches
+    assert e["count"] * (e["bytes_read"] + e["bytes_written"]) == pytest.approx(p * (52 + 34))
+    assert e["count"] * e["flops"] == pytest.approx(f["flops"])  # the same arithmetic
+    assert dse.predict(foreach, "h200").time_s > dse.predict(fused, "h200").time_s
+
+
+def test_autocast_weight_casts_cover_the_weight_matrices_once_each_way() -> None:
+    wl = _train(weight_cast="kernel")
+    p = wl.scenario["params"]
+    cast, grad = _rows(wl, ".cast"), _rows(wl, ".cast.bwd")
+    elems = (cast["M"] * cast["count"]).sum()  # a streaming row's M is its element count
+    # every weight matrix of the model but the position embedding and the norms' vectors: ~all parameters
+    assert 0.9 * p < elems <= p
+    assert ((cast["bytes_read"] * cast["count"]).sum() == pytest.approx(4 * elems)
+            and (cast["bytes_written"] * cast["count"]).sum() == pytest.approx(2 * elems))
+    assert ((grad["bytes_read"] * grad["count"]).sum() == pytest.approx(2 * elems)
+            and (grad["bytes_written"] * grad["count"]).sum() == pytest.approx(4 * elems))
+    # the fp32 parameters are the weights: the optimizer writes no bf16 copy
+    opt = _rows(wl, "optimizer.adamw").iloc[0]
+    assert opt["bytes_written"] == pytest.approx(12 * p)
+    # an fp32 step has nothing to cast
+    assert _rows(_train(weight_cast="kernel", dtype="fp32"), ".cast").empty
+
+
+def test_full_recompute_recasts_the_weights() -> None:
+    def cast_elems(wl: dse.Workload) -> float:  # compacted tables merge a recompute copy into its row's count
+        o = wl.ops[wl.ops["name"].str.contains(".cast", regex=False) & ~wl.ops["name"].str.contains(".cast.bwd",
+                                                                                                   regex=False)]
+        return float((o["M"] * o["count"]).sum())
+
+    none = _train(weight_cast="kernel")
+    full = _train(weight_cast="kernel", plan={"recompute": "full"})
+    head = float(_rows(none, "lm_head.cast")["M"].sum())  # the head is not recomputed
+    assert cast_elems(full) - cast_elems(none) == pytest.approx(cast_elems(none) - head)
+
+
+def test_zero_grad_none_drops_the_memset() -> None:
+    assert not _rows(_train(), "optimizer.zero_grad").empty
+    assert _rows(_train(zero_grad="none"), "optimizer.zero_grad").empty
+
+
+def test_framework_preset_sets_defaults_and_a_given_field_wins() -> None:
+    eager = _train(framework="pytorch-eager")
+    assert eager.scenario["execution"] == "eager" and not _rows(eager, ".cast").empty
+    assert _rows(eager, "optimizer.adamw").iloc[0]["count"] == 8
+    assert _rows(eager, "optimizer.zero_grad").empty
+    assert "fw:pytorch-eager" in eager.label()
+    fused = _train(framework="pytorch-eager", optimizer="fused")
+    assert _rows(fused, "optimizer.adamw").iloc[0]["count"] == 1 and "optimizer:fused" in fused.label()
+    graph = _train(framework="pytorch-eager", execution="graph")
+    assert graph.scenario["execution"] == "graph"
+    # the megatron preset is the step dse models by default: the same prediction
+    meg, plain = _train(framework="megatron"), _train()
+    assert dse.predict(meg, "a100-80gb").time_s == pytest.approx(dse.predict(plain, "a100-80gb").time_s)
+    # each mechanism makes the eager step slower, never faster
+    t = {k: dse.predict(v, "h200").time_s for k, v in
+         (("eager", eager), ("fused", fused), ("plain", _train(execution="eager")))}
+    assert t["plain"] < t["fused"] < t["eager"]
+
+
+def test_framework_preset_on_a_cnn_takes_only_the_fields_it_uses() -> None:
+    wl = dse.workload("resnet50", phase="training", batch=32, framework="pytorch-eager")
+    assert wl.scenario["execution"] == "eager" and not _rows(wl, ".cast").empty  # conv weights are cast too
+
+
+def test_framework_bad_input_is_one_line_naming_the_field() -> None:
+    with pytest.raises(DseError, match="framework.*accepted: megatron, pytorch-eager, xla"):
+        _train(framework="pytorch-eagr")
+    with pytest.raises(DseError, match="weight_cast.*accepted: 'none'"):
+        dse.workload("gpt3-1.3b", phase="decode", weight_cast="kernel")
+    with pytest.raises(DseError, match="optimizer"):
+        dse.workload("gpt3-1.3b", phase="prefill", optimizer="foreach")
+    # a preset's training fields are inert outside training: no error
+    assert dse.workload("gpt3-1.3b", phase="decode", framework="pytorch-eager").scenario["execution"] == "eager"
+
+
+def test_every_shipped_framework_loads_and_sets_only_valid_scenario_values() -> None:
+    from dse.workloads.frameworks import FIELDS, framework_names, load_framework
+    from dse.workloads.scenario import Scenario
+
+    names = framework_names()
+    assert {"pytorch-eager", "megatron", "xla"} <= set(names)
+    for n in names:
+        fw = load_framework(n)
+        assert set(fw.scenario) <= set(FIELDS) and len(fw.source) > 40
+        Scenario.model_validate(fw.scenario)  # each value valid
