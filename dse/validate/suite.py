@@ -197,7 +197,7 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
     try:
         scen = parse_scenario(row["scenario"])
         plan = {k: scen.pop(k) for k in list(scen) if k in Plan.model_fields}
-        if chips > 1 and not ({"tp", "pp", "dp"} & set(plan)):
+        if chips > 1 and not ({"tp", "pp", "dp", "fsdp", "ep"} & set(plan)):
             plan["tp"] = chips
         if plan:
             plan["chips"] = chips

@@ -11,14 +11,12 @@ zeroing) and ``dse.workloads.ops`` (eager dispatch, fusion).
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from dse.errors import DseError, from_validation_error
 from dse.strict import Strict
-from dse.units import repo_root
+from dse.workloads.records import load_record, record_names
 
 #: the scenario fields a framework record may set
 FIELDS: tuple[str, ...] = ("execution", "fuse_elementwise", "fused_attention", "weight_cast", "optimizer",
@@ -42,30 +40,14 @@ class Framework(Strict):
         return v
 
 
-def frameworks_dir() -> Path:
-    return repo_root() / "workloads" / "frameworks"
-
-
 def framework_names() -> list[str]:
-    return sorted(p.stem for p in frameworks_dir().glob("*.yaml"))
+    return record_names("frameworks")
 
 
 @lru_cache(maxsize=32)
 def load_framework(name: str) -> Framework:
     """The record ``workloads/frameworks/NAME.yaml``; an unknown name or a bad file is one ``DseError``."""
-    from dse.yamlio import is_file, load_yaml
-
-    path = frameworks_dir() / f"{name}.yaml"
-    if "/" in name or not is_file(path):
-        raise DseError(f"got {name!r}; accepted: {', '.join(framework_names()) or 'none shipped'}",
-                       field="framework")
-    try:
-        fw = Framework.model_validate(load_yaml(path))
-    except ValidationError as exc:
-        raise from_validation_error(exc, file=str(path), model=Framework) from None
-    if fw.name != name:
-        raise DseError(f"name {fw.name!r} differs from the file name {name!r}", file=str(path), field="name")
-    return fw
+    return load_record("frameworks", name, Framework, "framework")
 
 
 def framework_defaults(name: str | None, accepted: set[str] | frozenset[str]) -> dict[str, Any]:

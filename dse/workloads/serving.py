@@ -53,11 +53,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from dse.errors import DseError, from_validation_error
 from dse.strict import Strict
-from dse.units import repo_root
+from dse.workloads.records import load_record, record_names, records_dir
 
 PREFILL, DECODE = "prefill.", "decode."
 
@@ -77,29 +76,17 @@ class Engine(Strict):
 
 
 def engines_dir() -> Path:
-    return repo_root() / "workloads" / "engines"
+    return records_dir("engines")
 
 
 def engine_names() -> list[str]:
-    return sorted(p.stem for p in engines_dir().glob("*.yaml"))
+    return record_names("engines")
 
 
 @lru_cache(maxsize=32)
 def load_engine(name: str) -> Engine:
     """The engine record ``workloads/engines/NAME.yaml``; an unknown name or a bad file is one ``DseError``."""
-    from dse.yamlio import is_file, load_yaml
-
-    path = engines_dir() / f"{name}.yaml"
-    if "/" in name or not is_file(path):
-        raise DseError(f"got {name!r}; accepted: {', '.join(engine_names()) or 'none shipped'}",
-                       field="serving_engine")
-    try:
-        eng = Engine.model_validate(load_yaml(path))
-    except ValidationError as exc:
-        raise from_validation_error(exc, file=str(path), model=Engine) from None
-    if eng.name != name:
-        raise DseError(f"name {eng.name!r} differs from the file name {name!r}", file=str(path), field="name")
-    return eng
+    return load_record("engines", name, Engine, "serving_engine")
 
 
 def host_times(engine: str | None, batch: int, output_len: int) -> tuple[float, float]:

@@ -689,3 +689,16 @@ def test_mi300x_small_gemms_need_the_library_macro_tiles() -> None:
         return float(np.median(errs))
 
     assert speedup_error(res) < speedup_error(bare)
+
+
+def test_a_row_with_an_fsdp_plan_is_not_turned_into_tensor_parallelism() -> None:
+    """A multi-chip row whose scenario names fsdp (MaxText's tpu-recipes rows) runs that plan on that many chips;
+    only a row naming no plan at all gets tp = chips."""
+    from dse.validate.suite import prepare_row
+
+    row = {"id": "x", "workload": "llama3-8b", "hardware": "tpu-v6e", "n_chips": "8", "metric": "time_s",
+           "value": "1", "unit": "s", "source": "synthetic", "timing": "steady",
+           "scenario": "phase=training;batch=24;seq=2048;dtype=bf16;framework=xla;fsdp=8;recompute=full"}
+    plan = prepare_row(row).workload.plan
+    assert (plan.tp, plan.fsdp, plan.n_chips, plan.recompute) == (1, 8, 8, "full")
+    assert "fw:xla" in prepare_row(row).workload.label()
