@@ -362,9 +362,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     if unknown:
         raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}",
                        field=f"workload {name}")
-    merged = {**desc.defaults, **given}
-    preset = framework_defaults(merged.get("framework"), allowed)  # between the model's defaults and the given
-    merged = {**desc.defaults, **preset, **given}
+    preset = framework_defaults(given.get("framework", desc.defaults.get("framework")), allowed)
+    merged = {**desc.defaults, **preset, **given}  # a framework's fields sit between the model's and the given
     try:
         sc = Scenario.model_validate(merged)
     except ValidationError as exc:

@@ -167,28 +167,19 @@ def training_step(rows: list[dict[str, Any]], params: int, dtype: str, *, weight
     """Forward rows + their backward rows + an AdamW update over ``params`` parameters, the gradient
     buffer's zeroing and, for fp16, the loss-scale unscale pass; ``weight_cast``, ``optimizer`` and
     ``zero_grad`` as the module docstring says (their defaults: the compiled Megatron-style step)."""
-    ops.check_choice("weight_cast", weight_cast, WEIGHT_CASTS)
-    ops.check_choice("optimizer", optimizer, OPTIMIZER_KERNELS)
-    ops.check_choice("zero_grad", zero_grad, ZERO_GRADS)
     cast = weight_cast == "kernel" and DTYPE_BYTES[dtype] < 4
-    out = list(rows) + (weight_cast_rows(rows) if cast else [])
+    out = list(rows) + (cast_rows(rows, backward=False) if cast else [])
     for row in rows:
         out.extend(backward_rows(row))
     if cast:  # each cast's backward is the gradient's cast back to fp32 (not the generic streaming backward)
-        out.extend(gradient_cast_rows(rows))
-    b = DTYPE_BYTES[dtype]
-    copy = 0.0 if cast else b  # autocast keeps no low-precision weight copy for the optimizer to write
-    flops = ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM
-    if optimizer == "foreach":
-        clip = OPTIMIZER_READ_BYTES - FUSED_UPDATE_READ_BYTES  # the clipping's gradient read, as with the fused kernel
-        n = FOREACH_PASSES  # one row run n times: each launch moves 1/n of the bytes
-        out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params, flops_per_elem=flops / n,
-                                 dtype="fp32", count=n, read_bytes=params * (FOREACH_READ_BYTES + clip) / n,
-                                 write_bytes=params * (FOREACH_WRITE_BYTES + copy) / n))
-    else:
-        out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params, flops_per_elem=flops,
-                                 dtype="fp32", read_bytes=params * OPTIMIZER_READ_BYTES,
-                                 write_bytes=params * (4 + 4 + 4 + copy)))  # master, m, v, weight copy
+        out.extend(cast_rows(rows, backward=True))
+    copy = 0.0 if cast else DTYPE_BYTES[dtype]  # autocast keeps no low-precision weight copy for the optimizer
+    clip = OPTIMIZER_READ_BYTES - FUSED_UPDATE_READ_BYTES  # the clipping's gradient read, with either update
+    n, rd, wr = ((FOREACH_PASSES, FOREACH_READ_BYTES, FOREACH_WRITE_BYTES) if optimizer == "foreach"
+                 else (1, FUSED_UPDATE_READ_BYTES, 4 + 4 + 4))  # fused: master, m, v written
+    out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,  # n launches, 1/n of it each
+                             flops_per_elem=(ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM) / n, dtype="fp32",
+                             count=n, read_bytes=params * (rd + clip) / n, write_bytes=params * (wr + copy) / n))
     if zero_grad == "memset":
         out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
                                  dtype="fp32", read_bytes=0.0, write_bytes=params * GRAD_BYTES))
@@ -204,30 +195,21 @@ def _weight_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("held") == "weights" and r.get("reuse") == "tiled" and is_forward(str(r["name"]))]
 
 
-def _weight_elems(r: dict[str, Any]) -> float:
-    return float(r["batch"]) * float(r["K"]) * float(r["N"])
-
-
-def weight_cast_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """autocast's cast of each forward weight GEMM's fp32 weight to its dtype, ``<row>.cast``: read 4 and write
-    ``b`` bytes per weight element, one conversion each (:data:`dse.workloads.ops.CONVERT_FLOPS`)."""
-    return [ops.streaming(f"{r['name']}.cast", kind="elementwise", elems=_weight_elems(r),
-                          flops_per_elem=ops.CONVERT_FLOPS, dtype=r["dtype_b"] or r["dtype_a"], count=r["count"],
-                          read_bytes=4.0 * _weight_elems(r),
-                          write_bytes=DTYPE_BYTES[r["dtype_b"] or r["dtype_a"]] * _weight_elems(r))
-            for r in _weight_rows(rows)]
-
-
-def gradient_cast_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The backward of each weight cast, ``<row>.cast.bwd``: the weight gradient read in its dtype (``b`` bytes)
-    and written in fp32 (4 bytes) per weight element."""
-    return [ops.streaming(f"{r['name']}.cast.bwd", kind="elementwise", elems=_weight_elems(r),
-                          flops_per_elem=ops.CONVERT_FLOPS, dtype="fp32", count=r["count"],
-                          read_bytes=DTYPE_BYTES[r["dtype_b"] or r["dtype_a"]] * _weight_elems(r),
-                          write_bytes=4.0 * _weight_elems(r))
-            for r in _weight_rows(rows)]
+def cast_rows(rows: list[dict[str, Any]], backward: bool) -> list[dict[str, Any]]:
+    """autocast's cast of each forward weight GEMM's fp32 weight to its dtype, ``<row>.cast`` (read 4 and write ``b``
+    bytes per weight element), or with ``backward`` the weight gradient's cast back, ``<row>.cast.bwd`` (read ``b``,
+    write 4); one conversion per element (:data:`dse.workloads.ops.CONVERT_FLOPS`)."""
+    out = []
+    for r in _weight_rows(rows):
+        dt = r["dtype_b"] or r["dtype_a"]
+        elems = float(r["batch"]) * float(r["K"]) * float(r["N"])
+        low, full = DTYPE_BYTES[dt] * elems, 4.0 * elems
+        out.append(ops.streaming(f"{r['name']}.cast" + (".bwd" if backward else ""), kind="elementwise", elems=elems,
+                                 flops_per_elem=ops.CONVERT_FLOPS, dtype="fp32" if backward else dt, count=r["count"],
+                                 read_bytes=low if backward else full, write_bytes=full if backward else low))
+    return out
 
 
 def step_kernels(sc: Any) -> dict[str, str]:
     """The :func:`training_step` keywords a scenario sets (``weight_cast``, ``optimizer``, ``zero_grad``)."""
-    return {k: getattr(sc, k, v) for k, v in STEP_FIELDS.items()}
+    return {k: getattr(sc, k) for k in STEP_FIELDS}
