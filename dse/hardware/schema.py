@@ -75,6 +75,10 @@ class ComputeUnit(Strict):
         "tile per CTA: its epilogue runs after its mainloop with the matrix unit idle, sm80 libraries) or persistent "
         "(CTAs loop over tiles and overlap one tile's epilogue with the next one's mainloop, sm90 libraries); a "
         "workload's gemm_kernel overrides it (dse.workloads.ops.GemmKernel)")
+    array_shapes: list[tuple[TileSide, TileSide]] | None = Field(
+        None, description="Geometries (rows x cols) the MAC arrays can be configured into, op by op, each of "
+        "array_rows x array_cols MACs (Gaudi 2's MME: 256x256, 128x512 and 512x128); an op's array fill is the best "
+        "over them, as the graph compiler picks the geometry per GEMM. Default: array_rows x array_cols only")
     runs: list[str] | None = Field(
         None, description="Matrix-op kinds (gemm, conv, attention) this unit can execute. Each such op runs on the unit "
         "that finishes it first among those able to (the MAC arrays at their fill, the vector units at their peak), "
@@ -90,6 +94,10 @@ class ComputeUnit(Strict):
         for k in self.runs or ():
             if k not in MATRIX_OP_KINDS:
                 raise ValueError(f"runs has {k!r}; accepted: a list of {', '.join(MATRIX_OP_KINDS)}")
+        for r, c in self.array_shapes or ():
+            if self.kind != "matrix" or r * c != self.array_rows * self.array_cols:
+                raise ValueError(f"array_shapes has {r}x{c}; accepted: on the matrix unit, geometries of array_rows x "
+                                 f"array_cols = {self.array_rows * self.array_cols} MACs")
         if not self.peak_tflops:
             raise ValueError(f"peak_tflops is empty; accepted: a mapping of dtype ({', '.join(DTYPES)}) to > 0")
         for dt, v in self.peak_tflops.items():

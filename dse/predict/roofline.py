@@ -135,7 +135,9 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     r, c = r[:, None], c[:, None]
     M = np.minimum(o.M, o.head_rows)[None, :]  # an attention tile's rows (inf off the attention rows)
     N = o.N[None, :]
-    fill = (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
+    fill = _quantized_fill(M, N, r, c)
+    for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs)
+        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc))
     tiles = tile_fill(o, d)
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
         gemm = np.zeros(o.n, dtype=bool)
@@ -146,6 +148,23 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
         fill = fill * io[None, :]
     out = np.where(matrix, fill, 1.0)
     return out * wave_fill(o, d) if wave else out
+
+
+def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Fill of an ``r x c`` array by ``M x N`` outputs: ``M/(ceil(M/r) r) * N/(ceil(N/c) c)``."""
+    return (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
+
+
+def array_modes(d: DesignBatch) -> list[tuple[float, float]]:
+    """The template's other array geometries (``compute.matrix.array_shapes``) as (row, column) factors of its
+    ``array_rows x array_cols``; a design batch that rescales the array keeps them (``r fr x c fc``, the same MACs).
+
+    Gaudi 2's two logical MMEs are four physical ones that the graph compiler configures as 256x256, 128x512 or
+    512x128 per GEMM (Intel staff answer, forum.habana.ai/t/about-mme-profiling-result-with-intel-gaudi-software/1272),
+    so an M = 120 decode GEMM fills 120/128 of a 128-row geometry instead of 120/256."""
+    m = d.base.compute.matrix
+    return [(r / m.array_rows, c / m.array_cols) for r, c in m.array_shapes or ()
+            if (r, c) != (m.array_rows, m.array_cols)]
 
 
 def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:

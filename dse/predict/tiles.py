@@ -127,7 +127,8 @@ def template_key(d: DesignBatch) -> tuple:
     hit = _TEMPLATE_KEYS.get(id(d.base))
     if hit is not None and hit[0] is d.base:
         return hit[1]
-    key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes())
+    key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes(),
+           str(d.base.compute.matrix.array_shapes))
     if len(_TEMPLATE_KEYS) > 256:
         _TEMPLATE_KEYS.clear()
     _TEMPLATE_KEYS[id(d.base)] = (d.base, key)

@@ -274,3 +274,48 @@ def test_a_template_can_keep_an_op_kind_off_a_unit_and_bad_runs_are_one_line() -
     bad["compute"]["matrix"]["runs"], bad["compute"]["vector"]["runs"] = ["gemm"], ["gemm"]
     with pytest.raises(DseError, match="no unit runs conv, attention"):
         dse.hardware(bad)
+
+
+# --------------------------------------------------------------------------- configurable array geometry
+def test_a_configurable_array_fills_small_m_gemms_with_its_narrow_geometry() -> None:
+    """Gaudi 2's MMEs run 256x256, 128x512 or 512x128 (array_shapes): an M = 120 GEMM fills 120/128 of a 128-row
+    geometry instead of 120/256 of the square one; M = 256 and M = 1 keep their square-array fill; a template without
+    array_shapes is unchanged."""
+    g2 = dse.hardware("gaudi2")
+    data = g2.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"].pop("array_shapes")
+    square = dse.hardware(data)
+    for m, fill, square_fill in ((120, 120 / 128, 120 / 256), (256, 1.0, 1.0), (1, 1 / 128, 1 / 256),
+                                 (384, 1.0, 384 / 512)):  # 3 x 128 rows
+        wl = dse.gemm(m, 8192, 8192, dtype="fp8")
+        a = dse.predict(wl, g2).ops.iloc[0]
+        b = dse.predict(wl, square).ops.iloc[0]
+        if b["ran_on"] == "matrix":
+            assert b["fill"] == pytest.approx(square_fill), m
+        if a["ran_on"] == "matrix":
+            assert a["fill"] == pytest.approx(fill), m
+        assert a["time_s"] <= b["time_s"] * (1 + 1e-12)
+
+
+def test_array_shapes_must_keep_the_macs_and_sit_on_the_matrix_unit() -> None:
+    from dse.errors import DseError
+
+    for unit, shapes in (("matrix", [[128, 256]]), ("vector", [[1, 1]])):
+        bad = dse.hardware("gaudi2").model_dump(mode="python", exclude_none=True)
+        bad["compute"][unit]["array_shapes"] = shapes
+        with pytest.raises(DseError, match="array_shapes has") as ei:
+            dse.hardware(bad)
+        assert "\n" not in str(ei.value) and f"compute.{unit}" in str(ei.value)
+
+
+def test_gaudi2_decode_attention_runs_at_the_tpc_fp8_rate() -> None:
+    """fp8 decode attention of an 8-KV-head model on Gaudi 2: the TPCs' 256 8-bit lanes (20.28 TFLOP/s) leave it
+    HBM-bound, where their bf16 rate (10.14) made it compute-bound."""
+    wl = dse.workload("llama3-8b", phase="decode", batch=155, context=3072, dtype="fp8", kv_dtype="fp8",
+                      attention_dtype="fp8")
+    att = dse.predict(wl, "gaudi2").ops.set_index("name").loc["layer.attention"]
+    assert att["bound"] == "hbm"
+    data = dse.hardware("gaudi2").model_dump(mode="python", exclude_none=True)
+    del data["compute"]["vector"]["peak_tflops"]["fp8"]
+    slow = dse.predict(wl, dse.hardware(data)).ops.set_index("name").loc["layer.attention"]
+    assert slow["bound"] != "hbm" and slow["time_s"] > 1.5 * att["time_s"]
