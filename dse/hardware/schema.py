@@ -75,6 +75,12 @@ class ComputeUnit(Strict):
         "tile per CTA: its epilogue runs after its mainloop with the matrix unit idle, sm80 libraries) or persistent "
         "(CTAs loop over tiles and overlap one tile's epilogue with the next one's mainloop, sm90 libraries); a "
         "workload's gemm_kernel overrides it (dse.workloads.ops.GemmKernel)")
+    dataflow: Literal["output_stationary", "weight_stationary"] = Field(
+        "output_stationary", description="What stays in the MAC array while the other operands stream "
+        "(dse.predict.roofline.array_fill): output_stationary (an M x N output tile per pass, K streams: M and N are "
+        "quantized to rows x cols) or weight_stationary (a K x N weight tile per pass, M activation rows stream "
+        "through it, the next tile loading behind them: K and N are quantized, and fewer than `rows` streamed rows "
+        "leave the array waiting on the weight load, TPU MXU)")
     array_shapes: list[tuple[TileSide, TileSide]] | None = Field(
         None, description="Geometries (rows x cols) the MAC arrays can be configured into, op by op, each of "
         "array_rows x array_cols MACs (Gaudi 2's MME: 256x256, 128x512 and 512x128); an op's array fill is the best "
@@ -96,8 +102,8 @@ class ComputeUnit(Strict):
                 raise ValueError(f"runs has {k!r}; accepted: a list of {', '.join(MATRIX_OP_KINDS)}")
         for r, c in self.array_shapes or ():
             if self.kind != "matrix" or r * c != self.array_rows * self.array_cols:
-                raise ValueError(f"array_shapes has {r}x{c}; accepted: on the matrix unit, geometries of array_rows x "
-                                 f"array_cols = {self.array_rows * self.array_cols} MACs")
+                raise ValueError(f"@array_shapes@got {r}x{c}; accepted: on the matrix unit, geometries of array_rows "
+                                 f"x array_cols = {self.array_rows * self.array_cols} MACs")
         if not self.peak_tflops:
             raise ValueError(f"peak_tflops is empty; accepted: a mapping of dtype ({', '.join(DTYPES)}) to > 0")
         for dt, v in self.peak_tflops.items():

@@ -135,9 +135,10 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     r, c = r[:, None], c[:, None]
     M = np.minimum(o.M, o.head_rows)[None, :]  # an attention tile's rows (inf off the attention rows)
     N = o.N[None, :]
-    fill = _quantized_fill(M, N, r, c)
+    K = o.K[None, :] if d.base.compute.matrix.dataflow == "weight_stationary" else None
+    fill = _quantized_fill(M, N, r, c, K)
     for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs)
-        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc))
+        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K))
     tiles = tile_fill(o, d)
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
         gemm = np.zeros(o.n, dtype=bool)
@@ -150,9 +151,25 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     return out * wave_fill(o, d) if wave else out
 
 
-def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Fill of an ``r x c`` array by ``M x N`` outputs: ``M/(ceil(M/r) r) * N/(ceil(N/c) c)``."""
-    return (M / (np.ceil(M / r) * r)) * (N / (np.ceil(N / c) * c))
+def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
+                    K: np.ndarray | None = None) -> np.ndarray:
+    """Fill of an ``r x c`` array by an ``M x N x K`` product.
+
+    Output-stationary (``K`` None: an ``M x N`` output tile per pass while ``K`` streams):
+    ``M/(ceil(M/r) r) * N/(ceil(N/c) c)``.
+
+    Weight-stationary (a ``K x N`` weight tile per pass, the ``M`` activation rows streaming through it one per
+    cycle, the next tile shifted in behind them): ``K/(ceil(K/r) r) * N/(ceil(N/c) c) * min(1, M/r)``. Shifting a
+    tile in takes ``r`` cycles, hidden by double buffering only while at least ``r`` rows stream (Jouppi et al.,
+    "In-Datacenter Performance Analysis of a Tensor Processing Unit", ISCA 2017: a second weight tile buffers "to hide
+    the 256 cycles it takes to shift a tile in"; jax-ml/scaling-book@0819a7d tpus.md Appendix B: the MXU holds the
+    RHS weights while the LHS streams, with no bubble after the first tile). ``K`` = 0 (a table without it) counts
+    as a full reduction side."""
+    cols = N / (np.ceil(N / c) * c)
+    if K is None:
+        return (M / (np.ceil(M / r) * r)) * cols
+    k = np.where(K > 0, K / (np.ceil(np.maximum(K, 1.0) / r) * r), 1.0)
+    return k * cols * np.minimum(1.0, M / r)
 
 
 def array_modes(d: DesignBatch) -> list[tuple[float, float]]:
