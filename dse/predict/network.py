@@ -22,6 +22,7 @@ fixed cost is the kernel launch, which the chip's ``launch_overhead_us`` already
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -53,16 +54,26 @@ def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, a
 
 
 def torus_group_dims(dims: list[int], n: int) -> list[int]:
-    """The torus dimensions a group of ``n`` ranks spans (whole leading dimensions)."""
+    """The torus dimensions a group of ``n`` ranks spans: whole leading dimensions when they multiply to ``n``,
+    else the largest set of whole dimensions that does (e.g. a group of 8 on a 4x4x8 torus runs on its 8-long ring).
+
+    A compiler maps each parallel mesh axis onto whole physical torus axes, any of them, never splitting one
+    (JAX ``mesh_utils._create_device_mesh_for_nd_torus``: "maps each logical axis to one or more physical axes",
+    trying combinations of axes whose product is the axis size, and errors out rather than split a physical axis
+    unless ``allow_split_physical_axes``)."""
     out, prod = [], 1
     for k in dims:
         if prod >= n:
             break
         out.append(k)
         prod *= k
-    if prod != n:
-        raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims}")
-    return out
+    if prod == n:
+        return out
+    for r in range(len(dims), 0, -1):
+        for idx in itertools.combinations(range(len(dims)), r):
+            if math.prod(dims[i] for i in idx) == n:
+                return [dims[i] for i in idx]
+    raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims}")
 
 
 def sent_bytes(coll: str, S: float, n: int) -> float:

@@ -45,6 +45,17 @@ def test_torus_dimension_by_dimension():
         net.torus_group_dims([4, 4, 4], 8)
 
 
+def test_a_group_spans_any_whole_torus_axes_never_a_split_one():
+    """JAX's mesh_utils maps a mesh axis onto whole physical axes, any of them: 8 ranks on a 4x4x8 slice take its
+    8-long axis, 32 on it take 4x8 (the most axes that multiply to the size), 16 the leading 4x4; 16 on 8x8x8
+    would split an axis and is refused."""
+    assert net.torus_group_dims([4, 4, 8], 16) == [4, 4]
+    assert net.torus_group_dims([4, 4, 8], 8) == [8]
+    assert net.torus_group_dims([4, 4, 8], 32) == [4, 8]
+    with pytest.raises(ValueError, match="whole dimensions"):
+        net.torus_group_dims([8, 8, 8], 16)
+
+
 def test_point_to_point_and_all_to_all():
     assert net.level_time("p2p", S, 2, "switch", b=1, B=B, alpha=A) == pytest.approx(0.01 + A)
     # all-to-all on a switch: injection bound (n-1)/n * S/B; on a ring the bisection n*S/4/B binds
