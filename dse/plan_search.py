@@ -66,8 +66,8 @@ def _resolve(system: str | System | Any, chips: int) -> System:
 
 def placement_error(plan: Any, sysm: System) -> str:
     """Why a plan's parallel groups cannot be laid on the system's first level, a torus ("" when they can): each
-    group of more than one rank must fill whole leading torus dimensions (``dse.predict.network.torus_group_dims``;
-    placing a group by its stride is not modelled)."""
+    group of more than one rank must fill whole torus dimensions, any of them (``dse.predict.network.torus_group_dims``;
+    a group that would split a dimension is not modelled)."""
     from dse.predict.network import torus_group_dims
 
     lv0 = sysm.network[0] if sysm.network else None
@@ -78,7 +78,7 @@ def placement_error(plan: Any, sysm: System) -> str:
             try:
                 torus_group_dims(lv0.dims or [lv0.size], g)
             except ValueError as exc:
-                return f"{exc} (a group is placed on whole leading torus dimensions)"
+                return f"{exc} (a group is placed on whole torus dimensions)"
     return ""
 
 
