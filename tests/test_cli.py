@@ -324,9 +324,9 @@ def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
                  "--chips", "8", "--tp", "8"]) == 0
     out = capsys.readouterr().out
     assert "system: assumed tpu-v5e-pod, the system tpu-v5e ships in (ici torus of 8 (2x4 slice))" in out
-    assert main(["predict", "llama2-7b", "trainium1", "--phase", "decode", "--context", "128", "--chips", "2",
+    assert main(["predict", "llama2-7b", "inferentia2", "--phase", "decode", "--context", "128", "--chips", "2",
                  "--tp", "2"]) == 0
-    assert "system: no system ships for trainium1: assumed trainium1-switch" in capsys.readouterr().out
+    assert "system: no system ships for inferentia2: assumed inferentia2-switch" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "4",
                  "--tp", "4", "--system", "tpu-v5e-pod"]) == 0
     assert "system: assumed" not in capsys.readouterr().out
