@@ -231,7 +231,9 @@ def inner_capacity(d: DesignBatch) -> np.ndarray:
     ``reuse_group`` (instances that share tiles by multicast, e.g. a Hopper cluster of 2 SMs)."""
     inner = np.empty_like(d.capacity)
     inner[:, 0] = d.reg_bytes
-    inner[:, 1:] = d.capacity[:, :-1] / d.level_instances[:, :-1] * d.reuse_group[None, :-1]
+    # a design with fewer cores than the template's multicast group pools what it has
+    inner[:, 1:] = d.capacity[:, :-1] / d.level_instances[:, :-1] * np.minimum(d.reuse_group[None, :-1],
+                                                                                d.level_instances[:, :-1])
     return inner
 
 

@@ -379,3 +379,19 @@ def test_the_residency_doc_shows_the_sram_knee_the_predictor_gives() -> None:
         bound = p.time_by_bound().sort_values(ascending=False)
         text = ", ".join(f"{k} {round(v * 100)} %" for k, v in bound.items() if round(v * 100) > 0)
         assert (float(step), int(weights), binding) == (round(p.time_s * 1e6, 1), round(share * 100), text), mib
+
+
+def test_a_2d_multicast_grid_reads_each_operand_block_from_dram_once_per_row_or_column() -> None:
+    """tt-metal's 2D-multicast matmul on a Blackhole p150 (L1 reuse_group 130: the worker grid pools its tiles): a
+    4160^3 bf16 GEMM moves about its operands' 104 MB through GDDR6, where 140 separate 1.5 MB L1s re-read them
+    several times over; a design with fewer cores than the group pools only what it has."""
+    import dse
+
+    p150 = dse.hardware("tt-p150")
+    wl = dse.gemm(4160, 4160, 4160, dtype="bf16")
+    pooled = float(dse.predict(wl, p150).ops.iloc[0]["traffic_gddr6_bytes"])
+    data = p150.model_dump(mode="python", exclude_none=True)
+    data["memory"][0]["reuse_group"] = 1
+    alone = float(dse.predict(wl, dse.hardware(data)).ops.iloc[0]["traffic_gddr6_bytes"])
+    operands = 3 * 4160 * 4160 * 2
+    assert pooled < 1.5 * operands < 3 * operands < alone
