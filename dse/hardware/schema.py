@@ -122,6 +122,10 @@ class Compute(Strict):
     """Cores, clock and the two unit kinds."""
 
     cores: int = Field(gt=0, le=MAX_CORES, description="Cores (SMs, TensorCores, NPU cores) sharing the outer levels")
+    reserved_cores: int = Field(
+        0, ge=0, le=MAX_CORES, description="Cores the runtime keeps for itself (command dispatch), which run no "
+        "operator: operators compute on cores - reserved_cores of them (the peaks stay the chip's). Tenstorrent's "
+        "tt-metal computes on an 8x8 worker grid of a Wormhole n150's 72 Tensix and 13x10 of a Blackhole p150's 140")
     clock_ghz: float = Field(gt=0, le=MAX_CLOCK_GHZ, description="Clock the peaks assume, GHz")
     register_kib_per_core: float = Field(
         gt=0, le=MAX_REGISTER_KIB, description="Register file / accumulator storage per core (KiB): reuse capacity "
@@ -152,6 +156,8 @@ class Compute(Strict):
 
     @model_validator(mode="after")
     def _kinds(self) -> Compute:
+        if self.reserved_cores >= self.cores:
+            raise ValueError(f"@reserved_cores@got {self.reserved_cores}; accepted: fewer than the {self.cores} cores")
         if self.matrix.kind != "matrix" or self.vector.kind != "vector":
             raise ValueError("compute.matrix must have kind: matrix and compute.vector kind: vector")
         if self.matrix.runs is not None and self.vector.runs is not None:

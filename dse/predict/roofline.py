@@ -80,7 +80,7 @@ def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
     if fill is None:
         fill = array_fill(o, d, capable, wave=False)
     m_rate = d.matrix_peak * _matrix_eff(d)  # [D, n_dtypes] achievable FLOP/s (NaN: no mode)
-    v_rate = d.vector_peak * d.vector_eff[:, None]
+    v_rate = d.vector_peak * _vector_eff(d)
     ratio = np.where(np.isnan(v_rate), 0.0, v_rate) / np.where(np.isnan(m_rate), np.inf, m_rate)
     if (ratio == ratio[:1]).all():
         ratio = ratio[:1]
@@ -204,7 +204,7 @@ def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarr
     m_eff = _matrix_eff(d)
     if m_eff.shape[1] > 1:  # per dtype: each op's column
         m_eff = np.take(m_eff, o.dtype_idx, axis=1)
-    eff = np.where(matrix, m_eff, d.vector_eff[:, None])
+    eff = np.where(matrix, m_eff, _vector_eff(d))
     _check_modes(o, peak)
     return peak, eff
 
@@ -212,10 +212,26 @@ def unit_peak(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarr
 def _matrix_eff(d: DesignBatch) -> np.ndarray:
     """[D, 1] matrix-unit efficiency per design, or [D, n_dtypes] where the template sets ``dtype_efficiency``
     (a dtype whose GEMMs reach another fraction of its peak: ``efficiency x dtype_efficiency_ratio``)."""
-    m_eff = d.matrix_eff[:, None]
+    m_eff = d.matrix_eff[:, None] * worker_fraction(d)
     if d.base.compute.matrix.dtype_efficiency:
         m_eff = m_eff * dtype_efficiency_ratio(d.base.compute.matrix)[None, :]
     return m_eff
+
+
+def _vector_eff(d: DesignBatch) -> np.ndarray:
+    """[D, 1] vector-unit efficiency per design, on the cores that run operators (:func:`worker_fraction`)."""
+    return d.vector_eff[:, None] * worker_fraction(d)
+
+
+def worker_fraction(d: DesignBatch) -> np.ndarray:
+    """[D, 1] share of the cores that run operators: ``(cores - reserved) / cores``, ``reserved`` the template's
+    ``compute.reserved_cores`` (a runtime's dispatch cores, a fixed count whatever the design's core count).
+    tt-metal runs a Wormhole n150's operators on an 8x8 worker grid of its 72 Tensix and a Blackhole p150's on 13x10
+    of 140 (tt-metal tech_reports/GEMM_FLOPS: 'full grid size (8x8 in Wormhole and 13x10 in Blackhole)')."""
+    r = d.base.compute.reserved_cores
+    if not r:
+        return np.ones((d.n, 1))
+    return (np.maximum(d.cores - r, 1.0) / d.cores)[:, None]
 
 
 def _unit_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
@@ -241,7 +257,7 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
     K = d.matrix_peak.shape[1]
     table = np.empty((d.n, 2 * K + 1))
     np.multiply(d.matrix_peak, _matrix_eff(d), out=table[:, :K])
-    np.multiply(d.vector_peak, d.vector_eff[:, None], out=table[:, K : 2 * K])
+    np.multiply(d.vector_peak, _vector_eff(d), out=table[:, K : 2 * K])
     table[:, 2 * K] = 1.0
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
         key = ("unit-columns", matrix.tobytes())

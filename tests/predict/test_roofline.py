@@ -348,3 +348,21 @@ def test_an_unknown_dataflow_is_one_line_naming_the_field() -> None:
     msg = str(ei.value)
     assert "\n" not in msg and "compute.matrix.dataflow" in msg and "row_stationary" in msg
     assert "weight_stationary" in msg
+
+
+def test_reserved_cores_run_no_operator_and_must_leave_some() -> None:
+    """tt-n150 keeps 8 of its 72 Tensix for tt-metal's dispatch: a compute-bound GEMM takes 72/64 as long as on the
+    same chip computing on all 72; reserving every core is one line naming the field."""
+    from dse.errors import DseError
+
+    n150 = dse.hardware("tt-n150")
+    assert n150.compute.reserved_cores == 8
+    data = n150.model_dump(mode="python", exclude_none=True)
+    data["compute"]["reserved_cores"] = 0
+    wl = dse.gemm(8192, 8192, 8192, dtype="bf16")
+    a, b = dse.predict(wl, n150).ops.iloc[0], dse.predict(wl, dse.hardware(data)).ops.iloc[0]
+    assert a["t_compute_s"] == pytest.approx(b["t_compute_s"] * 72 / 64)
+    data["compute"]["reserved_cores"] = 72
+    with pytest.raises(DseError, match="compute.reserved_cores: got 72; accepted: fewer than the 72 cores") as ei:
+        dse.hardware(data)
+    assert "\n" not in str(ei.value)
