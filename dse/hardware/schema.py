@@ -81,6 +81,11 @@ class ComputeUnit(Strict):
         "quantized to rows x cols) or weight_stationary (a K x N weight tile per pass, M activation rows stream "
         "through it, the next tile loading behind them: K and N are quantized, and fewer than `rows` streamed rows "
         "leave the array waiting on the weight load, TPU MXU)")
+    stream_rows: TileSide | None = Field(
+        None, gt=0, description="weight_stationary only: the fewest streamed rows that hide the next weight tile's "
+        "load (an operator streaming fewer fills M / stream_rows of the array). Default array_rows (shifting a tile in "
+        "takes a cycle a row, TPU MXU); NeuronCore-v2's TensorE loads the next stationary tile in the background and "
+        "issues a MultiplyMoving every max(N, 64) cycles: 64")
     array_shapes: list[tuple[TileSide, TileSide]] | None = Field(
         None, description="Geometries (rows x cols) the MAC arrays can be configured into, op by op, each of "
         "array_rows x array_cols MACs (Gaudi 2's MME: 256x256, 128x512 and 512x128); an op's array fill is the best "
@@ -100,6 +105,9 @@ class ComputeUnit(Strict):
         for k in self.runs or ():
             if k not in MATRIX_OP_KINDS:
                 raise ValueError(f"runs has {k!r}; accepted: a list of {', '.join(MATRIX_OP_KINDS)}")
+        if self.stream_rows is not None and self.dataflow != "weight_stationary":
+            raise ValueError(f"@stream_rows@got {self.stream_rows} with dataflow {self.dataflow}; accepted: stream_rows "
+                             "only with dataflow: weight_stationary")
         for r, c in self.array_shapes or ():
             if self.kind != "matrix" or r * c != self.array_rows * self.array_cols:
                 raise ValueError(f"@array_shapes@got {r}x{c}; accepted: on the matrix unit, geometries of array_rows "

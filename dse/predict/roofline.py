@@ -135,10 +135,12 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     r, c = r[:, None], c[:, None]
     M = np.minimum(o.M, o.head_rows)[None, :]  # an attention tile's rows (inf off the attention rows)
     N = o.N[None, :]
-    K = o.K[None, :] if d.base.compute.matrix.dataflow == "weight_stationary" else None
-    fill = _quantized_fill(M, N, r, c, K)
+    unit = d.base.compute.matrix
+    K = o.K[None, :] if unit.dataflow == "weight_stationary" else None
+    s = r * (unit.stream_rows / unit.array_rows) if unit.stream_rows else r  # rows that hide a tile's load
+    fill = _quantized_fill(M, N, r, c, K, s)
     for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs)
-        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K))
+        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K, s * fr))
     tiles = tile_fill(o, d)
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
         gemm = np.zeros(o.n, dtype=bool)
@@ -152,14 +154,17 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
 
 
 def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
-                    K: np.ndarray | None = None) -> np.ndarray:
+                    K: np.ndarray | None = None, s: np.ndarray | None = None) -> np.ndarray:
     """Fill of an ``r x c`` array by an ``M x N x K`` product.
 
     Output-stationary (``K`` None: an ``M x N`` output tile per pass while ``K`` streams):
     ``M/(ceil(M/r) r) * N/(ceil(N/c) c)``.
 
     Weight-stationary (a ``K x N`` weight tile per pass, the ``M`` activation rows streaming through it one per
-    cycle, the next tile shifted in behind them): ``K/(ceil(K/r) r) * N/(ceil(N/c) c) * min(1, M/r)``. Shifting a
+    cycle, the next tile shifted in behind them): ``K/(ceil(K/r) r) * N/(ceil(N/c) c) * min(1, M/s)``, ``s`` the
+    rows that hide the next tile's load (default ``r``; NeuronCore-v2's TensorE: 64, its MultiplyMoving initiation
+    interval ``max(N, 64)`` cycles with the next stationary loaded in the background, aws-neuron-sdk@81ce03a
+    nki/guides/architecture/trainium_inferentia2_arch.rst). Shifting a
     tile in takes ``r`` cycles, hidden by double buffering only while at least ``r`` rows stream (Jouppi et al.,
     "In-Datacenter Performance Analysis of a Tensor Processing Unit", ISCA 2017: a second weight tile buffers "to hide
     the 256 cycles it takes to shift a tile in"; jax-ml/scaling-book@0819a7d tpus.md Appendix B: the MXU holds the
@@ -169,7 +174,7 @@ def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
     if K is None:
         return (M / (np.ceil(M / r) * r)) * cols
     k = np.where(K > 0, K / (np.ceil(np.maximum(K, 1.0) / r) * r), 1.0)
-    return k * cols * np.minimum(1.0, M / r)
+    return k * cols * np.minimum(1.0, M / (r if s is None else s))
 
 
 def array_modes(d: DesignBatch) -> list[tuple[float, float]]:

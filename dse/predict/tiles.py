@@ -128,7 +128,7 @@ def template_key(d: DesignBatch) -> tuple:
     if hit is not None and hit[0] is d.base:
         return hit[1]
     key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes(),
-           str(d.base.compute.matrix.array_shapes), d.base.compute.matrix.dataflow)
+           str(d.base.compute.matrix.array_shapes), d.base.compute.matrix.dataflow, d.base.compute.matrix.stream_rows)
     if len(_TEMPLATE_KEYS) > 256:
         _TEMPLATE_KEYS.clear()
     _TEMPLATE_KEYS[id(d.base)] = (d.base, key)

@@ -366,3 +366,26 @@ def test_reserved_cores_run_no_operator_and_must_leave_some() -> None:
     with pytest.raises(DseError, match="compute.reserved_cores: got 72; accepted: fewer than the 72 cores") as ei:
         dse.hardware(data)
     assert "\n" not in str(ei.value)
+
+
+def test_tensor_e_hides_its_weight_load_behind_64_streamed_rows() -> None:
+    """Trainium's TensorE (weight-stationary, stream_rows 64): 32 streamed rows fill half of the 128x128 array, 64 or
+    more fill it, where the default (a row a cycle, 128) would halve 64; stream_rows without weight_stationary is one
+    line naming the field."""
+    from dse.errors import DseError
+
+    trn = dse.hardware("trainium1")
+    data = trn.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"].pop("stream_rows")
+    default = dse.hardware(data)
+    for m, fill, default_fill in ((32, 0.5, 0.25), (64, 1.0, 0.5), (512, 1.0, 1.0)):
+        wl = dse.gemm(m, 4096, 4096, dtype="bf16")
+        a, b = dse.predict(wl, trn).ops.iloc[0], dse.predict(wl, default).ops.iloc[0]
+        assert a["ran_on"] == "matrix" and a["fill"] == pytest.approx(fill), m
+        if b["ran_on"] == "matrix":
+            assert b["fill"] == pytest.approx(default_fill), m
+    data["compute"]["matrix"]["stream_rows"] = 64
+    data["compute"]["matrix"]["dataflow"] = "output_stationary"
+    with pytest.raises(DseError, match="compute.matrix.stream_rows: got 64 with dataflow output_stationary") as ei:
+        dse.hardware(data)
+    assert "\n" not in str(ei.value)
