@@ -162,14 +162,14 @@ def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
 
     Weight-stationary (a ``K x N`` weight tile per pass, the ``M`` activation rows streaming through it one per
     cycle, the next tile shifted in behind them): ``K/(ceil(K/r) r) * N/(ceil(N/c) c) * min(1, M/s)``, ``s`` the
-    rows that hide the next tile's load (default ``r``; NeuronCore-v2's TensorE: 64, its MultiplyMoving initiation
-    interval ``max(N, 64)`` cycles with the next stationary loaded in the background, aws-neuron-sdk@81ce03a
-    nki/guides/architecture/trainium_inferentia2_arch.rst). Shifting a
-    tile in takes ``r`` cycles, hidden by double buffering only while at least ``r`` rows stream (Jouppi et al.,
-    "In-Datacenter Performance Analysis of a Tensor Processing Unit", ISCA 2017: a second weight tile buffers "to hide
-    the 256 cycles it takes to shift a tile in"; jax-ml/scaling-book@0819a7d tpus.md Appendix B: the MXU holds the
-    RHS weights while the LHS streams, with no bubble after the first tile). ``K`` = 0 (a table without it) counts
-    as a full reduction side."""
+    rows that hide the next tile's load. By default ``s = r``: shifting a tile in takes ``r`` cycles, hidden by double
+    buffering only while at least ``r`` rows stream (Jouppi et al., "In-Datacenter Performance Analysis of a Tensor
+    Processing Unit", ISCA 2017: a second weight tile buffers "to hide the 256 cycles it takes to shift a tile in";
+    jax-ml/scaling-book@0819a7d tpus.md Appendix B: the MXU holds the RHS weights while the LHS streams, with no
+    bubble after the first tile). NeuronCore-v2's TensorE has ``s = 64``: it issues a MultiplyMoving every
+    ``max(N, 64)`` cycles and loads the next stationary tile in the background (aws-neuron-sdk@81ce03a
+    nki/guides/architecture/trainium_inferentia2_arch.rst). ``K`` = 0 (a table without it) counts as a full
+    reduction side."""
     cols = N / (np.ceil(N / c) * c)
     if K is None:
         return (M / (np.ceil(M / r) * r)) * cols

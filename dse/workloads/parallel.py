@@ -351,8 +351,9 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
 
 
 def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool) -> list[dict[str, Any]]:
-    """DP (training, any family): the gradient all-reduce once per step, plus ZeRO-3's parameter
-    all-gathers in forward and backward. With hybrid sharding (fsdp < dp) these run within each fsdp group,
+    """DP (training, any family): the gradient all-reduce once per step; under ZeRO-3 / FSDP a reduce-scatter
+    instead (each rank keeps its shard) plus the parameter all-gathers in forward and backward. With hybrid
+    sharding (fsdp < dp) these run within each fsdp group,
     and the replicas then all-reduce their 1/fsdp gradient shards (PyTorch HYBRID_SHARD: reduce-scatter in
     the shard group, all-reduce across replica groups; Zhao et al., VLDB 2023, Sec. 3.2.2)."""
     if plan.dp == 1 or not training or not facts.get("params"):
@@ -361,19 +362,19 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     group = "fsdp" if plan.hybrid else "dp"
     rows = []
     if plan.shards > 1:  # ZeRO-3 keeps each rank's gradient shard only: a reduce-scatter, not an all-reduce
-        rows = (bucketed_all_reduce("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
-                if plan.zero == 3 else bucketed_all_reduce("dp.gradient_all_reduce", grads, group, plan))
+        rows = (bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
+                if plan.zero == 3 else bucketed_gradients("dp.gradient_all_reduce", grads, group, plan))
     if plan.zero == 3 and plan.shards > 1:
         rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, group, plan, 2, 1.0))
     if plan.hybrid:
-        rows += bucketed_all_reduce("dp.replica_all_reduce", grads / plan.shards, "replicas", plan)
+        rows += bucketed_gradients("dp.replica_all_reduce", grads / plan.shards, "replicas", plan)
     return rows
 
 
-def bucketed_all_reduce(name: str, grads: float, group: str, plan: Plan,
-                        coll: str = "all_reduce") -> list[dict[str, Any]]:
-    """Bucketed gradient all-reduce rows over ``group`` (PyTorch DDP, Li et al., VLDB 2020; Megatron-LM DDP):
-    each bucket's all-reduce starts when its gradients are ready and overlaps the rest of the backward pass
+def bucketed_gradients(name: str, grads: float, group: str, plan: Plan,
+                       coll: str = "all_reduce") -> list[dict[str, Any]]:
+    """Bucketed gradient collective rows (all-reduce by default) over ``group`` (PyTorch DDP, Li et al., VLDB 2020;
+    Megatron-LM DDP): each bucket's collective starts when its gradients are ready and overlaps the rest of the backward pass
     (as plan.overlap.dp says); the last bucket only starts when the backward pass ends, so it is always exposed.
     ``coll="reduce_scatter"``: ZeRO-3 / FSDP, where each rank keeps its own gradient shard, so the step moves
     3 x the parameters' bytes (this reduce-scatter plus the forward and backward all-gathers) against plain data
