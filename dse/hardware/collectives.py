@@ -74,11 +74,26 @@ def switch_reduction_all_reduce(S: float, n: int, B: float, alpha: float) -> flo
     return S / B + 2 * alpha if n > 1 else 0.0
 
 
+class Axis(int):
+    """A torus dimension's length that knows whether the dimension wraps around (``wraps``; a plain int does).
+    A slice's axis shorter than its pod's has no wraparound link: a line, whose ring runs one way per link."""
+
+    wraps: bool = True
+
+    def __new__(cls, k: int, wraps: bool = True) -> Axis:
+        obj = super().__new__(cls, k)
+        obj.wraps = wraps
+        return obj
+
+
 def torus_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float:
-    """Dimension by dimension: a bidirectional ring (``2b``) per dimension on a shrinking buffer."""
+    """Dimension by dimension on a shrinking buffer: a bidirectional ring (``2b``) per wrapped dimension, a ring
+    embedded in a line (``b``: each link carries it one way out and the other way back) per dimension without
+    wraparound (jax-ml/scaling-book@0819a7d sharding.md: a TPU v5e axis without wraparound 'can't do a fully
+    bidirectional AllGather')."""
     t, s = 0.0, S
     for k in dims:
-        t += ring_all_reduce(s, k, 2 * b, alpha) if k > 1 else 0.0
+        t += ring_all_reduce(s, k, 2 * b if getattr(k, "wraps", True) else b, alpha) if k > 1 else 0.0
         s /= k
     return t
 

@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError, model_validator
 from dse.errors import DseError, from_validation_error
 from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES
 from dse.hardware.schema import Hardware
+from dse.limits import MAX_CORES
 from dse.strict import Strict
 from dse.units import repo_root
 from dse.yamlio import is_file, load_spec, load_yaml
@@ -38,6 +39,11 @@ class NetworkLevel(Strict):
         description="switch (full bisection), ring, torus (dims), or fully_connected: every pair of the level's chips "
         "joined by its own links (links_per_chip / (size - 1) per peer), so a group of n uses (n-1)/(size-1) of them")
     dims: list[int] | None = Field(None, description="Torus dimensions (product = size), e.g. [4, 4, 4]")
+    wrap_min_dim: int | None = Field(
+        None, gt=1, le=MAX_CORES, description="Torus only: a dimension of a slice has wraparound links only when it "
+        "spans at least this many chips; shorter ones are lines, whose rings run one way per link (half the "
+        "bandwidth of a wrapped dimension's bidirectional ring). TPU v5e/v6e: 16 (only a full pod axis wraps); TPU "
+        "v4/v5p: 4. Default: every dimension wraps")
     links_per_chip: int | None = Field(None, gt=0, description="Links per chip at this level (level 0 default: "
                                                                  "the chip's network.links)")
     link_bandwidth_gbps: float | None = Field(None, gt=0, description="GB/s per link (level 0 default: the chip's)")
@@ -63,6 +69,8 @@ class NetworkLevel(Strict):
                 raise ValueError(f"torus dims {self.dims} multiply to {math.prod(self.dims)}, not size {self.size}")
         elif self.dims:
             raise ValueError(f"dims apply to a torus only (topology is {self.topology})")
+        if self.wrap_min_dim is not None and self.topology != "torus":
+            raise ValueError(f"@wrap_min_dim@got {self.wrap_min_dim} on a {self.topology}; accepted: a torus level only")
         if self.in_network_reduction and self.topology != "switch":
             raise ValueError("in_network_reduction needs a switch topology")
         return self

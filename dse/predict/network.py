@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dse.hardware import collectives
-from dse.hardware.collectives import Protocol, choose, offers, protocol, protocol_time
+from dse.hardware.collectives import Axis, Protocol, choose, offers, protocol, protocol_time
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import NetworkLevel, System
 from dse.predict.traffic import OpArrays
@@ -38,13 +38,16 @@ from dse.predict.traffic import OpArrays
 # ---------------------------------------------------------------------------------- one level
 def level_time(coll: str, S: float, n: int, topology: str, b: float, B: float, alpha: float,
                dims: list[int] | None = None, in_network_reduction: bool = False,
-               algorithm: str = "ring", protocol: Protocol | None = None) -> float:
+               algorithm: str = "ring", protocol: Protocol | None = None, wrap_min: int | None = None) -> float:
     """Time of one collective on one network level (``n`` ranks of that level take part): the
     ``dse.hardware.collectives.TABLE`` row the level chooses, under ``protocol`` when given (its fixed
-    base latency excluded; ``math.inf`` when the protocol does not drive that row on this topology)."""
+    base latency excluded; ``math.inf`` when the protocol does not drive that row on this topology). On a torus
+    whose slices wrap only along dimensions of at least ``wrap_min`` chips, shorter dimensions are lines."""
     if n <= 1 or S <= 0:
         return 0.0
     tdims = torus_group_dims(dims or [n], n) if topology == "torus" else dims or [n]  # fully_connected: [size]
+    if topology == "torus" and wrap_min:
+        tdims = [Axis(k, k >= wrap_min) for k in tdims]
     row = choose(coll, topology, algorithm, in_network_reduction)
     if protocol is None:
         return row.time(S, n, b, B, alpha, tdims)
@@ -136,7 +139,7 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         members_below *= k
         args = dict(topology=lv.topology, dims=[lv.size] if lv.topology == "fully_connected" else lv.dims,
                     in_network_reduction=in_network and lv.in_network_reduction,
-                    algorithm=lv.algorithm)
+                    algorithm=lv.algorithm, wrap_min=lv.wrap_min_dim)
         if protocol_name is not None:
             p = protocol(lv.collective_library, protocol_name)
             if p is None:
@@ -193,7 +196,7 @@ def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarra
     """(c_link [V, N, Oc], c_inj [V, N, Oc], alpha [V, Oc], bytes sent [Oc]) of the collective rows of ``o`` on
     ``system`` under each variant (:func:`variant_coefficients`), cached on ``o`` per system (the
     coefficients do not depend on the design's numbers)."""
-    key = ("variants", system.name, tuple(system.sizes))
+    key = ("variants", system.name, tuple(system.sizes), tuple(lv.wrap_min_dim for lv in system.network))
     if key not in o.cache:
         specs = system.network
         V = len(variants(specs))

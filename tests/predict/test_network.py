@@ -208,7 +208,7 @@ def test_a_torus_runs_simple_only_with_no_extra_fixed_cost():
     S = 1e6
     name, _, t = net.best_variant("all_reduce", S, 16, 1, specs, b, B)
     pure = net.level_time("all_reduce", S, 16, "torus", b=b[0], B=B[0], alpha=specs[0].latency_s,
-                          dims=specs[0].dims)
+                          dims=specs[0].dims, wrap_min=specs[0].wrap_min_dim)
     assert name == "simple" and t == pytest.approx(pure, rel=1e-12)
 
 
@@ -239,3 +239,24 @@ def test_network_times_take_the_fastest_variant_per_op():
     t = net.best_variant("all_reduce", 4096 * 2, 8, 1, specs, b, B)[2]
     coll_rows = p8.ops[p8.ops["coll"] != ""]
     assert coll_rows["t_network_s"].to_numpy() == pytest.approx(t)
+
+
+def test_a_slice_axis_shorter_than_the_wrap_length_is_a_line_with_half_the_ring_bandwidth():
+    """TPU v5e wraps only a full 16-chip axis (wrap_min_dim 16): on a 4x4 slice each axis is a line, whose ring runs
+    one way per link, so an all-reduce's bandwidth term doubles against a wrapped 4x4; a 16-long axis keeps its
+    bidirectional ring. wrap_min_dim off a torus is one line naming the field."""
+    b = 45e9
+    wrapped = net.level_time("all_reduce", S, 16, "torus", b=b, B=math.inf, alpha=0.0, dims=[4, 4])
+    lines = net.level_time("all_reduce", S, 16, "torus", b=b, B=math.inf, alpha=0.0, dims=[4, 4], wrap_min=16)
+    assert lines == pytest.approx(2 * wrapped)
+    full = net.level_time("all_reduce", S, 16, "torus", b=b, B=math.inf, alpha=0.0, dims=[16], wrap_min=16)
+    assert full == pytest.approx(net.level_time("all_reduce", S, 16, "torus", b=b, B=math.inf, alpha=0.0, dims=[16]))
+    from dse.errors import DseError
+    from dse.hardware.system import load_system
+
+    assert load_system("tpu-v5e-pod").network[0].wrap_min_dim == 16
+    data = load_system("dgx-h100").model_dump(mode="python", exclude_none=True)
+    data["network"][0]["wrap_min_dim"] = 4
+    with pytest.raises(DseError, match="wrap_min_dim: got 4 on a") as ei:
+        load_system(data)
+    assert "\n" not in str(ei.value)
