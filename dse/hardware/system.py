@@ -39,6 +39,10 @@ class NetworkLevel(Strict):
         description="switch (full bisection), ring, torus (dims), or fully_connected: every pair of the level's chips "
         "joined by its own links (links_per_chip / (size - 1) per peer), so a group of n uses (n-1)/(size-1) of them")
     dims: list[int] | None = Field(None, description="Torus dimensions (product = size), e.g. [4, 4, 4]")
+    box_size: int | None = Field(
+        None, gt=0, le=MAX_CORES, description="fully_connected only: the chips whose all-to-all links a chip's "
+        "links_per_chip are spread over (links_per_chip / (box_size - 1) per peer; default size). A system resized "
+        "below a box keeps it: two cards of an 8-card HLS-Gaudi box talk over the 3 ports they share, not all 21")
     wrap_min_dim: int | None = Field(
         None, gt=1, le=MAX_CORES, description="Torus only: a dimension of a slice has wraparound links only when it "
         "spans at least this many chips; shorter ones are lines, whose rings run one way per link (half the "
@@ -69,6 +73,9 @@ class NetworkLevel(Strict):
                 raise ValueError(f"torus dims {self.dims} multiply to {math.prod(self.dims)}, not size {self.size}")
         elif self.dims:
             raise ValueError(f"dims apply to a torus only (topology is {self.topology})")
+        if self.box_size is not None and (self.topology != "fully_connected" or self.box_size < self.size):
+            raise ValueError(f"@box_size@got {self.box_size} on a {self.topology} of size {self.size}; accepted: a "
+                             "fully_connected level only, at least its size")
         if self.wrap_min_dim is not None and self.topology != "torus":
             raise ValueError(f"@wrap_min_dim@got {self.wrap_min_dim} on a {self.topology}; accepted: a torus level only")
         if self.in_network_reduction and self.topology != "switch":
@@ -134,7 +141,8 @@ class System(Strict):
                                f"{', '.join(str(n) for n in published_counts(lv0.dims or [lv0.size]))})", field="chips")
             levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
         elif (chips <= lv0.size and lv0.size % chips == 0) or len(levels) == 1:  # a switch or ring resized
-            levels = [lv0.model_copy(update={"size": chips})]
+            box = {"box_size": lv0.box_size or lv0.size} if lv0.topology == "fully_connected" and chips < lv0.size else {}
+            levels = [lv0.model_copy(update={"size": chips, **box})]
         else:
             raise DseError(f"{chips} chips do not match the topology of {self.name} (levels {self.sizes}); "
                            f"accepted: a divisor of {levels[0].size} or a multiple of {inner}", field="chips")

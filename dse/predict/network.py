@@ -137,7 +137,7 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         else:
             s_l = S / members_below
         members_below *= k
-        args = dict(topology=lv.topology, dims=[lv.size] if lv.topology == "fully_connected" else lv.dims,
+        args = dict(topology=lv.topology, dims=[lv.box_size or lv.size] if lv.topology == "fully_connected" else lv.dims,
                     in_network_reduction=in_network and lv.in_network_reduction,
                     algorithm=lv.algorithm, wrap_min=lv.wrap_min_dim)
         if protocol_name is not None:
@@ -196,7 +196,8 @@ def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarra
     """(c_link [V, N, Oc], c_inj [V, N, Oc], alpha [V, Oc], bytes sent [Oc]) of the collective rows of ``o`` on
     ``system`` under each variant (:func:`variant_coefficients`), cached on ``o`` per system (the
     coefficients do not depend on the design's numbers)."""
-    key = ("variants", system.name, tuple(system.sizes), tuple(lv.wrap_min_dim for lv in system.network))
+    key = ("variants", system.name, tuple(system.sizes),
+           tuple((lv.wrap_min_dim, lv.box_size) for lv in system.network))
     if key not in o.cache:
         specs = system.network
         V = len(variants(specs))

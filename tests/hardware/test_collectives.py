@@ -149,3 +149,30 @@ def test_the_gaudi_boxes_are_the_default_systems_of_their_chips() -> None:
         s = default_system(dse.hardware(g))
         assert s.name == f"hls-{g}" and s.network[0].topology == "fully_connected" and s.network[0].size == 8
         assert s.network[0].links_per_chip == 21
+
+
+def test_a_box_resized_below_its_size_keeps_its_per_peer_links() -> None:
+    """Two cards of an 8-card HLS-Gaudi3 box talk over the 3 ports they share (box_size 8), not all 21: their
+    tensor-parallel all-reduce takes 7x as long as over all of a card's links; box_size off a fully connected level,
+    or below its size, is one line naming the field."""
+    import dse
+    from dse.errors import DseError
+    from dse.hardware.system import load_system
+
+    two = load_system("hls-gaudi3").resized(2)
+    assert (two.network[0].size, two.network[0].box_size) == (2, 8)
+    assert load_system("hls-gaudi3").resized(8).network[0].box_size is None
+    wl = dse.workload("llama3-70b", phase="prefill", batch=8, seq=2048, dtype="fp8", plan={"tp": 2})
+    def net_time(system) -> float:
+        ops = dse.predict(wl, "gaudi3", system=system).ops
+        return float(ops.loc[ops["kind"] == "collective", "t_network_s"].sum())
+
+    data = two.model_dump(mode="python", exclude_none=True)
+    data["network"][0].pop("box_size")
+    assert net_time(two) > 5 * net_time(load_system(data))
+    for topology, size in (("switch", 8), ("fully_connected", 4)):
+        bad = load_system("hls-gaudi3").model_dump(mode="python", exclude_none=True)
+        bad["network"][0].update(topology=topology, box_size=size if topology == "fully_connected" else 8)
+        with pytest.raises(DseError, match="box_size: got") as ei:
+            load_system(bad)
+        assert "\n" not in str(ei.value)
