@@ -228,14 +228,15 @@ def _vector_eff(d: DesignBatch) -> np.ndarray:
     return d.vector_eff[:, None] * worker_fraction(d)
 
 
-def worker_fraction(d: DesignBatch) -> np.ndarray:
-    """[D, 1] share of the cores that run operators: ``(cores - reserved) / cores``, ``reserved`` the template's
+def worker_fraction(d: DesignBatch) -> np.ndarray | float:
+    """[D, 1] share of the cores that run operators (1.0, no array, without reserved cores: the hot path multiplies
+    by it): ``(cores - reserved) / cores``, ``reserved`` the template's
     ``compute.reserved_cores`` (a runtime's dispatch cores, a fixed count whatever the design's core count).
     tt-metal runs a Wormhole n150's operators on an 8x8 worker grid of its 72 Tensix and a Blackhole p150's on 13x10
     of 140 (tt-metal tech_reports/GEMM_FLOPS: 'full grid size (8x8 in Wormhole and 13x10 in Blackhole)')."""
     r = d.base.compute.reserved_cores
     if not r:
-        return np.ones((d.n, 1))
+        return 1.0
     return (np.maximum(d.cores - r, 1.0) / d.cores)[:, None]
 
 
