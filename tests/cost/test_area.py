@@ -283,14 +283,14 @@ def test_mi300x_dies_are_priced_at_their_own_nodes_and_the_xcd_is_near_its_estim
 def test_b200_as_two_dies_fits_the_reticle_where_one_die_would_not() -> None:
     two = dse.area("b200")
     assert two.multi_die and two.dies[0].count[0] == 2
-    assert two.largest_die_mm2[0] < load_node("5nm").reticle_limit_mm2.value < two.total_mm2
+    assert two.largest_die_mm2[0] < load_node("4nm").reticle_limit_mm2.value < two.total_mm2
     # TechInsights: 'a near doubling of the GPU die area versus Hopper' (814 mm2), ~800 mm2 per die
     assert two.dies[0].mm2[0] == pytest.approx(800, rel=0.1)
     one = _with(dse.hardware("b200"), "package.dies.0.count", 1)
     d = DesignBatch.from_hardware(one)
     with pytest.raises(DseError) as ei:
         check_package(d, area(d), file="b200.yaml")
-    assert str(ei.value).startswith("b200.yaml: package.dies.0: got 1 x gpu of ") and "(the reticle at 5nm)" in str(ei.value)
+    assert str(ei.value).startswith("b200.yaml: package.dies.0: got 1 x gpu of ") and "(the reticle at 4nm)" in str(ei.value)
 
 
 def test_stacked_dies_that_overhang_their_base_are_refused_and_infeasible() -> None:
