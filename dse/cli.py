@@ -458,11 +458,9 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.cost.area import COMPONENTS, area, check_package, shoreline
     from dse.cost.cost import unit_cost
     from dse.cost.dies import calibration_table, fitted_reference
-    from dse.cost.power import mix_energy
+    from dse.cost.power import gemm_mode_power
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import list_templates, load_hardware
-    from dse.workloads.library import gemm
-    from dse.workloads.mix import Mix
 
     rows, die_rows = [], []
     for name in args.templates or list_templates():
@@ -479,14 +477,19 @@ def cmd_area(args: argparse.Namespace) -> int:
                           "err_pct": (g.mm2[0] / g.published_mm2 - 1) * 100 if g.published_mm2 else float("nan"),
                           "yield_pct": c.die_yields[g.name][0] * 100,
                           "assembly_yield_pct": c.assembly_yield[0] * 100} for g in ar.dies]
-        dt = "bf16" if "bf16" in hw.compute.matrix.peak_tflops else next(iter(hw.compute.matrix.peak_tflops))
-        p = mix_energy(d, Mix.of([gemm(8192, 8192, 8192, dtype=dt)]), node=ar.node).power_w[0, 0]
+        modes = {dt: float(w[0]) for dt, w in gemm_mode_power(d, ar.node).items()}
+        dt = "bf16" if "bf16" in modes else next(iter(modes))
+        p, hungriest = modes[dt], max(modes, key=modes.__getitem__)
+        pub = hw.published
+        limit = (pub.chip_power_limit_w or pub.tdp_w) if pub else None
         sh = shoreline(d, ar)
         rows.append({"template": name, "node": hw.process_node, **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
                      "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
                      "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
-                     "gemm_power_w": p, "published_tdp_w": hw.published.tdp_w if hw.published and hw.published.tdp_w
-                     else float("nan")})
+                     "gemm_power_w": p, "peak_mode": hungriest, "peak_mode_power_w": modes[hungriest],
+                     "published_tdp_w": pub.tdp_w if pub and pub.tdp_w else float("nan"),
+                     "chip_limit_w": pub.chip_power_limit_w if pub and pub.chip_power_limit_w else float("nan"),
+                     "power_err_pct": (modes[hungriest] / limit - 1) * 100 if limit else float("nan")})
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),

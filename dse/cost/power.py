@@ -42,9 +42,10 @@ from dse.predict.network import sent_per_op
 from dse.predict.power_cap import op_flop_energy
 from dse.predict.roofline import on_matrix, op_clocks
 from dse.predict.traffic import per_level
+from dse.workloads.library import gemm
 from dse.workloads.mix import Mix
 
-__all__ = ["PJ", "MixEnergy", "flop_energy", "level_energy_per_byte", "mix_energy", "static_power"]
+__all__ = ["PJ", "MixEnergy", "flop_energy", "gemm_mode_power", "level_energy_per_byte", "mix_energy", "static_power"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +135,18 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
         e_net = node.energy_pj_per_byte_serdes.value * PJ
         parts["network"] = np.broadcast_to((sent @ member) * e_net, (d.n, member.shape[1])).copy()
     return MixEnergy(time_s=t, parts_j=parts, static_w=static_power(d, node))
+
+
+#: the square GEMM whose power stands for a chip's power at full load (the a100/h100/v100 node fits use it)
+POWER_GEMM = 8192
+
+
+def gemm_mode_power(d: DesignBatch, node: Node | None = None) -> dict[str, np.ndarray]:
+    """{matrix mode: [D] average watts of a ``POWER_GEMM``^3 GEMM in that mode}, every mode the matrix units
+    list. A power limit must cover the hungriest mode: on a multi-precision array it need not be the reference
+    dtype (Tenstorrent's Tensix runs fp8 in one fidelity phase at 3.5x the rate of fp16's four, so more MACs
+    toggle per second; tenstorrent/tt-isa-documentation WormholeB0 MatrixUnit.md)."""
+    node = node or load_node(d.base.process_node)
+    n = POWER_GEMM
+    return {dt: mix_energy(d, Mix.of([gemm(n, n, n, dtype=dt)]), node=node).power_w[:, 0]
+            for dt in d.base.compute.matrix.peak_tflops}

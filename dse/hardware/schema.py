@@ -376,6 +376,10 @@ class Published(Strict):
 
     die_area_mm2: float | None = Field(None, gt=0, le=MAX_DIE_AREA_MM2)
     tdp_w: float | None = Field(None, gt=0, le=MAX_POWER_W)
+    chip_power_limit_w: float | None = Field(
+        None, gt=0, le=MAX_POWER_W,
+        description="The chip's own power limit (its core rail), where the vendor publishes one apart from a board "
+        "TDP that also feeds DRAM, IO and conversion losses (W)")
     source: str = Field(min_length=3)
 
 

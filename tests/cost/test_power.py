@@ -73,3 +73,64 @@ def test_bytes_between_dies_pay_the_d2d_link_energy_by_hand() -> None:
     assert e["infinity_cache"] == pytest.approx(e["hbm"])
     m = mix_energy(b200, Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")]))
     assert m.parts_j["d2d"][0, 0] > 0
+
+
+def test_the_hungriest_matrix_mode_sets_the_power_a_limit_must_cover() -> None:
+    from dse.cost.power import gemm_mode_power
+
+    # Tensix runs fp8 in one fidelity phase at 3.5x the fp16 rate: more MACs toggle per second than in fp16
+    d = DesignBatch.from_hardware(dse.hardware("tt-n150"))
+    modes = gemm_mode_power(d)
+    assert set(modes) == set(dse.hardware("tt-n150").compute.matrix.peak_tflops)
+    assert modes["fp8"][0] > 1.3 * modes["fp16"][0]
+    # each mode's figure is mix_energy's for that GEMM
+    e = mix_energy(d, Mix.of([dse.gemm(8192, 8192, 8192, dtype="fp8")]))
+    assert modes["fp8"][0] == pytest.approx(e.power_w[0, 0], rel=1e-12)
+
+
+def test_blackhole_chip_power_against_its_firmware_core_rail_limit_without_fitting_on_it() -> None:
+    # p150a firmware: tdp_limit 150 W on the core regulator, board_power_limit 300 W (tt-zephyr-platforms); the
+    # model's energies come from the node file (TPUv4i PE table, Horowitz SRAM), not from any Blackhole figure
+    from dse.cost.power import gemm_mode_power
+
+    hw = dse.hardware("tt-p150")
+    assert hw.published.chip_power_limit_w == 150 and hw.published.tdp_w == 300
+    peak = max(w[0] for w in gemm_mode_power(DesignBatch.from_hardware(hw)).values())
+    assert peak == pytest.approx(hw.published.chip_power_limit_w, rel=0.25)
+    assert peak < 0.75 * hw.published.tdp_w  # against the board's 300 W it would miss by half
+
+
+def test_dse_area_compares_the_hungriest_mode_with_the_chip_limit_where_published(capsys) -> None:
+    import json
+
+    from dse.cli import main
+
+    assert main(["area", "tt-p150", "tpu-v4", "--format", "json"]) == 0
+    rows = {r["template"]: r for r in json.loads(capsys.readouterr().out)["templates"]}
+    p = rows["tt-p150"]
+    assert p["peak_mode"] == "fp8" and p["chip_limit_w"] == 150
+    assert p["power_err_pct"] == pytest.approx((p["peak_mode_power_w"] / 150 - 1) * 100)
+    t = rows["tpu-v4"]  # no chip limit: the published TDP (192 W measured max)
+    assert t["power_err_pct"] == pytest.approx((t["peak_mode_power_w"] / 192 - 1) * 100)
+
+
+def test_the_power_table_of_the_calibration_doc_is_what_the_model_prints() -> None:
+    import re
+    from pathlib import Path
+
+    from dse.cost.power import gemm_mode_power
+    from dse.hardware.templates import list_templates, load_hardware
+
+    doc = (Path(__file__).parents[2] / "docs" / "area_calibration.md").read_text()
+    rows = re.findall(r"^\| ([a-z0-9-]+) \| \w+ \| (?:simt|systolic) \| (\w+) \| (\d+) \| (\d+) [^|]+\| ([+-]\d+) % \|$",
+                      doc, flags=re.M)
+    listed = {r[0]: r[1:] for r in rows}
+    expect = [n for n in list_templates() if (p := load_hardware(n).published) and (p.tdp_w or p.chip_power_limit_w)]
+    assert sorted(listed) == sorted(expect)
+    for name, (mode, watts, limit, err) in listed.items():
+        hw = load_hardware(name)
+        modes = {k: float(v[0]) for k, v in gemm_mode_power(DesignBatch.from_hardware(hw)).items()}
+        top = max(modes, key=modes.__getitem__)
+        lim = hw.published.chip_power_limit_w or hw.published.tdp_w
+        assert (mode, int(watts), int(limit)) == (top, round(modes[top]), round(lim))
+        assert int(err) == round((modes[top] / lim - 1) * 100)
