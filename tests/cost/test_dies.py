@@ -65,9 +65,27 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     # model (GPU cache density and per-TFLOP/s compute) put GC200 at +220 % and Groq at +422 %.
     t = dies.calibration_table().set_index("die")
     npu = t[t.model.str.startswith("npu")]
-    assert npu.loc["gc200", "loo_err_pct"] == pytest.approx(0, abs=5)
-    assert abs(npu.loc["groq-tsp", "loo_err_pct"]) < 15
+    assert abs(npu.loc["gc200", "loo_err_pct"]) < 20
+    assert abs(npu.loc["groq-tsp", "loo_err_pct"]) < 20
+    # Wormhole priced at its own 12 nm node (GF 12LP; it was at 16 nm and +40.7 %): NPU calibration max 25.4 %
+    assert abs(npu.loc["wormhole", "loo_err_pct"]) < 25
     hold = npu[npu.role == "holdout"]
     assert len(hold) >= 3 and (hold.loo_err_pct.abs() < 25).all()  # issue 14: held-out dies within 25 %
-    assert npu.loo_err_pct.abs().max() < 45
+    cal = npu[npu.role == "calibration"]
+    assert cal.loo_err_pct.abs().max() < 30 and cal.loo_err_pct.abs().median() < 20
     assert npu.loo_err_pct.abs().median() < 25
+
+
+def test_the_calibration_table_of_the_doc_is_what_the_fit_prints() -> None:
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "area_calibration.md").read_text()
+    rows = re.findall(r"^\| [^|]+ \| `([a-z0-9-]+)` \|[^|]+\|[^|]+\|[^|]+\| ([+-]?\d+\.\d) % \| ([+-]?\d+\.\d) %", doc, re.M)
+    t = dies.calibration_table().set_index("die")
+    assert sorted(r[0] for r in rows) == sorted(t.index)
+    for die, fitted, loo in rows:
+        assert float(fitted) == pytest.approx(t.loc[die, "fitted_err_pct"], abs=0.051)
+        assert float(loo) == pytest.approx(t.loc[die, "loo_err_pct"], abs=0.051)
+    theta = dies.fitted_reference()
+    assert f"**{theta['pe']:.0f} µm² per bf16" in doc and f"**{theta['scratchpad']:.3f} mm²/MiB of scratchpad**" in doc
