@@ -70,7 +70,11 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     # Wormhole priced at its own 12 nm node (GF 12LP; it was at 16 nm and +40.7 %): NPU calibration max 25.4 %
     assert abs(npu.loc["wormhole", "loo_err_pct"]) < 25
     hold = npu[npu.role == "holdout"]
-    assert len(hold) >= 3 and (hold.loo_err_pct.abs() < 25).all()  # issue 14: held-out dies within 25 %
+    assert (hold.loc[["dojo-d1", "et-soc-1", "wse2-core"], "loo_err_pct"].abs() < 25).all()  # issue 14's holdouts
+    # issue 32's held-out NPU dies, never fitted on: the SRAM-only 12 nm Hanguang 800 and Ascend 910's compute die
+    # within 10 %; the 5 nm MTIA v2 and RNGD (many non-MAC engines per core) 34-40 % small
+    assert (hold.loc[["hanguang-800", "ascend-910"], "loo_err_pct"].abs() < 10).all()
+    assert len(hold) >= 8 and hold.loo_err_pct.abs().max() < 45 and hold.loo_err_pct.abs().median() < 25
     cal = npu[npu.role == "calibration"]
     assert cal.loo_err_pct.abs().max() < 30 and cal.loo_err_pct.abs().median() < 20
     assert npu.loo_err_pct.abs().median() < 25
