@@ -361,11 +361,11 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     grads = facts["params"] * DTYPE_BYTES[dtype]
     group = "fsdp" if plan.hybrid else "dp"
     rows = []
-    if plan.shards > 1:  # ZeRO-3 keeps each rank's gradient shard only: a reduce-scatter, not an all-reduce
-        rows = (bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
-                if plan.zero == 3 else bucketed_gradients("dp.gradient_all_reduce", grads, group, plan))
-    if plan.zero == 3 and plan.shards > 1:
+    if plan.shards > 1 and plan.zero == 3:  # each rank keeps its gradient shard only: a reduce-scatter
+        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
         rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, group, plan, 2, 1.0))
+    elif plan.shards > 1:
+        rows = bucketed_gradients("dp.gradient_all_reduce", grads, group, plan)
     if plan.hybrid:
         rows += bucketed_gradients("dp.replica_all_reduce", grads / plan.shards, "replicas", plan)
     return rows
