@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30.0  # wall clock, the hang detector (raise it with --timeout on a machine shared with other jobs)
 CPU_LIMIT_S = 30.0  # the case's own compute
 NEST = Path("w1/w2/w3")  # cases run four levels below the corpus root, so "../../.." stays visible
-MEMORY_BYTES = 3 * 1024**3
+MEMORY_BYTES = 3 * 1024**3  # what a case may map beyond what the forked harness already maps (_mapped_bytes)
 
 STUDIES = ["configs/npu.yaml", "configs/npu-perf-per-watt.yaml", "experiments/llm70b_serving_links.yaml",
            "experiments/best_ratio_three_mixes.yaml", "experiments/npu_ratio_study.yaml"]
@@ -432,12 +432,27 @@ def preimport() -> None:
     import dse.workloads.importers  # noqa: F401
 
 
+def _mapped_bytes() -> int:
+    """The address space this process maps now (Linux ``VmSize``; 0 elsewhere). A forked case inherits the harness's
+    mappings (under pytest: every module the suite loaded, numba's compiler among them), which a command run from a
+    shell does not have: the cap counts from here."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def _child(case: Case, folder: Path) -> None:
     """In the forked child: cap memory, run the command in ``folder``, exit with its code."""
     try:
         os.chdir(folder)
         os.environ["HOME"] = str(folder)  # a "~" in a mutated path expands into the case folder
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        cap = _mapped_bytes() + MEMORY_BYTES
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         out = os.open("stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         err = os.open("stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(out, 1)

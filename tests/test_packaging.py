@@ -105,7 +105,7 @@ def test_the_wheel_ships_workloads_templates_and_validation_and_works_outside_th
 #: what each optional extra of pyproject.toml must make importable
 EXTRA_MODULES = {"test": ["pytest", "hypothesis", "selenium"], "pg": ["psycopg2"], "onnx": ["onnx"],
                  "torch": ["torch", "torchvision"], "dashboard": ["optuna_dashboard"],
-                 "scale": ["pyarrow", "dask", "distributed"], "explore": ["dash"]}
+                 "scale": ["pyarrow", "dask", "distributed"], "explore": ["dash"], "fast": ["numba"]}
 
 
 def test_every_extra_names_its_modules():

@@ -12,14 +12,15 @@ import pandas as pd
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
+from dse.predict import fused
 from dse.predict.network import sent_per_op
 from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times
 from dse.predict.traffic import OpArrays, on_chip_shares
 from dse.workloads.library import Workload, with_plan
 from dse.workloads.mix import Mix
 
-__all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "chunk_designs", "evaluate", "evaluate_times",
-           "mix_arrays", "mix_times", "mix_times_bounds", "predict", "step_times"]
+__all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "binding_summary", "chunk_designs", "evaluate",
+           "evaluate_times", "mix_arrays", "mix_bindings", "mix_times", "mix_times_bounds", "predict", "step_times"]
 
 FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
@@ -304,13 +305,17 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
     lean pass over chunks of designs (:func:`dse.predict.roofline.evaluate_bound`)."""
     a = arrays or mix_arrays(mix)
     n_b = len(bound_names(d.level_names))
-    times = np.empty((d.n, a.member.shape[1]))
-    by = np.empty((d.n, a.member.shape[1], n_b))
     chunk = chunk or chunk_designs(a.o.n)
     W = a.counts.shape[1]
     owner = a.counts.argmax(axis=1)  # each row of a mix's table belongs to one workload
     weight = a.counts[np.arange(a.o.n), owner]
-    for start in range(0, d.n, chunk):
+    compiled = fused.applies(d, a.o)
+    if compiled:  # the same terms in one compiled loop (the ``fast`` extra); ``by`` a [D, W, B] view of [W, B, D]
+        times, by = fused.mix_step_bounds(d, a.o, a.member, a.overlap, a.window, owner, weight, n_b)
+    else:
+        times = np.empty((d.n, a.member.shape[1]))
+        by = np.empty((d.n, a.member.shape[1], n_b))
+    for start in range(0, 0 if compiled else d.n, chunk):
         sl = slice(start, min(start + chunk, d.n))
         t, code = evaluate_bound(d.take(sl), a.o, table_order=False)
         times[sl] = step_times(t, a)
@@ -324,6 +329,29 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
         times[rows, ap.index] = tc[rows, pick[ok]]
         by[rows, ap.index] = bc[rows, pick[ok]]
     return times, by
+
+
+def binding_summary(by: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From ``by`` [D, W, B] of :func:`mix_times_bounds`: ([W, D] int8 each workload's binding ceiling, the one under
+    which its ops spend the most time, the first on ties; [D] int8 the mix's: the ceiling with the largest share
+    ``sum_w weights_w x by[d, w, b] / sum_b by[d, w, b]``; [D] that share)."""
+    byT = by.transpose(1, 2, 0)  # [W, B, D]: each ceiling's times of a workload a row over the designs
+    share = np.einsum("wbd,w->bd", byT / byT.sum(axis=1, keepdims=True), weights)
+    return byT.argmax(axis=1).astype(np.int8), share.argmax(axis=0).astype(np.int8), share.max(axis=0)
+
+
+def mix_bindings(d: DesignBatch, mix: Mix, weights: np.ndarray, arrays: MixArrays | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """([D, W] step times, then :func:`binding_summary` of the ceilings' times weighted by ``weights`` [W]) in one
+    pass; the compiled path (``dse.predict.fused``) never builds the [D, W, B] array."""
+    a = arrays or mix_arrays(mix)
+    if not mix.auto and fused.applies(d, a.o):
+        owner = a.counts.argmax(axis=1)
+        return fused.mix_step_bindings(d, a.o, a.member, a.overlap, a.window, owner,
+                                       a.counts[np.arange(a.o.n), owner], len(bound_names(d.level_names)),
+                                       np.asarray(weights, dtype=float))
+    times, by = mix_times_bounds(d, mix, a)
+    return (times, *binding_summary(by, np.asarray(weights, dtype=float)))
 
 
 def _bin_offsets(o: OpArrays, k: int, W: int, n_b: int, owner: np.ndarray) -> np.ndarray:
@@ -357,9 +385,12 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     a = arrays or mix_arrays(mix)
     out = np.empty((d.n, a.member.shape[1]))
     chunk = chunk or chunk_designs(a.o.n)
-    for start in range(0, d.n, chunk):
-        sl = slice(start, min(start + chunk, d.n))
-        out[sl] = step_times(evaluate_times(d.take(sl), a.o, table_order=False), a)
+    if fused.applies(d, a.o):  # the same terms in one compiled loop (the ``fast`` extra)
+        out[:] = fused.mix_step_times(d, a.o, a.member, a.overlap, a.window)
+    else:
+        for start in range(0, d.n, chunk):
+            sl = slice(start, min(start + chunk, d.n))
+            out[sl] = step_times(evaluate_times(d.take(sl), a.o, table_order=False), a)
     for ap in mix.auto:  # each design at its own best plan
         tc = mix_times(d, ap.candidates, chunk, _auto_arrays(ap))
         pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)

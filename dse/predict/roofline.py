@@ -257,14 +257,21 @@ def _check_modes(o: OpArrays, peak: np.ndarray) -> None:
         raise DseError("an op uses a dtype that neither unit has a mode for; accepted: add it to peak_tflops")
 
 
-def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
-    """[D, O] peak x efficiency of each op's unit (the same products as ``peak * eff`` of :func:`unit_peak`,
-    taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
+def rate_table(d: DesignBatch) -> np.ndarray:
+    """[D, 2 n_dtypes + 1] peak x efficiency of the matrix units per dtype, then of the vector units, then 1.0 (the
+    column ops without FLOPs read)."""
     K = d.matrix_peak.shape[1]
     table = np.empty((d.n, 2 * K + 1))
     np.multiply(d.matrix_peak, _matrix_eff(d), out=table[:, :K])
     np.multiply(d.vector_peak, _vector_eff(d), out=table[:, K : 2 * K])
     table[:, 2 * K] = 1.0
+    return table
+
+
+def rate_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """[1 or D, O] column of :func:`rate_table` each op reads (its unit at its dtype; ``2 n_dtypes`` for ops without
+    FLOPs), checked: an op whose unit has no mode for its dtype raises."""
+    K = d.matrix_peak.shape[1]
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
         key = ("unit-columns", matrix.tobytes())
         if key not in o.cache:
@@ -273,39 +280,50 @@ def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
         col, used = o.cache[key]
         if np.isnan(table[:, used]).any():
             _check_modes(o, _gather(table, col[None, :]))
-        return np.take(table, col, axis=1)
+        return col[None, :]
     col = np.where(o.flops > 0, _unit_columns(o, d, matrix), 2 * K)
     _check_modes(o, _gather(table, col))
-    return _gather(table, col)
+    return col
 
 
-def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray, want: bool = False
-               ) -> np.ndarray | None:
-    """``rate *= ``:func:`array_fill` in place. When every design has the same arrays the fill is a read-only [1, O]
-    row kept in ``o.cache``; when only the core count differs (and no ``cta_tiles``), that row without the wave fill
-    times the wave fill's first row, and the few columns whose wave fill depends on the cores
-    (:func:`dse.predict.tiles.kernel_fill_sparse`) multiplied per design: no [D, O] fill is built. With ``want`` the
-    fill is returned too ([1, O] or [D, O])."""
+def _unit_rate(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
+    """[D, O] peak x efficiency of each op's unit (the same products as ``peak * eff`` of :func:`unit_peak`,
+    taken per design and mode first, then gathered by row); ops without FLOPs read 1.0."""
+    table = rate_table(d)
+    return _gather(table, rate_columns(o, d, matrix, table))
+
+
+def fill_parts(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`array_fill` as (``F`` [1 or D, O], ``cols`` [k], ``V`` [D, k]): the fill is ``F`` except in the ``k``
+    columns ``cols``, where design ``d`` has ``V[d]``. When every design has the same arrays ``F`` is a read-only
+    [1, O] row kept in ``o.cache``; when only the core count differs (and no ``cta_tiles``), that row without the wave
+    fill times the wave fill's first row, and the few columns whose wave fill depends on the cores
+    (:func:`dse.predict.tiles.kernel_fill_sparse`) per design: no [D, O] fill is built."""
+    none = np.zeros(0, dtype=np.intp)
     n = d.cores
     same_cores = bool((n == n[0]).all()) if n.size else True
     row = _fill_row(o, d, matrix, wave=same_cores)  # without the wave fill where the core count differs
     if row is None:
-        fill = array_fill(o, d, matrix)
-        rate *= fill
-        return fill
+        return array_fill(o, d, matrix), none, np.zeros((d.n, 0))
     if same_cores:
-        rate *= row
-        return row
+        return row, none, np.zeros((d.n, 0))
     wave, cols, vals = kernel_fill_sparse(o, d)
-    first = row * wave[None, :]
-    per = rate[:, cols] * (row[:, cols] * vals) if cols.size else None  # the same products array_fill makes
+    return row * wave[None, :], cols, row[:, cols] * vals
+
+
+def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray, want: bool = False
+               ) -> np.ndarray | None:
+    """``rate *= ``:func:`array_fill` in place, from :func:`fill_parts` (no [D, O] fill is built where it is a row).
+    With ``want`` the fill is returned too ([1, O] or [D, O])."""
+    first, cols, per_fill = fill_parts(o, d, matrix)
+    per = rate[:, cols] * per_fill if cols.size else None  # the same products array_fill makes
     rate *= first
     if cols.size:
         rate[:, cols] = per
     if not want or not cols.size:
         return first
     fill = np.repeat(first, d.n, axis=0)
-    fill[:, cols] = row[:, cols] * vals
+    fill[:, cols] = per_fill
     return fill
 
 

@@ -232,8 +232,8 @@ def inner_capacity(d: DesignBatch) -> np.ndarray:
     inner = np.empty_like(d.capacity)
     inner[:, 0] = d.reg_bytes
     # a design with fewer cores than the template's multicast group pools what it has
-    inner[:, 1:] = d.capacity[:, :-1] / d.level_instances[:, :-1] * np.minimum(d.reuse_group[None, :-1],
-                                                                                d.level_instances[:, :-1])
+    n = d.level_instances[:, :-1]
+    inner[:, 1:] = d.capacity[:, :-1] / n * np.minimum(d.reuse_group[None, :-1], n)
     return inner
 
 
@@ -263,17 +263,8 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
             kb[:, cols] = kh[:, mat.start + cols]
     ti = o.tiled
     if ti.stop > ti.start:  # the formula below, step by step in place (the same roundings, no temporaries)
-        teb, a_cls, a_N, a_inv, b_cls, b_M, b_inv = _tile_classes(o)
-        t = np.sqrt(Sc / teb)  # [K, classes] tile side
-        np.maximum(t, 1.0, out=t)
-        a_passes = np.take(t, a_cls, axis=1)  # ceil(N / min(t, N)), once per distinct (class, N)
-        np.minimum(a_passes, a_N, out=a_passes)
-        np.divide(a_N, a_passes, out=a_passes)
-        np.ceil(a_passes, out=a_passes)
-        b_passes = np.take(t, b_cls, axis=1)  # ceil(M / min(t, M)), once per distinct (class, M)
-        np.minimum(b_passes, b_M, out=b_passes)
-        np.divide(b_M, b_passes, out=b_passes)
-        np.ceil(b_passes, out=b_passes)
+        _, _, _, a_inv, _, _, b_inv = _tile_classes(o)
+        a_passes, b_passes = tile_passes(Sc, o)
         tr = np.take(a_passes, a_inv, axis=1)  # A*a_passes + B*b_passes + C per op (row-ordered gathers)
         tr *= o.a_bytes[ti]
         b = np.take(b_passes, b_inv, axis=1)
@@ -288,9 +279,7 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
             np.add(tr, b, out=out[:, ti])
     at = o.attn
     if at.stop > at.start:
-        M = o.M[at]
-        tq = np.clip(Sc / o.head_bytes[at], 1.0, np.minimum(M, o.head_rows[at]) if private else M)
-        kv = o.b_bytes[at] * np.ceil(M / tq)
+        kv = o.b_bytes[at] * kv_passes(Sc, o, private)
         if keep is None:
             out[:, at] = o.a_bytes[at] + o.c_bytes[at] + kv
         else:
@@ -306,6 +295,33 @@ def level_traffic(S: np.ndarray, o: OpArrays, offchip: bool, private: bool = Fal
         if cols.size:
             out[:, st.start + cols] += held[cols] * kh[:, st.start + cols]
     return out
+
+
+def tile_passes(Sc: np.ndarray, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([K, pairs] ``ceil(N / min(t, N))`` per distinct (class, N), [K, pairs] ``ceil(M / min(t, M))`` per distinct
+    (class, M)) of the tiled ops for inner capacities ``Sc`` [K, 1]: the tile side ``t = max(1, sqrt(S / (e_a + e_b +
+    e_out)))`` (:func:`level_traffic`; ``_tile_classes`` maps each op to its pair)."""
+    teb, a_cls, a_N, _, b_cls, b_M, _ = _tile_classes(o)
+    t = np.sqrt(Sc / teb)  # [K, classes] tile side
+    np.maximum(t, 1.0, out=t)
+    a_passes = np.take(t, a_cls, axis=1)  # ceil(N / min(t, N)), once per distinct (class, N)
+    np.minimum(a_passes, a_N, out=a_passes)
+    np.divide(a_N, a_passes, out=a_passes)
+    np.ceil(a_passes, out=a_passes)
+    b_passes = np.take(t, b_cls, axis=1)  # ceil(M / min(t, M)), once per distinct (class, M)
+    np.minimum(b_passes, b_M, out=b_passes)
+    np.divide(b_M, b_passes, out=b_passes)
+    np.ceil(b_passes, out=b_passes)
+    return a_passes, b_passes
+
+
+def kv_passes(Sc: np.ndarray, o: OpArrays, private: bool) -> np.ndarray:
+    """[K, attention rows] times a flash kernel reads K and V: ``ceil(M / t_q)``, ``t_q = S / (4 d e)`` query rows
+    per tile, at least 1, at most ``M`` (or ``head_rows`` where the storage is a core's own; :func:`level_traffic`)."""
+    at = o.attn
+    M = o.M[at]
+    tq = np.clip(Sc / o.head_bytes[at], 1.0, np.minimum(M, o.head_rows[at]) if private else M)
+    return np.ceil(M / tq)
 
 
 class Resident(NamedTuple):
@@ -355,6 +371,13 @@ def resident_room(R: np.ndarray, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
 
     One lookup for every workload: the distinct lives ``U`` of the table (0 first) and, per ``U[j]`` and workload,
     the largest of its lives ``<= U[j]`` are kept in ``o.cache``; ``reserve = table[searchsorted(U, R) - 1]``."""
+    U, table, most = room_table(o)
+    return table[np.searchsorted(U, R, side="right") - 1], most
+
+
+def room_table(o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct lives ``U`` of the table, 0 first; [U, G] each workload's largest live ``<= U[j]``; [G] its
+    largest live of all) for :func:`resident_room`, kept in ``o.cache``."""
     key = "residency-live"
     if key not in o.cache:
         G = o.fp_weights.shape[0]
@@ -366,23 +389,21 @@ def resident_room(R: np.ndarray, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
         most = np.zeros(G)
         np.maximum.at(most, o.fp_group, o.live)
         o.cache[key] = U, table, most
-    U, table, most = o.cache[key]
-    return table[np.searchsorted(U, R, side="right") - 1], most
+    return o.cache[key]
 
 
-def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
-    """([K, O] share of each op's activation bytes, [K, O] share of its held bytes) that still cross level ``lv``
-    with the resident storage ``res`` inside it (``R`` bytes may stay, of ``full``; a cache or a scratchpad; kept
-    across steps or not), per the module's rules.
+class KeepTables(NamedTuple):
+    """What decides which bytes stay inside one level, per design (:func:`residency_tables`)."""
 
-    Scratchpad: activations stay where ``live <= R``; where the level keeps tensors across steps, the room
-    ``R - reserve`` (:func:`resident_room`) pins ``r_w = min(1, room / weights)`` of the weights and
-    ``r_kv = min(1, (room - weights) / kv)`` of the KV cache. Cache: the step's working set
-    ``ws = max live + weights + kv`` stays whole while ``ws <= R`` (the resident share) and not at all from
-    ``ws >= full``; in between the share it serves falls linearly, ``h = (full - ws) / (full - R)`` (an
-    interpolation between the two measured ends, confidence low: an A100's L2 serves most of a 32 MiB working set
-    and none of a 40 MiB one, gpu-benches gpu-small-kernels). A one-kernel workload's activations are its step's
-    inputs and outputs: they stay only in a level that keeps tensors across steps."""
+    R: np.ndarray  # [K] bytes that may stay
+    cache: np.ndarray  # [K] bool: the storage is a cache
+    across: np.ndarray  # [K] bool: it keeps tensors across steps
+    whole: np.ndarray | None  # [K, G] share of each workload's step a cache serves (None: no cache)
+    r: np.ndarray  # [K, 2G] share of workload g's weights (column g) and KV cache (G + g) that stays
+
+
+def residency_tables(res: Resident, lv: int, o: OpArrays) -> KeepTables:
+    """The per-design, per-workload shares of :func:`residency_keep` before they are spread over the ops."""
     R, cache, full, steps = (x[:, lv] for x in res.storage)
     Rc = R[:, None]
     reserve, most = resident_room(R, o)
@@ -402,9 +423,27 @@ def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.
             r_w, r_kv = np.where(c, whole, r_w), np.where(c, whole, r_kv)
     if not across.all():  # nothing held stays where the level does not keep tensors across steps
         r_w, r_kv = r_w * across, r_kv * across
+    return KeepTables(R, cache, steps, whole, np.concatenate([r_w, r_kv], axis=1))
+
+
+def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([K, O] share of each op's activation bytes, [K, O] share of its held bytes) that still cross level ``lv``
+    with the resident storage ``res`` inside it (``R`` bytes may stay, of ``full``; a cache or a scratchpad; kept
+    across steps or not), per the module's rules.
+
+    Scratchpad: activations stay where ``live <= R``; where the level keeps tensors across steps, the room
+    ``R - reserve`` (:func:`resident_room`) pins ``r_w = min(1, room / weights)`` of the weights and
+    ``r_kv = min(1, (room - weights) / kv)`` of the KV cache. Cache: the step's working set
+    ``ws = max live + weights + kv`` stays whole while ``ws <= R`` (the resident share) and not at all from
+    ``ws >= full``; in between the share it serves falls linearly, ``h = (full - ws) / (full - R)`` (an
+    interpolation between the two measured ends, confidence low: an A100's L2 serves most of a 32 MiB working set
+    and none of a 40 MiB one, gpu-benches gpu-small-kernels). A one-kernel workload's activations are its step's
+    inputs and outputs: they stay only in a level that keeps tensors across steps."""
+    kt = residency_tables(res, lv, o)
+    Rc, c, across, whole = kt.R[:, None], kt.cache[:, None], kt.across[:, None], kt.whole
     # the share of each op's activation bytes that crosses: live > R in a scratchpad, the part of the step a cache
     # does not serve; [K, O] built in scratch buffers kept in o.cache (no fresh pages per chunk)
-    shape = (R.shape[0], o.n)
+    shape = (kt.R.shape[0], o.n)
     ka = _scratch(o, "ka", shape)
     if c.all():
         np.subtract(1.0, np.take(whole, o.fp_group, axis=1), out=ka)
@@ -421,8 +460,7 @@ def residency_keep(res: Resident, lv: int, o: OpArrays) -> tuple[np.ndarray, np.
     kh = _scratch(o, "kh", shape)
     cols, idx, pinned = _held_columns(o)
     if cols.size:
-        r = np.concatenate([r_w, r_kv], axis=1)  # [K, 2G]: weights of workload g at g, its KV cache at G + g
-        kh[:, cols] = 1.0 - np.take(r, idx, axis=1) * pinned
+        kh[:, cols] = 1.0 - np.take(kt.r, idx, axis=1) * pinned
     return ka, kh
 
 
@@ -481,16 +519,25 @@ def level_rows(d: DesignBatch, o: OpArrays, lv: int) -> np.ndarray:
     return _level(d, o, inner_capacity(d), resident_capacity(d) if _resides(o) else None, lv)
 
 
-def _level(d: DesignBatch, o: OpArrays, S: np.ndarray, res: Resident | None, lv: int) -> np.ndarray:
-    """One level's traffic for :func:`per_level`: shared [1, O] when its inputs are the same on every design."""
+def level_case(d: DesignBatch, o: OpArrays, S: np.ndarray, res: Resident | None, lv: int
+               ) -> tuple[np.ndarray | None, bool, bool]:
+    """(the level's [1, O] traffic where its inputs are the same on every design, else None; whether the storage
+    inside it is a core's own; whether resident storage inside it keeps bytes on chip)."""
     col = S[:, lv]
     private = lv == 0 or bool(d.instances[lv - 1] > 1)  # registers, or a level with a copy per core
     key: tuple = () if res is None or not (res.R[:, lv] > 0).any() else tuple(x[:, lv] for x in res.storage)
     if np.all(col == col[0]) and all(np.all(x == x[0]) for x in key):
         one = Resident(*(x[:1, lv:lv + 1] for x in res.storage)) if key else None
-        return shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private, one)
-    keep = residency_keep(res, lv, o) if key else None
-    return level_traffic(col, o, bool(d.offchip[lv]), private, keep)
+        return shared_level_traffic(float(col[0]), o, bool(d.offchip[lv]), private, one), private, bool(key)
+    return None, private, bool(key)
+
+
+def _level(d: DesignBatch, o: OpArrays, S: np.ndarray, res: Resident | None, lv: int) -> np.ndarray:
+    """One level's traffic for :func:`per_level`: shared [1, O] when its inputs are the same on every design."""
+    row, private, keep = level_case(d, o, S, res, lv)
+    if row is not None:
+        return row
+    return level_traffic(S[:, lv], o, bool(d.offchip[lv]), private, residency_keep(res, lv, o) if keep else None)
 
 
 def shared_level_traffic(S: float, o: OpArrays, offchip: bool, private: bool = False,
