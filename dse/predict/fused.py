@@ -11,10 +11,10 @@ is written at all (``benchmarks/predict_passes.py`` measures it in whole-array p
 The kernel repeats the per-element arithmetic of numpy's path operation for operation (the same products, sums and
 divisions in the same order), so each op's time and binding ceiling are bit for bit numpy's; the step sums differ
 from numpy's matrix product only in summation order (a few ulp). ``tests/predict/test_fused.py`` checks both on
-every shipped template and mix kind. Without numba, under a power cap (its clock iteration stays in numpy), or
-below :data:`FUSED_MIN` elements (where compiling and preparing cost more than they save) numpy's path runs.
-Set ``DSE_FUSED=0`` to force numpy's path. The compiled kernel is cached by numba next to this file (or in
-``NUMBA_CACHE_DIR``).
+templates of every kind (scratchpads, caches, graph kernels, collectives, no DRAM). Without numba, under a power cap
+(its clock iteration stays in numpy), or below :data:`FUSED_MIN` elements (where preparing costs more than it saves)
+numpy's path runs. Set ``DSE_FUSED=0`` to force numpy's path. The compiled kernel is cached by numba next to
+``_fused_kernels.py`` (or in ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,11 @@ def applies(d: DesignBatch, o: OpArrays) -> bool:
     return available() and d.base.power_limit_w is None and d.n * o.n >= FUSED_MIN and o.n > 0
 
 
+#: ``_tile_classes`` of a table without tiled ops: no classes, no pairs
+_NO_TILES = (np.zeros(0), np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0, dtype=np.intp),
+             np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0, dtype=np.intp))
+
+
 def _csr(m: np.ndarray | None, n_ops: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row pointers, column indices and values of the nonzeros of ``m`` [O, W] (empty rows without ``m``)."""
     if m is None:
@@ -88,8 +93,7 @@ def _op_columns(o: OpArrays) -> tuple[np.ndarray, np.ndarray, int]:
     its (class, N) and (class, M) pair, an attention op 1 and its ``ceil(M / t_q)``, a stream op 1 and 1."""
     key = "fused-columns"
     if key not in o.cache:
-        _, a_cls, _, a_inv, b_cls, _, b_inv = _tile_classes(o) if o.tiled.stop > o.tiled.start else (
-            None, np.zeros(0), None, np.zeros(0, dtype=np.intp), np.zeros(0), None, np.zeros(0, dtype=np.intp))
+        _, a_cls, _, a_inv, b_cls, _, b_inv = _tile_classes(o) if o.tiled.stop > o.tiled.start else _NO_TILES
         nA, nB = len(a_cls), len(b_cls)
         ia = np.zeros(o.n, dtype=np.int64)
         ib = np.zeros(o.n, dtype=np.int64)
@@ -117,9 +121,6 @@ def _coefficients(o: OpArrays, offchip: bool, keep: bool) -> tuple[np.ndarray, n
         A[st], B[st] = moved, 0.0
     C[st] = 0.0
     return A, C, B
-
-
-_NO_TILES = (np.zeros(0), np.zeros(0, dtype=np.intp), np.zeros(0), None, np.zeros(0, dtype=np.intp), np.zeros(0), None)
 
 
 def _buffer(o: OpArrays, name: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
