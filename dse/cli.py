@@ -1087,7 +1087,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="dse", description="Design-space exploration for AI chips")
-    ap.add_argument("--version", action="version", version=f"dse {package_version()}")
+    ap.add_argument("--version", action="version", version=version_line())
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_run_args(sub.add_parser("run", help="run a study config"))
@@ -1229,6 +1229,14 @@ def package_version() -> str:
         return version("dse")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def version_line() -> str:
+    """``dse VERSION (batch predictor: PATH)``: the package's version and which batch path runs
+    (``dse.predict.fused``)."""
+    from dse.predict import fused
+
+    return f"dse {package_version()} (batch predictor: {fused.describe()})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,6 +60,21 @@ def available() -> bool:
     return os.environ.get("DSE_FUSED", "1") != "0" and installed()
 
 
+def describe() -> str:
+    """Which batch path runs, in a few words (``dse --version`` prints it)."""
+    if not installed():
+        return "numpy; dse[fast] compiles it"
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        numba_version = version("numba")
+    except PackageNotFoundError:
+        numba_version = "?"
+    if not available():
+        return f"numpy, DSE_FUSED=0 (numba {numba_version})"
+    return f"compiled, numba {numba_version}"
+
+
 @functools.cache
 def _jit() -> ModuleType:
     """The compiled kernels (``dse.predict._fused_kernels``: importing it imports numba; numba's cache keeps the
