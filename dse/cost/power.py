@@ -37,7 +37,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import PJ, flop_energy, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
-from dse.predict import MixArrays, mix_arrays, mix_times
+from dse.predict import MixArrays, fused, mix_arrays, mix_times
 from dse.predict.network import sent_per_op
 from dse.predict.power_cap import op_flop_energy
 from dse.predict.roofline import on_matrix, op_clocks
@@ -120,11 +120,9 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
     e_d2d = d2d_energy_per_byte(d)  # [D, L] J/B crossing between dies (0 for a single die)
     d2d = np.zeros((d.n, member.shape[1]))
-    for lv, tr in per_level(d, o):
-        onchip = v2 if not d.offchip[lv] else 1.0
-        per_wl = (tr * onchip) @ member  # [D or 1, W] bytes (on-chip ones weighted by f^2)
+    for lv, per_wl, raw in _level_bytes(d, o, member, v2):
         if e_d2d[:, lv].any():
-            d2d = d2d + (tr @ member) * e_d2d[:, lv:lv + 1]
+            d2d = d2d + raw * e_d2d[:, lv:lv + 1]
         if lv == 0:
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
         parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
@@ -135,6 +133,20 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
         e_net = node.energy_pj_per_byte_serdes.value * PJ
         parts["network"] = np.broadcast_to((sent @ member) * e_net, (d.n, member.shape[1])).copy()
     return MixEnergy(time_s=t, parts_j=parts, static_w=static_power(d, node))
+
+
+def _level_bytes(d: DesignBatch, o, member: np.ndarray, v2: np.ndarray):
+    """Yield (level, [D or 1, W] bytes per workload with the on-chip ones weighted by the clock fraction squared
+    ``v2``, [D or 1, W] the same unweighted) from ``per_level`` traffic x ``member``; without a power cap, for a
+    batch the compiled path takes, the kernel sums them as it goes (``dse.predict.fused.level_bytes``: no [D, O]
+    traffic array; the same bytes, summed in another order)."""
+    if d.base.power_limit_w is None and fused.applies(d, o):
+        for lv, per_wl in enumerate(fused.level_bytes(d, o, member, member)):
+            yield lv, per_wl, per_wl
+        return
+    for lv, tr in per_level(d, o):
+        onchip = v2 if not d.offchip[lv] else 1.0
+        yield lv, (tr * onchip) @ member, tr @ member
 
 
 #: the square GEMM whose power stands for a chip's power at full load (the a100/h100/v100 node fits use it)

@@ -281,6 +281,16 @@ def _kept(n, lo, kr, held, kh, pn, a, cc, bb, pa, pb, tv):
 
 
 @njit
+def _add_bytes(o, b0, n, lvi, tr, counts, EN):
+    """``EN[lvi, w]`` += op ``o``'s traffic at level ``lvi`` (one value or a row over the block) x its count in
+    workload ``w`` (``counts``: CSR rows of an [O, W] matrix)."""
+    ptr, idx, val = counts
+    for q in range(ptr[o], ptr[o + 1]):
+        row = EN[lvi, idx[q], b0 : b0 + n]
+        row += tr * val[q]
+
+
+@njit
 def _sums(o, b0, n, sums, T, OVS, WIN, tt):
     """The step sums += op ``o``'s time x its member, overlap and window coefficients (CSR rows)."""
     for q in range(sums[0][o], sums[0][o + 1]):
@@ -298,13 +308,13 @@ def _sums(o, b0, n, sums, T, OVS, WIN, tt):
 
 
 @njit
-def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WIN, BY, TOP, BIND, SHX):
+def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WIN, BY, TOP, BIND, SHX, counts, EN):
     """Per block of designs, per op: the compute term, each level's memory term (modes: 0 a shared time row, 1 a
     shared traffic row over each design's bandwidth, 2 per design), the network term, the overhead, the time, the
     binding ceiling; summed into ``T``/``OVS``/``WIN`` [W, D] and, with ``want``, the block's time under each ceiling
     (copied to ``BY`` [W, B, D] where it has D columns, summarized into ``TOP``/``BIND``/``SHX`` where ``mixw`` is
-    given). The
-    hot loops stay in this one function (split into calls per op it ran 1.4x slower)."""
+    given; with an ``EN`` [L, W, D], each level's bytes x ``counts`` (a CSR [O, W]) per workload, for the energy
+    model). The hot loops stay in this one function (split into calls per op it ran 1.4x slower)."""
     flops, live, grp, single, stay, isheld, fused, comp, eager, fcol, ia, ib, hidx, pin, ncol = ops
     RT, col, F, FV = unit
     lmode, XT, XX, BW, P, CA, CC, CB, lkeep, KR, KC, KX, KW, KH, kcany = lv
@@ -337,6 +347,8 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                 if m == 0:  # one value for every design
                     if lvi == lmain:
                         trm[:n] = XT[lvi, o]
+                    if EN.shape[0]:
+                        _add_bytes(o, b0, n, lvi, XT[lvi, o], counts, EN)
                     _fold_value(n, XX[lvi, o], lvi + 1, oth, code, lvi == 0)
                     continue
                 if m == 1:
@@ -357,6 +369,8 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                             tv[k] = (a * pa[k] + bb * pb[k]) + cc
                 if lvi == lmain:
                     trm[:n] = tv[:n]
+                if EN.shape[0]:
+                    _add_bytes(o, b0, n, lvi, tv[:n], counts, EN)
                 _fold_div(n, tv, bw, lvi + 1, oth, code, lvi == 0)
             if ncol[o] >= 0:  # a collective's network term
                 _fold(n, NET[ncol[o], b0 : b0 + n], L + 1, oth, code)

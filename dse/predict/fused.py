@@ -6,7 +6,8 @@ whole-array passes for the default mix, however small each step. Here numpy stil
 design or per op (the rate table, the array fill, each level's tile-pass and residency tables, the network times:
 ``[D, k]`` tables with ``k`` far below ``O``, from the same functions as numpy's path), and one kernel combines them
 element by element in registers, summing each op's time straight into its workloads' step times: no ``[D, O]`` array
-is written at all (``benchmarks/predict_passes.py`` measures it in whole-array passes).
+is written at all (``benchmarks/predict_passes.py`` measures it in whole-array passes). The energy model's bytes per
+level and workload (:func:`level_bytes`, ``dse.cost.power.mix_energy``) are summed by the same kernel.
 
 The kernel repeats the per-element arithmetic of numpy's path operation for operation (the same products, sums and
 divisions in the same order), so each op's time and binding ceiling are bit for bit numpy's; the step sums differ
@@ -229,11 +230,12 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
 
 def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | None, window: np.ndarray | None,
          owner: np.ndarray | None = None, weight: np.ndarray | None = None, n_b: int = 0,
-         mix_weights: np.ndarray | None = None, keep_by: bool = True
-         ) -> tuple[np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+         mix_weights: np.ndarray | None = None, keep_by: bool = True, counts: np.ndarray | None = None
+         ) -> tuple[np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray, np.ndarray] | None, np.ndarray | None]:
     """([D, W] step times, [D, W, B] time under each ceiling (a view of [W, B, D]; None without ``owner`` or
     ``keep_by``), the :func:`dse.predict.binding_summary` of the ceilings' times weighted by ``mix_weights`` (None
-    without)) of the mix arrays on every design."""
+    without), [L, W, D] each level's bytes x ``counts`` [O, W] per workload (None without ``counts``,
+    :func:`level_bytes`)) of the mix arrays on every design."""
     W = member.shape[1]
     want = owner is not None
     times = np.empty((d.n, W))
@@ -243,6 +245,9 @@ def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | 
     bind = np.empty(d.n, dtype=np.int8) if summary else np.zeros(1, dtype=np.int8)
     share = np.empty(d.n) if summary else np.zeros(1)
     mw = np.asarray(mix_weights, dtype=float) if summary else np.zeros(0)
+    L = d.capacity.shape[1]
+    en = np.zeros((L, W, d.n)) if counts is not None else np.zeros((0, 1, 1))
+    cnt = _csr(counts if counts is not None else np.zeros((o.n, W)), o.n)
     m, ov, wn = _csr(member, o.n), _csr(overlap, o.n), _csr(window, o.n)
     own = owner.astype(np.int64) if want else np.zeros(o.n, dtype=np.int64)
     wgt = weight.astype(float) if want else np.zeros(o.n)
@@ -264,18 +269,21 @@ def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | 
         outs = [byT if not (want and keep_by) else byT if whole else np.empty((W, n_b, k)),
                 top if not summary or whole else np.empty((W, k), dtype=np.int8),
                 bind if not summary or whole else np.empty(k, dtype=np.int8),
-                share if not summary or whole else np.empty(k)]
+                share if not summary or whole else np.empty(k),
+                en if counts is None or whole else np.zeros((L, W, k))]
         _jit().kernel(ops, unit, (*lv, p["KC"].any(axis=1)), over, (*m, *ov, *wn), want, n_b, own, wgt, mw,
-                      T, OVS, WIN, *outs)
+                      T, OVS, WIN, *outs[:4], cnt, outs[4])
         if not whole and want and keep_by:
             byT[:, :, sl] = outs[0]
         if not whole and summary:
-            top[:, sl], bind[sl], share[sl] = outs[1:]
+            top[:, sl], bind[sl], share[sl] = outs[1:4]
+        if not whole and counts is not None:
+            en[:, :, sl] = outs[4]
         if overlap is not None:
             T += np.maximum(0.0, OVS - WIN)
         times[sl] = T.T
     return (times, byT.transpose(2, 0, 1) if want and keep_by else None,
-            (top, bind, share) if summary else None)
+            (top, bind, share) if summary else None, en if counts is not None else None)
 
 
 def mix_step_times(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | None,
@@ -288,7 +296,7 @@ def mix_step_bounds(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np
                     window: np.ndarray | None, owner: np.ndarray, weight: np.ndarray, n_b: int
                     ) -> tuple[np.ndarray, np.ndarray]:
     """([D, W] step times, [D, W, B] each workload's op time x ``weight`` under each binding ceiling), compiled."""
-    times, by, _ = _run(d, o, member, overlap, window, owner, weight, n_b)
+    times, by, _, _ = _run(d, o, member, overlap, window, owner, weight, n_b)
     return times, by
 
 
@@ -297,5 +305,12 @@ def mix_step_bindings(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: 
                       mix_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """([D, W] step times, then :func:`dse.predict.binding_summary` of the ceilings' times weighted by
     ``mix_weights``), without the [D, W, B] array."""
-    times, _, summary = _run(d, o, member, overlap, window, owner, weight, n_b, mix_weights, keep_by=False)
+    times, _, summary, _ = _run(d, o, member, overlap, window, owner, weight, n_b, mix_weights, keep_by=False)
     return (times, *summary)
+
+
+def level_bytes(d: DesignBatch, o: OpArrays, member: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """[L, D, W] bytes crossing each memory level per step of each workload (op traffic x ``counts`` [O, W], the
+    energy model's work done; ``dse.cost.power.mix_energy``), compiled: ``per_level`` traffic summed by the kernel
+    as it goes, no [D, O] traffic array."""
+    return _run(d, o, member, None, None, counts=counts)[3].transpose(0, 2, 1)

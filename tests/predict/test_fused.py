@@ -56,11 +56,13 @@ def _both(monkeypatch, fn):
     got = fn()
     monkeypatch.setenv("DSE_FUSED", "0")
     ref = fn()
+    monkeypatch.delenv("DSE_FUSED")
     return got, ref
 
 
 def _check(monkeypatch, d: DesignBatch, mix: Mix) -> None:
     a = mix_arrays(mix)
+    _check_energy(monkeypatch, d, mix, a)
     assert fused.available()
     monkeypatch.setattr(fused, "FUSED_MIN", 0)
     assert fused.applies(d, a.o)
@@ -75,6 +77,17 @@ def _check(monkeypatch, d: DesignBatch, mix: Mix) -> None:
     np.testing.assert_array_equal(top_got, top_ref)
     np.testing.assert_array_equal(b_got, b_ref)
     np.testing.assert_allclose(sh_got, sh_ref, rtol=1e-12, atol=1e-15)
+
+
+def _check_energy(monkeypatch, d: DesignBatch, mix: Mix, a) -> None:
+    """The energy model's bytes per level and workload, summed by the kernel, are numpy's to a few ulp."""
+    from dse.cost.power import mix_energy
+
+    t = np.ones((d.n, a.member.shape[1]))
+    got, ref = _both(monkeypatch, lambda: mix_energy(d, mix, times=t, arrays=a))
+    assert got.parts_j.keys() == ref.parts_j.keys()
+    for name in ref.parts_j:
+        np.testing.assert_allclose(got.parts_j[name], ref.parts_j[name], rtol=1e-12, atol=0, err_msg=name)
 
 
 def test_npu_designs_of_every_knob(monkeypatch):
