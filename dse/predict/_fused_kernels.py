@@ -10,8 +10,8 @@ Argument groups (tuples of arrays, built by ``dse.predict.fused._prepare``/``_ru
 ``lv``: lmode [L], XT/XX [L, O] shared traffic / time rows, BW [L, D], P [L, n_p, D] pass tables, CA/CC/CB [L, O]
 traffic coefficients, lkeep [L], KR/KC/KX [L, D], KW [L, G, D], KH [L, 2G, D] residency tables, kcany [L];
 ``over``: graph, lmain, OV/GS/RAMP/HOST [D], MAT [1 or D, O], NET [collectives, D];
-``sums``: the CSR rows of the mix's member, overlap and window matrices;
-``s``: the block's scratch rows.
+``sums``: the CSR rows of the mix's member, overlap and window matrices; ``counts``: those of its count matrix (the
+energy model's bytes per workload, summed into ``EN`` [L, W, D] where it has levels).
 """
 
 from __future__ import annotations
