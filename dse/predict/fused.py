@@ -84,8 +84,25 @@ def _jit() -> ModuleType:
 
 
 def applies(d: DesignBatch, o: OpArrays) -> bool:
-    """Whether :func:`mix_times` / :func:`mix_times_bounds` take the compiled path for this batch."""
-    return available() and d.base.power_limit_w is None and d.n * o.n >= FUSED_MIN and o.n > 0
+    """Whether :func:`mix_times` / :func:`mix_times_bounds` take the compiled path for this batch (numba is imported,
+    the first time, only once a batch is large enough)."""
+    return (available() and d.base.power_limit_w is None and d.n * o.n >= FUSED_MIN and o.n > 0
+            and _importable())
+
+
+@functools.cache
+def _importable() -> bool:
+    """Whether the kernels' module imports: an installed numba that does not (built for another numpy, say) leaves
+    numpy's path running, with one warning, rather than failing every large batch."""
+    try:
+        _jit()
+    except ImportError as exc:  # numba raises ImportError for an unsupported numpy
+        import warnings
+
+        warnings.warn(f"dse: the compiled batch predictor is off (numba does not import: {exc}); numpy's path runs",
+                      RuntimeWarning, stacklevel=3)
+        return False
+    return True
 
 
 #: ``_tile_classes`` of a table without tiled ops: no classes, no pairs

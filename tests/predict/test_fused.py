@@ -166,6 +166,25 @@ def test_power_cap_and_small_batches_stay_on_numpy(monkeypatch):
     assert not fused.available()
 
 
+def test_a_numba_that_does_not_import_leaves_numpy_running(monkeypatch):
+    """An installed numba that fails to import (built for another numpy) turns the compiled path off with one
+    warning; the batch is still predicted, by numpy."""
+    def broken():
+        raise ImportError("Numba needs NumPy 1.0 or less")
+
+    monkeypatch.setattr(fused, "_jit", broken)
+    fused._importable.cache_clear()
+    monkeypatch.setattr(fused, "FUSED_MIN", 0)
+    try:
+        d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 3)
+        mix = Mix.of([dse.workload("resnet50", batch=1)])
+        with pytest.warns(RuntimeWarning, match="numba does not import"):
+            assert not fused.applies(d, mix_arrays(mix).o)
+        assert mix_times(d, mix).shape == (3, 1)
+    finally:
+        fused._importable.cache_clear()
+
+
 def test_predict_many_is_the_same_frame(monkeypatch):
     """The public entry point: times, each workload's binding ceiling and the mix's, on both paths."""
     rng = np.random.default_rng(5)
