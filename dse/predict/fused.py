@@ -92,11 +92,12 @@ def applies(d: DesignBatch, o: OpArrays) -> bool:
 
 @functools.cache
 def _importable() -> bool:
-    """Whether the kernels' module imports: an installed numba that does not (built for another numpy, say) leaves
-    numpy's path running, with one warning, rather than failing every large batch."""
+    """Whether the kernels' module imports: an installed numba that does not (built for another numpy, or with no
+    writable cache location for ``cache=True``) leaves numpy's path running, with one warning, rather than failing
+    every large batch."""
     try:
         _jit()
-    except ImportError as exc:  # numba raises ImportError for an unsupported numpy
+    except (ImportError, RuntimeError, OSError) as exc:  # an unsupported numpy; no writable cache location
         import warnings
 
         warnings.warn(f"dse: the compiled batch predictor is off (numba does not import: {exc}); numpy's path runs",
