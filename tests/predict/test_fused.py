@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dse
 from dse.hardware.designs import DesignBatch
@@ -164,6 +166,36 @@ def test_power_cap_and_small_batches_stay_on_numpy(monkeypatch):
     assert not fused.applies(DesignBatch.from_hardware(dse.hardware("h100-sxm"), 4), o)
     monkeypatch.setenv("DSE_FUSED", "0")
     assert not fused.available()
+
+
+_MIX = None
+
+
+def _small_mix() -> Mix:
+    """A decode, a prefill and a CNN (built once: hypothesis calls the property many times)."""
+    global _MIX
+    if _MIX is None:
+        _MIX = Mix.of([dse.workload("gpt2", phase="decode", batch=4, context=512),
+                       dse.workload("llama2-7b", phase="prefill", batch=1, seq=256), dse.workload("resnet50", batch=2)])
+    return _MIX
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**31 - 1))
+def test_property_any_npu_batch_is_numpys(monkeypatch, n, seed):
+    """Property: for any batch of npu-7nm designs (peak, DRAM bandwidth, SRAM, array rows and clock drawn over the
+    search ranges), the compiled path's step times are numpy's to a few ulp and its ceilings numpy's exactly."""
+    rng = np.random.default_rng(seed)
+    base = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    d = designs_from_params(base, {"peak_tflops": rng.uniform(16, 2048, n), "dram_bandwidth_tbps": rng.uniform(0.2, 8, n),
+                                   "sram_mib": rng.uniform(1, 2048, n),
+                                   "compute.matrix.array_rows": rng.choice([16.0, 32.0, 64.0, 128.0, 256.0], n),
+                                   "compute.clock_ghz": rng.uniform(0.5, 2.5, n)})
+    mix = _small_mix()
+    a = mix_arrays(mix)
+    (t_got, by_got), (t_ref, by_ref) = _both(monkeypatch, lambda: mix_times_bounds(d, mix, a))
+    np.testing.assert_allclose(t_got, t_ref, rtol=1e-13, atol=0)
+    assert ((by_got > 0) == (by_ref > 0)).all()
 
 
 def test_a_numba_that_does_not_import_leaves_numpy_running(monkeypatch):
