@@ -140,8 +140,8 @@ def _level_bytes(d: DesignBatch, o, member: np.ndarray, v2: np.ndarray):
     ``v2``, [D or 1, W] the same unweighted) from ``per_level`` traffic x ``member``; without a power cap, for a
     batch the compiled path takes, the kernel sums them as it goes (``dse.predict.fused.level_bytes``: no [D, O]
     traffic array; the same bytes, summed in another order)."""
-    if d.base.power_limit_w is None and fused.applies(d, o):
-        for lv, per_wl in enumerate(fused.level_bytes(d, o, member, member)):
+    if fused.applies(d, o):  # never under a power cap: v2 is 1
+        for lv, per_wl in enumerate(fused.level_bytes(d, o, member)):
             yield lv, per_wl, per_wl
         return
     for lv, tr in per_level(d, o):

@@ -307,21 +307,19 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
     n_b = len(bound_names(d.level_names))
     chunk = chunk or chunk_designs(a.o.n)
     W = a.counts.shape[1]
-    owner = a.counts.argmax(axis=1)  # each row of a mix's table belongs to one workload
-    weight = a.counts[np.arange(a.o.n), owner]
-    compiled = fused.applies(d, a.o)
-    if compiled:  # the same terms in one compiled loop (the ``fast`` extra); ``by`` a [D, W, B] view of [W, B, D]
+    owner, weight = _owners(a)
+    if fused.applies(d, a.o):  # the same terms in one compiled loop (the ``fast`` extra); ``by`` a [D, W, B] view
         times, by = fused.mix_step_bounds(d, a.o, a.member, a.overlap, a.window, owner, weight, n_b)
     else:
         times = np.empty((d.n, a.member.shape[1]))
         by = np.empty((d.n, a.member.shape[1], n_b))
-    for start in range(0, 0 if compiled else d.n, chunk):
-        sl = slice(start, min(start + chunk, d.n))
-        t, code = evaluate_bound(d.take(sl), a.o, table_order=False)
-        times[sl] = step_times(t, a)
-        k = sl.stop - sl.start  # one weighted histogram over (design, workload, ceiling) instead of B matmuls
-        idx = np.add(_bin_offsets(a.o, k, W, n_b, owner), code, dtype=np.intp)
-        by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
+        for start in range(0, d.n, chunk):
+            sl = slice(start, min(start + chunk, d.n))
+            t, code = evaluate_bound(d.take(sl), a.o, table_order=False)
+            times[sl] = step_times(t, a)
+            k = sl.stop - sl.start  # one weighted histogram over (design, workload, ceiling) instead of B matmuls
+            idx = np.add(_bin_offsets(a.o, k, W, n_b, owner), code, dtype=np.intp)
+            by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
     for ap in mix.auto:  # each design at its own best plan, with that plan's ceilings
         tc, bc = mix_times_bounds(d, ap.candidates, _auto_arrays(ap), chunk)
         pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
@@ -346,12 +344,16 @@ def mix_bindings(d: DesignBatch, mix: Mix, weights: np.ndarray, arrays: MixArray
     pass; the compiled path (``dse.predict.fused``) never builds the [D, W, B] array."""
     a = arrays or mix_arrays(mix)
     if not mix.auto and fused.applies(d, a.o):
-        owner = a.counts.argmax(axis=1)
-        return fused.mix_step_bindings(d, a.o, a.member, a.overlap, a.window, owner,
-                                       a.counts[np.arange(a.o.n), owner], len(bound_names(d.level_names)),
-                                       np.asarray(weights, dtype=float))
+        return fused.mix_step_bindings(d, a.o, a.member, a.overlap, a.window, *_owners(a),
+                                       len(bound_names(d.level_names)), np.asarray(weights, dtype=float))
     times, by = mix_times_bounds(d, mix, a)
     return (times, *binding_summary(by, np.asarray(weights, dtype=float)))
+
+
+def _owners(a: MixArrays) -> tuple[np.ndarray, np.ndarray]:
+    """([O] the workload each row of a mix's table belongs to (one each), [O] its count there)."""
+    owner = a.counts.argmax(axis=1)
+    return owner, a.counts[np.arange(a.o.n), owner]
 
 
 def _bin_offsets(o: OpArrays, k: int, W: int, n_b: int, owner: np.ndarray) -> np.ndarray:

@@ -135,41 +135,37 @@ def _graph_overhead(o, b0, n, comp, OV, GS, RAMP, MAT, trm, tv):
         tv[k] = OV[b0 + k] if on else GS[b0 + k] + RAMP[b0 + k] * _clip01(trm[k] / co)
 
 
+@njit(inline="always")
+def _ceiling(code, x, c, f, roof, over, L):
+    """One op's binding ceiling on one design, ``evaluate_bound``'s code: the memory/network term's ``code`` where it
+    exceeds the compute term ``c``, else compute (0), array-bound (``L + 3``) where the fill ``f`` decides it, and
+    the overhead (``L + 2``) where it exceeds the roof. Bitwise, not short-circuit: selects the compiler vectorizes."""
+    b = code if x > c else 0
+    arr = (b == 0) & (f < 1.0) & ((f < 0.5) | (roof * f < x))
+    b = L + 3 if arr else b
+    return L + 2 if over > roof else b
+
+
 @njit
-def _time_plain(n, L, want, full, tc, fl, oth, code, ov, tt, cd):
-    """``tt`` <- roof + launch overhead ``ov`` of an op that is neither fused, eager nor in a graph; with ``want``
-    ``cd`` <- its binding ceiling (as :func:`_bound`; ``full``: its fill is 1 on every design)."""
+def _time_plain(n, L, want, tc, fl, oth, code, ov, tt, cd):
+    """``tt`` <- roof + launch overhead ``ov`` of an op that is neither fused, eager nor in a graph, in one loop;
+    with ``want`` ``cd`` <- its binding ceiling (:func:`_ceiling`) in the same loop."""
     if not want:
         for k in range(n):
             tt[k] = (oth[k] if oth[k] > tc[k] else tc[k]) + ov[k]
         return
-    if full:  # a full array (or no array): never array-bound
-        for k in range(n):
-            c, x = tc[k], oth[k]
-            roof = x if x > c else c
-            tt[k] = roof + ov[k]
-            b = code[k] if x > c else 0
-            cd[k] = L + 2 if ov[k] > roof else b
-        return
     for k in range(n):
-        c, x, f = tc[k], oth[k], fl[k]
+        c, x = tc[k], oth[k]
         roof = x if x > c else c
         tt[k] = roof + ov[k]
-        b = code[k] if x > c else 0
-        arr = (b == 0) & (f < 1.0) & ((f < 0.5) | (roof * f < x))
-        b = L + 3 if arr else b
-        cd[k] = L + 2 if ov[k] > roof else b
+        cd[k] = _ceiling(code[k], x, c, fl[k], roof, ov[k], L)
 
 
 @njit
 def _bound(o, n, L, owner, weight, tc, fl, oth, code, tt, tv, rf, cd, BL):
-    """``cd`` <- op ``o``'s binding ceiling (``evaluate_bound``'s codes); its time x weight into its workload's row."""
-    for k in range(n):  # bitwise, not short-circuit: selects the compiler vectorizes
-        f = fl[k]
-        b = code[k] if oth[k] > tc[k] else 0
-        arr = (b == 0) & (f < 1.0) & ((f < 0.5) | (rf[k] * f < oth[k]))
-        b = L + 3 if arr else b
-        cd[k] = L + 2 if tv[k] > rf[k] else b
+    """``cd`` <- op ``o``'s binding ceiling (:func:`_ceiling`); its time x weight into its workload's row."""
+    for k in range(n):
+        cd[k] = _ceiling(code[k], oth[k], tc[k], fl[k], rf[k], tv[k], L)
     _add_bound(o, n, owner, weight, tt, cd, BL)
 
 
@@ -375,8 +371,7 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
             if ncol[o] >= 0:  # a collective's network term
                 _fold(n, NET[ncol[o], b0 : b0 + n], L + 1, oth, code)
             if not (fused[o] or eager[o] or graph):  # the time (and ceiling) in one loop: roof + launch overhead
-                _time_plain(n, L, want, j < 0 and F.shape[0] == 1 and F[0, o] >= 1.0, tc, fl, oth, code,
-                            OV[b0 : b0 + n], tt, cd)
+                _time_plain(n, L, want, tc, fl, oth, code, OV[b0 : b0 + n], tt, cd)
                 if want:
                     _add_bound(o, n, owner, weight, tt, cd, BL)
                 _sums(o, b0, n, sums, T, OVS, WIN, tt)

@@ -192,15 +192,14 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
     lkeep = np.zeros(L, dtype=np.bool_)
     XT, XX = np.zeros((L, O)), np.zeros((L, O))
     CA, CC, CB = np.zeros((L, O)), np.zeros((L, O)), np.zeros((L, O))
-    designs = [lv for lv in range(L) if level_case(dc, o, S, res, lv)[0] is None]
+    cases = [level_case(dc, o, S, res, lv) for lv in range(L)]  # (shared row or None, private, keep) per level
     # per-design tables: only the levels that read them fill them (np.empty: the others are never read)
-    P = _buffer(o, "P", (L, n_p if designs else 0, D))
+    P = _buffer(o, "P", (L, n_p if any(row is None for row, _, _ in cases) else 0, D))
     G = o.fp_weights.shape[0]
     KR, KC, KX = _buffer(o, "KR", (L, D)), _buffer(o, "KC", (L, D), np.bool_), _buffer(o, "KX", (L, D), np.bool_)
     KC[:] = False
     KW, KH = _buffer(o, "KW", (L, G, D)), _buffer(o, "KH", (L, 2 * G, D))
-    for lv in range(L):
-        row, private, keep = level_case(dc, o, S, res, lv)
+    for lv, (row, private, keep) in enumerate(cases):
         bcol = bw[:, lv : lv + 1]
         if row is not None:
             XT[lv] = row[0]
@@ -327,8 +326,8 @@ def mix_step_bindings(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: 
     return (times, *summary)
 
 
-def level_bytes(d: DesignBatch, o: OpArrays, member: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def level_bytes(d: DesignBatch, o: OpArrays, counts: np.ndarray) -> np.ndarray:
     """[L, D, W] bytes crossing each memory level per step of each workload (op traffic x ``counts`` [O, W], the
     energy model's work done; ``dse.cost.power.mix_energy``), compiled: ``per_level`` traffic summed by the kernel
     as it goes, no [D, O] traffic array."""
-    return _run(d, o, member, None, None, counts=counts)[3].transpose(0, 2, 1)
+    return _run(d, o, counts, None, None, counts=counts)[3].transpose(0, 2, 1)  # (its step sums go unread)
