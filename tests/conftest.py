@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+
+
+def need(module: str, extra: str):
+    """Import the module an optional extra brings, or skip with the install line; in CI (CI=true, where .ci/run
+    installs every extra but the torch one it may leave out for disk, ``DSE_CI_EXTRAS_LEFT_OUT``) fail instead."""
+    try:
+        return __import__(module)
+    except ModuleNotFoundError:
+        left_out = os.environ.get("DSE_CI_EXTRAS_LEFT_OUT", "").split(",")
+        if os.environ.get("CI") == "true" and extra not in left_out:
+            pytest.fail(f"CI=true but {module} is not installed: .ci/run installs the {extra} extra")
+        pytest.skip(f"{module} not installed (pip install -e '.[{extra}]')")
 
 SMALL_STUDY = {
     "name": "tiny",

@@ -21,7 +21,7 @@ import pytest
 from dse.cli import main
 from dse.errors import DseError
 from dse.yamlio import atomic_write, make_dir
-from tests.conftest import SMALL_STUDY, write_config
+from tests.conftest import SMALL_STUDY, need, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,6 +162,7 @@ def test_kill_9_of_a_parquet_sweep_then_resume(tmp_path: Path, when: str, capsys
     """A real SIGKILL of a streamed sweep (0.3 s after start, or once its third part file is written):
     ``--resume`` keeps every part already written (same bytes, not rescored), scores the rest, and the
     dataset holds each design exactly once with the values of a block scored afresh."""
+    need("pyarrow", "scale")  # a streamed (Parquet) sweep
     cfg, out = write_config(tmp_path, SMALL_STUDY), tmp_path / "r"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "dse", "sweep", str(cfg), "--out", str(out), *SWEEP], env=env,
@@ -249,6 +250,7 @@ def test_a_study_on_a_full_filesystem_ends_in_one_line_and_resumes(tmp_path: Pat
 
 
 def test_a_sweep_on_a_full_filesystem_ends_in_one_line_and_resumes(tmp_path: Path, full_disk, capsys) -> None:
+    need("pyarrow", "scale")  # a streamed (Parquet) sweep
     mnt, fill = full_disk
     cfg = write_config(tmp_path, SMALL_STUDY)
     args = ["sweep", str(cfg), "--out", str(mnt / "r"), "--format", "parquet", "--points", "100", "--sram-points",

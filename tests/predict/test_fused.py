@@ -6,8 +6,6 @@ each ceiling's time likewise, and every binding ceiling exactly."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,15 +17,14 @@ from dse.hardware.system import load_system
 from dse.predict import fused, mix_arrays, mix_bindings, mix_times, mix_times_bounds
 from dse.search.space import designs_from_params
 from dse.workloads.mix import Mix
+from tests.conftest import need
 
 
 @pytest.fixture(autouse=True)
 def _numba():
-    """The ``fast`` extra; in CI (CI=true, where .ci/run installs it) a missing numba fails instead of skipping."""
-    if not fused.installed():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but numba is not installed: .ci/run installs the fast extra")
-        pytest.skip("numba not installed (pip install -e '.[fast]')")
+    """The ``fast`` extra (skipped without it; in CI, where .ci/run installs it, a failure)."""
+    need("numba", "fast")
+
 
 N = 257  # designs: not a multiple of the kernel's block of 512 or of anything else
 

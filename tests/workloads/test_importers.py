@@ -1,7 +1,6 @@
 """Bring-your-own-model importers: Hugging Face configs, ONNX files built here, torch modules on meta."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import dse
 from dse.cli import main
 from dse.errors import DseError
 from dse.workloads.importers import from_hf_config, workload_from_description
+from tests.conftest import need
 
 LLAMA3_8B = {"model_type": "llama", "_name_or_path": "meta-llama/Meta-Llama-3-8B", "num_hidden_layers": 32,
              "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
@@ -17,15 +17,8 @@ LLAMA3_8B = {"model_type": "llama", "_name_or_path": "meta-llama/Meta-Llama-3-8B
 
 
 def _need(module: str):
-    """Import an optional extra; in CI (CI=true) a missing extra fails instead of skipping."""
-    try:
-        return __import__(module)
-    except ModuleNotFoundError:
-        extra = "torch" if module.startswith("torch") else module
-        left_out = os.environ.get("DSE_CI_EXTRAS_LEFT_OUT", "").split(",")
-        if os.environ.get("CI") == "true" and extra not in left_out:
-            pytest.fail(f"CI=true but {module} is not installed: .ci/run installs the extras")
-        pytest.skip(f"{module} not installed (pip install -e '.[{extra}]')")
+    """:func:`tests.conftest.need` with the module's extra (torch and torchvision come with ``torch``)."""
+    return need(module, "torch" if module.startswith("torch") else module)
 
 
 def test_hf_config_matches_the_library_model() -> None:
