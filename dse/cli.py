@@ -452,6 +452,19 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def _noc_row(name: str, d) -> dict:
+    """One template's on-chip network for ``dse area``: topology, link width, routers, what it carries."""
+    from dse.cost.area import noc_bandwidth, noc_geometry
+
+    g = noc_geometry(d)
+    noc = d.base.compute.noc
+    auto = noc.topology == "auto"
+    return {"template": name, "topology": g.topology + (" (auto)" if auto else ""),
+            "link_bytes": f"{g.link_bytes[0]:.0f}" + ("" if noc.link_bytes else " (auto)"), "networks": g.networks,
+            "routers": int(g.routers[0]), "ports": int(g.ports[0]), "carries_tbps": noc_bandwidth(d)[0] / 1e12,
+            "uniform_tbps": g.uniform_bps[0] / 1e12}
+
+
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -462,12 +475,13 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import list_templates, load_hardware
 
-    rows, die_rows = [], []
+    rows, die_rows, noc_rows = [], [], []
     for name in args.templates or list_templates():
         hw = load_hardware(name)
         name = hw.name
         d = DesignBatch.from_hardware(hw)
         ar = area(d)
+        noc_rows.append(_noc_row(name, d))
         check_package(d, ar, file=name)
         c = unit_cost(d, ar)
         if ar.multi_die:
@@ -493,11 +507,15 @@ def cmd_area(args: argparse.Namespace) -> int:
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),
+                     "networks": _records(pd.DataFrame(noc_rows)),
                      "dies": _records(calibration_table()),
                      "fit_7nm": {"systolic_pe_um2_bf16": theta["pe"], "scratchpad_mm2_per_mib": theta["scratchpad"]}})
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print("\non-chip networks (dse.cost.noc): routers of the topology; links sized by the template or, auto, by one "
+              "core's share of the bandwidth the network carries; uniform = what uniform traffic gets through")
+        print(pd.DataFrame(noc_rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         if die_rows:
             print("\nmulti-die packages: each die kind (area per die; published where public; yields of one die and "
                   "of bonding every die)")

@@ -62,6 +62,13 @@ MAX_PARAMS = 2**50
 # -- hardware dimensions ---------------------------------------------------------------------------------------
 #: cores of one chip (and private copies of a level): 900,000 (Cerebras WSE-3), 304 CUs (MI300X), 148 SMs (B200)
 MAX_CORES = 2**20
+#: on-chip network link width, bytes per direction per clock: 16 (Intel SCC), 32 (Tenstorrent Wormhole), 64
+#: (Blackhole); 2^16 (a 512 kbit link) is far beyond any router
+MAX_NOC_LINK_BYTES = 2**16
+#: parallel physical on-chip networks: 2 (Tenstorrent), 3 (Piton, Epiphany-V), 5 (Tilera TILE64); 64 is 12x
+MAX_NOC_NETWORKS = 64
+#: flits of input buffer per router port: 4 (a credit round trip), 32 (Intel Teraflops: 2 lanes x 16); 2^12 is 128x
+MAX_NOC_BUFFER_FLITS = 2**12
 #: MAC-array side and GEMM output-tile side: 256 (TPU v4-v6e, Gaudi MME), CUTLASS tiles up to 256; 2^12 is 16x
 MAX_ARRAY_SIDE = 2**12
 #: clock, GHz: accelerators run 1-3 GHz, the fastest shipped logic ~6 GHz (desktop CPU boost clocks)

@@ -41,7 +41,7 @@ from dse.study import Context, score_designs
 
 #: node coefficients :func:`dse.cost.area.price` reads (sampled when they carry a range)
 PRICED = ("matrix_mm2_per_tflops", "systolic_control_fraction", "vector_mm2_per_tflops", "scratchpad_mm2_per_mib",
-          "cache_mm2_per_mib", "noc_mm2_per_tbps", "dram_phy_mm2_per_stack", "dram_controller_mm2_per_stack",
+          "cache_mm2_per_mib", "dram_phy_mm2_per_stack", "dram_controller_mm2_per_stack",
           "ddr_phy_mm2_per_channel", "serdes_mm2_per_link", "fixed_mm2")
 
 

@@ -105,7 +105,7 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     grown = grown.with_knobs(dram_bandwidth=grown.peak_flops / designs["1:1"].ridge[0])
     assert grown.dram_stacks[0] == 5 and dse.cost.area.area(grown).total_mm2 <= a0 * 1.005
     memo = (folder / "summary.md").read_text()
-    assert "*Held as built* (1:1 at 1:2 area): the largest design at 1:1 within 490 mm2 (29 cores" in memo
+    assert "*Held as built* (1:1 at 1:2 area): the largest design at 1:1 within 458 mm2 (29 cores" in memo
     br = pd.read_csv(folder / "breakdown.csv").set_index("quantity")
     for comp, mm2 in dse.area("npu-7nm").breakdown.items():  # the base template is the 1:1 candidate
         assert br.loc[f"area: {comp} (mm2)", "1:1"] == pytest.approx(mm2, rel=1e-9)
@@ -319,7 +319,9 @@ def test_npu_story_answer_with_the_shipped_model() -> None:
     t = cmp.designs_table.set_index("candidate")
     assert t["feasible"].all()
     assert t.loc["1:1", "area_mm2_change_pct"] <= -10 and t.loc["1:1", "score_vs_base_change_pct"] <= -10
-    assert t.loc["1:1 at 1:2 compute", "score_vs_base_change_pct"] < t.loc["1:1", "score_vs_base_change_pct"]
+    # reinvesting 20 % of the saved area never scores below holding 1:2's compute (with the NoC priced by its routers,
+    # dse.cost.noc, the reinvested area buys no whole core: the two tie)
+    assert t.loc["1:1 at 1:2 compute", "score_vs_base_change_pct"] <= t.loc["1:1", "score_vs_base_change_pct"]
     ai = ai_table(ctx, cmp).set_index("weighting")
     assert ai.loc["per operator, FLOP-weighted, compulsory bytes", "share_in_4_16_flop_per_byte"] >= 0.6
     ceil = cmp.ceilings.set_index("candidate")

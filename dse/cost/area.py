@@ -15,7 +15,8 @@ prices a design is the model fitted and checked on public dies::
     vector            = fp32 TFLOP/s x (calibration clock / clock) x node.vector_mm2_per_tflops
     sram              = scratchpad MiB x node.scratchpad_mm2_per_mib + cache MiB x node.cache_mm2_per_mib
                         (levels whose kind's area class is sram; ``dse.hardware.memory_kinds``)
-    noc               = on-chip network bandwidth (TB/s; ``noc_bandwidth``) x node.noc_mm2_per_tbps
+    noc               = routers of the on-chip network from its topology (``dse.cost.noc``): per router
+                        ports^2 x link bits x crosspoint area + ports x buffer flits x link bits x bit area
     dram_phy/ctrl     = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth) summed
                         over levels whose kind's area class is dram_phy
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dse.cost.noc import NocGeometry, geometry, noc_mm2
 from dse.errors import DseError
 from dse.hardware.d2d import D2D, D2DLink
 from dse.hardware.designs import DesignBatch
@@ -139,6 +141,14 @@ def noc_bandwidth(d: DesignBatch) -> np.ndarray:
     return d.bandwidth[:, shared[-1]] if shared.size else d.dram_bandwidth
 
 
+def noc_geometry(d: DesignBatch, cores: np.ndarray | None = None, demand_bps: np.ndarray | None = None) -> NocGeometry:
+    """The on-chip network of every design (``dse.cost.noc.geometry``): over its cores, at its clock, its links
+    sized for :func:`noc_bandwidth` unless the template gives ``compute.noc.link_bytes``."""
+    clock = d.base.compute.clock_ghz * 1e9 * d.clock_scale
+    return geometry(d.base, d.cores if cores is None else cores,
+                    noc_bandwidth(d) if demand_bps is None else demand_bps, clock)
+
+
 def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] calibration clock / design clock: area follows the MAC count, and a slower clock needs
     more MACs for the same TFLOP/s (peak = MACs x 2 x clock)."""
@@ -179,7 +189,8 @@ class Inventory:
     vector_tflops: np.ndarray  # fp32 vector TFLOP/s at the calibration clock
     scratchpad_mib: np.ndarray
     cache_mib: np.ndarray
-    noc_tbps: np.ndarray
+    noc_crosspoint_bits: np.ndarray  # ports^2 x link bits summed over routers (``dse.cost.noc``)
+    noc_buffer_bits: np.ndarray  # router input-buffer bits
     dram_stacks: np.ndarray
     serdes_links: np.ndarray  # link equivalents (links x lane factor)
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR channels (calibration dies; designs use HBM stacks)
@@ -205,13 +216,15 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
     systolic = d.base.compute.matrix.style == "systolic"
     zero = np.zeros(d.n)
     scratch, cache = sram_mib(d)
+    net = noc_geometry(d)
     return Inventory(
         simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node),
         systolic_pes=systolic_pes(d, node) if systolic else zero,
         vector_tflops=np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node),
         scratchpad_mib=scratch,
         cache_mib=cache,
-        noc_tbps=noc_bandwidth(d) / TERA,
+        noc_crosspoint_bits=net.crosspoint_bits,
+        noc_buffer_bits=net.buffer_bits,
         dram_stacks=dram_stacks(d),
         serdes_links=d.links * link_lane_factor(d),
     )
@@ -224,7 +237,7 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
         + inv.systolic_pes * node.systolic_pe_um2.values["bf16"] * 1e-6 * (1.0 + node.systolic_control_fraction.value),
         "vector": inv.vector_tflops * node.vector_mm2_per_tflops.value,
         "sram": inv.scratchpad_mib * node.scratchpad_mm2_per_mib.value + inv.cache_mib * node.cache_mm2_per_mib.value,
-        "noc": inv.noc_tbps * node.noc_mm2_per_tbps.value,
+        "noc": noc_mm2(inv.noc_crosspoint_bits, inv.noc_buffer_bits, node),
         "dram_phy": inv.dram_stacks * node.dram_phy_mm2_per_stack.value,
         "dram_controller": inv.dram_stacks * node.dram_controller_mm2_per_stack.value
         + (0.0 if inv.ddr_channels is None else inv.ddr_channels * node.ddr_phy_mm2_per_channel.value),
@@ -267,15 +280,16 @@ def level_sram_mm2(d: DesignBatch, node: Node) -> dict[str, np.ndarray]:
 
 def die_noc_mm2(d: DesignBatch, node: Node, held: frozenset[str], count: np.ndarray,
                 package_rule: np.ndarray) -> np.ndarray:
-    """[D] mm^2 of one die's on-chip network in a multi-die package: the monolithic rule applied per die, the
-    bandwidth of the outermost SRAM level the die kind holds that its dies share (one instance, or one per
-    die) over its dies x ``noc_mm2_per_tbps`` at its node; a die kind holding no such level keeps
-    ``package_rule`` (its share of the package's network if it holds ``noc``, else nothing)."""
+    """[D] mm^2 of one die's on-chip network in a multi-die package: the monolithic rule applied per die, a
+    network over the die's share of the cores carrying its share of the outermost SRAM level the die kind holds
+    that its dies share (one instance, or one per die), priced at its node; a die kind holding no such level
+    keeps ``package_rule`` (its share of the package's network if it holds ``noc``, else nothing)."""
     shared = [j for j, m in enumerate(d.base.memory) if m.name in held and m.spec.area == "sram"
               and (m.instances == 1 or np.all(m.instances == count))]
     if not shared:
         return package_rule
-    return d.bandwidth[:, shared[-1]] / count / TERA * node.noc_mm2_per_tbps.value
+    net = noc_geometry(d, cores=d.cores / count, demand_bps=d.bandwidth[:, shared[-1]] / count)
+    return noc_mm2(net.crosspoint_bits, net.buffer_bits, node)
 
 
 #: the area part that prices each component of a die (``dram_controller`` goes with the PHYs it serves)

