@@ -17,7 +17,7 @@ so the network delivers at most (per network, W bytes per link per direction, cl
 and never more than its injection ports, N W f. The link width is the template's ``link_bytes`` or, by default,
 one core's share of the traffic the network carries (:func:`dse.cost.area.noc_bandwidth`) per clock and
 network, rounded up to whole bytes: each core's port is as wide as its share, which a near-neighbour placement
-uses in full and uniform traffic in part (the ``delivers`` ratio ``dse area`` prints).
+uses in full and uniform traffic in part (``dse area`` prints both: ``carries_tbps`` and ``uniform_tbps``).
 
 Area, per router of P ports and W-bit links: a crossbar built as W bit-slices of P x P crosspoints (the
 multiplexer crossbar of ORION 2.0, Kahng et al., DATE 2009: area grows as P^2 W) and P input buffers::
@@ -30,7 +30,7 @@ A single core has no network (its levels attach to it directly). Links run over 
 no die area of their own: Intel's SCC network, 24 routers of 1.32 mm^2 with 16-byte links, is "5 % of the chip
 area" of 567 mm^2, its routers alone (Salihundam et al., IEEE JSSC 46(4), 2011). :data:`XPT_7NM_UM2` is the one
 fitted figure: the A100's on-chip interconnect, 76.44 mm^2 (LLMCompass die_area.csv), priced as a 108-port
-crossbar carrying its L2 bandwidth. Three published routers check it (``ANCHORS``; docs/area_calibration.md).
+crossbar carrying its L2 bandwidth. Three published routers check it (tests/cost/test_noc.py; docs/area_calibration.md).
 """
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ class NocGeometry:
     routers: np.ndarray  # [D] per network
     ports: np.ndarray  # [D] ports per router
     link_bytes: np.ndarray  # [D] per direction per clock
-    clock_hz: np.ndarray  # [D]
     links: np.ndarray  # [D] directed links per network
     uniform_bps: np.ndarray  # [D] byte/s the networks together deliver under uniform traffic
     networks: int
@@ -128,7 +127,7 @@ def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: 
     else:
         routers, ports = n * (n > 1), np.full_like(n, float(PORTS[topo]))
         links = {"mesh": 2.0 * ((x - 1) * y + (y - 1) * x), "torus": 4.0 * x * y, "ring": 2.0 * n}[topo]
-    return NocGeometry(topology=topo, routers=routers, ports=ports, link_bytes=w, clock_hz=f, links=links,
+    return NocGeometry(topology=topo, routers=routers, ports=ports, link_bytes=w, links=links,
                        uniform_bps=uniform_links(topo, n, x, y) * w * f * noc.networks, networks=noc.networks,
                        buffer_flits=noc.buffer_flits)
 

@@ -130,11 +130,6 @@ class ComputeUnit(Strict):
         return self
 
 
-#: on-chip network topologies (``dse.cost.noc``); ``auto`` picks crossbar for GPU-style (simt) chips and chips of
-#: at most 4 cores, else mesh
-NOC_TOPOLOGIES = ("auto", "mesh", "torus", "ring", "crossbar")
-
-
 class Noc(Strict):
     """The on-chip network that carries the cores' traffic to the shared levels (``dse.cost.noc`` prices it)."""
 
