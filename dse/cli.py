@@ -454,14 +454,12 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 
 def _noc_row(name: str, d) -> dict:
     """One template's on-chip network for ``dse area``: topology, link width, routers, what it carries."""
-    from dse.cost.area import noc_bandwidth, noc_geometry
-
-    g = noc_geometry(d)
+    g = d.noc()
     noc = d.base.compute.noc
     auto = noc.topology == "auto"
     return {"template": name, "topology": g.topology + (" (auto)" if auto else ""),
             "link_bytes": f"{g.link_bytes[0]:.0f}" + ("" if noc.link_bytes else " (auto)"), "networks": g.networks,
-            "routers": int(g.routers[0]), "ports": int(g.ports[0]), "carries_tbps": noc_bandwidth(d)[0] / 1e12,
+            "routers": int(g.routers[0]), "ports": int(g.ports[0]), "carries_tbps": d.noc_demand[0] / 1e12,
             "uniform_tbps": g.uniform_bps[0] / 1e12}
 
 
@@ -513,8 +511,9 @@ def cmd_area(args: argparse.Namespace) -> int:
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-        print("\non-chip networks (dse.cost.noc): routers of the topology; links sized by the template or, auto, by one "
-              "core's share of the bandwidth the network carries; uniform = what uniform traffic gets through")
+        print("\non-chip networks (dse.hardware.noc, priced by dse.cost.noc): routers of the topology; links sized by the "
+              "template or, auto, so that uniform traffic gets what the network carries through; uniform = what it "
+              "gets through (the predictor reads the carried level at no more)")
         print(pd.DataFrame(noc_rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         if die_rows:
             print("\nmulti-die packages: each die kind (area per die; published where public; yields of one die and "

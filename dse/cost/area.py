@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.cost.noc import NocGeometry, geometry, noc_mm2
+from dse.cost.noc import noc_mm2
 from dse.errors import DseError
 from dse.hardware.d2d import D2D, D2DLink
 from dse.hardware.designs import DesignBatch
@@ -134,21 +134,6 @@ def dram_stacks(d: DesignBatch) -> np.ndarray:
     return out
 
 
-def noc_bandwidth(d: DesignBatch) -> np.ndarray:
-    """[D] byte/s the on-chip network carries: the outermost shared (single-instance) on-chip level's
-    bandwidth, or the main-memory bandwidth when every on-chip level is private to a core (TPU VMEM)."""
-    shared = np.flatnonzero(~d.offchip & (d.instances == 1))
-    return d.bandwidth[:, shared[-1]] if shared.size else d.dram_bandwidth
-
-
-def noc_geometry(d: DesignBatch, cores: np.ndarray | None = None, demand_bps: np.ndarray | None = None) -> NocGeometry:
-    """The on-chip network of every design (``dse.cost.noc.geometry``): over its cores, at its clock, its links
-    sized for :func:`noc_bandwidth` unless the template gives ``compute.noc.link_bytes``."""
-    clock = d.base.compute.clock_ghz * 1e9 * d.clock_scale
-    return geometry(d.base, d.cores if cores is None else cores,
-                    noc_bandwidth(d) if demand_bps is None else demand_bps, clock)
-
-
 def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] calibration clock / design clock: area follows the MAC count, and a slower clock needs
     more MACs for the same TFLOP/s (peak = MACs x 2 x clock)."""
@@ -216,7 +201,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
     systolic = d.base.compute.matrix.style == "systolic"
     zero = np.zeros(d.n)
     scratch, cache = sram_mib(d)
-    net = noc_geometry(d)
+    net = d.noc()
     return Inventory(
         simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node),
         systolic_pes=systolic_pes(d, node) if systolic else zero,
@@ -288,7 +273,7 @@ def die_noc_mm2(d: DesignBatch, node: Node, held: frozenset[str], count: np.ndar
               and (m.instances == 1 or np.all(m.instances == count))]
     if not shared:
         return package_rule
-    net = noc_geometry(d, cores=d.cores / count, demand_bps=d.bandwidth[:, shared[-1]] / count)
+    net = d.noc(cores=d.cores / count, demand_bps=d.bandwidth[:, shared[-1]] / count)
     return noc_mm2(net.crosspoint_bits, net.buffer_bits, node)
 
 

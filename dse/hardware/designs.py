@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from dse.errors import from_validation_error
 from dse.hardware import fields
+from dse.hardware.noc import NocGeometry, geometry
 from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
@@ -130,6 +131,7 @@ class DesignBatch:
     resident_cache: np.ndarray | None = None
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
+    noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
               "resident_share", "resident_cache", "resident_steps")
@@ -175,6 +177,7 @@ class DesignBatch:
             resident_cache=np.asarray([m.organization == "cache" for m in mem], dtype=bool),
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
+            noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -292,6 +295,50 @@ class DesignBatch:
         if per is None:
             return np.zeros(self.n)
         return np.ceil(self.dram_bandwidth / per - 1e-9)
+
+    # ---------------------------------------------------------------- the on-chip network
+    @property
+    def noc_level(self) -> int:
+        """Column of the level whose traffic crosses the on-chip network: the outermost shared (single-instance)
+        on-chip level, or main memory when every on-chip level is private to a core (TPU VMEM)."""
+        shared = np.flatnonzero(~self.offchip & (self.instances == 1))
+        return int(shared[-1]) if shared.size else self.offchip_index
+
+    @property
+    def noc_demand(self) -> np.ndarray:
+        """[D] byte/s the on-chip network carries: the bandwidth of :attr:`noc_level`."""
+        return self.bandwidth[:, self.noc_level]
+
+    def noc(self, cores: np.ndarray | None = None, demand_bps: np.ndarray | None = None) -> NocGeometry:
+        """The on-chip network of every design (``dse.hardware.noc.geometry``): over its cores (or ``cores``), at
+        its clock, its links sized for :attr:`noc_demand` (or ``demand_bps``) unless the template gives
+        ``compute.noc.link_bytes``."""
+        clock = self.base.compute.clock_ghz * 1e9 * self.clock_scale
+        return geometry(self.base, self.cores if cores is None else cores,
+                        self.noc_demand if demand_bps is None else demand_bps, clock, self._link_bytes)
+
+    @property
+    def _link_bytes(self) -> np.ndarray:
+        """[D] given link widths (NaN: auto)."""
+        if self.noc_link_bytes is not None:
+            return self.noc_link_bytes
+        w = self.base.compute.noc.link_bytes
+        return np.full(self.n, np.nan if w is None else float(w))
+
+    @property
+    def delivered_bandwidth(self) -> np.ndarray:
+        """[D, L] byte/s each level delivers to the cores (before its ``efficiency``): its own bandwidth, except that
+        the level the on-chip network carries gets through no faster than the network delivers under uniform
+        traffic, ``min(BW, uniform)`` (``dse.hardware.noc``: mesh 4 min(x, y) W f per network, torus 8 min(x, y)
+        W f, ring 8 W f, crossbar N W f). Links sized by default (``link_bytes`` unset) carry the level in full, so
+        only a given link width can bind; a single core has no network."""
+        given = ~np.isnan(self._link_bytes)
+        if not given.any():
+            return self.bandwidth
+        j = self.noc_level
+        out = self.bandwidth.copy()
+        out[:, j] = np.where(given & (self.cores > 1), np.minimum(out[:, j], self.noc().uniform_bps), out[:, j])
+        return out
 
     def with_cores(self, cores: np.ndarray) -> DesignBatch:
         """The designs with ``cores`` [D] (rounded to integers >= 1). Each core brings its MAC arrays, its vector
@@ -483,12 +530,14 @@ class DesignBatch:
         if comp["cores"] != base.compute.cores or clock_scale != 1.0:
             comp["vector"]["source"] += (f"; built by dse ({note or 'derived'}): the template's lanes per core on "
                                          f"{comp['cores']} cores at {comp['clock_ghz']:g} GHz")
-        for f in fields.COMPUTE_FIELDS:  # compute.<...>.<key> <- attr / si
+        for f in fields.COMPUTE_FIELDS:  # compute.<...>.<key> <- attr / si (NaN: left unset, e.g. an auto link)
             *path, last = f.path.split(".")
             node = data
             for part in path:
-                node = node[part]
-            node[last] = _written(float(getattr(self, f.attr)[i]) / f.si, f.write)
+                node = node.setdefault(part, {})
+            val = float(getattr(self, f.attr)[i]) / f.si
+            if not np.isnan(val):
+                node[last] = _written(val, f.write)
         rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))

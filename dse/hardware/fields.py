@@ -103,6 +103,7 @@ COMPUTE_FIELDS: tuple[Field, ...] = (
     Field("compute.matrix.array_cols", "array_cols", 1.0, "MACs", "int"),
     Field("compute.matrix.efficiency", "matrix_eff", 1.0, "fraction"),
     Field("compute.vector.efficiency", "vector_eff", 1.0, "fraction"),
+    Field("compute.noc.link_bytes", "noc_link_bytes", 1.0, "bytes", "sig"),
 )
 #: per memory level (column ``j`` of a ``[D, L]`` array): ``memory.{level}.<key>``
 LEVEL_FIELDS: tuple[Field, ...] = (

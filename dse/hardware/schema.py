@@ -142,8 +142,10 @@ class Noc(Strict):
         "with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
     link_bytes: float | None = Field(
         None, gt=0, le=MAX_NOC_LINK_BYTES, description="Link width, bytes per direction per clock (the flit). Default: "
-        "one core's share of the outermost shared on-chip level's bandwidth (of main memory when every on-chip level "
-        "is per core) per clock and network, rounded up to whole bytes")
+        "the narrowest whole-byte link with which uniform traffic gets the outermost shared on-chip level's bandwidth "
+        "(main memory's when every on-chip level is per core) through. A given width that gets less through slows "
+        "that level in the predictor (mesh 4 min(x, y) W f per network, torus 8 min(x, y) W f, ring 8 W f, crossbar "
+        "N W f)")
     clock_ghz: float | None = Field(None, gt=0, le=MAX_CLOCK_GHZ, description="Network clock (default: the cores')")
     networks: int = Field(1, ge=1, le=MAX_NOC_NETWORKS, description="Parallel physical networks (Tenstorrent 2, "
                           "Piton 3), each with its own routers and links")

@@ -185,7 +185,7 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
     fcol[fcols] = np.arange(fcols.size)
     S = inner_capacity(dc)
     res = resident_capacity(dc) if _resides(o) else None
-    bw = dc.bandwidth * dc.bw_eff
+    bw = dc.delivered_bandwidth * dc.bw_eff
     L = S.shape[1]
     ia, ib, n_p = _op_columns(o)
     lmode = np.zeros(L, dtype=np.int64)

@@ -337,7 +337,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     fill = np.broadcast_to(array_fill(o, d, matrix), peak.shape)
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)
-    t_mem = tr / (d.bandwidth * d.bw_eff)[:, None, :]
+    t_mem = tr / (d.delivered_bandwidth * d.bw_eff)[:, None, :]
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
@@ -380,7 +380,7 @@ def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
     """([D or 1, O] the largest memory term ``traffic_l / (BW_l * eta_l)`` over the levels, [D or 1, O] int8 the
     bound code ``l + 1`` of the level that sets it, the first (innermost) on ties, as argmax picks), folded level by
     level: leading levels the same on every design merge into one [1, O] row first, no [D, O, L] array is kept."""
-    bw = d.bandwidth * d.bw_eff
+    bw = d.delivered_bandwidth * d.bw_eff
     other = code = None  # arrays of our own (each division makes a fresh one): written in place once full-shaped
     for lv, tr in per_level(d, o):
         col = bw[:, lv : lv + 1]

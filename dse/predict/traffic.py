@@ -572,7 +572,7 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
 
     Without ``out`` a level whose traffic and bandwidth are the same on every design is computed once
     as a shared [1, O] row; the result is [1, O] when every level is shared, else [D, O]."""
-    rate = d.bandwidth * d.bw_eff
+    rate = d.delivered_bandwidth * d.bw_eff
     shared = full = None
     later = []  # a shared [1, O] traffic over per-design bandwidths (a per-core level): after the fresh ones
     for lv, tr in per_level(d, o):

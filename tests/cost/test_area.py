@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import dse
 from dse.cost.area import COMPONENTS, area, check_package, die_sides_mm, dram_stacks, shoreline, systolic_pes
+from dse.cost.noc import noc_mm2
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
@@ -253,13 +254,20 @@ def _dies(name: str, dies: list[dict], **pkg) -> object:
 @settings(max_examples=15, deadline=None)
 @given(st.integers(min_value=1, max_value=8), st.floats(min_value=0.0, max_value=20.0))
 def test_splitting_a_die_into_identical_dies_adds_only_their_d2d_phys(n: int, tbps: float) -> None:
-    # n identical dies holding everything share the monolithic parts equally; each adds its D2D PHY
+    # n identical dies holding everything share the monolithic parts equally; each adds its D2D PHY, and each
+    # has the network of its own mesh over its share of the cores (a smaller mesh: more bisection per core)
     mono = dse.area("npu-7nm")
-    split = dse.area(_dies("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": tbps, "source": "test"}]))
+    hw = _dies("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": tbps, "source": "test"}])
+    split = dse.area(hw)
     d2d = tbps * 1e3 / 1350.0 if n > 1 else 0.0  # ucie-advanced: 1,350 GB/s per mm2
-    assert split.total_mm2 == pytest.approx(mono.total_mm2 + n * d2d)
-    assert split.dies[0].mm2[0] == pytest.approx(mono.total_mm2 / n + d2d)
-    assert split.largest_die_mm2[0] == pytest.approx(mono.total_mm2 / n + d2d)
+    d = DesignBatch.from_hardware(hw)
+    g = d.noc(cores=d.cores / n, demand_bps=d.noc_demand / n)
+    die_noc = noc_mm2(g.crosspoint_bits, g.buffer_bits, load_node("7nm"))[0]
+    rest = mono.total_mm2 - mono.breakdown["noc"]
+    assert split.total_mm2 == pytest.approx(rest + n * (die_noc + d2d))
+    assert split.dies[0].mm2[0] == pytest.approx(rest / n + die_noc + d2d)
+    assert split.largest_die_mm2[0] == pytest.approx(rest / n + die_noc + d2d)
+    assert n * die_noc <= mono.breakdown["noc"] * 1.05  # a square mesh split in n: about 1/sqrt(n) as wide
 
 
 def test_mi300x_dies_are_priced_at_their_own_nodes_and_the_xcd_is_near_its_estimate() -> None:

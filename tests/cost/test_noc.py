@@ -1,4 +1,4 @@
-"""The on-chip network from its topology (dse.cost.noc): geometry, pricing, the A100 fit, bad input."""
+"""The area of the on-chip network (dse.cost.noc): router pricing, the A100 fit, published routers."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 import dse
 from dse.cost import noc
-from dse.cost.area import area, noc_geometry
-from dse.errors import DseError
+from dse.cost.area import area
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import hardware_from_mapping, load_hardware, load_node
 from dse.yamlio import load_yaml
@@ -35,36 +34,7 @@ def _net(data: dict, cores: float | None = None):
     d = DesignBatch.from_hardware(hw)
     if cores is not None:
         d = d.with_cores(np.array([cores]))
-    return hw, d, noc_geometry(d)
-
-
-def test_mesh_geometry_follows_dally_and_towles() -> None:
-    hw, d, g = _net(_npu(topology="mesh"))
-    assert g.topology == "mesh" and g.routers[0] == 24 and g.ports[0] == 5  # a router per core, 5 ports
-    x, y = 5, 5  # ceil(sqrt 24) x ceil(24 / 5)
-    assert g.links[0] == 2 * ((x - 1) * y + (y - 1) * x)
-    # default width: one core's share of the 4 TB/s global level per 1.4 GHz clock, whole bytes
-    assert g.link_bytes[0] == np.ceil(4.0e12 / (24 * 1.4e9))
-    assert g.uniform_bps[0] == pytest.approx(4 * 5 * g.link_bytes[0] * 1.4e9)  # 4 min(x, y) W f
-
-
-def test_torus_ring_and_crossbar_deliver_their_bisection() -> None:
-    f = 1.4e9
-    _, _, torus = _net(_npu(topology="torus", link_bytes=32))
-    _, _, ring = _net(_npu(topology="ring", link_bytes=32))
-    _, _, xbar = _net(_npu(topology="crossbar", link_bytes=32))
-    assert torus.uniform_bps[0] == pytest.approx(24 * 32 * f)  # 8 min(x, y) = 40 > the 24 injection ports
-    assert ring.uniform_bps[0] == pytest.approx(8 * 32 * f) and ring.ports[0] == 3 and ring.links[0] == 48
-    assert xbar.routers[0] == 1 and xbar.ports[0] == 24 and xbar.uniform_bps[0] == pytest.approx(24 * 32 * f)
-
-
-def test_a_given_grid_clock_and_networks_are_used() -> None:
-    _, _, g = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
-    assert g.uniform_bps[0] == pytest.approx(4 * 3 * 64 * 1e9 * 2)  # min(8, 3) = 3, two networks
-    assert g.buffer_bits[0] == 2 * 24 * 5 * 4 * 64 * 8  # networks x routers x ports x flits x bits
-    # a design with other cores falls back to the near-square grid
-    _, _, g48 = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2), cores=48)
-    assert g48.uniform_bps[0] == pytest.approx(4 * 7 * 64 * 1e9 * 2)  # 7 x 7 grid
+    return hw, d, d.noc()
 
 
 def test_router_area_is_the_crossbar_and_buffer_terms_at_the_node() -> None:
@@ -82,7 +52,7 @@ def test_router_area_is_the_crossbar_and_buffer_terms_at_the_node() -> None:
 def test_the_crosspoint_area_refits_on_the_a100_interconnect() -> None:
     # the one fitted figure: a100-80gb's 108-port crossbar prices at 76.44 mm2 (LLMCompass die_area.csv)
     d = DesignBatch.from_hardware(load_hardware("a100-80gb"))
-    g = noc_geometry(d)
+    g = d.noc()
     assert g.topology == "crossbar" and g.ports[0] == 108
     node = load_node("7nm")
     fitted = (76.44e6 - g.buffer_bits[0] * noc.bit_um2(node)) / g.crosspoint_bits[0]
@@ -116,33 +86,6 @@ def test_more_cores_or_wider_links_never_shrink_the_network(topology: str, cores
     a, a_more, a_wide = (area(x).parts["noc"][0] for x in (d, d2, d3))
     assert a_more >= a and a_wide >= a
     assert g2.uniform_bps[0] >= g.uniform_bps[0] * (1 - 1e-12) or topology == "ring"
-
-
-@pytest.mark.parametrize(("block", "expected"), [
-    ({"topology": "hypercube"}, "chip.yaml: compute.noc.topology: got 'hypercube'; accepted: one of 'auto', 'mesh'"),
-    ({"topology": "mesh", "grid": [4, 4]}, "chip.yaml: compute.noc.grid: got [4, 4] for 24 cores; accepted: [x, y] "
-     "with x * y >= 24 and no empty row, e.g. [5, 5]"),
-    ({"topology": "mesh", "grid": [6, 5]}, "chip.yaml: compute.noc.grid: got [6, 5] for 24 cores"),
-    ({"topology": "crossbar", "grid": [5, 5]}, "chip.yaml: compute.noc.grid: got [5, 5] with topology crossbar; "
-     "accepted: a grid only for topology mesh or torus"),
-    ({"grid": [24]}, "chip.yaml: compute.noc.grid: got [24]; accepted: [x, y]"),
-    ({"link_bytes": 0}, "chip.yaml: compute.noc.link_bytes: got 0; accepted: a number > 0"),
-])
-def test_bad_network_input_is_one_line_naming_the_field(block: dict, expected: str) -> None:
-    with pytest.raises(DseError) as ei:
-        hardware_from_mapping(_npu(**block), file="chip.yaml")
-    msg = str(ei.value)
-    assert "\n" not in msg and msg.startswith(expected), msg
-
-
-def test_a_ring_needs_three_cores() -> None:
-    data = _npu(topology="ring")
-    data["compute"]["cores"] = 2
-    data["compute"]["matrix"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["matrix"]["peak_tflops"].items()}
-    data["compute"]["vector"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["vector"]["peak_tflops"].items()}
-    data["memory"][0]["instances"] = 2
-    with pytest.raises(DseError, match="compute.noc.topology: got ring for 2 cores"):
-        hardware_from_mapping(data, file="chip.yaml")
 
 
 @pytest.mark.parametrize(("name", "density", "ports", "bits", "published_mm2", "low", "high"), [

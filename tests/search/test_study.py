@@ -233,6 +233,7 @@ def test_any_hardware_field_can_be_searched(tmp_path: Path) -> None:
         {"field": "compute.matrix.array_rows", "choices": [32, 64, 128]},
         {"field": "network.links", "low": 2, "high": 16, "type": "int", "log": False},
         {"field": "compute.clock_ghz", "low": 0.8, "high": 1.4, "log": False},
+        {"field": "compute.noc.link_bytes", "choices": [8, 64, 512]},
     ]}
     cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
     r = run_study(cfg, out=tmp_path / "r", progress=False)
@@ -243,6 +244,7 @@ def test_any_hardware_field_can_be_searched(tmp_path: Path) -> None:
     assert hw.compute.matrix.array_rows == p["compute.matrix.array_rows"]
     assert hw.network.links == p["network.links"] and isinstance(p["network.links"], int)
     assert hw.compute.clock_ghz == pytest.approx(p["compute.clock_ghz"], rel=1e-6)
+    assert hw.compute.noc.link_bytes == p["compute.noc.link_bytes"]  # the on-chip network's width is a design knob
     # the template's peaks already include the clock, and reloading it reproduces the design's area
     assert dse.area(hw).total_mm2 == pytest.approx(float(r.best_scored.area_mm2[0]), rel=1e-6)
 

@@ -1,0 +1,114 @@
+"""The on-chip network from its topology: routers, ports, links and what uniform traffic gets through (vectorized).
+
+A template's ``compute.noc`` (:class:`dse.hardware.schema.Noc`) names a topology over the cores; the geometry
+follows from the core count (Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, ch. 3)::
+
+    mesh      x x y grid (default x = ceil(sqrt N), y = ceil(N / x)), a 5-port router per core,
+              directed links 2 [(x-1) y + (y-1) x]
+    torus     the same grid with wrap-around links, 4 x y directed links
+    ring      a 3-port router per core, 2 N directed links
+    crossbar  one switch with a port per core
+
+Uniform traffic (every core reads every slice of the shared level alike) sends half of it across the bisection,
+so the network delivers at most (per network, W bytes per link per direction, clock f)::
+
+    mesh 4 min(x, y) W f     torus 8 min(x, y) W f     ring 8 W f     crossbar N W f
+
+and never more than its injection ports, N W f. The link width is the template's ``link_bytes`` or, by default
+(``auto``), the narrowest whole number of bytes with which uniform traffic gets the carried bandwidth through
+(:attr:`dse.hardware.designs.DesignBatch.noc_demand`): ``W = ceil(BW / (links_uniform x f x networks))``. A given
+width can deliver less than the level supplies; the predictor then reads the level at what the network delivers
+(:attr:`dse.hardware.designs.DesignBatch.delivered_bandwidth`). The area of the routers is priced in
+``dse.cost.noc``. A single core has no network (its levels attach to it directly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.hardware.schema import Hardware, Noc
+
+#: router ports per topology: four neighbours and the core (mesh, torus), two neighbours and the core (ring)
+PORTS = {"mesh": 5, "torus": 5, "ring": 3}
+
+
+def topology_of(hw: Hardware) -> str:
+    """The template's topology, ``auto`` resolved: crossbar for a GPU-style (simt) chip or at most 4 cores, else
+    mesh."""
+    topo = hw.compute.noc.topology
+    if topo != "auto":
+        return topo
+    return "crossbar" if hw.compute.matrix.style == "simt" or hw.compute.cores <= 4 else "mesh"
+
+
+def grid(cores: np.ndarray, noc: Noc, template_cores: int) -> tuple[np.ndarray, np.ndarray]:
+    """[D] (x, y) of a mesh or torus: the template's ``grid`` while the design keeps its cores, else the
+    near-square grid x = ceil(sqrt N), y = ceil(N / x)."""
+    n = np.maximum(np.asarray(cores, dtype=float), 1.0)
+    x = np.ceil(np.sqrt(n) - 1e-9)
+    y = np.ceil(n / x - 1e-9)
+    if noc.grid is not None:
+        same = n == template_cores
+        x = np.where(same, float(noc.grid[0]), x)
+        y = np.where(same, float(noc.grid[1]), y)
+    return x, y
+
+
+@dataclass(frozen=True)
+class NocGeometry:
+    """One network's routers and links over ``[D]`` designs (``networks`` copies of it are built)."""
+
+    topology: str
+    routers: np.ndarray  # [D] per network
+    ports: np.ndarray  # [D] ports per router
+    link_bytes: np.ndarray  # [D] per direction per clock
+    links: np.ndarray  # [D] directed links per network
+    uniform_bps: np.ndarray  # [D] byte/s the networks together deliver under uniform traffic
+    networks: int
+    buffer_flits: int
+
+    @property
+    def crosspoint_bits(self) -> np.ndarray:
+        """[D] crosspoint-bits over routers and networks: ports^2 x link bits per router."""
+        return self.networks * self.routers * self.ports**2 * self.link_bytes * 8.0
+
+    @property
+    def buffer_bits(self) -> np.ndarray:
+        """[D] input-buffer bits over routers and networks: ports x buffer_flits x link bits per router."""
+        return self.networks * self.routers * self.ports * self.buffer_flits * self.link_bytes * 8.0
+
+
+def uniform_links(topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[D] links' worth of one network's uniform-traffic throughput (x W f): 4 min(x, y) (mesh), 8 min(x, y)
+    (torus), 8 (ring), N (crossbar), never above the N injection ports."""
+    k = np.minimum(x, y)
+    per = {"mesh": 4.0 * k, "torus": 8.0 * k, "ring": np.full_like(n, 8.0), "crossbar": n}[topology]
+    return np.minimum(per, n)
+
+
+def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: np.ndarray,
+             link_bytes: np.ndarray | None = None) -> NocGeometry:
+    """The network of ``hw`` over ``cores`` [D] at core clock ``clock_hz`` [D] (the network's own clock when the
+    template gives one), its links ``link_bytes`` [D] wide (default the template's) or, where that is NaN or
+    unset, sized so that uniform traffic gets ``demand_bps`` [D] through."""
+    noc = hw.compute.noc
+    topo = topology_of(hw)
+    n = np.maximum(np.asarray(cores, dtype=float), 1.0)
+    f = np.full_like(n, noc.clock_ghz * 1e9) if noc.clock_ghz is not None else np.asarray(clock_hz, dtype=float)
+    x, y = grid(n, noc, hw.compute.cores)
+    through = uniform_links(topo, n, x, y)
+    given = np.broadcast_to(np.asarray(np.nan if noc.link_bytes is None else noc.link_bytes, dtype=float)
+                            if link_bytes is None else np.asarray(link_bytes, dtype=float), n.shape)
+    # auto: the narrowest whole-byte link that gets the demand through under uniform traffic
+    auto = np.maximum(np.ceil(np.asarray(demand_bps, dtype=float) / (through * f * noc.networks) - 1e-9), 1.0)
+    w = np.where(np.isnan(given), auto, given)
+    if topo == "crossbar":
+        routers, ports, links = (n > 1).astype(float), n, 2.0 * n * (n > 1)
+    else:
+        routers, ports = n * (n > 1), np.full_like(n, float(PORTS[topo]))
+        links = {"mesh": 2.0 * ((x - 1) * y + (y - 1) * x), "torus": 4.0 * x * y, "ring": 2.0 * n}[topo]
+    return NocGeometry(topology=topo, routers=routers, ports=ports, link_bytes=w, links=links,
+                       uniform_bps=through * w * f * noc.networks, networks=noc.networks,
+                       buffer_flits=noc.buffer_flits)

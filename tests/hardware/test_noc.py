@@ -1,0 +1,139 @@
+"""The on-chip network's geometry (dse.hardware.noc) and what it delivers to the predictor
+(DesignBatch.delivered_bandwidth); its area is tested in tests/cost/test_noc.py."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dse
+from dse.errors import DseError
+from dse.hardware.designs import DesignBatch
+from dse.hardware.templates import hardware_from_mapping, load_hardware, templates_dir
+from dse.yamlio import load_yaml
+
+
+def _npu(**noc_block) -> dict:
+    data = copy.deepcopy(load_yaml(str(templates_dir() / "npu-7nm.yaml")))
+    data["compute"]["noc"] = noc_block
+    return data
+
+
+def _net(data: dict, cores: float | None = None):
+    hw = hardware_from_mapping(data, file="chip.yaml")
+    d = DesignBatch.from_hardware(hw)
+    if cores is not None:
+        d = d.with_cores(np.array([cores]))
+    return hw, d, d.noc()
+
+
+def test_mesh_geometry_follows_dally_and_towles() -> None:
+    hw, d, g = _net(_npu(topology="mesh"))
+    assert g.topology == "mesh" and g.routers[0] == 24 and g.ports[0] == 5  # a router per core, 5 ports
+    x, y = 5, 5  # ceil(sqrt 24) x ceil(24 / 5)
+    assert g.links[0] == 2 * ((x - 1) * y + (y - 1) * x)
+    # default width: the whole bytes with which uniform traffic gets the 4 TB/s global level through at 1.4 GHz
+    assert g.link_bytes[0] == np.ceil(4.0e12 / (4 * 5 * 1.4e9))  # 4 min(x, y) links' worth
+    assert g.uniform_bps[0] == pytest.approx(4 * 5 * g.link_bytes[0] * 1.4e9) and g.uniform_bps[0] >= 4.0e12
+
+
+def test_torus_ring_and_crossbar_deliver_their_bisection() -> None:
+    f = 1.4e9
+    _, _, torus = _net(_npu(topology="torus", link_bytes=32))
+    _, _, ring = _net(_npu(topology="ring", link_bytes=32))
+    _, _, xbar = _net(_npu(topology="crossbar", link_bytes=32))
+    assert torus.uniform_bps[0] == pytest.approx(24 * 32 * f)  # 8 min(x, y) = 40 > the 24 injection ports
+    assert ring.uniform_bps[0] == pytest.approx(8 * 32 * f) and ring.ports[0] == 3 and ring.links[0] == 48
+    assert xbar.routers[0] == 1 and xbar.ports[0] == 24 and xbar.uniform_bps[0] == pytest.approx(24 * 32 * f)
+
+
+def test_a_given_grid_clock_and_networks_are_used() -> None:
+    _, _, g = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
+    assert g.uniform_bps[0] == pytest.approx(4 * 3 * 64 * 1e9 * 2)  # min(8, 3) = 3, two networks
+    assert g.buffer_bits[0] == 2 * 24 * 5 * 4 * 64 * 8  # networks x routers x ports x flits x bits
+    # a design with other cores falls back to the near-square grid
+    _, _, g48 = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2), cores=48)
+    assert g48.uniform_bps[0] == pytest.approx(4 * 7 * 64 * 1e9 * 2)  # 7 x 7 grid
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ({"topology": "hypercube"}, "chip.yaml: compute.noc.topology: got 'hypercube'; accepted: one of 'auto', 'mesh'"),
+    ({"topology": "mesh", "grid": [4, 4]}, "chip.yaml: compute.noc.grid: got [4, 4] for 24 cores; accepted: [x, y] "
+     "with x * y >= 24 and no empty row, e.g. [5, 5]"),
+    ({"topology": "mesh", "grid": [6, 5]}, "chip.yaml: compute.noc.grid: got [6, 5] for 24 cores"),
+    ({"topology": "crossbar", "grid": [5, 5]}, "chip.yaml: compute.noc.grid: got [5, 5] with topology crossbar; "
+     "accepted: a grid only for topology mesh or torus"),
+    ({"grid": [24]}, "chip.yaml: compute.noc.grid: got [24]; accepted: [x, y]"),
+    ({"link_bytes": 0}, "chip.yaml: compute.noc.link_bytes: got 0; accepted: a number > 0"),
+])
+def test_bad_network_input_is_one_line_naming_the_field(block: dict, expected: str) -> None:
+    with pytest.raises(DseError) as ei:
+        hardware_from_mapping(_npu(**block), file="chip.yaml")
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith(expected), msg
+
+
+def test_a_ring_needs_three_cores() -> None:
+    data = _npu(topology="ring")
+    data["compute"]["cores"] = 2
+    data["compute"]["matrix"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["matrix"]["peak_tflops"].items()}
+    data["compute"]["vector"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["vector"]["peak_tflops"].items()}
+    data["memory"][0]["instances"] = 2
+    with pytest.raises(DseError, match="compute.noc.topology: got ring for 2 cores"):
+        hardware_from_mapping(data, file="chip.yaml")
+
+
+
+
+def test_default_links_carry_their_level_so_the_predictor_reads_it_in_full() -> None:
+    for name in dse.list_hardware():
+        d = DesignBatch.from_hardware(load_hardware(name))
+        assert np.all(d.noc().uniform_bps >= d.noc_demand * (1 - 1e-12)), name
+        assert np.array_equal(d.delivered_bandwidth, d.bandwidth), name
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 1024), st.floats(0.05, 50.0))
+def test_auto_links_get_any_demand_through_under_uniform_traffic(topology: str, cores: int, tbps: float) -> None:
+    _, d, _ = _net(_npu(topology=topology), cores=cores)
+    g = d.noc(demand_bps=np.array([tbps * 1e12]))
+    assert g.uniform_bps[0] >= tbps * 1e12 * (1 - 1e-12)
+    # and one byte narrower would not (the narrowest whole-byte link), unless the link is already one byte
+    assert g.link_bytes[0] == 1 or g.uniform_bps[0] * (g.link_bytes[0] - 1) / g.link_bytes[0] < tbps * 1e12
+
+
+def test_a_given_narrow_network_slows_the_level_it_carries() -> None:
+    # npu-7nm's 4 TB/s global level over a 5 x 5 mesh of 16-byte links at 1.4 GHz: 4 min(x, y) W f = 448 GB/s
+    wide_hw = hardware_from_mapping(_npu(topology="mesh", link_bytes=256), file="chip.yaml")  # 7.2 TB/s uniform
+    narrow_hw = hardware_from_mapping(_npu(topology="mesh", link_bytes=16), file="chip.yaml")
+    d = DesignBatch.from_hardware(narrow_hw)
+    j = d.noc_level
+    assert d.level_names[j] == "global"
+    assert d.delivered_bandwidth[0, j] == pytest.approx(4 * 5 * 16 * 1.4e9)
+    others = [k for k in range(len(d.level_names)) if k != j]
+    assert np.array_equal(d.delivered_bandwidth[:, others], d.bandwidth[:, others])
+    wl = dse.workload("gemm:2048x2048x2048")
+    auto, wide, narrow = (dse.predict(wl, h) for h in (load_hardware("npu-7nm"), wide_hw, narrow_hw))
+    assert wide.time_s == auto.time_s  # a network that carries the level in full changes nothing
+    assert set(auto.ops["bound"]) == {"compute"} and set(narrow.ops["bound"]) == {"global"}
+    assert round(narrow.time_s / auto.time_s, 2) == 1.57  # docs/area_calibration.md quotes it
+
+
+def test_one_core_has_no_network_to_bind() -> None:
+    data = load_yaml(str(templates_dir() / "tpu-v5e.yaml"))
+    data["compute"]["noc"] = {"link_bytes": 1}
+    d = DesignBatch.from_hardware(hardware_from_mapping(data, file="chip.yaml"))
+    assert np.array_equal(d.delivered_bandwidth, d.bandwidth)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 300), st.floats(1.0, 4096.0))
+def test_delivered_bandwidth_never_exceeds_the_level_and_grows_with_the_link(cores: int, link: float) -> None:
+    _, d, _ = _net(_npu(topology="mesh", link_bytes=link), cores=cores)
+    _, d2, _ = _net(_npu(topology="mesh", link_bytes=link * 2), cores=cores)
+    assert np.all(d.delivered_bandwidth <= d.bandwidth)
+    assert np.all(d2.delivered_bandwidth >= d.delivered_bandwidth)
