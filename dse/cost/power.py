@@ -21,8 +21,10 @@ In a multi-die package (``package.dies``) the bytes of each level that cross bet
 die-to-die link's energy (:func:`d2d_energy_per_byte`, part ``d2d``).
 
 Average power of a workload = E_dyn / time + P_static; energy per pass = E_dyn + P_static * time.
-Under a ``power_limit_w`` each op's on-chip energy is weighted by its clock fraction squared (the
-voltage follows the clock; ``dse.predict.power_cap``), DRAM and SerDes energy are not.
+A design built at another clock than its template's pays its on-chip energies x (clock ratio)^2
+(``dse.hardware.energy.dvfs_factor``: the voltage follows the clock), and under a ``power_limit_w`` each op's
+on-chip energy is weighted again by its clock fraction squared (``dse.predict.power_cap``); DRAM, SerDes and
+die-to-die energy are not.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import numpy as np
 from dse.cost.area import die_holdings
 from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, flop_energy, level_energy_per_byte, static_power
+from dse.hardware.energy import PJ, dvfs_factor, flop_energy, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, fused, mix_arrays, mix_times
@@ -117,15 +119,17 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     # under a power cap each op ran at its clock fraction f: on-chip energy x f^2 (dse.predict.power_cap)
     v2 = np.ones((1, o.n)) if d.base.power_limit_w is None else op_clocks(d, o) ** 2
     compute = (o.flops * per_flop * v2) @ member
-    parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])).copy()}
+    vf = dvfs_factor(d)[:, None]  # on-chip energy at the design's clock and voltage (dse.hardware.energy)
+    parts = {"compute": np.broadcast_to(compute, (d.n, member.shape[1])) * vf}
     e_d2d = d2d_energy_per_byte(d)  # [D, L] J/B crossing between dies (0 for a single die)
     d2d = np.zeros((d.n, member.shape[1]))
     for lv, per_wl, raw in _level_bytes(d, o, member, v2):
         if e_d2d[:, lv].any():
             d2d = d2d + raw * e_d2d[:, lv:lv + 1]
         if lv == 0:
-            parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])).copy()
-        parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])).copy()
+            parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])) * vf
+        scale = 1.0 if d.offchip[lv] else vf
+        parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])) * scale
     if e_d2d.any():
         parts["d2d"] = d2d
     if o.coll_idx.size and d.system is not None:  # chip-to-chip bytes through the SerDes

@@ -7,7 +7,13 @@ when an operator would draw more than ``power_limit_w``), so both price the same
     P_static = f_leak / (1 - f_leak) x ( peak FLOP/s x e_flop[ref] + sum_l BW_l x e_byte[l] )
 
 Coefficients and their sources are in ``hw_templates/nodes/*.yaml`` (Horowitz, ISSCC 2014, scaled by
-node; the TPUv4i per-op table for systolic processing elements).
+node; the TPUv4i per-op table for systolic processing elements). They hold at the template's clock and voltage.
+A design built at another clock (``compute.clock_ghz``, ``DesignBatch.clock_scale`` s) runs its logic at another
+voltage: CMOS dynamic energy is C V^2 per transition and in the DVFS range V tracks f (Rabaey, Chandrakasan &
+Nikolic, *Digital Integrated Circuits*, 2nd ed., ch. 5; the rule ``dse.predict.power_cap`` derates by), so every
+on-chip energy per operation or byte is ``x s^2`` (:func:`dvfs_factor`); DRAM and SerDes are on their own rails and
+keep theirs. Leakage ``P_static`` follows the peaks at the design's clock (x s through the FLOP/s term: ``V x
+I_leak`` with V ~ f, its rise with V through DIBL ignored, conservative).
 """
 
 from __future__ import annotations
@@ -41,6 +47,13 @@ def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
         mode = fallback_dtype(dt, vals)
         out[i] = vals[mode] if mode is not None else max(vals.values())
     return out * PJ
+
+
+def dvfs_factor(d: DesignBatch) -> np.ndarray:
+    """[D] on-chip dynamic energy per operation relative to the template's, ``s^2`` with ``s`` = design clock /
+    template clock (V tracks f in the DVFS range, dynamic energy C V^2): a design clocked 20 % above its template
+    pays 1.44x per FLOP and per on-chip byte, one clocked 20 % below 0.64x. 1 at the template's own clock."""
+    return np.asarray(d.clock_scale, dtype=float) ** 2
 
 
 def is_systolic(d: DesignBatch) -> bool:

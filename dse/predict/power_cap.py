@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, flop_energy, is_systolic, level_energy_per_byte, static_power
+from dse.hardware.energy import PJ, dvfs_factor, flop_energy, is_systolic, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict.traffic import OpArrays
@@ -40,8 +40,8 @@ def op_flop_energy(d: DesignBatch, o: OpArrays, matrix: np.ndarray, node: Node) 
 
 
 def op_energies(d: DesignBatch, o: OpArrays, matrix: np.ndarray, levels) -> tuple[np.ndarray, np.ndarray]:
-    """([D, O] on-chip joules, [D, O] off-chip joules) of one instance of each op; ``levels`` yields
-    (level, traffic [D or 1, O]) as ``dse.predict.traffic.per_level`` does."""
+    """([D, O] on-chip joules at the design's clock (``dvfs_factor``), [D, O] off-chip joules) of one instance of
+    each op; ``levels`` yields (level, traffic [D or 1, O]) as ``dse.predict.traffic.per_level`` does."""
     node = load_node(d.base.process_node)
     core = o.flops[None, :] * op_flop_energy(d, o, matrix, node)
     io = np.zeros((d.n, o.n))
@@ -52,7 +52,7 @@ def op_energies(d: DesignBatch, o: OpArrays, matrix: np.ndarray, levels) -> tupl
             io = io + tr * e_level[lv]
         else:
             core = core + tr * (e_level[lv] + (e_reg if lv == 0 else 0.0))
-    return np.broadcast_to(core, (d.n, o.n)), np.broadcast_to(io, (d.n, o.n))
+    return np.broadcast_to(core, (d.n, o.n)) * dvfs_factor(d)[:, None], np.broadcast_to(io, (d.n, o.n))
 
 
 def capped_clock(e_core: np.ndarray, e_io: np.ndarray, t_compute: np.ndarray, t_rest: np.ndarray,

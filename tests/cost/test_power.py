@@ -134,3 +134,53 @@ def test_the_power_table_of_the_calibration_doc_is_what_the_model_prints() -> No
         lim = hw.published.chip_power_limit_w or hw.published.tdp_w
         assert (mode, int(watts), int(limit)) == (top, round(modes[top]), round(lim))
         assert int(err) == round((modes[top] / lim - 1) * 100)
+
+
+@pytest.mark.parametrize("name", ["npu-7nm", "a100-80gb"])
+def test_a_design_clocked_off_its_template_pays_its_voltage_squared_on_chip(name: str) -> None:
+    # dse.hardware.energy.dvfs_factor: V tracks f, so on-chip energy per FLOP and per byte goes as (f / f0)^2;
+    # DRAM is on its own rail
+    hw = dse.hardware(name)
+    base = DesignBatch.from_hardware(hw)
+    mix = Mix.of([dse.gemm(4096, 4096, 4096, dtype="bf16"), dse.workload("llama2-7b", phase="decode", batch=1)])
+    e0 = mix_energy(base, mix)
+    for s in (0.7, 1.3):
+        d = base.with_field("compute.clock_ghz", np.array([hw.compute.clock_ghz * s]))
+        e = mix_energy(d, mix)
+        off = {m.name for m in hw.memory if m.off_chip}
+        for part, j in e.parts_j.items():
+            if part in off:
+                np.testing.assert_allclose(j, e0.parts_j[part], rtol=1e-9)  # same bytes, same rail
+            else:
+                np.testing.assert_allclose(j, e0.parts_j[part] * s * s, rtol=1e-9)
+    # so a faster clock costs power as s^3 on a compute-bound GEMM (s^2 per FLOP, s as many FLOP/s)
+    hot = base.with_field("compute.clock_ghz", np.array([hw.compute.clock_ghz * 1.3]))
+    g = Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")])
+    p0, p1 = (mix_energy(x, g) for x in (base, hot))
+    dyn0 = p0.dynamic_j[0, 0] / p0.time_s[0, 0]
+    dyn1 = p1.dynamic_j[0, 0] / p1.time_s[0, 0]
+    assert dyn1 > 1.3**2 * dyn0 and p1.power_w[0, 0] > p0.power_w[0, 0] * 1.3
+
+
+def test_a_power_cap_bites_harder_on_a_design_clocked_above_its_template() -> None:
+    data = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    data["power_limit_w"] = 150.0
+    hw = dse.hardware(data)
+    wl = dse.gemm(8192, 8192, 8192, dtype="bf16")
+    base = DesignBatch.from_hardware(hw)
+    t0 = dse.predict(wl, base).time_s
+    hot = base.with_field("compute.clock_ghz", np.array([hw.compute.clock_ghz * 1.5]))
+    t1 = dse.predict(wl, hot).time_s
+    uncapped = dse.predict(wl, dse.hardware("npu-7nm")).time_s
+    # 1.5x the clock buys less than 1.5x the speed under the cap: the voltage it needs costs s^2 per FLOP
+    assert t0 >= uncapped * (1 - 1e-12) and t0 / t1 < 1.5 * 0.9
+
+
+def test_iso_peak_designs_trade_area_for_power_through_the_clock_as_the_doc_says() -> None:
+    # docs/area_calibration.md 'Clock and voltage': npu-7nm at ~275 TFLOP/s built at 1.0, 1.4 and 2.0 GHz
+    base = DesignBatch.from_hardware(dse.hardware("npu-7nm"), n=3)
+    d = base.with_field("compute.clock_ghz", np.array([1.0, 1.4, 2.0])).with_knobs(peak_flops=np.full(3, 275.3e12))
+    e = mix_energy(d, Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")]))
+    assert d.cores.tolist() == [34, 24, 17]
+    assert np.round(dse.cost.area.area(d).total).tolist() == [499, 392, 318]
+    assert np.round(e.power_w[:, 0]).tolist() == [105, 149, 247]
