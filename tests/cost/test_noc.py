@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,32 +11,12 @@ import dse
 from dse.cost import noc
 from dse.cost.area import area
 from dse.hardware.designs import DesignBatch
-from dse.hardware.templates import hardware_from_mapping, load_hardware, load_node
-from dse.yamlio import load_yaml
-
-
-def _npu(**noc_block) -> dict:
-    data = copy.deepcopy(load_yaml(_template_path("npu-7nm")))
-    data["compute"]["noc"] = noc_block
-    return data
-
-
-def _template_path(name: str) -> str:
-    from dse.hardware.templates import templates_dir
-
-    return str(templates_dir() / f"{name}.yaml")
-
-
-def _net(data: dict, cores: float | None = None):
-    hw = hardware_from_mapping(data, file="chip.yaml")
-    d = DesignBatch.from_hardware(hw)
-    if cores is not None:
-        d = d.with_cores(np.array([cores]))
-    return hw, d, d.noc()
+from dse.hardware.templates import load_hardware, load_node
+from tests.hardware.noc_designs import network, npu_with_noc
 
 
 def test_router_area_is_the_crossbar_and_buffer_terms_at_the_node() -> None:
-    hw, d, g = _net(_npu(topology="mesh", link_bytes=64))
+    hw, d, g = network(npu_with_noc(topology="mesh", link_bytes=64))
     node = load_node("7nm")
     bits = 64 * 8
     per_router = 25 * bits * noc.XPT_7NM_UM2 + 5 * 4 * bits * noc.FIFO_BIT_TRANSISTORS / 96.3
@@ -63,9 +41,9 @@ def test_the_crosspoint_area_refits_on_the_a100_interconnect() -> None:
 def test_one_core_has_no_network_and_a_256_core_mesh_is_no_longer_priced_by_bandwidth_alone() -> None:
     assert dse.area("tpu-v5e").breakdown["noc"] == 0.0  # one TensorCore: its VMEM is its own
     # 256 cores of npu-7nm at 12 nm with a 32 MiB global level at the per-core bandwidth of npu-7nm (4 TB/s / 24)
-    data = _npu(topology="mesh", link_bytes=32, networks=2)
+    data = npu_with_noc(topology="mesh", link_bytes=32, networks=2)
     data["process_node"] = "12nm"
-    hw, d, g = _net(data, cores=256)
+    hw, d, g = network(data, cores=256)
     d = d.with_field("memory.global.bandwidth_tbps", np.array([4.0 / 24 * 256]))
     ar = area(d)
     mm2 = ar.parts["noc"][0]
@@ -78,11 +56,11 @@ def test_one_core_has_no_network_and_a_256_core_mesh_is_no_longer_priced_by_band
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 512), st.floats(1.0, 512.0))
 def test_more_cores_or_wider_links_never_shrink_the_network(topology: str, cores: int, link: float) -> None:
-    data = _npu(topology=topology, link_bytes=link)
-    _, d, g = _net(data, cores=cores)
-    _, d2, g2 = _net(data, cores=cores + 1)
-    wide = _npu(topology=topology, link_bytes=link * 2)
-    _, d3, _ = _net(wide, cores=cores)
+    data = npu_with_noc(topology=topology, link_bytes=link)
+    _, d, g = network(data, cores=cores)
+    _, d2, g2 = network(data, cores=cores + 1)
+    wide = npu_with_noc(topology=topology, link_bytes=link * 2)
+    _, d3, _ = network(wide, cores=cores)
     a, a_more, a_wide = (area(x).parts["noc"][0] for x in (d, d2, d3))
     assert a_more >= a and a_wide >= a
     assert g2.uniform_bps[0] >= g.uniform_bps[0] * (1 - 1e-12) or topology == "ring"

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,24 +13,11 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import hardware_from_mapping, load_hardware, templates_dir
 from dse.yamlio import load_yaml
-
-
-def _npu(**noc_block) -> dict:
-    data = copy.deepcopy(load_yaml(str(templates_dir() / "npu-7nm.yaml")))
-    data["compute"]["noc"] = noc_block
-    return data
-
-
-def _net(data: dict, cores: float | None = None):
-    hw = hardware_from_mapping(data, file="chip.yaml")
-    d = DesignBatch.from_hardware(hw)
-    if cores is not None:
-        d = d.with_cores(np.array([cores]))
-    return hw, d, d.noc()
+from tests.hardware.noc_designs import network, npu_with_noc
 
 
 def test_mesh_geometry_follows_dally_and_towles() -> None:
-    hw, d, g = _net(_npu(topology="mesh"))
+    hw, d, g = network(npu_with_noc(topology="mesh"))
     assert g.topology == "mesh" and g.routers[0] == 24 and g.ports[0] == 5  # a router per core, 5 ports
     x, y = 5, 5  # ceil(sqrt 24) x ceil(24 / 5)
     assert g.links[0] == 2 * ((x - 1) * y + (y - 1) * x)
@@ -43,20 +28,20 @@ def test_mesh_geometry_follows_dally_and_towles() -> None:
 
 def test_torus_ring_and_crossbar_deliver_their_bisection() -> None:
     f = 1.4e9
-    _, _, torus = _net(_npu(topology="torus", link_bytes=32))
-    _, _, ring = _net(_npu(topology="ring", link_bytes=32))
-    _, _, xbar = _net(_npu(topology="crossbar", link_bytes=32))
+    _, _, torus = network(npu_with_noc(topology="torus", link_bytes=32))
+    _, _, ring = network(npu_with_noc(topology="ring", link_bytes=32))
+    _, _, xbar = network(npu_with_noc(topology="crossbar", link_bytes=32))
     assert torus.uniform_bps[0] == pytest.approx(24 * 32 * f)  # 8 min(x, y) = 40 > the 24 injection ports
     assert ring.uniform_bps[0] == pytest.approx(8 * 32 * f) and ring.ports[0] == 3 and ring.links[0] == 48
     assert xbar.routers[0] == 1 and xbar.ports[0] == 24 and xbar.uniform_bps[0] == pytest.approx(24 * 32 * f)
 
 
 def test_a_given_grid_clock_and_networks_are_used() -> None:
-    _, _, g = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
+    _, _, g = network(npu_with_noc(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
     assert g.uniform_bps[0] == pytest.approx(4 * 3 * 64 * 1e9 * 2)  # min(8, 3) = 3, two networks
     assert g.buffer_bits[0] == 2 * 24 * 5 * 4 * 64 * 8  # networks x routers x ports x flits x bits
     # a design with other cores falls back to the near-square grid
-    _, _, g48 = _net(_npu(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2), cores=48)
+    _, _, g48 = network(npu_with_noc(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2), cores=48)
     assert g48.uniform_bps[0] == pytest.approx(4 * 7 * 64 * 1e9 * 2)  # 7 x 7 grid
 
 
@@ -72,13 +57,13 @@ def test_a_given_grid_clock_and_networks_are_used() -> None:
 ])
 def test_bad_network_input_is_one_line_naming_the_field(block: dict, expected: str) -> None:
     with pytest.raises(DseError) as ei:
-        hardware_from_mapping(_npu(**block), file="chip.yaml")
+        hardware_from_mapping(npu_with_noc(**block), file="chip.yaml")
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith(expected), msg
 
 
 def test_a_ring_needs_three_cores() -> None:
-    data = _npu(topology="ring")
+    data = npu_with_noc(topology="ring")
     data["compute"]["cores"] = 2
     data["compute"]["matrix"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["matrix"]["peak_tflops"].items()}
     data["compute"]["vector"]["peak_tflops"] = {k: v / 12 for k, v in data["compute"]["vector"]["peak_tflops"].items()}
@@ -99,7 +84,7 @@ def test_default_links_carry_their_level_so_the_predictor_reads_it_in_full() -> 
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 1024), st.floats(0.05, 50.0))
 def test_auto_links_get_any_demand_through_under_uniform_traffic(topology: str, cores: int, tbps: float) -> None:
-    _, d, _ = _net(_npu(topology=topology), cores=cores)
+    _, d, _ = network(npu_with_noc(topology=topology), cores=cores)
     g = d.noc(demand_bps=np.array([tbps * 1e12]))
     assert g.uniform_bps[0] >= tbps * 1e12 * (1 - 1e-12)
     # and one byte narrower would not (the narrowest whole-byte link), unless the link is already one byte
@@ -108,8 +93,8 @@ def test_auto_links_get_any_demand_through_under_uniform_traffic(topology: str, 
 
 def test_a_given_narrow_network_slows_the_level_it_carries() -> None:
     # npu-7nm's 4 TB/s global level over a 5 x 5 mesh of 16-byte links at 1.4 GHz: 4 min(x, y) W f = 448 GB/s
-    wide_hw = hardware_from_mapping(_npu(topology="mesh", link_bytes=256), file="chip.yaml")  # 7.2 TB/s uniform
-    narrow_hw = hardware_from_mapping(_npu(topology="mesh", link_bytes=16), file="chip.yaml")
+    wide_hw = hardware_from_mapping(npu_with_noc(topology="mesh", link_bytes=256), file="chip.yaml")  # 7.2 TB/s uniform
+    narrow_hw = hardware_from_mapping(npu_with_noc(topology="mesh", link_bytes=16), file="chip.yaml")
     d = DesignBatch.from_hardware(narrow_hw)
     j = d.noc_level
     assert d.level_names[j] == "global"
@@ -133,7 +118,7 @@ def test_one_core_has_no_network_to_bind() -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 300), st.floats(1.0, 4096.0))
 def test_delivered_bandwidth_never_exceeds_the_level_and_grows_with_the_link(cores: int, link: float) -> None:
-    _, d, _ = _net(_npu(topology="mesh", link_bytes=link), cores=cores)
-    _, d2, _ = _net(_npu(topology="mesh", link_bytes=link * 2), cores=cores)
+    _, d, _ = network(npu_with_noc(topology="mesh", link_bytes=link), cores=cores)
+    _, d2, _ = network(npu_with_noc(topology="mesh", link_bytes=link * 2), cores=cores)
     assert np.all(d.delivered_bandwidth <= d.bandwidth)
     assert np.all(d2.delivered_bandwidth >= d.delivered_bandwidth)
