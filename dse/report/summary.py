@@ -142,6 +142,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
            f"{cfg.search.objective_names[0]} point)" if len(cfg.search.objective_names) > 1 else ""),
         f"- Reproducibility: dse {result.meta['dse_version']}, config hash `{result.meta['config_sha256']}`,"
         f" seed {result.meta['seed']}, {result.workers} worker(s)",
+        *build_lines(result.best),
         "",
         _md_table(design_df),
         "",
@@ -223,6 +224,23 @@ def bound_warnings(space, params: dict[str, float]) -> list[str]:
             out.append(f"best {name} = {v:.4g} sits on its upper bound {hi:g}: the optimum may lie above; "
                        f"try high: {hi * 2:g}")
     return out
+
+
+def build_lines(best) -> list[str]:
+    """What the best design is built of (one design batch row): its cores, array, clock and DRAM stacks
+    (``DesignBatch.build_text``), and its on-chip network (``dse.hardware.noc``): topology, link width and what
+    uniform traffic gets through against what the network carries."""
+    g = best.noc()
+    noc = best.base.compute.noc
+    if float(g.routers[0]) == 0:
+        net = "none (one core)"
+    else:
+        width = f"{g.link_bytes[0]:.0f}-byte links" + (" (sized for the traffic)" if np.isnan(best.given_link_bytes[0])
+                                                      else "")
+        net = (f"{g.topology}, {int(g.routers[0])} routers x {noc.networks} network(s) of {width}: "
+               f"{g.uniform_bps[0] / TERA:.3g} TB/s under uniform traffic for the {best.noc_demand[0] / TERA:.3g} "
+               f"TB/s of `{best.level_names[best.noc_level]}` it carries")
+    return [f"- Built as {best.build_text(0)}", f"- On-chip network: {net}"]
 
 
 def sram_choice_lines(result) -> list[str]:

@@ -52,6 +52,11 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     bad = trials[~trials["feasible"] & (trials["state"] == "COMPLETE")]
     assert (bad["infeasible_reason"].fillna("").str.len() > 0).all()
     md = (tmp_path / "tiny" / "summary.md").read_text()
+    built = next(x for x in md.splitlines() if x.startswith("- Built as "))
+    best = trials[trials["feasible"]].sort_values("score").iloc[-1]
+    assert f"{best['cores']:.0f} cores x 64x64 MACs" in built and f"{best['dram_stacks']:.0f} x 409.6 GB/s" in built
+    net = next(x for x in md.splitlines() if x.startswith("- On-chip network: "))
+    assert "mesh" in net and "(sized for the traffic)" in net and "of `global` it carries" in net
     line = next(x for x in md.splitlines() if x.startswith("- Infeasible trials by limit: "))
     if len(bad):
         assert "none" not in line
