@@ -463,13 +463,31 @@ def _noc_row(name: str, d) -> dict:
             "uniform_tbps": g.uniform_bps[0] / 1e12}
 
 
+def _power_row(hw, d, node) -> dict:
+    """One template's power columns for ``dse area``: the 8192^3 GEMM in bf16 and in its hungriest mode, every
+    unit at once (``dse.cost.power.stress_power``), the published limit, the GEMM's error against it and where the
+    limit falls against the modelled range [hungriest GEMM, all units at once] (0 inside it)."""
+    from dse.cost.power import gemm_mode_power, stress_power
+
+    modes = {dt: float(w[0]) for dt, w in gemm_mode_power(d, node).items()}
+    dt = "bf16" if "bf16" in modes else next(iter(modes))
+    hungriest = max(modes, key=modes.__getitem__)
+    low, high = modes[hungriest], float(stress_power(d, node)[0])
+    pub = hw.published
+    limit = (pub.chip_power_limit_w or pub.tdp_w) if pub else None
+    outside = float("nan") if not limit else (limit / high - 1 if limit > high else min(0.0, limit / low - 1)) * 100
+    return {"gemm_power_w": modes[dt], "peak_mode": hungriest, "peak_mode_power_w": low, "all_units_w": high,
+            "published_tdp_w": pub.tdp_w if pub and pub.tdp_w else float("nan"),
+            "chip_limit_w": pub.chip_power_limit_w if pub and pub.chip_power_limit_w else float("nan"),
+            "power_err_pct": (low / limit - 1) * 100 if limit else float("nan"), "limit_outside_range_pct": outside}
+
+
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.cost.area import COMPONENTS, area, check_package, shoreline
     from dse.cost.cost import unit_cost
     from dse.cost.dies import calibration_table, fitted_reference
-    from dse.cost.power import gemm_mode_power
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import list_templates, load_hardware
 
@@ -489,19 +507,10 @@ def cmd_area(args: argparse.Namespace) -> int:
                           "err_pct": (g.mm2[0] / g.published_mm2 - 1) * 100 if g.published_mm2 else float("nan"),
                           "yield_pct": c.die_yields[g.name][0] * 100,
                           "assembly_yield_pct": c.assembly_yield[0] * 100} for g in ar.dies]
-        modes = {dt: float(w[0]) for dt, w in gemm_mode_power(d, ar.node).items()}
-        dt = "bf16" if "bf16" in modes else next(iter(modes))
-        p, hungriest = modes[dt], max(modes, key=modes.__getitem__)
-        pub = hw.published
-        limit = (pub.chip_power_limit_w or pub.tdp_w) if pub else None
         sh = shoreline(d, ar)
         rows.append({"template": name, "node": hw.process_node, **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
                      "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
-                     "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0],
-                     "gemm_power_w": p, "peak_mode": hungriest, "peak_mode_power_w": modes[hungriest],
-                     "published_tdp_w": pub.tdp_w if pub and pub.tdp_w else float("nan"),
-                     "chip_limit_w": pub.chip_power_limit_w if pub and pub.chip_power_limit_w else float("nan"),
-                     "power_err_pct": (modes[hungriest] / limit - 1) * 100 if limit else float("nan")})
+                     "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0], **_power_row(hw, d, ar.node)})
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),

@@ -47,7 +47,8 @@ from dse.predict.traffic import per_level
 from dse.workloads.library import gemm
 from dse.workloads.mix import Mix
 
-__all__ = ["PJ", "MixEnergy", "flop_energy", "gemm_mode_power", "level_energy_per_byte", "mix_energy", "static_power"]
+__all__ = ["PJ", "MixEnergy", "flop_energy", "gemm_mode_power", "level_energy_per_byte", "mix_energy", "static_power",
+           "stress_power"]
 
 
 @dataclass(frozen=True)
@@ -166,3 +167,30 @@ def gemm_mode_power(d: DesignBatch, node: Node | None = None) -> dict[str, np.nd
     n = POWER_GEMM
     return {dt: mix_energy(d, Mix.of([gemm(n, n, n, dtype=dt)]), node=node).power_w[:, 0]
             for dt in d.base.compute.matrix.peak_tflops}
+
+
+def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
+    """[D] watts with every unit at its peak at once (a power virus, what a chip's power delivery must carry or its
+    firmware must throttle): leakage plus, at the design's clock (``dvfs_factor``)::
+
+        max over modes (matrix peak x e_flop)  +  max over dtypes (vector peak x e_flop)   (simt: the larger only,
+                                                                                           one issue port per SM)
+        + sum over levels (bandwidth x e_byte) + innermost level's bandwidth x e_register
+        + chip-to-chip links x link bandwidth x 2 directions x e_serdes
+
+    with the same coefficients as :func:`mix_energy` (a systolic design's arrays at the processing-element energy,
+    its vector units at the node's whole-chip figure). A published TDP should lie between the hungriest GEMM
+    (``gemm_mode_power``) and this."""
+    node = node or load_node(d.base.process_node)
+    systolic = d.base.compute.matrix.style == "systolic"
+    matrix = np.nanmax(d.matrix_peak * flop_energy(node, systolic)[None, :], axis=1)
+    vector = np.nanmax(np.nan_to_num(d.vector_peak) * flop_energy(node)[None, :], axis=1)
+    compute = matrix + vector if systolic else np.maximum(matrix, vector)
+    e_level = level_energy_per_byte(d, node)
+    onchip = ~d.offchip
+    memory_core = d.bandwidth[:, onchip] @ e_level[onchip] + d.bandwidth[:, 0] * node.energy_pj_per_byte_register.value * PJ
+    memory_io = d.bandwidth[:, ~onchip] @ e_level[~onchip]
+    net = d.base.network
+    links = d.links * (net.link_bandwidth_gbps * 1e9 if net is not None else 0.0) * 2.0
+    serdes = links * node.energy_pj_per_byte_serdes.value * PJ
+    return static_power(d, node) + dvfs_factor(d) * (compute + memory_core) + memory_io + serdes

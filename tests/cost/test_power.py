@@ -118,22 +118,28 @@ def test_the_power_table_of_the_calibration_doc_is_what_the_model_prints() -> No
     import re
     from pathlib import Path
 
-    from dse.cost.power import gemm_mode_power
+    from dse.cli import _power_row
     from dse.hardware.templates import list_templates, load_hardware
 
     doc = (Path(__file__).parents[2] / "docs" / "area_calibration.md").read_text()
-    rows = re.findall(r"^\| ([a-z0-9-]+) \| \w+ \| (?:simt|systolic) \| (\w+) \| (\d+) \| (\d+) [^|]+\| ([+-]\d+) % \|$",
-                      doc, flags=re.M)
+    rows = re.findall(r"^\| ([a-z0-9-]+) \| \w+ \| (?:simt|systolic) \| (\w+) \| (\d+) \| (\d+) \| (\d+) [^|]+\| "
+                      r"([+-]\d+) % \| (inside|[+-]\d+ %) \|$", doc, flags=re.M)
     listed = {r[0]: r[1:] for r in rows}
     expect = [n for n in list_templates() if (p := load_hardware(n).published) and (p.tdp_w or p.chip_power_limit_w)]
     assert sorted(listed) == sorted(expect)
-    for name, (mode, watts, limit, err) in listed.items():
+    for name, (mode, watts, everything, limit, err, outside) in listed.items():
         hw = load_hardware(name)
-        modes = {k: float(v[0]) for k, v in gemm_mode_power(DesignBatch.from_hardware(hw)).items()}
-        top = max(modes, key=modes.__getitem__)
+        r = _power_row(hw, DesignBatch.from_hardware(hw), load_node(hw.process_node))
         lim = hw.published.chip_power_limit_w or hw.published.tdp_w
-        assert (mode, int(watts), int(limit)) == (top, round(modes[top]), round(lim))
-        assert int(err) == round((modes[top] / lim - 1) * 100)
+        assert (mode, int(watts), int(everything), int(limit)) == (
+            r["peak_mode"], round(r["peak_mode_power_w"]), round(r["all_units_w"]), round(lim))
+        assert int(err) == round(r["power_err_pct"])
+        o = r["limit_outside_range_pct"]
+        assert outside == ("inside" if abs(o) < 0.05 else f"{o:+.0f} %")
+    # the doc's count: 11 of the 12 limits inside the modelled range or within 21 % of it; Gaudi 2 the exception
+    far = {n for n in listed if abs(_power_row(load_hardware(n), DesignBatch.from_hardware(load_hardware(n)),
+                                               load_node(load_hardware(n).process_node))["limit_outside_range_pct"]) > 21.5}
+    assert far == {"gaudi2"}
 
 
 @pytest.mark.parametrize("name", ["npu-7nm", "a100-80gb"])
@@ -184,3 +190,26 @@ def test_iso_peak_designs_trade_area_for_power_through_the_clock_as_the_doc_says
     assert d.cores.tolist() == [34, 24, 17]
     assert np.round(dse.cost.area.area(d).total).tolist() == [499, 392, 318]
     assert np.round(e.power_w[:, 0]).tolist() == [105, 149, 247]
+
+
+
+def test_all_units_at_once_by_hand_and_against_intels_stress_measurements() -> None:
+    from dse.cost.power import stress_power
+
+    hw = dse.hardware("npu-7nm")
+    node = load_node(hw.process_node)
+    d = DesignBatch.from_hardware(hw)
+    bf16, fp32 = DTYPE_INDEX["bf16"], DTYPE_INDEX["fp32"]
+    e_lv = level_energy_per_byte(d, node)
+    onchip = ~d.offchip
+    expect = (static_power(d, node)[0]
+              + d.matrix_peak[0, bf16] * flop_energy(node, True)[bf16]  # its only matrix mode
+              + max(d.vector_peak[0, bf16] * flop_energy(node)[bf16], d.vector_peak[0, fp32] * flop_energy(node)[fp32])
+              + d.bandwidth[0] @ e_lv + d.bandwidth[0, 0] * node.energy_pj_per_byte_register.value * PJ
+              + d.links[0] * hw.network.link_bandwidth_gbps * 1e9 * 2 * node.energy_pj_per_byte_serdes.value * PJ)
+    assert onchip.sum() == 2 and stress_power(d, node)[0] == pytest.approx(expect, rel=1e-12)
+    # out of sample: Intel's hl_qual power stress test (docs.habana.ai, Power Stress and EDP Tests Plugins) expects
+    # 850 W of a Gaudi 3 OAM and measures 530-560 W on a Gaudi 2 HL-225H ('Extreme'); docs/area_calibration.md
+    g3 = stress_power(DesignBatch.from_hardware(dse.hardware("gaudi3")))[0]
+    g2 = stress_power(DesignBatch.from_hardware(dse.hardware("gaudi2")))[0]
+    assert round((g3 / 850 - 1) * 100) == -6 and round((g2 / 545 - 1) * 100) == -31
