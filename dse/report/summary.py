@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dse.cost.power import stress_power
 from dse.hardware.fields import bandwidth_label
 from dse.predict import Prediction
 from dse.report.residency import residency_lines
@@ -62,6 +63,10 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
         (f"on-chip SRAM '{base.level_names[base.sram_level]}' (MiB)", kb["sram_mib"], kx["sram_mib"]),
         ("ridge point (FLOP/byte)", float(base.ridge[0]), float(best.ridge[0])),
         ("DRAM stacks", float(ab.dram_stacks[0]), float(ax.dram_stacks[0])),
+        ("cores", float(base.cores[0]), float(best.cores[0])),
+        ("clock (GHz)", base.base.compute.clock_ghz * float(base.clock_scale[0]),
+         best.base.compute.clock_ghz * float(best.clock_scale[0])),
+        ("on-chip network link width (bytes)", float(base.noc().link_bytes[0]), float(best.noc().link_bytes[0])),
     ]
     if base.n_net:
         for j, lv in enumerate(base.system.network):
@@ -75,6 +80,8 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     rows.append(("cost: total per good part (USD)", float(cb.total[0]), float(cx.total[0])))
     rows.append(("static power (W)", float(eb.static_w[0]), float(ex.static_w[0])))
     rows.append(("peak average power over the mix (W)", float(eb.peak_power_w[0]), float(ex.peak_power_w[0])))
+    rows.append(("power with every unit at its peak at once (W)", float(stress_power(base.take([0]))[0]),
+                 float(stress_power(best.take([0]))[0])))
     df = pd.DataFrame(rows, columns=["quantity", "base", "best"])
     df["change_%"] = (df["best"] / df["base"] - 1) * 100
     return df

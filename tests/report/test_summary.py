@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
+import dse
+import dse.cost.power
 from dse.cli import main
 from dse.config import Param, Range, Space
 from dse.report.summary import bound_warnings
@@ -57,6 +59,11 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     assert f"{best['cores']:.0f} cores x 64x64 MACs" in built and f"{best['dram_stacks']:.0f} x 409.6 GB/s" in built
     net = next(x for x in md.splitlines() if x.startswith("- On-chip network: "))
     assert "mesh" in net and "(sized for the traffic)" in net and "of `global` it carries" in net
+    table = {r.split(" | ")[0].strip("| "): r.split(" | ")[1:3] for r in md.splitlines() if r.startswith("| ")}
+    assert table["cores"] == ["24", f"{best['cores']:.4g}"] and table["clock (GHz)"][0] == "1.4"
+    assert table["on-chip network link width (bytes)"][0] == "143"  # npu-7nm's 5 x 5 mesh carrying 4 TB/s
+    stress = dse.cost.power.stress_power(dse.DesignBatch.from_hardware(dse.hardware("npu-7nm")))[0]
+    assert table["power with every unit at its peak at once (W)"][0] == f"{stress:.4g}"
     line = next(x for x in md.splitlines() if x.startswith("- Infeasible trials by limit: "))
     if len(bad):
         assert "none" not in line
