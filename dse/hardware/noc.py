@@ -1,18 +1,20 @@
 """The on-chip network from its topology: routers, ports, links and what uniform traffic gets through (vectorized).
 
 A template's ``compute.noc`` (:class:`dse.hardware.schema.Noc`) names a topology over the cores; the geometry
-follows from the core count (Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, ch. 3)::
+follows from the core count and the topology's record in ``dse.hardware.topologies`` (Dally & Towles, *Principles
+and Practices of Interconnection Networks*, 2004, ch. 3)::
 
     mesh      x x y grid (default x = ceil(sqrt N), y = ceil(N / x)), a 5-port router per core,
               directed links 2 [(x-1) y + (y-1) x]
     torus     the same grid with wrap-around links, 4 x y directed links
+    unidirectional_torus  the torus with one-way rings (Tenstorrent's NoCs), a 3-port router, 2 x y links
     ring      a 3-port router per core, 2 N directed links
     crossbar  one switch with a port per core
 
 Uniform traffic (every core reads every slice of the shared level alike) sends half of it across the bisection,
 so the network delivers at most (per network, W bytes per link per direction, clock f)::
 
-    mesh 4 min(x, y) W f     torus 8 min(x, y) W f     ring 8 W f     crossbar N W f
+    mesh 4 min(x, y) W f   torus 8 min(x, y) W f   unidirectional torus 2 min(x, y) W f   ring 8 W f   crossbar N W f
 
 and never more than its injection ports, N W f. The link width is the template's ``link_bytes`` or, by default
 (``auto``), the narrowest whole number of bytes with which uniform traffic gets the carried bandwidth through
@@ -29,9 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.hardware.schema import Hardware, Noc
-
-#: router ports per topology: four neighbours and the core (mesh, torus), two neighbours and the core (ring)
-PORTS = {"mesh": 5, "torus": 5, "ring": 3}
+from dse.hardware.topologies import TOPOLOGIES
 
 
 def topology_of(hw: Hardware) -> str:
@@ -81,11 +81,10 @@ class NocGeometry:
 
 
 def uniform_links(topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[D] links' worth of one network's uniform-traffic throughput (x W f): 4 min(x, y) (mesh), 8 min(x, y)
-    (torus), 8 (ring), N (crossbar), never above the N injection ports."""
-    k = np.minimum(x, y)
-    per = {"mesh": 4.0 * k, "torus": 8.0 * k, "ring": np.full_like(n, 8.0), "crossbar": n}[topology]
-    return np.minimum(per, n)
+    """[D] links' worth of one network's uniform-traffic throughput (x W f): the topology's record
+    (``dse.hardware.topologies``: mesh 4 min(x, y), torus 8 min(x, y), ring 8, crossbar N, ...), never above the N
+    injection ports."""
+    return np.minimum(TOPOLOGIES[topology].uniform(n, x, y), n)
 
 
 def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: np.ndarray,
@@ -104,11 +103,7 @@ def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: 
     # auto: the narrowest whole-byte link that gets the demand through under uniform traffic
     auto = np.maximum(np.ceil(np.asarray(demand_bps, dtype=float) / (through * f * noc.networks) - 1e-9), 1.0)
     w = np.where(np.isnan(given), auto, given)
-    if topo == "crossbar":
-        routers, ports, links = (n > 1).astype(float), n, 2.0 * n * (n > 1)
-    else:
-        routers, ports = n * (n > 1), np.full_like(n, float(PORTS[topo]))
-        links = {"mesh": 2.0 * ((x - 1) * y + (y - 1) * x), "torus": 4.0 * x * y, "ring": 2.0 * n}[topo]
-    return NocGeometry(topology=topo, routers=routers, ports=ports, link_bytes=w, links=links,
+    t = TOPOLOGIES[topo]
+    return NocGeometry(topology=topo, routers=t.routers(n), ports=t.ports(n), link_bytes=w, links=t.links(n, x, y),
                        uniform_bps=through * w * f * noc.networks, networks=noc.networks,
                        buffer_flits=noc.buffer_flits)

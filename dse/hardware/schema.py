@@ -16,6 +16,9 @@ from pydantic import Field, field_validator, model_validator
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.d2d import D2D, D2D_NAMES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
+from dse.hardware.topologies import GRID_NAMES as GRID_TOPOLOGIES
+from dse.hardware.topologies import NAMES as TOPOLOGY_NAMES
+from dse.hardware.topologies import TOPOLOGIES
 from dse.limits import (
     MAX_ARRAY_SIDE,
     MAX_ASPECT_RATIO,
@@ -133,10 +136,11 @@ class ComputeUnit(Strict):
 class Noc(Strict):
     """The on-chip network that carries the cores' traffic to the shared levels (``dse.cost.noc`` prices it)."""
 
-    topology: Literal["auto", "mesh", "torus", "ring", "crossbar"] = Field(
-        "auto", description="mesh or torus (a router per core on a 2-D grid, 5 ports), ring (a router per core, 3 "
-        "ports) or crossbar (one switch with a port per core). auto: crossbar for a GPU-style (simt) chip, whose SMs "
-        "reach the L2 through a crossbar (NVIDIA A100 whitepaper), and for at most 4 cores; else mesh")
+    topology: Literal[("auto", *TOPOLOGY_NAMES)] = Field(  # type: ignore[valid-type]
+        "auto", description="mesh or torus (a router per core on a 2-D grid, 5 ports), unidirectional_torus (one-way "
+        "rings on the grid, 3 ports: each of Tenstorrent's two NoCs), ring (a router per core, 3 ports) or crossbar "
+        "(one switch with a port per core); dse.hardware.topologies lists them. auto: crossbar for a GPU-style (simt) "
+        "chip, whose SMs reach the L2 through a crossbar (NVIDIA A100 whitepaper), and for at most 4 cores; else mesh")
     grid: list[Annotated[int, Field(gt=0, le=MAX_CORES)]] | None = Field(
         None, description="mesh or torus only: [x, y] routers; x * y must hold the cores "
         "with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
@@ -219,15 +223,16 @@ class Compute(Strict):
                 raise ValueError(f"@noc.grid@got {noc.grid}; accepted: [x, y], two whole numbers, e.g. "
                                  f"{grid_for(self.cores)}")
             x, y = noc.grid
-            if noc.topology not in ("mesh", "torus"):
+            if noc.topology not in GRID_TOPOLOGIES:
                 raise ValueError(f"@noc.grid@got {noc.grid} with topology {noc.topology}; accepted: a grid only for "
-                                 "topology mesh or torus")
+                                 f"topology {', '.join(GRID_TOPOLOGIES)}")
             if x * y < self.cores or (y - 1) * x >= self.cores:
                 raise ValueError(f"@noc.grid@got {noc.grid} for {self.cores} cores; accepted: [x, y] with x * y >= "
                                  f"{self.cores} and no empty row, e.g. {grid_for(self.cores)}")
-        if noc.topology == "ring" and self.cores < 3:
-            raise ValueError(f"@noc.topology@got ring for {self.cores} cores; accepted: ring for 3 or more cores, "
-                             "crossbar or mesh")
+        least = TOPOLOGIES[noc.topology].min_cores if noc.topology in TOPOLOGIES else 1
+        if self.cores < least:
+            raise ValueError(f"@noc.topology@got {noc.topology} for {self.cores} cores; accepted: {noc.topology} for "
+                             f"{least} or more cores, crossbar or mesh")
 
 
 def grid_for(cores: int) -> list[int]:

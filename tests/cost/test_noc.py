@@ -12,6 +12,7 @@ from dse.cost import noc
 from dse.cost.area import area
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_hardware, load_node
+from dse.hardware.topologies import TOPOLOGIES
 from tests.hardware.noc_designs import network, npu_with_noc
 
 
@@ -54,7 +55,7 @@ def test_one_core_has_no_network_and_a_256_core_mesh_is_no_longer_priced_by_band
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 512), st.floats(1.0, 512.0))
+@given(st.sampled_from(list(TOPOLOGIES)), st.integers(3, 512), st.floats(1.0, 512.0))
 def test_more_cores_or_wider_links_never_shrink_the_network(topology: str, cores: int, link: float) -> None:
     data = npu_with_noc(topology=topology, link_bytes=link)
     _, d, g = network(data, cores=cores)

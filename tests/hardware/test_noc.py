@@ -12,6 +12,7 @@ import dse
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import hardware_from_mapping, load_hardware, templates_dir
+from dse.hardware.topologies import TOPOLOGIES
 from dse.yamlio import load_yaml
 from tests.hardware.noc_designs import network, npu_with_noc
 
@@ -36,6 +37,26 @@ def test_torus_ring_and_crossbar_deliver_their_bisection() -> None:
     assert xbar.routers[0] == 1 and xbar.ports[0] == 24 and xbar.uniform_bps[0] == pytest.approx(24 * 32 * f)
 
 
+def test_tenstorrents_two_one_way_tori() -> None:
+    # each NoC a torus of one-way rings (3-port routers, one x and one y link per router), two of them
+    _, _, g = network(npu_with_noc(topology="unidirectional_torus", grid=[6, 4], link_bytes=32, clock_ghz=1.0,
+                                   networks=2))
+    assert g.routers[0] == 24 and g.ports[0] == 3 and g.links[0] == 2 * 24
+    assert g.uniform_bps[0] == pytest.approx(2 * 4 * 32 * 1e9 * 2)  # 2 min(x, y) W f per network
+    # on 16 x 16 cores (where no torus reaches its injection ports): two one-way tori deliver half a two-way one
+    one_way = network(npu_with_noc(topology="unidirectional_torus", link_bytes=32, networks=2), cores=256)[2]
+    two_way = network(npu_with_noc(topology="torus", link_bytes=32), cores=256)[2]
+    assert one_way.uniform_bps[0] == pytest.approx(two_way.uniform_bps[0] / 2)
+
+
+def test_every_topology_is_one_record_the_schema_accepts() -> None:
+    for name, t in TOPOLOGIES.items():
+        block = {"topology": name, "link_bytes": 16} | ({"grid": [5, 5]} if t.grid else {})
+        _, d, g = network(npu_with_noc(**block))
+        assert g.topology == name and g.routers[0] >= 1 and g.uniform_bps[0] > 0
+        assert d.delivered_bandwidth[0, d.noc_level] <= d.bandwidth[0, d.noc_level]
+
+
 def test_a_given_grid_clock_and_networks_are_used() -> None:
     _, _, g = network(npu_with_noc(topology="mesh", grid=[8, 3], link_bytes=64, clock_ghz=1.0, networks=2))
     assert g.uniform_bps[0] == pytest.approx(4 * 3 * 64 * 1e9 * 2)  # min(8, 3) = 3, two networks
@@ -51,7 +72,7 @@ def test_a_given_grid_clock_and_networks_are_used() -> None:
      "with x * y >= 24 and no empty row, e.g. [5, 5]"),
     ({"topology": "mesh", "grid": [6, 5]}, "chip.yaml: compute.noc.grid: got [6, 5] for 24 cores"),
     ({"topology": "crossbar", "grid": [5, 5]}, "chip.yaml: compute.noc.grid: got [5, 5] with topology crossbar; "
-     "accepted: a grid only for topology mesh or torus"),
+     "accepted: a grid only for topology mesh, torus, unidirectional_torus"),
     ({"grid": [24]}, "chip.yaml: compute.noc.grid: got [24]; accepted: [x, y]"),
     ({"link_bytes": 0}, "chip.yaml: compute.noc.link_bytes: got 0; accepted: a number > 0"),
 ])
@@ -82,7 +103,7 @@ def test_default_links_carry_their_level_so_the_predictor_reads_it_in_full() -> 
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["mesh", "torus", "ring", "crossbar"]), st.integers(3, 1024), st.floats(0.05, 50.0))
+@given(st.sampled_from(list(TOPOLOGIES)), st.integers(3, 1024), st.floats(0.05, 50.0))
 def test_auto_links_get_any_demand_through_under_uniform_traffic(topology: str, cores: int, tbps: float) -> None:
     _, d, _ = network(npu_with_noc(topology=topology), cores=cores)
     g = d.noc(demand_bps=np.array([tbps * 1e12]))
@@ -122,3 +143,16 @@ def test_delivered_bandwidth_never_exceeds_the_level_and_grows_with_the_link(cor
     _, d2, _ = network(npu_with_noc(topology="mesh", link_bytes=link * 2), cores=cores)
     assert np.all(d.delivered_bandwidth <= d.bandwidth)
     assert np.all(d2.delivered_bandwidth >= d.delivered_bandwidth)
+
+
+def test_the_tenstorrent_templates_state_their_networks_as_the_doc_says() -> None:
+    # docs/area_calibration.md, On-chip network
+    for name, noc_mm2, total in (("tt-n150", 15.5, 782.5), ("tt-p150", 19.0, None)):
+        hw = load_hardware(name)
+        d = DesignBatch.from_hardware(hw)
+        g = d.noc()
+        assert g.topology == "unidirectional_torus" and g.networks == 2 and g.ports[0] == 3
+        assert 3.5 <= g.uniform_bps[0] / d.noc_demand[0] <= 7.0  # carries its DRAM traffic with room to spare
+        assert np.array_equal(d.delivered_bandwidth, d.bandwidth)
+        a = dse.area(name)
+        assert round(a.breakdown["noc"], 1) == noc_mm2 and (total is None or round(a.total_mm2, 1) == total)

@@ -1,0 +1,68 @@
+"""On-chip network topologies as a table: one ``Topology`` record each (``compute.noc.topology``).
+
+A record says, over ``N`` cores on an ``x x y`` grid (a grid topology) or on none, how many routers one network
+has, how many ports each router has, how many directed links join them and how many links' worth of throughput
+uniform traffic gets through (every core reading every slice of the shared level alike; the network then delivers
+``uniform x W x f`` per network for W-byte links at clock f, never more than its N injection ports). Formulas:
+Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, ch. 3 (bisection and channel load).
+``dse.hardware.noc`` builds the geometry from the record, ``dse.cost.noc`` prices its routers. Adding a topology is
+one record in :data:`TOPOLOGIES`; the schema accepts its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+Arr = np.ndarray
+
+
+@dataclass(frozen=True)
+class Topology:
+    """One topology: per network, ``routers(n)``, ``ports(n)`` per router, ``links(n, x, y)`` directed links and
+    ``uniform(n, x, y)`` links' worth of uniform-traffic throughput; ``grid``: laid out on an x x y grid
+    (``compute.noc.grid`` applies); ``min_cores``: the fewest cores it is built over."""
+
+    name: str
+    grid: bool
+    min_cores: int
+    routers: Callable[[Arr], Arr]
+    ports: Callable[[Arr], Arr]
+    links: Callable[[Arr, Arr, Arr], Arr]
+    uniform: Callable[[Arr, Arr, Arr], Arr]
+    source: str
+
+
+def _per_core(n: Arr) -> Arr:
+    """A router per core, none for a single core (its levels attach to it directly)."""
+    return n * (n > 1)
+
+
+TOPOLOGIES: dict[str, Topology] = {t.name: t for t in (
+    Topology("mesh", True, 1, _per_core, lambda n: np.full_like(n, 5.0),
+             lambda n, x, y: 2.0 * ((x - 1) * y + (y - 1) * x), lambda n, x, y: 4.0 * np.minimum(x, y),
+             "2-D mesh, a 5-port router per core (four neighbours and the core); bisection 2 min(x, y) links per "
+             "direction, half of uniform traffic crosses it: 4 min(x, y)"),
+    Topology("torus", True, 1, _per_core, lambda n: np.full_like(n, 5.0),
+             lambda n, x, y: 4.0 * x * y, lambda n, x, y: 8.0 * np.minimum(x, y),
+             "2-D torus, the mesh with wrap-around links: twice its bisection, 8 min(x, y)"),
+    Topology("unidirectional_torus", True, 1, _per_core, lambda n: np.full_like(n, 3.0),
+             lambda n, x, y: 2.0 * x * y, lambda n, x, y: 2.0 * np.minimum(x, y),
+             "2-D torus whose rings run one way (a 3-port router: the next node in x, in y, and the core), as each "
+             "of Tenstorrent's two NoCs (NOC0 +x +y, NOC1 -x -y: tenstorrent/tt-isa-documentation WormholeB0/NoC; "
+             "tt-metal data_movement intro_to_dm.md): a packet travels (k-1)/2 hops of a ring instead of k/4 over "
+             "half as many links, a quarter of the two-way torus, 2 min(x, y)"),
+    Topology("ring", False, 3, _per_core, lambda n: np.full_like(n, 3.0),
+             lambda n, x, y: 2.0 * n, lambda n, x, y: np.full_like(n, 8.0),
+             "two-way ring, a 3-port router per core; bisection 2 links per direction: 8"),
+    Topology("crossbar", False, 1, lambda n: (n > 1).astype(float), lambda n: n,
+             lambda n, x, y: 2.0 * n * (n > 1), lambda n, x, y: n,
+             "one switch with a port per core (a GPU's SMs to its L2 slices, NVIDIA A100 whitepaper): every port "
+             "at once, N"),
+)}
+#: the accepted names, in table order
+NAMES: tuple[str, ...] = tuple(TOPOLOGIES)
+#: the topologies that take a grid
+GRID_NAMES: tuple[str, ...] = tuple(n for n, t in TOPOLOGIES.items() if t.grid)
