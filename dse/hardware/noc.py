@@ -88,18 +88,17 @@ def uniform_links(topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) ->
 
 
 def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: np.ndarray,
-             link_bytes: np.ndarray | None = None) -> NocGeometry:
+             link_bytes: np.ndarray) -> NocGeometry:
     """The network of ``hw`` over ``cores`` [D] at core clock ``clock_hz`` [D] (the network's own clock when the
-    template gives one), its links ``link_bytes`` [D] wide (default the template's) or, where that is NaN or
-    unset, sized so that uniform traffic gets ``demand_bps`` [D] through."""
+    template gives one), its links ``link_bytes`` [D] wide or, where that is NaN, sized so that uniform traffic
+    gets ``demand_bps`` [D] through."""
     noc = hw.compute.noc
     topo = topology_of(hw)
     n = np.maximum(np.asarray(cores, dtype=float), 1.0)
     f = np.full_like(n, noc.clock_ghz * 1e9) if noc.clock_ghz is not None else np.asarray(clock_hz, dtype=float)
     x, y = grid(n, noc, hw.compute.cores)
     through = uniform_links(topo, n, x, y)
-    given = np.broadcast_to(np.asarray(np.nan if noc.link_bytes is None else noc.link_bytes, dtype=float)
-                            if link_bytes is None else np.asarray(link_bytes, dtype=float), n.shape)
+    given = np.broadcast_to(np.asarray(link_bytes, dtype=float), n.shape)
     # auto: the narrowest whole-byte link that gets the demand through under uniform traffic
     auto = np.maximum(np.ceil(np.asarray(demand_bps, dtype=float) / (through * f * noc.networks) - 1e-9), 1.0)
     w = np.where(np.isnan(given), auto, given)
