@@ -177,6 +177,8 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
                                                                                            one issue port per SM)
         + sum over levels (bandwidth x e_byte) + innermost level's bandwidth x e_register
         + chip-to-chip links x link bandwidth x 2 directions x e_serdes
+        + die-to-die links: sum over dies of d2d_bandwidth / 2 x e_d2d        (each die's figure counts both
+                                                                              directions, each byte crosses once)
 
     with the same coefficients as :func:`mix_energy` (a systolic design's arrays at the processing-element energy,
     its vector units at the node's whole-chip figure). A published TDP should lie between the hungriest GEMM
@@ -193,4 +195,8 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
     net = d.base.network
     links = d.links * (net.link_bandwidth_gbps * 1e9 if net is not None else 0.0) * 2.0
     serdes = links * node.energy_pj_per_byte_serdes.value * PJ
-    return static_power(d, node) + dvfs_factor(d) * (compute + memory_core) + memory_io + serdes
+    d2d = np.zeros(d.n)
+    if d.die_kinds:
+        per_die = [g.d2d_bandwidth_tbps * 1e12 / 2.0 * D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
+        d2d = d.die_counts @ np.asarray(per_die)
+    return static_power(d, node) + dvfs_factor(d) * (compute + memory_core) + memory_io + serdes + d2d
