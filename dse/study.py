@@ -207,12 +207,27 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
         except ValueError as exc:
             accepted = str(exc).split("; ", 1)[1]
             raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
+        check_param_range(base, prm, i)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
     arrays = mix_arrays(mix)
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
+
+
+def check_param_range(base: DesignBatch, prm, i: int) -> None:
+    """The ends of a searched field's range (or its smallest and largest choice) must build a design the schema
+    accepts (``dse.limits``: no 1000 GHz clock, no link wider than 64 KiB): each end set alone on the base design and
+    written back as a template; one line naming the end and the field's limit otherwise."""
+    ends = (("low", prm.low), ("high", prm.high)) if prm.choices is None else (
+        ("choices", min(prm.choices)), ("choices", max(prm.choices)))
+    for key, value in ends:
+        try:
+            base.with_field(prm.field, np.array([float(value)])).to_hardware(0, "probe")
+        except DseError as exc:
+            accepted = exc.message.split("; ", 1)[1] if "; " in exc.message else exc.message
+            raise DseError(f"got {value:g} for {prm.field}; {accepted}", field=f"search.space.params.{i}.{key}") from None
 
 
 def node_size(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> int:

@@ -618,3 +618,19 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
     assert many["feasible"].all() and (many["area_mm2"] > 858).all()
     best = result.best.to_hardware(0, "best")
     assert best.package.dies[0].count > 1
+
+
+@pytest.mark.parametrize(("param", "expected"), [
+    ({"field": "compute.clock_ghz", "low": 1.0, "high": 1000.0},
+     "search.space.params.0.high: got 1000 for compute.clock_ghz; accepted: a number <= 10"),
+    ({"field": "compute.noc.link_bytes", "choices": [16, 131072]},
+     "search.space.params.0.choices: got 131072 for compute.noc.link_bytes; accepted: a number <= 65536"),
+])
+def test_a_searched_range_beyond_a_fields_limit_is_one_line_before_any_trial(tmp_path: Path, capsys, param,
+                                                                             expected) -> None:
+    space = {**SMALL_STUDY["search"]["space"], "params": [param]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
+    assert main(["run", str(cfg), "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err, err
+    assert not (tmp_path / "r" / "tiny" / "study.db").exists()  # nothing ran
