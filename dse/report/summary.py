@@ -246,7 +246,9 @@ def build_lines(best) -> list[str]:
                                                       else "")
         net = (f"{g.topology}, {int(g.routers[0])} routers x {noc.networks} network(s) of {width}: "
                f"{g.uniform_bps[0] / TERA:.3g} TB/s under uniform traffic for the {best.noc_demand[0] / TERA:.3g} "
-               f"TB/s of `{best.level_names[best.noc_level]}` it carries")
+               f"TB/s of `{best.level_names[best.noc_level]}` it carries"
+               + (" (it binds: the predictor reads that level at the network's rate)"
+                  if g.uniform_bps[0] < best.noc_demand[0] else ""))
     return [f"- Built as {best.build_text(0)}", f"- On-chip network: {net}"]
 
 

@@ -70,3 +70,16 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     for kind in ("package", "shoreline"):
         n = bad["infeasible_reason"].str.contains(f"{kind}:").sum()
         assert (f"{kind} {n}" in line) if n else (kind not in line)
+
+
+def test_the_network_line_says_when_a_given_link_width_binds() -> None:
+    import numpy as np
+
+    from dse.report.summary import build_lines
+
+    base = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    narrow = base.with_field("compute.noc.link_bytes", np.array([16.0]))  # 5 x 5 mesh: 0.448 of 4 TB/s
+    wide = base.with_field("compute.noc.link_bytes", np.array([256.0]))
+    assert "it binds" in build_lines(narrow)[1] and "16-byte links: 0.448 TB/s" in build_lines(narrow)[1]
+    assert "it binds" not in build_lines(wide)[1] and "(sized for the traffic)" not in build_lines(wide)[1]
+    assert "(sized for the traffic)" in build_lines(base)[1]
