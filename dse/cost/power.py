@@ -36,7 +36,7 @@ import numpy as np
 from dse.cost.area import die_holdings
 from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, dvfs_factor, flop_energy, level_energy_per_byte, static_power
+from dse.hardware.energy import PJ, dvfs_factor, flop_energy, is_systolic, level_energy_per_byte, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, fused, mix_arrays, mix_times
@@ -184,7 +184,7 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
     its vector units at the node's whole-chip figure). A published TDP should lie between the hungriest GEMM
     (``gemm_mode_power``) and this."""
     node = node or load_node(d.base.process_node)
-    systolic = d.base.compute.matrix.style == "systolic"
+    systolic = is_systolic(d)
     matrix = np.nanmax(d.matrix_peak * flop_energy(node, systolic)[None, :], axis=1)
     vector = np.nanmax(np.nan_to_num(d.vector_peak) * flop_energy(node)[None, :], axis=1)
     compute = matrix + vector if systolic else np.maximum(matrix, vector)

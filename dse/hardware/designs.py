@@ -315,15 +315,7 @@ class DesignBatch:
         ``compute.noc.link_bytes``."""
         clock = self.base.compute.clock_ghz * 1e9 * self.clock_scale
         return geometry(self.base, self.cores if cores is None else cores,
-                        self.noc_demand if demand_bps is None else demand_bps, clock, self.given_link_bytes)
-
-    @property
-    def given_link_bytes(self) -> np.ndarray:
-        """[D] given link widths (NaN: auto)."""
-        if self.noc_link_bytes is not None:
-            return self.noc_link_bytes
-        w = self.base.compute.noc.link_bytes
-        return np.full(self.n, np.nan if w is None else float(w))
+                        self.noc_demand if demand_bps is None else demand_bps, clock, self.noc_link_bytes)
 
     @property
     def delivered_bandwidth(self) -> np.ndarray:
@@ -332,7 +324,7 @@ class DesignBatch:
         traffic, ``min(BW, uniform)`` (``dse.hardware.noc``: mesh 4 min(x, y) W f per network, torus 8 min(x, y)
         W f, ring 8 W f, crossbar N W f). Links sized by default (``link_bytes`` unset) carry the level in full, so
         only a given link width can bind; a single core has no network."""
-        given = ~np.isnan(self.given_link_bytes)
+        given = ~np.isnan(self.noc_link_bytes)
         if not given.any():
             return self.bandwidth
         j = self.noc_level

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.hardware.schema import Hardware, Noc
-from dse.hardware.topologies import TOPOLOGIES
+from dse.hardware.topologies import TOPOLOGIES, near_square
 
 
 def topology_of(hw: Hardware) -> str:
@@ -47,8 +47,7 @@ def grid(cores: np.ndarray, noc: Noc, template_cores: int) -> tuple[np.ndarray, 
     """[D] (x, y) of a mesh or torus: the template's ``grid`` while the design keeps its cores, else the
     near-square grid x = ceil(sqrt N), y = ceil(N / x)."""
     n = np.maximum(np.asarray(cores, dtype=float), 1.0)
-    x = np.ceil(np.sqrt(n) - 1e-9)
-    y = np.ceil(n / x - 1e-9)
+    x, y = near_square(n)
     if noc.grid is not None:
         same = n == template_cores
         x = np.where(same, float(noc.grid[0]), x)

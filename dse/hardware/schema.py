@@ -8,7 +8,6 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 
 from __future__ import annotations
 
-from math import isqrt
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -18,7 +17,7 @@ from dse.hardware.d2d import D2D, D2D_NAMES
 from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
 from dse.hardware.topologies import GRID_NAMES as GRID_TOPOLOGIES
 from dse.hardware.topologies import NAMES as TOPOLOGY_NAMES
-from dse.hardware.topologies import TOPOLOGIES
+from dse.hardware.topologies import TOPOLOGIES, near_square
 from dse.limits import (
     MAX_ARRAY_SIDE,
     MAX_ASPECT_RATIO,
@@ -142,8 +141,8 @@ class Noc(Strict):
         "(one switch with a port per core); dse.hardware.topologies lists them. auto: crossbar for a GPU-style (simt) "
         "chip, whose SMs reach the L2 through a crossbar (NVIDIA A100 whitepaper), and for at most 4 cores; else mesh")
     grid: list[Annotated[int, Field(gt=0, le=MAX_CORES)]] | None = Field(
-        None, description="mesh or torus only: [x, y] routers; x * y must hold the cores "
-        "with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
+        None, description="grid topologies only (mesh, torus, unidirectional_torus): [x, y] routers; x * y must hold "
+        "the cores with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
     link_bytes: float | None = Field(
         None, gt=0, le=MAX_NOC_LINK_BYTES, description="Link width, bytes per direction per clock (the flit). Default: "
         "the narrowest whole-byte link with which uniform traffic gets the outermost shared on-chip level's bandwidth "
@@ -236,9 +235,9 @@ class Compute(Strict):
 
 
 def grid_for(cores: int) -> list[int]:
-    """The near-square grid over ``cores``: x = ceil(sqrt(cores)), y = ceil(cores / x)."""
-    x = isqrt(cores - 1) + 1
-    return [x, -(-cores // x)]
+    """The near-square grid over ``cores`` as a template writes it (``dse.hardware.topologies.near_square``)."""
+    x, y = near_square([cores])
+    return [int(x[0]), int(y[0])]
 
 
 #: share of a shared cache that keeps data re-read across kernels (``MemoryLevel.resident_fraction``'s default for a

@@ -35,6 +35,13 @@ class Topology:
     source: str
 
 
+def near_square(n: Arr | list[int]) -> tuple[Arr, Arr]:
+    """[D] (x, y) of the near-square grid over ``n`` cores: x = ceil(sqrt n), y = ceil(n / x) (no empty row)."""
+    n = np.asarray(n, dtype=float)
+    x = np.ceil(np.sqrt(n) - 1e-9)
+    return x, np.ceil(n / x - 1e-9)
+
+
 def _per_core(n: Arr) -> Arr:
     """A router per core, none for a single core (its levels attach to it directly)."""
     return n * (n > 1)

@@ -242,7 +242,7 @@ def build_lines(best) -> list[str]:
     if float(g.routers[0]) == 0:
         net = "none (one core)"
     else:
-        width = f"{g.link_bytes[0]:.0f}-byte links" + (" (sized for the traffic)" if np.isnan(best.given_link_bytes[0])
+        width = f"{g.link_bytes[0]:.0f}-byte links" + (" (sized for the traffic)" if np.isnan(best.noc_link_bytes[0])
                                                       else "")
         net = (f"{g.topology}, {int(g.routers[0])} routers x {noc.networks} network(s) of {width}: "
                f"{g.uniform_bps[0] / TERA:.3g} TB/s under uniform traffic for the {best.noc_demand[0] / TERA:.3g} "
