@@ -836,7 +836,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.api import predict
     from dse.workloads.library import plan_for, workload
 
-    keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_group", "kv_dtype", "execution",
+    keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_dtypes", "weight_group", "kv_dtype",
+            "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
             "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format", "framework", "weight_cast",
@@ -1048,6 +1049,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--context", type=int)
     pp.add_argument("--dtype")
     pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
+    pp.add_argument("--weight-dtypes", help="per weight role, its own dtype: role=dtype,... (roles qkv_proj, "
+                    "out_proj, ffn_up, ffn_down, lm_head; e.g. ffn_up=bfp4 beside --weight-dtype bfp8)")
     pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
     pp.add_argument("--kv-dtype", help="KV cache dtype")
     pp.add_argument("--attention-dtype", help="attention matrix products' dtype (default: --dtype)")

@@ -21,7 +21,7 @@ from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel
 from dse.workloads.parallel import Plan
-from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS
+from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS, WeightRole, weight_roles
 from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
 from dse.yamlio import load_yaml
 
@@ -56,6 +56,9 @@ class WorkloadEntry(Strict):
     attention_dtype: Dtype | None = None
     activation_dtype: Dtype | None = None
     weight_dtype: Dtype | None = None
+    weight_dtypes: dict[WeightRole, Dtype] | None = Field(
+        None, description="Transformers: a dtype per weight role (qkv_proj, out_proj, ffn_up, ffn_down, lm_head), "
+        "overriding weight_dtype; a mapping or 'ffn_up=bfp4,lm_head=bfp8'")
     weight_group: int | None = Field(None, gt=0, description="Weight-only quantization: weights per scale group")
     fused_attention: bool | None = None
     attention_kernel: AttentionKernel | None = None
@@ -74,6 +77,11 @@ class WorkloadEntry(Strict):
         "a system with enough chips); or auto: every design at its own fastest plan over `chips` chips that fits")
     chips: int | None = Field(None, gt=0, le=1 << 20, description="With plan: auto, the chips the workload is split over")
     auto_plan: bool = Field(False, description="Set by plan: auto (the plan searched per design)")
+
+    @field_validator("weight_dtypes", mode="before")
+    @classmethod
+    def _roles_text(cls, v: Any) -> Any:
+        return weight_roles(v)
 
     @model_validator(mode="before")
     @classmethod

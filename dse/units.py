@@ -8,6 +8,7 @@ the helpers here convert those to SI once, at load time.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -18,9 +19,52 @@ KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
 
-Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
+Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "bfp8", "bfp4", "mxfp8", "mxfp4"]
 
-#: Bytes per element. tf32 is stored in 32-bit containers; int4 is packed two per byte.
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """A block-scaled storage format: ``block`` elements of ``element_bits`` each share one ``scale_bits`` scale
+    (an exponent), so an element costs ``element_bits + scale_bits / block`` bits in memory (the bytes
+    :data:`DTYPE_BYTES` charges). A matrix unit whose template lists the format in ``peak_tflops`` decodes it in its
+    operand path (no dequantization kernel: ``dse.predict.roofline.rate_columns``). A MAC of a block format costs the
+    energy of its element type (``element``): within a block a BFP dot product is a fixed-point one on the
+    mantissas, the shared exponents added once per block (Darvish Rouhani et al., "Pushing the Limits of Narrow
+    Precision Inferencing at Cloud Scale with Microsoft Floating Point", NeurIPS 2020, Sec. 3)."""
+
+    element_bits: int
+    scale_bits: int
+    block: int
+    element: str  # the plain dtype of one element: its MAC energy and PE area (``dse.hardware.energy``, ``dse.cost.area``)
+    source: str
+
+    @property
+    def bytes_per_element(self) -> float:
+        """``(element_bits + scale_bits / block) / 8``."""
+        return (self.element_bits + self.scale_bits / self.block) / 8.0
+
+
+_TT_BFP = ("Tenstorrent block floating point, the Tensix unpacker/packer formats BFP8-B (sign + 7-bit mantissa) and "
+           "BFP4-B (sign + 3-bit mantissa): 'the exponent is always shared across all elements in a block of 16 "
+           "elements', an 8-bit exponent (docs.tenstorrent.com/pybuda/latest/dataformats.html, Data Formats and Math "
+           "Fidelity); a 32x32 bfloat8_b tile is 1024 + 64 = 1088 bytes in tt-metal")
+_OCP_MX = ("OCP Microscaling Formats (MX) Specification v1.0 (Open Compute Project, 2023): blocks of k = 32 elements "
+           "share one 8-bit E8M0 scale; MXFP8 elements are FP8 (E4M3 or E5M2), MXFP4 elements FP4 (E2M1)")
+#: the block-scaled dtypes (:class:`BlockFormat`), by name
+BLOCK_FORMATS: dict[str, BlockFormat] = {
+    "bfp8": BlockFormat(8, 8, 16, "int8", _TT_BFP),
+    "bfp4": BlockFormat(4, 8, 16, "int4", _TT_BFP),
+    "mxfp8": BlockFormat(8, 8, 32, "fp8", _OCP_MX),
+    "mxfp4": BlockFormat(4, 8, 32, "int4", _OCP_MX),
+}
+
+def element_of(dtype: str) -> str:
+    """The plain dtype a MAC of ``dtype`` computes in: a block-scaled format's element type, else ``dtype``."""
+    return BLOCK_FORMATS[dtype].element if dtype in BLOCK_FORMATS else dtype
+
+
+#: Bytes per element. tf32 is stored in 32-bit containers; int4 is packed two per byte; a block-scaled format
+#: carries its shared scale (:data:`BLOCK_FORMATS`: bfp8 1.0625, bfp4 0.5625, mxfp8 1.03125, mxfp4 0.53125).
 DTYPE_BYTES: dict[str, float] = {
     "fp64": 8.0,
     "fp32": 4.0,
@@ -30,6 +74,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    **{name: f.bytes_per_element for name, f in BLOCK_FORMATS.items()},
 }
 
 #: How a chip's GEMM library covers a GEMM's output tiles (the template's ``compute.matrix.gemm_kernel``; a workload's
@@ -62,7 +107,8 @@ def unit_of(name: str) -> str:
 
 
 #: Order used to index per-dtype arrays.
-DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
+DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64", "bfp8", "bfp4", "mxfp8",
+                           "mxfp4")
 #: operator kinds a workload places on the matrix unit (``dse.workloads.ops``); a template's ``runs`` says which of
 #: them each unit can execute (the vector units run every other kind)
 MATRIX_OP_KINDS: tuple[str, ...] = ("gemm", "conv", "attention")
@@ -70,8 +116,15 @@ DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}
 
 #: Modes a unit may use for a dtype it has no native mode for, in order of preference: the same
 #: width first (V100 runs bf16 GEMMs on its fp16 tensor cores), then wider floats (A100 runs fp8
-#: in bf16). A float never falls back to an integer mode.
+#: in bf16). A float never falls back to an integer mode. A block-scaled format falls back to the plain formats that
+#: hold its elements once the scale is applied: bfp8 (7-bit mantissas) to 16-bit floats, bfp4 to bfp8 then 16 bits;
+#: an MX format to its element type (the scale applied per K-block of partial sums, as DeepSeek-V3's fine-grained
+#: FP8 GEMMs do on Hopper, arXiv:2412.19437 Sec. 3.3.2), then wider.
 FALLBACK: dict[str, tuple[str, ...]] = {
+    "bfp8": ("bfp8", "bf16", "fp16", "fp32"),
+    "bfp4": ("bfp4", "bfp8", "bf16", "fp16", "fp32"),
+    "mxfp8": ("mxfp8", "fp8", "fp16", "bf16", "fp32"),
+    "mxfp4": ("mxfp4", "mxfp8", "fp8", "fp16", "bf16", "fp32"),
     "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
     "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
     "fp8": ("fp8", "fp16", "bf16", "fp32"),

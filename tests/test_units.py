@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dse import units
-from dse.units import DTYPE_BYTES, DTYPE_INDEX, DTYPES, FALLBACK, fallback_dtype, repo_root
+from dse.units import BLOCK_FORMATS, DTYPE_BYTES, DTYPE_INDEX, DTYPES, FALLBACK, element_of, fallback_dtype, repo_root
 
 INTS = {"int4", "int8"}
 
@@ -19,6 +19,16 @@ def test_sizes_and_index_order() -> None:
     assert set(DTYPES) == set(DTYPE_BYTES) == set(FALLBACK)
     assert [DTYPE_INDEX[d] for d in DTYPES] == list(range(len(DTYPES)))
     assert (units.KIB, units.MIB, units.GIB, units.TERA) == (1024, 1024**2, 1024**3, 1e12)
+
+
+def test_block_scaled_formats_carry_their_shared_scale() -> None:
+    """Bytes per element = (element bits + scale bits / block) / 8: a 32x32 bfloat8_b tile is 1088 bytes in tt-metal,
+    a bfloat4_b tile 576; an MX block of 32 FP8 (FP4) elements with its E8M0 scale 33 (17) bytes."""
+    assert DTYPE_BYTES["bfp8"] * 1024 == 1088 and DTYPE_BYTES["bfp4"] * 1024 == 576
+    assert DTYPE_BYTES["mxfp8"] * 32 == 33 and DTYPE_BYTES["mxfp4"] * 32 == 17
+    assert set(BLOCK_FORMATS) <= set(DTYPES) and all(element_of(b) in DTYPES for b in BLOCK_FORMATS)
+    assert fallback_dtype("bfp4", {"bfp8": 148, "bf16": 74}) == "bfp8"  # a Wormhole with its BLOCKFP8 mode
+    assert fallback_dtype("mxfp8", {"fp8": 1979, "bf16": 989}) == "fp8"  # Hopper: FP8 MMA, scales per K-block
 
 
 def test_fallback_examples_from_real_chips() -> None:
@@ -36,7 +46,9 @@ def test_fallback_picks_an_available_mode_never_narrower_and_never_int_for_a_flo
         assert not (set(FALLBACK[dt]) & avail)
         return
     assert mode in avail and mode == next(m for m in FALLBACK[dt] if m in avail)
-    assert DTYPE_BYTES[mode] >= DTYPE_BYTES[dt]
+    # never narrower than the dtype's elements (a block-scaled format's shared scale is not an element bit)
+    element = BLOCK_FORMATS[dt].element_bits / 8 if dt in BLOCK_FORMATS else DTYPE_BYTES[dt]
+    assert DTYPE_BYTES[mode] >= element
     if dt not in INTS:
         assert mode not in INTS
     if dt in avail:

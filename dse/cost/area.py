@@ -47,7 +47,7 @@ from dse.hardware.d2d import D2D, D2DLink
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import DIE_PARTS, Hardware, Node
 from dse.hardware.templates import load_node
-from dse.units import DTYPE_INDEX, DTYPES, MIB, TERA
+from dse.units import DTYPE_INDEX, DTYPES, MIB, TERA, element_of
 
 COMPONENTS = ("matrix", "vector", "sram", "noc", "dram_phy", "dram_controller", "serdes", "fixed", "d2d")
 
@@ -144,14 +144,15 @@ def matrix_tflops_equivalent(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] bf16-equivalent TFLOP/s that sizes the MAC arrays: max over native modes of peak x factor."""
     native = d.base.compute.matrix.peak_tflops
     idx = [DTYPE_INDEX[dt] for dt in native]
-    factors = np.array([node.matrix_dtype_area_factor.values.get(dt, 1.0) for dt in native])
+    factors = np.array([node.matrix_dtype_area_factor.values.get(element_of(dt), 1.0) for dt in native])
     return (np.take(d.matrix_peak, idx, axis=1) * factors[None, :]).max(axis=1) / TERA * clock_factor(d, node)
 
 
 def pe_ratio(node: Node, dtype: str) -> float:
-    """PE area of a native mode relative to a bf16 PE (a mode without its own figure counts as bf16)."""
+    """PE area of a native mode relative to a bf16 PE (a mode without its own figure counts as bf16; a block-scaled
+    format as its element type, ``dse.units.BlockFormat.element``)."""
     pe = node.systolic_pe_um2.values
-    return pe.get(dtype, pe["bf16"]) / pe["bf16"]
+    return pe.get(element_of(dtype), pe["bf16"]) / pe["bf16"]
 
 
 def systolic_pes(d: DesignBatch, node: Node) -> np.ndarray:

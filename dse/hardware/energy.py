@@ -22,7 +22,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Node
-from dse.units import DTYPES, fallback_dtype
+from dse.units import DTYPES, element_of, fallback_dtype
 
 PJ = 1e-12
 
@@ -39,12 +39,13 @@ def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
 
 
 def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
-    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one):
+    """[n_dtypes] joules per FLOP by dtype (a dtype without its own figure takes the next wider one; a block-scaled
+    format its element's, ``dse.units.BlockFormat.element``):
     the node's whole-chip GPU fit, or with ``systolic`` the energy of a systolic processing element."""
     vals = (node.energy_pj_per_flop_systolic if systolic else node.energy_pj_per_flop).values
     out = np.empty(len(DTYPES))
     for i, dt in enumerate(DTYPES):
-        mode = fallback_dtype(dt, vals)
+        mode = fallback_dtype(element_of(dt), vals)
         out[i] = vals[mode] if mode is not None else max(vals.values())
     return out * PJ
 

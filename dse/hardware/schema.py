@@ -43,7 +43,7 @@ from dse.limits import (
     MAX_STACK_CAPACITY_GB,
 )
 from dse.strict import Strict
-from dse.units import DTYPES, GIB, MATRIX_OP_KINDS, MIB, TERA, Dtype, GemmKernelStructure
+from dse.units import BLOCK_FORMATS, DTYPES, GIB, MATRIX_OP_KINDS, MIB, TERA, Dtype, GemmKernelStructure
 
 Fraction = float  # documented alias: 0 < x <= 1
 #: a dense peak in TFLOP/s (the > 0 check is the unit's validator's, which names the dtype)
@@ -101,10 +101,19 @@ class ComputeUnit(Strict):
         "that finishes it first among those able to (the MAC arrays at their fill, the vector units at their peak), "
         "as NPU graph compilers place work (Gaudi MME vs TPC, TPU MXU vs VPU, Neuron TensorE vs VectorE). Default: "
         "all of them on both units; [] on the vector unit keeps every matrix op on the MAC arrays")
+    unpacks: list[Dtype] = Field(
+        default_factory=list, description="Block-scaled storage formats (bfp8, bfp4, mxfp8, mxfp4) the matrix unit's "
+        "operand path converts to its compute format on the way in, each operand on its own (Tensix's unpackers), so "
+        "weights stored in them beside wider activations need no dequantization kernel: the .dequant row of such a "
+        "GEMM costs no time. Default none: a dequantization kernel on the vector units")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
     @model_validator(mode="after")
     def _positive_peaks(self) -> ComputeUnit:
+        for dt in self.unpacks:
+            if self.kind != "matrix" or dt not in BLOCK_FORMATS:
+                raise ValueError(f"@unpacks@got {dt!r}{'' if self.kind == 'matrix' else ' on the vector unit'}; "
+                                 f"accepted: on the matrix unit, block-scaled formats ({', '.join(BLOCK_FORMATS)})")
         if self.kind == "matrix" and self.runs is not None and not self.runs:
             raise ValueError(f"runs is []: the matrix unit would run no op kind; accepted: a non-empty list of "
                              f"{', '.join(MATRIX_OP_KINDS)}")

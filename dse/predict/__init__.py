@@ -14,7 +14,7 @@ from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
 from dse.predict import fused
 from dse.predict.network import sent_per_op
-from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times
+from dse.predict.roofline import BatchResult, evaluate, evaluate_bound, evaluate_times, unpacked
 from dse.predict.traffic import OpArrays, on_chip_shares
 from dse.workloads.library import Workload, with_plan
 from dse.workloads.mix import Mix
@@ -192,7 +192,8 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
         col["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
     bound = names[r.bound[0]]
     col["bound"] = bound
-    col["achieved_flops"] = flops / t
+    with np.errstate(divide="ignore", invalid="ignore"):  # an op decoded for free (unpacks) takes no time
+        col["achieved_flops"] = np.where(t > 0, flops / t, 0.0)
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).
     roof_times = np.concatenate([
         np.where(flops > 0, flops / np.where(flops > 0, r.peak[0], 1.0), 0.0)[:, None],
@@ -200,10 +201,13 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     ], axis=1)
     t_roof = roof_times.max(axis=1)
     col["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)
-    col["utilization"] = t_roof / t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        col["utilization"] = np.where(t > 0, t_roof / t, 0.0)
     col["fill"] = r.fill[0]
     # the unit each op ran on (dse.predict.roofline.on_matrix: the one that finishes it first among those able to)
     col["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else src["unit"].to_numpy()
+    free = o.to_table_order(unpacked(o, d)[None, :])[0]  # decoded in the matrix unit's operand path (unpacks)
+    col["ran_on"] = np.where(free, "unpacker", col["ran_on"])
     col["clock_fraction"] = r.clock[0] if r.clock is not None else np.ones(n)
     # what stays on chip at the main memory's boundary (dse.predict.traffic residency): shares of the op's
     # activation bytes and of its held tensor (weights or KV cache, the ``held`` column)

@@ -34,6 +34,7 @@ from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, template_key, tile_fill
 from dse.predict.traffic import OpArrays, level_rows, max_memory_time, per_level, traffic
+from dse.units import DTYPE_INDEX
 
 
 @dataclass(frozen=True)
@@ -258,14 +259,26 @@ def _check_modes(o: OpArrays, peak: np.ndarray) -> None:
 
 
 def rate_table(d: DesignBatch) -> np.ndarray:
-    """[D, 2 n_dtypes + 1] peak x efficiency of the matrix units per dtype, then of the vector units, then 1.0 (the
-    column ops without FLOPs read)."""
+    """[D, 2 n_dtypes + 2] peak x efficiency of the matrix units per dtype, then of the vector units, then 1.0 (the
+    column ops without FLOPs read), then inf (the column a block-scaled weight's dequantization reads where the matrix
+    unit ``unpacks`` the format: no time)."""
     K = d.matrix_peak.shape[1]
-    table = np.empty((d.n, 2 * K + 1))
+    table = np.empty((d.n, 2 * K + 2))
     np.multiply(d.matrix_peak, _matrix_eff(d), out=table[:, :K])
     np.multiply(d.vector_peak, _vector_eff(d), out=table[:, K : 2 * K])
     table[:, 2 * K] = 1.0
+    table[:, 2 * K + 1] = np.inf
     return table
+
+
+def unpacked(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[O] the ``.dequant`` rows of block-scaled weights that the template's matrix unit decodes in its operand path
+    (``compute.matrix.unpacks``: Tensix's unpackers convert BFP8/BFP4 tiles as they feed the FPU, docs.tenstorrent.com
+    pybuda dataformats), so they take no time."""
+    native = [DTYPE_INDEX[dt] for dt in d.base.compute.matrix.unpacks]
+    if not native or o.decodes.size == 0:
+        return np.zeros(o.n, dtype=bool)
+    return np.isin(o.decodes, native)
 
 
 def rate_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -273,15 +286,16 @@ def rate_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray, table: np.ndar
     FLOPs), checked: an op whose unit has no mode for its dtype raises."""
     K = d.matrix_peak.shape[1]
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
-        key = ("unit-columns", matrix.tobytes())
+        free = unpacked(o, d)
+        key = ("unit-columns", matrix.tobytes(), free.tobytes())
         if key not in o.cache:
-            col = np.where(o.flops > 0, _unit_columns(o, d, matrix)[0], 2 * K)
+            col = np.where(free, 2 * K + 1, np.where(o.flops > 0, _unit_columns(o, d, matrix)[0], 2 * K))
             o.cache[key] = (col, np.unique(col))
         col, used = o.cache[key]
         if np.isnan(table[:, used]).any():
             _check_modes(o, _gather(table, col[None, :]))
         return col[None, :]
-    col = np.where(o.flops > 0, _unit_columns(o, d, matrix), 2 * K)
+    col = np.where(unpacked(o, d), 2 * K + 1, np.where(o.flops > 0, _unit_columns(o, d, matrix), 2 * K))
     _check_modes(o, _gather(table, col))
     return col
 
@@ -333,7 +347,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     Arrays come back in the operator table's row order."""
     matrix = on_matrix(o, d)
     peak, eff = unit_peak(o, d, matrix)
-    needs = (o.flops > 0)[None, :]
+    needs = ((o.flops > 0) & ~unpacked(o, d))[None, :]  # a block-scaled weight the matrix unit decodes: no time
     fill = np.broadcast_to(array_fill(o, d, matrix), peak.shape)
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)

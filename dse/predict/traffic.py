@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from dse.hardware.designs import DesignBatch
-from dse.units import DTYPE_INDEX, GemmKernel
+from dse.units import BLOCK_FORMATS, DTYPE_INDEX, GemmKernel
 from dse.workloads.ops import KEEPS_ACTIVATIONS, KEEPS_HELD, attention_ctas
 
 REUSE_CODES = {"tiled": 0, "attention": 1, "stream": 2}
@@ -116,6 +116,9 @@ class OpArrays:
     single: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # its workload is one kernel
     fp_weights: np.ndarray = field(default_factory=lambda: np.zeros(1))
     fp_kv: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    # a weight-only GEMM's ``.dequant`` row of a block-scaled format: the format's index into DTYPES (a matrix unit
+    # that ``unpacks`` it decodes it for free, ``dse.predict.roofline.rate_columns``); -1 elsewhere
+    decodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @classmethod
     def from_table(cls, ops: pd.DataFrame) -> OpArrays:
@@ -149,7 +152,7 @@ class OpArrays:
         gk = s["gemm_kernel"].map(GEMM_KERNEL_CODES).fillna(0).to_numpy(dtype=int) if "gemm_kernel" in s.columns \
             else np.zeros(len(s), dtype=int)  # tables from before the column: the template's kernels
         hr = f("head_rows") if "head_rows" in s.columns else np.zeros(len(s))  # tables from before it: M
-        return cls(**net, **_residency_columns(s, f), units=np.where(in_kernel, ctas, 0.0),
+        return cls(**net, **_residency_columns(s, f), units=np.where(in_kernel, ctas, 0.0), decodes=_decodes(s),
             kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
             kind=np.asarray(kind, dtype=object),
             head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
@@ -179,6 +182,18 @@ class OpArrays:
 
 
 HELD_CODES = {"": 0, "weights": 1, "kv_cache": 2}
+
+
+def _decodes(s: pd.DataFrame) -> np.ndarray:
+    """:attr:`OpArrays.decodes` of the sorted table ``s``: the ``.dequant`` rows of block-scaled weights
+    (``dse.workloads.ops.weight_gemm`` names the format in their ``dtype_b``)."""
+    out = np.full(len(s), -1, dtype=int)
+    if "dtype_b" not in s.columns:
+        return out
+    wdt = s["dtype_b"].astype(str).to_numpy()
+    rows = s["name"].astype(str).str.endswith(".dequant").to_numpy() & np.isin(wdt, list(BLOCK_FORMATS))
+    out[rows] = [DTYPE_INDEX[w] for w in wdt[rows]]
+    return out
 
 
 def _residency_columns(s: pd.DataFrame, f) -> dict[str, np.ndarray]:

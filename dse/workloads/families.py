@@ -59,8 +59,8 @@ class Family:
 
 def _transformer_keywords(a: dict[str, Any]) -> frozenset[str]:
     """Decoders take the LLM keywords, patch models a resolution, the rest (encoders, audio) a sequence."""
-    extra = {"weight_dtype", "weight_group", "fused_attention", "attention_kernel", "attention_gqa", "dropout",
-             "activation_dtype", "input_quant"}
+    extra = {"weight_dtype", "weight_dtypes", "weight_group", "fused_attention", "attention_kernel", "attention_gqa",
+             "dropout", "activation_dtype", "input_quant"}
     if a.get("kind") == "decoder":
         extra |= {"seq", "context", "kv_dtype", "attention_dtype", "logits", "input_len", "output_len", "chunk",
                   "serving_engine"}

@@ -144,6 +144,11 @@ class Workload:
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
             bits.append(f"w:{sp['weight_dtype']}" + (f"/g{sp['weight_group']}" if sp.get("weight_group") else ""))
+        roles = sp.get("weight_dtypes")
+        if roles:  # a mapping, or the 'role=dtype,...' text a validation row or the CLI gives
+            items = (roles.items() if isinstance(roles, dict)
+                     else (x.split("=", 1) for x in str(roles).split(",") if "=" in x))
+            bits.append(" ".join(f"{r.strip()}:{d.strip()}" for r, d in items))
         if sp.get("kv_dtype") and sp["kv_dtype"] != s.get("dtype"):
             bits.append(f"kv:{sp['kv_dtype']}")
         if sp.get("attention_dtype") and sp["attention_dtype"] != s.get("dtype"):

@@ -38,7 +38,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import pandas as pd
 
-from dse.units import DTYPE_BYTES, GemmKernel
+from dse.units import BLOCK_FORMATS, DTYPE_BYTES, GemmKernel
 
 #: Column order of an operator table. ``workload`` is filled when tables are combined into a mix.
 COLUMNS: list[str] = [
@@ -176,8 +176,10 @@ def weight_gemm(name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: 
     wdt = weight_dtype or dtype
     rows = [gemm(name, M, N, K, dtype=dtype, weight_dtype=wdt, out_dtype=out_dtype, batch=batch, count=count)]
     if DTYPE_BYTES[wdt] < DTYPE_BYTES[dtype]:
-        rows.append(streaming(f"{name}.dequant", kind="elementwise", elems=batch * K * N, flops_per_elem=2.0,
-                              dtype=dtype, count=count, fused=True, read_bytes=0.0, write_bytes=0.0))
+        deq = streaming(f"{name}.dequant", kind="elementwise", elems=batch * K * N, flops_per_elem=2.0,
+                        dtype=dtype, count=count, fused=True, read_bytes=0.0, write_bytes=0.0)
+        deq["dtype_b"] = wdt  # what it decodes: free where the matrix unit reads the format natively
+        rows.append(deq)
     return rows
 
 
@@ -187,7 +189,7 @@ def weight_gemm(name: str, M: int, N: int, K: int, *, dtype: str, weight_dtype: 
 GROUP_BYTES = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}
 #: vector FLOPs per weight element to dequantize: convert and scale (int8, fp8); unpack, convert,
 #: subtract the zero point and scale (int4)
-DEQUANT_FLOPS = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}
+DEQUANT_FLOPS = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}  # a block-scaled format: 2 (scale and convert)
 
 
 def group_scales(rows: list[dict[str, Any]], group: int | None) -> list[dict[str, Any]]:
@@ -200,11 +202,14 @@ def group_scales(rows: list[dict[str, Any]], group: int | None) -> list[dict[str
     if group is not None and not quantized:
         raise ValueError(f"weight_group: got {group}; accepted: only with weight-only quantization "
                          "(weight_dtype narrower than dtype)")
+    if group is not None and any(w in BLOCK_FORMATS for w in weight_dtype.values()):
+        raise ValueError(f"weight_group: got {group}; accepted: none with a block-scaled weight dtype "
+                         f"({', '.join(BLOCK_FORMATS)}: its block and scale are the format's)")
     out = []
     for r in rows:
         r = dict(r)
         wdt = r.get("dtype_b", "")
-        if r["name"] in quantized and r.get("reuse") == "tiled":
+        if r["name"] in quantized and r.get("reuse") == "tiled" and wdt not in BLOCK_FORMATS:
             K, N, batch = int(r["K"]), int(r["N"]), int(r.get("batch", 1))
             g = K if group is None else group
             if K % g:

@@ -446,7 +446,7 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     h, L, t = arch.hidden, arch.layers, plan.tp
     T = float(facts["tokens"])
     z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
-    mem: dict[str, float] = {"weights": P * wb / (z if plan.zero == 3 else 1)}
+    mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
     if training:
         mem["gradients"] = P * b / (z if plan.zero >= 2 else 1)
         mem["optimizer"] = P * 12.0 / (z if plan.zero >= 1 else 1)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dse.limits import MAX_BATCH, MAX_FFN, MAX_RESOLUTION, MAX_TOKENS
 from dse.strict import Strict
@@ -13,6 +13,10 @@ from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residen
 from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
+#: the weight matrices of a transformer a scenario may store in a dtype of their own (``weight_dtypes``): the
+#: attention's input and output projections, the MLP's up (and gate) and down projections (dense or expert) and
+#: the LM head; tt-metal's TensorGroups FF1_FF3, FF2, WQKV and WO are such roles
+WeightRole = Literal["qkv_proj", "out_proj", "ffn_up", "ffn_down", "lm_head"]
 
 #: physical ranges of a scenario (beyond them counts overflow and no real deployment runs): MAX_BATCH sequences or
 #: images per pass, MAX_TOKENS tokens of sequence or KV cache, MAX_RESOLUTION pixels per image side (dse.limits,
@@ -43,6 +47,10 @@ class Scenario(Strict):
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")
+    weight_dtypes: dict[WeightRole, Dtype] | None = Field(
+        None, description="Per weight role, the dtype that role's weights are stored in, overriding weight_dtype: "
+        "a mapping or 'role=dtype,role=dtype' (roles qkv_proj, out_proj, ffn_up, ffn_down, lm_head), e.g. "
+        "tt-metal's performance precision: ffn_up=bfp4 beside weight_dtype=bfp8")
     weight_group: int | None = Field(None, gt=0, le=MAX_FFN, description="Weight-only quantization: weights per scale group "
                                      "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
@@ -97,3 +105,23 @@ class Scenario(Strict):
     zero_grad: ZeroGrad = Field(
         "memset", description="Training: the gradient buffer each step, memset (zeroed: Megatron-LM) or none (freed: "
         "PyTorch set_to_none, JAX)")
+
+    @field_validator("weight_dtypes", mode="before")
+    @classmethod
+    def _roles_text(cls, v: Any) -> Any:
+        return weight_roles(v)
+
+
+def weight_roles(v: Any) -> Any:
+    """``"ffn_up=bfp4,lm_head=bfp8"`` (the CLI's and a validation row's form) -> the ``weight_dtypes`` mapping; an
+    empty one: None; a mapping as it is (its keys and values checked by the field's type)."""
+    if isinstance(v, str):
+        out: dict[str, str] = {}
+        for item in filter(None, (x.strip() for x in v.split(","))):
+            role, sep, dt = (x.strip() for x in item.partition("="))
+            if not sep or role not in get_args(WeightRole) or dt not in get_args(Dtype):
+                raise ValueError(f"accepted: role=dtype items (roles {', '.join(get_args(WeightRole))}; dtypes "
+                                 f"{', '.join(get_args(Dtype))}), not {item!r}")
+            out[role] = dt
+        return out or None
+    return v or None

@@ -201,7 +201,7 @@ class TransformerArch(Strict):
         return self
 
 
-def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act: str, fe: bool,
+def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str | tuple[str, str], gated: bool, act: str, fe: bool,
              adt: str | None = None, qdt: str | None = None) -> list[dict[str, Any]]:
     """Router, routed experts and shared experts of the MoE layers (plus any leading dense layers).
 
@@ -209,7 +209,9 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
     touched (their weights are read) with T*k/touched tokens each, as one batched GEMM per matrix.
     ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``);
     ``qdt`` (default ``dt``): what an activation function feeding a GEMM writes (:func:`gemm_input_dtype`).
+    ``wdt``: the weights' dtype, or the up and the down projections' (``weight_dtypes`` roles ffn_up, ffn_down).
     """
+    w_up, w_down = (wdt, wdt) if isinstance(wdt, str) else wdt
     adt = adt or dt
     qdt = qdt or dt
     m = arch.moe
@@ -218,13 +220,13 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
     up = 2 if gated else 1
     rows: list[dict[str, Any]] = []
     if m.dense_layers:
-        rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+        rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=w_up, out_dtype=adt,
                                     count=m.dense_layers))
         rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=m.dense_layers,
                                   fused=fe,
                                   write_bytes=quantized_write(T * arch.ffn, qdt)))
-        rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+        rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=w_down, out_dtype=adt,
                                     count=m.dense_layers))
     rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, out_dtype=adt, count=L_moe))
     rows.append(ops.streaming("moe.router_softmax_topk", kind="softmax", elems=T * m.experts,
@@ -233,33 +235,34 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str, gated: bool, act:
     touched = min(m.experts, assignments)
     tok = max(1, round(assignments / touched))
     f = m.expert_ffn
-    rows.extend(ops.weight_gemm("moe.expert_up", tok, up * f, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+    rows.extend(ops.weight_gemm("moe.expert_up", tok, up * f, h, dtype=dt, weight_dtype=w_up, out_dtype=adt,
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.expert_act", kind="elementwise", elems=tok * touched * f, inputs=up,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
                               write_bytes=quantized_write(tok * touched * f, qdt)))
-    rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+    rows.extend(ops.weight_gemm("moe.expert_down", tok, h, f, dtype=dt, weight_dtype=w_down, out_dtype=adt,
                                 batch=touched, count=L_moe))
     rows.append(ops.streaming("moe.combine", kind="elementwise", elems=assignments * h, flops_per_elem=2.0,
                               dtype=adt, count=L_moe, fused=fe))
     if m.shared_experts:
         fs = f * m.shared_experts
-        rows.extend(ops.weight_gemm("moe.shared_up", T, up * fs, h, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+        rows.extend(ops.weight_gemm("moe.shared_up", T, up * fs, h, dtype=dt, weight_dtype=w_up, out_dtype=adt,
                                     count=L_moe))
         rows.append(ops.streaming("moe.shared_act", kind="elementwise", elems=T * fs, inputs=up,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_moe, fused=fe,
                                   write_bytes=quantized_write(T * fs, qdt)))
-        rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=wdt, out_dtype=adt,
+        rows.extend(ops.weight_gemm("moe.shared_down", T, h, fs, dtype=dt, weight_dtype=w_down, out_dtype=adt,
                                     count=L_moe))
     return rows
 
 
 def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv_len: int, dt: str, wdt: str,
-             kvdt: str, training: bool) -> list[dict[str, Any]]:
+             kvdt: str, training: bool, wdt_out: str | None = None) -> list[dict[str, Any]]:
     """MLA in its inference form with the up-projections absorbed (DeepSeek-V2 Sec. 2.1.3): the KV
     cache holds only the latent (kv_lora_rank) and the shared RoPE key (qk_rope_head_dim) per token;
     attention runs as multi-query attention in the latent space (keys of width latent + rope, values of
-    width latent), then each head's output is mapped back with its V up-projection."""
+    width latent), then each head's output is mapped back with its V up-projection. ``wdt``: the projections'
+    weights (role qkv_proj), ``wdt_out`` (default ``wdt``): the output projection's (role out_proj)."""
     m, h, H, L = arch.mla, arch.hidden, arch.heads, arch.layers
     adt = sc.activation_dtype or dt
     dq = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -281,8 +284,8 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
                               kernel=sc.attention_kernel, gqa=sc.attention_gqa))
     rows.extend(ops.weight_gemm("layer.v_up", T, m.v_head_dim, m.kv_lora_rank, dtype=dt, weight_dtype=wdt,
                                 out_dtype=adt, batch=H, count=L))
-    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt, out_dtype=adt,
-                                count=L))
+    rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * m.v_head_dim, dtype=dt, weight_dtype=wdt_out or wdt,
+                                out_dtype=adt, count=L))
     return rows
 
 
@@ -297,6 +300,12 @@ def dropout_row(name: str, elems: float, dt: str, count: int, fused: bool, into_
     return ops.streaming(name, kind="elementwise", elems=elems, flops_per_elem=1.0, dtype=dt, count=count,
                          fused=fused, read_bytes=0.0 if into_add else elems * b,
                          write_bytes=elems * (1 if into_add else b + 1))
+
+
+def weight_dtype_of(sc: Scenario, role: str) -> str:
+    """The dtype the weights of ``role`` (:data:`dse.workloads.scenario.WeightRole`) are stored in: the scenario's
+    ``weight_dtypes[role]``, else its ``weight_dtype``, else its ``dtype``."""
+    return (sc.weight_dtypes or {}).get(role) or sc.weight_dtype or sc.dtype
 
 
 def default_phase(arch: TransformerArch) -> str:
@@ -329,7 +338,25 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         rows = training_step(rows, params, dt, **step_kernels(sc))
     facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
              "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
+    if sc.weight_dtypes:
+        facts["weight_bytes"] = role_weight_bytes(rows, params, sc, arch)
     return rows, facts
+
+
+def role_weight_bytes(rows: list[dict[str, Any]], params: float, sc: Scenario, arch: TransformerArch) -> float:
+    """Bytes of the weights when roles keep dtypes of their own (``weight_dtypes``): ``params x b_w`` (``b_w`` the
+    bytes of ``weight_dtype``) plus, for each forward weight GEMM stored in another dtype, its ``K N`` weights per
+    matrix (every expert's, not only the touched ones) x its count x (its dtype's bytes - ``b_w``)."""
+    base = sc.weight_dtype or sc.dtype
+    wb = DTYPE_BYTES[base]
+    total = params * wb
+    for r in rows:
+        name = str(r["name"])
+        if r.get("held") != "weights" or r.get("reuse") != "tiled" or ".bwd" in name or r["dtype_b"] in ("", base):
+            continue
+        mats = arch.moe.experts if (arch.moe is not None and name.startswith("moe.expert_")) else r.get("batch", 1)
+        total += float(r["K"]) * float(r["N"]) * mats * r["count"] * (DTYPE_BYTES[r["dtype_b"]] - wb)
+    return total
 
 
 def _phase(arch: TransformerArch, sc: Scenario, name: str) -> tuple[str, bool]:
@@ -440,11 +467,12 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=adt, count=L, fused=fe)
 
     rows.append(vec("norm1", "norm", T * h, arch.norm))
-    wdt = sc.weight_dtype or dt
     if arch.mla is not None:
-        rows.extend(mla_rows(arch, sc, B, T, q_len, kv_len, dt, wdt, kvdt, training))
+        rows.extend(mla_rows(arch, sc, B, T, q_len, kv_len, dt, weight_dtype_of(sc, "qkv_proj"), kvdt, training,
+                             wdt_out=weight_dtype_of(sc, "out_proj")))
     else:
-        rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt, weight_dtype=wdt,
+        rows.extend(ops.weight_gemm("layer.qkv_proj", T, (H + 2 * Hkv) * d, h, dtype=dt,
+                                    weight_dtype=weight_dtype_of(sc, "qkv_proj"),
                                     out_dtype=adt, count=L))
         if arch.position == "rope":
             rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
@@ -457,8 +485,8 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                                   kernel=sc.attention_kernel, gqa=sc.attention_gqa))
         if training and sc.dropout > 0 and not sc.fused_attention:
             rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
-        rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=wdt, out_dtype=adt,
-                                    count=L))
+        rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=weight_dtype_of(sc, "out_proj"),
+                                    out_dtype=adt, count=L))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout1", T * h, adt, L, fe, into_add=True))
     if not arch.parallel_block:
@@ -477,15 +505,17 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
                  vec("conv_residual", "elementwise", T * h, "add", 2)]
     ffn_count = 2 * L if arch.conformer is not None else L  # macaron: two half-step FFNs per Conformer block
     if arch.moe is None:
-        rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt, weight_dtype=wdt,
+        rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt,
+                                    weight_dtype=weight_dtype_of(sc, "ffn_up"),
                                     out_dtype=adt, count=ffn_count))
         rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
                                   flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=ffn_count, fused=fe,
                                   write_bytes=quantized_write(T * arch.ffn, qdt)))
-        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=wdt, out_dtype=adt,
-                                    count=ffn_count))
+        rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt,
+                                    weight_dtype=weight_dtype_of(sc, "ffn_down"), out_dtype=adt, count=ffn_count))
     else:
-        rows.extend(moe_rows(arch, T, dt, wdt, gated, act, fe, adt, qdt))
+        rows.extend(moe_rows(arch, T, dt, (weight_dtype_of(sc, "ffn_up"), weight_dtype_of(sc, "ffn_down")), gated,
+                             act, fe, adt, qdt))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout2", T * h, adt, L, fe, into_add=True))
     rows.append(vec("residual2", "elementwise", T * h, "add", inputs=3 if arch.parallel_block else 2))
@@ -497,7 +527,7 @@ def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int
     ``logits: all``, else the last token of each sequence) or the classifier (one row per sequence)."""
     dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
     adt = sc.activation_dtype or dt
-    wdt = sc.weight_dtype or dt
+    wdt = weight_dtype_of(sc, "lm_head")
     rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=gemm_input_dtype(sc))]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B

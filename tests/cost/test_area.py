@@ -324,3 +324,20 @@ def test_a_searched_die_count_splits_the_same_parts_over_more_dies() -> None:
     assert list(xcd.count) == [4, 8, 16]
     assert xcd.mm2 * xcd.count == pytest.approx(np.full(3, xcd.mm2[1] * 8))  # hybrid-bond pads: no D2D area
     assert dse.area(d.to_hardware(2, "sixteen")).dies[0].count[0] == 16
+
+
+def test_a_block_scaled_mode_is_priced_as_its_element_type() -> None:
+    """Listing BLOCKFP8 (bfp8) beside a chip's fp8 mode adds no MACs: a bfp8 PE is an int8-class PE, and n150's 148
+    TFLOP/s of it need fewer PEs than its 262 of fp8."""
+    from dse.cost.area import pe_ratio
+
+    node = load_node("7nm")
+    assert pe_ratio(node, "bfp8") == pe_ratio(node, "int8") and pe_ratio(node, "mxfp8") == pe_ratio(node, "fp8")
+    tt = dse.hardware("tt-n150")
+    assert "bfp8" in tt.compute.matrix.peak_tflops
+    data = tt.model_dump(mode="python", exclude_none=True)
+    del data["compute"]["matrix"]["peak_tflops"]["bfp8"]
+    without = dse.hardware(data)
+    n = load_node(tt.process_node)
+    with_bfp8, plain = (systolic_pes(DesignBatch.from_hardware(h), n) for h in (tt, without))
+    assert with_bfp8 == pytest.approx(plain)

@@ -59,3 +59,13 @@ def test_a_second_off_chip_level_is_priced_by_its_kind_not_its_place() -> None:
     far = DesignBatch.from_hardware(with_far_level(dse.hardware("a100-80gb")))
     e = level_energy_per_byte(far, N7)
     assert e[3] == e[2] == N7.energy_pj_per_byte_dram.value * PJ
+
+
+def test_a_block_scaled_mac_costs_its_elements_energy() -> None:
+    """bfp8 / bfp4 MACs are fixed-point on their mantissas within a block (int8 / int4 class), an MX format's its
+    element type's (dse.units.BlockFormat.element)."""
+    node = load_node("7nm")
+    e = flop_energy(node, systolic=True)
+    assert e[DTYPE_INDEX["bfp8"]] == e[DTYPE_INDEX["int8"]] and e[DTYPE_INDEX["bfp4"]] == e[DTYPE_INDEX["int4"]]
+    assert e[DTYPE_INDEX["mxfp8"]] == e[DTYPE_INDEX["fp8"]]
+    assert e[DTYPE_INDEX["bfp8"]] < e[DTYPE_INDEX["bf16"]]

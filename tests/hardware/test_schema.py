@@ -66,6 +66,10 @@ def test_blocks_are_frozen() -> None:
      "chip.yaml: memory.0.kind: got 'flash'; accepted: one of sram, dram"),
     (lambda d: d["compute"].pop("cores"), "chip.yaml: compute.cores: missing; this field is required"),
     (lambda d: d.__setitem__("process_node", "1nm"), "chip.yaml: process_node: got '1nm'; accepted: one of 12nm, 16nm"),
+    (lambda d: d["compute"]["matrix"].__setitem__("unpacks", ["int4"]),
+     "chip.yaml: compute.matrix.unpacks: got 'int4'; accepted: on the matrix unit, block-scaled formats (bfp8, bfp4"),
+    (lambda d: d["compute"]["vector"].__setitem__("unpacks", ["bfp8"]),
+     "chip.yaml: compute.vector.unpacks: got 'bfp8' on the vector unit; accepted: on the matrix unit"),
 ])
 def test_a_bad_template_field_is_one_line_naming_file_field_value_and_accepted(mutate, expected: str) -> None:
     assert _error(mutate).startswith(expected)

@@ -117,6 +117,18 @@ def test_npu_templates(monkeypatch, name):
     _check(monkeypatch, _knobs(base, rng), _inference_mix(eager_training=False))
 
 
+@pytest.mark.parametrize("name", ["tt-n150", "h100-sxm"])
+def test_block_scaled_weights(monkeypatch, name):
+    """Weights in bfp8 / bfp4 beside bf16 activations: decoded for free where the matrix unit ``unpacks`` them
+    (Tensix), by a dequantization kernel on the vector units elsewhere; both paths agree either way."""
+    rng = np.random.default_rng(3)
+    base = DesignBatch.from_hardware(dse.hardware(name))
+    mix = Mix.of([dse.workload("llama3-8b", phase="decode", batch=32, context=128, weight_dtype="bfp8",
+                               weight_dtypes={"ffn_up": "bfp4"}, kv_dtype="bfp8"),
+                  dse.workload("llama2-7b", phase="prefill", batch=1, seq=256, weight_dtype="bfp4")], [1.0, 2.0])
+    _check(monkeypatch, _knobs(base, rng), mix)
+
+
 def test_collectives_and_their_overlap(monkeypatch):
     """A training step on 8 chips of a DGX with tensor and data parallelism: network terms per collective and
     the data-parallel gradient all-reduce partly hidden behind the backward pass."""

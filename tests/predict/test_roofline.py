@@ -389,3 +389,21 @@ def test_tensor_e_hides_its_weight_load_behind_64_streamed_rows() -> None:
     with pytest.raises(DseError, match="compute.matrix.stream_rows: got 64 with dataflow output_stationary") as ei:
         dse.hardware(data)
     assert "\n" not in str(ei.value)
+
+
+def test_block_scaled_weights_are_decoded_free_only_where_the_matrix_unit_unpacks_them() -> None:
+    """bfp8 weights beside bf16 activations: a Wormhole's unpackers decode them (``compute.matrix.unpacks``), so the
+    ``.dequant`` rows take no time and say ``unpacker``; the same chip without the field, and an H100, run them as a
+    dequantization kernel on the vector units; the GEMMs themselves are the same either way."""
+    wl = dse.workload("llama3-8b", phase="decode", batch=32, context=128, weight_dtype="bfp8", kv_dtype="bfp8")
+    tt = dse.hardware("tt-n150")
+    data = tt.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"]["unpacks"] = []
+    plain = dse.hardware(data)
+    free, charged, gpu = (dse.predict(wl, hw).ops for hw in (tt, plain, dse.hardware("h100-sxm")))
+    deq = free["name"].str.endswith(".dequant")
+    assert deq.sum() == 5 and (free.loc[deq, "time_s"] == 0).all() and (free.loc[deq, "ran_on"] == "unpacker").all()
+    assert (charged.loc[deq, "time_s"] > 0).all() and (charged.loc[deq, "ran_on"] == "vector").all()
+    assert (gpu.loc[gpu["name"].str.endswith(".dequant"), "time_s"] > 0).all()
+    np.testing.assert_allclose(free.loc[~deq, "time_s"], charged.loc[~deq, "time_s"], rtol=1e-12)
+    assert dse.predict(wl, tt).time_s < dse.predict(wl, plain).time_s

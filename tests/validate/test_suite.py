@@ -303,7 +303,8 @@ BAD_CELL = {  # class: (column, bad value, the column path in the line, accepted
     "unknown hardware": ("hardware", "b300", "hardware", None),  # the shipped template names
     "unknown workload": ("workload", "llama9-7b", "workload", r".*\bllama2-7b\b.*, a YAML path, .*gemm:MxNxK"),
     "malformed gemm": ("workload", "gemm:0x12288x12288", "workload", r"gemm:MxNxK with 0 < M, N, K <= 2\^24"),
-    "unknown dtype": ("scenario", "dtype=fp99", "scenario.dtype", r"one of int4, int8, fp8, fp16, bf16, tf32, fp32, fp64"),
+    "unknown dtype": ("scenario", "dtype=fp99", "scenario.dtype",
+                      r"one of int4, int8, fp8, fp16, bf16, tf32, fp32, fp64, bfp8, bfp4, mxfp8, mxfp4"),
     "unknown metric": ("metric", "joules", "metric", "time_s, tflops, tokens_per_s, samples_per_s, bandwidth_gbps, mfu"),
     "zero chips": ("n_chips", "0", "n_chips", r"an integer 1\.\.1000000"),
     "fractional chips": ("n_chips", "1.5", "n_chips", r"an integer 1\.\.1000000"),
@@ -707,7 +708,7 @@ def test_a_row_with_an_fsdp_plan_is_not_turned_into_tensor_parallelism() -> None
 
 def test_tenstorrent_rows_leave_far_more_per_operator_than_the_published_dispatch_as_the_doc_says() -> None:
     """docs/npu_validation.md, 'Tenstorrent dispatch, sourced': the time the n150/p150 CNN and decode rows measure
-    beyond the prediction, per operator executed, is 17-24 us on n150 (42 on mobilenet-v2) and 10-31 us on p150, where
+    beyond the prediction, per operator executed, is 16-24 us on n150 (42 on mobilenet-v2) and 10-31 us on p150, where
     tt-metal's dispatch goldens (the templates' launch overhead) are 1.21 and 0.94 us."""
     with Path(default_path()).open() as f:
         rows = [r for r in csv.DictReader(f) if r["hardware"] in ("tt-n150", "tt-p150") and r["id"].startswith("ttmetal-")]
@@ -720,7 +721,7 @@ def test_tenstorrent_rows_leave_far_more_per_operator_than_the_published_dispatc
     n150 = {k: v for k, v in gap.items() if "n150" in k and "mobilenet" not in k}
     p150 = {k: v for k, v in gap.items() if "p150" in k}
     assert len(n150) == 5 and len(p150) == 3
-    assert min(n150.values()) >= 17 and max(n150.values()) <= 24.5
+    assert min(n150.values()) >= 15.5 and max(n150.values()) <= 24.5
     assert 41 <= gap["ttmetal-n150-mobilenet-v2-b10"] <= 43
     assert min(p150.values()) >= 10 and max(p150.values()) <= 31
     assert (dse.hardware("tt-n150").compute.launch_overhead_us, dse.hardware("tt-p150").compute.launch_overhead_us) == (

@@ -5,6 +5,8 @@ import pytest
 
 import dse
 from dse.errors import DseError
+from dse.units import DTYPE_BYTES
+from dse.workloads.scenario import Scenario
 
 
 def _bytes(wl, prefix: str) -> float:
@@ -230,3 +232,56 @@ def test_the_causal_flag_sets_the_attention_mask_of_a_decoder(tmp_path) -> None:
     assert 1.9 < att(bidi) / att(causal) < 2.05
     rest = lambda o: float((o.loc[o["kind"] == "gemm", "flops"] * o.loc[o["kind"] == "gemm", "count"]).sum())  # noqa: E731
     assert rest(bidi) == rest(causal)
+
+
+# weight roles stored in dtypes of their own (``weight_dtypes``)
+
+def _gemm(wl, name: str):
+    return wl.ops[wl.ops["name"] == name].iloc[0]
+
+
+def test_each_role_streams_its_own_dtype_and_the_footprint_adds_them_up() -> None:
+    """tt_transformers' performance precision on Llama 3.1 8B: FF1/FF3 in bfp4, the rest in bfp8. The MLP's up
+    projection reads 4.5 bits per weight, the others 8.5, and the weights' footprint is params x 1.0625 B less
+    the up projection's weights x (1.0625 - 0.5625) B."""
+    base = dse.workload("llama3-8b", phase="decode", batch=32, context=128, weight_dtype="bfp8")
+    mixed = dse.workload("llama3-8b", phase="decode", batch=32, context=128, weight_dtype="bfp8",
+                         weight_dtypes="ffn_up=bfp4")
+    up, down = _gemm(mixed, "layer.ffn_up"), _gemm(mixed, "layer.ffn_down")
+    assert (up["dtype_b"], down["dtype_b"], _gemm(mixed, "lm_head")["dtype_b"]) == ("bfp4", "bfp8", "bfp8")
+    assert up["b_bytes"] == pytest.approx(up["K"] * up["N"] * 0.5625)
+    assert down["b_bytes"] == pytest.approx(down["K"] * down["N"] * 1.0625)
+    up_weights = up["K"] * up["N"] * up["count"]  # 32 layers of [4096, 2 x 14336]
+    assert up_weights == 32 * 4096 * 2 * 14336
+    assert mixed.memory["weights"] == pytest.approx(base.memory["weights"] - up_weights * (1.0625 - 0.5625))
+    assert "ffn_up:bfp4" in mixed.label()
+
+
+@pytest.mark.parametrize("role,row", [("qkv_proj", "layer.qkv_proj"), ("out_proj", "layer.out_proj"),
+                                      ("ffn_down", "layer.ffn_down"), ("lm_head", "lm_head")])
+def test_every_role_names_its_gemm_and_only_it(role: str, row: str) -> None:
+    wl = dse.workload("llama2-7b", phase="decode", batch=4, context=512, weight_dtypes={role: "int4"})
+    narrowed = wl.ops[wl.ops["dtype_b"] == "int4"]
+    assert set(narrowed["name"]) == {row, f"{row}.dequant"}  # its GEMM, and the kernel that dequantizes for it
+
+
+def test_moe_experts_follow_the_ffn_roles_and_count_every_expert_in_memory() -> None:
+    """An MoE's expert up/down projections take the ffn_up / ffn_down dtypes; the footprint counts all experts'
+    weights, not only the ones a step touches."""
+    kw = dict(phase="decode", batch=1, context=256)
+    base = dse.workload("mixtral-8x7b", **kw)
+    mixed = dse.workload("mixtral-8x7b", weight_dtypes={"ffn_up": "fp8", "ffn_down": "fp8"}, **kw)
+    ex = _gemm(mixed, "moe.expert_up")
+    assert ex["dtype_b"] == "fp8" and _gemm(mixed, "moe.expert_down")["dtype_b"] == "fp8"
+    experts = 8 * 32 * 4096 * 14336 * 3  # every expert's w1, w3 and w2
+    saved = experts * (DTYPE_BYTES["bf16"] - DTYPE_BYTES["fp8"])
+    assert base.memory["weights"] - mixed.memory["weights"] == pytest.approx(saved, rel=1e-9)
+
+
+def test_bad_roles_are_one_line_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="accepted: role=dtype items"):
+        Scenario(weight_dtypes="ffn=bfp4")
+    with pytest.raises(DseError, match="does not use weight_dtypes"):
+        dse.workload("resnet50", weight_dtypes="ffn_up=bfp4")
+    with pytest.raises(DseError, match="weight_group: got 128; accepted: none with a block-scaled weight dtype"):
+        dse.workload("llama2-7b", phase="decode", weight_dtype="bfp4", weight_group=128)
