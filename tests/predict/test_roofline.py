@@ -407,3 +407,15 @@ def test_block_scaled_weights_are_decoded_free_only_where_the_matrix_unit_unpack
     assert (gpu.loc[gpu["name"].str.endswith(".dequant"), "time_s"] > 0).all()
     np.testing.assert_allclose(free.loc[~deq, "time_s"], charged.loc[~deq, "time_s"], rtol=1e-12)
     assert dse.predict(wl, tt).time_s < dse.predict(wl, plain).time_s
+
+
+def test_mx_gemms_run_at_blackwells_native_rates_and_fall_back_elsewhere() -> None:
+    """B200 lists mxfp4 at twice its fp8 peak (Blackwell's block-scaled MMA); an H100, without MX modes, runs an mxfp4
+    GEMM in fp8 (dse.units.FALLBACK), at its fp8 peak. The operands stream at 17/32 byte per element."""
+    wl = dse.workload("gemm:8192x8192x8192", dtype="mxfp4")
+    assert wl.ops.iloc[0]["a_bytes"] == 8192 * 8192 * 17 / 32
+    b200, h100 = dse.predict(wl, "b200").ops.iloc[0], dse.predict(wl, "h100-sxm").ops.iloc[0]
+    fp8 = dse.predict(dse.workload("gemm:8192x8192x8192", dtype="fp8"), "h100-sxm").ops.iloc[0]
+    assert b200["roof_flops"] / 1e12 == pytest.approx(9000, rel=0.02)
+    assert h100["roof_flops"] == pytest.approx(fp8["roof_flops"], rel=1e-12)  # the fp8 peak: 1979 TFLOP/s
+    assert h100["roof_flops"] / 1e12 == pytest.approx(1978.9, rel=1e-6)
