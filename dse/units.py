@@ -19,7 +19,8 @@ KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
 
-Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "bfp8", "bfp4", "mxfp8", "mxfp4"]
+Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "bfp8", "bfp4", "mxfp8", "mxfp4",
+                "nvfp4"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,16 @@ _TT_BFP = ("Tenstorrent block floating point, the Tensix unpacker/packer formats
            "Fidelity); a 32x32 bfloat8_b tile is 1024 + 64 = 1088 bytes in tt-metal")
 _OCP_MX = ("OCP Microscaling Formats (MX) Specification v1.0 (Open Compute Project, 2023): blocks of k = 32 elements "
            "share one 8-bit E8M0 scale; MXFP8 elements are FP8 (E4M3 or E5M2), MXFP4 elements FP4 (E2M1)")
+_NVFP4 = ("NVIDIA NVFP4 (NVIDIA technical blog 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference', "
+          "2025; CUDA PTX ISA, tcgen05.mma .kind::mxf4nvf4 with scale_vec::4X): FP4 E2M1 elements, one FP8 E4M3 scale per "
+          "16 (and an FP32 scale per tensor, negligible per element)")
 #: the block-scaled dtypes (:class:`BlockFormat`), by name
 BLOCK_FORMATS: dict[str, BlockFormat] = {
     "bfp8": BlockFormat(8, 8, 16, "int8", _TT_BFP),
     "bfp4": BlockFormat(4, 8, 16, "int4", _TT_BFP),
     "mxfp8": BlockFormat(8, 8, 32, "fp8", _OCP_MX),
     "mxfp4": BlockFormat(4, 8, 32, "int4", _OCP_MX),
+    "nvfp4": BlockFormat(4, 8, 16, "int4", _NVFP4),
 }
 
 def element_of(dtype: str) -> str:
@@ -64,7 +69,8 @@ def element_of(dtype: str) -> str:
 
 
 #: Bytes per element. tf32 is stored in 32-bit containers; int4 is packed two per byte; a block-scaled format
-#: carries its shared scale (:data:`BLOCK_FORMATS`: bfp8 1.0625, bfp4 0.5625, mxfp8 1.03125, mxfp4 0.53125).
+#: carries its shared scale (:data:`BLOCK_FORMATS`: bfp8 1.0625, bfp4 0.5625, mxfp8 1.03125, mxfp4 0.53125,
+#: nvfp4 0.5625).
 DTYPE_BYTES: dict[str, float] = {
     "fp64": 8.0,
     "fp32": 4.0,
@@ -108,7 +114,7 @@ def unit_of(name: str) -> str:
 
 #: Order used to index per-dtype arrays.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64", "bfp8", "bfp4", "mxfp8",
-                           "mxfp4")
+                           "mxfp4", "nvfp4")
 #: operator kinds a workload places on the matrix unit (``dse.workloads.ops``); a template's ``runs`` says which of
 #: them each unit can execute (the vector units run every other kind)
 MATRIX_OP_KINDS: tuple[str, ...] = ("gemm", "conv", "attention")
@@ -125,6 +131,7 @@ FALLBACK: dict[str, tuple[str, ...]] = {
     "bfp4": ("bfp4", "bfp8", "bf16", "fp16", "fp32"),
     "mxfp8": ("mxfp8", "fp8", "fp16", "bf16", "fp32"),
     "mxfp4": ("mxfp4", "mxfp8", "fp8", "fp16", "bf16", "fp32"),
+    "nvfp4": ("nvfp4", "fp8", "fp16", "bf16", "fp32"),
     "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
     "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
     "fp8": ("fp8", "fp16", "bf16", "fp32"),

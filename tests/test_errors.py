@@ -79,7 +79,7 @@ def test_a_validator_naming_its_field_moves_the_location_to_it() -> None:
     (lambda d: d.pop("source"), "source: missing; this field is required"),
     (lambda d: d.__setitem__("reference_dtype", "fp6"),
      "reference_dtype: got 'fp6'; accepted: one of 'fp64', 'fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8', 'int4', "
-     "'bfp8', 'bfp4', 'mxfp8' or 'mxfp4'"),
+     "'bfp8', 'bfp4', 'mxfp8', 'mxfp4' or 'nvfp4'"),
     (lambda d: d["compute"].__setitem__("clock_ghz", float("inf")), "compute.clock_ghz: got inf; accepted: a finite number"),
     (lambda d: d["compute"].__setitem__("launch_overhead_us", -1.0),
      "compute.launch_overhead_us: got -1.0; accepted: a number >= 0.0"),

@@ -26,6 +26,7 @@ def test_block_scaled_formats_carry_their_shared_scale() -> None:
     a bfloat4_b tile 576; an MX block of 32 FP8 (FP4) elements with its E8M0 scale 33 (17) bytes."""
     assert DTYPE_BYTES["bfp8"] * 1024 == 1088 and DTYPE_BYTES["bfp4"] * 1024 == 576
     assert DTYPE_BYTES["mxfp8"] * 32 == 33 and DTYPE_BYTES["mxfp4"] * 32 == 17
+    assert DTYPE_BYTES["nvfp4"] * 16 == 9  # 16 FP4 values and their E4M3 scale
     assert set(BLOCK_FORMATS) <= set(DTYPES) and all(element_of(b) in DTYPES for b in BLOCK_FORMATS)
     assert fallback_dtype("bfp4", {"bfp8": 148, "bf16": 74}) == "bfp8"  # a Wormhole with its BLOCKFP8 mode
     assert fallback_dtype("mxfp8", {"fp8": 1979, "bf16": 989}) == "fp8"  # Hopper: FP8 MMA, scales per K-block

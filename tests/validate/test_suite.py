@@ -304,7 +304,7 @@ BAD_CELL = {  # class: (column, bad value, the column path in the line, accepted
     "unknown workload": ("workload", "llama9-7b", "workload", r".*\bllama2-7b\b.*, a YAML path, .*gemm:MxNxK"),
     "malformed gemm": ("workload", "gemm:0x12288x12288", "workload", r"gemm:MxNxK with 0 < M, N, K <= 2\^24"),
     "unknown dtype": ("scenario", "dtype=fp99", "scenario.dtype",
-                      r"one of int4, int8, fp8, fp16, bf16, tf32, fp32, fp64, bfp8, bfp4, mxfp8, mxfp4"),
+                      r"one of int4, int8, fp8, fp16, bf16, tf32, fp32, fp64, bfp8, bfp4, mxfp8, mxfp4, nvfp4"),
     "unknown metric": ("metric", "joules", "metric", "time_s, tflops, tokens_per_s, samples_per_s, bandwidth_gbps, mfu"),
     "zero chips": ("n_chips", "0", "n_chips", r"an integer 1\.\.1000000"),
     "fractional chips": ("n_chips", "1.5", "n_chips", r"an integer 1\.\.1000000"),
