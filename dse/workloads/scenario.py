@@ -119,9 +119,9 @@ def weight_roles(v: Any) -> Any:
         out: dict[str, str] = {}
         for item in filter(None, (x.strip() for x in v.split(","))):
             role, sep, dt = (x.strip() for x in item.partition("="))
-            if not sep or role not in get_args(WeightRole) or dt not in get_args(Dtype):
-                raise ValueError(f"accepted: role=dtype items (roles {', '.join(get_args(WeightRole))}; dtypes "
-                                 f"{', '.join(get_args(Dtype))}), not {item!r}")
+            if not sep or role not in get_args(WeightRole) or dt not in get_args(Dtype) or role in out:
+                raise ValueError(f"accepted: role=dtype items, each role once (roles {', '.join(get_args(WeightRole))}; "
+                                 f"dtypes {', '.join(get_args(Dtype))}), not {item!r}")
             out[role] = dt
         return out or None
     return v or None

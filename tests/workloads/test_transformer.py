@@ -279,8 +279,9 @@ def test_moe_experts_follow_the_ffn_roles_and_count_every_expert_in_memory() -> 
 
 
 def test_bad_roles_are_one_line_naming_the_field() -> None:
-    with pytest.raises(ValueError, match="accepted: role=dtype items"):
-        Scenario(weight_dtypes="ffn=bfp4")
+    for text in ("ffn=bfp4", "ffn_up=", "ffn_up=bfp4,ffn_up=int4", "ffn_up=bfp4;lm_head=bfp8"):
+        with pytest.raises(ValueError, match="accepted: role=dtype items, each role once"):
+            Scenario(weight_dtypes=text)
     with pytest.raises(DseError, match="does not use weight_dtypes"):
         dse.workload("resnet50", weight_dtypes="ffn_up=bfp4")
     with pytest.raises(DseError, match="weight_group: got 128; accepted: none with a block-scaled weight dtype"):
