@@ -837,7 +837,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.workloads.library import plan_for, workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_dtypes", "weight_group", "kv_dtype",
-            "execution",
+            "kv_block", "execution",
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
             "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format", "framework", "weight_cast",
@@ -1053,6 +1053,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
                     "out_proj, ffn_up, ffn_down, lm_head; e.g. ffn_up=bfp4 beside --weight-dtype bfp8)")
     pp.add_argument("--weight-group", type=int, help="weights per quantization scale group (e.g. 128)")
     pp.add_argument("--kv-dtype", help="KV cache dtype")
+    pp.add_argument("--kv-block", type=int, help="decode/serving: the attention reads the KV cache in whole blocks of "
+                    "this many tokens (optimum-habana --bucket_internal: its --bucket_size)")
     pp.add_argument("--attention-dtype", help="attention matrix products' dtype (default: --dtype)")
     pp.add_argument("--activation-dtype",
                     help="activations between kernels and GEMM outputs (default: --dtype; e.g. fp16 beside fp8 GEMMs)")

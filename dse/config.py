@@ -53,6 +53,8 @@ class WorkloadEntry(Strict):
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION)
     dtype: Dtype | None = None
     kv_dtype: Dtype | None = None
+    kv_block: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Decode/serving: the attention reads the KV "
+                                 "cache in whole blocks of this many tokens")
     attention_dtype: Dtype | None = None
     activation_dtype: Dtype | None = None
     weight_dtype: Dtype | None = None

@@ -62,8 +62,8 @@ def _transformer_keywords(a: dict[str, Any]) -> frozenset[str]:
     extra = {"weight_dtype", "weight_dtypes", "weight_group", "fused_attention", "attention_kernel", "attention_gqa",
              "dropout", "activation_dtype", "input_quant"}
     if a.get("kind") == "decoder":
-        extra |= {"seq", "context", "kv_dtype", "attention_dtype", "logits", "input_len", "output_len", "chunk",
-                  "serving_engine"}
+        extra |= {"seq", "context", "kv_dtype", "kv_block", "attention_dtype", "logits", "input_len", "output_len",
+                  "chunk", "serving_engine"}
     elif a.get("patch"):
         extra |= {"resolution"}
     else:

@@ -151,6 +151,8 @@ class Workload:
             bits.append(" ".join(f"{r.strip()}:{d.strip()}" for r, d in items))
         if sp.get("kv_dtype") and sp["kv_dtype"] != s.get("dtype"):
             bits.append(f"kv:{sp['kv_dtype']}")
+        if sp.get("kv_block"):
+            bits.append(f"kvblock{sp['kv_block']}")
         if sp.get("attention_dtype") and sp["attention_dtype"] != s.get("dtype"):
             bits.append(f"attn:{sp['attention_dtype']}")
         act = sp.get("activation_dtype") or s.get("activation_dtype")  # a library model's spec, a gemm's scenario
@@ -491,8 +493,10 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
                        "(recomputation trades memory for time in training only)", field="plan.recompute")
     i, o = local.input_len, local.output_len
     arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
-    pre = local.model_copy(update={"phase": "prefill", "seq": i, "logits": "last"})
-    dec = local.model_copy(update={"phase": "decode", "context": serving.mean_context(i, o)})
+    pre = local.model_copy(update={"phase": "prefill", "seq": i, "logits": "last", "kv_block": None})
+    # the decode steps' mean KV read, whole blocks with kv_block (applied here, so the decode build reads it as is)
+    dec = local.model_copy(update={"phase": "decode", "context": serving.mean_read_context(i, o, local.kv_block),
+                                   "kv_block": None})
     rows_p, facts_p = transformer.build(arch_l, pre, name)
     rows_d, facts_d = transformer.build(arch_l, dec, name)
     if not plan.trivial:

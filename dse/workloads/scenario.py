@@ -54,6 +54,10 @@ class Scenario(Strict):
     weight_group: int | None = Field(None, gt=0, le=MAX_FFN, description="Weight-only quantization: weights per scale group "
                                      "along K (e.g. 128; default one group per column, per-channel scales)")
     kv_dtype: Dtype | None = Field(None, description="KV cache (default: dtype)")
+    kv_block: int | None = Field(
+        None, gt=0, le=MAX_TOKENS, description="Decode: the attention reads the KV cache in whole blocks of this many "
+        "tokens, up to the first multiple at or above the context (optimum-habana's --bucket_internal reads up to the "
+        "next multiple of --bucket_size; a paged cache reads whole pages). Default: exactly the context")
     attention_dtype: Dtype | None = Field(None, description="The attention kernel's matrix products (default: "
                                           "dtype), e.g. fp16 where FP8 GEMMs keep an fp16 attention")
     activation_dtype: Dtype | None = Field(

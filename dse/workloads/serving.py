@@ -9,7 +9,8 @@ vLLM, SOSP 2023): a finished sequence's slot is refilled at once, so in steady s
 * ``prefill.*`` rows: the ``batch`` prompts (``batch x input_len`` tokens, logits of the last token);
 * ``decode.*`` rows, count x ``output_len``: one decode step of ``batch`` sequences at the mean KV
   length ``input_len + output_len / 2`` (attention and KV reads grow linearly over a sequence's life,
-  so the mean length gives the exact total for them).
+  so the mean length gives the exact total for them); with ``kv_block`` the mean of the lengths the attention
+  reads, each rounded up to a whole block (:func:`mean_read_context`).
 
 With ``T_p`` and ``T_d`` the predicted prefill and decode times of a pass:
 
@@ -52,6 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import Field
 
@@ -108,6 +110,24 @@ def mean_context(input_len: int, output_len: int) -> int:
     return max(1, int(round(input_len + output_len / 2)))
 
 
+def read_context(context: int, block: int | None) -> int:
+    """KV tokens a decode step's attention reads: ``block x ceil(context / block)`` with ``kv_block``, else
+    ``context`` (optimum-habana's generate(): ``cache_idx = (idx + 1) x bucket_size``, ``idx = (token_idx - 1) //
+    bucket_size``, the KV cache sliced to ``[:cache_idx]`` before the decode attention; huggingface/optimum-habana
+    optimum/habana/transformers/generation/utils.py and models/llama/modeling_llama.py)."""
+    return context if not block else block * -(-context // block)
+
+
+def mean_read_context(input_len: int, output_len: int, block: int | None) -> int:
+    """The mean of :func:`read_context` over a sequence's decode steps, the ``t``-th of which attends to
+    ``input_len + t`` tokens (``t = 1 .. output_len``); :func:`mean_context` without ``kv_block``. Rounded, at
+    least 1: the attention's reads and FLOPs are linear in the length, so the mean step gives their total."""
+    if not block:
+        return mean_context(input_len, output_len)
+    t = np.arange(input_len + 1, input_len + output_len + 1)
+    return max(1, int(round(float((block * -(-t // block)).mean()))))
+
+
 def metrics(ops: pd.DataFrame, facts: dict[str, Any]) -> dict[str, float]:
     """tokens/s, TTFT, mean and worst TPOT (seconds) from a serving prediction's per-row ``total_time_s``
     plus the engine's host time of the pass (``host_prefill_s``, ``host_decode_s`` facts)."""
@@ -131,5 +151,5 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
             "tpot_max_s": worst, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}
 
 
-__all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "metrics", "prefixed",
-           "serving_metrics"]
+__all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "mean_read_context", "metrics",
+           "prefixed", "read_context", "serving_metrics"]

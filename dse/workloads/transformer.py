@@ -29,6 +29,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
+from dse.workloads.serving import read_context
 from dse.workloads.training import step_kernels, training_step
 
 #: row-reduction norms: a kernel of their own even with fused elementwise work (see ``norm_row``)
@@ -324,10 +325,13 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     Hkv = arch.kv_heads or H
     d = arch.head_dim or h // H
     res, q_len, kv_len = _geometry(arch, sc, name, phase)
+    if sc.kv_block and phase != "decode":
+        raise ValueError(f"kv_block: got {sc.kv_block} for phase {phase}; accepted: only with phase decode or serving "
+                         "(the decode attention's reads)")
     T = B * q_len
     rows: list[dict[str, Any]] = []
     rows += _input_rows(arch, sc, B, T, res)
-    rows += _layer_rows(arch, sc, B, T, q_len, kv_len, training)
+    rows += _layer_rows(arch, sc, B, T, q_len, read_context(kv_len, sc.kv_block), training)
     rows += _output_rows(arch, sc, phase, B, T)
     if sc.input_quant == "kernel":
         rows = ops.quantize_inputs(rows, dt, sc.activation_dtype or dt)

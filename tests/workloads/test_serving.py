@@ -160,3 +160,36 @@ def test_a_batch_larger_than_output_len_prefills_several_prompts_per_iteration()
     assert s["tpot_max_s"] >= s["tpot_s"]
     c = serving_metrics(1.0, 3.0, 896, 128, 128, chunk=32)  # 4 chunks a prompt, 28 chunks an iteration
     assert c["tpot_max_s"] == pytest.approx(step + 28 / 4 * one) and c["ttft_s"] == pytest.approx(4 * c["tpot_max_s"])
+
+
+def test_kv_block_rounds_each_decode_steps_read_up_to_a_whole_block() -> None:
+    """optimum-habana's bucket_internal: the t-th decode step attends to ceil((i + t) / 128) x 128 tokens. For 128
+    prompt and 128 generated tokens every step reads 256; for 2048 + 128 every step 2176; the serving pass's decode
+    attention is the mean of those, and without kv_block the mean context i + o / 2."""
+    from dse.workloads.serving import mean_context, mean_read_context, read_context
+
+    assert [read_context(c, 128) for c in (1, 128, 129, 256, 257)] == [128, 128, 256, 256, 384]
+    assert read_context(300, None) == 300
+    assert mean_read_context(128, 128, 128) == 256 and mean_read_context(2048, 128, 128) == 2176
+    assert mean_read_context(128, 2048, None) == mean_context(128, 2048) == 1152
+    assert 1152 + 56 <= mean_read_context(128, 2048, 128) <= 1152 + 72  # about half a block more on average
+
+    kw = dict(phase="serving", batch=64, input_len=128, output_len=128)
+    plain, blocked = dse.workload("llama2-7b", **kw), dse.workload("llama2-7b", kv_block=128, **kw)
+
+    def attention(wl):
+        r = wl.ops[wl.ops["name"] == "decode.layer.attention"].iloc[0]
+        return r["flops"], r["b_bytes"]
+
+    (f0, b0), (f1, b1) = attention(plain), attention(blocked)
+    assert b1 / b0 == pytest.approx(256 / 192) and f1 / f0 == pytest.approx(256 / 192)
+    assert "kvblock128" in blocked.label()
+    decode = dse.workload("llama2-7b", phase="decode", batch=4, context=1000, kv_block=128)
+    assert decode.ops[decode.ops["name"] == "layer.attention"].iloc[0]["K"] == 1024  # kv length on the K side
+
+
+def test_kv_block_outside_decode_is_one_line() -> None:
+    with pytest.raises(DseError, match="kv_block: got 128 for phase prefill; accepted: only with phase decode or serving"):
+        dse.workload("llama2-7b", phase="prefill", seq=512, kv_block=128)
+    with pytest.raises(DseError, match="kv_block"):
+        dse.workload("llama2-7b", phase="decode", kv_block=0)
