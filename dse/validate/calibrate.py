@@ -37,6 +37,7 @@ from dse.hardware.schema import Hardware
 from dse.hardware.templates import list_templates, load_hardware
 from dse.validate.bands import family_of
 from dse.validate.suite import (
+    MAX_HARNESS_US,
     NotCoveredError,
     RowCase,
     case_arrays,
@@ -204,10 +205,12 @@ class _Rows(_Predictor):
 
 
 def _bounds(n: int, n_fractions: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fractions in [0.02, 1]; the overheads after them (launch, host-sync per harness) in [0, 1000] us."""
+    """Fractions in [0.02, 1]; then the launch overhead in [0, 1000] us and the host-sync time per harness after it
+    in [0, :data:`dse.validate.suite.MAX_HARNESS_US`] us (the bound ``dse validate``'s leave-one-out estimate has)."""
     lo = np.full(n, 0.02)
     hi = np.full(n, 1.0)
     lo[n_fractions:], hi[n_fractions:] = 0.0, OVERHEAD_MAX_US
+    hi[n_fractions + 1:] = MAX_HARNESS_US
     return lo, hi
 
 
