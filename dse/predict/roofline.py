@@ -274,7 +274,8 @@ def rate_table(d: DesignBatch) -> np.ndarray:
 def unpacked(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[O] the ``.dequant`` rows of block-scaled weights that the template's matrix unit decodes in its operand path
     (``compute.matrix.unpacks``: Tensix's unpackers convert BFP8/BFP4 tiles as they feed the FPU, docs.tenstorrent.com
-    pybuda dataformats), so they take no time."""
+    pybuda dataformats), so they take no time (their conversion FLOPs are still counted, and the energy model
+    still charges them)."""
     native = [DTYPE_INDEX[dt] for dt in d.base.compute.matrix.unpacks]
     if not native or o.decodes.size == 0:
         return np.zeros(o.n, dtype=bool)
@@ -283,7 +284,8 @@ def unpacked(o: OpArrays, d: DesignBatch) -> np.ndarray:
 
 def rate_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray, table: np.ndarray) -> np.ndarray:
     """[1 or D, O] column of :func:`rate_table` each op reads (its unit at its dtype; ``2 n_dtypes`` for ops without
-    FLOPs), checked: an op whose unit has no mode for its dtype raises."""
+    FLOPs; ``2 n_dtypes + 1``, infinite, for a dequantization the matrix unit does in its operand path,
+    :func:`unpacked`), checked: an op whose unit has no mode for its dtype raises."""
     K = d.matrix_peak.shape[1]
     if matrix.shape[0] == 1:  # the same units on every design: the columns are one row, kept per unit pattern
         free = unpacked(o, d)
