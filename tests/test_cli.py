@@ -357,3 +357,17 @@ def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
     assert main(["predict", "llama2-7b", "a100-80gb", "--chips", "2", "--overlap", "tp,xx"]) == 2
     assert ("--overlap: got 'xx'; accepted: a comma list of tp, pp, dp, ep, each optionally =FRACTION (0..1), or none"
             in capsys.readouterr().err)
+
+
+def test_predict_takes_weight_roles_and_kv_blocks(capsys) -> None:
+    """CLI parity with the scenario: --weight-dtypes role=dtype,... and --kv-block; a bad item is one line."""
+    assert main(["predict", "llama3-8b", "tt-n150", "--phase", "decode", "--batch", "32", "--context", "128",
+                 "--weight-dtype", "bfp8", "--weight-dtypes", "ffn_up=bfp4", "--kv-dtype", "bfp8"]) == 0
+    out = capsys.readouterr().out
+    assert "w:bfp8 ffn_up:bfp4 kv:bfp8" in out and "unpacker" in out
+    assert main(["predict", "llama3-8b", "gaudi3", "--phase", "serving", "--batch", "64", "--input-len", "128",
+                 "--output-len", "128", "--kv-block", "128"]) == 0
+    assert "kvblock128" in capsys.readouterr().out
+    assert main(["predict", "llama3-8b", "tt-n150", "--phase", "decode", "--weight-dtypes", "ffn_up:bfp4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "weight_dtypes" in err[0] and "accepted: role=dtype items" in err[0]
