@@ -19,16 +19,13 @@ KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
 
-Dtype = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "bfp8", "bfp4", "mxfp8", "mxfp4",
-                "nvfp4"]
-
-
 @dataclass(frozen=True)
 class BlockFormat:
     """A block-scaled storage format: ``block`` elements of ``element_bits`` each share one ``scale_bits`` scale
     (an exponent), so an element costs ``element_bits + scale_bits / block`` bits in memory (the bytes
-    :data:`DTYPE_BYTES` charges). A matrix unit whose template lists the format in ``peak_tflops`` decodes it in its
-    operand path (no dequantization kernel: ``dse.predict.roofline.rate_columns``). A MAC of a block format costs the
+    :data:`DTYPE_BYTES` charges). A matrix unit whose template lists the format in ``compute.matrix.unpacks`` decodes
+    it in its operand path (no dequantization kernel: ``dse.predict.roofline.unpacked``); one without a mode for it
+    runs it in the first of ``fallback`` it has (:data:`FALLBACK`). A MAC of a block format costs the
     energy of its element type (``element``): within a block a BFP dot product is a fixed-point one on the
     mantissas, the shared exponents added once per block (Darvish Rouhani et al., "Pushing the Limits of Narrow
     Precision Inferencing at Cloud Scale with Microsoft Floating Point", NeurIPS 2020, Sec. 3)."""
@@ -37,6 +34,7 @@ class BlockFormat:
     scale_bits: int
     block: int
     element: str  # the plain dtype of one element: its MAC energy and PE area (``dse.hardware.energy``, ``dse.cost.area``)
+    fallback: tuple[str, ...]  # the modes a unit without this one runs it in, in order (:data:`FALLBACK`)
     source: str
 
     @property
@@ -54,13 +52,16 @@ _OCP_MX = ("OCP Microscaling Formats (MX) Specification v1.0 (Open Compute Proje
 _NVFP4 = ("NVIDIA NVFP4 (NVIDIA technical blog 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference', "
           "2025; CUDA PTX ISA, tcgen05.mma .kind::mxf4nvf4 with scale_vec::4X): FP4 E2M1 elements, one FP8 E4M3 scale per "
           "16 (and an FP32 scale per tensor, negligible per element)")
-#: the block-scaled dtypes (:class:`BlockFormat`), by name
+#: the block-scaled dtypes (:class:`BlockFormat`), by name: adding one is one record here. A format falls back to the
+#: plain formats that hold its elements once the scale is applied: bfp8 (7-bit mantissas) to 16-bit floats, bfp4 to
+#: bfp8 then 16 bits; an MX or NVFP4 format to its element type, FP8 (the scale applied per K-block of partial sums, as
+#: DeepSeek-V3's fine-grained FP8 GEMMs do on Hopper, arXiv:2412.19437 Sec. 3.3.2), then wider
 BLOCK_FORMATS: dict[str, BlockFormat] = {
-    "bfp8": BlockFormat(8, 8, 16, "int8", _TT_BFP),
-    "bfp4": BlockFormat(4, 8, 16, "int4", _TT_BFP),
-    "mxfp8": BlockFormat(8, 8, 32, "fp8", _OCP_MX),
-    "mxfp4": BlockFormat(4, 8, 32, "int4", _OCP_MX),
-    "nvfp4": BlockFormat(4, 8, 16, "int4", _NVFP4),
+    "bfp8": BlockFormat(8, 8, 16, "int8", ("bf16", "fp16", "fp32"), _TT_BFP),
+    "bfp4": BlockFormat(4, 8, 16, "int4", ("bfp8", "bf16", "fp16", "fp32"), _TT_BFP),
+    "mxfp8": BlockFormat(8, 8, 32, "fp8", ("fp8", "fp16", "bf16", "fp32"), _OCP_MX),
+    "mxfp4": BlockFormat(4, 8, 32, "int4", ("mxfp8", "fp8", "fp16", "bf16", "fp32"), _OCP_MX),
+    "nvfp4": BlockFormat(4, 8, 16, "int4", ("fp8", "fp16", "bf16", "fp32"), _NVFP4),
 }
 
 def element_of(dtype: str) -> str:
@@ -112,9 +113,11 @@ def unit_of(name: str) -> str:
     return ""
 
 
-#: Order used to index per-dtype arrays.
-DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64", "bfp8", "bfp4", "mxfp8",
-                           "mxfp4", "nvfp4")
+#: Order used to index per-dtype arrays: the plain formats, then the block-scaled ones (:data:`BLOCK_FORMATS`).
+DTYPES: tuple[str, ...] = ("int4", "int8", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64", *BLOCK_FORMATS)
+#: a dtype name, as configs and scenarios spell it (widest plain format first, then :data:`BLOCK_FORMATS`: a new
+#: block format needs no edit here)
+Dtype = Literal[("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", *BLOCK_FORMATS)]  # type: ignore[valid-type]
 #: operator kinds a workload places on the matrix unit (``dse.workloads.ops``); a template's ``runs`` says which of
 #: them each unit can execute (the vector units run every other kind)
 MATRIX_OP_KINDS: tuple[str, ...] = ("gemm", "conv", "attention")
@@ -122,16 +125,9 @@ DTYPE_INDEX: dict[str, int] = {d: i for i, d in enumerate(DTYPES)}
 
 #: Modes a unit may use for a dtype it has no native mode for, in order of preference: the same
 #: width first (V100 runs bf16 GEMMs on its fp16 tensor cores), then wider floats (A100 runs fp8
-#: in bf16). A float never falls back to an integer mode. A block-scaled format falls back to the plain formats that
-#: hold its elements once the scale is applied: bfp8 (7-bit mantissas) to 16-bit floats, bfp4 to bfp8 then 16 bits;
-#: an MX format to its element type (the scale applied per K-block of partial sums, as DeepSeek-V3's fine-grained
-#: FP8 GEMMs do on Hopper, arXiv:2412.19437 Sec. 3.3.2), then wider.
+#: in bf16). A float never falls back to an integer mode. A block-scaled format: itself, then its ``fallback``.
 FALLBACK: dict[str, tuple[str, ...]] = {
-    "bfp8": ("bfp8", "bf16", "fp16", "fp32"),
-    "bfp4": ("bfp4", "bfp8", "bf16", "fp16", "fp32"),
-    "mxfp8": ("mxfp8", "fp8", "fp16", "bf16", "fp32"),
-    "mxfp4": ("mxfp4", "mxfp8", "fp8", "fp16", "bf16", "fp32"),
-    "nvfp4": ("nvfp4", "fp8", "fp16", "bf16", "fp32"),
+    **{name: (name, *f.fallback) for name, f in BLOCK_FORMATS.items()},
     "int4": ("int4", "int8", "fp8", "fp16", "bf16", "fp32"),
     "int8": ("int8", "fp8", "fp16", "bf16", "fp32"),
     "fp8": ("fp8", "fp16", "bf16", "fp32"),
