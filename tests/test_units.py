@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given
@@ -28,6 +29,9 @@ def test_block_scaled_formats_carry_their_shared_scale() -> None:
     assert DTYPE_BYTES["mxfp8"] * 32 == 33 and DTYPE_BYTES["mxfp4"] * 32 == 17
     assert DTYPE_BYTES["nvfp4"] * 16 == 9  # 16 FP4 values and their E4M3 scale
     assert set(BLOCK_FORMATS) <= set(DTYPES) and all(element_of(b) in DTYPES for b in BLOCK_FORMATS)
+    for name, f in BLOCK_FORMATS.items():  # one record makes the dtype: its bytes, its fallbacks, the accepted name
+        assert DTYPE_BYTES[name] == f.bytes_per_element and FALLBACK[name] == (name, *f.fallback)
+        assert set(f.fallback) <= set(DTYPES) and name in get_args(units.Dtype)
     assert fallback_dtype("bfp4", {"bfp8": 148, "bf16": 74}) == "bfp8"  # a Wormhole with its BLOCKFP8 mode
     assert fallback_dtype("mxfp8", {"fp8": 1979, "bf16": 989}) == "fp8"  # Hopper: FP8 MMA, scales per K-block
 
