@@ -102,7 +102,7 @@ class ComputeUnit(Strict):
         "as NPU graph compilers place work (Gaudi MME vs TPC, TPU MXU vs VPU, Neuron TensorE vs VectorE). Default: "
         "all of them on both units; [] on the vector unit keeps every matrix op on the MAC arrays")
     unpacks: list[Dtype] = Field(
-        default_factory=list, description="Block-scaled storage formats (bfp8, bfp4, mxfp8, mxfp4) the matrix unit's "
+        default_factory=list, description=f"Block-scaled storage formats ({', '.join(BLOCK_FORMATS)}) the matrix unit's "
         "operand path converts to its compute format on the way in, each operand on its own (Tensix's unpackers), so "
         "weights stored in them beside wider activations need no dequantization kernel: the .dequant row of such a "
         "GEMM costs no time. Default none: a dequantization kernel on the vector units")

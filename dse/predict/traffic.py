@@ -117,7 +117,7 @@ class OpArrays:
     fp_weights: np.ndarray = field(default_factory=lambda: np.zeros(1))
     fp_kv: np.ndarray = field(default_factory=lambda: np.zeros(1))
     # a weight-only GEMM's ``.dequant`` row of a block-scaled format: the format's index into DTYPES (a matrix unit
-    # that ``unpacks`` it decodes it for free, ``dse.predict.roofline.rate_columns``); -1 elsewhere
+    # that ``unpacks`` it decodes it for free, ``dse.predict.roofline.unpacked``); -1 elsewhere
     decodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @classmethod

@@ -28,7 +28,7 @@ from dse.workloads.families import FAMILIES, accepted_families
 from dse.workloads.families import family as family_of
 from dse.workloads.frameworks import framework_defaults
 from dse.workloads.parallel import Plan
-from dse.workloads.scenario import Scenario
+from dse.workloads.scenario import Scenario, weight_roles
 from dse.yamlio import is_file, load_yaml
 
 
@@ -144,11 +144,9 @@ class Workload:
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
             bits.append(f"w:{sp['weight_dtype']}" + (f"/g{sp['weight_group']}" if sp.get("weight_group") else ""))
-        roles = sp.get("weight_dtypes")
-        if roles:  # a mapping, or the 'role=dtype,...' text a validation row or the CLI gives
-            items = (roles.items() if isinstance(roles, dict)
-                     else (x.split("=", 1) for x in str(roles).split(",") if "=" in x))
-            bits.append(" ".join(f"{r.strip()}:{d.strip()}" for r, d in items))
+        roles = weight_roles(sp.get("weight_dtypes"))  # a mapping, or the text a validation row or the CLI gives
+        if roles:
+            bits.append(" ".join(f"{r}:{d}" for r, d in roles.items()))
         if sp.get("kv_dtype") and sp["kv_dtype"] != s.get("dtype"):
             bits.append(f"kv:{sp['kv_dtype']}")
         if sp.get("kv_block"):

@@ -115,7 +115,7 @@ def read_context(context: int, block: int | None) -> int:
     ``context`` (optimum-habana's generate(): ``cache_idx = (idx + 1) x bucket_size``, ``idx = (token_idx - 1) //
     bucket_size``, the KV cache sliced to ``[:cache_idx]`` before the decode attention; huggingface/optimum-habana
     optimum/habana/transformers/generation/utils.py and models/llama/modeling_llama.py)."""
-    return context if not block else block * -(-context // block)
+    return context if not block else block * -(-context // block)  # also elementwise over an array of contexts
 
 
 def mean_read_context(input_len: int, output_len: int, block: int | None) -> int:
@@ -125,7 +125,7 @@ def mean_read_context(input_len: int, output_len: int, block: int | None) -> int
     if not block:
         return mean_context(input_len, output_len)
     t = np.arange(input_len + 1, input_len + output_len + 1)
-    return max(1, int(round(float((block * -(-t // block)).mean()))))
+    return max(1, int(round(float(np.mean(read_context(t, block))))))
 
 
 def metrics(ops: pd.DataFrame, facts: dict[str, Any]) -> dict[str, float]:

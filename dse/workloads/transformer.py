@@ -202,7 +202,7 @@ class TransformerArch(Strict):
         return self
 
 
-def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str | tuple[str, str], gated: bool, act: str, fe: bool,
+def moe_rows(arch: TransformerArch, T: int, dt: str, w_up: str, w_down: str, gated: bool, act: str, fe: bool,
              adt: str | None = None, qdt: str | None = None) -> list[dict[str, Any]]:
     """Router, routed experts and shared experts of the MoE layers (plus any leading dense layers).
 
@@ -210,9 +210,8 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, wdt: str | tuple[str, str],
     touched (their weights are read) with T*k/touched tokens each, as one batched GEMM per matrix.
     ``adt`` (default ``dt``): the activations outside the matrix products (scenario ``activation_dtype``);
     ``qdt`` (default ``dt``): what an activation function feeding a GEMM writes (:func:`gemm_input_dtype`).
-    ``wdt``: the weights' dtype, or the up and the down projections' (``weight_dtypes`` roles ffn_up, ffn_down).
+    ``w_up`` / ``w_down``: the up and the down projections' weight dtypes (``weight_dtypes`` roles ffn_up, ffn_down).
     """
-    w_up, w_down = (wdt, wdt) if isinstance(wdt, str) else wdt
     adt = adt or dt
     qdt = qdt or dt
     m = arch.moe
@@ -518,7 +517,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
         rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt,
                                     weight_dtype=weight_dtype_of(sc, "ffn_down"), out_dtype=adt, count=ffn_count))
     else:
-        rows.extend(moe_rows(arch, T, dt, (weight_dtype_of(sc, "ffn_up"), weight_dtype_of(sc, "ffn_down")), gated,
+        rows.extend(moe_rows(arch, T, dt, weight_dtype_of(sc, "ffn_up"), weight_dtype_of(sc, "ffn_down"), gated,
                              act, fe, adt, qdt))
     if training and sc.dropout > 0:
         rows.append(dropout_row("layer.dropout2", T * h, adt, L, fe, into_add=True))
