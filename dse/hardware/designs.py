@@ -132,9 +132,12 @@ class DesignBatch:
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
     noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
+    # [L] time of a written byte over a read one at each level (MemoryLevel.write_ratio: bandwidth / write bandwidth;
+    # 1 where writes cost what reads do); a design that resizes a level keeps its ratio
+    write_ratio: np.ndarray | None = None
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
-              "resident_share", "resident_cache", "resident_steps")
+              "resident_share", "resident_cache", "resident_steps", "write_ratio")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -178,6 +181,7 @@ class DesignBatch:
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
             noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
+            write_ratio=np.asarray([m.write_ratio for m in mem], dtype=float),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -548,6 +552,8 @@ class DesignBatch:
                 level.pop(key, None)
             for f in fields.LEVEL_FIELDS:
                 level[fields.key(f)] = _written(float(getattr(self, f.attr)[i, j]) / f.si, f.write)
+            if level.get("write_bandwidth_tbps") is not None:  # resized with the level: the same ratio
+                level["write_bandwidth_tbps"] = _written(level["bandwidth_tbps"] / base.memory[j].write_ratio, "sig")
             orig = base.memory[j]
             if (
                 abs(level["capacity_mib"] * 1024**2 - orig.capacity_bytes) > 1

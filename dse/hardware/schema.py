@@ -278,6 +278,12 @@ class MemoryLevel(Strict):
     bandwidth_gbps: float | None = Field(None, gt=0, le=MAX_BANDWIDTH_GBPS, description="Aggregate bandwidth, GB/s "
                                          "(1e9 byte/s)")
     efficiency: float = Field(1.0, gt=0, le=1, description="Achievable fraction of bandwidth")
+    write_bandwidth_tbps: float | None = Field(
+        None, gt=0, le=MAX_BANDWIDTH_TBPS,
+        description="Bytes per second the level absorbs when written, TB/s, where it differs from its read bandwidth. "
+        "Reads and writes share the level's port, so an op's time there is reads / (bandwidth x efficiency) + "
+        "writes / (write bandwidth x efficiency) (dse.predict.traffic.write_weighted); a design that resizes the "
+        "level keeps the ratio. Default: the bandwidth (a written byte costs what a read one does)")
     stack_bandwidth_gbps: float | None = Field(
         None, gt=0, le=MAX_LINK_GBPS, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
     )
@@ -365,6 +371,13 @@ class MemoryLevel(Strict):
         if self.bandwidth_tbps is not None:
             return self.bandwidth_tbps * TERA
         return float(self.bandwidth_gbps) * 1e9  # type: ignore[arg-type]
+
+    @property
+    def write_ratio(self) -> float:
+        """Time of a written byte over a read one at this level, ``bandwidth / write_bandwidth`` (1 by default)."""
+        if self.write_bandwidth_tbps is None:
+            return 1.0
+        return self.bandwidth_bps / (self.write_bandwidth_tbps * TERA)
 
 
 class Network(Strict):

@@ -197,7 +197,7 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).
     roof_times = np.concatenate([
         np.where(flops > 0, flops / np.where(flops > 0, r.peak[0], 1.0), 0.0)[:, None],
-        r.traffic[0] / d.delivered_bandwidth[0][None, :],
+        r.t_memory[0] * d.bw_eff[0][None, :],  # traffic (writes weighted, write_weighted) / raw bandwidth
     ], axis=1)
     t_roof = roof_times.max(axis=1)
     col["roof_flops"] = np.where(t_roof > 0, flops / np.where(t_roof > 0, t_roof, 1.0), 0.0)

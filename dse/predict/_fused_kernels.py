@@ -263,6 +263,14 @@ def _fold_value(n, x, c, oth, code, first):
 
 
 @njit
+def _write_weighted(n, tv, w, ratio):
+    """``tv`` <- ``tv + (ratio - 1) x min(w, tv)``: a level's traffic in read-byte equivalents
+    (``dse.predict.traffic.write_weighted``, the same operations in the same order)."""
+    for k in range(n):
+        tv[k] = tv[k] + (ratio - 1.0) * (w if w < tv[k] else tv[k])
+
+
+@njit
 def _kept(n, lo, kr, held, kh, pn, a, cc, bb, pa, pb, tv):
     """``tv`` <- a level's traffic with a scratchpad inside: activations cross where ``live > R``, the held share
     ``1 - r x pinned`` of a held B operand (``residency_keep``, the common case in one loop)."""
@@ -311,9 +319,9 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
     (copied to ``BY`` [W, B, D] where it has D columns, summarized into ``TOP``/``BIND``/``SHX`` where ``mixw`` is
     given; with an ``EN`` [L, W, D], each level's bytes x ``counts`` (a CSR [O, W]) per workload, for the energy
     model). The hot loops stay in this one function (split into calls per op it ran 1.4x slower)."""
-    flops, live, grp, single, stay, isheld, fused, comp, eager, fcol, ia, ib, hidx, pin, ncol = ops
+    flops, live, grp, single, stay, isheld, fused, comp, eager, fcol, ia, ib, hidx, pin, ncol, wrt = ops
     RT, col, F, FV = unit
-    lmode, XT, XX, BW, P, CA, CC, CB, lkeep, KR, KC, KX, KW, KH, kcany = lv
+    lmode, XT, XX, BW, P, CA, CC, CB, lkeep, KR, KC, KX, KW, KH, RHO, kcany = lv
     graph, lmain, OV, GS, RAMP, MAT, HOST, NET = over
     D, L = RT.shape[1], lmode.shape[0]
     tc, fl, oth, trm, tt, tv = np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK)
@@ -367,6 +375,8 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                     trm[:n] = tv[:n]
                 if EN.shape[0]:
                     _add_bytes(o, b0, n, lvi, tv[:n], counts, EN)
+                if RHO[lvi] != 1.0:  # writes at their own bandwidth (traffic.write_weighted), after the bytes are kept
+                    _write_weighted(n, tv, wrt[o], RHO[lvi])
                 _fold_div(n, tv, bw, lvi + 1, oth, code, lvi == 0)
             if ncol[o] >= 0:  # a collective's network term
                 _fold(n, NET[ncol[o], b0 : b0 + n], L + 1, oth, code)

@@ -38,8 +38,10 @@ from dse.predict.traffic import (
     _tile_classes,
     inner_capacity,
     level_case,
+    level_write_ratio,
     resident_capacity,
     room_table,
+    write_weighted,
 )
 
 #: design x op elements below which numpy's path runs (compiling once and the per-call preparation cost more)
@@ -205,7 +207,7 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
             XT[lv] = row[0]
             if bcol.size and (bcol == bcol[0]).all():
                 lmode[lv] = 0
-                XX[lv] = (row / bcol[:1])[0]
+                XX[lv] = (write_weighted(row, o, level_write_ratio(dc, lv)) / bcol[:1])[0]
             else:
                 lmode[lv] = 1
             continue
@@ -240,6 +242,7 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
         RT=_rows(o, "RT", table), col=np.ascontiguousarray(col, dtype=np.int64),
         F=np.ascontiguousarray(F, dtype=float), fcol=fcol, FV=_rows(o, "FV", FV),
         lmode=lmode, XT=XT, XX=XX, BW=_rows(o, "BW", bw), P=P, ia=ia, ib=ib, CA=CA, CC=CC, CB=CB,
+        RHO=np.asarray([level_write_ratio(dc, lv) for lv in range(L)], dtype=float),
         lkeep=lkeep, KR=KR, KC=KC, KX=KX, KW=KW, KH=KH, hidx=hidx, pin=pin, ncol=ncol, NET=NET,
         graph=bool(graph), lmain=int(off[0]) if off.size else -1, OV=ov, GS=gs, RAMP=np.maximum(ov - gs, 0.0),
         MAT=np.ascontiguousarray(matrix, dtype=np.bool_), HOST=np.broadcast_to(dc.host_s, (D,)).astype(float))
@@ -277,10 +280,10 @@ def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | 
         k = dc.n
         T, OVS, WIN = np.zeros((W, k)), np.zeros((W, k)), np.zeros((W, k))
         ops = (o.flops, o.live, o.fp_group.astype(np.int64), o.single, o.stay_act, o.held > 0, o.fused,
-               o.compulsory, o.eager, p["fcol"], ia, ib, p["hidx"], p["pin"], p["ncol"])
+               o.compulsory, o.eager, p["fcol"], ia, ib, p["hidx"], p["pin"], p["ncol"], o.written)
         unit = (p["RT"], p["col"], p["F"], p["FV"])
         lv = tuple(p[x] for x in ("lmode", "XT", "XX", "BW", "P", "CA", "CC", "CB", "lkeep", "KR", "KC", "KX", "KW",
-                                  "KH"))
+                                  "KH", "RHO"))
         over = (p["graph"], p["lmain"], p["OV"], p["GS"], p["RAMP"], p["MAT"], p["HOST"], p["NET"])
         whole = k == d.n  # one call: the outputs themselves; else C-ordered pieces (one compiled signature)
         outs = [byT if not (want and keep_by) else byT if whole else np.empty((W, n_b, k)),

@@ -77,6 +77,7 @@ class OpArrays:
     tile_elem_bytes: np.ndarray  # e_a + e_b + e_out
     head_bytes: np.ndarray  # attention: 4 * head_dim * e_a (bytes per query row of a flash tile)
     compulsory: np.ndarray  # bytes_read + bytes_written
+    written: np.ndarray  # bytes_written (what a level with a write bandwidth of its own absorbs, write_weighted)
     matrix: np.ndarray  # bool: runs on the matrix unit
     dtype_idx: np.ndarray  # int index into DTYPES
     fused: np.ndarray  # bool
@@ -162,7 +163,7 @@ class OpArrays:
             a_bytes=f("a_bytes"), b_bytes=f("b_bytes"), c_bytes=f("c_bytes"),
             tile_elem_bytes=f("elem_a") + f("elem_b") + f("elem_out"),
             head_bytes=4.0 * f("N") * f("elem_a"),
-            compulsory=f("bytes_read") + f("bytes_written"),
+            compulsory=f("bytes_read") + f("bytes_written"), written=f("bytes_written"),
             matrix=(s["unit"] == "matrix").to_numpy(),
             dtype_idx=s["dtype"].map(DTYPE_INDEX).to_numpy(dtype=int),
             fused=s["fused"].to_numpy(dtype=bool),
@@ -582,6 +583,21 @@ def traffic(d: DesignBatch, o: OpArrays) -> np.ndarray:
     return out
 
 
+def write_weighted(tr: np.ndarray, o: OpArrays, ratio: float) -> np.ndarray:
+    """A level's traffic ``tr`` [D or 1, O] in read-byte equivalents, what its bandwidth divides into a time: the
+    op's written bytes ``w`` (at most the level's traffic) cost ``ratio`` = read bandwidth / write bandwidth
+    (``MemoryLevel.write_ratio``) read bytes each, as reads and writes share the level's port::
+
+        t_l = (tr + (ratio - 1) x min(w, tr)) / (BW_l x eta_l)  =  reads / (BW x eta) + writes / (BW_write x eta)
+
+    ``tr`` itself where the ratio is 1 (the default: every level but a measured one). A GPU's L2 absorbs writes
+    slower than it serves reads: L2-resident copies on an A100 and an H200 run at 0.74 and 0.64 of the L2 read
+    bandwidth (github.com/te42kyfo/gpu-benches gpu-small-kernels against gpu-l2-cache; docs/validation.md)."""
+    if ratio == 1.0:
+        return tr
+    return tr + (ratio - 1.0) * np.minimum(o.written, tr)
+
+
 def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) -> np.ndarray:
     """Max over levels of traffic / (BW * eta), no [D, O, L] temporary; ``out`` [D, O] <- max(out, that).
 
@@ -591,6 +607,7 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     shared = full = None
     later = []  # a shared [1, O] traffic over per-design bandwidths (a per-core level): after the fresh ones
     for lv, tr in per_level(d, o):
+        tr = write_weighted(tr, o, level_write_ratio(d, lv))  # a fresh array where the ratio is not 1
         bw = rate[:, lv : lv + 1]
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
@@ -614,6 +631,11 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     if full is None:
         return shared if shared is not None else np.zeros((1, o.n))
     return np.maximum(full, shared, out=full) if shared is not None else full
+
+
+def level_write_ratio(d: DesignBatch, lv: int) -> float:
+    """Level ``lv``'s ``MemoryLevel.write_ratio`` (1 for a batch built without it)."""
+    return 1.0 if d.write_ratio is None else float(d.write_ratio[lv])
 
 
 def on_chip_shares(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:

@@ -265,6 +265,21 @@ def test_a_written_design_keeps_dtype_efficiency_at_its_ratio_to_efficiency() ->
     assert np.isclose(d.matrix_eff[0], 0.528)
 
 
+def test_a_written_design_keeps_a_levels_write_bandwidth_at_its_ratio() -> None:
+    """An L2 with a write bandwidth of its own (h200: 9.91 read, 4.56 write TB/s) resized by a design keeps the ratio in
+    the written template, which predicts what the design did."""
+    from dse.hardware.templates import load_hardware
+
+    hw = load_hardware("h200")
+    d = DesignBatch.from_hardware(hw).with_field("memory.l2.bandwidth_tbps", np.array([19.82]))
+    assert d.write_ratio[1] == pytest.approx(9.91 / 4.56)
+    out = d.to_hardware(0, "h200-wide-l2")
+    assert out.memory[1].write_bandwidth_tbps == pytest.approx(9.12, rel=1e-3)
+    assert out.memory[1].write_ratio == pytest.approx(9.91 / 4.56, rel=1e-3)
+    wl = dse.workload("copy:2000000", dtype="fp64")
+    assert dse.predict(wl, out).time_s == pytest.approx(dse.predict(wl, d).time_s, rel=1e-3)
+
+
 def test_a_design_beyond_a_physical_limit_is_one_line_naming_the_field() -> None:
     from dse.errors import DseError
 

@@ -53,6 +53,8 @@ def _ref_evaluate_times(d, o, table_order=True):
     rest = np.zeros_like(t)
     bw = d.bandwidth * d.bw_eff
     for lv, tr in per_level(d, o):
+        ratio = d.write_ratio[lv]  # written bytes at the level's own write bandwidth (traffic.write_weighted)
+        tr = tr if ratio == 1.0 else tr + (ratio - 1.0) * np.minimum(o.written, tr)
         np.maximum(rest, tr / bw[:, lv : lv + 1], out=rest)
     if o.coll_idx.size:
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))

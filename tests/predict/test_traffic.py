@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import dse
 from dse.hardware.designs import DesignBatch
-from dse.predict.traffic import OpArrays, inner_capacity, level_traffic, max_memory_time, traffic
+from dse.predict.roofline import evaluate, evaluate_times
+from dse.predict.traffic import OpArrays, inner_capacity, level_traffic, max_memory_time, traffic, write_weighted
 from dse.workloads import ops
 
 NPU = dse.hardware("npu-7nm")  # levels: local 12 MiB x 24 instances, global 32 MiB, hbm; 64 KiB registers
@@ -133,6 +134,35 @@ def test_memory_time_is_the_slowest_level_at_its_achievable_bandwidth() -> None:
     assert out[0, 0] == pytest.approx(max(tr / rate))
     floor = np.full((1, 1), 1.0)  # an existing larger time is kept
     assert max_memory_time(d, o, floor)[0, 0] == 1.0
+
+
+def test_a_level_with_its_own_write_bandwidth_times_writes_at_it_by_hand() -> None:
+    """A copy of 2 MiB into 2 MiB through a level that absorbs writes at half its read bandwidth: the level's time is
+    2 MiB / BW + 2 MiB / (BW / 2) (docs: MemoryLevel.write_bandwidth_tbps); every other level, and the bytes each level
+    carries (what the energy model prices), are as without it."""
+    level = NPU.memory[1].model_dump()
+    level["write_bandwidth_tbps"] = level["bandwidth_tbps"] / 2
+    hw = NPU.model_copy(update={"memory": [NPU.memory[0], type(NPU.memory[1])(**level), NPU.memory[2]]})
+    assert hw.memory[1].write_ratio == pytest.approx(2.0)
+    copy = ops.streaming("copy", kind="elementwise", elems=2**20, flops_per_elem=0, dtype="bf16")
+    o = _none([copy])
+    plain, slow = DesignBatch.from_hardware(NPU), DesignBatch.from_hardware(hw)
+    assert np.array_equal(traffic(plain, o), traffic(slow, o))
+    rate = slow.bandwidth[0] * slow.bw_eff[0]
+    t = evaluate(slow, o).t_memory[0, 0]
+    assert t[1] == pytest.approx(2 * MIB / rate[1] + 2 * MIB / (rate[1] / 2))
+    assert t[0] == pytest.approx(4 * MIB / rate[0]) and t[2] == pytest.approx(4 * MIB / rate[2])
+    assert max_memory_time(slow, o)[0, 0] == pytest.approx(t.max())
+    assert evaluate_times(slow, o)[0, 0] >= evaluate_times(plain, o)[0, 0]
+
+
+def test_written_bytes_never_count_above_the_level_traffic() -> None:
+    """write_weighted charges at most the traffic a level carries: a level that sees less than the op's output
+    (kept inside) pays the ratio on what it sees."""
+    o = _none([ops.streaming("copy", kind="elementwise", elems=2**20, flops_per_elem=0, dtype="bf16")])
+    tr = np.array([[1.0 * MIB], [6.0 * MIB]])
+    assert write_weighted(tr, o, 3.0).ravel().tolist() == [3.0 * MIB, 6.0 * MIB + 2.0 * 2 * MIB]
+    assert write_weighted(tr, o, 1.0) is tr
 
 
 dims = st.integers(1, 8192)

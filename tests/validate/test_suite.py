@@ -545,9 +545,7 @@ def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -
 
 #: families that do not yet meet issue 12's bar, with the reason (docs/validation.md, "Misses left"); a family leaves
 #: this set when it meets the bar, and the test below then holds it there
-KNOWN_MISSES = {"copy": "gpu-small-kernels' copies inside the L2 (4-40 MiB) run at 0.61-0.72x the L2's read "
-                        "bandwidth (reads and writes); no public L2 write figure sizes it (docs/residency.md)",
-                "gemm": "XLA's small-GEMM table: MI300X 512^3..2048^3 29-42 % fast, H100 FP8 2048^3 44 % slow "
+KNOWN_MISSES = {"gemm": "XLA's small-GEMM table: H100 FP8 2048^3 44 % slow (MI300X 512^3..2048^3 17-28 % fast) "
                         "(docs/residency.md)"}
 
 
