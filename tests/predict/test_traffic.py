@@ -165,6 +165,31 @@ def test_written_bytes_never_count_above_the_level_traffic() -> None:
     assert write_weighted(tr, o, 1.0) is tr
 
 
+def _l2_writes_at(tbps: float | None):
+    """h200 with its L2's write bandwidth set to ``tbps`` (None: the field left out)."""
+    hw = dse.hardware("h200")
+    levels = [m.model_dump() for m in hw.memory]
+    levels[1]["write_bandwidth_tbps"] = tbps
+    return hw.model_copy(update={"memory": [type(hw.memory[0])(**m) for m in levels]})
+
+
+@settings(max_examples=25, deadline=None)
+@given(w1=st.floats(0.5, 40.0), w2=st.floats(0.5, 40.0), elems=st.integers(1, 2**24),
+       gemm=st.tuples(st.integers(1, 4096), st.integers(1, 4096), st.integers(1, 4096)))
+def test_a_faster_write_port_never_makes_an_op_slower(w1, w2, elems, gemm) -> None:
+    """Time at every level is non-increasing in the write bandwidth, and a write bandwidth equal to the read one
+    predicts exactly what the template without the field does (a copy and a GEMM, L2-resident or not)."""
+    rows = [ops.streaming("copy", kind="elementwise", elems=elems, flops_per_elem=0, dtype="bf16"),
+            ops.gemm("g", *gemm, dtype="bf16")]
+    o = _none(rows)
+    lo, hi = sorted((w1, w2))
+    t_lo = evaluate_times(DesignBatch.from_hardware(_l2_writes_at(lo)), o)
+    t_hi = evaluate_times(DesignBatch.from_hardware(_l2_writes_at(hi)), o)
+    assert (t_hi <= t_lo * (1 + 1e-12)).all()
+    same = DesignBatch.from_hardware(_l2_writes_at(9.91))
+    assert np.array_equal(evaluate_times(same, o), evaluate_times(DesignBatch.from_hardware(_l2_writes_at(None)), o))
+
+
 dims = st.integers(1, 8192)
 caps = st.floats(64.0, 1e9)
 
