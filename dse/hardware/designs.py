@@ -132,12 +132,9 @@ class DesignBatch:
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
     noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
-    # [L] time of a written byte over a read one at each level (MemoryLevel.write_ratio: bandwidth / write bandwidth;
-    # 1 where writes cost what reads do); a design that resizes a level keeps its ratio
-    write_ratio: np.ndarray | None = None
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
-              "resident_share", "resident_cache", "resident_steps", "write_ratio")
+              "resident_share", "resident_cache", "resident_steps")
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -181,7 +178,6 @@ class DesignBatch:
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
             noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
-            write_ratio=np.asarray([m.write_ratio for m in mem], dtype=float),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -225,6 +221,12 @@ class DesignBatch:
     def die_kinds(self) -> list[str]:
         """Names of the package's die kinds (``[]`` for a single die)."""
         return [g.name for g in self.base.die_groups]
+
+    @property
+    def write_ratio(self) -> np.ndarray:
+        """[L] time of a written byte over a read one at each level (``MemoryLevel.write_ratio``: bandwidth / write
+        bandwidth; 1 where writes cost what reads do). The template's: a design that resizes a level keeps its ratio."""
+        return np.asarray([m.write_ratio for m in self.base.memory], dtype=float)
 
     @property
     def level_names(self) -> list[str]:

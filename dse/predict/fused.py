@@ -38,7 +38,6 @@ from dse.predict.traffic import (
     _tile_classes,
     inner_capacity,
     level_case,
-    level_write_ratio,
     resident_capacity,
     room_table,
     write_weighted,
@@ -207,7 +206,7 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
             XT[lv] = row[0]
             if bcol.size and (bcol == bcol[0]).all():
                 lmode[lv] = 0
-                XX[lv] = (write_weighted(row, o, level_write_ratio(dc, lv)) / bcol[:1])[0]
+                XX[lv] = (write_weighted(row, o, dc.write_ratio[lv]) / bcol[:1])[0]
             else:
                 lmode[lv] = 1
             continue
@@ -242,7 +241,7 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
         RT=_rows(o, "RT", table), col=np.ascontiguousarray(col, dtype=np.int64),
         F=np.ascontiguousarray(F, dtype=float), fcol=fcol, FV=_rows(o, "FV", FV),
         lmode=lmode, XT=XT, XX=XX, BW=_rows(o, "BW", bw), P=P, ia=ia, ib=ib, CA=CA, CC=CC, CB=CB,
-        RHO=np.asarray([level_write_ratio(dc, lv) for lv in range(L)], dtype=float),
+        RHO=dc.write_ratio,
         lkeep=lkeep, KR=KR, KC=KC, KX=KX, KW=KW, KH=KH, hidx=hidx, pin=pin, ncol=ncol, NET=NET,
         graph=bool(graph), lmain=int(off[0]) if off.size else -1, OV=ov, GS=gs, RAMP=np.maximum(ov - gs, 0.0),
         MAT=np.ascontiguousarray(matrix, dtype=np.bool_), HOST=np.broadcast_to(dc.host_s, (D,)).astype(float))

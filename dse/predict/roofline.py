@@ -36,7 +36,6 @@ from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, t
 from dse.predict.traffic import (
     OpArrays,
     level_rows,
-    level_write_ratio,
     max_memory_time,
     per_level,
     traffic,
@@ -361,8 +360,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     fill = np.broadcast_to(array_fill(o, d, matrix), peak.shape)
     t_compute = np.where(needs, o.flops[None, :] / np.where(needs, peak * eff * fill, 1.0), 0.0)
     tr = traffic(d, o)
-    t_mem = np.stack([write_weighted(tr[:, :, lv], o, level_write_ratio(d, lv)) for lv in range(tr.shape[2])],
-                     axis=2) / (d.delivered_bandwidth * d.bw_eff)[:, None, :]
+    ratio = d.write_ratio
+    t_mem = np.stack([write_weighted(tr[:, :, lv], o, ratio[lv]) for lv in range(tr.shape[2])], axis=2) / (
+        d.delivered_bandwidth * d.bw_eff)[:, None, :]
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
@@ -409,7 +409,7 @@ def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
     other = code = None  # arrays of our own (each division makes a fresh one): written in place once full-shaped
     for lv, tr in per_level(d, o):
         col = bw[:, lv : lv + 1]
-        tr = write_weighted(tr, o, level_write_ratio(d, lv))
+        tr = write_weighted(tr, o, d.write_ratio[lv])
         x = tr / (col[:1] if tr.shape[0] == 1 and bool((col == col[0]).all()) else col)
         c = np.int8(lv + 1)
         if other is None:

@@ -607,7 +607,7 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     shared = full = None
     later = []  # a shared [1, O] traffic over per-design bandwidths (a per-core level): after the fresh ones
     for lv, tr in per_level(d, o):
-        tr = write_weighted(tr, o, level_write_ratio(d, lv))  # a fresh array where the ratio is not 1
+        tr = write_weighted(tr, o, d.write_ratio[lv])  # a fresh array where the ratio is not 1
         bw = rate[:, lv : lv + 1]
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
@@ -631,11 +631,6 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
     if full is None:
         return shared if shared is not None else np.zeros((1, o.n))
     return np.maximum(full, shared, out=full) if shared is not None else full
-
-
-def level_write_ratio(d: DesignBatch, lv: int) -> float:
-    """Level ``lv``'s ``MemoryLevel.write_ratio`` (1 for a batch built without it)."""
-    return 1.0 if d.write_ratio is None else float(d.write_ratio[lv])
 
 
 def on_chip_shares(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
