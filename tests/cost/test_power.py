@@ -100,6 +100,18 @@ def test_blackhole_chip_power_against_its_firmware_core_rail_limit_without_fitti
     assert peak < 0.75 * hw.published.tdp_w  # against the board's 300 W it would miss by half
 
 
+def test_wormhole_chip_power_against_its_core_rail_limit_without_fitting_on_it() -> None:
+    # Wormhole telemetry: TAG_TDP_LIMIT_MAX 85 W on the core rail (tenstorrent/tt-isa-documentation), board 160 W;
+    # the 12 nm energies come from the node file, not from any Wormhole figure
+    from dse.cost.power import gemm_mode_power
+
+    hw = dse.hardware("tt-n150")
+    assert hw.published.chip_power_limit_w == 85 and hw.published.tdp_w == 160
+    peak = max(w[0] for w in gemm_mode_power(DesignBatch.from_hardware(hw)).values())
+    assert peak == pytest.approx(hw.published.chip_power_limit_w, rel=0.25)
+    assert peak < 0.5 * hw.published.tdp_w  # against the board's 160 W it would miss by more than half
+
+
 def test_dse_area_compares_the_hungriest_mode_with_the_chip_limit_where_published(capsys) -> None:
     import json
 
