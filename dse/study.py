@@ -13,10 +13,11 @@ import contextlib
 import json
 import multiprocessing
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
@@ -124,9 +125,19 @@ def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None =
                 wls.append(workload(entry.name, plan=entry.plan, **entry.scenario()))
                 weights.append(entry.weight)
         except DseError as exc:  # the entry's own key when the error names one (e.g. workloads.0.serving_engine)
-            key = exc.field if exc.field and exc.field in type(entry).model_fields else None
+            key = entry_key(exc.field, type(entry).model_fields)
             raise DseError(exc.message, field=f"{field}.{i}" + (f".{key}" if key else "")) from None
     return Mix.of(wls, weights).with_auto(autos)
+
+
+def entry_key(error_field: str | None, keys: Mapping[str, Any]) -> str | None:
+    """The workload entry's key an error from ``dse.workloads.library.workload`` names: its field itself
+    (``serving_engine``) or the field after ``workload NAME: `` (``workload gpt2: context``), if that is one of the
+    entry's ``keys``; else None (the error is the entry's as a whole)."""
+    if not error_field:
+        return None
+    key = error_field.split(": ")[-1] if error_field.startswith("workload ") else error_field
+    return key if key in keys else None
 
 
 def auto_entry(entry, index: int, per_node: int, field: str) -> AutoPlan:  # noqa: ANN001 - a WorkloadEntry

@@ -374,6 +374,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
     check_step_fields(sc, given, name)
+    check_length_fields(sc, given, name, desc.family)
     arch = FAMILIES[desc.family].arch.model_validate(desc.arch)
     if plan is not None and plan.microbatches is None and plan.pp > 1 and sc.batch % plan.dp == 0:
         per_replica = sc.batch // plan.dp  # default: as many micro-batches as stages, if the batch allows
@@ -398,6 +399,34 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         table["eager"] = ~table["fused"] & (table["coll"] == "")
     return Workload(name=name, ops=table, scenario=facts, source=desc.source, memory=memory, plan=plan,
                     spec=given, origin=origin)
+
+
+#: the token-length fields and the phases that read them. A field given for a phase that does not read it would be
+#: dropped without a word (``seq`` in decode, where the KV length is ``context``), so it is an error instead; an
+#: encoder-decoder's decode also reads ``seq``, the encoder input its decoder attends to
+LENGTH_PHASES: dict[str, frozenset[str]] = {
+    "seq": frozenset({"forward", "prefill", "training"}), "context": frozenset({"decode"}),
+    "input_len": frozenset({"serving"}), "output_len": frozenset({"serving"}), "chunk": frozenset({"serving"})}
+
+
+def length_phases(key: str, family: str) -> frozenset[str]:
+    """The phases in which a model of ``family`` reads the length field ``key`` (:data:`LENGTH_PHASES`)."""
+    return LENGTH_PHASES[key] | ({"decode"} if key == "seq" and family == "encdec" else frozenset())
+
+
+def check_length_fields(sc: Scenario, given: dict[str, Any], name: str, family: str) -> None:
+    """A token-length field (``seq``, ``context``, ``input_len``, ``output_len``, ``chunk``) given for a phase that
+    does not read it is one ``DseError`` naming the field and the phases that do (a model default is never checked:
+    only what the caller gave)."""
+    if sc.phase is None:
+        return
+    for key in LENGTH_PHASES:
+        phases = length_phases(key, family)
+        if key in given and sc.phase not in phases:
+            instead = [k for k in LENGTH_PHASES if sc.phase in length_phases(k, family)]
+            hint = f"; phase {sc.phase} reads {' and '.join(instead)}" if instead else ""
+            raise DseError(f"got {given[key]!r} for phase {sc.phase}; accepted: only in phase "
+                           f"{' or '.join(sorted(phases))}{hint}", field=f"workload {name}: {key}")
 
 
 def check_step_fields(sc: Scenario, given: dict[str, Any], name: str) -> None:

@@ -36,10 +36,15 @@ class Scenario(Strict):
 
     phase: Phase | None = Field(None, description="forward | prefill | decode | training | serving (default: the model's)")
     batch: int = Field(1, gt=0, le=MAX_BATCH, description="Sequences or images per pass")
-    seq: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Tokens per sequence (forward/prefill)")
-    context: int | None = Field(None, gt=0, le=MAX_TOKENS, description="KV-cache length in tokens (decode)")
-    input_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: prompt tokens per request")
-    output_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: generated tokens per request")
+    seq: int | None = Field(None, gt=0, le=MAX_TOKENS,
+                            description="Tokens per sequence (forward, prefill, training; an encoder-decoder's "
+                            "decode: its encoder input). Given for another phase: an error")
+    context: int | None = Field(None, gt=0, le=MAX_TOKENS,
+                                description="KV-cache length in tokens (decode only: given for another phase, an error)")
+    input_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: prompt tokens per request "
+                                  "(serving only: given for another phase, an error)")
+    output_len: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: generated tokens per request "
+                                   "(serving only: given for another phase, an error)")
     chunk: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: chunked prefill, prompt tokens per "
                               "iteration (default: whole prompts)")
     serving_engine: str | None = Field(None, min_length=1, description="Serving: engine whose host time per step "

@@ -185,6 +185,28 @@ def test_scenario_keyword_a_model_does_not_use_is_an_error() -> None:
     assert dse.workload("resnet50", phase="inference").scenario["phase"] == "forward"
 
 
+@pytest.mark.parametrize(("scenario", "field", "reads"), [
+    ({"phase": "decode", "seq": 4096}, "seq", "phase decode reads context"),
+    ({"phase": "training", "context": 4096}, "context", "phase training reads seq"),
+    ({"phase": "prefill", "input_len": 128}, "input_len", "phase prefill reads seq"),
+    ({"phase": "serving", "input_len": 128, "output_len": 128, "seq": 256}, "seq", "reads input_len and output_len"),
+])
+def test_a_length_field_the_phase_does_not_read_is_one_line_naming_it(scenario: dict, field: str, reads: str) -> None:
+    # before, --seq 4096 on a decode (KV length: context) was dropped without a word and the model default ran
+    with pytest.raises(DseError) as err:
+        dse.workload("llama2-7b", **scenario)
+    assert err.value.field == f"workload llama2-7b: {field}" and reads in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_phase_that_reads_a_length_field_takes_it() -> None:
+    assert dse.workload("llama2-7b", phase="decode", context=4096).scenario["context"] == 4096
+    assert dse.workload("llama2-7b", phase="prefill", seq=4096).scenario["seq"] == 4096
+    # an encoder-decoder's decode reads seq too: the encoder input its cross-attention attends to
+    dec = dse.workload("t5-small", phase="decode", seq=256, context=16)
+    assert dec.ops[dec.ops["name"] == "decoder.cross_attn"].iloc[0]["K"] == 256
+
+
 def test_library_holds_100_architectures_with_sources() -> None:
     lib = dse.list_workloads()
     assert len(lib) >= 100 and lib["source"].str.len().min() > 20
