@@ -377,7 +377,7 @@ class Shoreline:
             if over > 0:
                 why.append(f"package: the stacked dies overhang the dies under them by {over:.0f} mm2")
             if need > per:
-                why.append(f"shoreline: PHYs need {need:.0f} mm of die edge > {per:.0f} mm perimeter")
+                why.append(f"shoreline: PHYs need {need:.1f} mm of die edge > {per:.1f} mm perimeter")
             out[i] = "; ".join(why)
         return out
 

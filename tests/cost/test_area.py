@@ -168,7 +168,7 @@ def test_shoreline_reasons_name_each_broken_check_in_the_same_words_per_design()
             why.append(f"package: {sh.stacks[i]:.0f} DRAM stacks > {sh.max_stacks[i]:.0f} the die's long edges and "
                        "package hold")
         if sh.edge_need_mm[i] > sh.perimeter_mm[i]:
-            why.append(f"shoreline: PHYs need {sh.edge_need_mm[i]:.0f} mm of die edge > {sh.perimeter_mm[i]:.0f} mm "
+            why.append(f"shoreline: PHYs need {sh.edge_need_mm[i]:.1f} mm of die edge > {sh.perimeter_mm[i]:.1f} mm "
                        "perimeter")
         want.append("; ".join(why))
     assert sh.reasons() == want
