@@ -243,8 +243,10 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         out_dir = _output_dir_of(args.config, spec)
     else:
         if not (args.workload and args.stages):
-            raise DseError("accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... [--hardware T]",
-                           field="CONFIG")
+            missing, given = ("--stages", f"--workload {args.workload}") if args.workload else (
+                ("--workload", f"--stages {args.stages}") if args.stages else ("CONFIG", "nothing"))
+            raise DseError(f"got {given}; accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... "
+                           "[--hardware T]", field=missing)
         data = {"name": args.workload.replace(":", "-"), "hardware": args.hardware,
                 "workload": {"name": args.workload, **_scenario_flags(args)},
                 "stages": [_stage_arg(t) for t in args.stages.split(",") if t.strip()]}

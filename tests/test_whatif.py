@@ -129,7 +129,9 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     t = pd.read_csv(tmp_path / "gpt2-whatif" / "whatif.csv")
     assert list(t["transform"]) == ["as given", "weight_dtype int8", "sram_mib 64"]
     assert main(["whatif", "--out", str(tmp_path)]) == 2
-    assert "accepted: dse whatif CONFIG" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("error: CONFIG: got nothing; accepted: dse whatif CONFIG")
+    assert main(["whatif", "--workload", "gpt2", "--out", str(tmp_path)]) == 2  # the stages left out
+    assert capsys.readouterr().err.startswith("error: --stages: got --workload gpt2; accepted: dse whatif CONFIG")
     cfg = write_config(tmp_path, SMALL_STUDY)
     assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
     assert "no whatif: section" in capsys.readouterr().err
