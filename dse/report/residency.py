@@ -87,17 +87,20 @@ def activation_share(ops: pd.DataFrame) -> float:
     return float((ops["act_on_chip"].to_numpy(dtype=float)[rows] * n).sum() / n.sum())
 
 
-def room_capacity(lives: np.ndarray, need: float) -> float:
-    """Smallest resident bytes ``R`` at which a scratchpad pins ``need`` bytes of held tensors beside the largest
-    activation set that fits: ``R - reserve(R) >= need`` with ``reserve(R) = max{live <= R}`` (0 when none fits).
-    With the distinct lives ``0 = l_0 < l_1 < ...``: ``R = l_j + need`` for the first ``j`` with ``l_{j+1} > l_j +
-    need`` (no larger activation set moves in and takes the room)."""
+def room_capacity(lives: np.ndarray, need: float, at_least: float = 0.0) -> float:
+    """Smallest resident bytes ``R >= at_least`` at which a scratchpad pins ``need`` bytes of held tensors beside the
+    largest activation set that fits: ``R - reserve(R) >= need`` with ``reserve(R) = max{live <= R}`` (0 when none
+    fits). ``reserve`` steps up at each distinct live size, so the room is not monotone in ``R``: a larger level lets a
+    larger activation set in, which takes the room. The candidates are ``at_least`` and every ``l_j + need`` above it
+    (``0 = l_0 < l_1 < ...`` the distinct lives); the first that satisfies the inequality is the answer (the last,
+    ``max live + need``, always does). ``at_least`` is the level's present size, so the answer is never below it."""
     levels = np.unique(np.concatenate([[0.0], lives[lives > 0]]))
-    for j, lv in enumerate(levels):
-        r = lv + need
-        if j + 1 == levels.size or levels[j + 1] > r:
+    candidates = np.unique(np.concatenate([[at_least], levels + need]))
+    for r in candidates[candidates >= at_least]:
+        reserve = levels[levels <= r].max()
+        if r - reserve >= need * (1 - 1e-12):
             return float(r)
-    return float(levels[-1] + need)  # not reached: the last level always qualifies
+    return float(levels[-1] + need)  # not reached: max live + need always qualifies
 
 
 def macro_mib(resident_bytes: float, share: float) -> float:
@@ -149,8 +152,8 @@ def next_to_fit(ops: pd.DataFrame, level: ResidentLevel, shares: tuple[float, fl
         need_bytes = float(lives.max(initial=0.0)) + w + kv
     elif need < 0:
         need_bytes = float(lives[acts].max(initial=0.0))
-    else:
-        need_bytes = room_capacity(lives[acts], need)
+    else:  # from the level's present size up: a size below it keeps a smaller activation set, not what runs
+        need_bytes = room_capacity(lives[acts], need, at_least=level.resident)
     return name, macro_mib(need_bytes, level.share)
 
 

@@ -48,6 +48,10 @@ def test_room_is_the_held_bytes_beside_the_largest_activation_set_that_fits() ->
     assert room_capacity(lives, 30.0) == 40.0  # 30 would let the 10-byte set in: 10 + 30
     assert room_capacity(lives, 45.0) == 95.0  # 10 + 45 = 55 lets the 50-byte set in: 50 + 45
     assert room_capacity(np.zeros(0), 7.0) == 7.0
+    # from a present size up: at 60 bytes the 50-byte set is in and leaves 10; 30 bytes of weights need 50 + 30
+    assert room_capacity(lives, 30.0, at_least=60.0) == 80.0
+    assert room_capacity(lives, 5.0, at_least=60.0) == 60.0  # 60 - 50 leaves room for 5 already
+    assert room_capacity(lives, 30.0, at_least=20.0) == 40.0  # 20 is below the answer from 0: the same 40
     assert macro_mib(235.8 * MIB, 1.0) == 235.875 and macro_mib(10 * MIB, 0.5) == 20.0
 
 
@@ -69,6 +73,20 @@ def test_the_size_it_names_is_the_smallest_that_keeps_the_next_tensor(mib: float
     size = fits_from(text, kind)
     assert held_share(ops_on(npu(size)), held) == pytest.approx(1.0, abs=1e-12)
     assert held_share(ops_on(npu(size - MACRO_MIB)), held) < 1.0
+
+
+def test_the_size_it_names_is_above_the_present_one_when_a_larger_activation_set_took_the_room() -> None:
+    # resnet50 b32: at 146.75 MiB all its weights stay beside 98 % of the activations; at 161.5 MiB the largest
+    # activation set moves in and 30 % of the weights stay. The summary named 146.75 MiB ("weights fit from"), below
+    # the design's own size; it names the smallest size from the present one up that keeps them
+    wl = {"name": "resnet50", "batch": 32, "resolution": 224, "dtype": "bf16"}
+    d = npu(161.5)
+    lv = resident_level(d)
+    assert held_share(ops_on(d, wl), "weights") < 0.5
+    size = fits_from(residency_text(workload_residency(ops_on(d, wl), lv), lv), "Weights")
+    assert size > 161.5
+    assert held_share(ops_on(npu(size), wl), "weights") == pytest.approx(1.0, abs=1e-12)
+    assert held_share(ops_on(npu(size - MACRO_MIB), wl), "weights") < 1.0
 
 
 def test_every_tensor_on_chip_says_so_and_a_cache_names_the_size_for_the_whole_step() -> None:
