@@ -29,9 +29,9 @@ def workload_table(labels: list[str], weights, base_times, best_times, best_pred
         lo, hi = band.interval(float(t))
         rows.append({
             "workload": label, "weight": round(float(w), 4), "base_ms": tb * 1e3, "best_ms": t * 1e3,
-            "best_band_ms": (f"{lo * 1e3:.4g}-{hi * 1e3:.4g} ({band.family if not band.borrowed else 'all'})"
-                             if band.family in FAMILIES or not band.borrowed else
-                             f"{lo * 1e3:.4g}-{hi * 1e3:.4g} ({band.family})" if band.rows else band.family),
+            "best_band_ms": f"{lo * 1e3:.4g}-{hi * 1e3:.4g}" if band.rows or band.family in FAMILIES else "",
+            "band_from": (band.family if not band.borrowed else "all") if band.family in FAMILIES or not band.borrowed
+            else band.family,
             "speedup_x": tb / t, "best_achieved_tflops": p.achieved_flops / TERA,
             "best_energy_mj_per_pass": float(best_energy_j[i]) * 1e3, "best_power_w": float(best_power_w[i]),
             "binding (time share)": ", ".join(f"{k} {v:.0%}" for k, v in share.sort_values(ascending=False).items()
@@ -40,6 +40,16 @@ def workload_table(labels: list[str], weights, base_times, best_times, best_pred
             "fits": "yes" if p.fits else f"NO ({p.capacity_bytes / 1e9:.0f} GB)",
         })
     return pd.DataFrame(rows)
+
+
+def band_table_lines(wl_df: pd.DataFrame) -> list[str]:
+    """The per-workload table for summary.md: where every workload's error band comes from the same place (a chip
+    with no validation rows borrows one band for all), that source is said once under the table instead of on
+    every row (``workloads.csv`` keeps the ``band_from`` column)."""
+    sources = wl_df["band_from"].astype(str).unique() if "band_from" in wl_df else []
+    if len(sources) != 1:
+        return [_md_table(wl_df)]
+    return [_md_table(wl_df.drop(columns="band_from")), "", f"Error bands (`best_band_ms`): {sources[0]}."]
 
 
 def _md_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
@@ -165,7 +175,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         "## Per-workload results on the best design",
         "",
-        _md_table(wl_df),
+        *band_table_lines(wl_df),
         "",
         "## Files",
         "",

@@ -83,3 +83,15 @@ def test_the_network_line_says_when_a_given_link_width_binds() -> None:
     assert "it binds" in build_lines(narrow)[1] and "16-byte links: 0.448 TB/s" in build_lines(narrow)[1]
     assert "it binds" not in build_lines(wide)[1] and "(sized for the traffic)" not in build_lines(wide)[1]
     assert "(sized for the traffic)" in build_lines(base)[1]
+
+
+def test_a_band_every_workload_shares_is_said_once_under_the_table() -> None:
+    from dse.report.summary import band_table_lines
+
+    wl = pd.DataFrame({"workload": ["a", "b"], "best_band_ms": ["1-2", "3-4"],
+                       "band_from": ["no validation rows for this chip (x)", "no validation rows for this chip (x)"]})
+    lines = band_table_lines(wl)
+    assert "band_from" not in lines[0] and "| 1-2 |" in lines[0]
+    assert lines[-1] == "Error bands (`best_band_ms`): no validation rows for this chip (x)."
+    mixed = wl.assign(band_from=["h100-sxm/gemm", "h100-sxm/decode"])
+    assert band_table_lines(mixed) == [band_table_lines(mixed)[0]] and "| h100-sxm/gemm |" in band_table_lines(mixed)[0]
