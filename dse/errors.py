@@ -54,6 +54,16 @@ class DseMultiError(DseError):
         return [str(e) for e in self.errors]
 
 
+def did_you_mean(name: str, names: Sequence[str], n: int = 3) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for the ``names`` closest to a mistyped ``name`` (difflib's ratio >= 0.6), or
+    ``""`` when none is close; appended to an unknown-name error so a typo is one glance, not a search of a long
+    list (``h100`` -> ``h100-sxm``)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=n)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -99,3 +99,18 @@ def test_a_whole_block_rule_on_a_system_names_the_block() -> None:
     e = _convert(data, model=System)
     assert e.field == "network.0" and e.message.endswith("; in_network_reduction needs a switch topology")
     assert "\n" not in str(e)
+
+
+def test_an_unknown_name_suggests_the_closest_ones_before_the_list() -> None:
+    import dse
+    from dse.errors import DseError, did_you_mean
+
+    # closest first (difflib's ratio: h200 0.75, h100-sxm 0.67, a100-80gb under 0.6)
+    assert did_you_mean("h100", ["a100-80gb", "h100-sxm", "h200"]) == " (did you mean 'h200' or 'h100-sxm'?)"
+    assert did_you_mean("zzz", ["a100-80gb", "h100-sxm"]) == ""
+    for call, hint in ((lambda: dse.hardware("h100"), "'h100-sxm'"), (lambda: dse.workload("llama-7b"), "'llama2-7b'")):
+        with pytest.raises(DseError) as err:
+            call()
+        text = str(err.value)
+        assert "(did you mean " in text and hint in text and text.index("did you mean") < text.index("accepted:")
+        assert "\n" not in text

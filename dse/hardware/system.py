@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from dse.errors import DseError, from_validation_error
+from dse.errors import DseError, did_you_mean, from_validation_error
 from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES
 from dse.hardware.schema import Hardware
 from dse.limits import MAX_CORES
@@ -192,7 +192,8 @@ def system_from_mapping(data: Any, *, file: str | None = None) -> System:
 def _load_named(name: str) -> System:
     path = systems_dir() / f"{name}.yaml"
     if not is_file(path):
-        raise DseError(f"unknown system {name!r}; accepted: {', '.join(list_systems())} or a YAML path")
+        raise DseError(f"unknown system {name!r}{did_you_mean(name, list_systems())}; accepted: "
+                       f"{', '.join(list_systems())} or a YAML path")
     return system_from_mapping(load_yaml(path), file=str(path))
 
 

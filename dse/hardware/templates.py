@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dse.errors import DseError, from_validation_error
+from dse.errors import DseError, did_you_mean, from_validation_error
 from dse.hardware.schema import Hardware, Node
 from dse.units import repo_root
 from dse.yamlio import is_file, load_spec, load_yaml
@@ -77,7 +77,8 @@ def _load_shipped(name: str) -> Hardware:
     path = templates_dir() / f"{name}.yaml"
     if not is_file(path):
         raise DseError(
-            f"unknown hardware template {name!r}; accepted: {', '.join(list_templates())} or a YAML path"
+            f"unknown hardware template {name!r}{did_you_mean(name, list_templates())}; accepted: "
+            f"{', '.join(list_templates())} or a YAML path"
         )
     return hardware_from_mapping(load_yaml(path), file=str(path))
 

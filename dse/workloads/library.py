@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
-from dse.errors import DseError, from_validation_error
+from dse.errors import DseError, did_you_mean, from_validation_error
 from dse.strict import Strict
 from dse.units import repo_root
 from dse.workloads import ops, parallel, serving, transformer
@@ -217,9 +217,9 @@ def load_description(name: str) -> ModelDescription:
         if is_path(name):
             raise DseError(f"got {name!r}: no such file; accepted: a model description YAML (see workloads/)",
                            field="workload")
-        names = ", ".join(available())
-        raise DseError(f"unknown workload {name!r}; accepted: {names}, a YAML path, a name in $DSE_PATH, "
-                       "or gemm:MxNxK")
+        names = available()
+        raise DseError(f"unknown workload {name!r}{did_you_mean(name, names)}; accepted: {', '.join(names)}, a YAML "
+                       "path, a name in $DSE_PATH, or gemm:MxNxK")
     data = load_yaml(path)
     try:
         desc = ModelDescription.model_validate(data)

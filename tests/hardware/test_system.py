@@ -191,8 +191,10 @@ def test_a_system_yaml_with_a_bad_field_is_one_line_with_file_and_field(tmp_path
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(DseError, match="unknown hardware template 'h900'"):
         load_system(path)
-    with pytest.raises(DseError, match="unknown system 'dgx-z'; accepted: dgx-a100, dgx-b200, dgx-h100"):
+    with pytest.raises(DseError, match=r"unknown system 'dgx-z' \(did you mean [^)]+\?\); accepted: dgx-a100, dgx-b200"):
         load_system("dgx-z")
+    with pytest.raises(DseError, match="unknown system 'zzzz'; accepted: dgx-a100, dgx-b200, dgx-h100"):
+        load_system("zzzz")
 
 
 def test_a_level_taking_chip_links_needs_a_chip_with_a_network_block() -> None:
