@@ -401,12 +401,14 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
                     spec=given, origin=origin)
 
 
-#: the token-length fields and the phases that read them. A field given for a phase that does not read it would be
-#: dropped without a word (``seq`` in decode, where the KV length is ``context``), so it is an error instead; an
-#: encoder-decoder's decode also reads ``seq``, the encoder input its decoder attends to
+#: the token-length fields (and ``logits``: which positions a prefill projects to the vocabulary; decode and
+#: training project every position they compute) and the phases that read them. A field given for a phase that does
+#: not read it would be dropped without a word (``seq`` in decode, where the KV length is ``context``), so it is an
+#: error instead; an encoder-decoder's decode also reads ``seq``, the encoder input its decoder attends to
 LENGTH_PHASES: dict[str, frozenset[str]] = {
     "seq": frozenset({"forward", "prefill", "training"}), "context": frozenset({"decode"}),
-    "input_len": frozenset({"serving"}), "output_len": frozenset({"serving"}), "chunk": frozenset({"serving"})}
+    "input_len": frozenset({"serving"}), "output_len": frozenset({"serving"}), "chunk": frozenset({"serving"}),
+    "logits": frozenset({"prefill"})}
 
 
 def length_phases(key: str, family: str) -> frozenset[str]:

@@ -190,6 +190,7 @@ def test_scenario_keyword_a_model_does_not_use_is_an_error() -> None:
     ({"phase": "training", "context": 4096}, "context", "phase training reads seq"),
     ({"phase": "prefill", "input_len": 128}, "input_len", "phase prefill reads seq"),
     ({"phase": "serving", "input_len": 128, "output_len": 128, "seq": 256}, "seq", "reads input_len and output_len"),
+    ({"phase": "training", "seq": 256, "logits": "last"}, "logits", "phase training reads seq"),
 ])
 def test_a_length_field_the_phase_does_not_read_is_one_line_naming_it(scenario: dict, field: str, reads: str) -> None:
     # before, --seq 4096 on a decode (KV length: context) was dropped without a word and the model default ran
