@@ -91,7 +91,8 @@ class Scenario(Strict):
         "auto", description="Which tensors may stay in a shared on-chip level between operators and across steps "
         "(dse.predict.traffic): auto (activations and the weights and KV cache that fit), none (every operator's "
         "tensors to and from main memory), weights (the weights and KV cache only), activations (activations only)")
-    logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all (prefill only: given for another phase, an error)")
+    logits: Literal["last", "all"] = Field("last", description="Prefill: LM head on last token or all (prefill "
+                                           "only: given for another phase, an error)")
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Training: dropout probability (Megatron GPT: 0.1) on "
                            "the attention probabilities and after the attention and MLP blocks; 0 = no dropout ops")
     memory_format: Literal["nhwc", "nchw"] = Field(
