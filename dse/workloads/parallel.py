@@ -282,12 +282,22 @@ def slowest_stage(first: int, middle: int, last: int, pp: int, layer_flops: floa
 
 def check_interleave(layers: int, plan: Plan) -> None:
     """Interleaving splits each stage's layers into ``v`` equal model chunks (Megatron-LM requires
-    layers divisible by pp x v): raise a one-line ``DseError`` naming ``plan.interleave`` otherwise."""
+    layers divisible by pp x v) and runs the micro-batches in groups of ``pp`` per model chunk, so their number must
+    be a multiple of pp (Megatron-core's interleaved 1F1B: a group of micro-batches per virtual stage in
+    [pp, m], pp by default, and a remainder of 0 or at least pp, else 'dependency bubbles';
+    HabanaAI/Megatron-LM@13c28de megatron/core/pipeline_parallel/schedules.py,
+    forward_backward_pipelining_with_interleaving). The bubble ``(pp - 1) / (v m)`` (:meth:`Plan.bubble_scale`,
+    Narayanan et al., SC 2021) holds only there: with fewer micro-batches than stages a micro-batch still passes
+    the stages one after another. A one-line ``DseError`` naming ``plan.interleave`` otherwise."""
     v = plan.interleave
     if v == 1:
         return
     if plan.pp == 1:
         raise DseError(f"got {v} with pp = 1; accepted: 1 (interleaving needs pipeline stages, pp > 1)",
+                       field="plan.interleave")
+    if plan.m % plan.pp:
+        raise DseError(f"got {v} with {plan.m} micro-batch{'es' if plan.m > 1 else ''} on pp = {plan.pp}; accepted: 1, "
+                       f"or micro-batches a multiple of pp (the interleaved schedule runs them in groups of pp)",
                        field="plan.interleave")
     per = layers // plan.pp
     if layers % plan.pp:

@@ -69,10 +69,11 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
     experts = model_experts(wl)
     out = []
     tps = [int(fixed["tp"])] if "tp" in fixed else [t for t in divisors(chips) if t <= max(per_node, 1)]
+    v = int(fixed.get("interleave", 1))
     for tp in tps:
         pps = [int(fixed["pp"])] if "pp" in fixed else divisors(chips // tp)
         for pp in pps:
-            if (chips // tp) % pp:
+            if (chips // tp) % pp or (v > 1 and pp == 1):  # interleaving needs stages (parallel.check_interleave)
                 continue
             dp = chips // (tp * pp)
             if "dp" in fixed and int(fixed["dp"]) != dp:
@@ -81,15 +82,17 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
                 continue
             per_replica = batch // dp
             mbs = [int(fixed["microbatches"])] if "microbatches" in fixed else [
-                m for m in MICROBATCHES if per_replica % m == 0 and (pp == 1 or m >= pp) and m <= per_replica]
+                m for m in MICROBATCHES if per_replica % m == 0 and (pp == 1 or m >= pp) and m <= per_replica
+                and (v == 1 or m % pp == 0)]  # the interleaved schedule runs groups of pp micro-batches
+            if v > 1 and not mbs:
+                continue
             zeros = [int(fixed["zero"])] if "zero" in fixed else ([0, 1, 2, 3] if dp > 1 and training else [0])
             recs = [fixed["recompute"]] if "recompute" in fixed else (list(RECOMPUTE) if training else ["none"])
             sps = [bool(fixed["sp"])] if "sp" in fixed else ([False, True] if tp > 1 else [False])
             eps = [int(fixed["ep"])] if "ep" in fixed else ([e for e in divisors(dp * tp) if experts % e == 0]
                                                            if experts else [1])
             for mb, zero, rec, sp, ep in itertools.product(mbs or [None], zeros, recs, sps, eps):
-                kw = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "sp": sp, "zero": zero, "recompute": rec,
-                      "interleave": int(fixed.get("interleave", 1))}
+                kw = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "sp": sp, "zero": zero, "recompute": rec, "interleave": v}
                 if mb is not None:
                     kw["microbatches"] = mb
                 out.append(kw)

@@ -204,3 +204,23 @@ def test_a_partial_overlap_hides_that_share_of_the_collective_in_both_prediction
     assert Plan(chips=8, tp=8, overlap={"tp": True}).overlap.tp == 1.0
     with pytest.raises(ValueError, match="accepted: a fraction from 0 to 1"):
         Plan(chips=8, tp=8, overlap={"tp": 1.5})
+
+
+@pytest.mark.parametrize("m", [1, 4, 12])
+def test_interleaving_needs_micro_batches_in_groups_of_pp(m: int) -> None:
+    # with 1 micro-batch (or 12 on 8 stages) the interleaved schedule cannot fill the pipeline: before, v = 2 halved
+    # a bubble that a single micro-batch cannot hide and a 2-stage pipeline came out faster than tp8
+    wl = dse.workload("gpt3-175b", phase="training", batch=96, seq=2048)
+    with pytest.raises(DseError) as exc:
+        dse.predict(wl, "dgx-a100", chips=64, tp=8, pp=8, microbatches=m, interleave=2)
+    assert str(exc.value).startswith(f"plan.interleave: got 2 with {m} micro-batch") and "multiple of pp" in str(exc.value)
+    ok = dse.predict(wl, "dgx-a100", chips=64, tp=8, pp=8, microbatches=16, interleave=2)
+    assert ok.workload.plan.m % 8 == 0
+
+
+def test_a_plan_search_with_interleave_offers_micro_batches_in_groups_of_pp() -> None:
+    from dse.workloads.plans import candidates
+
+    wl = dse.workload("llama2-7b", phase="training", batch=64, seq=2048)
+    keys = candidates(wl, 8, 8, interleave=2)
+    assert keys and all(k["pp"] > 1 and k["microbatches"] % k["pp"] == 0 for k in keys)
