@@ -132,8 +132,9 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
             rows.append({**kw, "label": "", "error": err, "time_s": np.nan, "memory_gb": np.nan, "_w": -1})
             continue
         k = next(built)  # its index in wls
-        rows.append({**kw, "label": wls[k].plan.label() if wls[k].plan else "1 chip", "error": "",
-                     "time_s": float(times[k]), "memory_gb": wls[k].memory_bytes / 1e9, "_w": k})
+        plan = wls[k].plan  # micro-batches as built (a pipeline left unset takes as many as the batch allows)
+        rows.append({**kw, "microbatches": plan.m if plan else 1, "label": plan.label() if plan else "1 chip",
+                     "error": "", "time_s": float(times[k]), "memory_gb": wls[k].memory_bytes / 1e9, "_w": k})
     table = pd.DataFrame(rows)
     table["fits"] = (table["_w"] >= 0) & (table["memory_gb"] <= cap / 1e9)
     # fastest first; at equal time the simpler plan (no recomputation, a lower ZeRO stage), then the smaller footprint

@@ -332,6 +332,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             plan = Plan.model_validate(dict(plan))
         except ValidationError as exc:
             raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
+    if plan is not None:
+        parallel.check_one_chip(plan)  # a one-chip plan's pipeline or collective fields: one line, not dropped
     if plan is not None and plan.trivial and plan.recompute == "none":
         plan = None  # one chip, nothing to charge: the plain workload
     if plan is not None and name.startswith(SINGLE_OPS):
@@ -375,6 +377,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
     check_step_fields(sc, given, name)
     check_length_fields(sc, given, name, desc.family)
+    check_attention_fields(sc, given, name)
     arch = FAMILIES[desc.family].arch.model_validate(desc.arch)
     if plan is not None and plan.microbatches is None and plan.pp > 1 and sc.batch % plan.dp == 0:
         per_replica = sc.batch // plan.dp  # default: as many micro-batches as stages, if the batch allows
@@ -429,6 +432,16 @@ def check_length_fields(sc: Scenario, given: dict[str, Any], name: str, family: 
             hint = f"; phase {sc.phase} reads {' and '.join(instead)}" if instead else ""
             raise DseError(f"got {given[key]!r} for phase {sc.phase}; accepted: only in phase "
                            f"{' or '.join(sorted(phases))}{hint}", field=f"workload {name}: {key}")
+
+
+def check_attention_fields(sc: Scenario, given: dict[str, Any], name: str) -> None:
+    """``attention_kernel`` picks the kernel of a fused attention; with ``fused_attention: false`` the scores go through
+    memory as separate operators and no such kernel runs, so a kernel given beside it is one line (the label said
+    ``flash`` over the unfused time)."""
+    kernel = given.get("attention_kernel")
+    if kernel not in (None, "auto") and not sc.fused_attention:
+        raise DseError(f"got {kernel!r} with fused_attention false; accepted: 'auto' or unset (a kernel of the fused "
+                       "attention), or fused_attention true", field=f"workload {name}: attention_kernel")
 
 
 def check_step_fields(sc: Scenario, given: dict[str, Any], name: str) -> None:

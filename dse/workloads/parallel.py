@@ -122,6 +122,23 @@ class Plan(Strict):
         return {**data, "dp": dp, "zero": 3}
 
     @model_validator(mode="after")
+    def _degrees_their_fields_need(self) -> Plan:
+        """A field that acts over a group of ranks, given where the group has one rank, would do nothing: ZeRO (or an
+        fsdp group) over dp = 1, sequence parallelism over tp = 1, uneven first/last stages with pp = 1. Refused
+        rather than dropped (``zero: 2`` on tp8 printed ``tp8 zero2`` for a plan with nothing to shard)."""
+        if self.zero and self.shards == 1:
+            raise ValueError(f"@zero@got {self.zero} with dp = 1; accepted: 0 (ZeRO shards optimizer state, gradients "
+                             "and weights over the data-parallel ranks: dp > 1)")
+        if self.sp and self.tp == 1:
+            raise ValueError("@sp@got true with tp = 1; accepted: false (sequence parallelism splits norms and "
+                             "dropout over the tensor-parallel ranks: tp > 1)")
+        for key in ("first_stage_layers", "last_stage_layers"):
+            if getattr(self, key) is not None and self.pp == 1:
+                raise ValueError(f"@{key}@got {getattr(self, key)} with pp = 1; accepted: unset (pipeline stages: "
+                                 "pp > 1)")
+        return self
+
+    @model_validator(mode="after")
     def _product(self) -> Plan:
         prod = self.tp * self.pp * self.dp
         if self.chips is not None and prod != self.chips:
@@ -265,8 +282,9 @@ def stage_layers(layers: int, plan: Plan) -> tuple[int, int, int]:
     others = plan.pp - (f is not None) - (l_ is not None)
     rest = layers - fixed
     if rest < 0 or (others == 0 and rest) or (others and (rest <= 0 or rest % others)):
-        raise DseError(f"got first {f}, last {l_} of {layers} layers over pp = {plan.pp}; accepted: counts that leave "
-                       f"the other {others} stages an equal, positive share", field=field)
+        given = ", ".join(f"{k} {v}" for k, v in (("first", f), ("last", l_)) if v is not None)
+        raise DseError(f"got {given} of {layers} layers over pp = {plan.pp}; accepted: counts that leave the other "
+                       f"{others} stage{'s' if others != 1 else ''} an equal, positive share", field=field)
     mid = rest // others if others else 0
     return (f if f is not None else mid), mid, (l_ if l_ is not None else mid)
 
@@ -278,6 +296,22 @@ def slowest_stage(first: int, middle: int, last: int, pp: int, layer_flops: floa
     if pp > 2:
         cost["middle"] = middle * layer_flops
     return max(cost, key=lambda k: (cost[k], k == "last"))
+
+
+def check_one_chip(plan: Plan) -> None:
+    """A one-chip plan keeps only its recomputation policy (the step is modelled whole: no pipeline, no collective),
+    so micro-batches, interleaving, a gradient bucket or overlap shares given for it would be dropped without a word:
+    one line naming the field instead."""
+    if not plan.trivial:
+        return
+    for key, off in (("microbatches", None), ("interleave", 1), ("bucket_mb", 25.0)):
+        value = getattr(plan, key)
+        if value is not None and value != off and not (key == "microbatches" and value == 1):
+            raise DseError(f"got {value} on 1 chip; accepted: {'unset' if off is None else off} (it acts on a pipeline "
+                           "or over data-parallel ranks: a plan of several chips)", field=f"plan.{key}")
+    if plan.overlap != Overlap():
+        raise DseError("got overlap shares on 1 chip; accepted: the default (one chip has no collective to hide)",
+                       field="plan.overlap")
 
 
 def check_interleave(layers: int, plan: Plan) -> None:

@@ -519,3 +519,11 @@ def test_a_gemm_writes_its_output_in_the_activation_dtype() -> None:
     assert wide.flops == base.flops and "act:fp16" in wide.label() and "act:" not in base.label()
     with pytest.raises(DseError, match="activation_dtype: got 'fp7'"):
         library.workload("gemm:256x512x128", dtype="fp8", activation_dtype="fp7")
+
+
+def test_an_attention_kernel_beside_unfused_attention_is_one_line() -> None:
+    # the label said 'flash' over the unfused time
+    with pytest.raises(DseError) as err:
+        dse.workload("llama2-7b", phase="prefill", seq=2048, fused_attention=False, attention_kernel="flash")
+    assert err.value.field == "workload llama2-7b: attention_kernel" and "fused_attention false" in str(err.value)
+    assert dse.workload("llama2-7b", phase="prefill", seq=2048, fused_attention=False, attention_kernel="auto")
