@@ -44,16 +44,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         run = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
                         n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+        plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
         for r in run.results.values():
-            status(args, f"writing {r.folder.name}: tables, figures and report")
-            write_results(r, plots_on=not args.no_plots)
+            status(args, f"writing {r.folder.name}: tables" + (", figures" if plots else "") + " and report")
+            write_results(r, plots_on=plots)
         print(write_mix_report(run.top, list(run.results.values()), list(run.results), cfg.name, run.infeasible))
         return 0
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
-    status(args, f"search done; writing {result.folder}: tables" + (", figures" if not args.no_plots else "")
-           + " and report")
-    print(write_results(result, plots_on=not args.no_plots))
+    plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
+    status(args, f"search done; writing {result.folder}: tables" + (", figures" if plots else "") + " and report")
+    print(write_results(result, plots_on=plots))
     return 0
 
 
@@ -93,6 +94,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if fmt == "csv" and args.engine == "dask":
         raise DseError("got --engine dask with --format csv; accepted: --format parquet (blocks stream to files)",
                        field="--format")
+    given = {"--scheduler": args.scheduler, "--workers": args.workers, "--block": args.block}
+    plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
     axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points,
                     limit=MAX_DESIGNS if fmt == "csv" else None)
     n = grid_size(axes) * len(ctxs)
@@ -102,6 +105,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.resume and fmt != "parquet":
         raise DseError("got --resume with --format csv; accepted: --format parquet (a CSV sweep is scored in memory "
                        "and written once: run it again)", field="--resume")
+    for flag, needs, ok in (("--scheduler", "--engine dask", args.engine == "dask"),
+                            ("--workers", "--engine dask", args.engine == "dask"),
+                            ("--block", "--format parquet", fmt == "parquet")):
+        if given[flag] is not None and not ok:  # accepted and dropped without a word before
+            raise DseError(f"got {given[flag]} with --engine {args.engine} --format {fmt}; accepted: only with {needs}",
+                           field=flag)
     root = Path(args.out or cfg.output.root(Path(args.config).parent))
     folder = sweep_folder(args, cfg, ctxs, axes, root) if fmt == "parquet" else results_folder(
         root, f"{cfg.name}-sweep", False)
@@ -116,7 +125,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise DseError(f"{exc.message}; the blocks already written are kept: continue with dse sweep --resume",
                            file=exc.file, field=exc.field) from None
         dt = time.perf_counter() - t0
-        small = n <= MAX_DESIGNS and not args.no_plots
+        small = n <= MAX_DESIGNS and plots
         res = None
         if small:  # the grid fits in memory: the same heatmaps as a CSV sweep
             grid = pd.read_parquet(folder / "sweep.parquet").sort_values(["mix", *KNOBS], kind="stable")
@@ -139,13 +148,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
     for m in ctxs:
         b = best_rows[m]
-        lines.append(f"  {m}: best feasible {b['peak_tflops']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
-                     f"({b['dram_stacks']:.0f} stacks), "
-                     f"{b['sram_mib']:.0f} MiB, score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, ridge "
+        lines.append(f"  {m}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} "
+                     f"TB/s ({b['dram_stacks']:.0f} stacks), "
+                     f"{b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
+                     "ridge "
                      f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
                      f"({b['binding_time_share']:.0%} of time)")
     render(sweep_document(cfg.name, lines[0], {m: best_rows[m] for m in ctxs}, counts, res, csv=csv,
-                          plots=not args.no_plots, written=written,
+                          plots=plots, written=written,
                           config_text=Path(args.config).read_text(encoding="utf-8")), folder)
     print("\n".join(lines))
     print(f"  {folder}")
@@ -177,8 +187,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.strict:
         check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-compare", False)
-    status(args, f"writing {folder}: tables, figures and report")
-    render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8")), folder)
+    status(args, f"writing {folder}: tables" + (", figures" if cfg.output.plots else "") + " and report")
+    render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8"),
+                               plots=cfg.output.plots), folder)
     width = max(len(n) for n in cmp.names)
     if not cmp.designs_table["feasible"].astype(bool).any():  # said before any row, which would read as a ranking
         print(f"no candidate is feasible (each one's reason below and in {folder / 'summary.md'}); the rows compare "
@@ -190,6 +201,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W"
               + (f"  P(beats {cmp.names[0]}) {r['p_beats_first']:.0%}" if pd.notna(r.get("p_beats_first", np.nan))
                  else "") + ("" if r["feasible"] else "  INFEASIBLE"))
+        if r.get("hold_note"):  # a candidate built other than asked (a hold it could not meet): say so here too
+            print(f"  {'':<{width}s} held as built: {r['hold_note']}")
     for line in infeasible_lines(cmp):
         print(f"warning: {line}", file=sys.stderr)
     print(f"  {folder}")
@@ -282,6 +295,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     from dse.workloads.library import list_workloads, workload
 
     action = args.action or "list"
+    _check_workloads_flags(args, action)
     if action == "list":
         df = list_workloads().drop(columns=["source"])
         if args.format == "json":
@@ -309,6 +323,27 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     if action == "import":
         return _workloads_import(args)
     raise DseError(f"got {action!r}; accepted: list, show, ai, import", field="action")
+
+
+#: the options each ``dse workloads`` action reads (beside its target); any other given is an error, not a no-op
+WORKLOADS_FLAGS = {"list": {"format"}, "show": {"scenario"}, "ai": {"scenario", "hardware", "quiet", "out"},
+                   "import": {"output"}}
+
+
+def _check_workloads_flags(args: argparse.Namespace, action: str) -> None:
+    """One line naming an option ``action`` does not read (``dse workloads list --batch 32`` printed the library at
+    the models' defaults without a word)."""
+    scen = _scenario_flags(args)
+    given = [("format", "--format", args.format, args.format != "table"),
+             ("hardware", "--hardware", args.hardware, args.hardware is not None),
+             ("quiet", "--quiet", True, args.quiet), ("out", "--out", args.out, args.out != "results/ai"),
+             ("output", "--output", args.output, args.output is not None),
+             *(("scenario", "--" + k.replace("_", "-"), v, True) for k, v in scen.items())]
+    reads = WORKLOADS_FLAGS.get(action, set())
+    for key, flag, value, on in given:
+        if on and key not in reads:
+            users = [a for a, r in WORKLOADS_FLAGS.items() if key in r]
+            raise DseError(f"got {value} with {action}; accepted: only with {' or '.join(users)}", field=flag)
 
 
 def _import_target(out: Path | None, desc: dict) -> tuple[Path, dict]:
@@ -439,17 +474,16 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         """``1`` for one die, else the package's dies (``8 xcd + 4 iod``)."""
         return " + ".join(f"{g.count} {g.name}" for g in hw.die_groups) or "1"
 
+    hws = [load_hardware(n) for n in args.templates or list_templates()]  # every name checked before any output
     if args.format == "json":
-        hws = [load_hardware(n) for n in args.templates or list_templates()]
         _print_json([{"template": hw.name, "node": hw.process_node, "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
                       "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for hw in hws])
         return 0
-    print(f"{'template':<12} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}  dies")
-    for name in args.templates or list_templates():
-        hw = load_hardware(name)
-        name = hw.name
-        print(f"{name:<12} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
+    w = max(12, *(len(hw.name) for hw in hws))
+    print(f"{'template':<{w}} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}  dies")
+    for hw in hws:
+        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
               f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
     return 0
 
@@ -811,8 +845,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     wl = workload(args.workload, **scen)
     status(args, f"predicting every plan of {wl.label()} on {args.chips} chips of {args.system}")
     r = best_plan(wl, args.system, args.chips, **fixed)
-    cols = ["label", "tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "time_s", "memory_gb", "fits"]
-    shown = r.table[[c for c in cols if c in r.table]].head(args.top)
+    cols = ["label", "tp", "pp", "dp", "ep", "sp", "microbatches", "interleave", "zero", "recompute", "time_s",
+            "memory_gb", "fits", "error"]
+    table = r.table
+    if "interleave" in table and (table["interleave"] == 1).all():
+        table = table.drop(columns="interleave")
+    if "error" in table and not table["error"].astype(bool).any():
+        table = table.drop(columns="error")  # a candidate that did not build says why in this column
+    shown = table[[c for c in cols if c in table]].head(args.top)
     if args.format == "json":
         _print_json({"workload": wl.label(), "system": args.system, "chips": args.chips, "seconds": r.seconds,
                      "best": r.best.model_dump(exclude_defaults=True) if r.best else None,
@@ -850,8 +890,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
                                           "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb")
             if getattr(args, k) is not None}
-    if args.sp:
-        plan["sp"] = True
+    if args.sp is not None:
+        plan["sp"] = args.sp == "on"
     if args.overlap is not None:
         plan["overlap"] = overlap_flag(args.overlap)
     # the plan applied once, when the workload is built
@@ -1103,7 +1143,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
         pp.add_argument(flag, type=int)
-    pp.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    pp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],
+                    help="sequence parallelism (with --tp): --sp or --sp on, --sp off (as dse plan takes it)")
     pp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"])
     pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
     pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
@@ -1180,10 +1221,11 @@ def build_parser() -> argparse.ArgumentParser:
         lp.add_argument(flag, type=int, help="hold this plan field")
     lp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"],
                     help="hold the recomputation policy")
-    lp.add_argument("--sp", choices=["on", "off"], help="hold sequence parallelism (default: on with tp > 1)")
+    lp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],
+                    help="hold sequence parallelism: --sp or --sp on, --sp off (default: searched with tp > 1)")
     lp.add_argument("--top", type=int, default=10, help="rows of the candidate table shown (fastest first)")
     lp.add_argument("--format", choices=["table", "json"], default="table")
-    lp.add_argument("--quiet", action="store_true")
+    lp.add_argument("--quiet", action="store_true", help="no progress line")
     ep = sub.add_parser("explore", help="interactive design explorer in the browser (pip install 'dse[explore]')")
     ep.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
     ep.add_argument("--port", type=int, default=8050, help="port of the local web server (default 8050)")

@@ -551,7 +551,8 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
     return "\n".join(lines) + "\n\n"
 
 
-def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text: str | None = None) -> Document:
+def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text: str | None = None,
+                        plots: bool = True) -> Document:
     """The comparison's report, computed once (``dse.report.render.render`` writes it): compare.csv (per
     workload), candidates.csv, breakdown.csv, ai_summary.csv, ceilings.csv, front.csv (and robustness.csv,
     mc_samples.csv with Monte Carlo samples); speedup / AI histogram / rooflines / area breakdown / area vs
@@ -601,16 +602,19 @@ def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text
         Figure("area_vs_score.png", "area_score_front", (front, cmp.designs_table),
                f"{title}: area vs score of the search space, Pareto front and each candidate's ratio line"),
     ]
+    if not plots:  # the config's output.plots: false
+        figures = []
     tables = [Table("compare.csv", cmp.table), Table("candidates.csv", cmp.designs_table),
               Table("breakdown.csv", cmp.breakdown), Table("ai_summary.csv", ai), Table("ceilings.csv", ceilings),
               Table("front.csv", front)]
     rb = cmp.robust
     if rb is not None:
         tables += [Table("robustness.csv", rb.sensitivity), Table("mc_samples.csv", rb.samples)]
-        figures.append(Figure("tornado.png", "tornado",
-                              (rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective),
-                              f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte Carlo "
-                              "samples)"))
+        if plots:
+            figures.append(Figure("tornado.png", "tornado",
+                                  (rb.sensitivity, cmp.names[1], cmp.names[0], ctx.cfg.search.objective),
+                                  f"{title}: what moves {cmp.names[1]} vs {cmp.names[0]} ({len(rb.samples)} Monte "
+                                  "Carlo samples)"))
     mix_row = pd.DataFrame([{"workload": "mix score (weighted geomean)", "family": "", "weight": 1.0,
                              **{f"speedup_{n}_vs_{cmp.names[0]}": s / cmp.designs_table["score_vs_base"].iloc[0]
                                 for n, s in zip(cmp.names[1:], cmp.designs_table["score_vs_base"].iloc[1:],

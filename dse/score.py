@@ -115,10 +115,24 @@ def constraints(resources: dict[str, np.ndarray], limits: dict[str, float]) -> t
     if not values:
         return values, reasons
     for i in np.flatnonzero(np.any([v > 0 for v in values.values()], axis=0)):  # strings only where one breaks
-        broken = [f"{word(LIMITS[k][0])} {resources[LIMITS[k][0]][i]:.4g} {LIMITS[k][2]} > "
-                  f"{LIMITS[k][1]} {lim:.4g} {LIMITS[k][2]}" for k, lim in limits.items() if values[k][i] > 0]
+        broken = []
+        for k, lim in limits.items():
+            if values[k][i] > 0:
+                got, limit = over_text(float(resources[LIMITS[k][0]][i]), float(lim))
+                broken.append(f"{word(LIMITS[k][0])} {got} {LIMITS[k][2]} > {LIMITS[k][1]} {limit} {LIMITS[k][2]}")
         reasons[i] = "; ".join(broken)
     return values, reasons
+
+
+def over_text(value: float, limit: float) -> tuple[str, str]:
+    """``value`` and ``limit`` (value > limit) to 4 significant figures, or as many more as it takes for the two to
+    read differently (``473.1 > 473.1`` read as a false comparison: ``473.08 > 473.08`` needs 6, ``473.0812 >
+    473.08``)."""
+    for digits in range(4, 16):
+        got, lim = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if got != lim:
+            return got, lim
+    return got, lim
 
 
 def gb_text(n_bytes: float) -> str:

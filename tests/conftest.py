@@ -41,6 +41,8 @@ SMALL_STUDY = {
     },
     "output": {"plots": False, "heatmap_points": 6},
 }
+#: the small study with its figures on (``output.plots: false`` above is honoured by run, compare and sweep)
+PLOTTED_STUDY = {**SMALL_STUDY, "output": {**SMALL_STUDY["output"], "plots": True}}
 
 
 def write_config(folder: Path, data: dict, name: str = "study.yaml") -> Path:

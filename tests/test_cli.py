@@ -372,3 +372,29 @@ def test_predict_takes_weight_roles_and_kv_blocks(capsys) -> None:
     assert main(["predict", "llama3-8b", "tt-n150", "--phase", "decode", "--weight-dtypes", "ffn_up:bfp4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "weight_dtypes" in err[0] and "accepted: role=dtype items" in err[0]
+
+
+@pytest.mark.parametrize(("argv", "flag", "value"), [
+    (["workloads", "list", "--batch", "32"], "--batch", "32"),
+    (["workloads", "show", "llama2-7b", "--hardware", "h100-sxm"], "--hardware", "h100-sxm"),
+    (["workloads", "list", "--quiet"], "--quiet", "True"),
+])
+def test_a_workloads_option_its_action_does_not_read_is_one_line(capsys, argv: list, flag: str, value: str) -> None:
+    # before, dse workloads list --batch 32 printed the library at the models' defaults without a word
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flag}: got {value} with {argv[1]}; accepted: only with ") and err.count("\n") == 1
+
+
+def test_output_plots_false_draws_no_figure_in_run_and_sweep(tmp_path) -> None:
+    # the config's output.plots was read by nothing: run, compare and sweep drew every chart (only --no-plots worked)
+    from tests.conftest import PLOTTED_STUDY
+
+    quiet = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "n_trials": 4}}, "q.yaml")
+    assert main(["run", str(quiet), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main(["sweep", str(quiet), "--points", "3", "--out", str(tmp_path / "sweep"), "--quiet"]) == 0
+    assert (tmp_path / "run" / "tiny" / "summary.md").is_file() and not list((tmp_path / "run").rglob("*.png"))
+    assert (tmp_path / "sweep" / "tiny-sweep" / "sweep.csv").is_file() and not list((tmp_path / "sweep").rglob("*.png"))
+    drawn = write_config(tmp_path, PLOTTED_STUDY, "p.yaml")
+    assert main(["sweep", str(drawn), "--points", "3", "--out", str(tmp_path / "s2"), "--quiet"]) == 0
+    assert list((tmp_path / "s2").rglob("*.png"))

@@ -13,6 +13,7 @@ from dse.comparison import compare, parse_ratio
 from dse.config import load_study
 from dse.errors import DseError
 from dse.study import prepare
+from tests.conftest import PLOTTED_STUDY as PLOTTED
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -39,7 +40,11 @@ def test_candidates_at_fixed_compute_and_at_fixed_area(tmp_path: Path) -> None:
 
 
 def test_compare_command_writes_tables_and_figures(tmp_path: Path, capsys) -> None:
-    cfg = write_config(tmp_path, SMALL_STUDY)
+    quiet = write_config(tmp_path, SMALL_STUDY, "quiet.yaml")  # output.plots: false draws nothing
+    assert main(["compare", str(quiet), "--ratios", "1:2,1:1", "--out", str(tmp_path / "q")]) == 0
+    assert (tmp_path / "q" / "tiny-compare" / "candidates.csv").is_file()
+    assert not list((tmp_path / "q" / "tiny-compare").glob("*.png"))
+    cfg = write_config(tmp_path, PLOTTED)
     assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path)]) == 0
     folder = tmp_path / "tiny-compare"
     for f in ("compare.csv", "candidates.csv", "summary.md", "speedup.png", "ai_histogram.png", "rooflines.png"):
@@ -76,7 +81,7 @@ def _hand_built(name: str) -> dse.DesignBatch:
 
 
 def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
-    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": COMPARE_SECTION})
+    cfg = write_config(tmp_path, {**PLOTTED, "compare": COMPARE_SECTION})
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 0
     folder = tmp_path / "tiny-compare"
     t = pd.read_csv(folder / "compare.csv")
@@ -206,7 +211,7 @@ def test_impossible_candidate_fields_are_one_line(tmp_path: Path, capsys, fields
 
 def test_infeasible_candidates_and_workloads_are_named_and_strict_fails(tmp_path: Path, capsys) -> None:
     big = {"name": "llama2-70b", "phase": "decode", "batch": 1, "context": 512}  # 140 GB of bf16 weights
-    cfg = write_config(tmp_path, {**SMALL_STUDY, "workloads": [*SMALL_STUDY["workloads"], big]})
+    cfg = write_config(tmp_path, {**PLOTTED, "workloads": [*SMALL_STUDY["workloads"], big]})
     assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path), "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("no candidate is feasible (each one's reason below")  # before any row that reads as a rank
@@ -327,3 +332,29 @@ def test_npu_story_answer_with_the_shipped_model() -> None:
     ceil = cmp.ceilings.set_index("candidate")
     assert ceil.loc["1:2", "share_array"] < 0.25  # the bandwidth-rich design no longer waits on under-filled arrays
     assert ceil.loc["1:1", "binding"] == "hbm"  # the bandwidth-poor one waits on HBM
+    # the README and the user guide quote this comparison: their figures are these
+    root = Path(__file__).parents[1]
+    score, area = t.loc["1:1", "score_vs_base_change_pct"], t.loc["1:1", "area_mm2_change_pct"]
+    assert f"1:1 loses {-score:.1f} % of score" in (root / "README.md").read_text()
+    guide = (root / "docs" / "user_guide.md").read_text()
+    row = next(ln for ln in guide.splitlines() if ln.startswith("| 1:1 | "))
+    assert f"**score {score:.1f} %**, area {area:.1f} %, power {t.loc['1:1', 'power_w_change_pct']:.1f} %" in row
+    assert f"{t.loc['1:1', 'area_mm2']:.0f} mm²" in row
+    row2 = next(ln for ln in guide.splitlines() if ln.startswith("| 1:2 | "))
+    assert f"{t.loc['1:2', 'area_mm2']:.0f} mm², feasible" in row2
+    shares = ceil.loc["1:1"].filter(like="share_").sort_values(ascending=False)
+    ceilings = next(ln for ln in guide.splitlines() if ln.startswith("| binding ceilings"))
+    names = {"hbm": "HBM", "overhead": "overhead", "array": "array", "compute": "compute"}
+    text = ", ".join(f"{names[k.removeprefix('share_')]} {v:.0%}".replace("%", " %") for k, v in shares.items() if v >= 0.05)
+    assert f"1:1: {text}" in ceilings
+
+
+def test_the_console_says_why_a_candidate_was_built_other_than_asked(tmp_path: Path, capsys) -> None:
+    # a hold the candidate could not meet (its note was only in candidates.csv and summary.md)
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["compare", str(cfg), "--ratios", "1:4,1:1", "--hold", "area", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    notes = pd.read_csv(tmp_path / "tiny-compare" / "candidates.csv")["hold_note"].fillna("")
+    assert notes.str.len().gt(0).any()
+    for note in notes[notes != ""]:
+        assert f"held as built: {note}" in out

@@ -11,7 +11,7 @@ from dse.config import load_study
 from dse.cost.area import area, inventory, price
 from dse.robustness import first_order_indices, node_ranges, sampled_node
 from dse.study import prepare
-from tests.conftest import SMALL_STUDY, write_config
+from tests.conftest import PLOTTED_STUDY, SMALL_STUDY, write_config
 
 
 def test_first_order_indices_find_the_input_that_matters() -> None:
@@ -65,7 +65,7 @@ def test_monte_carlo_is_seeded_and_more_bandwidth_always_wins_on_a_decode_mix(tm
 def test_compare_writes_robustness_outputs_and_a_memo(tmp_path: Path, capsys) -> None:
     from dse.cli import main
 
-    cfg = write_config(tmp_path, SMALL_STUDY)
+    cfg = write_config(tmp_path, PLOTTED_STUDY)
     assert main(["compare", str(cfg), "--ratios", "1:1,2:1", "--samples", "64", "--out", str(tmp_path),
                  "--quiet"]) == 0
     out = capsys.readouterr().out

@@ -89,3 +89,15 @@ def test_reasons_are_formatted_only_for_infeasible_designs_as_a_per_design_join(
     assert sc.reason == expected
     assert 0 < sum(bool(r) for r in sc.reason) < n  # both kinds present
     assert [not r for r in sc.reason] == list(sc.feasible)
+
+
+def test_a_broken_budget_reads_as_a_true_comparison() -> None:
+    # a design 0.0012 mm2 over a 473.08 mm2 budget printed "473.1 mm2 > area budget 473.1 mm2"
+    import numpy as np
+
+    from dse.score import constraints, over_text
+
+    assert over_text(473.0812, 473.08) == ("473.081", "473.08")
+    assert over_text(500.0, 400.0) == ("500", "400")
+    _, reasons = constraints({"area_mm2": np.array([473.0812, 400.0])}, {"area": 473.08})
+    assert reasons == ["area 473.081 mm2 > area budget 473.08 mm2", ""]

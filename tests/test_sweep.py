@@ -12,11 +12,11 @@ from dse.config import load_study
 from dse.grid import axes_for, binding_ceiling, run_sweep
 from dse.search.space import designs_from_params
 from dse.study import prepare, score_designs
-from tests.conftest import SMALL_STUDY, write_config
+from tests.conftest import PLOTTED_STUDY, SMALL_STUDY, write_config
 
 
 def test_sweep_writes_grid_and_heatmaps(tmp_path: Path, capsys) -> None:
-    cfg = write_config(tmp_path, SMALL_STUDY)
+    cfg = write_config(tmp_path, PLOTTED_STUDY)
     assert main(["sweep", str(cfg), "--points", "6", "--sram-points", "2", "--chunk", "7", "--out", str(tmp_path)]) == 0
     folder = tmp_path / "tiny-sweep"
     grid = pd.read_csv(folder / "sweep.csv")
@@ -56,7 +56,7 @@ def test_too_large_a_grid_is_refused(tmp_path: Path, capsys) -> None:
     assert "8,000,000 designs" in err and "--points" in err
 
 
-TWO_MIXES = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"} | {
+TWO_MIXES = {k: v for k, v in PLOTTED_STUDY.items() if k != "workloads"} | {
     "name": "two",
     "mixes": {
         "vision": [{"name": "resnet50", "batch": 8}, {"name": "mobilenet-v2", "batch": 8}],
@@ -121,7 +121,7 @@ def test_binding_ceiling_does_not_depend_on_the_sub_batch_size(tmp_path: Path) -
 
 def test_a_knob_not_searched_gives_a_one_column_grid_and_its_heatmaps(tmp_path: Path, capsys) -> None:
     space = {k: v for k, v in SMALL_STUDY["search"]["space"].items() if k != "dram_bandwidth_tbps"}
-    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
+    cfg = write_config(tmp_path, {**PLOTTED_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
     assert main(["sweep", str(cfg), "--points", "3", "--out", str(tmp_path / "o"), "--quiet"]) == 0, \
         capsys.readouterr().err
     grid = pd.read_csv(next((tmp_path / "o").glob("*/sweep.csv")))
@@ -167,7 +167,7 @@ def test_streamed_sweep_writes_the_same_rows_as_the_in_memory_grid(tmp_path: Pat
 def test_cli_sweep_on_dask_writes_parquet_and_a_summary(tmp_path: Path, capsys) -> None:
     pytest.importorskip("distributed")
     pytest.importorskip("pyarrow")
-    cfg = write_config(tmp_path, SMALL_STUDY)
+    cfg = write_config(tmp_path, PLOTTED_STUDY)
     assert main(["sweep", str(cfg), "--points", "5", "--engine", "dask", "--workers", "1", "--chunk", "9",
                  "--out", str(tmp_path), "--quiet"]) == 0
     folder = tmp_path / "tiny-sweep"
