@@ -653,7 +653,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     df = load_measurements(args.measurements)
     cases, skipped = chip_cases(df, hw)
     if not cases:
-        raise DseError(f"no covered measurement rows for template {hw.name!r}", field="template")
+        have = sorted(set(df["hardware"]))  # the chips that have rows, for the message
+        raise DseError(f"got {hw.name!r}, which no measurement row covers; accepted: a template with rows "
+                       f"({', '.join(have)})", field="template")
     pool: list[tuple] = []
     if not args.no_loo:
         names = style_chips(df, hw) if args.chips is None else [hw.name, *dict.fromkeys(

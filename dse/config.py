@@ -123,7 +123,7 @@ class Range(Strict):
     @model_validator(mode="after")
     def _order(self) -> Range:
         if not self.low < self.high:
-            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+            raise ValueError(f"@low@got low {self.low:g}, high {self.high:g}; accepted: low below high")
         return self
 
 
@@ -147,7 +147,7 @@ class Param(Strict):
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")
         elif not self.low < self.high:
-            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+            raise ValueError(f"@low@got low {self.low:g}, high {self.high:g}; accepted: low below high")
         elif self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):
             raise ValueError(f"@low@got {self.low:g}..{self.high:g}; accepted: whole numbers for type: int")
         return self
