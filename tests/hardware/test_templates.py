@@ -115,3 +115,18 @@ def test_more_chips_load_with_their_datasheet_figures_and_sources(name: str, fig
     text = (templates_dir() / f"{name}.yaml").read_text()
     assert "../" + "shared" not in text and "hardware.csv" not in text  # cite the original source
     assert dse.predict(dse.gemm(4096, 4096, 4096, dtype="bf16"), hw).time_s > 0
+
+
+def test_a_study_config_or_a_system_file_given_as_a_template_says_what_it_is() -> None:
+    # dse area configs/npu.yaml said "process_node: missing; this field is required (+7 more)"
+    from pathlib import Path
+
+    from dse.errors import DseError
+    from dse.hardware.templates import load_hardware
+
+    root = Path(__file__).parents[2]
+    for path, what in ((root / "configs" / "npu.yaml", "got a study config"),
+                       (root / "hw_templates" / "systems" / "dgx-h100.yaml", "got a system file")):
+        with pytest.raises(DseError) as err:
+            load_hardware(path)
+        assert what in str(err.value) and "accepted: a hardware template" in str(err.value)
