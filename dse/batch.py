@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,31 +85,70 @@ class Study:
         study.config  # noqa: B018
         return study
 
-    def run(self, out: str | Path | None = None, progress: bool = False, plots: bool = False) -> StudyRun:
-        """Run the study (a search; several mixes run one after another) and return its tables."""
+    def run(self, out: str | Path | None = None, progress: bool = False, plots: bool | None = None) -> StudyRun:
+        """Run the study (a search; several mixes run one after another) and return its tables. ``plots``: draw the
+        figures (default: the config's ``output.plots``). The config (with its overrides) runs from a hidden copy
+        beside its source file, so relative paths (``path:`` workloads, ``output.relative_to: config``) resolve as
+        ``dse run`` resolves them; errors name the source file."""
+        cfg = self.config
+        plots = cfg.output.plots if plots is None else plots
+        with _beside(self.data, cfg.name, self.source, bool(self.overrides)) as path:
+            try:
+                return self._run(path, cfg, out, progress, plots)
+            except DseError as exc:
+                if self.source is None or not exc.file or Path(exc.file) != path:
+                    raise
+                raise DseError(exc.message, file=str(self.source), field=exc.field) from None
+
+    def _run(self, path: Path, cfg: StudyConfig, out: str | Path | None, progress: bool, plots: bool) -> StudyRun:
         from dse.report.write import trials_frame, write_results
         from dse.search import optimize
         from dse.study import run_mixes, run_study
 
-        cfg = self.config
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{cfg.name}.yaml"
-            write_text(path, yaml.safe_dump(self.data, sort_keys=False))
-            if cfg.mixes is not None:
-                run = run_mixes(path, out=out, progress=progress)
-                texts = [write_results(r, plots_on=plots) for r in run.results.values()]
-                texts += [f"mix {m}: no feasible design: {e.message}" for m, e in run.infeasible.items()]
-                trials = pd.concat([trials_frame(r.study).assign(mix=m) for m, r in run.results.items()])
-                best = pd.concat([_best_row(r) for r in run.results.values()], axis=1).T.reset_index(drop=True)
-                source = str(self.source) if self.source else None  # not the temporary copy that ran
-                why = {m: str(DseError(e.message, file=source, field=e.field)) for m, e in run.infeasible.items()}
-                return StudyRun(run.top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts), why)
-            r = run_study(path, out=out, progress=progress)
-            text = write_results(r, plots_on=plots)
-            trials = trials_frame(r.study)
-            front = [t.number for t in optimize.pareto_front(r.study)] if len(cfg.search.objective_names) > 1 else []
-            pareto = trials[trials["number"].isin(front)].reset_index(drop=True)
-            return StudyRun(r.folder, trials, _best_row(r), pareto, text)
+        if cfg.mixes is not None:
+            run = run_mixes(path, out=out, progress=progress)
+            texts = [write_results(r, plots_on=plots) for r in run.results.values()]
+            texts += [f"mix {m}: no feasible design: {e.message}" for m, e in run.infeasible.items()]
+            trials = pd.concat([trials_frame(r.study).assign(mix=m) for m, r in run.results.items()])
+            best = pd.concat([_best_row(r) for r in run.results.values()], axis=1).T.reset_index(drop=True)
+            source = str(self.source) if self.source else None  # not the temporary copy that ran
+            why = {m: str(DseError(e.message, file=source, field=e.field)) for m, e in run.infeasible.items()}
+            return StudyRun(run.top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts), why)
+        r = run_study(path, out=out, progress=progress)
+        text = write_results(r, plots_on=plots)
+        trials = trials_frame(r.study)
+        front = [t.number for t in optimize.pareto_front(r.study)] if len(cfg.search.objective_names) > 1 else []
+        pareto = trials[trials["number"].isin(front)].reset_index(drop=True)
+        return StudyRun(r.folder, trials, _best_row(r), pareto, text)
+
+
+@contextlib.contextmanager
+def _beside(data: dict[str, Any], name: str, source: Path | None, overridden: bool) -> Iterator[Path]:
+    """The config file to run: the source itself when nothing was overridden (exactly what ``dse run`` runs), else a
+    copy of ``data`` named ``SOURCE-overrides-*.yaml`` in the source's folder (so its relative paths mean what they
+    mean there; the results' metadata names it), else in a temporary folder; a copy is removed afterwards."""
+    if source is not None and not overridden:
+        yield Path(source)
+        return
+    text = yaml.safe_dump(data, sort_keys=False)
+    if source is not None:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f"{Path(source).stem}-overrides-", suffix=".yaml", dir=Path(source).parent)
+        except OSError:  # a read-only folder: a temporary one (relative paths then fail with their own error)
+            pass
+        else:
+            path = Path(tmp)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                yield path
+            finally:
+                path.unlink(missing_ok=True)
+            return
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{name}.yaml"
+        write_text(path, text)
+        yield path
 
 
 def _best_row(r) -> pd.Series:  # noqa: ANN001 - a StudyResult

@@ -73,3 +73,26 @@ def test_batch_runs_a_mixes_study_with_an_infeasible_mix_and_names_it(tmp_path: 
     assert set(res.trials["mix"]) == {"decode"} and list(res.infeasible) == ["huge"]
     assert res.infeasible["huge"].startswith(f"{cfg}: mixes.huge: got llama2-70b")  # the config, not a temporary copy
     assert "mix huge: no feasible design: got llama2-70b" in res.summary
+
+
+def test_batch_and_the_study_api_resolve_relative_paths_as_dse_run_does(tmp_path: Path, capsys) -> None:
+    # they ran a copy of the config in a temporary folder: a path: workload was not found there, and with
+    # output.relative_to: config the results went into that folder and were deleted with it
+    import copy
+
+    import yaml
+
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    desc = yaml.safe_load((Path(__file__).parents[1] / "workloads" / "gpt2.yaml").read_text())
+    desc["name"] = "mygpt"
+    (folder / "mygpt.yaml").write_text(yaml.safe_dump(desc))
+    data = copy.deepcopy(SMALL_STUDY)
+    data.update(name="rel", workloads=[{"path": "mygpt.yaml", "phase": "decode", "context": 256}],
+                output={"dir": "out", "relative_to": "config", "plots": False, "heatmap_points": 6})
+    data["search"]["n_trials"] = 4
+    cfg = write_config(folder, data, "rel.yaml")
+    assert main(["batch", str(cfg), "--out", str(tmp_path / "b")]) == 0
+    res = dse.Study.from_yaml(cfg).with_overrides({"search.n_trials": 3}).run()
+    assert res.out_dir.exists() and res.out_dir.parent == folder / "out" and len(res.trials) == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["mygpt.yaml", "out", "rel.yaml"]  # no copy left behind
