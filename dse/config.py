@@ -463,6 +463,9 @@ class WhatIf(Strict):
             raise ValueError("give exactly one of workload (a library model) or operator (gemm, attention, conv)")
         if self.workload is not None and self.workload.suite is not None:
             raise ValueError("a what-if takes one model; accepted: workload: {name: MODEL, ...}, not a suite")
+        if self.workload is not None and (self.workload.plan is not None or self.workload.auto_plan):
+            raise ValueError("@workload.plan@got a plan; accepted: none (a what-if runs its stages on one chip; "
+                             "dse predict --chips/--tp/--pp/--dp predicts a planned workload)")
         return self
 
 

@@ -268,6 +268,14 @@ def load_whatif(path: Any) -> tuple[WhatIf, str, Hardware]:
         spec, name, hw_spec, prefix = cfg.whatif, cfg.name, cfg.whatif.hardware or cfg.base, "whatif.hardware"
     if hw_spec.endswith((".yaml", ".yml")) and not Path(hw_spec).is_absolute():
         hw_spec = str(folder / hw_spec)
+    if spec.workload is not None and spec.workload.path is not None:  # a model file of one's own, by its path
+        wpath = Path(spec.workload.path).expanduser()
+        wpath = wpath if wpath.is_absolute() else folder / wpath
+        if not wpath.is_file():
+            raise DseError(f"got {spec.workload.path!r} ({wpath}); accepted: an existing model description .yaml file",
+                           file=label, field="workload.path")
+        spec = spec.model_copy(update={"workload": spec.workload.model_copy(update={"name": str(wpath),
+                                                                                     "path": None})})
     try:
         hw = load_hardware(hw_spec)
     except DseError as exc:

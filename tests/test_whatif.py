@@ -135,3 +135,23 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     cfg = write_config(tmp_path, SMALL_STUDY)
     assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
     assert "no whatif: section" in capsys.readouterr().err
+
+
+def test_a_whatif_of_a_model_file_by_path_runs_and_a_plan_is_refused(tmp_path: Path, capsys) -> None:
+    # a path: workload raised a traceback (AttributeError); a plan was dropped without a word
+    import yaml
+
+    desc = yaml.safe_load((Path(__file__).parents[1] / "workloads" / "gpt2.yaml").read_text())
+    desc["name"] = "mygpt"
+    (tmp_path / "mygpt.yaml").write_text(yaml.safe_dump(desc))
+    f = tmp_path / "wip.yaml"
+    f.write_text(yaml.safe_dump({"name": "wip", "hardware": "npu-7nm", "stages": ["fuse_elementwise"],
+                                 "workload": {"path": "mygpt.yaml", "phase": "prefill", "seq": 128}}))
+    assert main(["whatif", str(f), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "wip-whatif" / "whatif.csv").is_file()
+    f.write_text(yaml.safe_dump({"name": "wip", "hardware": "npu-7nm", "stages": ["fuse_elementwise"],
+                                 "workload": {"name": "gpt2", "phase": "decode", "context": 64, "plan": {"tp": 2}}}))
+    capsys.readouterr()
+    assert main(["whatif", str(f), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {f}: workload.plan: got a plan; accepted: none") and err.count("\n") == 1
