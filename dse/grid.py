@@ -65,6 +65,12 @@ def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int,
     """Grid values per knob: the search space's ranges, or the base value when a knob is not searched.
     ``limit`` (designs) applies to an in-memory grid; a streamed sweep (:func:`stream_sweep`) passes None."""
     kb = base_knobs(ctx.base)
+    space = cfg.search.space
+    for what, given in (("split", space.split is not None), ("params", bool(space.params))):
+        if given:  # a grid over the three knobs only: these were dropped without a word (one design, the base)
+            raise DseError(f"got search.space.{what}; accepted: a space of peak_tflops, dram_bandwidth_tbps and "
+                           "sram_mib only (dse sweep grids those three; dse run searches params and a split)",
+                           field=f"search.space.{what}")
     if points < 1 or sram_points < 1:
         raise DseError(f"got {points} x {sram_points}; accepted: positive integers", field="--points")
     if limit is not None and points * points * sram_points > limit:

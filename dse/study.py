@@ -219,12 +219,26 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
             accepted = str(exc).split("; ", 1)[1]
             raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
         check_param_range(base, prm, i)
+        check_param_knob(cfg.search.space, base, prm.field, i)
     node = load_node(base_hw.process_node)
     limits = study_limits(cfg, node)
     arrays = mix_arrays(mix)
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)
     return Context(cfg, base_hw, base, mix, base_times, {k: float(v[0]) for k, v in res.items()}, limits, arrays)
+
+
+def check_param_knob(space, base: DesignBatch, name: str, i: int) -> None:  # noqa: ANN001 - a dse.config.Space
+    """A searched field that one of the three knobs also sets (``compute.cores`` by ``peak_tflops``; the main memory's
+    ``bandwidth_tbps`` by ``dram_bandwidth_tbps``; the searched SRAM level's ``capacity_mib`` by ``sram_mib``) would
+    have one of the two overwrite the other in every design while trials.csv records both: one line naming both."""
+    owners = {"compute.cores": "peak_tflops",
+              f"memory.{base.level_names[base.offchip_index]}.bandwidth_tbps": "dram_bandwidth_tbps",
+              f"memory.{base.level_names[base.sram_level]}.capacity_mib": "sram_mib"}
+    knob = owners.get(name)
+    if knob is not None and getattr(space, knob) is not None:
+        raise DseError(f"got {name!r} beside the {knob} knob, which sets it too; accepted: one of the two",
+                       field=f"search.space.params.{i}.field")
 
 
 def check_param_range(base: DesignBatch, prm, i: int) -> None:

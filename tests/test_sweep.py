@@ -254,3 +254,14 @@ def test_resume_rescores_only_the_missing_blocks_and_refuses_a_changed_sweep(tmp
     assert len(err) == 1 and "changed since the sweep began" in err[0], err
     assert main([a for a in args if a not in ("--format", "parquet")] + ["--resume"]) == 2
     assert "--resume: got --resume with --format csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("key", "value"), [("split", {"total_area_mm2": 500}),
+                                            ("params", [{"field": "compute.clock_ghz", "low": 0.5, "high": 2.0}])])
+def test_a_sweep_refuses_a_space_it_cannot_grid(tmp_path, capsys, key: str, value) -> None:
+    # a split-only space swept one design (the base) and a searched param stayed at its base value, both exit 0
+    space = {} if key == "split" else dict(SMALL_STUDY["search"]["space"])
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": {**space, key: value}}})
+    assert main(["sweep", str(cfg), "--points", "3", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"search.space.{key}: got search.space.{key}; accepted: a space of peak_tflops" in err and err.count("\n") == 1

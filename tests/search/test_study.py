@@ -634,3 +634,18 @@ def test_a_searched_range_beyond_a_fields_limit_is_one_line_before_any_trial(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err, err
     assert not (tmp_path / "r" / "tiny" / "study.db").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(("field", "knob"), [("compute.cores", "peak_tflops"),
+                                             ("memory.hbm.bandwidth_tbps", "dram_bandwidth_tbps"),
+                                             ("memory.global.capacity_mib", "sram_mib")])
+def test_a_searched_field_a_knob_also_sets_is_one_line(tmp_path, field: str, knob: str) -> None:
+    # compute.cores beside peak_tflops: trials.csv recorded 8 cores for a design the knob built with 26
+    from dse.errors import DseError
+    from dse.study import load_context
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"]["space"]["params"] = [{"field": field, "choices": [8, 16]}]
+    with pytest.raises(DseError) as err:
+        load_context(write_config(tmp_path, data))
+    assert err.value.field == "search.space.params.0.field" and f"beside the {knob} knob" in str(err.value)
