@@ -19,7 +19,7 @@ from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
-from dse.workloads.ops import AttentionGqa, AttentionKernel
+from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS, WeightRole, weight_roles
 from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
@@ -69,6 +69,12 @@ class WorkloadEntry(Strict):
     fuse_elementwise: bool | None = None
     logits: Literal["last", "all"] | None = None
     execution: Literal["graph", "eager"] | None = None
+    residency: Residency | None = Field(None, description="Which tensors stay on chip between operators: auto, none, "
+                                        "weights, activations (dse predict --residency)")
+    memory_format: Literal["nhwc", "nchw"] | None = Field(None, description="CNN activation layout (dse predict "
+                                                          "--memory-format)")
+    input_quant: InputQuant | None = Field(None, description="Where a GEMM's input is cast to a narrower dtype: "
+                                           "producer or kernel (dse predict --input-quant)")
     framework: str | None = Field(None, min_length=1, description="Training: the framework preset whose step is "
                                   "modelled (workloads/frameworks/NAME.yaml: pytorch-eager, megatron, xla)")
     weight_cast: WeightCast | None = Field(None, description="Training: none or kernel (autocast weight casts)")
@@ -214,6 +220,9 @@ class Search(Strict):
     def _objectives(self) -> Search:
         if self.objectives is not None and len(set(self.objectives)) != len(self.objectives):
             raise ValueError(f"objectives repeat a name: {self.objectives}")
+        if self.objectives is not None and "objective" in self.model_fields_set:  # it was dropped without a word
+            raise ValueError(f"@objective@got {self.objective!r} beside objectives {self.objectives}; accepted: one "
+                             "of the two (objective: one to maximise, objectives: a Pareto front)")
         if self.sampler is None:
             object.__setattr__(self, "sampler", "nsga2" if self.objectives else "tpe")
         return self

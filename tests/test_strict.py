@@ -39,3 +39,15 @@ def test_unknown_keys_non_finite_floats_and_mutation_are_errors() -> None:
     b = Block(size=1)
     with pytest.raises(ValidationError, match="frozen"):
         b.size = 2  # type: ignore[misc]
+
+
+def test_a_study_workload_entry_takes_every_scenario_field() -> None:
+    # residency, memory_format and input_quant were 'unknown key' in a config while dse predict and dse.workload took them
+    from dse.config import WorkloadEntry
+    from dse.workloads.scenario import Scenario
+
+    assert set(Scenario.model_fields) <= set(WorkloadEntry.model_fields)
+    entry = WorkloadEntry.model_validate({"name": "resnet50", "batch": 8, "residency": "none", "memory_format": "nchw"})
+    import dse
+
+    assert dse.workload(entry.name, **entry.scenario()).scenario["residency"] == "none"
