@@ -51,7 +51,7 @@ class Die(Strict):
     node: str | None = Field(None, description="node file; a template die takes its template's")
     template: str | None = Field(None, description="GPU dies: the hardware template that describes them")
     peak_tflops: dict[Dtype, float] = Field(default_factory=dict, description="dense matrix peaks, all cores")
-    clock_ghz: float | None = Field(None, gt=0)
+    clock_ghz: float | None = Field(None, gt=0, description="the clock of the peaks (GHz): MACs = peak / (2 x clock)")
     vector_fp32_tflops: float = Field(0.0, ge=0)
     scratchpad_mib: float = Field(0.0, ge=0)
     cache_mib: float = Field(0.0, ge=0)

@@ -123,14 +123,21 @@ def blocks() -> dict[str, Block]:
     return out
 
 
-def descriptions(found: dict[str, Block]) -> dict[str, tuple[str, str]]:
-    """Per field name, the first description any block gives it and that block's name: a field a block repeats
-    without a description of its own (a workload entry's ``seq``) is described as where it is defined."""
-    out: dict[str, tuple[str, str]] = {}
+#: field names that mean something else in every block (a study's name is not a die's): never described from another
+GENERIC_FIELDS = frozenset({"name", "description", "source", "kind", "count", "params", "compute", "input", "act"})
+
+
+def descriptions(found: dict[str, Block]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Per (field name, type in words), the first description any block gives it and that block's name: a field a
+    block repeats without a description of its own (a workload entry's ``seq``) is described as where it is defined.
+    Only a field of the same name and type borrows, and never one of :data:`GENERIC_FIELDS` (a row's ``count`` is not
+    a package's count of dies; a GEMM row's ``name`` is not a study's)."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
     for name, b in found.items():
         for f, info in b.model.model_fields.items():
-            if info.description and f not in out:
-                out[f] = (info.description, name)
+            key = (f, type_text(info.annotation))
+            if info.description and f not in GENERIC_FIELDS and key not in out:
+                out[key] = (info.description, name)
     return out
 
 
@@ -229,14 +236,15 @@ def _doc(model: type[BaseModel]) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
-def block_table(model: type[BaseModel], described: dict[str, tuple[str, str]] | None = None) -> list[str]:
+def block_table(model: type[BaseModel], described: dict[tuple[str, str], tuple[str, str]] | None = None) -> list[str]:
     """One markdown table: a row per field of ``model`` (a field without a description of its own takes the one
-    ``described`` gives its name, :func:`descriptions`, saying where it comes from)."""
+    ``described`` gives its name and type, :func:`descriptions`, saying where it comes from)."""
     lines = ["| field | type | default | limits | unit | description |", "|---|---|---|---|---|---|"]
     for name, info in model.model_fields.items():
         text = info.description or ""
-        if not text and described and name in described and described[name][1] != model.__name__:
-            text, owner = described[name]
+        key = (name, type_text(info.annotation))
+        if not text and described and key in described and described[key][1] != model.__name__:
+            text, owner = described[key]
             text = f"{text} (as in [{owner}](#{owner.lower()}))"
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"`{name}`", type_text(info.annotation), default_text(info), limits_text(info), unit_of(name),

@@ -153,3 +153,17 @@ def test_two_schema_classes_with_one_name_are_refused(monkeypatch) -> None:
 def test_main_writes_the_file(tmp_path: Path) -> None:
     assert ref.main([str(tmp_path / "r.md")]) == 0
     assert (tmp_path / "r.md").read_text(encoding="utf-8") == ref.reference()
+
+
+def test_a_field_borrows_a_description_only_from_one_of_its_name_and_type() -> None:
+    # Hardware.compute read "Weight of the MAC arrays", a GEMM row's count "Identical dies of this kind in the package"
+    from dse.report.reference import blocks, descriptions, type_text
+
+    found = blocks()
+    described = descriptions(found)
+    for block in found.values():
+        for field, info in block.model.model_fields.items():
+            key = (field, type_text(info.annotation))
+            if not info.description and key in described:
+                lender = found[described[key][1]].model.model_fields[field]
+                assert type_text(lender.annotation) == key[1] and field not in ("name", "count", "kind", "compute")
