@@ -20,6 +20,7 @@ The first candidate is the reference of every speedup and every % change.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -645,6 +646,12 @@ def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = No
     """The comparison a config asks for, and a heading that says what was compared: ``ratios`` at fixed
     ``hold`` when given (or when the config has no ``compare:`` section; default 1:2 vs 1:1), else the
     section's candidates. Errors in the section name the config file ``config``."""
+    holds = typing.get_args(Hold)
+    if hold is not None and hold not in holds:  # the CLI's choices, for the API too (it ran area-held as 'foo held')
+        raise DseError(f"got {hold!r}; accepted: {', '.join(holds)}", field="hold")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int | np.integer)
+                                or not 0 <= samples <= 100_000):
+        raise DseError(f"got {samples!r}; accepted: 0 (no robustness analysis) to 100000 samples", field="samples")
     section = cfg.compare
     if ratios is not None or section is None:
         ratios = list(ratios or ["1:2", "1:1"])

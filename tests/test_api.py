@@ -210,3 +210,15 @@ def test_a_serving_engine_host_time_is_in_every_path_that_times_the_workload() -
     both = mix_times(d, Mix.of([wl, bare]))[0]
     assert both[0] == pytest.approx(dse.predict(wl, "npu-7nm").time_s, rel=1e-12)
     assert both[0] - both[1] == pytest.approx(wl.host_s, rel=1e-9)
+
+
+@pytest.mark.parametrize(("kw", "field"), [({"hold": "foo"}, "hold"), ({"samples": -1}, "samples"),
+                                           ({"samples": "x"}, "samples"), ({"samples": 10**7}, "samples")])
+def test_compare_in_python_checks_what_the_cli_checks(kw: dict, field: str) -> None:
+    # hold='foo' ran area-held and labelled 'foo held'; 10 M samples ran for minutes; 'x' raised a TypeError
+    import dse
+    from dse.errors import DseError
+
+    with pytest.raises(DseError) as err:
+        dse.compare(str(Path(__file__).parents[1] / "configs" / "npu.yaml"), ratios=["1:2", "1:1"], **kw)
+    assert err.value.field == field
