@@ -144,6 +144,10 @@ def load_spec(spec: Any, cls: type[T], from_mapping: Callable[..., T], load_name
         return spec
     if isinstance(spec, Mapping):
         return from_mapping(spec)
+    if not isinstance(spec, str | Path) or not str(spec):  # 3, None, a list: one line, not a TypeError
+        kind = cls.__name__.lower()
+        raise DseError(f"got {spec!r} ({type(spec).__name__}); accepted: a {kind} name, a YAML path, a mapping or a "
+                       f"{cls.__name__}", field=kind)
     path = Path(spec)
     if path.suffix in (".yaml", ".yml") or is_file(path):
         return from_mapping(load_yaml(path), file=str(path))

@@ -222,3 +222,21 @@ def test_compare_in_python_checks_what_the_cli_checks(kw: dict, field: str) -> N
     with pytest.raises(DseError) as err:
         dse.compare(str(Path(__file__).parents[1] / "configs" / "npu.yaml"), ratios=["1:2", "1:1"], **kw)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("call", [lambda d: d.hardware(3), lambda d: d.area(None), lambda d: d.workload(None),
+                                  lambda d: d.workload("gpt2", plan=5), lambda d: d.workload("gpt2", plan="auto"),
+                                  lambda d: d.predict(d.workload("gpt2"), None)])
+def test_a_wrongly_typed_argument_is_a_dse_error_not_a_traceback(call) -> None:
+    # these raised TypeError / AttributeError / ValueError from deep inside
+    import dse
+    from dse.errors import DseError
+
+    with pytest.raises(DseError):
+        call(dse)
+
+
+def test_a_model_file_may_be_named_by_a_path_object() -> None:
+    import dse
+
+    assert dse.workload(Path(__file__).parents[1] / "workloads" / "gpt2.yaml").name == "gpt2"

@@ -279,6 +279,14 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
     result is one chip's share of the workload with its collective operators and memory footprint.
 
     The last ``WORKLOAD_CACHE_SIZE`` expansions are kept: the same call returns the same object."""
+    if isinstance(name, Path):
+        name = str(name)
+    if not isinstance(name, str) or not name:
+        raise DseError(f"got {name!r} ({type(name).__name__}); accepted: a model name, a YAML path, gemm:MxNxK, "
+                       "copy:N or attention:BxHxSQxSKxD", field="workload")
+    if plan is not None and not isinstance(plan, Plan | Mapping):
+        raise DseError(f"got {plan!r}; accepted: a Plan or a mapping of its fields (e.g. {{'tp': 8}}); a study's "
+                       "plan: auto is dse.best_plan here", field="plan")
     key = _cache_key(name, plan, scenario)
     # the description object is part of the key: clearing load_description's cache (an edited model file)
     # also retires the expansions made from the old one
