@@ -7,6 +7,7 @@ scenario, then calls the family builder; the result is a :class:`Workload`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -15,12 +16,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
 from dse.errors import DseError, did_you_mean, from_validation_error
 from dse.strict import Strict
-from dse.units import repo_root
+from dse.units import DTYPE_BYTES, repo_root
 from dse.workloads import ops, parallel, serving, transformer
 from dse.workloads import training as training_mod
 from dse.workloads.families import COMMON as COMMON  # re-exported: the keywords every family takes
@@ -28,7 +30,7 @@ from dse.workloads.families import FAMILIES, accepted_families
 from dse.workloads.families import family as family_of
 from dse.workloads.frameworks import framework_defaults
 from dse.workloads.parallel import Plan
-from dse.workloads.scenario import Scenario, weight_roles
+from dse.workloads.scenario import MAX_BATCH, Scenario, weight_roles
 from dse.yamlio import is_file, load_yaml
 
 
@@ -567,6 +569,14 @@ def operand_memory(table: pd.DataFrame) -> dict[str, float]:
     return {"operands": float((table["bytes_read"] + table["bytes_written"]).max())}
 
 
+def whole(field: str, value: Any, top: float) -> None:
+    """One line unless ``value`` is a whole number from 1 to ``top`` (``dse.gemm(2**40, 1, 1)`` or ``(1.5, 1, 1)``
+    built a workload the command line's ``gemm:MxNxK`` refuses)."""
+    ok = isinstance(value, int | float | np.integer) and not isinstance(value, bool) and math.isfinite(value)
+    if not (ok and value == int(value) and 1 <= value <= top):
+        raise DseError(f"got {value!r}; accepted: a whole number from 1 to {top:,.0f}", field=field)
+
+
 def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_kernel: str = "auto",
          activation_dtype: str | None = None) -> Workload:
     """A one-operator workload: ``batch`` products [M,K]x[K,N] (the textbook worked example), run by a
@@ -576,6 +586,8 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
         Scenario(dtype=dtype, activation_dtype=activation_dtype)  # validates the dtype names
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix="workload gemm") from None
+    for key, value, top in (("M", M, 2**24), ("N", N, 2**24), ("K", K, 2**24), ("batch", batch, MAX_BATCH)):
+        whole(f"workload gemm: {key}", value, top)  # as gemm:MxNxK on the command line
     try:
         ops.check_positive("gemm", M=M, N=N, K=K, batch=batch)
         rows = ops.with_gemm_kernel([ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch,
@@ -682,6 +694,13 @@ def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, 
 
 def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0, inputs: int = 1) -> Workload:
     """A one-operator streaming workload, e.g. y = x + 1 over ``elems`` elements."""
+    whole("workload elementwise: elems", elems, 2**50)
+    whole("workload elementwise: inputs", inputs, 64)
+    if not (isinstance(flops_per_elem, int | float) and math.isfinite(flops_per_elem) and 0 <= flops_per_elem <= 1e4):
+        raise DseError(f"got {flops_per_elem!r}; accepted: a number from 0 to 1e4", field="workload elementwise: "
+                       "flops_per_elem")
+    if dtype not in DTYPE_BYTES:
+        raise DseError(f"got {dtype!r}; accepted: one of {', '.join(DTYPE_BYTES)}", field="workload elementwise: dtype")
     ops.check_positive("elementwise", elems=elems)
     row = ops.streaming("elementwise", kind="elementwise", elems=elems, flops_per_elem=flops_per_elem,
                         inputs=inputs, dtype=dtype)

@@ -527,3 +527,16 @@ def test_an_attention_kernel_beside_unfused_attention_is_one_line() -> None:
         dse.workload("llama2-7b", phase="prefill", seq=2048, fused_attention=False, attention_kernel="flash")
     assert err.value.field == "workload llama2-7b: attention_kernel" and "fused_attention false" in str(err.value)
     assert dse.workload("llama2-7b", phase="prefill", seq=2048, fused_attention=False, attention_kernel="auto")
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: dse.gemm(2**40, 1, 1), "workload gemm: M"), (lambda: dse.gemm(1.5, 1, 1), "workload gemm: M"),
+    (lambda: dse.elementwise(1000, inputs=-3), "workload elementwise: inputs"),
+    (lambda: dse.elementwise(1000, flops_per_elem=float("nan")), "workload elementwise: flops_per_elem"),
+    (lambda: dse.elementwise(10, dtype="foo"), "workload elementwise: dtype"),
+])
+def test_a_single_operator_built_in_python_has_the_command_lines_limits(call, field: str) -> None:
+    # dse.gemm(2**40, 1, 1) and (1.5, 1, 1) were built; the command line's gemm:MxNxK refuses them
+    with pytest.raises(DseError) as err:
+        call()
+    assert err.value.field == field
