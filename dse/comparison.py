@@ -165,6 +165,11 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
             d = d.with_field(name, np.array([value], dtype=float))
         except ValueError as exc:
             raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
+        try:  # the schema's physical limits, as a study's searched field (a 50 GHz clock was built and compared)
+            d.to_hardware(0, "probe")
+        except DseError as exc:
+            accepted = exc.message.split("; ", 1)[1] if "; " in exc.message else exc.message
+            raise DseError(f"got {value:g} for {name}; {accepted}", field=f"{field}.fields.{name}") from None
     if not cand.relative:  # the one parameter rule of a study: build fields, knobs, then the other fields
         return designs_from_params(ctx.base, [{**cand.fields, **cand.knobs}]) if cand.knobs else d
     x = ratio_of(ctx, cand, field)
