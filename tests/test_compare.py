@@ -362,8 +362,8 @@ def test_the_console_says_why_a_candidate_was_built_other_than_asked(tmp_path: P
 
 def test_a_candidate_field_past_the_schemas_limit_is_one_line(tmp_path: Path, capsys) -> None:
     # fields: {compute.clock_ghz: 50} was built and compared (9830 TFLOP/s); templates and searched params refuse it
-    data = {**SMALL_STUDY, "compare": {"candidates": [{"name": "a", "ratio": "1:2"},
-                                                      {"name": "fast", "ratio": "1:1", "fields": {"compute.clock_ghz": 50}}]}}
+    fast = {"name": "fast", "ratio": "1:1", "fields": {"compute.clock_ghz": 50}}
+    data = {**SMALL_STUDY, "compare": {"candidates": [{"name": "a", "ratio": "1:2"}, fast]}}
     assert main(["compare", str(write_config(tmp_path, data)), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "compare.candidates.1.fields.compute.clock_ghz: got 50" in err and err.count("\n") == 1
