@@ -23,7 +23,7 @@ from typing import Any
 from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import KNOBS
+from dse.hardware.fields import KNOBS, knob_values
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
@@ -83,9 +83,10 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
     """Step time of every workload on every design in one vectorized call (no Python loop over designs).
 
     ``designs`` is a :class:`DesignBatch` or a DataFrame of knobs, one row per design, on the template
-    ``base``: ``peak_tflops``, ``dram_bandwidth_tbps``, ``sram_mib`` (as a search's shorthand knobs, taken
-    exactly) and any hardware field a search accepts (``compute.clock_ghz``, ``memory.hbm.bandwidth_tbps``,
-    ...). Returns a DataFrame, one row per design (the knob columns first when given): ``time_s.<workload>``
+    ``base``: ``peak_tflops``, ``dram_bandwidth_tbps``, ``sram_mib`` (as a search's shorthand knobs, built as a
+    study builds them: whole cores, whole DRAM stacks, whole SRAM macros) and any hardware field a search accepts
+    (``compute.clock_ghz``, ``memory.hbm.bandwidth_tbps``, ...; each a finite number > 0). Returns a DataFrame, one
+    row per design (the knob columns first when given, each knob then as built, ``<knob>_built``): ``time_s.<workload>``
     (seconds per step), ``binding.<workload>`` (the ceiling under which that workload spends most of its
     time: compute, a memory level, network or overhead), and for the whole set ``binding`` and
     ``binding_time_share`` (time shares weighted by ``weights``, default equal)."""
@@ -106,12 +107,20 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
             raise DseError("a DataFrame of knobs needs base=; accepted: a template name, path or Hardware", field="base")
         knobs = designs.reset_index(drop=True)
         d = DesignBatch.from_hardware(base if isinstance(base, Hardware) else load_hardware(base), len(knobs))
-        col = {k: knobs[k].to_numpy(dtype=float) for k in knobs.columns}
         fields_ok = d.searchable_fields()
-        for name in col:
+        col = {}
+        for name in knobs.columns:
             if name not in KNOBS and name not in fields_ok:
                 raise DseError(f"got column {name!r}; accepted: {', '.join(KNOBS)}, {', '.join(fields_ok)}",
                                field="designs")
+            try:
+                col[name] = knobs[name].to_numpy(dtype=float)
+            except (TypeError, ValueError):
+                raise DseError(f"got a non-numeric column {name!r}; accepted: numbers", field=f"designs.{name}") from None
+            bad = ~(np.isfinite(col[name]) & (col[name] > 0))
+            if bad.any():  # -5 TFLOP/s was taken as 5, 0 TB/s as the smallest build: one line instead
+                raise DseError(f"got {col[name][bad][0]:g} in row {int(np.flatnonzero(bad)[0])}; accepted: a finite "
+                               "number > 0", field=f"designs.{name}")
         from dse.search.space import designs_from_params  # optuna loads on first use, not on import dse
 
         d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)
@@ -133,7 +142,10 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
             **{f"binding.{lab}": _named(top[i], names) for i, lab in enumerate(labels)},
             "binding": _named(bind, names), "binding_time_share": share}
     out = pd.DataFrame(cols, copy=False)  # columns over this call's own arrays: no consolidating copy
-    return out if knobs is None else pd.concat([knobs, out], axis=1)
+    if knobs is None:
+        return out
+    built = {f"{k}_built": v for k, v in knob_values(d).items() if k in knobs.columns}  # whole cores, stacks, macros
+    return pd.concat([knobs, pd.DataFrame(built), out], axis=1)
 
 
 def _named(codes: Any, names: Any) -> Any:

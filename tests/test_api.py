@@ -75,7 +75,8 @@ def test_predict_many_equals_one_prediction_per_design_and_workload() -> None:
     d = base.with_knobs(peak_flops=knobs["peak_tflops"].to_numpy() * 1e12,
                         dram_bandwidth=knobs["dram_bandwidth_tbps"].to_numpy() * 1e12,
                         sram_bytes=knobs["memory.global.capacity_mib"].to_numpy() * 2**20)
-    assert dse.predict_many(wls, d).iloc[:, :2].equals(table.iloc[:, 3:5])  # a DesignBatch gives the same times
+    assert list(table.columns[3:5]) == ["peak_tflops_built", "dram_bandwidth_tbps_built"]  # whole cores and stacks
+    assert dse.predict_many(wls, d).iloc[:, :2].equals(table.iloc[:, 5:7])  # a DesignBatch gives the same times
     for i in range(3):
         for wl in wls:
             p = dse.predict(wl, d.take([i]))
@@ -240,3 +241,17 @@ def test_a_model_file_may_be_named_by_a_path_object() -> None:
     import dse
 
     assert dse.workload(Path(__file__).parents[1] / "workloads" / "gpt2.yaml").name == "gpt2"
+
+
+@pytest.mark.parametrize("frame", [{"peak_tflops": [-5.0]}, {"dram_bandwidth_tbps": [0.0]}, {"peak_tflops": ["x"]},
+                                   {"sram_mib": [float("nan")]}])
+def test_predict_many_refuses_a_knob_no_design_can_have(frame: dict) -> None:
+    # -5 TFLOP/s was built as 5, 0 TB/s as the smallest build, NaN gave a misleading dtype error
+    import pandas as pd
+
+    import dse
+    from dse.errors import DseError
+
+    with pytest.raises(DseError) as err:
+        dse.predict_many([dse.gemm(64, 64, 64)], pd.DataFrame(frame), base="npu-7nm")
+    assert err.value.field == f"designs.{next(iter(frame))}"
