@@ -131,14 +131,13 @@ def test_figures_carry_units_and_operators(ctx, specs):
 
 
 def test_template_fields_and_choices_are_knobs(tmp_path):
-    cfg = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": {
-        "peak_tflops": {"low": 64, "high": 1024},
+    cfg = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": {  # no knob: they set cores and the SRAM
         "params": [{"field": "compute.clock_ghz", "low": 0.8, "high": 2.0},
                    {"field": "memory.global.capacity_mib", "choices": [16, 32, 64]},
                    {"field": "compute.cores", "low": 8, "high": 64, "type": "int"}]}}}
     ctx = load_context(write_config(tmp_path, cfg))[1]
     specs = {s.name: s for s in state.knob_specs(ctx)}
-    assert list(specs) == ["peak_tflops", "compute.clock_ghz", "memory.global.capacity_mib", "compute.cores"]
+    assert list(specs) == ["compute.clock_ghz", "memory.global.capacity_mib", "compute.cores"]
     assert state.RATIO not in specs  # bandwidth is not a knob here
     assert specs["compute.clock_ghz"].base == ctx.base_hw.compute.clock_ghz
     assert specs["memory.global.capacity_mib"].choices == (16, 32, 64)
