@@ -262,6 +262,9 @@ def parse_ratio(text: str) -> float:
 
 
 RATIO_RANGE = (1e-3, 1e3)  # a candidate's bandwidth per FLOP within 1000x of the base's either way
+#: an absolute ridge point, FLOP/byte: shipping chips sit at 10-600 (hardware.csv: V100 139, H100 295, TPU v4 229,
+#: Wormhole n150 257); 0.1 and 10,000 are 100x past either end (1e-6 built a design of 672 M DRAM stacks)
+RIDGE_RANGE = (0.1, 1e4)
 
 
 Hold = Literal["compute", "area", "score"]
@@ -300,8 +303,9 @@ class Candidate(Strict):
     @field_validator("ridge", mode="before")
     @classmethod
     def _ridge(cls, v: object) -> object:
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf")):
-            raise ValueError("accepted: a ridge point > 0 FLOP/byte, e.g. 42")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                              or not RIDGE_RANGE[0] <= v <= RIDGE_RANGE[1]):
+            raise ValueError(f"accepted: a ridge point from {RIDGE_RANGE[0]:g} to {RIDGE_RANGE[1]:g} FLOP/byte, e.g. 42")
         return v
 
     @field_validator("reinvest", mode="before")

@@ -279,8 +279,9 @@ def test_hold_score_reinvest_and_absolute_ridge(tmp_path: Path) -> None:
     ({"name": "x", "ratio": "1:1", "reinvest": 1.5}, "compare.candidates.1.reinvest: got 1.5; accepted: a fraction "
                                                      "in [0, 1]"),
     ({"name": "x", "ratio": "1:1", "reinvest": -0.1}, "compare.candidates.1.reinvest: got -0.1; accepted"),
-    ({"name": "x", "ridge": 0}, "compare.candidates.1.ridge: got 0; accepted: a ridge point > 0 FLOP/byte"),
-    ({"name": "x", "ridge": -42}, "compare.candidates.1.ridge: got -42; accepted: a ridge point > 0"),
+    ({"name": "x", "ridge": 0}, "compare.candidates.1.ridge: got 0; accepted: a ridge point from 0.1 to 10000"),
+    ({"name": "x", "ridge": -42}, "compare.candidates.1.ridge: got -42; accepted: a ridge point from 0.1"),
+    ({"name": "x", "ridge": 1e-6}, "compare.candidates.1.ridge: got 1e-06; accepted: a ridge point from 0.1"),
     ({"name": "x", "ridge": 42, "ratio": "1:1"}, "gives both ratio and ridge"),
     ({"name": "x", "ratio": "1:1", "reinvest": 0.5, "hold": "area"}, "reinvest sets its own area"),
 ])
