@@ -141,11 +141,10 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
     cols = {**{f"time_s.{lab}": times[:, i] for i, lab in enumerate(labels)},
             **{f"binding.{lab}": _named(top[i], names) for i, lab in enumerate(labels)},
             "binding": _named(bind, names), "binding_time_share": share}
-    out = pd.DataFrame(cols, copy=False)  # columns over this call's own arrays: no consolidating copy
     if knobs is None:
-        return out
+        return pd.DataFrame(cols, copy=False)  # columns over this call's own arrays: no consolidating copy
     built = {f"{k}_built": v for k, v in knob_values(d).items() if k in knobs.columns}  # whole cores, stacks, macros
-    return pd.concat([knobs, pd.DataFrame(built), out], axis=1)
+    return pd.DataFrame({**{k: knobs[k].to_numpy() for k in knobs.columns}, **built, **cols}, copy=False)
 
 
 def _named(codes: Any, names: Any) -> Any:
