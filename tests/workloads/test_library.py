@@ -115,7 +115,7 @@ def test_elementwise_intensity_is_an_eighth() -> None:
         (lambda: dse.workload("gpt2", context=4096), "exceeds max_seq 1024"),
         (lambda: dse.workload("bert-base", batch=0), "batch"),
         (lambda: dse.workload("bert-base", dtype="fp7"), "dtype"),
-        (lambda: dse.gemm(0, 4, 4), "M = 0"),
+        (lambda: dse.gemm(0, 4, 4), "M: got 0; accepted: a whole number"),
         (lambda: dse.workload("vit-b16", resolution=100), "not a multiple of patch"),
     ],
 )
