@@ -59,18 +59,20 @@ def predict(wl: Workload | str, hw: Hardware | str | Mapping[str, Any], *, chips
     then predicts it; ``p.time_s`` is one step, ``p.fits`` / ``p.infeasible_reason`` the per-chip memory
     check, ``p.ops`` includes the collectives. ``wl`` may be a model name or YAML path (its defaults:
     ``dse.workload(name)``), as ``hw`` may be a template name."""
+    from dse.errors import DseError
+
     if isinstance(wl, str | Path):
         wl = workload(str(wl))
     elif not isinstance(wl, Workload):
-        from dse.errors import DseError
-
         raise DseError(f"got {type(wl).__name__}; accepted: a dse.workload(...) result, a model name or a YAML path",
                        field="workload")
+    if system is not None and not isinstance(system, str | Path | System):  # 5 raised an AttributeError
+        raise DseError(f"got {system!r}; accepted: a system name, a YAML path or a System", field="system")
     if isinstance(hw, str) and is_system(hw) and system is None:
         system = load_system(hw)
         hw = system.chip
     hwm = hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw)
-    sysm = load_system(system) if isinstance(system, str) else system
+    sysm = load_system(system) if isinstance(system, str | Path) else system
     degrees = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, **plan).items() if v is not None}
     if chips is not None or degrees:
         wl = with_plan(wl, chips=chips, **degrees)

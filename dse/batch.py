@@ -78,9 +78,16 @@ class Study:
         for key, value in overrides.items():
             node = data
             parts = key.split(".")
-            for p in parts[:-1]:
-                node = node.setdefault(p, {}) if isinstance(node, dict) else node[int(p)]
-            node[parts[-1]] = value
+            try:
+                for p in parts[:-1]:
+                    node = node.setdefault(p, {}) if isinstance(node, dict) else node[int(p)]
+                if isinstance(node, list):
+                    node[int(parts[-1])] = value
+                else:
+                    node[parts[-1]] = value
+            except (IndexError, ValueError, TypeError, AttributeError):  # workloads.5 of 2, a key into a number
+                raise DseError(f"got {key!r}; accepted: a dotted path into the config (list entries by index, "
+                               "e.g. workloads.0.batch)", field="overrides") from None
         study = Study(data, self.source, {**self.overrides, **overrides})
         study.config  # noqa: B018
         return study

@@ -71,8 +71,9 @@ def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int,
             raise DseError(f"got search.space.{what}; accepted: a space of peak_tflops, dram_bandwidth_tbps and "
                            "sram_mib only (dse sweep grids those three; dse run searches params and a split)",
                            field=f"search.space.{what}")
-    if points < 1 or sram_points < 1:
-        raise DseError(f"got {points} x {sram_points}; accepted: positive integers", field="--points")
+    for flag, n in (("points", points), ("sram_points", sram_points)):
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:  # 2.5 raised a TypeError in numpy
+            raise DseError(f"got {n!r}; accepted: a positive integer", field=flag)
     if limit is not None and points * points * sram_points > limit:
         raise DseError(f"got {points} x {points} x {sram_points} = {points * points * sram_points:,} designs; "
                        f"accepted: at most {limit:,} (fewer --points), or --format parquet (streamed, any size)",

@@ -255,3 +255,17 @@ def test_predict_many_refuses_a_knob_no_design_can_have(frame: dict) -> None:
     with pytest.raises(DseError) as err:
         dse.predict_many([dse.gemm(64, 64, 64)], pd.DataFrame(frame), base="npu-7nm")
     assert err.value.field == f"designs.{next(iter(frame))}"
+
+
+def test_more_wrongly_typed_arguments_are_dse_errors() -> None:
+    # system=5 raised an AttributeError, points=2.5 a numpy TypeError, an override past a list an IndexError
+    import dse
+    from dse.errors import DseError
+
+    npu = str(Path(__file__).parents[1] / "configs" / "npu.yaml")
+    for call, field in ((lambda: dse.predict(dse.workload("gpt2"), "a100-80gb", chips=2, tp=2, system=5), "system"),
+                        (lambda: dse.sweep(npu, points=2.5), "points"),
+                        (lambda: dse.Study.from_yaml(npu).with_overrides({"workloads.9.batch": 1}), "overrides")):
+        with pytest.raises(DseError) as err:
+            call()
+        assert err.value.field == field
