@@ -631,7 +631,9 @@ def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text
     body = (f"# Comparison `{title}`: {heading}\n\n"
             + decision_memo(ctx, cmp, ai, ceilings)
             + "'1:x' = x times the base design's bandwidth per FLOP; % changes are relative to the first candidate "
-            f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`.\n\n"
+            f"({cmp.names[0]}); scores are relative to the base design `{ctx.base_hw.name}`. Units of the columns whose "
+            "names carry none: `score_vs_base`, `speedup_*` and `objective_*` are ratios (x); `share_*`, "
+            "`compute_util_*`, `array_fill_*`, `p_*` and `weight` are fractions (0-1).\n\n"
             + (("**Infeasible** (marked in every table and chart):\n\n" + "\n".join(f"- {x}" for x in bad) + "\n\n")
                if bad else "")
             + "## Candidates\n\n", cmp.designs_table,

@@ -416,7 +416,9 @@ def sweep_document(title: str, headline: str, best_rows: dict[str, pd.Series], c
     files = "\n".join(f"- `{f}`" for f in [*written, *(t.file for t in tables), *(f.file for f in figures)])
     body = (f"# Sweep `{title}`\n\n{headline}\n\n## Best feasible design per mix\n\n",
             pd.DataFrame(list(best_rows.values()))[BEST_COLUMNS],
-            "\n\n## Share of grid points by binding ceiling\n\n", share,
+            "\n\n## Share of grid points by binding ceiling (fraction of the mix's points)\n\n", share,
             "\n\n(binding ceiling: the ceiling under which the mix spends the largest "
-            f"time-weighted share; scores are relative to the base design on each mix)\n\n{files}\n")
+            "time-weighted share; `score` is the mix score relative to the base design on each mix (x), "
+            "`score_per_mm2` that score per die area relative to the base's (x), `binding_time_share` a fraction)"
+            f"\n\n{files}\n")
     return Document(f"dse sweep {title}", body, tables, figures, config_text)

@@ -291,8 +291,8 @@ def whatif_document(res: WhatIfResult, title: str, config_text: str | None = Non
     t = res.table[cols].rename(columns={"flops": "FLOPs", "dram_bytes": "DRAM bytes",
                                         "ai_flop_per_byte": "AI (FLOP/byte at DRAM)",
                                         "achieved_tflops": "achieved (TFLOP/s)",
-                                        "dram_bw_utilization": "DRAM BW utilization",
-                                        "compute_utilization": "compute utilization",
+                                        "dram_bw_utilization": "DRAM BW utilization (fraction)",
+                                        "compute_utilization": "compute utilization (fraction)",
                                         "time_ms": "time (ms)", "speedup_vs_stage0": "speedup vs stage 0 (x)",
                                         "binding": "binding ceiling", "time_by_bound": "time by ceiling"})
     d = res.designs[0]
