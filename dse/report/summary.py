@@ -30,8 +30,7 @@ def workload_table(labels: list[str], weights, base_times, best_times, best_pred
         rows.append({
             "workload": label, "weight": round(float(w), 4), "base_ms": tb * 1e3, "best_ms": t * 1e3,
             "best_band_ms": f"{lo * 1e3:.4g}-{hi * 1e3:.4g}" if band.rows or band.family in FAMILIES else "",
-            "band_from": (band.family if not band.borrowed else "all") if band.family in FAMILIES or not band.borrowed
-            else band.family,
+            "band_from": "all" if band.borrowed and band.family in FAMILIES else band.family,
             "speedup_x": tb / t, "best_achieved_tflops": p.achieved_flops / TERA,
             "best_energy_mj_per_pass": float(best_energy_j[i]) * 1e3, "best_power_w": float(best_power_w[i]),
             "binding (time share)": ", ".join(f"{k} {v:.0%}" for k, v in share.sort_values(ascending=False).items()

@@ -21,6 +21,7 @@ import pandas as pd
 from pydantic import Field, ValidationError, field_validator
 
 from dse.errors import DseError, did_you_mean, from_validation_error
+from dse.limits import MAX_ELEMS, MAX_GEMM_DIM
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES, repo_root
 from dse.workloads import ops, parallel, serving, transformer
@@ -353,7 +354,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             n = int(float(name[5:]))
         except (ValueError, OverflowError):
             raise DseError(f"got {name!r}; accepted: copy:N with N elements") from None
-        if not 0 < n <= 2**50:
+        if not 0 < n <= MAX_ELEMS:
             raise DseError(f"got {name!r}; accepted: copy:N with 0 < N <= 2^50 elements")
         kw = _single_op_keys(name, scenario, COPY_KEYS)
         return _resident(elementwise(n, dtype=str(kw["dtype"]), flops_per_elem=0.0), kw)
@@ -362,7 +363,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             m, n, k = (int(x) for x in name[5:].lower().split("x"))
         except ValueError:
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with positive integers") from None
-        if not all(0 < v <= 2**24 for v in (m, n, k)):
+        if not all(0 < v <= MAX_GEMM_DIM for v in (m, n, k)):
             raise DseError(f"got {name!r}; accepted: gemm:MxNxK with 0 < M, N, K <= 2^24")
         kw = _single_op_keys(name, scenario, GEMM_KEYS)
         return _resident(gemm(m, n, k, dtype=str(kw["dtype"]), batch=kw["batch"], gemm_kernel=str(kw["gemm_kernel"]),
@@ -586,10 +587,10 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
         Scenario(dtype=dtype, activation_dtype=activation_dtype)  # validates the dtype names
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=Scenario, prefix="workload gemm") from None
-    for key, value, top in (("M", M, 2**24), ("N", N, 2**24), ("K", K, 2**24), ("batch", batch, MAX_BATCH)):
+    for key, value, top in (("M", M, MAX_GEMM_DIM), ("N", N, MAX_GEMM_DIM), ("K", K, MAX_GEMM_DIM),
+                            ("batch", batch, MAX_BATCH)):
         whole(f"workload gemm: {key}", value, top)  # as gemm:MxNxK on the command line
     try:
-        ops.check_positive("gemm", M=M, N=N, K=K, batch=batch)
         rows = ops.with_gemm_kernel([ops.gemm(f"gemm{M}x{N}x{K}", M, N, K, dtype=dtype, batch=batch,
                                               out_dtype=activation_dtype)], gemm_kernel)
     except ValueError as exc:
@@ -694,14 +695,13 @@ def attention_op(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, 
 
 def elementwise(elems: int, *, dtype: str = "fp32", flops_per_elem: float = 1.0, inputs: int = 1) -> Workload:
     """A one-operator streaming workload, e.g. y = x + 1 over ``elems`` elements."""
-    whole("workload elementwise: elems", elems, 2**50)
+    whole("workload elementwise: elems", elems, MAX_ELEMS)
     whole("workload elementwise: inputs", inputs, 64)
     if not (isinstance(flops_per_elem, int | float) and math.isfinite(flops_per_elem) and 0 <= flops_per_elem <= 1e4):
         raise DseError(f"got {flops_per_elem!r}; accepted: a number from 0 to 1e4", field="workload elementwise: "
                        "flops_per_elem")
     if dtype not in DTYPE_BYTES:
         raise DseError(f"got {dtype!r}; accepted: one of {', '.join(DTYPE_BYTES)}", field="workload elementwise: dtype")
-    ops.check_positive("elementwise", elems=elems)
     row = ops.streaming("elementwise", kind="elementwise", elems=elems, flops_per_elem=flops_per_elem,
                         inputs=inputs, dtype=dtype)
     table = ops.table([row])

@@ -304,12 +304,12 @@ def check_one_chip(plan: Plan) -> None:
     one line naming the field instead."""
     if not plan.trivial:
         return
-    for key, off in (("microbatches", None), ("interleave", 1), ("bucket_mb", 25.0)):
-        value = getattr(plan, key)
-        if value is not None and value != off and not (key == "microbatches" and value == 1):
+    for key in ("microbatches", "interleave", "bucket_mb"):
+        value, off = getattr(plan, key), Plan.model_fields[key].get_default()
+        if value not in (off, None) and not (key == "microbatches" and value == 1):
             raise DseError(f"got {value} on 1 chip; accepted: {'unset' if off is None else off} (it acts on a pipeline "
                            "or over data-parallel ranks: a plan of several chips)", field=f"plan.{key}")
-    if plan.overlap != Overlap():
+    if plan.overlap != Plan.model_fields["overlap"].get_default(call_default_factory=True):
         raise DseError("got overlap shares on 1 chip; accepted: the default (one chip has no collective to hide)",
                        field="plan.overlap")
 

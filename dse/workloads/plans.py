@@ -87,7 +87,7 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
             if v > 1 and not mbs:
                 continue
             zeros = [int(fixed["zero"])] if "zero" in fixed else ([0, 1, 2, 3] if dp > 1 and training else [0])
-            if dp == 1 and any(zeros) or (tp == 1 and fixed.get("sp")):
+            if (dp == 1 and any(zeros)) or (tp == 1 and fixed.get("sp")):
                 continue  # ZeRO needs data-parallel ranks, sequence parallelism tensor-parallel ones (Plan refuses)
             recs = [fixed["recompute"]] if "recompute" in fixed else (list(RECOMPUTE) if training else ["none"])
             sps = [bool(fixed["sp"])] if "sp" in fixed else ([False, True] if tp > 1 else [False])
