@@ -1133,7 +1133,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     from dse.workloads.training import OPTIMIZER_KERNELS, WEIGHT_CASTS, ZERO_GRADS
 
     pp.add_argument("--framework", help="training: the framework preset whose step is modelled (pytorch-eager, "
-                                        "megatron, xla: workloads/frameworks/NAME.yaml); flags given beside it win")
+                                        "pytorch-compile, megatron, xla: workloads/frameworks/NAME.yaml); flags "
+                                        "given beside it win")
     pp.add_argument("--weight-cast", choices=WEIGHT_CASTS,
                     help="training: none (a low-precision weight copy, default) or kernel (autocast casts each fp32 "
                          "weight before every forward GEMM)")

@@ -76,7 +76,8 @@ class WorkloadEntry(Strict):
     input_quant: InputQuant | None = Field(None, description="Where a GEMM's input is cast to a narrower dtype: "
                                            "producer or kernel (dse predict --input-quant)")
     framework: str | None = Field(None, min_length=1, description="Training: the framework preset whose step is "
-                                  "modelled (workloads/frameworks/NAME.yaml: pytorch-eager, megatron, xla)")
+                                  "modelled (workloads/frameworks/NAME.yaml: pytorch-eager, pytorch-compile, megatron, "
+                                  "xla)")
     weight_cast: WeightCast | None = Field(None, description="Training: none or kernel (autocast weight casts)")
     optimizer: OptimizerKernel | None = Field(None, description="Training: AdamW kernels, fused or foreach")
     zero_grad: ZeroGrad | None = Field(None, description="Training: the gradient buffer, memset or none")

@@ -105,7 +105,8 @@ class Scenario(Strict):
     framework: str | None = Field(
         None, min_length=1, description="Training: the framework whose way of running the step sets the defaults of "
         "execution, fuse_elementwise, weight_cast, optimizer and zero_grad (workloads/frameworks/NAME.yaml: "
-        "pytorch-eager, megatron, xla); a field given beside it wins (default none: the fields' own defaults)")
+        "pytorch-eager, pytorch-compile, megatron, xla); a field given beside it wins (default none: the fields' "
+        "own defaults)")
     weight_cast: WeightCast = Field(
         "none", description="Training: none (the optimizer writes a low-precision weight copy, Megatron-style) or "
         "kernel (PyTorch autocast: each fp32 weight cast to dtype before every forward GEMM, its gradient cast back)")

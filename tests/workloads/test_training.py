@@ -193,7 +193,7 @@ def test_framework_preset_on_a_cnn_takes_only_the_fields_it_uses() -> None:
 
 
 def test_framework_bad_input_is_one_line_naming_the_field() -> None:
-    with pytest.raises(DseError, match="framework.*accepted: megatron, pytorch-eager, xla"):
+    with pytest.raises(DseError, match="framework.*accepted: megatron, pytorch-compile, pytorch-eager, xla"):
         _train(framework="pytorch-eagr")
     with pytest.raises(DseError, match="weight_cast.*accepted: 'none'"):
         dse.workload("gpt3-1.3b", phase="decode", weight_cast="kernel")
