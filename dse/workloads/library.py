@@ -456,9 +456,14 @@ def check_attention_fields(sc: Scenario, given: dict[str, Any], name: str) -> No
 
 
 def check_step_fields(sc: Scenario, given: dict[str, Any], name: str) -> None:
-    """A training-step field (``weight_cast``, ``optimizer``, ``zero_grad``) given away from its default outside
-    training is one ``DseError`` naming it (a framework preset's values are inert outside training)."""
+    """A training-step field (``weight_cast``, ``optimizer``, ``zero_grad``, ``optimizer_dtype``) given away from its
+    default outside training is one ``DseError`` naming it (a framework preset's values are inert outside training);
+    a bf16 optimizer state (pure bf16 training) with another compute dtype or autocast's fp32 weights is one too."""
     if sc.phase == "training":  # no model defaults to training: a phase left out is an inference phase
+        if sc.optimizer_dtype == "bf16" and (sc.dtype != "bf16" or sc.weight_cast != "none"):
+            raise DseError(f"got bf16 with dtype {sc.dtype} and weight_cast {sc.weight_cast}; accepted: fp32, or bf16 "
+                           "with dtype bf16 and weight_cast none (pure bf16 training keeps no fp32 copy)",
+                           field=f"workload {name}: optimizer_dtype")
         return
     for key, default in training_mod.STEP_FIELDS.items():
         if key in given and given[key] != default:

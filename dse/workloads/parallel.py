@@ -44,6 +44,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
+from dse.workloads.training import OPTIMIZER_STATE_BYTES
 
 GROUPS = ("tp", "pp", "dp", "ep")
 
@@ -481,7 +482,8 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     the weight matmuls' outputs of Table 2's tensors (q, k, v ``6sbh``, the output projection's ``2sbh``, the
     MLP's first ``8sbh`` and second ``2sbh``: ``20`` per ``sbh``; with TP ``6 + 14/t``, with SP ``20/t``).
     1F1B keeps ``min(m, pp)`` micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
-    bytes per parameter; Rajbhandari et al. 2020), sharded over dp by ZeRO-1, gradients by ZeRO-2,
+    bytes per parameter; Rajbhandari et al. 2020; 4, two bf16 moments, with ``optimizer_dtype: bf16``), sharded over
+    dp by ZeRO-1, gradients by ZeRO-2,
     weights by ZeRO-3. Activations are counted in the scenario's ``activation_dtype`` (default ``dtype``)."""
     b = DTYPE_BYTES[sc.dtype]
     ab = DTYPE_BYTES[sc.activation_dtype or sc.dtype]  # the activations between kernels
@@ -493,7 +495,7 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
     if training:
         mem["gradients"] = P * b / (z if plan.zero >= 2 else 1)
-        mem["optimizer"] = P * 12.0 / (z if plan.zero >= 1 else 1)
+        mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (z if plan.zero >= 1 else 1)
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
@@ -532,7 +534,7 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
         mem["gradients"] = P * b
-        mem["optimizer"] = P * 12.0 / (plan.shards if plan.zero >= 1 else 1)
+        mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (plan.shards if plan.zero >= 1 else 1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
         mem["activations"] = float(max((r["bytes_read"] + r["bytes_written"] for r in rows), default=0.0))

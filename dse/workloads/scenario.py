@@ -10,7 +10,7 @@ from dse.limits import MAX_BATCH, MAX_FFN, MAX_RESOLUTION, MAX_TOKENS
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
-from dse.workloads.training import OptimizerKernel, WeightCast, ZeroGrad
+from dse.workloads.training import OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 #: the weight matrices of a transformer a scenario may store in a dtype of their own (``weight_dtypes``): the
@@ -116,6 +116,10 @@ class Scenario(Strict):
     zero_grad: ZeroGrad = Field(
         "memset", description="Training: the gradient buffer each step, memset (zeroed: Megatron-LM) or none (freed: "
         "PyTorch set_to_none, JAX)")
+    optimizer_dtype: OptimizerDtype = Field(
+        "fp32", description="Training: the optimizer state, fp32 (mixed precision: fp32 master weights and moments, "
+        "12 bytes per parameter) or bf16 (pure bf16 training, torchtune's: bf16 parameters and moments, no master "
+        "copy, 4 bytes per parameter; needs dtype bf16 and weight_cast none)")
 
     @field_validator("weight_dtypes", mode="before")
     @classmethod

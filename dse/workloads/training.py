@@ -59,6 +59,14 @@ How the framework runs the step (scenario fields, set together by a ``framework`
 * ``zero_grad: none``: the gradients are freed instead of zeroed (``Optimizer.zero_grad(set_to_none=True)``,
   PyTorch's default since 2.0; JAX/XLA steps have no gradient buffer): no memset pass. ``memset``: the fp32
   gradient buffer is zeroed each step (Megatron-LM ``zero_grad_buffer``).
+* ``optimizer_dtype: bf16``: pure bf16 training, the parameters, gradients and both AdamW moments held in bf16
+  with no fp32 master copy (torchtune's ``dtype: bf16``, 'full bf16 training so that parameters, gradients, and
+  optimizer states are in bf16': pytorch/torchtune@bd2a0fc docs/source/tutorials/memory_optimizations.rst; PyTorch's
+  AdamW keeps its moments in the parameter's dtype, ``torch.zeros_like(p)`` in ``torch/optim/adam.py``): every optimizer pass
+  moves half the bytes of the fp32 case (the update, the clipping read, the zeroing), the optimizer writes no
+  separate weight copy (the parameter is the weight), and the state is 4 bytes per parameter (two bf16 moments)
+  instead of 12 (``dse.workloads.parallel``). ``fp32`` (default): the mixed-precision step above. Only with a
+  16-bit ``dtype`` and ``weight_cast: none`` (autocast keeps fp32 parameters).
 """
 
 from __future__ import annotations
@@ -75,11 +83,16 @@ WeightCast = Literal["none", "kernel"]
 OptimizerKernel = Literal["fused", "foreach"]
 #: the gradient buffer each step: ``memset`` (zeroed) or ``none`` (freed: set_to_none, functional gradients)
 ZeroGrad = Literal["memset", "none"]
+#: the dtype of the optimizer's state (module docstring): ``fp32`` (master weights and moments, mixed precision) or
+#: ``bf16`` (pure bf16 training: the bf16 parameters and bf16 moments, no master copy)
+OptimizerDtype = Literal["fp32", "bf16"]
 WEIGHT_CASTS: tuple[str, ...] = get_args(WeightCast)
 OPTIMIZER_KERNELS: tuple[str, ...] = get_args(OptimizerKernel)
 ZERO_GRADS: tuple[str, ...] = get_args(ZeroGrad)
+OPTIMIZER_DTYPES: tuple[str, ...] = get_args(OptimizerDtype)
 #: the scenario fields of this module (their defaults are the compiled Megatron-style step)
-STEP_FIELDS: dict[str, str] = {"weight_cast": "none", "optimizer": "fused", "zero_grad": "memset"}
+STEP_FIELDS: dict[str, str] = {"weight_cast": "none", "optimizer": "fused", "zero_grad": "memset",
+                               "optimizer_dtype": "fp32"}
 
 #: AdamW per parameter: FLOPs (moments, bias correction, decay, update) and bytes moved
 ADAMW_FLOPS_PER_PARAM = 12.0
@@ -97,6 +110,9 @@ FOREACH_WRITE_BYTES = 32
 FUSED_UPDATE_READ_BYTES = 16
 #: the fp32 gradient (accumulation buffer) per parameter
 GRAD_BYTES = 4
+#: optimizer state bytes per parameter: fp32 master weight and two fp32 moments (mixed precision), or two bf16
+#: moments (pure bf16: the parameter is the weight); ``dse.workloads.parallel``'s footprint reads it
+OPTIMIZER_STATE_BYTES = {"fp32": 12.0, "bf16": 4.0}
 #: activation dtypes trained with a loss scale, whose gradients are unscaled and checked every step
 LOSS_SCALED = ("fp16",)
 #: unscale: a multiply and a finiteness test per gradient
@@ -163,26 +179,32 @@ def recompute_rows(rows: list[dict[str, Any]], mode: str, fused_attention: bool 
 
 
 def training_step(rows: list[dict[str, Any]], params: int, dtype: str, *, weight_cast: str = "none",
-                  optimizer: str = "fused", zero_grad: str = "memset") -> list[dict[str, Any]]:
+                  optimizer: str = "fused", zero_grad: str = "memset", optimizer_dtype: str = "fp32"
+                  ) -> list[dict[str, Any]]:
     """Forward rows + their backward rows + an AdamW update over ``params`` parameters, the gradient
-    buffer's zeroing and, for fp16, the loss-scale unscale pass; ``weight_cast``, ``optimizer`` and
-    ``zero_grad`` as the module docstring says (their defaults: the compiled Megatron-style step)."""
+    buffer's zeroing and, for fp16, the loss-scale unscale pass; ``weight_cast``, ``optimizer``, ``zero_grad`` and
+    ``optimizer_dtype`` as the module docstring says (their defaults: the compiled Megatron-style step). A bf16
+    optimizer state moves ``state = DTYPE_BYTES['bf16'] / 4`` of every fp32 optimizer pass's bytes and writes no
+    weight copy."""
     cast = weight_cast == "kernel" and DTYPE_BYTES[dtype] < 4
     out = list(rows) + (cast_rows(rows, backward=False) if cast else [])
     for row in rows:
         out.extend(backward_rows(row))
     if cast:  # each cast's backward is the gradient's cast back to fp32 (not the generic streaming backward)
         out.extend(cast_rows(rows, backward=True))
-    copy = 0.0 if cast else DTYPE_BYTES[dtype]  # autocast keeps no low-precision weight copy for the optimizer
+    state = DTYPE_BYTES[optimizer_dtype] / 4.0  # the state's bytes per fp32 byte: 1, or 0.5 in pure bf16
+    # autocast keeps no low-precision weight copy for the optimizer, nor does pure bf16 (the parameter is the weight)
+    copy = 0.0 if cast or optimizer_dtype != "fp32" else DTYPE_BYTES[dtype]
     clip = OPTIMIZER_READ_BYTES - FUSED_UPDATE_READ_BYTES  # the clipping's gradient read, with either update
     n, rd, wr = ((FOREACH_PASSES, FOREACH_READ_BYTES, FOREACH_WRITE_BYTES) if optimizer == "foreach"
                  else (1, FUSED_UPDATE_READ_BYTES, 4 + 4 + 4))  # fused: master, m, v written
     out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,  # n launches, 1/n of it each
-                             flops_per_elem=(ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM) / n, dtype="fp32",
-                             count=n, read_bytes=params * (rd + clip) / n, write_bytes=params * (wr + copy) / n))
+                             flops_per_elem=(ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM) / n,
+                             dtype=optimizer_dtype, count=n, read_bytes=params * (rd + clip) * state / n,
+                             write_bytes=params * (wr * state + copy) / n))
     if zero_grad == "memset":
         out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
-                                 dtype="fp32", read_bytes=0.0, write_bytes=params * GRAD_BYTES))
+                                 dtype=optimizer_dtype, read_bytes=0.0, write_bytes=params * GRAD_BYTES * state))
     if dtype in LOSS_SCALED:
         out.append(ops.streaming("optimizer.unscale", kind="elementwise", elems=params,
                                  flops_per_elem=UNSCALE_FLOPS_PER_PARAM, dtype="fp32",
@@ -211,5 +233,6 @@ def cast_rows(rows: list[dict[str, Any]], backward: bool) -> list[dict[str, Any]
 
 
 def step_kernels(sc: Any) -> dict[str, str]:
-    """The :func:`training_step` keywords a scenario sets (``weight_cast``, ``optimizer``, ``zero_grad``)."""
+    """The :func:`training_step` keywords a scenario sets (``weight_cast``, ``optimizer``, ``zero_grad``,
+    ``optimizer_dtype``)."""
     return {k: getattr(sc, k) for k in STEP_FIELDS}
