@@ -128,8 +128,11 @@ def test_resizing_a_one_level_torus_takes_the_published_slice_shapes() -> None:
 
 def test_more_chips_than_a_tpu_slice_are_whole_slices_over_the_data_centre_network() -> None:
     # Multislice (Google Cloud TPU docs): slices talk through their hosts over the DCN, 25 Gbps per v5e chip
-    # (2 x 100 Gbps NICs per 8-chip host), 50 Gbps per v5p chip
-    v5e, v5p = load_system("tpu-v5e-pod"), load_system("tpu-v5p-pod")
+    # (2 x 100 Gbps NICs per 8-chip host), 50 Gbps per v5p chip, 100 Gbps per v6e chip (4 x 200 Gbps per 8-chip host)
+    v5e, v5p, v6e = load_system("tpu-v5e-pod"), load_system("tpu-v5p-pod"), load_system("tpu-v6e-pod")
+    v6e_two = v6e.resized(512)
+    assert [(lv.name, lv.size) for lv in v6e_two.network] == [("ici", 256), ("dcn", 2)]
+    assert v6e_two.network[1].per_direction(v6e_two.network[1].link_bandwidth_gbps) == pytest.approx(100e9 / 8)
     two = v5e.resized(512)
     assert [(lv.name, lv.size) for lv in two.network] == [("ici", 256), ("dcn", 2)]
     assert two.network[1].per_direction(two.network[1].link_bandwidth_gbps) == pytest.approx(25e9 / 8)
