@@ -8,8 +8,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dse.errors import DseError
+
+if TYPE_CHECKING:  # pandas loads lazily, inside the commands that use it
+    import pandas as pd
 
 
 def status(args: argparse.Namespace, message: str) -> None:
@@ -598,8 +602,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     df, warnings = check_measurements(args.measurements, templates)  # the whole file, before any prediction
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
+    df = _only(df, "hardware", args.hardware, "--hardware")
     status(args, f"predicting {len(df)} measurement rows")
-    res = run_suite(df, templates)
+    res = _only(run_suite(df, templates), "family", args.family, "--family")
     out = Path(args.out)
     doc = validation_document(res)
     render(doc, out)
@@ -608,9 +613,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} %, "
           f"max {st['max_abs_error_pct']:.1f} %  ({out / 'validation.csv'})")
     fam = next(t.frame for t in doc.tables if t.file == "families.csv")
-    print("\nerror by family, GPU chips (out of sample: rows whose measurement set no template coefficient; time error "
-          "= predicted / measured time - 1, rates turned into time)")
-    print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    if fam["rows"].sum() > 0:  # none when --hardware or --family keeps NPU rows only
+        print("\nerror by family, GPU chips (out of sample: rows whose measurement set no template coefficient; time "
+              "error = predicted / measured time - 1, rates turned into time)")
+        print(fam.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     by_hw = next(t.frame for t in doc.tables if t.file == "templates.csv")
     npu = set(res.loc[res["style"] == "npu", "hardware"].astype(str))
     if npu:
@@ -634,6 +640,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for _, r in other.iterrows():
                 print(f"  {r['id']}: {r['status']}: {r['reason']}")
     return 0
+
+
+def _only(df: pd.DataFrame, column: str, names: str | None, flag: str) -> pd.DataFrame:
+    """The rows of ``df`` whose ``column`` is one of the comma-separated ``names`` (all rows without them); a name no
+    row has is one ``DseError`` listing the names that have rows."""
+    if not names:
+        return df
+    want = [n.strip() for n in names.split(",") if n.strip()]
+    have = sorted(set(df[column].astype(str)))
+    missing = [n for n in want if n not in have]
+    if missing or not want:
+        raise DseError(f"got {names!r}; accepted: comma-separated names that have rows ({', '.join(have)})", field=flag)
+    return df[df[column].astype(str).isin(want)].reset_index(drop=True)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -1193,6 +1212,9 @@ def build_parser() -> argparse.ArgumentParser:
     vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")
     vp.add_argument("--out", default="results/validate", help="output folder")
     vp.add_argument("--quiet", action="store_true", help="no progress lines")
+    vp.add_argument("--hardware", help="only the rows of these templates, comma-separated (e.g. gaudi2,gaudi3: their "
+                                       "families, and the speedups between them)")
+    vp.add_argument("--family", help="only the rows of these families, comma-separated (e.g. gemm,serving)")
     cp = sub.add_parser("calibrate", help="fit a template's efficiencies and overheads to measurements")
     cp.add_argument("template", help="template name or YAML path")
     cp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")

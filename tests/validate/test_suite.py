@@ -289,6 +289,25 @@ def test_two_good_shipped_rows_validate_with_exit_0_and_no_error_or_warning(tmp_
     assert (pd.read_csv(tmp_path / "o" / "validation.csv")["status"] == "covered").all()
 
 
+def test_validate_keeps_the_chips_and_families_asked_for(tmp_path: Path, capsys) -> None:
+    """``--hardware`` and ``--family`` narrow what is predicted and reported (the pairs among the kept chips only); a
+    name no row has is one line naming the flag and the names that have rows, exit 2."""
+    from dse.cli import main
+
+    out = tmp_path / "o"
+    assert main(["validate", "--hardware", "gaudi2,gaudi3", "--family", "serving", "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    res = pd.read_csv(out / "validation.csv")
+    assert set(res["hardware"]) == {"gaudi2", "gaudi3"} and set(res["family"]) == {"serving"}
+    assert "error by family, GPU chips" not in text  # no GPU row kept
+    pairs = pd.read_csv(out / "chip_pair_errors.csv")
+    assert set(pairs["chip_a"]) <= {"gaudi2", "all"} and set(pairs["chip_b"]) <= {"gaudi3", "all"}
+    for flag, bad in (("--hardware", "gaudi4"), ("--family", "gemm,nope")):
+        assert main(["validate", flag, bad, "--out", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {flag}: got {bad!r}; accepted: comma-separated names")
+
+
 def _templates_accepted() -> str:
     from dse.hardware.templates import list_templates
 
