@@ -34,23 +34,67 @@ from dse.workloads.training import step_kernels, training_step
 
 #: row-reduction norms: a kernel of their own even with fused elementwise work (see ``norm_row``)
 ROW_NORMS = ("layernorm", "rmsnorm")
+#: RMSNorm run eagerly by PyTorch is its reference implementation's kernels, one each (torchtune
+#: ``torchtune/modules/rms_norm.py`` and transformers' ``LlamaRMSNorm``: ``x.float()``, ``pow(2)``,
+#: ``mean(-1, keepdim=True)``, ``+ eps``, ``rsqrt``, ``x * rstd``, ``.type_as(x)``, ``* weight``); LayerNorm is one
+#: native kernel (``torch.nn.functional.layer_norm``), so it stays one row
+RMSNORM_EAGER_KERNELS = 8
+#: their bytes per element at activation width ``b`` (fp32 intermediates, 4 bytes; the mean, eps and rsqrt act on
+#: one value a row): reads b + 4 (pow) + 4 (mean) + 4 (x * rstd, the fp32 x) + 4 (type_as) + b (* weight) = 16 + 2b,
+#: writes 4 (float) + 4 (pow) + 4 (x * rstd) + b (type_as) + the output = 12 + b + out
+RMSNORM_EAGER_FP32_READS = 16.0
+RMSNORM_EAGER_FP32_WRITES = 12.0
+#: a gated activation run eagerly: ``act(gate)`` and ``* up`` are two kernels (torchtune ``FeedForward``:
+#: ``w2(activation(w1(x)) * w3(x))``; transformers' ``LlamaMLP``: ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``):
+#: reads b, then 2b; writes b, then the output
+GATED_EAGER_KERNELS = 2
 
 
 def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool,
-             out_dt: str | None = None) -> dict[str, Any]:
+             out_dt: str | None = None, eager: bool = False) -> dict[str, Any]:
     """A LayerNorm/RMSNorm over ``elems`` activations. It reduces over a whole row (the hidden size), which no
     GEMM output tile holds, so inference engines keep it a kernel of its own; with ``fe`` (fused elementwise
     work) the residual add before it merges into it (TensorRT's skip-layernorm plugin, vLLM's
     fused_add_rms_norm, Inductor's add + norm kernel): one kernel reading the stream and the residual and
     writing once, while the add row itself is fused away. Other norms (batchnorm) stay foldable.
     ``out_dt`` (default ``dt``): the dtype it writes, the next GEMM's input quantized on write
-    (:func:`quantized_write`)."""
+    (:func:`quantized_write`). An RMSNorm of an ``eager`` step without fused elementwise work is PyTorch's composite:
+    :data:`RMSNORM_EAGER_KERNELS` launches (``count`` x that many, each 1/8 of the bytes) reading
+    ``elems * (16 + 2 b)`` and writing ``elems * (12 + b) + out`` bytes, where one kernel reads and writes ``b`` each.
+    """
     write = quantized_write(elems, out_dt)
+    if eager and not fe and fn == "rmsnorm":
+        b = DTYPE_BYTES[dt]
+        k = RMSNORM_EAGER_KERNELS
+        out = elems * b if write is None else write
+        return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn] / k,
+                             dtype=dt, count=count * k, fused=False,
+                             read_bytes=elems * (RMSNORM_EAGER_FP32_READS + 2 * b) / k,
+                             write_bytes=(elems * (RMSNORM_EAGER_FP32_WRITES + b) + out) / k)
     if fn not in ROW_NORMS:
         return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn],
                              dtype=dt, count=count, fused=fe, write_bytes=write)
     return ops.streaming(name, kind="norm", elems=elems, inputs=2.0 if fe else 1.0,
                          flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=False,
+                         write_bytes=write)
+
+
+def ffn_act_row(elems: float, act: str, gated: bool, dt: str, count: int, fe: bool, eager: bool,
+                out_dt: str | None = None) -> dict[str, Any]:
+    """The FFN's activation over ``elems`` outputs: one kernel reading the gate and up halves (``gated``) or the
+    up projection and writing once; a gated one of an ``eager`` step without fused elementwise work is
+    :data:`GATED_EAGER_KERNELS` launches (``act(gate)``, then ``* up``) reading ``3 b`` and writing ``b`` + the output
+    per element."""
+    write = quantized_write(elems, out_dt)
+    if eager and gated and not fe:
+        b = DTYPE_BYTES[dt]
+        k = GATED_EAGER_KERNELS
+        out = elems * b if write is None else write
+        return ops.streaming("layer.ffn_act", kind="elementwise", elems=elems,
+                             flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act] / k, dtype=dt, count=count * k,
+                             fused=False, read_bytes=elems * 3 * b / k, write_bytes=(elems * b + out) / k)
+    return ops.streaming("layer.ffn_act", kind="elementwise", elems=elems, inputs=2 if gated else 1,
+                         flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=count, fused=fe,
                          write_bytes=write)
 
 
@@ -461,11 +505,12 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
     Hkv = arch.kv_heads or H
     d = arch.head_dim or h // H
     fe = sc.fuse_elementwise
+    eager = sc.execution == "eager"
     rows: list[dict[str, Any]] = []
 
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
-            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=qdt)
+            return norm_row(f"layer.{nm}", elems, fn, adt, L, fe, out_dt=qdt, eager=eager)
         return ops.streaming(f"layer.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=adt, count=L, fused=fe)
 
@@ -511,9 +556,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
         rows.extend(ops.weight_gemm("layer.ffn_up", T, (2 if gated else 1) * arch.ffn, h, dtype=dt,
                                     weight_dtype=weight_dtype_of(sc, "ffn_up"),
                                     out_dtype=adt, count=ffn_count))
-        rows.append(ops.streaming("layer.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=2 if gated else 1,
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=ffn_count, fused=fe,
-                                  write_bytes=quantized_write(T * arch.ffn, qdt)))
+        rows.append(ffn_act_row(T * arch.ffn, act, gated, adt, ffn_count, fe, eager, qdt))
         rows.extend(ops.weight_gemm("layer.ffn_down", T, h, arch.ffn, dtype=dt,
                                     weight_dtype=weight_dtype_of(sc, "ffn_down"), out_dtype=adt, count=ffn_count))
     else:
@@ -531,7 +574,8 @@ def _output_rows(arch: TransformerArch, sc: Scenario, phase: str, B: int, T: int
     dt, h, fe = sc.dtype, arch.hidden, sc.fuse_elementwise
     adt = sc.activation_dtype or dt
     wdt = weight_dtype_of(sc, "lm_head")
-    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=gemm_input_dtype(sc))]
+    rows = [norm_row("final_norm", T * h, arch.norm, adt, 1, fe, out_dt=gemm_input_dtype(sc),
+                     eager=sc.execution == "eager")]
     if arch.head == "lm":
         m = T if (phase in ("decode", "training") or sc.logits == "all") else B
         rows.extend(ops.weight_gemm("lm_head", m, arch.vocab, h, dtype=dt, weight_dtype=wdt, out_dtype=adt))

@@ -286,3 +286,33 @@ def test_bad_roles_are_one_line_naming_the_field() -> None:
         dse.workload("resnet50", weight_dtypes="ffn_up=bfp4")
     with pytest.raises(DseError, match="weight_group: got 128; accepted: none with a block-scaled weight dtype"):
         dse.workload("llama2-7b", phase="decode", weight_dtype="bfp4", weight_group=128)
+
+
+def _norm_and_act(wl: dse.Workload) -> tuple[pd.Series, pd.Series]:
+    ops = wl.ops.set_index(wl.ops["name"].str.replace(r" \(\+\d+ same shape\)$", "", regex=True))
+    return ops.loc["layer.norm1"], ops.loc["layer.ffn_act"]
+
+
+def test_an_eager_rmsnorm_and_gated_activation_are_their_pytorch_kernels() -> None:
+    """PyTorch eager runs an RMSNorm as its reference code's eight kernels (float, pow, mean, + eps, rsqrt, x * rstd,
+    type_as, * weight: 16 + 2b bytes read, 12 + 2b written per element in all, where one kernel moves b and b) and a
+    SwiGLU as two (silu(gate), * up: 3b read, 2b written); the same FLOPs. A graph step, or one with fused elementwise
+    work, keeps one kernel each; LayerNorm, a native kernel, stays one when eager."""
+    kw = dict(phase="training", batch=2, seq=512, dtype="bf16")
+    graph, eager = dse.workload("llama2-7b", **kw), dse.workload("llama2-7b", execution="eager", **kw)
+    (gn, ga), (en, ea) = _norm_and_act(graph), _norm_and_act(eager)
+    b = DTYPE_BYTES["bf16"]
+    norms, acts = gn["count"], ga["count"]  # 2 per layer + the final norm (one row: the same shape); 1 per layer
+    assert (norms, acts) == (2 * 32 + 1, 32) and (en["count"], ea["count"]) == (8 * norms, 2 * acts)
+    elems = gn["bytes_written"] / b  # one kernel reads and writes b per element
+    assert en["count"] * en["bytes_read"] == pytest.approx(norms * elems * (16 + 2 * b))
+    assert en["count"] * en["bytes_written"] == pytest.approx(norms * elems * (12 + 2 * b))
+    assert en["count"] * en["flops"] == pytest.approx(norms * gn["flops"])
+    act_elems = ga["bytes_written"] / b
+    assert ea["count"] * ea["bytes_read"] == pytest.approx(acts * act_elems * 3 * b)
+    assert ea["count"] * ea["bytes_written"] == pytest.approx(acts * act_elems * 2 * b)
+    assert dse.predict(eager, "a100-80gb").time_s > dse.predict(graph, "a100-80gb").time_s
+    fn, fa = _norm_and_act(dse.workload("llama2-7b", execution="eager", fuse_elementwise=True, **kw))
+    assert (fn["count"], fa["count"]) == (norms, acts)
+    ln = _norm_and_act(dse.workload("gpt3-1.3b", execution="eager", **kw))  # LayerNorm and GELU: one kernel each
+    assert (ln[0]["count"], ln[1]["count"]) == (2 * 24 + 1, 24)
