@@ -80,7 +80,7 @@ def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool,
 
 
 def ffn_act_row(elems: float, act: str, gated: bool, dt: str, count: int, fe: bool, eager: bool,
-                out_dt: str | None = None) -> dict[str, Any]:
+                out_dt: str | None = None, name: str = "layer.ffn_act") -> dict[str, Any]:
     """The FFN's activation over ``elems`` outputs: one kernel reading the gate and up halves (``gated``) or the
     up projection and writing once; a gated one of an ``eager`` step without fused elementwise work is
     :data:`GATED_EAGER_KERNELS` launches (``act(gate)``, then ``* up``) reading ``3 b`` and writing ``b`` + the output
@@ -90,10 +90,10 @@ def ffn_act_row(elems: float, act: str, gated: bool, dt: str, count: int, fe: bo
         b = DTYPE_BYTES[dt]
         k = GATED_EAGER_KERNELS
         out = elems * b if write is None else write
-        return ops.streaming("layer.ffn_act", kind="elementwise", elems=elems,
+        return ops.streaming(name, kind="elementwise", elems=elems,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act] / k, dtype=dt, count=count * k,
                              fused=False, read_bytes=elems * 3 * b / k, write_bytes=(elems * b + out) / k)
-    return ops.streaming("layer.ffn_act", kind="elementwise", elems=elems, inputs=2 if gated else 1,
+    return ops.streaming(name, kind="elementwise", elems=elems, inputs=2 if gated else 1,
                          flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=count, fused=fe,
                          write_bytes=write)
 
@@ -661,12 +661,14 @@ class EncDecArch(Strict):
 
 
 def _block(prefix: str, T: int, B: int, q: int, kv: int, h: int, H: int, d: int, ffn: int, act: str, norm: str,
-           dt: str, count: int, causal: bool, fused: bool, fe: bool, cross_len: int = 0) -> list[dict[str, Any]]:
+           dt: str, count: int, causal: bool, fused: bool, fe: bool, cross_len: int = 0, eager: bool = False
+           ) -> list[dict[str, Any]]:
     """One pre-norm block: self-attention, optional cross-attention over ``cross_len`` cached encoder
-    tokens, FFN; residuals and norms as streaming rows."""
+    tokens, FFN; residuals and norms as streaming rows (an ``eager`` step's RMSNorm and gated activation as their
+    PyTorch kernels, :func:`norm_row`, :func:`ffn_act_row`)."""
     def vec(nm: str, kind: str, elems: float, fn: str, inputs: float = 1.0) -> dict[str, Any]:
         if kind == "norm":
-            return norm_row(f"{prefix}.{nm}", elems, fn, dt, count, fe)
+            return norm_row(f"{prefix}.{nm}", elems, fn, dt, count, fe, eager=eager)
         return ops.streaming(f"{prefix}.{nm}", kind=kind, elems=elems, inputs=inputs,
                              flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt, count=count, fused=fe)
 
@@ -684,7 +686,7 @@ def _block(prefix: str, T: int, B: int, q: int, kv: int, h: int, H: int, d: int,
                  vec("residual_x", "elementwise", T * h, "add", 2)]
     rows += [vec("norm2", "norm", T * h, norm),
              ops.gemm(f"{prefix}.ffn_up", T, (2 if gated else 1) * ffn, h, dtype=dt, count=count),
-             vec("ffn_act", "elementwise", T * ffn, "swiglu" if gated else act, 2 if gated else 1),
+             ffn_act_row(T * ffn, "swiglu" if gated else act, gated, dt, count, fe, eager, name=f"{prefix}.ffn_act"),
              ops.gemm(f"{prefix}.ffn_down", T, h, ffn, dtype=dt, count=count),
              vec("residual2", "elementwise", T * h, "add", 2)]
     return rows
@@ -711,7 +713,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
         else:
             rows.append(ops.embedding("encoder.embed", tokens=B * S, dim=h, dtype=dt))
         rows += _block("encoder", B * S, B, S, S, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
-                       arch.encoder_layers, False, fused, fe)
+                       arch.encoder_layers, False, fused, fe, eager=sc.execution == "eager")
         rows.append(ops.gemm("decoder.cross_kv_proj", B * S, 2 * H * d, h, dtype=dt, count=arch.decoder_layers))
     if phase in ("decode", "training"):
         ctx = sc.context or 1 if phase == "decode" else min(arch.max_decoder_seq, sc.seq or arch.max_decoder_seq)
@@ -722,7 +724,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
             rows.append(ops.cache_write("decoder.kv_cache_write", elems=T * 2 * H * d, dtype=dt,
                                         count=arch.decoder_layers))
         rows += _block("decoder", T, B, q, ctx, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
-                       arch.decoder_layers, True, fused, fe, cross_len=S)
+                       arch.decoder_layers, True, fused, fe, cross_len=S, eager=sc.execution == "eager")
         rows.append(ops.gemm("lm_head", T, arch.vocab, h, dtype=dt))
     gated = arch.activation in ("swiglu", "geglu")
     ffn_w = (3 if gated else 2) * h * arch.ffn
