@@ -288,6 +288,15 @@ def streaming(
     )
 
 
+def kernel_chain(name: str, *, kind: str, elems: float, flops_per_elem: float, dtype: str, kernels: int,
+                 read_bytes: float, write_bytes: float, count: int = 1) -> dict[str, Any]:
+    """A composite op run one kernel at a time (an eager RMSNorm, a foreach optimizer): ``kernels`` launches that
+    together read ``read_bytes``, write ``write_bytes`` and do ``flops_per_elem`` per element, as one streaming row
+    counted ``count x kernels`` times, each launch 1/``kernels`` of the bytes and FLOPs."""
+    return streaming(name, kind=kind, elems=elems, flops_per_elem=flops_per_elem / kernels, dtype=dtype,
+                     count=count * kernels, read_bytes=read_bytes / kernels, write_bytes=write_bytes / kernels)
+
+
 #: how an FP8/INT8 GEMM's input is quantized when the activations between kernels are wider (scenario
 #: ``input_quant``): ``producer`` (the kernel that writes it, a norm or an activation function, quantizes on write:
 #: TensorRT fuses a quantize layer into its producer, TransformerEngine's fused norms) or ``kernel`` (a quantize kernel

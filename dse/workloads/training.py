@@ -198,10 +198,10 @@ def training_step(rows: list[dict[str, Any]], params: int, dtype: str, *, weight
     clip = OPTIMIZER_READ_BYTES - FUSED_UPDATE_READ_BYTES  # the clipping's gradient read, with either update
     n, rd, wr = ((FOREACH_PASSES, FOREACH_READ_BYTES, FOREACH_WRITE_BYTES) if optimizer == "foreach"
                  else (1, FUSED_UPDATE_READ_BYTES, 4 + 4 + 4))  # fused: master, m, v written
-    out.append(ops.streaming("optimizer.adamw", kind="elementwise", elems=params,  # n launches, 1/n of it each
-                             flops_per_elem=(ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM) / n,
-                             dtype=optimizer_dtype, count=n, read_bytes=params * (rd + clip) * state / n,
-                             write_bytes=params * (wr * state + copy) / n))
+    out.append(ops.kernel_chain("optimizer.adamw", kind="elementwise", elems=params, kernels=n,  # 1/n of it each
+                                flops_per_elem=ADAMW_FLOPS_PER_PARAM + GRAD_NORM_FLOPS_PER_PARAM,
+                                dtype=optimizer_dtype, read_bytes=params * (rd + clip) * state,
+                                write_bytes=params * (wr * state + copy)))
     if zero_grad == "memset":
         out.append(ops.streaming("optimizer.zero_grad", kind="elementwise", elems=params, flops_per_elem=0.0,
                                  dtype=optimizer_dtype, read_bytes=0.0, write_bytes=params * GRAD_BYTES * state))

@@ -65,12 +65,11 @@ def norm_row(name: str, elems: float, fn: str, dt: str, count: int, fe: bool,
     write = quantized_write(elems, out_dt)
     if eager and not fe and fn == "rmsnorm":
         b = DTYPE_BYTES[dt]
-        k = RMSNORM_EAGER_KERNELS
         out = elems * b if write is None else write
-        return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn] / k,
-                             dtype=dt, count=count * k, fused=False,
-                             read_bytes=elems * (RMSNORM_EAGER_FP32_READS + 2 * b) / k,
-                             write_bytes=(elems * (RMSNORM_EAGER_FP32_WRITES + b) + out) / k)
+        return ops.kernel_chain(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn], dtype=dt,
+                                kernels=RMSNORM_EAGER_KERNELS, count=count,
+                                read_bytes=elems * (RMSNORM_EAGER_FP32_READS + 2 * b),
+                                write_bytes=elems * (RMSNORM_EAGER_FP32_WRITES + b) + out)
     if fn not in ROW_NORMS:
         return ops.streaming(name, kind="norm", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[fn],
                              dtype=dt, count=count, fused=fe, write_bytes=write)
@@ -88,11 +87,10 @@ def ffn_act_row(elems: float, act: str, gated: bool, dt: str, count: int, fe: bo
     write = quantized_write(elems, out_dt)
     if eager and gated and not fe:
         b = DTYPE_BYTES[dt]
-        k = GATED_EAGER_KERNELS
         out = elems * b if write is None else write
-        return ops.streaming(name, kind="elementwise", elems=elems,
-                             flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act] / k, dtype=dt, count=count * k,
-                             fused=False, read_bytes=elems * 3 * b / k, write_bytes=(elems * b + out) / k)
+        return ops.kernel_chain(name, kind="elementwise", elems=elems, flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act],
+                                dtype=dt, kernels=GATED_EAGER_KERNELS, count=count, read_bytes=elems * 3 * b,
+                                write_bytes=elems * b + out)
     return ops.streaming(name, kind="elementwise", elems=elems, inputs=2 if gated else 1,
                          flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=dt, count=count, fused=fe,
                          write_bytes=write)
@@ -700,7 +698,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
         raise ValueError(f"{name} is an encoder-decoder; accepted phase: prefill, decode, training (got {phase})")
     B, h, H, dt = sc.batch, arch.hidden, arch.heads, sc.dtype
     d = arch.head_dim or h // H
-    fe, fused = sc.fuse_elementwise, sc.fused_attention
+    fe, fused, eager = sc.fuse_elementwise, sc.fused_attention, sc.execution == "eager"
     S = arch.audio.frames // 2 if arch.audio else (sc.seq or arch.default_seq)
     rows: list[dict[str, Any]] = []
     if phase in ("prefill", "training"):
@@ -713,7 +711,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
         else:
             rows.append(ops.embedding("encoder.embed", tokens=B * S, dim=h, dtype=dt))
         rows += _block("encoder", B * S, B, S, S, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
-                       arch.encoder_layers, False, fused, fe, eager=sc.execution == "eager")
+                       arch.encoder_layers, False, fused, fe, eager=eager)
         rows.append(ops.gemm("decoder.cross_kv_proj", B * S, 2 * H * d, h, dtype=dt, count=arch.decoder_layers))
     if phase in ("decode", "training"):
         ctx = sc.context or 1 if phase == "decode" else min(arch.max_decoder_seq, sc.seq or arch.max_decoder_seq)
@@ -724,7 +722,7 @@ def build_encdec(arch: EncDecArch, sc: Scenario, name: str) -> tuple[list[dict[s
             rows.append(ops.cache_write("decoder.kv_cache_write", elems=T * 2 * H * d, dtype=dt,
                                         count=arch.decoder_layers))
         rows += _block("decoder", T, B, q, ctx, h, H, d, arch.ffn, arch.activation, arch.norm, dt,
-                       arch.decoder_layers, True, fused, fe, cross_len=S, eager=sc.execution == "eager")
+                       arch.decoder_layers, True, fused, fe, cross_len=S, eager=eager)
         rows.append(ops.gemm("lm_head", T, arch.vocab, h, dtype=dt))
     gated = arch.activation in ("swiglu", "geglu")
     ffn_w = (3 if gated else 2) * h * arch.ffn
