@@ -200,6 +200,11 @@ class Compute(Strict):
         description="Extra time of one host-synchronised call timed on its own (us): added to "
         "measurements taken that way (validation rows with timing=isolated), never to a workload"
     )
+    causal_attention: Literal["skip", "compute"] = Field(
+        "skip", description="How the chip's fused attention kernel runs a causal mask: skip (its key loop stops at "
+        "the diagonal, FlashAttention-2's n_block_max: the masked key blocks cost nothing) or compute (QK^T and PV run "
+        "over every key block and the mask is applied in a triangular softmax: the matrix work of a causal prefill is "
+        "the non-causal one, dse.predict.roofline.array_fill); a template that sets compute says its source")
     matrix: ComputeUnit
     vector: ComputeUnit
     noc: Noc = Field(default_factory=Noc, description="The on-chip network (topology, link width, clock)")

@@ -36,6 +36,7 @@ from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, t
 from dse.predict.traffic import (
     OpArrays,
     level_rows,
+    masked_work,
     max_memory_time,
     per_level,
     traffic,
@@ -158,7 +159,10 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     if io is not None:  # a fused attention CTA's serial Q load and O store (dse.predict.tiles.attention_fill)
         fill = fill * io[None, :]
     out = np.where(matrix, fill, 1.0)
-    return out * wave_fill(o, d) if wave else out
+    if not wave:  # the unit choice compares the units without the wave fill and the masked blocks, which both pay
+        return out
+    return out * wave_fill(o, d) / masked_work(o, d)[None, :]
+
 
 
 def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,

@@ -68,7 +68,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio, peak_vector
 from dse.hardware.schema import Hardware, MemoryLevel
-from dse.predict.traffic import GEMM_KERNEL_CODES, OpArrays
+from dse.predict.traffic import GEMM_KERNEL_CODES, OpArrays, masked_work
 from dse.workloads.ops import FLASH_Q_TILE
 
 SPLITS = (1, 2, 4, 8, 16)
@@ -128,7 +128,8 @@ def template_key(d: DesignBatch) -> tuple:
     if hit is not None and hit[0] is d.base:
         return hit[1]
     key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes(),
-           str(d.base.compute.matrix.array_shapes), d.base.compute.matrix.dataflow, d.base.compute.matrix.stream_rows)
+           str(d.base.compute.matrix.array_shapes), d.base.compute.matrix.dataflow, d.base.compute.matrix.stream_rows,
+           d.base.compute.causal_attention)
     if len(_TEMPLATE_KEYS) > 256:
         _TEMPLATE_KEYS.clear()
     _TEMPLATE_KEYS[id(d.base)] = (d.base, key)
@@ -333,7 +334,8 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
         k_io = (e_q + e_o) * spill * P * eta_P / (4 * BW_dram * eta)
         fill = k_mean / (k_mean + k_io)
 
-    with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average."""
+    with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average (x ``full_ratio`` where
+    the kernel computes the masked blocks, ``dse.predict.traffic.masked_work``)."""
     if not d.base.compute.matrix.cta_tiles or o.attn.stop <= o.attn.start:
         return None
     key = ("attention-io", *template_key(d), int(d.base.compute.cores))
@@ -343,7 +345,7 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     at = o.attn
     k_io = _io_keys(o, d)
     with np.errstate(invalid="ignore", divide="ignore"):
-        k_mean = _keys_per_query(o, at)
+        k_mean = _keys_per_query(o, at) * masked_work(o, d)[at]  # the keys its loop runs, masked ones included
         fill = k_mean / (k_mean + k_io)
     row = np.ones(o.n)
     row[at] = np.where(np.isfinite(fill) & (fill > 0), fill, 1.0)

@@ -104,6 +104,9 @@ class OpArrays:
     # attention rows: the query rows a tile may stack (``head_rows``: M, or one query head's rows where a kernel runs
     # a CTA per query head, ``attention_gqa: per_head``); inf elsewhere
     head_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # causal fused attention rows: whole-matrix pairs per counted pair (``dse.workloads.ops`` ``full_ratio``), the
+    # FLOPs a kernel that computes masked blocks executes per useful one; 1 elsewhere
+    full_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # op kind (gemm, conv, attention, ...)
     # residency (residency_keep): what a row's held tensor is (0 none, 1 weights, 2 KV cache) and its bytes per
     # instance; the row's activation bytes (all but the held ones); which kinds its policy lets stay; its workload
@@ -157,6 +160,7 @@ class OpArrays:
             kernel_of=_kernel_links(ops, perm), gemm_kernel=gk,
             kind=np.asarray(kind, dtype=object),
             head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
+            full_ratio=np.maximum(f("full_ratio"), 1.0) if "full_ratio" in s.columns else np.ones(len(s)),
             batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),
@@ -641,3 +645,15 @@ def on_chip_shares(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]
         return np.ones((d.n, o.n)), np.where(o.held > 0, 1.0, 0.0)[None, :].repeat(d.n, axis=0)
     ka, kh = residency_keep(resident_capacity(d), int(off[0]), o)
     return 1.0 - ka, np.where(o.held > 0, 1.0 - kh, 0.0)
+
+
+def masked_work(o: OpArrays, d: DesignBatch) -> np.ndarray:
+    """[O] FLOPs executed per useful FLOP because of a causal mask: ``full_ratio`` (whole-matrix pairs over causal
+    pairs) on the causal fused attention rows of a template whose kernel computes the masked key blocks
+    (``compute.causal_attention: compute``: QK^T and PV over every key block, the mask applied in the softmax, whose
+    row keeps its causal count), 1 elsewhere and under ``skip`` (FlashAttention-2's key loop stops at the diagonal,
+    ``n_block_max``). It divides the array fill: the masked products keep the MAC array busy and do nothing, as
+    padding does."""
+    if d.base.compute.causal_attention != "compute":
+        return np.ones(o.n)
+    return o.full_ratio

@@ -28,6 +28,10 @@ Conventions (``docs/design.md``):
   embedding table's rows), ``kv_cache`` (an attention row's K and V, the cache write); ``held_bytes`` the bytes of it
   one instance moves (B for a GEMM or attention row). Every other byte of the row is an activation, alive from its
   producer to its consumer. On-chip residency (``dse.predict.traffic``) keeps each kind where it fits.
+* ``full_ratio``: on a causal fused attention row, the (query, key) pairs of the whole score matrix per pair the
+  row's FLOPs count (``q_len * kv_len / causal_pairs``): what a kernel that computes the masked blocks instead of
+  skipping them executes per useful FLOP (``compute.causal_attention: compute``, :mod:`dse.predict.roofline`);
+  1 elsewhere.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ COLUMNS: list[str] = [
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
     "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "head_rows", "gemm_kernel",
-    "held", "held_bytes",
+    "held", "held_bytes", "full_ratio",
 ]
 #: what a row's ``held`` tensor is: parameters read every step, or the KV cache a decode step reads and extends
 HELD: tuple[str, ...] = ("weights", "kv_cache")
@@ -139,7 +143,7 @@ def _row(**kw: Any) -> dict[str, Any]:
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
         "dtype_b": "", "dtype_out": "", "ctas": 0, "head_rows": 0, "gemm_kernel": "", "held": "", "held_bytes": 0.0,
-        **NET_DEFAULTS,
+        "full_ratio": 1.0, **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -464,6 +468,7 @@ def attention(
         kind = attention_kernel(kernel, kv_len)
         per_head = causal_pairs(q_len, kv_len, head_dim, kind) if causal else float(q_len) * kv_len
         pairs = batch * heads * per_head
+        full = float(q_len) * kv_len / per_head if per_head > 0 else 1.0  # a kernel that computes masked blocks
         stacked = group if gqa == "grouped" else 1  # query heads one CTA holds
         ctas = int(attention_ctas(batch * heads // stacked, q_len * stacked, kv_len, kind))
         q = batch * heads * q_len * head_dim * bq
@@ -474,7 +479,7 @@ def attention(
             dtype_b=kvd, dtype_out=dtype, M=q_len * group, N=head_dim, K=kv_len, batch=batch * kv_heads,
             flops=4.0 * pairs * head_dim, bytes_read=q + kv, bytes_written=o, a_bytes=q, b_bytes=kv,
             c_bytes=o, elem_a=bq, elem_b=bkv, elem_out=bq, count=count, ctas=ctas,
-            head_rows=q_len * stacked, held="kv_cache", held_bytes=kv,
+            head_rows=q_len * stacked, held="kv_cache", held_bytes=kv, full_ratio=full,
         )
         per = fused_softmax_flops(dtype, kv_len, kind)
         soft = streaming(f"{name}.softmax", kind="softmax", elems=pairs, flops_per_elem=per, dtype="fp32",
@@ -495,7 +500,9 @@ def attention(
 
 _INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale",
-               "held_bytes", "overlap")
+               "held_bytes", "overlap", "full_ratio")
+#: float columns whose value where a row (or an older table) has none is not 0
+_FLOAT_DEFAULTS = {"full_ratio": 1.0}
 _BOOL_COLS = ("fused", "eager")
 #: string columns and their value where a row (or an older table) has none
 _STR_DEFAULTS = {"gemm_kernel": "", "held": ""}
@@ -503,6 +510,8 @@ _STR_DEFAULTS = {"gemm_kernel": "", "held": ""}
 
 def _default(col: str) -> Any:
     """A column's value in a row (or an older table) that does not set it."""
+    if col in _FLOAT_DEFAULTS:
+        return _FLOAT_DEFAULTS[col]
     return _STR_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else 0))
 
 
@@ -511,7 +520,7 @@ def _key_value(col: str, v: Any) -> Any:
     if col in _STR_DEFAULTS:
         return _STR_DEFAULTS[col] if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        v = NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None) if col != "coll" else ""
+        v = _FLOAT_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None)) if col != "coll" else ""
         if v is None:
             return None
     if col in _INT_COLS:
@@ -576,6 +585,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
     df["held"] = df["held"].fillna("").astype(str)
     df["held_bytes"] = df["held_bytes"].fillna(0.0).astype("float64")
+    df["full_ratio"] = df["full_ratio"].fillna(1.0).astype("float64")
     df["overlap"] = df["overlap"].astype("float64")
     df["coll"] = df["coll"].fillna("").astype(str)
     for col in ("net_bytes", "scale"):
