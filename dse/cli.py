@@ -819,10 +819,12 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
     from dse.hardware.templates import load_hardware
     from dse.report.render import render
-    from dse.units import fallback_dtype
+    from dse.units import DTYPES, fallback_dtype
     from dse.validate.kernels import kernels_document, load_kernels, place
 
     hw = load_hardware(args.hardware)
+    if args.dtype is not None and args.dtype not in DTYPES:
+        raise DseError(f"got {args.dtype!r}; accepted: one of {', '.join(DTYPES)}", field="--dtype")
     df = place(load_kernels(args.file), hw, args.dtype)
     out = Path(args.out)
     peak = hw.compute.matrix.peak_tflops[fallback_dtype(args.dtype or hw.reference_dtype, hw.compute.matrix.peak_tflops)]
@@ -1317,10 +1319,12 @@ def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
         import errno
 
         if getattr(args, "debug", False) or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
-                                                               errno.EIO):
+                                                               errno.EIO, errno.EEXIST, errno.ENOTDIR):
             raise
-        print(f"error: {exc.filename or 'output'}: cannot write ({exc.strerror}); accepted: a writable folder with "
-              "free space (files written before are kept)", file=sys.stderr)
+        what = ("a folder path (a file of that name is in the way)" if exc.errno in (errno.EEXIST, errno.ENOTDIR)
+                else "a writable folder with free space")
+        print(f"error: {exc.filename or 'output'}: cannot write ({exc.strerror}); accepted: {what} (files written "
+              "before are kept)", file=sys.stderr)
         return 2
 
 

@@ -149,7 +149,8 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
         return PlanSearch(None, None, table, time.perf_counter() - t0, cap / 1e9)
     wl_best = wls[best]
     p = predict(wl_best, chip, system=sysm)
-    return PlanSearch(wl_best.plan, p, table, time.perf_counter() - t0, cap / 1e9)
+    # one chip: the workload as built carries no plan, and the best is the trivial one (not None, which means none fits)
+    return PlanSearch(wl_best.plan or Plan(), p, table, time.perf_counter() - t0, cap / 1e9)
 
 
 def no_fit_reason(search: PlanSearch) -> str:

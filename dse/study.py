@@ -647,6 +647,10 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
             raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=label)
         raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=label)
     if mix is not None:
+        if not cfg.mixes or mix not in cfg.mixes:
+            have = ", ".join(cfg.mix_names) if cfg.mixes else "none: this config has one workloads: list, no mixes:"
+            raise DseError(f"got {mix!r}; accepted: a mix the config names ({have})", file=config_label(config),
+                           field="--mix")
         cfg = cfg.for_mix(mix)
     try:
         return cfg, prepare(cfg, cfg_dir, f"mixes.{mix}" if mix else "workloads")

@@ -399,3 +399,36 @@ def test_output_plots_false_draws_no_figure_in_run_and_sweep(tmp_path) -> None:
     drawn = write_config(tmp_path, PLOTTED_STUDY, "p.yaml")
     assert main(["sweep", str(drawn), "--points", "3", "--out", str(tmp_path / "s2"), "--quiet"]) == 0
     assert list((tmp_path / "s2").rglob("*.png"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["workloads", "ai"], ["whatif", "--workload", "resnet50", "--stages", "winograd"],
+    ["kernels", "KERNELS", "--hardware", "a100-80gb"],
+])
+def test_an_output_folder_that_is_a_file_is_one_line(tmp_path, capsys, argv) -> None:
+    """``--out`` naming an existing file: one line saying a file is in the way, exit 2 (it was a FileExistsError or
+    NotADirectoryError traceback in validate, host, workloads ai, compare, sweep, whatif and kernels)."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    kernels = tmp_path / "k.csv"
+    kernels.write_text("name,flops,bytes,seconds\ngemm,2e12,3e9,0.01\n")
+    argv = [str(kernels) if a == "KERNELS" else a for a in argv]
+    assert main([*argv, "--out", str(blocker)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    err = [ln for ln in lines if ln.strip() and "expanding workloads" not in ln]  # without the progress bar
+    assert len(err) == 1 and err[0].startswith("error: ") and "cannot write" in err[0] and "in the way" in err[0]
+    assert blocker.read_text() == "not a folder"
+
+
+def test_an_unknown_kernel_dtype_and_an_unknown_mix_are_one_line(tmp_path, capsys) -> None:
+    """``dse kernels --dtype foo`` was a KeyError traceback; ``dse explore --mix foo`` on a config without mixes was a
+    ValueError whose 'accepted:' listed nothing."""
+    kernels = tmp_path / "k.csv"
+    kernels.write_text("name,flops,bytes,seconds\ngemm,2e12,3e9,0.01\n")
+    assert main(["kernels", str(kernels), "--hardware", "a100-80gb", "--dtype", "foo", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[0]] and err[0].startswith("error: --dtype: got 'foo'; accepted: one of int4, int8, fp8")
+    config = Path(__file__).resolve().parents[1] / "configs" / "npu.yaml"
+    assert main(["explore", str(config), "--mix", "foo", "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--mix: got 'foo'; accepted: a mix the config names (none:" in err[0]

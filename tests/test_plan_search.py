@@ -108,6 +108,16 @@ def test_cli(capsys):
     assert len(err) == 1 and err[0].startswith("error: --chips: no plan fits")
 
 
+def test_one_chip_has_one_plan_and_it_is_the_best_when_it_fits(capsys):
+    """On one chip the only plan is the trivial one: when the workload fits, it is the best (it came back as None,
+    which the CLI read as 'no plan fits', a 14 GB model 'exceeding' an 80 GB chip)."""
+    r = best_plan(dse.workload("llama2-7b", phase="decode"), "h100-sxm", 1)
+    assert r.best is not None and r.best.trivial and r.prediction is not None and r.table["fits"].all()
+    assert main(["plan", "llama2-7b", "h100-sxm", "--chips", "1", "--phase", "decode"]) == 0
+    assert "best: 1 chip" in capsys.readouterr().out
+    assert best_plan(dse.workload("llama2-70b", phase="training", batch=8), "h100-sxm", 1).best is None
+
+
 def test_a_torus_pod_searches_past_the_plans_it_cannot_place() -> None:
     """On a 4x8 slice of a TPU v5e pod a group of 2 fills no whole dimension (a group of 4 takes the 4-long one):
     those candidates are rows with their reason, and the search still returns the fastest plan it can place."""
