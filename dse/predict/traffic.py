@@ -3,7 +3,9 @@
 Level ``l`` serves the traffic the storage inside it cannot keep. The reuse capacity ``S`` inside
 level 0 is the register/accumulator storage of one core; inside level ``l >= 1`` it is one instance
 of level ``l-1`` (a private L1 is per core, a shared L2 is whole), or of a cluster of them that
-multicasts its tiles (``reuse_group``). Models (``docs/design.md``):
+multicasts its tiles (``reuse_group``), or one instance of a memory level further inside where that is larger
+(a smaller level in between is a staging buffer the tiles stream through: :func:`inner_capacity`).
+Models (``docs/design.md``):
 
 * ``tiled`` (GEMM, conv): square output tiles of side ``t = sqrt(S / (e_a + e_b + e_out))``
   elements, capped by ``M`` and ``N``; A is re-read once per column block and B once per row
@@ -246,14 +248,19 @@ def _kernel_links(ops: pd.DataFrame, perm: np.ndarray) -> np.ndarray:
 
 
 def inner_capacity(d: DesignBatch) -> np.ndarray:
-    """[D, L] bytes of reuse storage just inside each level: one instance of the level inside (a per-core level has
+    """[D, L] bytes of reuse storage inside each level: one instance of the level inside (a per-core level has
     one per core of the design, ``DesignBatch.level_instances``), times its
-    ``reuse_group`` (instances that share tiles by multicast, e.g. a Hopper cluster of 2 SMs)."""
+    ``reuse_group`` (instances that share tiles by multicast, e.g. a Hopper cluster of 2 SMs), or the largest such
+    instance of any level further inside where that is bigger: a level smaller than one inside it is a staging
+    buffer the tiles stream through, and the outer level is re-read only as often as the storage that keeps the tiles
+    makes it (a 1 KiB shared buffer between 512 KiB per-core scratchpads and HBM leaves HBM's reuse to the
+    scratchpads, so adding it never makes HBM traffic grow)."""
     inner = np.empty_like(d.capacity)
     inner[:, 0] = d.reg_bytes
     # a design with fewer cores than the template's multicast group pools what it has
     n = d.level_instances[:, :-1]
     inner[:, 1:] = d.capacity[:, :-1] / n * np.minimum(d.reuse_group[None, :-1], n)
+    inner[:, 1:] = np.maximum.accumulate(inner[:, 1:], axis=1)  # memory levels; the registers are the accumulators
     return inner
 
 
