@@ -115,6 +115,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if given[flag] is not None and not ok:  # accepted and dropped without a word before
             raise DseError(f"got {given[flag]} with --engine {args.engine} --format {fmt}; accepted: only with {needs}",
                            field=flag)
+    if fmt == "parquet":  # before any folder is made: without pyarrow nothing could be written into it
+        import importlib.util
+
+        if importlib.util.find_spec("pyarrow") is None:
+            raise DseError("got parquet, and pyarrow is not installed; accepted: pip install 'dse[scale]' (pyarrow, "
+                           "dask) or --format csv with --engine local", field="--format")
     root = Path(args.out or cfg.output.root(Path(args.config).parent))
     folder = sweep_folder(args, cfg, ctxs, axes, root) if fmt == "parquet" else results_folder(
         root, f"{cfg.name}-sweep", False)

@@ -460,6 +460,17 @@ def results_folder(root: Path, name: str, resume: bool) -> Path:
     return folder
 
 
+def prune_empty(folder: Path) -> bool:
+    """Remove ``folder`` when it holds nothing but empty folders (a run that failed before writing anything), so a
+    later ``--resume`` does not take it for a killed study; True when it was removed. Anything written is kept."""
+    if not folder.is_dir():
+        return False
+    if any(not (p.is_dir() and prune_empty(p)) for p in list(folder.iterdir())):
+        return False
+    folder.rmdir()
+    return True
+
+
 def max_workers() -> int:
     """The most worker processes a study may start: 4 per CPU core (each is a full Python process)."""
     import os
@@ -731,6 +742,7 @@ def run_study(
         raise DseError(f"got {workers}; accepted: an integer 1..{max_workers()} (4 per CPU core)", field="--workers")
     cfg, ctx = load_context(config, n_trials, mix)
     check_study_capacity(config, cfg, ctx, mix)  # before any trial
+    claimed = folder is None and not resume  # a folder this call creates (removed again if the storage fails)
     if folder is None:
         root = Path(out) if out is not None else cfg.output.root(Path(config).parent)
         folder = results_folder(root, cfg.name, True) if resume else claim_results_folder(root, cfg.name)
@@ -742,10 +754,15 @@ def run_study(
     # metadata.json is written last when a study is created: a folder without it is a run killed
     # before its study existed, which --resume then creates (so --resume always finds a killed run)
     created = (folder / "metadata.json").is_file()
-    with storage_errors(url):
-        study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
-                                               recover_stale=workers == 1, create_missing=not created,
-                                               source=str(config))
+    try:
+        with storage_errors(url):
+            study, recovered = optimize.open_study(cfg.name, make_storage(url), cfg.search, resume, meta,
+                                                   recover_stale=workers == 1, create_missing=not created,
+                                                   source=str(config))
+    except DseError:  # a storage that cannot be opened (a bad URL): leave no empty folder for --resume to pick
+        if claimed:
+            prune_empty(folder)
+        raise
     if not resume or not (folder / "config.yaml").is_file():
         write_inputs(snap, folder, top)
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
@@ -823,6 +840,10 @@ def run_mixes(
                                    top=top)
         except InfeasibleError as exc:  # every trial of this mix broke a limit: its trials stay in the storage
             errors[m] = InfeasibleError(exc.message, file=exc.file or str(config), field=exc.field or f"mixes.{m}")
+        except DseError:  # the storage could not be opened: no empty folder left for --resume to pick
+            if not resume:
+                prune_empty(top)
+            raise
     if not results:
         found = [errors[m] for m in cfg.mix_names]
         raise found[0] if len(found) == 1 else DseMultiError(found)

@@ -432,3 +432,17 @@ def test_an_unknown_kernel_dtype_and_an_unknown_mix_are_one_line(tmp_path, capsy
     assert main(["explore", str(config), "--mix", "foo", "--check"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--mix: got 'foo'; accepted: a mix the config names (none:" in err[0]
+
+
+def test_a_parquet_sweep_without_pyarrow_is_one_line_and_makes_no_folder(tmp_path, capsys, monkeypatch) -> None:
+    """Without the scale extra a parquet sweep made its folder, wrote sweep.json, then blamed --engine and said the
+    blocks written were kept; now it says what to install before anything is made."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    config = Path(__file__).resolve().parents[1] / "configs" / "npu.yaml"
+    assert main(["sweep", str(config), "--points", "2", "--format", "parquet", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --format: got parquet, and pyarrow is not installed")
+    assert not (tmp_path / "o").exists()

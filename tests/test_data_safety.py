@@ -284,3 +284,15 @@ def test_a_write_error_no_command_caught_is_still_one_line(monkeypatch, capsys) 
     with pytest.raises(OSError, match="Bad file"):  # not a write error: not hidden
         cli.guarded(lambda a: (_ for _ in ()).throw(OSError(errno.EBADF, "Bad file descriptor")),
                     cli.build_parser().parse_args(["hardware"]))
+
+
+def test_a_run_whose_storage_cannot_be_opened_leaves_no_folder_for_resume_to_pick(tmp_path, capsys) -> None:
+    """``--storage foo://bar`` fails before any trial: the results folder it had claimed is removed again, so a later
+    ``--resume`` says there is nothing to resume instead of silently starting a new study in the empty folder."""
+    cfg, out = _cfg(tmp_path), tmp_path / "out"
+    assert _run(cfg, out, "--storage", "foo://bar") == 2
+    assert "cannot open the study storage" in capsys.readouterr().err
+    assert not (out / "tiny").exists()
+    assert _run(cfg, out, "--resume") == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    assert _run(cfg, out) == 0 and _complete(out / "tiny") == 16  # the next run takes the plain name
