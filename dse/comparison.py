@@ -306,9 +306,8 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
             c = Candidate(name=c, ratio=c)
         cands.append(c)
     if hold == "score" and cands[0].relative and cands[0].hold is None:
-        raise DseError(f"got hold 'score' for every candidate, the first ({cands[0].name!r}) included; accepted: "
-                       "hold: score on later candidates only (they match the first candidate's score)",
-                       field="--hold" if field == "--ratios" else "compare.hold")
+        # the later candidates match the first one's score; the first, which has nothing to match, keeps its compute
+        cands[0] = cands[0].model_copy(update={"hold": "compute"})
     names = [c.name for c in cands]
     if len(set(names)) != len(names):
         raise DseError(f"got {names}; accepted: distinct candidate names", field=field)
