@@ -159,8 +159,13 @@ def _beside(data: dict[str, Any], name: str, source: Path | None, overridden: bo
 
 
 def _best_row(r) -> pd.Series:  # noqa: ANN001 - a StudyResult
+    """The best design of one study: each searched knob as sampled and as built (``<knob>_built``: whole cores, DRAM
+    stacks and SRAM macros, what the score, area and ridge are of), then its score and resources."""
+    from dse.search.space import base_knobs
+
     s = r.best_scored
-    return pd.Series({**r.best_params, "score": float(s.score[0]), "objective": float(s.objective[0]),
+    built = {f"{k}_built": v for k, v in base_knobs(r.best).items() if k in r.best_params}
+    return pd.Series({**r.best_params, **built, "score": float(s.score[0]), "objective": float(s.objective[0]),
                       "area_mm2": float(s.area_mm2[0]), "cost_usd": float(s.cost_usd[0]),
                       "power_w": float(s.power_w[0]), "ridge_flop_per_byte": float(r.best.ridge[0]),
                       "folder": str(r.folder)})

@@ -33,6 +33,11 @@ def test_batch_continues_past_a_broken_config(tmp_path: Path, capsys) -> None:
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
     assert list(table["status"]) == ["error", "ok"]
     assert (tmp_path / "r" / "tiny" / "trials.csv").is_file()  # the good study completed and was saved
+    # each searched knob as sampled and as built; the ridge is the built design's (it mixed the two before)
+    ok = table.iloc[1]
+    assert {"peak_tflops_built", "dram_bandwidth_tbps_built"} <= set(table.columns)
+    assert ok["ridge_flop_per_byte"] == pytest.approx(
+        ok["peak_tflops_built"] * 1e12 / (ok["dram_bandwidth_tbps_built"] * 1e12), rel=1e-6)
 
 
 ROOT = Path(__file__).resolve().parents[1]
