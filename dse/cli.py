@@ -839,8 +839,13 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             "reason"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 50):
         print(df[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    bad = int((df["status"] != "ok").sum())
-    print(f"{len(df) - bad} kernels placed, {bad} with errors; {out / 'kernels.csv'}")
+    bad = int((df["status"] == "error").sum())
+    suspect = int((df["status"] == "suspect").sum())
+    print(f"{len(df) - bad - suspect} kernels placed, {bad} with errors, {suspect} above the roof; "
+          f"{out / 'kernels.csv'}")
+    if bad == len(df):  # nothing could be placed: the file, not the chip, is the problem
+        raise DseError(f"got {len(df)} row(s), none readable ({df['reason'].iloc[0]}); accepted: rows with a duration "
+                       "> 0 and FLOPs and bytes >= 0", file=str(args.file))
     return 0
 
 

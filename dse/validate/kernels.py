@@ -116,7 +116,19 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
     out["roof_utilization"] = np.where(compute_side, util_flop, util_bw)
     out["region"] = np.where(~ok, "", np.where(out["roof_utilization"] < 0.5, "far below roof",
                              np.where(compute_side, "compute-bound", "memory-bound")))
+    # faster than the chip's peak FLOP/s (or its DRAM bandwidth) by more than a measurement's noise: the FLOPs, bytes,
+    # duration or dtype are wrong, which the row says instead of placing it
+    above = ok & ((out["flops"] / secs > ABOVE_ROOF * peak) | (out["bytes"] / secs > ABOVE_ROOF * bw))
+    out["status"] = np.where(above, "suspect", out["status"])
+    out["reason"] = np.where(above, f"faster than {hw.name}'s peak ({peak / TERA:g} TFLOP/s {mode}, "
+                                    f"{bw / TERA:g} TB/s DRAM): check its FLOPs, bytes, duration or --dtype",
+                             out["reason"])
+    out["region"] = np.where(above, "above roof", out["region"])
     return out
+
+
+#: how far above a roof a profiled kernel may land before it is called suspect (clock boost, timer resolution)
+ABOVE_ROOF = 1.05
 
 
 def kernels_document(placed: pd.DataFrame, hw: Hardware, peak_tflops: float) -> Document:

@@ -94,3 +94,21 @@ def test_kernels_document_is_the_table_and_the_roofline() -> None:
     assert d.body == () and d.files == ["kernels.csv", "kernels_roofline.png"]
     assert d.tables[0].frame is df and d.figures[0].data == (df, hw, 312.0)
     assert d.figures[0].plot == "kernels_roofline" and hw.name in d.figures[0].title
+
+
+def test_a_kernel_faster_than_the_peak_is_suspect_and_a_file_of_only_bad_rows_is_one_line(tmp_path: Path,
+                                                                                           capsys) -> None:
+    """1e15 FLOP in 100 us on an A100 (1e7 TFLOP/s) was placed 'ok' at 32,000x its roof; it is now 'suspect', above
+    the roof, with the peak it beat named. A file whose every row is unreadable exits 2 with one line (it exited 0)."""
+    from dse.cli import main
+
+    hw = dse.hardware("a100-80gb")
+    k = pd.DataFrame({"name": ["fast", "fine"], "flops": [1e15, 2e12], "bytes": [3e9, 3e9], "seconds": [1e-4, 1e-2]})
+    out = place(k, hw)
+    assert list(out["status"]) == ["suspect", "ok"] and out.loc[0, "region"] == "above roof"
+    assert "faster than a100-80gb's peak (312 TFLOP/s bf16" in out.loc[0, "reason"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,flops,bytes,seconds\nneg,-1,3e9,0.01\n")
+    assert main(["kernels", str(bad), "--hardware", "a100-80gb", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: got 1 row(s), none readable")
