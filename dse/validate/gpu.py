@@ -25,6 +25,11 @@ COMMAND = ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"
 
 #: (substring of the reported name, template); first match wins
 PARTS = [("A100", "a100-80gb"), ("H100", "h100-sxm"), ("H200", "h200"), ("B200", "b200"), ("V100", "v100-sxm")]
+#: board names of parts whose SM count, clocks, memory bandwidth or power differ from the SXM templates above (an
+#: H100 PCIe has 114 SMs and HBM2e at 2.0 TB/s against the SXM's 132 and 3.35 TB/s): no shipped template stands for them
+OTHER_BOARDS = ("PCIE", "NVL")
+#: below this much memory an A100 is the 40 GB part (40960 MiB), whose HBM2 runs 1.555 TB/s against the 80 GB's 2.039
+A100_40GB_BELOW_MIB = 60_000
 
 
 def query_nvidia_smi() -> str:
@@ -108,8 +113,13 @@ def template_for(gpu: dict) -> Hardware:
     """The shipped template of the same part, with the queried memory size and power limit."""
     name = str(gpu["name"])
     match = next((t for key, t in PARTS if key in name.upper()), None)
-    if match is None:
-        raise DseError(f"no shipped template for GPU {name!r}; accepted parts: {', '.join(k for k, _ in PARTS)}")
+    board = next((b for b in OTHER_BOARDS if b in name.upper().replace("-", " ").replace(" ", "")), None)
+    if match is None or board is not None:
+        why = f" (a {board} board: other SMs, clocks, bandwidth and power than the SXM template)" if board else ""
+        raise DseError(f"no shipped template for GPU {name!r}{why}; accepted parts: "
+                       f"{', '.join(k for k, _ in PARTS)} (SXM boards)")
+    if match == "a100-80gb" and float(gpu["memory_mib"]) < A100_40GB_BELOW_MIB:
+        match = "a100-40gb"
     _check_queried(gpu)
     hw = load_hardware(match)
     data = hw.model_dump(mode="python", exclude_none=True)
@@ -143,7 +153,7 @@ def _check_queried(gpu: dict) -> None:
     nvidia-smi field: nothing out of range reaches the template."""
     for field, key, high, unit in QUERIED:
         v = float(gpu[key])
-        positive = key == "memory_mib"
+        positive = key in ("memory_mib", "sm_clock_mhz", "mem_clock_mhz")  # a part that reports a 0 MHz clock is not one
         if not (math.isfinite(v) and (v > 0 if positive else v >= 0) and v <= high):
             raise DseError(f"got {v:g}; accepted: a finite number {'>' if positive else '>='} 0 {unit}",
                            field=f"GPU {gpu['name']}: {field}")

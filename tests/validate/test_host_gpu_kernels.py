@@ -197,3 +197,18 @@ def test_a_queried_value_out_of_range_is_one_line_naming_the_nvidia_smi_field(li
     with pytest.raises(DseError) as exc:
         template_for(parse_nvidia_smi(line)[0])
     assert str(exc.value).startswith(words) and "\n" not in str(exc.value)
+
+
+def test_gpu_matches_the_part_and_its_memory_not_just_the_family_name() -> None:
+    """An A100-SXM4-40GB took the 80 GB template (2.039 TB/s, not its 1.555); an H100 PCIe took the SXM one (132 SMs
+    and 3.35 TB/s for a 114-SM, 2.0 TB/s board); a 0 MHz clock was accepted. Now: the 40 GB template, a one-line
+    refusal of PCIe/NVL boards, and clocks > 0."""
+    a40 = template_for(parse_nvidia_smi("NVIDIA A100-SXM4-40GB, 1410, 1215, 40960, 400")[0])
+    assert a40.name == "a100-40gb-queried" and a40.dram.bandwidth_bps == dse.hardware("a100-40gb").dram.bandwidth_bps
+    for board in ("NVIDIA H100 PCIe, 1755, 1593, 81559, 350", "NVIDIA H100 NVL, 1785, 2619, 95830, 400",
+                  "NVIDIA A100-PCIE-40GB, 1410, 1215, 40960, 250"):
+        with pytest.raises(DseError, match="no shipped template for GPU .* board: other SMs") as ei:
+            template_for(parse_nvidia_smi(board)[0])
+        assert "\n" not in str(ei.value)
+    with pytest.raises(DseError, match="clocks.max.sm: got 0; accepted: a finite number > 0 MHz"):
+        template_for(parse_nvidia_smi("NVIDIA A100-SXM4-80GB, 0, 1593, 81920, 400")[0])
