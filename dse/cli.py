@@ -266,8 +266,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         out_dir = _output_dir_of(args.config, spec)
     else:
         if not (args.workload and args.stages):
-            missing, given = ("--stages", f"--workload {args.workload}") if args.workload else (
-                ("--workload", f"--stages {args.stages}") if args.stages else ("CONFIG", "nothing"))
+            missing, given = ("--stages", repr(args.stages or "") + f" with --workload {args.workload}") \
+                if args.workload else (("--workload", f"--stages {args.stages}") if args.stages else ("CONFIG", "nothing"))
             raise DseError(f"got {given}; accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... "
                            "[--hardware T]", field=missing)
         data = {"name": args.workload.replace(":", "-"), "hardware": args.hardware,
@@ -811,7 +811,11 @@ def cmd_gpu(args: argparse.Namespace) -> int:
     else:
         text = query_nvidia_smi()
     out = Path(args.out)
-    for i, gpu in enumerate(parse_nvidia_smi(text)):
+    try:
+        gpus = parse_nvidia_smi(text)
+    except DseError as exc:  # name the recorded file the lines came from
+        raise DseError(exc.message, file=exc.file or (args.from_file or "nvidia-smi"), field=exc.field) from None
+    for i, gpu in enumerate(gpus):
         hw = template_for(gpu)
         path = write_yaml(out / f"gpu{i}-{hw.name}.yaml", hw.model_dump(mode="json", exclude_none=True))
         print(f"GPU {i}: {gpu['name']} -> {hw.name} ({path})")

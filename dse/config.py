@@ -573,8 +573,8 @@ def load_study(path: str | Path | Mapping[str, Any] | Any) -> tuple[StudyConfig,
     else:
         raise DseError(f"got {type(path).__name__}; accepted: a config path, a mapping or a dse.Study", field="config")
     if not isinstance(data, dict):
-        raise DseError(f"got {type(data).__name__}; accepted: a mapping with keys name, base, workloads, "
-                       "search", file=label)
+        raise DseError(f"got {'an empty file' if data is None else type(data).__name__}; accepted: a mapping with keys "
+                       "name, base, workloads, search", file=label)
     refuse_template(data, label)
     try:
         cfg = StudyConfig.model_validate(data)

@@ -114,3 +114,23 @@ def test_an_unknown_name_suggests_the_closest_ones_before_the_list() -> None:
         text = str(err.value)
         assert "(did you mean " in text and hint in text and text.index("did you mean") < text.index("accepted:")
         assert "\n" not in text
+
+
+def test_an_empty_yaml_and_a_plan_a_model_cannot_take_say_so_plainly(tmp_path, capsys) -> None:
+    """An empty YAML said 'got NoneType'; a tp that does not divide the heads named the model twice
+    ('workload llama2-7b: llama2-7b: ...'); a recorded nvidia-smi file's bad line did not name the file."""
+    from dse.cli import main
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    for argv, expect in ((["run", str(empty)], f"error: {empty}: got an empty file; accepted: a mapping with keys"),
+                         (["predict", "llama2-7b", str(empty)], f"error: {empty}: got an empty file; accepted: a mapping"),
+                         (["predict", "llama2-7b", "a100-80gb", "--chips", "3"],
+                          "error: workload llama2-7b: 32 attention heads are not divisible by tp = 3")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(expect), err
+    smi = tmp_path / "smi.txt"
+    smi.write_text("x\n")
+    assert main(["gpu", "--from-file", str(smi), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {smi}: line 1: 1 fields; accepted:")

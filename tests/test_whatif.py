@@ -131,7 +131,7 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     assert main(["whatif", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: CONFIG: got nothing; accepted: dse whatif CONFIG")
     assert main(["whatif", "--workload", "gpt2", "--out", str(tmp_path)]) == 2  # the stages left out
-    assert capsys.readouterr().err.startswith("error: --stages: got --workload gpt2; accepted: dse whatif CONFIG")
+    assert capsys.readouterr().err.startswith("error: --stages: got '' with --workload gpt2; accepted: dse whatif CONFIG")
     cfg = write_config(tmp_path, SMALL_STUDY)
     assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
     assert "no whatif: section" in capsys.readouterr().err

@@ -31,7 +31,8 @@ def list_nodes() -> list[str]:
 def hardware_from_mapping(data: Any, *, file: str | None = None, prefix: str = "") -> Hardware:
     """Validate a mapping as a :class:`Hardware`; errors are one-line :class:`DseError`."""
     if not isinstance(data, Mapping):
-        raise DseError(f"got {type(data).__name__}; accepted: a mapping (hardware template)", file=file)
+        raise DseError(f"got {'an empty file' if data is None else type(data).__name__}; accepted: a mapping (hardware "
+                       "template)", file=file)
     if "compute" not in data and ({"workloads", "mixes", "search"} & set(data) or "chip" in data):
         kind, use = (("a system file", f"its chip, {data['chip']}") if "chip" in data else
                      ("a study config", f"its base design, {data.get('base', 'npu-7nm')}"))

@@ -105,7 +105,7 @@ def parse_nvidia_smi(text: str) -> list[dict[str, float | str]]:
             raise DseError(f"line {n}: non-numeric field in {nums}; accepted: --format=csv,noheader,nounits") from None
         gpus.append({"name": name, "sm_clock_mhz": sm, "mem_clock_mhz": mem, "memory_mib": mib, "power_limit_w": pw})
     if not gpus:
-        raise DseError("no GPU lines in the nvidia-smi output")
+        raise DseError(f"got {len(text.splitlines())} line(s) and no GPU line; accepted: the output of {' '.join(COMMAND)}")
     return gpus
 
 

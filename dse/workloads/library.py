@@ -396,8 +396,9 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     try:
         rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
         rows = ops.with_gemm_kernel(ops.group_scales(rows, sc.weight_group), sc.gemm_kernel)
-    except ValueError as exc:
-        raise DseError(f"{exc}", field=f"workload {name}") from None
+    except ValueError as exc:  # the builders name the model first; the field names it already
+        text = str(exc)
+        raise DseError(text.removeprefix(f"{name}: "), field=f"workload {name}") from None
     facts = {**facts, "dtype": sc.dtype, "fused_attention": sc.fused_attention,
              "fuse_elementwise": sc.fuse_elementwise, "execution": sc.execution, "residency": sc.residency}
     try:
