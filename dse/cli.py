@@ -910,6 +910,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the per-operator table of ``dse predict`` with each quantity's unit in its heading (the JSON keeps the ops' names)
+PREDICT_UNITS = {"flops": "flop", "ai": "ai_flop_per_byte", "time_s": "time_s", "total_time_s": "total_time_s",
+                 "utilization": "utilization_of_roof"}
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -950,7 +955,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                      "ops": _records(p.ops[cols + ["clock_fraction", "fill"]])})
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
-        print(p.ops[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        shown = p.ops[cols].rename(columns=PREDICT_UNITS)  # every column with its unit
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     wl = p.workload
     where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
     unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
