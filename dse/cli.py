@@ -492,9 +492,14 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         return 0
     w = max(12, *(len(hw.name) for hw in hws))
     print(f"{'template':<{w}} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}  dies")
+    sram_only = False
     for hw in hws:
-        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>10.3f} "
-              f"{hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
+        mark = " " if any(m.off_chip for m in hw.memory) else "*"  # an all-SRAM chip: its outermost on-chip level
+        sram_only |= mark == "*"
+        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>9.3f}"
+              f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
+    if sram_only:
+        print("* no DRAM: the bandwidth of its outermost on-chip level")
     return 0
 
 
@@ -980,7 +985,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
               f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
     mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
-    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.1f} GB: "
+    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.3g} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
 

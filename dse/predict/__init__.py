@@ -85,7 +85,7 @@ class Prediction:
             return ""
         parts = ", ".join(f"{k} {v / 1e9:.1f}" for k, v in self.workload.memory.items() if v)
         return (f"{self.workload.label()} needs {self.workload.memory_bytes / 1e9:.1f} GB per chip ({parts}) "
-                f"> {self.capacity_bytes / 1e9:.1f} GB of {self.hardware.dram.name} on {self.hardware.name}")
+                f"> {self.capacity_bytes / 1e9:.3g} GB of {self.hardware.dram.name} on {self.hardware.name}")
 
     @property
     def network_s(self) -> float:
