@@ -702,12 +702,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for name, v in zip(fit.names, fit.values, strict=True):
         print(f"  {name:<{w}s} {v:.4g}")
     t = fit.table()
+    if args.no_loo:  # no refits: no leave-one-out or leave-family-out columns of NaN
+        t = t.drop(columns=[c for c in t.columns if c.startswith(("loo_", "leave_family_out"))])
     print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
     ab = lambda a: float(np.nanmedian(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
     mx = lambda a: float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
-    print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
-          f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
-          f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
+    if args.no_loo:
+        print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} % "
+              f"(max {mx(fit.before_error_pct):.1f} / {mx(fit.fit_error_pct):.1f} %); --no-loo: no leave-one-out")
+    else:
+        print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
+              f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
+              f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
 
     def pairs(ft: pd.DataFrame, columns: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
         return {label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]

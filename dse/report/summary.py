@@ -92,7 +92,8 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     rows.append(("power with every unit at its peak at once (W)", float(stress_power(base.take([0]))[0]),
                  float(stress_power(best.take([0]))[0])))
     df = pd.DataFrame(rows, columns=["quantity", "base", "best"])
-    df["change_%"] = (df["best"] / df["base"] - 1) * 100
+    with np.errstate(divide="ignore", invalid="ignore"):  # a part both designs lack (0 -> 0) changed by 0 %
+        df["change_%"] = np.where((df["base"] == 0) & (df["best"] == 0), 0.0, (df["best"] / df["base"] - 1) * 100)
     return df
 
 

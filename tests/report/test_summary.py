@@ -40,6 +40,7 @@ def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) 
     assert "is a **scratchpad** at 0.602 mm²/MiB (7nm)" in md
     assert "With it halved" in md and "With it doubled" in md and "put into MAC arrays" in md
     assert "HBM stacks of at most 6" in md or "HBM stacks of at most" in md
+    assert "| nan |" not in md and "| area: d2d (mm²) | 0 | 0 | 0 |" in md  # a part neither design has: 0 %, not nan
 
 
 def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
