@@ -67,6 +67,15 @@ def _scenario_flags(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
+def _need_pyarrow(fmt: str) -> None:
+    """A parquet sweep without pyarrow is refused before any folder is made (nothing could be written into it)."""
+    import importlib.util
+
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise DseError("got parquet, and pyarrow is not installed; accepted: pip install 'dse[scale]' (pyarrow, "
+                       "dask) or --format csv with --engine local", field="--format")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -115,12 +124,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if given[flag] is not None and not ok:  # accepted and dropped without a word before
             raise DseError(f"got {given[flag]} with --engine {args.engine} --format {fmt}; accepted: only with {needs}",
                            field=flag)
-    if fmt == "parquet":  # before any folder is made: without pyarrow nothing could be written into it
-        import importlib.util
-
-        if importlib.util.find_spec("pyarrow") is None:
-            raise DseError("got parquet, and pyarrow is not installed; accepted: pip install 'dse[scale]' (pyarrow, "
-                           "dask) or --format csv with --engine local", field="--format")
+    _need_pyarrow(fmt)
     root = Path(args.out or cfg.output.root(Path(args.config).parent))
     folder = sweep_folder(args, cfg, ctxs, axes, root) if fmt == "parquet" else results_folder(
         root, f"{cfg.name}-sweep", False)
@@ -921,6 +925,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rate_text(p) -> str:  # noqa: ANN001 - a Prediction
+    """What a predicted step achieves: TFLOP/s per chip; for one collective the algorithm and bus bandwidth
+    nccl-tests prints (algbw x its bus factor); for a copy its bytes read and written per second."""
+    wl = p.workload
+    coll = wl.ops["coll"].iloc[0] if len(wl.ops) == 1 else ""
+    if wl.flops > 0:
+        return f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
+    if coll:
+        n, S = wl.chips, float(wl.ops["net_bytes"].iloc[0])
+        factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n}.get(coll, 1.0)
+        return f"{S / p.time_s / 1e9:.1f} GB/s algorithm bandwidth, {factor * S / p.time_s / 1e9:.1f} GB/s bus bandwidth"
+    return f"{wl.bytes / p.time_s / 1e9:.0f} GB/s read and written per chip"
+
+
 #: the per-operator table of ``dse predict`` with each quantity's unit in its heading (the JSON keeps the ops' names)
 PREDICT_UNITS = {"flops": "flop", "ai": "ai_flop_per_byte", "time_s": "time_s", "total_time_s": "total_time_s",
                  "utilization": "utilization_of_roof"}
@@ -930,6 +948,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.api import predict
+    from dse.predict import gb
     from dse.workloads.library import plan_for, workload
 
     keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_dtypes", "weight_group", "kv_dtype",
@@ -971,8 +990,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     wl = p.workload
     where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
     unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
-    rate = (f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip" if wl.flops > 0 else  # a copy: its bytes
-            f"{wl.bytes / p.time_s / 1e9:.0f} GB/s read and written per chip")
+    rate = _rate_text(p)
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
     if p.system is not None and getattr(args, "system", None) is None:
@@ -991,7 +1009,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
               f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
     mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
-    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {p.capacity_bytes / 1e9:.3g} GB: "
+    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
 

@@ -25,6 +25,13 @@ __all__ = ["BatchResult", "MixArrays", "OpArrays", "Prediction", "binding_summar
 FAR_BELOW = 0.5  #: roof utilization under which an op is "far below the roof"
 
 
+def gb(n_bytes: float) -> str:
+    """Bytes as GB for a message: one decimal from 1 GB up (``80.0``), three significant digits below (a 32 MiB
+    SRAM is ``0.0336``, not ``0.0``)."""
+    v = n_bytes / 1e9
+    return f"{v:.1f}" if v >= 1 else f"{v:.3g}"
+
+
 def bound_names(levels: list[str]) -> list[str]:
     """Names of the bound codes: compute, one per memory level, network, overhead, array (compute bound by
     MAC-array fill; ``dse.predict.roofline``)."""
@@ -85,7 +92,7 @@ class Prediction:
             return ""
         parts = ", ".join(f"{k} {v / 1e9:.1f}" for k, v in self.workload.memory.items() if v)
         return (f"{self.workload.label()} needs {self.workload.memory_bytes / 1e9:.1f} GB per chip ({parts}) "
-                f"> {self.capacity_bytes / 1e9:.3g} GB of {self.hardware.dram.name} on {self.hardware.name}")
+                f"> {gb(self.capacity_bytes)} GB of {self.hardware.dram.name} on {self.hardware.name}")
 
     @property
     def network_s(self) -> float:

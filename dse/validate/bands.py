@@ -30,7 +30,7 @@ from dse.validate.families import family_of, out_of_sample
 from dse.workloads.library import Workload
 
 FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", "training", "multi-chip",
-            "multi-chip-training", "serving")
+            "multi-chip-training", "serving", "collective")
 KEEP_CACHED = 8  #: cached band files kept in the cache folder
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
 __all__ = ["FAMILIES", "MIN_ROWS", "Band", "band_for", "bands_from", "family_of", "family_table", "out_of_sample",

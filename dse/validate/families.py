@@ -14,6 +14,8 @@ from dse.workloads.library import Workload
 
 def family_of(wl: Workload) -> str:
     """The validation family of a workload (see the module docstring)."""
+    if wl.name.split(":")[0] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        return "collective"  # one collective alone (nccl-tests, hccl_demo)
     if wl.scenario.get("phase") == "serving":
         return "serving"
     if wl.chips > 1:

@@ -36,7 +36,7 @@ from dse.hardware.templates import list_templates, load_hardware
 from dse.predict import MixArrays, evaluate_times, mix_arrays, step_times
 from dse.units import DTYPES, TERA, fallback_dtype, repo_root
 from dse.validate.families import family_of, out_of_sample
-from dse.workloads.library import SINGLE_OPS, Workload, load_description, workload
+from dse.workloads.library import COLLECTIVE_OPS, SINGLE_OPS, Workload, load_description, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
 
@@ -346,7 +346,7 @@ MAX_ERROR_LINES = 50  #: bad fields listed one line each; past this, one line co
 #: a measured time may undercut the roof by this fraction before it is called impossible: published values are
 #: rounded to 2-4 significant figures
 ROOF_SLACK = 0.03
-WORKLOAD_FORMS = "a library model, a YAML path, gemm:MxNxK, copy:N or attention:BxHxSQxSKxD"
+WORKLOAD_FORMS = "a library model, a YAML path, gemm:MxNxK, copy:N, attention:BxHxSQxSKxD or all_reduce:BYTES"
 
 
 @dataclass(frozen=True)
@@ -387,7 +387,7 @@ def bad_workload(text: str) -> str | None:
     try:
         if not name:
             raise DseError(f"accepted: {WORKLOAD_FORMS}")
-        if name.startswith(SINGLE_OPS):
+        if name.startswith((*SINGLE_OPS, *COLLECTIVE_OPS)):
             workload(name)
         else:
             load_description(name)

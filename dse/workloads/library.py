@@ -286,14 +286,14 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
         name = str(name)
     if not isinstance(name, str) or not name:
         raise DseError(f"got {name!r} ({type(name).__name__}); accepted: a model name, a YAML path, gemm:MxNxK, "
-                       "copy:N or attention:BxHxSQxSKxD", field="workload")
+                       "copy:N, attention:BxHxSQxSKxD or all_reduce:BYTES", field="workload")
     if plan is not None and not isinstance(plan, Plan | Mapping):
         raise DseError(f"got {plan!r}; accepted: a Plan or a mapping of its fields (e.g. {{'tp': 8}}); a study's "
                        "plan: auto is dse.best_plan here", field="plan")
     key = _cache_key(name, plan, scenario)
     # the description object is part of the key: clearing load_description's cache (an edited model file)
     # also retires the expansions made from the old one
-    desc = None if name.startswith(SINGLE_OPS) or key is None else load_description(name)
+    desc = None if name.startswith((*SINGLE_OPS, *COLLECTIVE_OPS)) or key is None else load_description(name)
     if key is not None:
         key = (id(desc), *key)
         hit = _WORKLOADS.get(key)
@@ -347,6 +347,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         parallel.check_one_chip(plan)  # a one-chip plan's pipeline or collective fields: one line, not dropped
     if plan is not None and plan.trivial and plan.recompute == "none":
         plan = None  # one chip, nothing to charge: the plain workload
+    if name.startswith(COLLECTIVE_OPS):
+        return collective_workload(name, plan, scenario)
     if plan is not None and name.startswith(SINGLE_OPS):
         raise DseError(f"{name} is a single operator; accepted: a library model for a parallelism plan", field="plan")
     if name.startswith("copy:"):
@@ -613,6 +615,36 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
 
 #: name prefixes of the one-operator workloads (no model description, no parallelism plan)
 SINGLE_OPS = ("copy:", "gemm:", "attention:")
+#: name prefixes of the one-collective workloads (``all_reduce:BYTES`` ...): one collective over the chips of a plan
+COLLECTIVE_OPS = ("all_reduce:", "all_gather:", "reduce_scatter:", "all_to_all:")
+
+
+def collective_workload(name: str, plan: Plan | None, scenario: dict[str, Any]) -> Workload:
+    """``all_reduce:BYTES`` (``all_gather``, ``reduce_scatter``, ``all_to_all``): one collective of ``BYTES`` (an
+    all-reduce's buffer, an all-gather's gathered result, the bytes one rank sends in an all-to-all;
+    ``dse.predict.network``) over every chip of ``plan`` (its one group that spans them all, ``tp`` when the plan is
+    ``chips`` alone), as a collective benchmark (nccl-tests, hccl_demo) times it. Without a plan it runs on one chip
+    and moves nothing. No scenario keywords."""
+    coll, _, size = name.partition(":")
+    try:
+        S = float(size)
+    except ValueError:
+        raise DseError(f"got {name!r}; accepted: {coll}:BYTES with a number of bytes") from None
+    if not 0 < S <= MAX_ELEMS:
+        raise DseError(f"got {name!r}; accepted: {coll}:BYTES with 0 < BYTES <= 2^50")
+    unknown = sorted(k for k, v in scenario.items() if v is not None)
+    if unknown:
+        raise DseError(f"got {', '.join(unknown)}; accepted: none (a collective takes its chips from the plan)",
+                       field=f"workload {name}")
+    plan = plan or Plan()
+    n = plan.n_chips
+    group = next((g for g in ("tp", "dp", "pp", "ep", "fsdp") if getattr(plan, g, 1) == n), None) if n > 1 else "tp"
+    if group is None:
+        raise DseError(f"got {plan.label()}; accepted: one parallel group over all {n} chips (e.g. tp={n})",
+                       field="plan")
+    row = parallel.collective(coll, coll, S, group, plan, 1, 1.0)
+    return Workload(name=name, ops=ops.table([row]), scenario={}, source="synthetic", memory={},
+                    plan=plan if n > 1 else None, origin=name)
 #: scenario keywords of ``copy:N`` and ``gemm:MxNxK`` and their defaults (``activation_dtype`` None: ``dtype``)
 COPY_KEYS: dict[str, Any] = {"dtype": "fp32", "residency": "auto"}
 GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None,

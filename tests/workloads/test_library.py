@@ -540,3 +540,29 @@ def test_a_single_operator_built_in_python_has_the_command_lines_limits(call, fi
     with pytest.raises(DseError) as err:
         call()
     assert err.value.field == field
+
+
+def test_a_collective_workload_is_one_collective_over_the_plans_chips() -> None:
+    """``all_reduce:BYTES`` over 8 chips is one collective row of group 8; predicted on dgx-a100 it takes the network
+    model's time of that collective plus one launch; on one chip it moves nothing; bad sizes and keywords are one
+    line."""
+    from dse.hardware.system import load_system
+    from dse.predict import network as net
+
+    wl = dse.workload("all_reduce:1073741824", plan={"tp": 8, "chips": 8})
+    row = wl.ops.iloc[0]
+    assert len(wl.ops) == 1 and row["coll"] == "all_reduce" and row["group"] == 8 and wl.chips == 8
+    hw = dse.hardware("a100-80gb")
+    sysm = load_system("dgx-a100").resized(8)
+    links, bw, eff, _ = sysm.level_arrays(hw)
+    b = np.array(bw) * np.array(eff)
+    t = net.best_variant("all_reduce", float(1 << 30), 8, 1, sysm.network, b, b * np.array(links))[2]
+    p = dse.predict(wl, hw, system=sysm)
+    assert p.time_s == pytest.approx(t + hw.compute.launch_overhead_us * 1e-6, rel=1e-9)
+    assert dse.predict("all_gather:1e9", "dgx-h100", chips=8).time_s > 0
+    for name, needle in (("all_reduce:-5", "accepted: all_reduce:BYTES with 0 < BYTES"),
+                         ("all_reduce:lots", "accepted: all_reduce:BYTES with a number of bytes")):
+        with pytest.raises(DseError, match=needle):
+            dse.workload(name)
+    with pytest.raises(DseError, match="accepted: none"):
+        dse.workload("all_reduce:1e6", dtype="bf16")
