@@ -190,6 +190,9 @@ class Protocol:
     topologies: tuple[str, ...]
     algorithms: tuple[str, ...]
     source: str
+    #: moves its data in chunks through a per-channel FIFO of NCCL_STEPS slots (LL128, Simple), so a collective pays
+    #: its level's ``pipeline_fill_mib`` before the pipeline runs full; LL writes each 8-byte line with its own flag
+    chunked: bool = True
 
 
 _POINT = ("ring", "tree", "direct", "bisection")  # the rows LL/LL128 drive (not NVLS/SHARP, not a torus)
@@ -205,10 +208,10 @@ _RCCL = "ROCm/rccl@0023b9b0 src/graph/tuning.cc (baseLat Ring, hwLat xGMI Ring, 
 #: The protocols (Hu et al., "Demystifying NCCL", arXiv:2507.04786, 2025, Sec. 3, describe the three). They run
 #: on GPU scale-up switches and rings; a torus (TPU ICI) runs Simple only (the ``*`` row).
 PROTOCOLS: tuple[Protocol, ...] = (
-    Protocol("nccl", "ll", 0.25, 0.6 / 3.4, 6.6, ("switch", "ring"), _POINT, _NCCL),
+    Protocol("nccl", "ll", 0.25, 0.6 / 3.4, 6.6, ("switch", "ring"), _POINT, _NCCL, chunked=False),
     Protocol("nccl", "ll128", 0.92, 1.9 / 3.4, 14.0, ("switch", "ring"), _POINT, _NCCL),
     Protocol("nccl", "simple", 1.0, 1.0, 8.4, ("*",), ("*",), _NCCL),
-    Protocol("rccl", "ll", 0.2, 2.3 / 2.7, 20.5, ("switch", "ring"), _POINT, _RCCL),
+    Protocol("rccl", "ll", 0.2, 2.3 / 2.7, 20.5, ("switch", "ring"), _POINT, _RCCL, chunked=False),
     Protocol("rccl", "simple", 1.0, 1.0, 27.9, ("*",), ("*",), _RCCL),
 )
 

@@ -56,6 +56,11 @@ class NetworkLevel(Strict):
     latency_us: float = Field(ge=0, description="Per-step latency alpha, microseconds (of the Simple protocol; "
                                                 "LL/LL128 scale it: dse.hardware.collectives.PROTOCOLS)")
     efficiency: float = Field(gt=0, le=1, description="Achievable fraction of link bandwidth")
+    pipeline_fill_mib: float = Field(
+        0.0, ge=0, le=1e6, description="MiB a collective under a chunked protocol (NCCL/RCCL LL128 and Simple, NVLS) "
+        "must move before its chunk pipeline runs full: each such collective takes that many bytes more at the "
+        "chip's bandwidth of this level (Hockney's n_1/2; dse.predict.network.coefficients). LL, which writes each "
+        "line with its own flag, pays none. 0: none")
     in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
     algorithm: Literal[LEVEL_ALGORITHMS] = Field(  # type: ignore[valid-type]
         "ring", description="All-reduce algorithm (dse.hardware.collectives.TABLE)")

@@ -33,6 +33,7 @@ from dse.hardware.collectives import Axis, Protocol, choose, offers, protocol, p
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import NetworkLevel, System
 from dse.predict.traffic import OpArrays
+from dse.units import MIB
 
 
 # ---------------------------------------------------------------------------------- one level
@@ -111,7 +112,11 @@ def coefficients(coll: str, S: float, n: int, stride: int,
                  in_network: bool = True) -> tuple[np.ndarray, np.ndarray, float, float]:
     """(c_link [N], c_inj [N], alpha seconds, bytes sent) of one collective over the hierarchy.
 
-    Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency).
+    Time on a design = ``sum_l c_link[l]/b_l + c_inj[l]/B_l + alpha`` (``b_l``, ``B_l`` with efficiency). A chunked
+    protocol (LL128, Simple: its data moves in chunks through a per-channel FIFO) adds each active level's
+    ``pipeline_fill_mib`` to ``c_inj``: a collective must move that many bytes before its chunk pipeline runs full,
+    so its time is ``(S_bus + n_1/2) / B`` at large sizes (Hockney, "The communication challenge for MPP", Parallel
+    Computing 20, 1994: a link's r_inf and n_1/2; fitted per level on measured collectives).
     ``levels`` are a system's typed :class:`~dse.hardware.system.NetworkLevel` s (``System.network``, inner
     first): their ``size``, ``topology``, ``dims``, ``latency_s``, ``in_network_reduction``, ``algorithm``,
     ``collective_library``. ``protocol_name`` (``ll``, ``simple``,
@@ -140,13 +145,17 @@ def coefficients(coll: str, S: float, n: int, stride: int,
         args = dict(topology=lv.topology, dims=[lv.box_size or lv.size] if lv.topology == "fully_connected" else lv.dims,
                     in_network_reduction=in_network and lv.in_network_reduction,
                     algorithm=lv.algorithm, wrap_min=lv.wrap_min_dim)
+        chunked = True
         if protocol_name is not None:
             p = protocol(lv.collective_library, protocol_name)
             if p is None:
                 return np.zeros(N), np.zeros(N), math.inf, 0.0
             args["protocol"] = p
+            chunked = p.chunked
         c_link[i] = level_time(coll, s_l, k, b=1.0, B=math.inf, alpha=0.0, **args)
         c_inj[i] = level_time(coll, s_l, k, b=math.inf, B=1.0, alpha=0.0, **args)
+        if chunked and coll != "p2p":  # the chunk pipeline's fill at the chip's bandwidth (Hockney n_1/2)
+            c_inj[i] += lv.pipeline_fill_mib * MIB
         alpha += level_time(coll, s_l, k, b=math.inf, B=math.inf, alpha=lv.latency_s, **args)
         sent += sent_bytes(coll, s_l, k)
     if not (np.isfinite(c_link).all() and np.isfinite(c_inj).all() and math.isfinite(alpha)):

@@ -67,8 +67,11 @@ def test_hierarchical_all_reduce_on_two_dgx_nodes():
     sysm = load_system("dgx-a100").resized(16)
     assert net.group_split(16, 1, sysm.sizes) == [8, 2]
     cl, ci, al, sent = net.coefficients("all_reduce", S, 16, 1, sysm.network)  # the typed levels
-    # inside the node: ring AR of S over 8; across nodes: ring AR of S/8 over 2 (per injection bandwidth)
-    assert ci[0] == pytest.approx(2 * 7 / 8 * S) and ci[1] == pytest.approx(2 * 1 / 2 * S / 8)
+    # inside the node: ring AR of S over 8 plus the NVLink level's pipeline fill (a chunked protocol); across nodes:
+    # ring AR of S/8 over 2 (per injection bandwidth; the InfiniBand level has no fill fitted)
+    fill = sysm.network[0].pipeline_fill_mib * 2**20
+    assert fill > 0 and sysm.network[1].pipeline_fill_mib == 0
+    assert ci[0] == pytest.approx(2 * 7 / 8 * S + fill) and ci[1] == pytest.approx(2 * 1 / 2 * S / 8)
     assert cl.sum() == 0
     levels = sysm.network
     assert al == pytest.approx(14 * levels[0].latency_s + 2 * levels[1].latency_s)
@@ -188,7 +191,8 @@ def test_large_all_reduce_runs_simple_at_full_bandwidth():
     name, innet, t = net.best_variant("all_reduce", S, 8, 1, specs, b, B)
     assert name == "simple" and not innet
     base = (coll.protocol("nccl", "simple").base_latency_us - coll.protocol("nccl", "ll").base_latency_us) * 1e-6
-    assert t == pytest.approx(2 * 7 / 8 * S / B[0] + 14 * specs[0].latency_s + base, rel=1e-9)
+    fill = specs[0].pipeline_fill_mib * 2**20  # the chunk pipeline's fill at the chip's bandwidth
+    assert t == pytest.approx((2 * 7 / 8 * S + fill) / B[0] + 14 * specs[0].latency_s + base, rel=1e-9)
 
 
 def test_dgx_h100_weighs_nvls_against_ring_ll():
