@@ -63,7 +63,11 @@ def test_dgx_b200_is_eight_b200_on_nvlink5_with_sharp_and_a_400g_nic_per_gpu() -
     assert (ib.name, ib.topology, ib.in_network_reduction) == ("infiniband-ndr", "switch", False)
     assert nvl.latency_s == pytest.approx(3.4e-6) and ib.latency_s == pytest.approx(14e-6)  # as dgx-h100
     links, bw, eff, linked = dgx.level_arrays(dse.hardware("b200"))
-    assert links == [18.0, 1.0] and bw == [50e9, 50e9] and eff == [0.8, 0.8] and linked == [True, False]
+    assert links == [18.0, 1.0] and bw == [50e9, 50e9] and linked == [True, False]
+    # NVLS: dgx-h100's fitted efficiency x NCCL's Blackwell / Hopper NVLS factor (0.74 / 0.85), its fill as is
+    h100 = load_system("dgx-h100").network[0]
+    assert eff == [pytest.approx(h100.efficiency * 0.74 / 0.85, rel=1e-3), 0.8]
+    assert nvl.pipeline_fill_mib == h100.pipeline_fill_mib
     assert 2 * links[0] * bw[0] == pytest.approx(1.8e12)  # per GPU, both directions
     assert 8 * 2 * links[0] * bw[0] == pytest.approx(14.4e12)  # the node's aggregate NVLink bandwidth
     assert links[1] * bw[1] * 8 == pytest.approx(400e9)  # one 400 Gb/s NIC per GPU, in bits
