@@ -335,7 +335,8 @@ def fill_parts(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndar
     if same_cores:
         return row, none, np.zeros((d.n, 0))
     wave, cols, vals = kernel_fill_sparse(o, d)
-    return row * wave[None, :], cols, row[:, cols] * vals
+    wave = wave / masked_work(o, d)  # the row left out both (array_fill divides its full fill by the masked work)
+    return row * wave[None, :], cols, row[:, cols] * vals / masked_work(o, d)[cols]
 
 
 def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray, want: bool = False

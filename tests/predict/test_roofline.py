@@ -490,3 +490,20 @@ def test_mx_gemms_run_at_blackwells_native_rates_and_fall_back_elsewhere() -> No
     assert b200["roof_flops"] / 1e12 == pytest.approx(9000, rel=0.02)
     assert h100["roof_flops"] == pytest.approx(fp8["roof_flops"], rel=1e-12)  # the fp8 peak: 1979 TFLOP/s
     assert h100["roof_flops"] / 1e12 == pytest.approx(1978.9, rel=1e-6)
+
+
+def test_a_search_over_cores_keeps_the_masked_attention_work() -> None:
+    """``fill_parts`` (what searches and the compiled path read) equals ``array_fill`` on a template that computes the
+    masked key blocks also when the designs differ in cores (its per-core branch had left the masked work out)."""
+    from dse.predict import table_arrays
+    from dse.predict.roofline import array_fill, fill_parts, on_matrix
+
+    o = table_arrays(dse.workload("llama3-8b", phase="prefill", seq=8192).ops)[0]
+    d = DesignBatch.from_hardware(dse.hardware("gaudi2"), n=2).with_cores(np.array([2.0, 4.0]))
+    m = on_matrix(o, d)
+    F, cols, V = fill_parts(o, d, m)
+    assert cols.size  # the per-core branch ran
+    got = np.broadcast_to(F, (d.n, o.n)).copy()
+    got[:, cols] = V
+    assert np.allclose(got, np.broadcast_to(array_fill(o, d, m), (d.n, o.n)), rtol=1e-12)
+    assert (o.full_ratio > 1.5).any()  # a causal prefill's attention rows
