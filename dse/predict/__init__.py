@@ -215,6 +215,7 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     col["ran_on"] = np.where(r.on_matrix[0], "matrix", "vector") if r.on_matrix is not None else src["unit"].to_numpy()
     free = o.to_table_order(unpacked(o, d)[None, :])[0]  # decoded in the matrix unit's operand path (unpacks)
     col["ran_on"] = np.where(free, "unpacker", col["ran_on"])
+    col["ran_on"] = np.where(src["kind"].to_numpy() == "collective", "network", col["ran_on"])  # a collective's links
     col["clock_fraction"] = r.clock[0] if r.clock is not None else np.ones(n)
     # what stays on chip at the main memory's boundary (dse.predict.traffic residency): shares of the op's
     # activation bytes and of its held tensor (weights or KV cache, the ``held`` column)

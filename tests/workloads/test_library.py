@@ -559,6 +559,7 @@ def test_a_collective_workload_is_one_collective_over_the_plans_chips() -> None:
     t = net.best_variant("all_reduce", float(1 << 30), 8, 1, sysm.network, b, b * np.array(links))[2]
     p = dse.predict(wl, hw, system=sysm)
     assert p.time_s == pytest.approx(t + hw.compute.launch_overhead_us * 1e-6, rel=1e-9)
+    assert p.ops.iloc[0]["ran_on"] == "network" and p.ops.iloc[0]["bound"] == "network"
     assert dse.predict("all_gather:1e9", "dgx-h100", chips=8).time_s > 0
     for name, needle in (("all_reduce:-5", "accepted: all_reduce:BYTES with 0 < BYTES"),
                          ("all_reduce:lots", "accepted: all_reduce:BYTES with a number of bytes")):
