@@ -43,8 +43,10 @@ def all_reduce_rows(rows: pd.DataFrame, chip: str) -> list[tuple[float, int, flo
 def predicted(system: System, chip: str, efficiency: float, fill_mib: float,
               cases: list[tuple[float, int, float]]) -> np.ndarray:
     """Seconds of each all-reduce of ``cases`` on ``system`` with its first level at ``efficiency`` and
-    ``fill_mib`` (the fastest protocol, as the predictor takes it, without the op's launch overhead)."""
+    ``fill_mib``: the fastest protocol, as the predictor takes it, plus the chip's launch overhead, which
+    ``dse.predict`` charges the collective's operator (so the fit matches what ``dse validate`` compares)."""
     hw = load_hardware(chip)
+    launch = hw.compute.launch_overhead_us * 1e-6
     out = []
     for S, n, _ in cases:
         sysm = system.resized(n)
@@ -52,7 +54,19 @@ def predicted(system: System, chip: str, efficiency: float, fill_mib: float,
         sysm = sysm.model_copy(update={"network": [lv0, *sysm.network[1:]]})
         links, bw, eff, _ = sysm.level_arrays(hw)
         b = np.asarray(bw) * np.asarray(eff)
-        out.append(net.best_variant("all_reduce", S, n, 1, sysm.network, b, b * np.asarray(links))[2])
+        out.append(net.best_variant("all_reduce", S, n, 1, sysm.network, b, b * np.asarray(links))[2] + launch)
+    return np.asarray(out)
+
+
+def leave_one_out(system: str, chip: str, rows: pd.DataFrame) -> np.ndarray:
+    """[rows] percent time error of each of ``chip``'s all-reduce rows predicted by the level fitted without it."""
+    sysm = load_system(system)
+    out = []
+    for case in all_reduce_rows(rows, chip):
+        rest = rows[~(rows["workload"].str.startswith("all_reduce:") & (rows["hardware"] == chip)
+                      & (rows["workload"] == f"all_reduce:{case[0]:.0f}") & (rows["n_chips"].astype(int) == case[1]))]
+        fit = fit_level(system, chip, rest)
+        out.append((predicted(sysm, chip, fit.efficiency, fit.pipeline_fill_mib, [case])[0] / case[2] - 1.0) * 100)
     return np.asarray(out)
 
 
@@ -77,4 +91,4 @@ def fit_level(system: str, chip: str, rows: pd.DataFrame) -> LevelFit:
     return LevelFit(math.exp(res.x[0]), math.exp(res.x[1]) - 1.0, float(res.fun))
 
 
-__all__ = ["MIB", "LevelFit", "all_reduce_rows", "fit_level", "predicted"]
+__all__ = ["MIB", "LevelFit", "all_reduce_rows", "fit_level", "leave_one_out", "predicted"]

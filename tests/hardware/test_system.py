@@ -40,7 +40,7 @@ def test_shipped_systems_load_and_multiply_their_level_sizes() -> None:
 def test_level_zero_takes_the_chip_links_and_bidirectional_bandwidth_is_halved() -> None:
     links, bw, eff, linked = load_system("dgx-h100").level_arrays(H100)
     assert links == [18.0, 1.0]  # 18 NVLink4 links from h100-sxm.yaml, one NIC per GPU
-    assert bw == [25e9, 50e9] and eff == [0.5589, 0.8] and linked == [True, False]
+    assert bw == [25e9, 50e9] and eff == [0.5653, 0.8] and linked == [True, False]
     lv = NetworkLevel(**_level(link_bandwidth_gbps=900, links_per_chip=1, bandwidth_direction="bidirectional"))
     assert lv.per_direction(900) == 450e9
     assert NetworkLevel(**_level()).per_direction(50) == 50e9

@@ -20,7 +20,7 @@ def test_the_shipped_efficiency_and_pipeline_fill_are_the_fit_to_their_rows(syst
     fit = fit_level(system, chip, rows)
     assert fit.efficiency == pytest.approx(lv.efficiency, rel=2e-3)
     assert fit.pipeline_fill_mib == pytest.approx(lv.pipeline_fill_mib, rel=1e-2)
-    assert fit.rms_log_error < 0.12
+    assert fit.rms_log_error < 0.11
     mine = rows[(rows["hardware"] == chip) & rows["workload"].str.startswith("all_reduce:")]
     assert len(mine) == 14 and (mine["fitted_into"] == f"{system} network.{level}.efficiency+pipeline_fill_mib").all()
 
@@ -39,11 +39,24 @@ def test_a_pipeline_fill_slows_only_chunked_protocols_and_never_speeds_a_collect
 
 def test_the_h200_all_reduces_are_out_of_sample_and_land_near_h100s() -> None:
     """hgx-h200 carries dgx-h100's fitted level (the same NVLink4 switch fabric): its 14 rows set nothing and land within
-    10 % from 8 MiB up; the small sizes are the 'collective' known miss."""
+    11 % from 8 MiB up, within 30 % at every size."""
     rows = load_measurements()
     h200 = rows[rows["id"].str.startswith("azure-nccl-h200-")]
     assert len(h200) == 14 and (h200["fitted_into"].fillna("") == "").all()
     assert len(all_reduce_rows(rows, "h200")) == 14
     res = run_suite(h200).set_index("id")
     big = res[[not i.endswith(("-1mib", "-2mib", "-4mib")) for i in res.index]]
-    assert big["time_error_pct"].abs().max() < 10
+    assert big["time_error_pct"].abs().max() < 11 and res["time_error_pct"].abs().max() < 30
+
+
+def test_the_leave_one_out_errors_docs_quote_are_what_the_fit_gives() -> None:
+    """docs/validation.md, 'Collectives': each of a chip's 14 all-reduce rows predicted by the level refitted without
+    it: A100 7.7 / 40.7 %, H100 7.5 / 28.0 % (median / max |time error|)."""
+    import numpy as np
+
+    from dse.validate.collectives import leave_one_out
+
+    rows = load_measurements()
+    for system, chip, quoted in (("dgx-a100", "a100-80gb", (7.7, 40.7)), ("dgx-h100", "h100-sxm", (7.5, 28.0))):
+        e = np.abs(leave_one_out(system, chip, rows))
+        assert len(e) == 14 and (round(float(np.median(e)), 1), round(float(e.max()), 1)) == quoted

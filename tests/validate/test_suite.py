@@ -580,9 +580,7 @@ def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -
 #: families that do not yet meet issue 12's bar, with the reason (docs/validation.md, "Misses left"); a family leaves
 #: this set when it meets the bar, and the test below then holds it there
 KNOWN_MISSES = {"gemm": "XLA's small-GEMM table: H100 FP8 2048^3 44 % slow (MI300X 512^3..2048^3 17-28 % fast) "
-                        "(docs/residency.md)",
-                "collective": "Azure's nccl-tests all-reduce on 8 H200 (out of sample): 1-4 MiB run 22-36 % faster than "
-                              "the fitted chunk-pipeline model (docs/validation.md, 'Collectives')"}
+                        "(docs/residency.md)"}
 
 
 @pytest.fixture(scope="module")
