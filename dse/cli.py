@@ -927,15 +927,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _rate_text(p) -> str:  # noqa: ANN001 - a Prediction
     """What a predicted step achieves: TFLOP/s per chip; for one collective the algorithm and bus bandwidth
-    nccl-tests prints (algbw x its bus factor); for a copy its bytes read and written per second."""
+    nccl-tests prints (bus bytes = the bytes one rank sends); for a copy its bytes read and written per second."""
     wl = p.workload
     coll = wl.ops["coll"].iloc[0] if len(wl.ops) == 1 else ""
     if wl.flops > 0:
         return f"{p.achieved_flops / 1e12:.2f} TFLOP/s achieved per chip"
     if coll:
-        n, S = wl.chips, float(wl.ops["net_bytes"].iloc[0])
-        factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n}.get(coll, 1.0)
-        return f"{S / p.time_s / 1e9:.1f} GB/s algorithm bandwidth, {factor * S / p.time_s / 1e9:.1f} GB/s bus bandwidth"
+        from dse.predict.network import sent_bytes
+
+        S = float(wl.ops["net_bytes"].iloc[0])
+        bus = sent_bytes(coll, S, wl.chips)  # nccl-tests' bus bytes are the bytes one rank sends
+        return f"{S / p.time_s / 1e9:.1f} GB/s algorithm bandwidth, {bus / p.time_s / 1e9:.1f} GB/s bus bandwidth"
     return f"{wl.bytes / p.time_s / 1e9:.0f} GB/s read and written per chip"
 
 

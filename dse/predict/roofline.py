@@ -164,7 +164,6 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     return out * wave_fill(o, d) / masked_work(o, d)[None, :]
 
 
-
 def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
                     K: np.ndarray | None = None, s: np.ndarray | None = None) -> np.ndarray:
     """Fill of an ``r x c`` array by an ``M x N x K`` product.
@@ -335,8 +334,8 @@ def fill_parts(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> tuple[np.ndar
     if same_cores:
         return row, none, np.zeros((d.n, 0))
     wave, cols, vals = kernel_fill_sparse(o, d)
-    wave = wave / masked_work(o, d)  # the row left out both (array_fill divides its full fill by the masked work)
-    return row * wave[None, :], cols, row[:, cols] * vals / masked_work(o, d)[cols]
+    masked = masked_work(o, d)  # the row left out both (array_fill divides its full fill by the masked work)
+    return row * (wave / masked)[None, :], cols, row[:, cols] * vals / masked[cols]
 
 
 def _lean_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, rate: np.ndarray, want: bool = False

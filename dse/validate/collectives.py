@@ -32,10 +32,15 @@ class LevelFit:
     rms_log_error: float
 
 
+def _time_rows(rows: pd.DataFrame, chip: str) -> pd.DataFrame:
+    """``chip``'s ``all_reduce:BYTES`` time rows."""
+    return rows[(rows["hardware"] == chip) & rows["workload"].str.startswith("all_reduce:")
+                & (rows["metric"] == "time_s")]
+
+
 def all_reduce_rows(rows: pd.DataFrame, chip: str) -> list[tuple[float, int, float]]:
     """(bytes, ranks, measured seconds) of every ``all_reduce:BYTES`` time row of ``chip``."""
-    sel = rows[(rows["hardware"] == chip) & rows["workload"].str.startswith("all_reduce:")
-               & (rows["metric"] == "time_s")]
+    sel = _time_rows(rows, chip)
     return [(float(w.split(":", 1)[1]), int(n), float(v))
             for w, n, v in zip(sel["workload"], sel["n_chips"], sel["value"], strict=True)]
 
@@ -62,10 +67,9 @@ def leave_one_out(system: str, chip: str, rows: pd.DataFrame) -> np.ndarray:
     """[rows] percent time error of each of ``chip``'s all-reduce rows predicted by the level fitted without it."""
     sysm = load_system(system)
     out = []
-    for case in all_reduce_rows(rows, chip):
-        rest = rows[~(rows["workload"].str.startswith("all_reduce:") & (rows["hardware"] == chip)
-                      & (rows["workload"] == f"all_reduce:{case[0]:.0f}") & (rows["n_chips"].astype(int) == case[1]))]
-        fit = fit_level(system, chip, rest)
+    for row_id in _time_rows(rows, chip)["id"]:
+        [case] = all_reduce_rows(rows[rows["id"] == row_id], chip)
+        fit = fit_level(system, chip, rows[rows["id"] != row_id])
         out.append((predicted(sysm, chip, fit.efficiency, fit.pipeline_fill_mib, [case])[0] / case[2] - 1.0) * 100)
     return np.asarray(out)
 

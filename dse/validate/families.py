@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dse.workloads.library import Workload
+from dse.workloads.library import COLLECTIVE_OPS, Workload
 
 
 def family_of(wl: Workload) -> str:
     """The validation family of a workload (see the module docstring)."""
-    if wl.name.split(":")[0] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+    if wl.name.startswith(COLLECTIVE_OPS):
         return "collective"  # one collective alone (nccl-tests, hccl_demo)
     if wl.scenario.get("phase") == "serving":
         return "serving"

@@ -113,7 +113,7 @@ def template_for(gpu: dict) -> Hardware:
     """The shipped template of the same part, with the queried memory size and power limit."""
     name = str(gpu["name"])
     match = next((t for key, t in PARTS if key in name.upper()), None)
-    board = next((b for b in OTHER_BOARDS if b in name.upper().replace("-", " ").replace(" ", "")), None)
+    board = next((b for b in OTHER_BOARDS if b in name.upper().replace("-", "").replace(" ", "")), None)
     if match is None or board is not None:
         why = f" (a {board} board: other SMs, clocks, bandwidth and power than the SXM template)" if board else ""
         raise DseError(f"no shipped template for GPU {name!r}{why}; accepted parts: "

@@ -81,6 +81,10 @@ def load_kernels(path: str | Path) -> pd.DataFrame:
                    file=str(path))
 
 
+#: how far above a roof a profiled kernel may land before it is called suspect (clock boost, timer resolution)
+ABOVE_ROOF = 1.05
+
+
 def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.DataFrame:
     """Each kernel's AI (FLOP per DRAM byte), achieved FLOP/s, roof, utilization and region on ``hw``."""
     from dse.units import TERA, fallback_dtype
@@ -125,10 +129,6 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
                              out["reason"])
     out["region"] = np.where(above, "above roof", out["region"])
     return out
-
-
-#: how far above a roof a profiled kernel may land before it is called suspect (clock boost, timer resolution)
-ABOVE_ROOF = 1.05
 
 
 def kernels_document(placed: pd.DataFrame, hw: Hardware, peak_tflops: float) -> Document:

@@ -617,6 +617,14 @@ def gemm(M: int, N: int, K: int, *, dtype: str = "fp32", batch: int = 1, gemm_ke
 SINGLE_OPS = ("copy:", "gemm:", "attention:")
 #: name prefixes of the one-collective workloads (``all_reduce:BYTES`` ...): one collective over the chips of a plan
 COLLECTIVE_OPS = ("all_reduce:", "all_gather:", "reduce_scatter:", "all_to_all:")
+#: scenario keywords of ``copy:N`` and ``gemm:MxNxK`` and their defaults (``activation_dtype`` None: ``dtype``)
+COPY_KEYS: dict[str, Any] = {"dtype": "fp32", "residency": "auto"}
+GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None,
+                             "residency": "auto"}
+#: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
+ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None,
+                                  "attention_kernel": "auto", "attention_gqa": "grouped", "residency": "auto"}
+ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
 
 
 def collective_workload(name: str, plan: Plan | None, scenario: dict[str, Any]) -> Workload:
@@ -645,14 +653,6 @@ def collective_workload(name: str, plan: Plan | None, scenario: dict[str, Any]) 
     row = parallel.collective(coll, coll, S, group, plan, 1, 1.0)
     return Workload(name=name, ops=ops.table([row]), scenario={}, source="synthetic", memory={},
                     plan=plan if n > 1 else None, origin=name)
-#: scenario keywords of ``copy:N`` and ``gemm:MxNxK`` and their defaults (``activation_dtype`` None: ``dtype``)
-COPY_KEYS: dict[str, Any] = {"dtype": "fp32", "residency": "auto"}
-GEMM_KEYS: dict[str, Any] = {"dtype": "fp32", "batch": 1, "gemm_kernel": "auto", "activation_dtype": None,
-                             "residency": "auto"}
-#: scenario keywords of ``attention:BxHxSQxSKxD`` and their defaults
-ATTENTION_KEYS: dict[str, Any] = {"dtype": "fp16", "causal": False, "fused_attention": True, "kv_heads": None,
-                                  "attention_kernel": "auto", "attention_gqa": "grouped", "residency": "auto"}
-ATTENTION_FORM = "attention:BxHxSQxSKxD (batch, heads, query length, key length, head dim; 0 < each <= 2^20)"
 
 
 def _resident(wl: Workload, kw: dict[str, Any]) -> Workload:
