@@ -116,6 +116,9 @@ def chip_bands(results: pd.DataFrame) -> dict[str, Band]:
     for _, r in t[t["out_of_sample"] >= MIN_ROWS].iterrows():
         out[f"{r['hardware']}/{r['family']}"] = Band(f"{r['hardware']} {r['family']}", float(r["p10_time_error_pct"]),
                                                      float(r["p90_time_error_pct"]), int(r["out_of_sample"]))
+    few = t[(t["family"] == "all") & (t["out_of_sample"] > 0) & (t["out_of_sample"] < MIN_ROWS)]
+    for _, r in few.iterrows():  # rows, but too few for a band: said so, not "no rows" (``band_for``)
+        out[f"{r['hardware']}/few"] = Band(f"{r['hardware']}", 0.0, 0.0, int(r["out_of_sample"]))  # a count only
     if "style" in results.columns:
         for style in ("npu", "gpu"):
             sel = results[results["style"] == style]
@@ -233,7 +236,8 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
     1. the chip's rows of the workload's family (``HW/FAMILY``), else the chip's rows of every family (``HW/all``);
     2. a GPU-style chip without rows of its own: the GPU family band (its label names the family);
     3. an NPU-style chip (systolic arrays) without rows: the band of every validated NPU chip, labelled as borrowed
-       and naming them; with none, a band of NaN labelled :data:`NO_ROWS`.
+       and naming them; with none, a band of NaN labelled :data:`NO_ROWS`. A chip with rows, but fewer than
+       :data:`MIN_ROWS` out of sample, says how many instead of :data:`NO_ROWS`.
 
     Without ``hardware`` the GPU family band (the old behaviour)."""
     bands = shipped_bands()
@@ -248,7 +252,10 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
     style = "npu" if hw is not None and hw.compute.matrix.style == "systolic" else "gpu"
     if style == "gpu":
         return bands[fam]
+    few = bands.get(f"{name}/few")
+    why = (f"only {few.rows} validation row{'s' * (few.rows != 1)} for this chip ({name}), a band needs {MIN_ROWS}"
+           if few is not None else f"{NO_ROWS} ({name})")
     if "style:npu" in bands:
         b = bands["style:npu"]
-        return Band(f"{NO_ROWS} ({name}); borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)
-    return Band(f"{NO_ROWS} ({name})", float("nan"), float("nan"), 0, borrowed=True)
+        return Band(f"{why}; borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)
+    return Band(why, float("nan"), float("nan"), 0, borrowed=True)

@@ -47,3 +47,22 @@ def test_npu_templates_are_listed() -> None:
     from dse.hardware.templates import list_templates
 
     assert set(NPUS) <= set(list_templates())
+
+
+def test_groq_tsp_is_an_all_sram_chip_built_from_its_mac_planes() -> None:
+    """groq-tsp (Abts et al., ISCA 2020): four 320x320 int8 planes at 900 MHz give its int8 peak, fp16 a quarter of
+    it; its only memory is 220 MiB of SRAM (no DRAM level), which holds ResNet-50 whole, so a batch-1 inference reads
+    nothing off chip and its convolutions are set by the arrays' fill, not by a memory ceiling."""
+    hw = dse.hardware("groq-tsp")
+    m = hw.compute.matrix
+    assert m.style == "systolic" and m.dataflow == "weight_stationary"
+    peak = hw.compute.cores * m.array_rows * m.array_cols * 2 * hw.compute.clock_ghz * 1e9
+    assert m.peak_tflops["int8"] * 1e12 == pytest.approx(peak, rel=1e-6)
+    assert m.peak_tflops["fp16"] == pytest.approx(m.peak_tflops["int8"] / 4)
+    assert not any(lv.kind == "dram" for lv in hw.memory) and hw.dram.capacity_bytes == 220 * 2**20
+    pred = dse.predict(dse.workload("resnet50", batch=1, dtype="int8", fuse_elementwise=True), hw)
+    assert pred.fits
+    share = pred.time_by_bound()
+    assert share.get(hw.dram.name, 0.0) < 0.05 and share.get("array", 0.0) + share.get("compute", 0.0) > 0.8
+    # 20.4K images/s measured (the validation row groq-isca20-tsp-resnet50-b1, fitted to nothing)
+    assert 0.7 < (1 / 20_400) / pred.time_s < 1.3

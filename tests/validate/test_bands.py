@@ -167,3 +167,22 @@ def test_a_prediction_carries_its_own_chips_band_or_says_it_has_none(monkeypatch
     none = bands.band_for(w, dse.hardware("npu-7nm"))
     assert none.rows == 0 and none.label() == "no validation rows for this chip (npu-7nm)"
     assert all(np.isnan(none.interval(1.0)))
+
+
+def test_a_chip_with_one_row_says_how_many_it_has_not_that_it_has_none() -> None:
+    """groq-tsp has one validation row (ResNet-50 at batch 1): fewer than MIN_ROWS for a band of its own, so it
+    borrows the NPU chips' band and its label says how many rows it has, not "no validation rows"."""
+    import dse.validate.bands as bands
+
+    res = _results({"cnn": [5.0, 20.0, 30.0]})
+    res["hardware"] = ["groq-tsp", "tpu-v5e", "tpu-v5e", "tpu-v5e"][: len(res)]
+    res["style"] = "npu"
+    out = bands.chip_bands(res)
+    assert out["groq-tsp/few"].rows == 1 and "groq-tsp/cnn" not in out and "tpu-v5e/cnn" in out
+    w = dse.workload("resnet50", batch=1, dtype="int8")
+    b = bands.band_for(w, dse.hardware("groq-tsp"))
+    assert b.borrowed and "only 1 validation row for this chip (groq-tsp), a band needs 2; borrowed" in b.label()
+    assert NO_ROWS_TEXT not in b.label()
+
+
+NO_ROWS_TEXT = "no validation rows for this chip"
