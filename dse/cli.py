@@ -76,6 +76,18 @@ def _need_pyarrow(fmt: str) -> None:
                        "dask) or --format csv with --engine local", field="--format")
 
 
+def _sweep_axes(cfg, ctxs: dict, args: argparse.Namespace, limit: int | None) -> dict:
+    """``dse.grid.axes_for`` of the first mix; a bad search-space field is reported against the config file."""
+    from dse.grid import axes_for
+
+    try:
+        return axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points, limit=limit)
+    except DseError as exc:
+        if exc.file is None and (exc.field or "").startswith("search."):
+            raise DseError(exc.message, file=str(args.config), field=exc.field) from None
+        raise
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -88,7 +100,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         KNOBS,
         MAX_DESIGNS,
         SweepResult,
-        axes_for,
         best_row,
         contexts,
         grid_size,
@@ -109,8 +120,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                        field="--format")
     given = {"--scheduler": args.scheduler, "--workers": args.workers, "--block": args.block}
     plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
-    axes = axes_for(cfg, next(iter(ctxs.values())), args.points, args.sram_points,
-                    limit=MAX_DESIGNS if fmt == "csv" else None)
+    axes = _sweep_axes(cfg, ctxs, args, MAX_DESIGNS if fmt == "csv" else None)
     n = grid_size(axes) * len(ctxs)
     args.block = BLOCK if args.block is None else args.block
     if args.block < 1:
@@ -670,6 +680,30 @@ def _only(df: pd.DataFrame, column: str, names: str | None, flag: str) -> pd.Dat
     return df[df[column].astype(str).isin(want)].reset_index(drop=True)
 
 
+def _calibration_rows(args: argparse.Namespace, hw) -> tuple[pd.DataFrame, list, list[str]]:
+    """The measurements (the whole file checked first, as ``dse validate`` does: a malformed row is an error, not a
+    skipped row), ``hw``'s cases and the rows skipped as not covered; warns when the rows are fewer than the
+    parameters the fit moves."""
+    from dse.validate.calibrate import chip_cases, parameter_names
+    from dse.validate.suite import check_measurements
+
+    df, warnings = check_measurements(args.measurements, {hw.name: hw})
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    cases, skipped = chip_cases(df, hw)
+    if not cases:
+        have = sorted(set(df["hardware"]))  # the chips that have rows, for the message
+        why = (f"whose {len(skipped)} row{'s' * (len(skipped) != 1)} the model cannot cover ({skipped[0]})" if skipped
+               else "which no measurement row names")
+        raise DseError(f"got {hw.name!r}, {why}; accepted: a template with rows it covers ({', '.join(have)})",
+                       field="template")
+    n_params = len(parameter_names(hw)) - (0 if any(c.isolated for c in cases) else 1)  # sync only with isolated rows
+    if len(cases) < n_params:
+        print(f"warning: {hw.name}: {len(cases)} row{'s' * (len(cases) != 1)} for {n_params} parameters: the fit is "
+              "underdetermined (its errors say nothing), and leave-one-out needs 2 rows", file=sys.stderr)
+    return df, cases, skipped
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -679,17 +713,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     from dse.hardware.templates import load_hardware
     from dse.validate.calibrate import calibrate, calibrated_template, chip_cases, leave_chip_out, style_chips
-    from dse.validate.suite import chip_style, load_measurements
+    from dse.validate.suite import chip_style
     from dse.yamlio import write_yaml
 
     t_start = time.monotonic()
     hw = load_hardware(args.template)
-    df = load_measurements(args.measurements)
-    cases, skipped = chip_cases(df, hw)
-    if not cases:
-        have = sorted(set(df["hardware"]))  # the chips that have rows, for the message
-        raise DseError(f"got {hw.name!r}, which no measurement row covers; accepted: a template with rows "
-                       f"({', '.join(have)})", field="template")
+    df, cases, skipped = _calibration_rows(args, hw)
     pool: list[tuple] = []
     if not args.no_loo:
         names = style_chips(df, hw) if args.chips is None else [hw.name, *dict.fromkeys(
@@ -709,18 +738,21 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.no_loo:  # no refits: no leave-one-out or leave-family-out columns of NaN
         t = t.drop(columns=[c for c in t.columns if c.startswith(("loo_", "leave_family_out"))])
     print(t.to_string(index=False, float_format=lambda v: f"{v:+.1f}"))
-    ab = lambda a: float(np.nanmedian(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
-    mx = lambda a: float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else float("nan")  # noqa: E731
+    def pct(v: float) -> str:  # a statistic with no row behind it (leave-one-out of one row) prints n/a, not nan
+        return f"{v:.1f}" if np.isfinite(v) else "n/a"
+
+    ab = lambda a: pct(float(np.nanmedian(np.abs(a)))) if np.isfinite(a).any() else "n/a"  # noqa: E731
+    mx = lambda a: pct(float(np.nanmax(np.abs(a)))) if np.isfinite(a).any() else "n/a"  # noqa: E731
     if args.no_loo:
-        print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} % "
-              f"(max {mx(fit.before_error_pct):.1f} / {mx(fit.fit_error_pct):.1f} %); --no-loo: no leave-one-out")
+        print(f"median |time error|: template {ab(fit.before_error_pct)} %, fit {ab(fit.fit_error_pct)} % "
+              f"(max {mx(fit.before_error_pct)} / {mx(fit.fit_error_pct)} %); --no-loo: no leave-one-out")
     else:
-        print(f"median |time error|: template {ab(fit.before_error_pct):.1f} %, fit {ab(fit.fit_error_pct):.1f} %, "
-              f"leave-one-out {ab(fit.loo_error_pct):.1f} % (max {mx(fit.before_error_pct):.1f} / "
-              f"{mx(fit.fit_error_pct):.1f} / {mx(fit.loo_error_pct):.1f} %)")
+        print(f"median |time error|: template {ab(fit.before_error_pct)} %, fit {ab(fit.fit_error_pct)} %, "
+              f"leave-one-out {ab(fit.loo_error_pct)} % (max {mx(fit.before_error_pct)} / "
+              f"{mx(fit.fit_error_pct)} / {mx(fit.loo_error_pct)} %)")
 
     def pairs(ft: pd.DataFrame, columns: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
-        return {label: [f"{a:.1f} / {b:.1f}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]
+        return {label: [f"{pct(a)} / {pct(b)}" for a, b in zip(ft[f"median_abs_{c}"], ft[f"max_abs_{c}"], strict=True)]
                 for label, c in columns}
 
     out = Path(args.out)
@@ -1010,8 +1042,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         sv = p.serving
         print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
               f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
-    mem = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in p.memory.items() if v)
-    print(f"memory per chip: {wl.memory_bytes / 1e9:.2f} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
+    # GB to 2 decimals from 1 GB up; a footprint under 1 GB (an SRAM-only chip's) to 3 significant digits, not 0.00
+    small = wl.memory_bytes < 1e9
+    fmt = gb if small else (lambda v: f"{v / 1e9:.2f}")
+    mem = ", ".join(f"{k} {fmt(v)}" for k, v in p.memory.items() if v)
+    print(f"memory per chip: {fmt(wl.memory_bytes)} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
 

@@ -112,18 +112,23 @@ def candidate(ctx: Context, x: float, hold: Hold) -> DesignBatch:
     return at_ratio(ctx, ctx.base, x, hold)
 
 
+#: relative score gap under which a design reaches a held score: 0.1 %, far inside any prediction's error band, so a
+#: design that ties the target (the base at 1:1 against a 1:2 candidate 0.003 % ahead) is not grown by a whole core
+SCORE_TIE = 1e-3
+
+
 def at_score(ctx: Context, start: DesignBatch, x: float, target: float, field: str,
              notes: list[str] | None = None) -> DesignBatch:
     """The smallest design at ratio 1:x (``start``'s fields) whose mix score reaches ``target``: the fewest whole
-    cores (:func:`ladder`) with ``score >= target``; area grows with the cores at a fixed ratio, so that is the
-    smallest die. Scores come from one vectorized ``mix_times``. When no design of the ladder reaches it (the mix
-    saturates on a ceiling that compute and bandwidth at this ratio do not lift), the highest-scoring one is shown and
-    a line appended to ``notes`` says so."""
+    cores (:func:`ladder`) with ``score >= target`` (within :data:`SCORE_TIE`); area grows with the cores at a
+    fixed ratio, so that is the smallest die. Scores come from one vectorized ``mix_times``. When no design of the
+    ladder reaches it (the mix saturates on a ceiling that compute and bandwidth at this ratio do not lift), the
+    highest-scoring one is shown and a line appended to ``notes`` says so."""
     from dse.score import mix_score
 
     d = ladder(start, x, float(ctx.base.ridge[0]))
     s = mix_score(mix_times(d, ctx.mix, arrays=ctx.arrays), ctx.base_times, ctx.mix.weights)
-    ok = np.flatnonzero(s >= target * (1 - 1e-9))
+    ok = np.flatnonzero(s >= target * (1 - SCORE_TIE))
     if ok.size == 0:
         i = int(np.argmax(s))
         if notes is None:

@@ -47,7 +47,8 @@ class DseMultiError(DseError):
             raise ValueError("DseMultiError needs at least one error")
         self.errors = tuple(errors)
         first = self.errors[0]
-        more = f" (+{len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+        n = len(self.errors) - 1
+        more = f" (and {n} more bad field{'s' * (n != 1)})" if n else ""
         super().__init__(first.message + more, file=first.file, field=first.field)
 
     def lines(self) -> list[str]:
@@ -140,7 +141,8 @@ def from_validation_error(
     loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
     if prefix:
         loc = f"{prefix}.{loc}" if loc else prefix
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    n = len(errors) - 1
+    more = f" (and {n} more bad field{'s' * (n != 1)})" if n else ""
     if err["type"] == "extra_forbidden":
         msg = f"unknown key; accepted: {_accepted(err, model)}{more}"
     elif err["type"] == "missing":

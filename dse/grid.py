@@ -24,8 +24,8 @@ from dse.cost.area import dram_stacks
 from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
+from dse.hardware.fields import KNOB, bandwidth_label, built_values
 from dse.hardware.fields import KNOBS as KNOBS  # the knob table's names, in grid order
-from dse.hardware.fields import built_values
 from dse.predict import bound_names, mix_times_bounds
 from dse.score import objective_value
 from dse.search.optimize import tie_key
@@ -66,11 +66,12 @@ def axes_for(cfg: StudyConfig, ctx: Context, points: int, sram_points: int,
     ``limit`` (designs) applies to an in-memory grid; a streamed sweep (:func:`stream_sweep`) passes None."""
     kb = base_knobs(ctx.base)
     space = cfg.search.space
-    for what, given in (("split", space.split is not None), ("params", bool(space.params))):
-        if given:  # a grid over the three knobs only: these were dropped without a word (one design, the base)
-            raise DseError(f"got search.space.{what}; accepted: a space of peak_tflops, dram_bandwidth_tbps and "
-                           "sram_mib only (dse sweep grids those three; dse run searches params and a split)",
-                           field=f"search.space.{what}")
+    given = {"split": "a split" if space.split is not None else "",
+             "params": ", ".join(p.field for p in space.params or ())}
+    for what, got in given.items():
+        if got:  # a grid over the three knobs only: these were dropped without a word (one design, the base)
+            raise DseError(f"got {got}; accepted: a space of peak_tflops, dram_bandwidth_tbps and sram_mib only (dse "
+                           "sweep grids those three; dse run searches params and a split)", field=f"search.space.{what}")
     for flag, n in (("points", points), ("sram_points", sram_points)):
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:  # 2.5 raised a TypeError in numpy
             raise DseError(f"got {n!r}; accepted: a positive integer", field=flag)
@@ -391,7 +392,8 @@ def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:
         figures.append(Figure(f"sweep_sram{k}.png", "sweep_heatmaps",
                               (rows, res.axes, budget, best, (kb["peak_tflops"], kb["dram_bandwidth_tbps"])),
                               f"{title}: sweep at {s:.0f} MiB SRAM",
-                              {"sram_mib": float(s), "base_sram_mib": kb["sram_mib"], "show_base": k == nearest_base}))
+                              {"sram_mib": float(s), "base_sram_mib": kb["sram_mib"], "show_base": k == nearest_base,
+                               "axis_labels": (KNOB["peak_tflops"].label, bandwidth_label(ctx0.base.base))}))
     return figures
 
 

@@ -37,7 +37,7 @@ def test_several_errors_are_one_line_each_and_one_line_with_a_count_where_one_is
     many = DseMultiError([a, b])
     assert many.lines() == ["m.csv: line 3 (x).value: got 'nan'; accepted: a finite number > 0",
                             "m.csv: line 4: got 5 fields; accepted: 12 fields"]
-    assert str(many) == "m.csv: line 3 (x).value: got 'nan'; accepted: a finite number > 0 (+1 more)"
+    assert str(many) == "m.csv: line 3 (x).value: got 'nan'; accepted: a finite number > 0 (and 1 more bad field)"
     assert isinstance(many, DseError) and a.lines() == [str(a)] and DseMultiError([a]).lines() == [str(a)]
     with pytest.raises(ValueError):
         DseMultiError([])
@@ -65,7 +65,7 @@ def test_several_errors_report_the_first_and_count_the_rest_with_a_prefix() -> N
     data["compute"]["clock_ghz"] = -1
     data["memory"][0]["efficiency"] = 2
     e = _convert(data, prefix="hardware")
-    assert str(e) == "f.yaml: hardware.compute.cores: got 0; accepted: a number > 0 (+2 more)"
+    assert str(e) == "f.yaml: hardware.compute.cores: got 0; accepted: a number > 0 (and 2 more bad fields)"
 
 
 def test_a_validator_naming_its_field_moves_the_location_to_it() -> None:

@@ -140,9 +140,17 @@ def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
     return node.calibration_clock_ghz.value / (d.base.compute.clock_ghz * d.clock_scale)
 
 
+def area_modes(d: DesignBatch) -> list[str]:
+    """The matrix modes that have PEs of their own (``compute.matrix.area_modes``, default every native mode): a
+    mode run in several passes over another's PEs adds none."""
+    m = d.base.compute.matrix
+    return list(m.area_modes) if m.area_modes else list(m.peak_tflops)
+
+
 def matrix_tflops_equivalent(d: DesignBatch, node: Node) -> np.ndarray:
-    """[D] bf16-equivalent TFLOP/s that sizes the MAC arrays: max over native modes of peak x factor."""
-    native = d.base.compute.matrix.peak_tflops
+    """[D] bf16-equivalent TFLOP/s that sizes the MAC arrays: max over the area modes (:func:`area_modes`) of peak
+    x factor."""
+    native = area_modes(d)
     idx = [DTYPE_INDEX[dt] for dt in native]
     factors = np.array([node.matrix_dtype_area_factor.values.get(element_of(dt), 1.0) for dt in native])
     return (np.take(d.matrix_peak, idx, axis=1) * factors[None, :]).max(axis=1) / TERA * clock_factor(d, node)
@@ -156,9 +164,9 @@ def pe_ratio(node: Node, dtype: str) -> float:
 
 
 def systolic_pes(d: DesignBatch, node: Node) -> np.ndarray:
-    """[D] bf16-equivalent processing elements: max over native modes of MACs_d x PE_d / PE_bf16,
-    MACs_d = peak_d / (2 FLOP x clock)."""
-    native = d.base.compute.matrix.peak_tflops
+    """[D] bf16-equivalent processing elements: max over the area modes (:func:`area_modes`) of MACs_d x PE_d /
+    PE_bf16, MACs_d = peak_d / (2 FLOP x clock)."""
+    native = area_modes(d)
     idx = [DTYPE_INDEX[dt] for dt in native]
     ratio = np.array([pe_ratio(node, dt) for dt in native])
     clock_hz = d.base.compute.clock_ghz * 1e9 * d.clock_scale

@@ -106,10 +106,17 @@ class ComputeUnit(Strict):
         "operand path converts to its compute format on the way in, each operand on its own (Tensix's unpackers), so "
         "weights stored in them beside wider activations need no dequantization kernel: the .dequant row of such a "
         "GEMM costs no time. Default none: a dequantization kernel on the vector units")
+    area_modes: list[Dtype] | None = Field(
+        None, description="The modes of peak_tflops that have processing elements of their own and so size the MAC "
+        "arrays (dse.cost.area: the costliest of them); every other mode runs in several passes over those PEs and "
+        "adds none (Groq's TSP builds each fp16 MAC from int8 cells, a quarter of the int8 rate). Default: every mode")
     source: str = Field(min_length=3, description="Where the peaks, geometry and efficiency come from")
 
     @model_validator(mode="after")
     def _positive_peaks(self) -> ComputeUnit:
+        if self.area_modes is not None and (not self.area_modes or not set(self.area_modes) <= set(self.peak_tflops)):
+            raise ValueError(f"@area_modes@got {self.area_modes}; accepted: a non-empty list of the unit's peak_tflops "
+                             f"modes ({', '.join(self.peak_tflops)})")
         for dt in self.unpacks:
             if self.kind != "matrix" or dt not in BLOCK_FORMATS:
                 raise ValueError(f"@unpacks@got {dt!r}{'' if self.kind == 'matrix' else ' on the vector unit'}; "

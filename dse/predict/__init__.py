@@ -90,8 +90,8 @@ class Prediction:
         """Empty when it fits; else what does not fit, in GB."""
         if self.fits:
             return ""
-        parts = ", ".join(f"{k} {v / 1e9:.1f}" for k, v in self.workload.memory.items() if v)
-        return (f"{self.workload.label()} needs {self.workload.memory_bytes / 1e9:.1f} GB per chip ({parts}) "
+        parts = ", ".join(f"{k} {gb(v)}" for k, v in self.workload.memory.items() if v)
+        return (f"{self.workload.label()} needs {gb(self.workload.memory_bytes)} GB per chip ({parts}) "
                 f"> {gb(self.capacity_bytes)} GB of {self.hardware.dram.name} on {self.hardware.name}")
 
     @property

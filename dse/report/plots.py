@@ -493,9 +493,21 @@ def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
     ax.set_ylabel(ylabel)
 
 
+def log_edges(values: np.ndarray) -> np.ndarray:
+    """[n + 1] cell edges of ``n`` grid values on a log axis: geometric midpoints, the outer cells as wide as their
+    neighbours; one value gets a cell of x/1.25 .. x*1.25 (matplotlib's ``shading='nearest'`` draws a grid that has
+    a single value along an axis, a knob not searched, as nothing)."""
+    v = np.log(np.asarray(values, dtype=float))
+    if v.size == 1:
+        return np.exp(v[0] + np.log(1.25) * np.array([-1.0, 1.0]))
+    mid = (v[1:] + v[:-1]) / 2
+    return np.exp(np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]]))
+
+
 def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float | None, best: dict[str, pd.Series],
                    base: tuple[float, float], path: Path, title: str, sram_mib: float | None = None,
-                   base_sram_mib: float | None = None, show_base: bool = True) -> Path:
+                   base_sram_mib: float | None = None, show_base: bool = True,
+                   axis_labels: tuple[str, str] | None = None) -> Path:
     """A 2 x 2 block of panels per mix over compute x bandwidth (one SRAM size, readable on a slide):
     mix score, score per mm², die area (iso-area lines) and the binding ceiling (categorical); iso-ratio
     lines (FLOP/byte) and the area-budget line on every panel, infeasible cells hatched. The mix's best
@@ -503,6 +515,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     circled on the panel nearest its SRAM (``show_base``). ``rows[mix]`` holds that mix's grid rows in
     (compute, bandwidth) meshgrid order."""
     P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
+    PE, BE = log_edges(P), log_edges(B)  # cell edges: a knob not searched (one value) still draws its row of cells
     shape = (len(P), len(B))
     mixes = list(rows)
     labels = sorted(set().union(*(set(g["binding"]) for g in rows.values())),
@@ -523,7 +536,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
         for ax, col in zip(row, ("score", "score_per_mm2", "area_mm2", "binding"), strict=True):
             if col == "binding":
                 code = g["binding"].map({b: k for k, b in enumerate(labels)}).to_numpy().reshape(shape).T
-                ax.pcolormesh(P, B, code, shading="nearest", cmap=cmap_b, vmin=-0.5, vmax=len(labels) - 0.5)
+                ax.pcolormesh(PE, BE, code, shading="flat", cmap=cmap_b, vmin=-0.5, vmax=len(labels) - 0.5)
                 handles = [matplotlib.patches.Patch(color=c, label=b) for b, c in zip(labels, colors, strict=True)]
                 ax.legend(handles=handles, fontsize=7, loc="upper left", title="binds most time", title_fontsize=7)
                 heading = "binding ceiling (time-weighted majority)"
@@ -532,7 +545,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                                "score_per_mm2": ("score per mm² (x vs base)", "magma"),
                                "area_mm2": ("die area (mm²)", "cividis")}[col]
                 z = g[col].to_numpy().reshape(shape).T
-                mesh = ax.pcolormesh(P, B, z, shading="nearest", cmap=cmap)
+                mesh = ax.pcolormesh(PE, BE, z, shading="flat", cmap=cmap)
                 fig.colorbar(mesh, ax=ax, label=label)
                 heading = label
             if col == "area_mm2" and contours:
@@ -556,7 +569,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 at = "" if base_sram_mib is None or sram_mib is None or np.isclose(base_sram_mib, sram_mib) else \
                     f" (its SRAM: {base_sram_mib:.0f} MiB)"
                 ax.plot(*base, marker="o", ms=7, color="white", mec="k", ls="none", label=f"base{at}")
-            _log_axes(ax, *KNOB_LABELS)
+            _log_axes(ax, *(axis_labels or KNOB_LABELS))  # a chip without DRAM: its main memory's bandwidth
             mix_label = "" if len(mixes) == 1 else f"mix {mix}: "
             ax.set_title(f"{mix_label}{heading}", fontsize=9)
     handles, names = axs[0, 0].get_legend_handles_labels()

@@ -234,7 +234,7 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
     """The error band a prediction of ``wl`` on ``hardware`` carries, its own chip's first:
 
     1. the chip's rows of the workload's family (``HW/FAMILY``), else the chip's rows of every family (``HW/all``);
-    2. a GPU-style chip without rows of its own: the GPU family band (its label names the family);
+    2. a GPU-style chip without rows of its own: the GPU family band, labelled as borrowed (never as its own);
     3. an NPU-style chip (systolic arrays) without rows: the band of every validated NPU chip, labelled as borrowed
        and naming them; with none, a band of NaN labelled :data:`NO_ROWS`. A chip with rows, but fewer than
        :data:`MIN_ROWS` out of sample, says how many instead of :data:`NO_ROWS`.
@@ -250,11 +250,13 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
         if key in bands:
             return bands[key]
     style = "npu" if hw is not None and hw.compute.matrix.style == "systolic" else "gpu"
-    if style == "gpu":
-        return bands[fam]
     few = bands.get(f"{name}/few")
     why = (f"only {few.rows} validation row{'s' * (few.rows != 1)} for this chip ({name}), a band needs {MIN_ROWS}"
            if few is not None else f"{NO_ROWS} ({name})")
+    if style == "gpu":  # the GPU chips' family band, said to be borrowed (never shown as the chip's own)
+        fb = bands[fam]
+        what = f"the gpu chips' {fam} rows" if not fb.borrowed else "the gpu chips' rows of all families"
+        return Band(f"{why}; borrowed from {what}", fb.p10_pct, fb.p90_pct, fb.rows, borrowed=True)
     if "style:npu" in bands:
         b = bands["style:npu"]
         return Band(f"{why}; borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)

@@ -58,6 +58,21 @@ def test_systolic_matrix_is_processing_elements_times_pe_area_by_hand() -> None:
     assert dse.area(slow).breakdown["matrix"] == pytest.approx(2 * expect)
 
 
+def test_a_mode_run_in_passes_over_other_pes_adds_none() -> None:
+    """compute.matrix.area_modes: the TSP's 409,600 int8 PEs size its arrays; priced as its own PEs, its fp16 mode
+    (102,400 MACs at the fp16 PE area, 8x an int8 PE's) would double them. Without area_modes every mode counts."""
+    hw = dse.hardware("groq-tsp")
+    node = load_node(hw.process_node)
+    int8_only = systolic_pes(DesignBatch.from_hardware(hw), node)[0]
+    r8 = node.systolic_pe_um2.values["int8"] / node.systolic_pe_um2.values["bf16"]
+    assert int8_only == pytest.approx(4 * 320 * 320 * r8)
+    every = _with(hw, "compute.matrix.area_modes", None)
+    fp16 = 4 * 320 * 320 / 4 * node.systolic_pe_um2.values["fp16"] / node.systolic_pe_um2.values["bf16"]
+    assert systolic_pes(DesignBatch.from_hardware(every), node)[0] == pytest.approx(max(int8_only, fp16))
+    assert dse.area(every).breakdown["matrix"] > 1.9 * dse.area(hw).breakdown["matrix"]
+    assert dse.area(hw).total_mm2 < node.reticle_limit_mm2.value < dse.area(every).total_mm2
+
+
 def test_scratchpad_is_priced_at_macro_density_and_cache_at_cache_density() -> None:
     hw = dse.hardware("npu-7nm")
     node = load_node("7nm")

@@ -70,6 +70,8 @@ def test_blocks_are_frozen() -> None:
      "chip.yaml: compute.matrix.unpacks: got 'int4'; accepted: on the matrix unit, block-scaled formats (bfp8, bfp4"),
     (lambda d: d["compute"]["vector"].__setitem__("unpacks", ["bfp8"]),
      "chip.yaml: compute.vector.unpacks: got 'bfp8' on the vector unit; accepted: on the matrix unit"),
+    (lambda d: d["compute"]["matrix"].__setitem__("area_modes", ["fp32"]),
+     "chip.yaml: compute.matrix.area_modes: got ['fp32']; accepted: a non-empty list of the unit's peak_tflops modes"),
 ])
 def test_a_bad_template_field_is_one_line_naming_file_field_value_and_accepted(mutate, expected: str) -> None:
     assert _error(mutate).startswith(expected)

@@ -157,6 +157,30 @@ def test_sweep_speedup_and_whatif_label_units(figures, tmp_path: Path) -> None:
         assert _missing_units(fig) == []
 
 
+def test_a_sweep_with_one_bandwidth_value_still_draws_its_cells(figures, tmp_path: Path) -> None:
+    """A sweep that does not search the bandwidth (one value) drew four empty panels (shading='nearest' on a single
+    value); the cells now have log-midpoint edges (``plots.log_edges``), and the axis names the chip's own main
+    memory when given (an all-SRAM chip has no DRAM)."""
+    import matplotlib.collections
+
+    assert np.allclose(plots.log_edges(np.array([2.0])), [1.6, 2.5])
+    e = plots.log_edges(np.array([1.0, 4.0, 16.0]))
+    assert np.allclose(e, [0.5, 2.0, 8.0, 32.0]) and (np.diff(e) > 0).all()
+    P, B = np.geomspace(64, 1024, 4), np.array([18.43])
+    g = pd.DataFrame({"score": P / 100, "score_per_mm2": P / 1e4, "area_mm2": P + 100, "feasible": P < 800,
+                      "binding": ["compute"] * 4})
+    best = {"m": pd.Series({"peak_tflops": 256.0, "dram_bandwidth_tbps": 18.43, "sram_mib": 220.0})}
+    label = "main memory 'sram' (sram) bandwidth (TB/s)"
+    plots.sweep_heatmaps({"m": g}, {"peak_tflops": P, "dram_bandwidth_tbps": B}, None, best, (737.0, 18.43),
+                         tmp_path / "one.png", "one bandwidth", sram_mib=220.0, base_sram_mib=220.0,
+                         axis_labels=("peak compute (TFLOP/s)", label))
+    fig = figures[0]
+    panels = [ax for ax in fig.axes if ax.get_xlabel() == "peak compute (TFLOP/s)"]  # not the colour bars
+    meshes = [c for ax in panels for c in ax.collections if isinstance(c, matplotlib.collections.QuadMesh)]
+    assert len(panels) == 4 and len(meshes) == 4 and all(m.get_array().size == 4 for m in meshes)
+    assert all(ax.get_ylabel() == label for ax in panels)
+
+
 def test_ai_distribution_labels_units(figures, tmp_path: Path) -> None:
     mix = Mix.of([dse.workload("resnet50"), dse.workload("bert-base")])
     df = op_intensity(mix, DESIGN)

@@ -317,3 +317,25 @@ def test_validating_with_the_calibrated_template_reproduces_the_fit_table_row_fo
     np.testing.assert_allclose(got, fit.fit_error_pct, atol=1e-6)
     assert "calibrated by dse calibrate" in cal.memory[-1].source and "dse validate estimates it per harness" in \
         cal.compute.source
+
+
+def test_calibrate_refuses_a_bad_row_as_validate_does_and_warns_on_too_few_rows(tmp_path, capsys) -> None:
+    """A malformed row was skipped ('1 skipped') and the fit ran on the rest, where dse validate exits 2: the file is
+    now checked whole first. One row for a chip with four parameters fits, with a warning, and its leave-one-out
+    statistics (none: one row) print n/a, not nan."""
+    from dse.cli import main
+    from dse.validate.suite import default_path
+
+    lines = default_path().read_text().splitlines()
+    groq = next(line for line in lines if line.startswith("groq-isca20-tsp-resnet50-b1,"))
+    good = tmp_path / "good.csv"
+    good.write_text("\n".join([lines[0], groq]) + "\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join([lines[0], groq, groq.replace("groq-isca20", "x1", 1).replace(",20400,", ",-5,")]) + "\n")
+    assert main(["calibrate", "groq-tsp", "--measurements", str(bad), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: line 3 (x1-tsp-resnet50-b1).value: got '-5'"), err
+    assert main(["calibrate", "groq-tsp", "--measurements", str(good), "--out", str(tmp_path / "g")]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: groq-tsp: 1 row for 4 parameters: the fit is underdetermined" in err
+    assert "leave-one-out n/a %" in out and "nan" not in out
