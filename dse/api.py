@@ -68,8 +68,14 @@ def predict(wl: Workload | str, hw: Hardware | str | Mapping[str, Any], *, chips
                        field="workload")
     if system is not None and not isinstance(system, str | Path | System):  # 5 raised an AttributeError
         raise DseError(f"got {system!r}; accepted: a system name, a YAML path or a System", field="system")
-    if isinstance(hw, str) and is_system(hw) and system is None:
-        system = load_system(hw)
+    if isinstance(hw, str) and is_system(hw):
+        named = load_system(hw)
+        if system is not None:  # the same system twice is that system; another one is refused
+            other = load_system(system) if isinstance(system, str | Path) else system
+            if other.name != named.name:
+                raise DseError(f"got {hw!r} as the hardware and {other.name!r} as the system; accepted: one system "
+                               f"(a chip template with --system, or a system name alone)", field="system")
+        system = named
         hw = system.chip
     hwm = hw if isinstance(hw, Hardware | DesignBatch) else load_hardware(hw)
     sysm = load_system(system) if isinstance(system, str | Path) else system

@@ -220,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m dse.batch", description="Run many study configs")
     ap.add_argument("configs", nargs="+")
-    ap.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir; "
-                                  "batch.csv in results/)")
+    ap.add_argument("--out", help="parent folder of every study (default: each config's output.dir) and of the "
+                                  "batch's own batch-TIMESTAMP/ folder that holds batch.csv (default: results/)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     table, errors = run_batch(args.configs, args.out, progress=not args.quiet)

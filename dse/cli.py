@@ -920,7 +920,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dse.plan_search import best_plan, no_fit_reason
     from dse.workloads.library import workload
 
-    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype") if getattr(args, k) is not None}
+    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype", "input_len", "output_len", "chunk")
+            if getattr(args, k) is not None}
     fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
              if getattr(args, k) is not None}
     if args.sp is not None:
@@ -1027,7 +1028,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     rate = _rate_text(p)
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
-    if p.system is not None and getattr(args, "system", None) is None:
+    named = getattr(args, "system", None) is not None or p.system is not None and args.hardware == p.system.name
+    if p.system is not None and not named:  # the hardware argument naming a system chooses it too
         print(f"system: {assumed_system(p.system, p.hardware.name)} (--system to choose)")
     from dse.validate.bands import band_for
 
@@ -1045,7 +1047,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # GB to 2 decimals from 1 GB up; a footprint under 1 GB (an SRAM-only chip's) to 3 significant digits, not 0.00
     small = wl.memory_bytes < 1e9
     fmt = gb if small else (lambda v: f"{v / 1e9:.2f}")
-    mem = ", ".join(f"{k} {fmt(v)}" for k, v in p.memory.items() if v)
+    mem = ", ".join(f"{k} {fmt(v)}" for k, v in p.memory.items() if v) or "nothing held"
     print(f"memory per chip: {fmt(wl.memory_bytes)} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
@@ -1286,7 +1288,8 @@ def build_parser() -> argparse.ArgumentParser:
     hwp.add_argument("--format", choices=["table", "json"], default="table")
     bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
     bp.add_argument("configs", nargs="+")
-    bp.add_argument("--out", help="parent folder of every study and of batch.csv (default: each config's output.dir)")
+    bp.add_argument("--out", help="parent folder of every study (default: each config's output.dir) and of the batch's "
+                    "own batch-TIMESTAMP/ folder that holds batch.csv (default: results/)")
     bp.add_argument("--quiet", action="store_true")
     _add_compare_args(sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)"))
     _add_whatif_args(sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, "
@@ -1332,8 +1335,10 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("workload", help="model name (e.g. llama2-70b) or description YAML")
     lp.add_argument("system", help="system template (e.g. dgx-h100) or chip template (its shipped system)")
     lp.add_argument("--chips", type=int, required=True, help="chips the workload is split over")
-    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--dtype", str)):
-        lp.add_argument(flag, type=typ)
+    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--dtype", str),
+                      ("--input-len", int), ("--output-len", int), ("--chunk", int)):
+        lp.add_argument(flag, type=typ, help="phase serving: prompt and generated tokens per sequence, prefill chunk"
+                        if flag in ("--input-len", "--output-len", "--chunk") else None)
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
         lp.add_argument(flag, type=int, help="hold this plan field")
     lp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"],
@@ -1348,7 +1353,7 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--port", type=int, default=8050, help="port of the local web server (default 8050)")
     ep.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     ep.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    ep.add_argument("--mix", help="the mix to explore, for a config with mixes:")
+    ep.add_argument("--mix", help="the mix to explore, for a config with a mixes: section (one of its names)")
     ep.add_argument("--check", action="store_true",
                     help="load the config and build the page at the base design, then exit without serving")
     return ap

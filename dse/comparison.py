@@ -92,7 +92,8 @@ def at_ratio(ctx: Context, start: DesignBatch, x: float, hold: Hold, field: str 
         good = np.flatnonzero(feas)
         if good.size:
             j = int(ok[good[-1]])
-            note = (f"the largest design at 1:{x:g} within {target:.0f} mm2 ({d.cores[i]:.0f} cores, {a[i]:.0f} mm2) "
+            note = (f"the largest design at 1:{x:g} within {target:.0f} mm2 (+{AREA_HELD:.1%}; {d.cores[i]:.0f} cores, "
+                    f"{a[i]:.1f} mm2) "
                     f"is infeasible ({sc.reason[-1]}); shown: the nearest feasible design at this ratio, "
                     f"{d.cores[j]:.0f} cores and {d.dram_stacks[j]:.0f} DRAM stacks, {a[j]:.0f} mm2")
             i = j

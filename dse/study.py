@@ -655,7 +655,9 @@ def load_context(config: str | Path, n_trials: int | None = None, mix: str | Non
     if cfg.mixes is not None and mix is None:
         label = config_label(config)
         if one_mix:
-            raise DseError(f"{one_mix} takes one mix (workloads:); accepted: a config without mixes", file=label)
+            raise DseError(f"{one_mix} takes one mix (workloads:), this config has {len(cfg.mix_names)} "
+                           f"({', '.join(cfg.mix_names)}); accepted: a config without mixes"
+                           + (", or --mix NAME" if "--mix" in one_mix else ""), file=label)
         raise DseError(f"this config has several mixes ({', '.join(cfg.mix_names)}); use run_mixes()", file=label)
     if mix is not None:
         if not cfg.mixes or mix not in cfg.mixes:

@@ -269,3 +269,19 @@ def test_more_wrongly_typed_arguments_are_dse_errors() -> None:
         with pytest.raises(DseError) as err:
             call()
         assert err.value.field == field
+
+
+def test_a_system_named_as_hardware_and_as_system_is_that_system() -> None:
+    """dse predict MODEL dgx-h100 --system dgx-h100 said 'unknown hardware template dgx-h100'; naming another
+    system beside it is one line."""
+    import pytest
+
+    import dse
+    from dse.errors import DseError
+
+    wl = dse.workload("llama2-7b", phase="decode", batch=8)
+    both = dse.predict(wl, "dgx-h100", system="dgx-h100", chips=8, tp=8)
+    alone = dse.predict(wl, "dgx-h100", chips=8, tp=8)
+    assert both.system.name == "dgx-h100" and both.time_s == pytest.approx(alone.time_s)
+    with pytest.raises(DseError, match="got 'dgx-h100' as the hardware and 'dgx-a100' as the system"):
+        dse.predict(wl, "dgx-h100", system="dgx-a100", chips=8, tp=8)

@@ -108,6 +108,14 @@ def test_cli(capsys):
     assert len(err) == 1 and err[0].startswith("error: --chips: no plan fits")
 
 
+def test_the_cli_plans_serving_with_its_lengths(capsys):
+    """dse plan had no --input-len/--output-len, so phase serving (which dse.best_plan plans) was refused."""
+    assert main(["plan", "llama2-70b", "dgx-h100", "--chips", "8", "--phase", "serving", "--batch", "32",
+                 "--input-len", "1024", "--output-len", "256", "--top", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "candidate plans of llama2-70b[serving b32 in1024 out256" in out and "best: tp8" in out
+
+
 def test_one_chip_has_one_plan_and_it_is_the_best_when_it_fits(capsys):
     """On one chip the only plan is the trivial one: when the workload fits, it is the best (it came back as None,
     which the CLI read as 'no plan fits', a 14 GB model 'exceeding' an 80 GB chip)."""

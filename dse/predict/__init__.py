@@ -113,7 +113,8 @@ class Prediction:
             return {}
         from dse.workloads.serving import metrics
 
-        return metrics(self.ops, self.workload.scenario)
+        plan = self.workload.plan
+        return metrics(self.ops, self.workload.scenario, int(getattr(plan, "dp", 1) or 1) if plan is not None else 1)
 
     @property
     def throughput(self) -> float:

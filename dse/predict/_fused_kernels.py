@@ -135,6 +135,18 @@ def _graph_overhead(o, b0, n, comp, OV, GS, RAMP, MAT, trm, tv):
         tv[k] = OV[b0 + k] if on else GS[b0 + k] + RAMP[b0 + k] * _clip01(trm[k] / co)
 
 
+@njit
+def _label_fill(fl, MAT, o, b0, n):
+    """``fl`` <- 1 where op ``o`` ran on the vector units (``MAT`` [1 or D, O] false): after the compute term is made,
+    the fill only labels the ceiling, and the array label is the MAC array's (``dse.predict.roofline.array_bound``)."""
+    if MAT.shape[0] > 1:
+        for k in range(n):
+            if not MAT[b0 + k, o]:
+                fl[k] = 1.0
+    elif not MAT[0, o]:
+        fl[:n] = 1.0
+
+
 @njit(inline="always")
 def _ceiling(code, x, c, f, roof, over, L):
     """One op's binding ceiling on one design, ``evaluate_bound``'s code: the memory/network term's ``code`` where it
@@ -346,6 +358,7 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                 rt = RT[col[0, o], b0 : b0 + n]
                 for k in range(n):
                     tc[k] = fo / (rt[k] * fl[k])
+            _label_fill(fl, MAT, o, b0, n)
             for lvi in range(L):  # memory: the largest traffic / (BW x eta), the first (innermost) level on ties
                 m, bw = lmode[lvi], BW[lvi, b0 : b0 + n]
                 if m == 0:  # one value for every design

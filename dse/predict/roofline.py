@@ -66,10 +66,13 @@ class BatchResult:
 ARRAY_FILL = 0.5
 
 
-def array_bound(compute_binds: np.ndarray, fill: np.ndarray, t_compute: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """[D, O] bool: a compute-bound op whose MAC-array fill decides it (``fill < ARRAY_FILL``, or a full array
-    would have left it under the largest memory/network term ``other``: ``t_compute * fill < other``)."""
-    return compute_binds & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
+def array_bound(compute_binds: np.ndarray, fill: np.ndarray, t_compute: np.ndarray, other: np.ndarray,
+                matrix: np.ndarray | bool = True) -> np.ndarray:
+    """[D, O] bool: a compute-bound op on the MAC arrays (``matrix``) whose fill decides it (``fill < ARRAY_FILL``,
+    or a full array would have left it under the largest memory/network term ``other``: ``t_compute * fill <
+    other``). An op on the vector units is never array-bound: its fill there is the cores' wave fill (a fused
+    softmax's CTAs), which slows it but is no MAC array's."""
+    return compute_binds & matrix & (fill < 1.0) & ((fill < ARRAY_FILL) | (t_compute * fill < other))
 
 
 def on_matrix(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -382,7 +385,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
         time = t_roof + t_over
     terms = np.concatenate([t_compute[:, :, None], t_mem, t_net[:, :, None]], axis=2)
     bound = terms.argmax(axis=2)
-    array = array_bound(bound == 0, fill, t_compute, terms[:, :, 1:].max(axis=2))
+    array = array_bound(bound == 0, fill, t_compute, terms[:, :, 1:].max(axis=2), matrix)
     bound = np.where(array, terms.shape[2] + 1, bound)
     bound = np.where(t_over > t_roof, terms.shape[2], bound)
     back = o.to_table_order
@@ -509,7 +512,7 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     code = np.where(wins, mcode, np.int8(0))
     roof = np.maximum(t_c, other, out=t_c)
     # where compute still binds (code 0) the running max is the compute term itself
-    np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other))
+    np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other, matrix))
     t_over = overhead_times(d, o, matrix)
     time = roof + t_over
     if o.eager.any():

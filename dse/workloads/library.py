@@ -536,7 +536,24 @@ def pipeline_stage(arch: Any, arch_l: Any, local: Scenario, name: str, plan: Pla
     rows, facts = transformer.build(arch_s, local, name)
     drop = (() if stage == "last" else parallel.HEAD_ROWS) + (() if stage == "first" else parallel.EMBED_ROWS)
     rows = [r for r in rows if not str(r["name"]).startswith(drop)] if drop else rows
-    return arch_s, rows, {**facts, "pipeline_stage": stage}
+    return arch_s, rows, {**facts, "params": stage_params(arch_s, facts["params"], stage), "pipeline_stage": stage}
+
+
+def stage_params(arch: Any, params: int, stage: str) -> int:
+    """The weights one pipeline stage holds: ``params`` (its layers plus the whole model's embedding and head, as
+    ``transformer.build`` counts them) less the vocabulary matrices that live on another stage. With ``e = vocab x
+    hidden``: the embedding on the first stage, an LM head on the last; tied embeddings keep a copy on both ends
+    (Megatron-LM holds the word embeddings on the first and last stages and all-reduces their gradients:
+    Narayanan et al., SC21), so a middle stage holds neither."""
+    vocab = int(getattr(arch, "vocab", 0) or 0)
+    if not vocab:
+        return params
+    e = vocab * int(arch.hidden)
+    lm_head = getattr(arch, "head", "lm") == "lm"
+    untied = lm_head and not getattr(arch, "tied_embeddings", False)
+    counted = 2 * e if untied else e  # what transformer._params added for the vocabulary
+    keep = {"first": e, "last": e if lm_head else 0}.get(stage, 0)
+    return int(params - counted + keep)
 
 
 def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan, batch: int

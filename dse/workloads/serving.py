@@ -128,24 +128,30 @@ def mean_read_context(input_len: int, output_len: int, block: int | None) -> int
     return max(1, int(round(float(np.mean(read_context(t, block))))))
 
 
-def metrics(ops: pd.DataFrame, facts: dict[str, Any]) -> dict[str, float]:
+def metrics(ops: pd.DataFrame, facts: dict[str, Any], replicas: int = 1) -> dict[str, float]:
     """tokens/s, TTFT, mean and worst TPOT (seconds) from a serving prediction's per-row ``total_time_s``
-    plus the engine's host time of the pass (``host_prefill_s``, ``host_decode_s`` facts)."""
+    plus the engine's host time of the pass (``host_prefill_s``, ``host_decode_s`` facts); ``replicas``: the plan's
+    data-parallel degree (each replica serves ``batch / replicas`` of the sequences, :func:`serving_metrics`)."""
     names = ops["name"].astype(str)
     t = ops["total_time_s"].to_numpy(dtype=float)
     t_p = float(t[names.str.startswith(PREFILL).to_numpy()].sum()) + float(facts.get("host_prefill_s", 0.0))
     t_d = float(t[names.str.startswith(DECODE).to_numpy()].sum()) + float(facts.get("host_decode_s", 0.0))
-    return serving_metrics(t_p, t_d, facts["batch"], facts["input_len"], facts["output_len"], facts.get("chunk"))
+    return serving_metrics(t_p, t_d, facts["batch"], facts["input_len"], facts["output_len"], facts.get("chunk"),
+                           replicas)
 
 
 def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: int, output_len: int,
-                    chunk: int | None = None) -> dict[str, float]:
-    """The module docstring's formulas from the prefill and decode times of one pass (seconds)."""
+                    chunk: int | None = None, replicas: int = 1) -> dict[str, float]:
+    """The module docstring's formulas from the prefill and decode times of one pass (seconds), the times those of
+    one replica: with ``replicas`` data-parallel copies each prefills and decodes ``b = batch / replicas``
+    sequences, so a prompt's share of a prefill step is ``T_p / b`` and ``r = b / output_len`` prompts join a
+    replica's iteration; tokens/s counts every replica's ``batch``."""
     cycle = t_prefill + t_decode
     step = t_decode / output_len
-    one_prompt = t_prefill / batch
+    b = batch / max(int(replicas), 1)  # sequences of one replica
+    one_prompt = t_prefill / b
     n = math.ceil(input_len / chunk) if chunk else 1  # iterations a prompt's prefill is spread over
-    chunks = -(-batch * n // output_len)  # ceil(r n): most chunks one iteration carries, r = batch / output_len
+    chunks = math.ceil(b * n / output_len)  # ceil(r n): most chunks one iteration carries, r = b / output_len
     worst = step + chunks / n * one_prompt
     return {"tokens_per_s": batch * output_len / cycle, "ttft_s": n * worst, "tpot_s": cycle / output_len,
             "tpot_max_s": worst, "decode_step_s": step, "prefill_s": t_prefill, "decode_s": t_decode}

@@ -507,3 +507,24 @@ def test_a_search_over_cores_keeps_the_masked_attention_work() -> None:
     got[:, cols] = V
     assert np.allclose(got, np.broadcast_to(array_fill(o, d, m), (d.n, o.n)), rtol=1e-12)
     assert (o.full_ratio > 1.5).any()  # a causal prefill's attention rows
+
+
+def test_an_op_on_the_vector_units_is_never_array_bound() -> None:
+    """A decode step's fused softmax runs on the vector units with few CTAs (a wave fill under one half): it was
+    labelled 'array' (the MAC array's fill) though it never touches the arrays. Every path (evaluate, the lean bound
+    pass, the compiled kernel) now labels it by its own ceiling; matrix ops keep theirs."""
+    from dse.predict import bound_names
+    from dse.predict.roofline import evaluate_bound, on_matrix
+
+    wl = dse.workload("llama2-7b", phase="decode", batch=1, context=1024)
+    hw = dse.hardware("a100-80gb")
+    p = dse.predict(wl, hw)
+    soft = p.ops[p.ops["kind"] == "softmax"]
+    assert len(soft) and (soft["ran_on"] == "vector").all() and (soft["bound"] != "array").all()
+    d = DesignBatch.from_hardware(hw)
+    o = OpArrays.from_table(wl.ops)
+    array = len(bound_names(d.level_names)) - 1
+    full = evaluate(d, o).bound
+    _, lean = evaluate_bound(d, o)
+    vec = ~o.to_table_order(on_matrix(o, d))[0]
+    assert not (full[0][vec] == array).any() and (lean == full).all()

@@ -226,3 +226,26 @@ def test_a_plan_search_with_interleave_offers_micro_batches_in_groups_of_pp() ->
     wl = dse.workload("llama2-7b", phase="training", batch=64, seq=2048)
     keys = candidates(wl, 8, 8, interleave=2)
     assert keys and all(k["pp"] > 1 and k["microbatches"] % k["pp"] == 0 for k in keys)
+
+
+@pytest.mark.parametrize(("pp", "stage_gb"), [(2, 8.03), (16, 1.92)])
+def test_a_pipeline_stage_holds_only_its_own_vocabulary_matrices(pp: int, stage_gb: float) -> None:
+    """Llama 3 8B (untied, 128,256 x 4,096 embedding and LM head, 0.525 B each): the paced stage held both matrices
+    (9.08 GB of bf16 weights at pp 2, 2.97 at pp 16). The last stage holds its layers and the LM head only: at pp 2,
+    16 of 32 layers (3.49 B) + head + final norm = 4.01 B parameters, 8.03 GB; gradients alike."""
+    import dse
+    from dse.workloads.library import stage_params
+
+    wl = dse.workload("llama3-8b", phase="training", batch=16, seq=2048, plan=dict(chips=pp, pp=pp, microbatches=pp))
+    p = dse.predict(wl, "h100-sxm")
+    assert p.workload.scenario["pipeline_stage"] == "last"
+    assert p.memory["weights"] / 1e9 == pytest.approx(stage_gb, abs=0.01)
+    assert p.memory["gradients"] == pytest.approx(p.memory["weights"])
+
+    class Arch:  # tied embeddings: a copy on the first and the last stage, neither in the middle
+        vocab, hidden, head, tied_embeddings = 1000, 10, "lm", True
+
+    e = 1000 * 10
+    assert [stage_params(Arch, 50 + e, s) for s in ("first", "middle", "last")] == [50 + e, 50, 50 + e]
+    Arch.tied_embeddings = False
+    assert [stage_params(Arch, 50 + 2 * e, s) for s in ("first", "middle", "last")] == [50 + e, 50, 50 + e]

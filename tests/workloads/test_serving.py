@@ -193,3 +193,16 @@ def test_kv_block_outside_decode_is_one_line() -> None:
         dse.workload("llama2-7b", phase="prefill", seq=512, kv_block=128)
     with pytest.raises(DseError, match="kv_block"):
         dse.workload("llama2-7b", phase="decode", kv_block=0)
+
+
+def test_data_parallel_replicas_serve_their_share_of_the_batch() -> None:
+    """With dp replicas each serves batch / dp sequences: TTFT and TPOTs equal one replica's at that batch, and
+    tokens/s is dp times one replica's (TTFT divided a replica's prefill by the whole batch, 34 ms against 54)."""
+    import dse
+
+    kw = dict(phase="serving", input_len=1024, output_len=256)
+    two = dse.predict(dse.workload("llama2-70b", batch=32, **kw), "dgx-h100", chips=16, tp=8, dp=2).serving
+    one = dse.predict(dse.workload("llama2-70b", batch=16, **kw), "dgx-h100", chips=8, tp=8).serving
+    for k in ("ttft_s", "tpot_s", "tpot_max_s", "decode_step_s"):
+        assert two[k] == pytest.approx(one[k], rel=1e-9), k
+    assert two["tokens_per_s"] == pytest.approx(2 * one["tokens_per_s"], rel=1e-9)
