@@ -153,7 +153,8 @@ def from_validation_error(
         loc = f"{loc}.{field}" if loc else field
         msg = f"{text}{more}"
     elif err["type"] in ("value_error", "assertion_error"):
-        msg = f"got {_short(err.get('input'))}; {err['msg'].removeprefix('Value error, ')}{more}"
+        text = err["msg"].removeprefix("Value error, ")  # a validator that says what it got is not prefixed again
+        msg = f"{text}{more}" if text.startswith("got ") else f"got {_short(err.get('input'))}; {text}{more}"
     else:
         msg = f"got {_short(err.get('input'))}; accepted: {_accepted(err, model)}{more}"
     return DseError(msg, file=file, field=loc or None)

@@ -77,7 +77,10 @@ def torus_group_dims(dims: list[int], n: int) -> list[int]:
         for idx in itertools.combinations(range(len(dims)), r):
             if math.prod(dims[i] for i in idx) == n:
                 return [dims[i] for i in idx]
-    raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims}")
+    sizes = sorted({math.prod(dims[i] for i in idx) for r in range(1, len(dims) + 1)
+                    for idx in itertools.combinations(range(len(dims)), r)})
+    raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims} (groups of "
+                     f"{', '.join(map(str, sizes))} ranks do: a compiler never splits an axis)")
 
 
 def sent_bytes(coll: str, S: float, n: int) -> float:
@@ -220,7 +223,7 @@ def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarra
             except ValueError as exc:
                 from dse.errors import DseError
 
-                raise DseError(f"{exc}; accepted: parallel degrees that fit {system.name}'s levels {system.sizes}",
+                raise DseError(f"got {exc}; accepted: parallel degrees that fit {system.name}'s levels {system.sizes}",
                                field="plan") from None
         o.cache[key] = (cl, ci, al, sent)
     return o.cache[key]

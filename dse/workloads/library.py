@@ -481,7 +481,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"{name} ({family} family) supports data parallelism only; accepted: tp = pp = ep = 1")
     per = plan.dp * plan.m
     if sc.batch % per:
-        raise ValueError(f"batch {sc.batch} is not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
+        raise ValueError(f"got batch {sc.batch}, not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
     if sc.serving_engine and sc.phase != "serving":

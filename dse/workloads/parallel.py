@@ -146,7 +146,8 @@ class Plan(Strict):
             raise ValueError(f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {prod}, but chips = {self.chips}; "
                              "accepted: degrees whose product is the chip count")
         if self.ep > 1 and (self.dp * self.tp) % self.ep:
-            raise ValueError(f"ep = {self.ep} must divide dp x tp = {self.dp * self.tp}")
+            raise ValueError(f"got ep = {self.ep}, which does not divide dp x tp = {self.dp * self.tp}; accepted: an "
+                             f"ep that divides {self.dp * self.tp}")
         return self
 
     @property
@@ -218,20 +219,23 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
     if H % tp:
         raise ValueError(f"{name}: {H} attention heads are not divisible by tp = {tp}; accepted: tp dividing {H}")
     if Hkv % tp and tp % Hkv:
-        raise ValueError(f"{name}: {Hkv} KV heads and tp = {tp}: one must divide the other")
+        raise ValueError(f"{name}: got tp = {tp} with {Hkv} KV heads; accepted: a tp that divides {Hkv} or a multiple "
+                         "of it")
     if arch.ffn % tp:
-        raise ValueError(f"{name}: FFN width {arch.ffn} is not divisible by tp = {tp}")
+        raise ValueError(f"{name}: got tp = {tp}, which does not divide its FFN width {arch.ffn}; accepted: a divisor "
+                         f"of {arch.ffn}")
     if pp > arch.layers:
-        raise ValueError(f"{name}: pp = {pp} exceeds its {arch.layers} layers")
+        raise ValueError(f"{name}: got pp = {pp}; accepted: at most its {arch.layers} layers")
     check_interleave(arch.layers, plan)
     upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
                            "vocab": math.ceil(arch.vocab / tp), "layers": max(stage_layers(arch.layers, plan))}
     if arch.moe is not None:
         m = arch.moe
         if m.experts % ep:
-            raise ValueError(f"{name}: {m.experts} experts are not divisible by ep = {ep}")
+            raise ValueError(f"{name}: got ep = {ep}; accepted: a divisor of its {m.experts} experts")
         if m.expert_ffn % tp:
-            raise ValueError(f"{name}: expert FFN width {m.expert_ffn} is not divisible by tp = {tp}")
+            raise ValueError(f"{name}: got tp = {tp}, which does not divide its expert FFN width {m.expert_ffn}; "
+                             f"accepted: a divisor of {m.expert_ffn}")
         upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": min(m.active, m.experts // ep),
                                           "expert_ffn": m.expert_ffn // tp,
                                           "dense_layers": m.dense_layers if pp == 1 else 0})

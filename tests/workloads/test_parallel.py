@@ -249,3 +249,21 @@ def test_a_pipeline_stage_holds_only_its_own_vocabulary_matrices(pp: int, stage_
     assert [stage_params(Arch, 50 + e, s) for s in ("first", "middle", "last")] == [50 + e, 50, 50 + e]
     Arch.tied_embeddings = False
     assert [stage_params(Arch, 50 + 2 * e, s) for s in ("first", "middle", "last")] == [50 + e, 50, 50 + e]
+
+
+@pytest.mark.parametrize(("args", "expect"), [
+    (["llama3-8b", "dgx-h100", "--chips", "64", "--pp", "64", "--microbatches", "64", "--phase", "training",
+      "--batch", "64"], "workload llama3-8b: got pp = 64; accepted: at most its 32 layers"),
+    (["mixtral-8x7b", "dgx-h100", "--chips", "8", "--ep", "3"],
+     "plan: got ep = 3, which does not divide dp x tp = 8; accepted: an ep that divides 8"),
+    (["mixtral-8x7b", "trn2-node", "--phase", "decode", "--batch", "16", "--chips", "16", "--tp", "2", "--dp", "8",
+      "--ep", "8"], "a group of 2 ranks does not fill whole dimensions of the torus [4, 4] (groups of 4, 16 ranks do"),
+])
+def test_a_plan_that_cannot_build_says_what_it_got_and_what_would(args: list[str], expect: str, capsys) -> None:
+    """Plan errors said 'pp = 64 exceeds its 32 layers' or 'ep = 3 must divide dp x tp' (no got / accepted), repeated
+    the plan dict before a validator's own 'got', and a torus group that splits an axis did not say which sizes fit."""
+    from dse.cli import main
+
+    assert main(["predict", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expect in err[0] and "accepted: " in err[0] and err[0].count("got ") == 1, err
