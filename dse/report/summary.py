@@ -137,7 +137,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         (f"- System: `{ctx.base.system.name}`, {ctx.base.system.chips} chips, network levels "
          + ", ".join(f"{lv.name} ({lv.topology}, {lv.size})" for lv in ctx.base.system.network)
-         + "; per-workload plans in the workload labels (tp/pp/dp/ep)" if ctx.base.system is not None else ""),
+         + "; per-workload plans in the workload labels (tp/pp/dp/ep; a `plan: auto` workload's at each design, "
+           "below)" if ctx.base.system is not None else ""),
         f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node});"
         f" objective(s): `{', '.join(cfg.search.objective_names)}`;"
         f" budgets: {budget}",
@@ -160,6 +161,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         f"- Reproducibility: dse {result.meta['dse_version']}, config hash `{result.meta['config_sha256']}`,"
         f" seed {result.meta['seed']}, {result.workers} worker(s)",
         *build_lines(result.best),
+        *plan_lines(result),
         "",
         _md_table(design_df),
         "",
@@ -241,6 +243,19 @@ def bound_warnings(space, params: dict[str, float]) -> list[str]:
             out.append(f"best {name} = {v:.4g} sits on its upper bound {hi:g}: the optimum may lie above; "
                        f"try high: {hi * 2:g}")
     return out
+
+
+def plan_lines(result) -> list[str]:
+    """The plan the best design runs each ``plan: auto`` workload at (the trial's ``plan.<workload>`` labels, as
+    trials.csv has them): each design of such a study is scored at its own best plan, so the base's labels above do
+    not say it."""
+    if not getattr(result.ctx.mix, "auto", None):
+        return []
+    from dse.search.optimize import best_feasible, metrics
+
+    m = metrics(best_feasible(result.study))
+    plans = [f"{k.removeprefix('plan.')}: {v or 'none fits'}" for k, v in m.items() if k.startswith("plan.")]
+    return [f"- Plans on the best design (`plan: auto`, searched per design): {'; '.join(plans)}"] if plans else []
 
 
 def build_lines(best) -> list[str]:

@@ -69,6 +69,11 @@ def test_a_study_with_plan_auto_runs_and_records_the_plan(tmp_path):
     run = dse.Study.from_yaml(write_config(tmp_path, data)).run()
     assert "plan.llama2-7b" in run.trials.columns
     assert run.trials["plan.llama2-7b"].astype(str).str.len().gt(0).any()
+    # summary.md names the best design's own plan (it named only the base's, in the workload labels)
+    md = (run.out_dir / "summary.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("- Plans on the best design"))
+    best = run.best["plan.llama2-7b"] if "plan.llama2-7b" in run.best else None
+    assert "llama2-7b: " in line and (best is None or str(best) in line)
 
 
 @pytest.mark.parametrize("entry, needle", [
