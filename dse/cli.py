@@ -1062,6 +1062,11 @@ def overlap_flag(text: str) -> dict[str, float]:
     named = [] if text.strip() == "none" else [k.strip() for k in text.split(",") if k.strip()]
     if not (named or text.strip() == "none"):
         raise DseError(f"got {text!r}; accepted: {accepted}", field="--overlap")
+    twice = sorted({k.partition("=")[0].strip() for k in named if [n.partition("=")[0].strip() for n in named]
+                    .count(k.partition("=")[0].strip()) > 1})
+    if twice:
+        raise DseError(f"got {', '.join(twice)} twice in {text!r}; accepted: each kind once ({accepted})",
+                       field="--overlap")
     for item in named:
         kind, _, frac = item.partition("=")
         try:

@@ -345,6 +345,7 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
             raise from_validation_error(exc, file=None, model=Plan, prefix="plan") from None
     if plan is not None:
         parallel.check_one_chip(plan)  # a one-chip plan's pipeline or collective fields: one line, not dropped
+        parallel.check_overlap(plan)  # an overlap share for a collective the plan does not run
     if plan is not None and plan.trivial and plan.recompute == "none":
         plan = None  # one chip, nothing to charge: the plain workload
     if name.startswith(COLLECTIVE_OPS):

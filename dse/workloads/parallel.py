@@ -319,6 +319,17 @@ def check_one_chip(plan: Plan) -> None:
                        field="plan.overlap")
 
 
+def check_overlap(plan: Plan) -> None:
+    """An overlap share for a collective kind the plan does not run (``tp``, ``pp`` or ``ep`` of 1: no such
+    collective) would act on nothing: one line naming it instead of a label that shows it. (``dp`` is hidden by
+    default, 1, so its share is not checked.)"""
+    for kind in ("tp", "pp", "ep"):
+        share = float(getattr(plan.overlap, kind))
+        if share > 0 and getattr(plan, kind) == 1:
+            raise DseError(f"got overlap {kind} = {share:g} with {kind} = 1; accepted: an overlap share for a collective "
+                           f"the plan runs ({kind} > 1)", field=f"plan.overlap.{kind}")
+
+
 def check_interleave(layers: int, plan: Plan) -> None:
     """Interleaving splits each stage's layers into ``v`` equal model chunks (Megatron-LM requires
     layers divisible by pp x v) and runs the micro-batches in groups of ``pp`` per model chunk, so their number must

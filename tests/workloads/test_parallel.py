@@ -267,3 +267,19 @@ def test_a_plan_that_cannot_build_says_what_it_got_and_what_would(args: list[str
     assert main(["predict", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expect in err[0] and "accepted: " in err[0] and err[0].count("got ") == 1, err
+
+
+@pytest.mark.parametrize(("overlap", "expect"), [
+    ("pp", "plan.overlap.pp: got overlap pp = 1 with pp = 1; accepted: an overlap share for a collective the plan runs"),
+    ("tp,tp", "--overlap: got tp twice in 'tp,tp'; accepted: each kind once"),
+])
+def test_an_overlap_share_that_would_act_on_nothing_is_one_line(overlap: str, expect: str, capsys) -> None:
+    """--overlap pp on a plan without pipeline stages ran and labelled the plan 'overlap:pp+'; a kind named twice
+    was accepted (the last one won)."""
+    from dse.cli import main
+
+    args = ["predict", "llama2-70b", "dgx-h100", "--phase", "training", "--batch", "32", "--chips", "16", "--tp", "8",
+            "--dp", "2", "--overlap", overlap]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {expect}"), err
