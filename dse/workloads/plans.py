@@ -102,14 +102,15 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
 
 
 def plan_text(plan: Any) -> str:
-    """A plan in full, every searched field (``tp4 dp2 zero1 mb8 sp rc:selective``); ``1 chip`` for none."""
+    """A plan in full, every searched field, in ``Plan.label``'s order (``tp4 dp2 sp mb8 zero1 rc:selective``; the
+    micro-batches shown even where they equal pp); ``1 chip`` for none."""
     if plan is None:
         return "1 chip"
     bits = [f"{g}{getattr(plan, g)}" for g in ("tp", "pp", "dp", "ep") if getattr(plan, g) > 1]
-    bits += [f"zero{plan.zero}"] if plan.zero else []
+    bits += ["sp"] if plan.sp and plan.tp > 1 else []  # in Plan.label's order: sp, mb, v, zero, rc
     bits += [f"mb{plan.m}"] if plan.m > 1 else []
-    bits += ["sp"] if plan.sp and plan.tp > 1 else []
     bits += [f"v{plan.interleave}"] if plan.interleave > 1 else []
+    bits += [f"zero{plan.zero}"] if plan.zero else []
     bits += [f"rc:{plan.recompute}"] if plan.recompute != "none" else []
     return " ".join(bits) or "1 chip"
 
