@@ -62,6 +62,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scaled(value: float, unit: str = "") -> str:
+    """``value`` with a decimal prefix to 4 significant digits: 7.392e10 bytes reads ``73.92 GB``, 6.71e11 params
+    ``671 G`` (a plain ``6.71e+05 M params`` is hard to read)."""
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}".rstrip()
+
+
 def _scenario_flags(args: argparse.Namespace) -> dict:
     keys = ("phase", "batch", "seq", "context", "resolution", "dtype", "weight_dtype", "kv_dtype")
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
@@ -338,8 +347,8 @@ def cmd_workloads(args: argparse.Namespace) -> int:
         g = o.groupby("kind")[["total_flops", "total_bytes"]].sum()
         g["share_flops"] = g["total_flops"] / g["total_flops"].sum()
         g["ai_flop_per_byte"] = g["total_flops"] / g["total_bytes"]
-        print(f"{wl.label()}: {wl.flops / 1e9:.4g} GFLOP, {wl.bytes / 1e6:.4g} MB, AI {wl.ai:.3g} FLOP/byte, "
-              f"{wl.scenario.get('params', 0) / 1e6:.4g} M params; source: {wl.source}")
+        print(f"{wl.label()}: {wl.flops / 1e9:.4g} GFLOP, {_scaled(wl.bytes, 'B')}, AI {wl.ai:.3g} FLOP/byte, "
+              f"{_scaled(wl.scenario.get('params', 0))} params; source: {wl.source}")
         print(g.to_string(float_format=lambda v: f"{v:.4g}"))
         return 0
     if action == "ai":

@@ -446,3 +446,14 @@ def test_a_parquet_sweep_without_pyarrow_is_one_line_and_makes_no_folder(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --format: got parquet, and pyarrow is not installed")
     assert not (tmp_path / "o").exists()
+
+
+def test_workloads_show_prints_bytes_and_params_with_decimal_prefixes(capsys) -> None:
+    """DeepSeek-V3 printed '7.392e+04 MB' and '6.71e+05 M params'; a decimal prefix reads '73.92 GB', '671 G params'."""
+    from dse.cli import _scaled
+
+    assert [_scaled(7.392e10, "B"), _scaled(6.71e11), _scaled(2.5e5, "B"), _scaled(12.0, "B")] == [
+        "73.92 GB", "671 G", "250 kB", "12 B"]
+    assert main(["workloads", "show", "deepseek-v3"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "GFLOP, 73.92 GB, AI" in first and "671 G params" in first and "e+0" not in first.split(";")[0]
