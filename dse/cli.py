@@ -1065,14 +1065,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def overlap_flag(text: str) -> dict[str, float]:
     """``--overlap tp=0.5,dp`` -> the plan's ``overlap`` mapping: the named collective kinds hide that share of
     their time behind compute (a bare name: all of it), the others none."""
+    from collections import Counter
+
     kinds = ("tp", "pp", "dp", "ep")
     accepted = f"a comma list of {', '.join(kinds)}, each optionally =FRACTION (0..1), or none"
     out = dict.fromkeys(kinds, 0.0)
     named = [] if text.strip() == "none" else [k.strip() for k in text.split(",") if k.strip()]
     if not (named or text.strip() == "none"):
         raise DseError(f"got {text!r}; accepted: {accepted}", field="--overlap")
-    twice = sorted({k.partition("=")[0].strip() for k in named if [n.partition("=")[0].strip() for n in named]
-                    .count(k.partition("=")[0].strip()) > 1})
+    twice = sorted(k for k, c in Counter(n.partition("=")[0].strip() for n in named).items() if c > 1)
     if twice:
         raise DseError(f"got {', '.join(twice)} twice in {text!r}; accepted: each kind once ({accepted})",
                        field="--overlap")

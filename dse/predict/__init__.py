@@ -114,7 +114,7 @@ class Prediction:
         from dse.workloads.serving import metrics
 
         plan = self.workload.plan
-        return metrics(self.ops, self.workload.scenario, int(getattr(plan, "dp", 1) or 1) if plan is not None else 1)
+        return metrics(self.ops, self.workload.scenario, plan.dp if plan is not None else 1)  # dp replicas
 
     @property
     def throughput(self) -> float:

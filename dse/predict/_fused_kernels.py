@@ -358,7 +358,8 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                 rt = RT[col[0, o], b0 : b0 + n]
                 for k in range(n):
                     tc[k] = fo / (rt[k] * fl[k])
-            _label_fill(fl, MAT, o, b0, n)
+            if want:  # the fill after this point only labels the ceiling
+                _label_fill(fl, MAT, o, b0, n)
             for lvi in range(L):  # memory: the largest traffic / (BW x eta), the first (innermost) level on ties
                 m, bw = lmode[lvi], BW[lvi, b0 : b0 + n]
                 if m == 0:  # one value for every design

@@ -546,15 +546,11 @@ def stage_params(arch: Any, params: int, stage: str) -> int:
     hidden``: the embedding on the first stage, an LM head on the last; tied embeddings keep a copy on both ends
     (Megatron-LM holds the word embeddings on the first and last stages and all-reduces their gradients:
     Narayanan et al., SC21), so a middle stage holds neither."""
-    vocab = int(getattr(arch, "vocab", 0) or 0)
-    if not vocab:
+    if not arch.vocab:
         return params
-    e = vocab * int(arch.hidden)
-    lm_head = getattr(arch, "head", "lm") == "lm"
-    untied = lm_head and not getattr(arch, "tied_embeddings", False)
-    counted = 2 * e if untied else e  # what transformer._params added for the vocabulary
-    keep = {"first": e, "last": e if lm_head else 0}.get(stage, 0)
-    return int(params - counted + keep)
+    e = arch.vocab * arch.hidden
+    keep = {"first": e, "last": e if arch.head == "lm" else 0}.get(stage, 0)
+    return int(params - transformer.vocab_params(arch) + keep)
 
 
 def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan, batch: int

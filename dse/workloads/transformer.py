@@ -625,9 +625,13 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
         m = arch.moe
         moe_ffn = (m.experts + m.shared_experts) * mats * h * m.expert_ffn + h * m.experts
         total = arch.layers * attn + m.dense_layers * mats * h * arch.ffn + (arch.layers - m.dense_layers) * moe_ffn + h
-    if arch.vocab:
-        total += arch.vocab * h * (2 if arch.head == "lm" and not arch.tied_embeddings else 1)
-    return int(total)
+    return int(total + vocab_params(arch))
+
+
+def vocab_params(arch: TransformerArch) -> int:
+    """The vocabulary matrices' weights, ``vocab x hidden`` for the embedding and as much again for an untied LM
+    head (a tied one, or a classifier model, holds the embedding only)."""
+    return arch.vocab * arch.hidden * (2 if arch.head == "lm" and not arch.tied_embeddings else 1) if arch.vocab else 0
 
 
 class AudioFrontEnd(Strict):
