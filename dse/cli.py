@@ -931,8 +931,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype", "input_len", "output_len", "chunk")
             if getattr(args, k) is not None}
-    fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave")
-             if getattr(args, k) is not None}
+    fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "zero", "recompute",
+                                           "interleave") if getattr(args, k) is not None}
     if args.sp is not None:
         fixed["sp"] = args.sp == "on"
     if args.top < 1:
@@ -940,11 +940,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     wl = workload(args.workload, **scen)
     status(args, f"predicting every plan of {wl.label()} on {args.chips} chips of {args.system}")
     r = best_plan(wl, args.system, args.chips, **fixed)
-    cols = ["label", "tp", "pp", "dp", "ep", "sp", "microbatches", "interleave", "zero", "recompute", "time_s",
+    cols = ["label", "tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "interleave", "zero", "recompute", "time_s",
             "memory_gb", "fits", "error"]
     table = r.table
     if "interleave" in table and (table["interleave"] == 1).all():
         table = table.drop(columns="interleave")
+    if not (table["fsdp"] < table["dp"]).any():  # no hybrid sharding among the candidates: fsdp is dp or unset
+        table = table.drop(columns="fsdp")
     if "error" in table and not table["error"].astype(bool).any():
         table = table.drop(columns="error")  # a candidate that did not build says why in this column
     shown = table[[c for c in cols if c in table]].head(args.top)
@@ -1356,6 +1358,8 @@ def build_parser() -> argparse.ArgumentParser:
                         if flag in ("--input-len", "--output-len", "--chunk") else None)
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
         lp.add_argument(flag, type=int, help="hold this plan field")
+    lp.add_argument("--fsdp", type=int, help="hold the ZeRO-3 shard group: fsdp ranks share one copy of the sharded "
+                    "state (fsdp = dp: fully sharded; fsdp < dp: hybrid sharding, dp / fsdp replicas of the group)")
     lp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"],
                     help="hold the recomputation policy")
     lp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],

@@ -1,19 +1,19 @@
 """The fastest parallelism plan that fits: every candidate plan of a workload on a system, predicted in one call.
 
-Architects compare chips each at its best plan (Calculon, Isaev et al. SC 2023, searches tensor, pipeline and
-data parallelism, micro-batching, recomputation and optimizer sharding per system; GenZ does the same), so a
-plan given by hand can make the better chip lose. :func:`best_plan` enumerates the plans of ``chips`` chips
-(:func:`candidates`): tensor parallel degrees that divide the chips and fit one node (Megatron keeps TP inside
-the NVLink domain, Narayanan et al. SC 2021, Sec. 3.3: "tensor model parallelism ... within a multi-GPU
-server"), pipeline stages that divide the rest, the remainder as data parallelism, micro-batch counts that
-divide a replica's batch, ZeRO stages 0-3 where there is data parallelism, recomputation none / selective /
-full, sequence parallelism on and off with TP (it saves activation memory, but on a switch that reduces in the
-network, NVLS on NVSwitch, an all-reduce crosses the links once where its reduce-scatter and all-gather cross them
-twice: on 32 H100 the LLaMA-2-70B TP collectives take 1.0 s with SP and 0.52 s without), and expert parallelism
-for MoE models. Each candidate is one chip's
-operator table (``dse.workload(..., plan=...)``); all of them are predicted at once on the system's chip
-(``dse.predict.mix_times``: one vectorized pass over every candidate's operators), and the fastest whose
-per-chip footprint fits the chip's main memory wins. Fixed fields (``tp=8``, ``zero=1``, ...) narrow the grid.
+Architects compare chips each at its best plan (Calculon, Isaev et al. SC 2023, searches tensor, pipeline and data
+parallelism, micro-batching, recomputation and optimizer sharding per system; GenZ does the same), so a plan given by
+hand can make the better chip lose. :func:`best_plan` enumerates the plans of ``chips`` chips (:func:`candidates`):
+tensor parallel degrees that divide the chips and fit one node (Megatron keeps TP inside the NVLink domain, Narayanan
+et al. SC 2021, Sec. 3.3: "tensor model parallelism ... within a multi-GPU server"), pipeline stages that divide the
+rest, the remainder as data parallelism, micro-batch counts that divide a replica's batch, ZeRO stages 0-3 where there
+is data parallelism (with ZeRO 3 also hybrid sharding: a shard group within a node, replicated across nodes),
+recomputation none / minimal / selective / full, sequence parallelism on and off with TP (it saves activation memory,
+but on a switch that reduces in the network, NVLS on NVSwitch, an all-reduce crosses the links once where its
+reduce-scatter and all-gather cross them twice: on 32 H100 the LLaMA-2-70B TP collectives take 1.0 s with SP and 0.52
+s without), and expert parallelism for MoE models. Each candidate is one chip's operator table (``dse.workload(...,
+plan=...)``); all of them are predicted at once on the system's chip (``dse.predict.mix_times``: one vectorized pass
+over every candidate's operators), and the fastest whose per-chip footprint fits the chip's main memory wins. Fixed
+fields (``tp=8``, ``zero=1``, ...) narrow the grid.
 """
 
 from __future__ import annotations
@@ -64,21 +64,25 @@ def _resolve(system: str | System | Any, chips: int) -> System:
     return sysm.resized(chips)
 
 
-def placement_error(plan: Any, sysm: System) -> str:
-    """Why a plan's parallel groups cannot be laid on the system's first level, a torus ("" when they can): each
-    group of more than one rank must fill whole torus dimensions, any of them (``dse.predict.network.torus_group_dims``;
-    a group that would split a dimension is not modelled)."""
-    from dse.predict.network import torus_group_dims
+def placement_error(wl: Workload, sysm: System) -> str:
+    """Why a planned workload's collectives cannot be laid on the system ("" when they can): each collective row's
+    group (its ranks and their stride, ``dse.workloads.parallel.Plan.stride``) must tile the network levels
+    (``dse.predict.network.group_split``) and, on a torus, fill whole torus dimensions, any of them
+    (``dse.predict.network.torus_group_dims``; a group that would split a dimension is not modelled). The same
+    coefficients the predictor takes, so a candidate that passes here predicts."""
+    from dse.predict.network import variant_coefficients
 
-    lv0 = sysm.network[0] if sysm.network else None
-    if plan is None or lv0 is None or lv0.topology != "torus":
+    ops = wl.ops
+    if wl.plan is None or not sysm.network or "coll" not in ops:
         return ""
-    for g in (plan.tp, plan.dp, plan.pp, plan.ep):
-        if 1 < g <= lv0.size:
-            try:
-                torus_group_dims(lv0.dims or [lv0.size], g)
-            except ValueError as exc:
-                return f"{exc} (a group is placed on whole torus dimensions)"
+    rows = ops[ops["coll"].astype(bool)]
+    for coll, n, stride in {(str(c), int(n), int(s)) for c, n, s in zip(rows["coll"], rows["group"], rows["stride"],
+                                                                        strict=True)}:
+        try:
+            variant_coefficients(coll, 1.0, n, stride, sysm.network)
+        except ValueError as exc:
+            torus = any(lv.topology == "torus" for lv in sysm.network)
+            return f"{exc}" + (" (a group is placed on whole torus dimensions)" if torus else "")
     return ""
 
 
@@ -90,12 +94,20 @@ def placed(wls: list[Workload], errors: list[str], sysm: System) -> tuple[list[W
         if err:
             continue
         w = next(it)
-        why = placement_error(w.plan, sysm)
+        why = placement_error(w, sysm)
         if why:
             errs[i] = why
         else:
             out.append(w)
     return out, errs
+
+
+def _label(kw: dict[str, Any], chips: int) -> str:
+    """A candidate's plan label from its keywords ("" where they make no plan)."""
+    try:
+        return Plan(chips=chips, **kw).label()
+    except (ValueError, TypeError):
+        return ""
 
 
 def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any) -> PlanSearch:
@@ -128,14 +140,18 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     built = iter(range(len(wls)))
     rows = []
     for kw, err in zip(keys, errors, strict=True):
-        if err:  # did not build: no time, no footprint
-            rows.append({**kw, "label": "", "error": err, "time_s": np.nan, "memory_gb": np.nan, "_w": -1})
+        if err:  # did not build or cannot be placed: no time, no footprint
+            rows.append({**kw, "label": _label(kw, chips), "error": err, "time_s": np.nan, "memory_gb": np.nan,
+                         "_w": -1})
             continue
         k = next(built)  # its index in wls
         plan = wls[k].plan  # micro-batches as built (a pipeline left unset takes as many as the batch allows)
         rows.append({**kw, "microbatches": plan.m if plan else 1, "label": plan.label() if plan else "1 chip",
                      "error": "", "time_s": float(times[k]), "memory_gb": wls[k].memory_bytes / 1e9, "_w": k})
     table = pd.DataFrame(rows)
+    # the ZeRO-3 shard group: fsdp ranks (hybrid) or every data-parallel rank; unset without ZeRO 3
+    hybrid = table["fsdp"] if "fsdp" in table else pd.Series(np.nan, index=table.index)
+    table["fsdp"] = hybrid.fillna(table["dp"]).where(table["zero"] == 3).astype("Int64")
     table["fits"] = (table["_w"] >= 0) & (table["memory_gb"] <= cap / 1e9)
     # fastest first; at equal time the simpler plan (no recomputation, a lower ZeRO stage), then the smaller footprint
     # (times within 1e-9 relative are one time: the same work summed in another order)

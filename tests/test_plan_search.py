@@ -86,9 +86,68 @@ def test_bad_input_is_one_line(wl7):
     with pytest.raises(DseError, match=r"accepted: tp dividing 8 \(1, 2, 4, 8\)"):
         best_plan(wl7, "dgx-h100", 8, tp=3)
     with pytest.raises(DseError, match="accepted: tp, pp"):
-        best_plan(wl7, "dgx-h100", 8, fsdp=8)
+        best_plan(wl7, "dgx-h100", 8, shards=8)
+    with pytest.raises(DseError, match=r"accepted: fsdp dividing 8 \(1, 2, 4, 8\)") as e:
+        best_plan(wl7, "dgx-h100", 8, fsdp=3)
+    assert e.value.field == "fsdp"
+    with pytest.raises(DseError, match="accepted: zero 3 or unset") as e:
+        best_plan(wl7, "dgx-h100", 8, fsdp=4, zero=1)
+    assert e.value.field == "zero"
     with pytest.raises(DseError, match="already has a plan"):
         best_plan(dse.workload("llama2-7b", plan={"tp": 2}, **TRAIN_7B), "dgx-h100", 8)
+
+
+def test_hybrid_sharding_is_searched_with_its_shard_group_inside_a_node(wl7):
+    """ZeRO 3 is tried fully sharded and hybrid (PyTorch HYBRID_SHARD): a shard group of fsdp ranks that fits one node
+    with its TP ranks, replicated across the groups; nothing else gets an fsdp."""
+    c = candidates(wl7, 16, per_node=8)
+    hybrid = [k for k in c if "fsdp" in k]
+    assert all(k["zero"] == 3 and 1 < k["fsdp"] < k["dp"] and k["dp"] % k["fsdp"] == 0 and k["fsdp"] * k["tp"] <= 8
+               for k in hybrid)
+    assert {k["fsdp"] for k in hybrid if k["tp"] == 1} == {2, 4, 8}
+    assert {k["fsdp"] for k in hybrid if k["tp"] == 2} == {2, 4}
+    assert not any(k["tp"] == 8 for k in hybrid)  # 8-way TP fills the node: no room for a shard group
+    held = candidates(wl7, 16, per_node=8, fsdp=4)
+    assert held and all(k["zero"] == 3 and k.get("fsdp", k["dp"]) == 4 for k in held)
+
+
+def test_a_hybrid_plan_is_predicted_as_the_same_plan_built_by_hand(wl7):
+    r = best_plan(wl7, "dgx-h100", 16, tp=1, pp=1, fsdp=4, recompute="none")
+    assert r.best.hybrid and (r.best.shards, r.best.replicas) == (4, 4) and r.best.label().startswith("fsdp4 x4")
+    assert set(r.table["fsdp"]) == {4}
+    by_hand = dse.predict(dse.workload("llama2-7b", plan={"chips": 16, "dp": 16, "fsdp": 4,
+                                                           "microbatches": r.best.m}, **TRAIN_7B), "dgx-h100")
+    assert r.prediction.time_s == pytest.approx(by_hand.time_s, rel=1e-9)
+    # within a node the shard group's gathers stay on NVLink; its state is 4x a fully sharded plan's
+    full = best_plan(wl7, "dgx-h100", 16, tp=1, pp=1, zero=3, recompute="none", microbatches=r.best.m)
+    t = full.table
+    plain = t[(t["fsdp"] == 16) & t["error"].eq("")].iloc[0]
+    assert r.table["memory_gb"].iloc[0] > plain["memory_gb"]
+
+
+def test_a_torus_places_hybrid_groups_on_whole_axes_and_slices():
+    """Two v6e-256 slices: a shard group of one slice (256 ranks, both axes) replicated over the data-centre network
+    is placed, as is a 16-rank group on one axis; groups of 2..8 ranks would split an axis and are rows with their
+    reason, as are the replica groups that would split one."""
+    wl = dse.workload("llama3-70b", phase="training", batch=512, seq=8192)
+    r = best_plan(wl, "tpu-v6e-pod", 512, tp=1, pp=1, recompute="full", microbatches=1)
+    t = r.table.set_index("label")
+    assert t.loc["fsdp256 x2 rc:full", "fits"] and t.loc["fsdp256 x2 rc:full", "error"] == ""
+    assert t.loc["fsdp16 x32 rc:full", "error"] == "" and t.loc["fsdp16 x32 rc:full", "time_s"] > 0
+    for bad in ("fsdp2 x256 rc:full", "fsdp8 x64 rc:full", "fsdp128 x4 rc:full"):
+        assert "whole dimensions of the torus" in t.loc[bad, "error"] and not t.loc[bad, "fits"]
+    assert r.best.label() in {"dp512 zero3 rc:full", "fsdp256 x2 rc:full"}
+
+
+def test_the_cli_holds_and_shows_the_shard_group(capsys):
+    assert main(["plan", "llama2-7b", "dgx-h100", "--chips", "16", "--phase", "training", "--batch", "16", "--seq",
+                 "2048", "--tp", "1", "--pp", "1", "--fsdp", "8", "--recompute", "none", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "fsdp" in out.splitlines()[0] and "best: fsdp8 x2" in out
+    assert main(["plan", "llama2-7b", "dgx-h100", "--chips", "16", "--phase", "training", "--batch", "16",
+                 "--fsdp", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: fsdp: got fsdp=5 with 16 chips")
 
 
 def test_no_plan_fits_says_the_smallest_footprint():

@@ -3,9 +3,11 @@ a study with ``plan: auto`` scores each design at its best one).
 
 TP degrees divide the chips and stay inside one node (Megatron keeps tensor parallelism in the NVLink domain,
 Narayanan et al. SC 2021, Sec. 3.3), pipeline stages divide the rest, the remainder is data parallel; micro-batch
-counts divide a replica's batch (at least the stage count); ZeRO 0-3 where there is data parallelism in training;
-recompute none / selective / full in training; sequence parallelism on and off with TP; expert parallelism for
-MoE models. Fixed fields hold.
+counts divide a replica's batch (at least the stage count); ZeRO 0-3 where there is data parallelism in training,
+and with ZeRO 3 hybrid sharding: fully sharded within a group of ``fsdp`` data-parallel ranks that fits in one node
+with its TP ranks, replicated across the groups (PyTorch FSDP ``ShardingStrategy.HYBRID_SHARD``: "apply FULL_SHARD
+within a node, and replicate parameters across nodes"); recompute none / minimal / selective / full in training;
+sequence parallelism on and off with TP; expert parallelism for MoE models. Fixed fields hold.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ MICROBATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 #: recomputation policies tried (dse.workloads.parallel.Plan.recompute)
 RECOMPUTE = ("none", "minimal", "selective", "full")
 #: the fields a caller may fix
-SEARCHED = ("tp", "pp", "dp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
+SEARCHED = ("tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
 
 
 def divisors(n: int) -> list[int]:
@@ -46,7 +48,7 @@ def check_fixed(fixed: dict[str, Any], chips: int) -> None:
     bad = sorted(set(fixed) - set(SEARCHED))
     if bad:
         raise DseError(f"got {bad[0]!r}; accepted: {', '.join(SEARCHED)}", field="best_plan")
-    for g in ("tp", "pp", "dp", "ep", "microbatches", "interleave"):
+    for g in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "interleave"):
         v = fixed.get(g)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise DseError(f"got {g}={v!r}; accepted: a positive integer", field=g)
@@ -58,6 +60,27 @@ def check_fixed(fixed: dict[str, Any], chips: int) -> None:
     if chips % prod:
         raise DseError(f"got tp x pp x dp = {prod} fixed with {chips} chips; accepted: degrees whose product divides "
                        f"{chips}", field="best_plan")
+    if "fsdp" in fixed:
+        n = int(fixed["fsdp"])
+        if fixed.get("zero", 3) != 3:
+            raise DseError(f"got zero={fixed['zero']} with fsdp={n}; accepted: zero 3 or unset (fsdp shards "
+                           "parameters, gradients and optimizer state)", field="zero")
+        if chips % n or ("dp" in fixed and int(fixed["dp"]) % n):
+            within = int(fixed["dp"]) if "dp" in fixed else chips
+            raise DseError(f"got fsdp={n} with {within} {'data-parallel ranks' if 'dp' in fixed else 'chips'}; "
+                           f"accepted: fsdp dividing {within} ({', '.join(map(str, divisors(within)))})",
+                           field="fsdp")
+
+
+def fsdp_sizes(dp: int, tp: int, per_node: int, fixed: dict[str, Any]) -> list[int | None]:
+    """The shard-group sizes tried with ZeRO 3 on ``dp`` data-parallel ranks: ``None`` (all ``dp`` ranks, plain
+    ZeRO 3 = FSDP ``FULL_SHARD``) and each hybrid group ``1 < fsdp < dp`` dividing ``dp`` whose ranks with their TP
+    ranks fit one node, ``fsdp x tp <= per_node`` (``HYBRID_SHARD`` shards within a node and replicates across
+    nodes); a fixed ``fsdp`` alone (``None`` when it equals ``dp``)."""
+    if "fsdp" in fixed:
+        n = int(fixed["fsdp"])
+        return [] if dp % n else [None if n == dp else n]
+    return [None] + [k for k in divisors(dp) if 1 < k < dp and k * tp <= per_node]
 
 
 def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[dict[str, Any]]:
@@ -86,15 +109,19 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
                 and (v == 1 or m % pp == 0)]  # the interleaved schedule runs groups of pp micro-batches
             if v > 1 and not mbs:
                 continue
-            zeros = [int(fixed["zero"])] if "zero" in fixed else ([0, 1, 2, 3] if dp > 1 and training else [0])
+            zeros = ([3] if "fsdp" in fixed else [int(fixed["zero"])] if "zero" in fixed
+                     else ([0, 1, 2, 3] if dp > 1 and training else [0]))
             if (dp == 1 and any(zeros)) or (tp == 1 and fixed.get("sp")):
                 continue  # ZeRO needs data-parallel ranks, sequence parallelism tensor-parallel ones (Plan refuses)
             recs = [fixed["recompute"]] if "recompute" in fixed else (list(RECOMPUTE) if training else ["none"])
             sps = [bool(fixed["sp"])] if "sp" in fixed else ([False, True] if tp > 1 else [False])
             eps = [int(fixed["ep"])] if "ep" in fixed else ([e for e in divisors(dp * tp) if experts % e == 0]
                                                            if experts else [1])
-            for mb, zero, rec, sp, ep in itertools.product(mbs or [None], zeros, recs, sps, eps):
+            shards = [(z, f) for z in zeros for f in (fsdp_sizes(dp, tp, per_node, fixed) if z == 3 else [None])]
+            for mb, (zero, fsdp), rec, sp, ep in itertools.product(mbs or [None], shards, recs, sps, eps):
                 kw = {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "sp": sp, "zero": zero, "recompute": rec, "interleave": v}
+                if fsdp is not None:
+                    kw["fsdp"] = fsdp
                 if mb is not None:
                     kw["microbatches"] = mb
                 out.append(kw)
@@ -107,6 +134,7 @@ def plan_text(plan: Any) -> str:
     if plan is None:
         return "1 chip"
     bits = [f"{g}{getattr(plan, g)}" for g in ("tp", "pp", "dp", "ep") if getattr(plan, g) > 1]
+    bits += [f"fsdp{plan.shards}"] if getattr(plan, "hybrid", False) else []  # the shard group of hybrid sharding
     bits += ["sp"] if plan.sp and plan.tp > 1 else []  # in Plan.label's order: sp, mb, v, zero, rc
     bits += [f"mb{plan.m}"] if plan.m > 1 else []
     bits += [f"v{plan.interleave}"] if plan.interleave > 1 else []
