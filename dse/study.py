@@ -85,15 +85,16 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
     return load_hardware(spec)
 
 
-def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None = None, per_node: int = 1) -> Mix:
+def build_mix(cfg: StudyConfig, field: str = "workloads", cfg_dir: Path | None = None, per_node: int = 1,
+              system: System | None = None) -> Mix:
     """Workloads of the config (suites expanded, their weights times the entry's weight; a ``path``
     entry is a model YAML relative to the config's folder ``cfg_dir``). A ``plan: auto`` entry is its candidate
-    plans over ``chips`` (``dse.workloads.plans``; TP within ``per_node`` chips), its first candidate in the mix
-    until :func:`prepare` puts the base design's choice there."""
+    plans over ``chips`` (``dse.workloads.plans``; TP within ``per_node`` chips; those whose groups ``system`` can
+    place), its first candidate in the mix until :func:`prepare` puts the base design's choice there."""
     wls, weights, autos = [], [], []
     for i, entry in enumerate(cfg.workloads):
         if entry.auto_plan:
-            autos.append(auto_entry(entry, len(wls), per_node, f"{field}.{i}"))
+            autos.append(auto_entry(entry, len(wls), per_node, f"{field}.{i}", system))
             wls.append(autos[-1].candidates.workloads[0])
             weights.append(entry.weight)
             continue
@@ -140,14 +141,18 @@ def entry_key(error_field: str | None, keys: Mapping[str, Any]) -> str | None:
     return key if key in keys else None
 
 
-def auto_entry(entry, index: int, per_node: int, field: str) -> AutoPlan:  # noqa: ANN001 - a WorkloadEntry
-    """A ``plan: auto`` entry's candidate plans (``dse.workloads.plans.candidates``), each built; one line when
-    none builds."""
+def auto_entry(entry, index: int, per_node: int, field: str,  # noqa: ANN001 - a WorkloadEntry
+               system: System | None = None) -> AutoPlan:
+    """A ``plan: auto`` entry's candidate plans (``dse.workloads.plans.candidates``), each built and, on ``system``,
+    placed (``dse.plan_search.placed``: on a torus a group must fill whole axes); one line when none is left."""
+    from dse.plan_search import placed
     from dse.workloads.plans import candidates, expand, plan_text
 
     try:
         wl = workload(entry.name, **entry.scenario())
         built, _, errors = expand(wl, candidates(wl, entry.chips, per_node))
+        if system is not None and built:
+            built, errors = placed(built, errors, system.resized(entry.chips))
     except DseError as exc:
         raise DseError(exc.message, field=f"{field}.{exc.field or 'plan'}") from None
     if not built:
@@ -209,7 +214,9 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
         raise DseError(exc.message, file=exc.file, field=exc.field or "base") from None
     base = DesignBatch.from_hardware(base_hw)
     check_main_memory_knobs(cfg, base_hw)
-    mix = build_mix(cfg, mix_field, cfg_dir, per_node=node_size(cfg, cfg_dir, base_hw))
+    auto_sys = auto_system(cfg, cfg_dir, base_hw)
+    mix = build_mix(cfg, mix_field, cfg_dir, per_node=auto_sys.network[0].size if auto_sys and auto_sys.network else 1,
+                    system=auto_sys)
     base = attach_system(cfg, cfg_dir, base, mix)
     mix = with_choice(mix, base)  # an auto entry's workload: the base design's best plan
     for i, prm in enumerate(cfg.search.space.params):
@@ -255,14 +262,14 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
             raise DseError(f"got {value:g} for {prm.field}; {accepted}", field=f"search.space.params.{i}.{key}") from None
 
 
-def node_size(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> int:
-    """Chips in one node of the config's system (or the chip's shipped one): the most ``plan: auto`` puts in a
-    tensor-parallel group; 1 when no entry is ``plan: auto``."""
+def auto_system(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> System | None:
+    """The system ``plan: auto`` entries are planned on: the config's (or the chip's shipped one); its first level's
+    size is the most a tensor-parallel group takes, and its levels say which groups can be placed. None when no entry
+    is ``plan: auto``."""
     entries = [e for m in ([cfg.workloads] if cfg.mixes is None else cfg.mixes.values()) for e in (m or [])]
     if not any(e.auto_plan for e in entries):
-        return 1
-    sysm = resolve_system(cfg, cfg_dir) or default_system(hw)
-    return sysm.network[0].size if sysm.network else 1
+        return None
+    return resolve_system(cfg, cfg_dir) or default_system(hw)
 
 
 def has_dram(hw: Hardware) -> bool:

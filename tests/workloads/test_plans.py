@@ -86,3 +86,24 @@ def test_bad_auto_entries_are_one_line(tmp_path, entry, needle):
     with pytest.raises(DseError, match=needle) as e:
         load_context(write_config(tmp_path, data))
     assert len(e.value.lines()) == 1
+
+
+def test_plan_auto_on_a_torus_keeps_the_plans_it_can_place(tmp_path):
+    """On a 4x8 TPU v5e slice a group of 2 fills no whole axis: such candidates are dropped from a plan: auto entry
+    (the study stopped with 'a group of 2 ranks does not fill whole dimensions'), the rest are searched."""
+    from dse.hardware.system import load_system
+    from dse.plan_search import placement_error
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data.pop("base")
+    data["system"] = "tpu-v5e-pod"
+    data["workloads"] = [{"name": "llama2-7b", "phase": "training", "batch": 32, "seq": 512, "plan": "auto",
+                          "chips": 32}]
+    _, c = load_context(write_config(tmp_path, data))
+    (ap,) = c.mix.auto
+    sysm = load_system("tpu-v5e-pod").resized(32)
+    assert ap.candidates.workloads and all(placement_error(w, sysm) == "" for w in ap.candidates.workloads)
+    assert not any(w.plan.tp == 2 or w.plan.dp == 2 for w in ap.candidates.workloads)
+    assert any(w.plan.tp == 4 for w in ap.candidates.workloads)
+    sc, _ = score_designs(c, c.base)
+    assert sc.score[0] == pytest.approx(1.0)
