@@ -523,7 +523,18 @@ def cmd_hardware(args: argparse.Namespace) -> int:
               f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
+    _build_warnings(hws)
     return 0
+
+
+def _build_warnings(hws) -> None:  # noqa: ANN001 - Hardware templates
+    """A ``warning:`` line on stderr for each template that could not be built as described (a die over the reticle,
+    more DRAM stacks than its edges and package hold; ``dse.cost.area.build_warnings``)."""
+    from dse.cost.area import build_warnings
+
+    for hw in hws:
+        for line in build_warnings(hw):
+            print(f"warning: {line}", file=sys.stderr)
 
 
 def _noc_row(name: str, d) -> dict:
@@ -573,6 +584,7 @@ def cmd_area(args: argparse.Namespace) -> int:
         ar = area(d)
         noc_rows.append(_noc_row(name, d))
         check_package(d, ar, file=name)
+        _build_warnings([hw])
         c = unit_cost(d, ar)
         if ar.multi_die:
             die_rows += [{"template": name, "die": g.name, "count": int(g.count[0]), "node": g.node.name,

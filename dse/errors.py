@@ -133,11 +133,19 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
 
 
 def from_validation_error(
-    exc: ValidationError, *, file: str | None, model: type[BaseModel] | None = None, prefix: str = ""
+    exc: ValidationError, *, file: str | None, model: type[BaseModel] | None = None, prefix: str = "",
+    prefer: str | None = None,
 ) -> DseError:
-    """Turn the first pydantic error into a one-line :class:`DseError` (others are counted)."""
+    """Turn the most telling pydantic error into a one-line :class:`DseError` (others are counted): an unknown key
+    first (a misspelled ``clock_gHz`` also makes ``clock_ghz`` missing: the typo is the news), then an error at
+    ``prefer`` (the field the caller set: its own limit, not that of a field derived from it), then the first."""
     errors = exc.errors()
-    err = errors[0]
+
+    def rank(e: dict[str, Any]) -> int:
+        at = ".".join(str(p) for p in e["loc"] if p != "__root__")
+        return 0 if e["type"] == "extra_forbidden" else 1 if prefer and at == prefer else 2
+
+    err = min(errors, key=rank)
     loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
     if prefix:
         loc = f"{prefix}.{loc}" if loc else prefix

@@ -29,6 +29,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import System, load_system
 from dse.predict import Prediction, mix_times, predict
+from dse.predict.network import placed
 from dse.workloads.library import Workload, workload
 from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
@@ -62,44 +63,6 @@ def _resolve(system: str | System | Any, chips: int) -> System:
         name = str(system)
         sysm = load_system(name) if is_system(name) else default_system(load_hardware(name))
     return sysm.resized(chips)
-
-
-def placement_error(wl: Workload, sysm: System) -> str:
-    """Why a planned workload's collectives cannot be laid on the system ("" when they can): each collective row's
-    group (its ranks and their stride, ``dse.workloads.parallel.Plan.stride``) must tile the network levels
-    (``dse.predict.network.group_split``) and, on a torus, fill whole torus dimensions, any of them
-    (``dse.predict.network.torus_group_dims``; a group that would split a dimension is not modelled). The same
-    coefficients the predictor takes, so a candidate that passes here predicts."""
-    from dse.predict.network import variant_coefficients
-
-    ops = wl.ops
-    if wl.plan is None or not sysm.network or "coll" not in ops:
-        return ""
-    rows = ops[ops["coll"].astype(bool)]
-    for coll, n, stride in {(str(c), int(n), int(s)) for c, n, s in zip(rows["coll"], rows["group"], rows["stride"],
-                                                                        strict=True)}:
-        try:
-            variant_coefficients(coll, 1.0, n, stride, sysm.network)
-        except ValueError as exc:
-            torus = any(lv.topology == "torus" for lv in sysm.network)
-            return f"{exc}" + (" (a group is placed on whole torus dimensions)" if torus else "")
-    return ""
-
-
-def placed(wls: list[Workload], errors: list[str], sysm: System) -> tuple[list[Workload], list[str]]:
-    """The built candidates whose groups the system can place, and the error list with a reason for the others
-    (a candidate that cannot be placed is a row of the table, not the end of the search)."""
-    out, errs, it = [], list(errors), iter(wls)
-    for i, err in enumerate(errors):
-        if err:
-            continue
-        w = next(it)
-        why = placement_error(w, sysm)
-        if why:
-            errs[i] = why
-        else:
-            out.append(w)
-    return out, errs
 
 
 def _label(kw: dict[str, Any], chips: int) -> str:

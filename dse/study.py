@@ -145,7 +145,7 @@ def auto_entry(entry, index: int, per_node: int, field: str,  # noqa: ANN001 - a
                system: System | None = None) -> AutoPlan:
     """A ``plan: auto`` entry's candidate plans (``dse.workloads.plans.candidates``), each built and, on ``system``,
     placed (``dse.plan_search.placed``: on a torus a group must fill whole axes); one line when none is left."""
-    from dse.plan_search import placed
+    from dse.predict.network import placed
     from dse.workloads.plans import candidates, expand, plan_text
 
     try:
@@ -256,10 +256,15 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
         ("choices", min(prm.choices)), ("choices", max(prm.choices)))
     for key, value in ends:
         try:
-            base.with_field(prm.field, np.array([float(value)])).to_hardware(0, "probe")
+            base.with_field(prm.field, np.array([float(value)])).to_hardware(0, "probe", prefer=prm.field)
         except DseError as exc:
-            accepted = exc.message.split("; ", 1)[1] if "; " in exc.message else exc.message
-            raise DseError(f"got {value:g} for {prm.field}; {accepted}", field=f"search.space.params.{i}.{key}") from None
+            got, _, accepted = exc.message.partition("; ")
+            where = f"search.space.params.{i}.{key}"
+            if exc.field and exc.field != prm.field:  # the end is fine, a field the design derives from it is not
+                raise DseError(f"got {value:g} for {prm.field}: the design it builds has {exc.field} {got}; "
+                               f"{accepted or 'accepted: a value whose design stays within the limits'}",
+                               field=where) from None
+            raise DseError(f"got {value:g} for {prm.field}; {accepted or exc.message}", field=where) from None
 
 
 def auto_system(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> System | None:

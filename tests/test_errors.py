@@ -68,6 +68,25 @@ def test_several_errors_report_the_first_and_count_the_rest_with_a_prefix() -> N
     assert str(e) == "f.yaml: hardware.compute.cores: got 0; accepted: a number > 0 (and 2 more bad fields)"
 
 
+def test_a_misspelled_key_is_reported_before_the_field_it_leaves_missing() -> None:
+    # clock_gHz for clock_ghz: the report named 'compute.clock_ghz: missing', not the typo
+    data = copy.deepcopy(BASE)
+    data["compute"]["clock_gHz"] = data["compute"].pop("clock_ghz")
+    e = _convert(data)
+    assert e.field == "compute.clock_gHz" and e.message.startswith("unknown key; accepted: one of ")
+    assert e.message.endswith("(and 1 more bad field)")
+
+
+def test_the_preferred_field_is_reported_before_others_it_pushed_past_their_limits() -> None:
+    data = copy.deepcopy(BASE)
+    data["compute"]["cores"] = 0
+    data["memory"][0]["efficiency"] = 2
+    with pytest.raises(ValidationError) as ei:
+        Hardware.model_validate(data)
+    e = from_validation_error(ei.value, file="f.yaml", model=Hardware, prefer="memory.0.efficiency")
+    assert str(e) == "f.yaml: memory.0.efficiency: got 2; accepted: a number <= 1.0 (and 1 more bad field)"
+
+
 def test_a_validator_naming_its_field_moves_the_location_to_it() -> None:
     data = copy.deepcopy(BASE)
     data["memory"][2]["bandwidth_gbps"] = False

@@ -353,6 +353,18 @@ class DesignBatch:
             out = replace(out, capacity=cap, bandwidth=bw)
         return out
 
+    def with_clock(self, scale: np.ndarray) -> DesignBatch:
+        """The designs at ``scale`` [D] x the template's clock. The peaks are per clock (cores x rows x cols x 2 x
+        clock) and so is every on-chip level's bandwidth: an SRAM macro delivers its port width once per cycle of
+        the clock it runs on, the core's (a template's ``bandwidth_tbps`` is bytes per clock x its ``clock_ghz``,
+        e.g. npu-7nm's 256 B/clk/core local SRAM); off-chip DRAM keeps its own interface clock."""
+        new = np.asarray(scale, dtype=float)
+        ratio = (new / self.clock_scale)[:, None]
+        bw = self.bandwidth.copy()
+        bw[:, ~self.offchip] *= ratio
+        return replace(self, clock_scale=new, matrix_peak=self.matrix_peak * ratio,
+                       vector_peak=self.vector_peak * ratio, bandwidth=bw)
+
     def with_array(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None) -> DesignBatch:
         """The designs with MAC arrays of ``rows`` x ``cols`` (integers >= 1); the matrix peak follows the MAC count
         (``x new rows*cols / old rows*cols``)."""
@@ -454,11 +466,8 @@ class DesignBatch:
                 if attr == "net_links" and self.net_chip_linked[j]:
                     out = replace(out, links=v.copy())  # the level uses the chip's SerDes (area)
                 return out
-        if field == "compute.clock_ghz":
-            new_scale = v / c.clock_ghz
-            ratio = (new_scale / self.clock_scale)[:, None]
-            return replace(self, clock_scale=new_scale, matrix_peak=self.matrix_peak * ratio,
-                           vector_peak=self.vector_peak * ratio)
+        if field == "compute.clock_ghz":  # peaks and on-chip bandwidths are per clock (with_clock)
+            return self.with_clock(v / c.clock_ghz)
         parts = field.split(".")
         if len(parts) == 3 and parts[0] == "memory" and parts[1] in self.level_names:
             j = self.level_names.index(parts[1])
@@ -508,9 +517,10 @@ class DesignBatch:
                      f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
         return text
 
-    def to_hardware(self, i: int, name: str, note: str = "") -> Hardware:
+    def to_hardware(self, i: int, name: str, note: str = "", prefer: str | None = None) -> Hardware:
         """Design ``i`` as a hardware template (loadable by ``dse.hardware``): the built cores, array, clock, levels
-        and stacks, with the peaks they give and source text saying what ``note`` (the study) changed."""
+        and stacks, with the peaks they give and source text saying what ``note`` (the study) changed. A design
+        beyond a limit is one :class:`DseError`, about field ``prefer`` where that one is among the bad ones."""
         base = self.base
         data = base.model_dump(mode="python", exclude_none=True)
         data["name"] = name
@@ -523,6 +533,8 @@ class DesignBatch:
         comp["cores"] = int(round(float(self.cores[i])))
         clock_scale = float(self.clock_scale[i])
         comp["clock_ghz"] = _sig(base.compute.clock_ghz * clock_scale)
+        if clock_scale != 1.0:  # the clock its energies hold at stays the template's (dse.hardware.energy.dvfs_factor)
+            comp["energy_clock_ghz"] = base.compute.energy_clock_ghz or base.compute.clock_ghz
         comp["vector"]["peak_tflops"] = {k: _sig(float(self.vector_peak[i, DTYPES.index(k)]) / TERA)
                                          for k in base.compute.vector.peak_tflops}
         if comp["cores"] != base.compute.cores or clock_scale != 1.0:
@@ -565,4 +577,4 @@ class DesignBatch:
         try:
             return Hardware.model_validate(data)
         except ValidationError as exc:  # a design beyond a physical limit (dse.limits): the search space reaches it
-            raise from_validation_error(exc, file=f"design {name}", model=Hardware) from None
+            raise from_validation_error(exc, file=f"design {name}", model=Hardware, prefer=prefer) from None

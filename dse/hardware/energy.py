@@ -52,9 +52,12 @@ def flop_energy(node: Node, systolic: bool = False) -> np.ndarray:
 
 def dvfs_factor(d: DesignBatch) -> np.ndarray:
     """[D] on-chip dynamic energy per operation relative to the template's, ``s^2`` with ``s`` = design clock /
-    template clock (V tracks f in the DVFS range, dynamic energy C V^2): a design clocked 20 % above its template
-    pays 1.44x per FLOP and per on-chip byte, one clocked 20 % below 0.64x. 1 at the template's own clock."""
-    return np.asarray(d.clock_scale, dtype=float) ** 2
+    the template's energy clock (``compute.energy_clock_ghz``, default its ``clock_ghz``; V tracks f in the DVFS
+    range, dynamic energy C V^2): a design clocked 20 % above its template pays 1.44x per FLOP and per on-chip byte,
+    one clocked 20 % below 0.64x. 1 at the template's own clock unless it says it runs off its energy clock."""
+    c = d.base.compute
+    ref = c.energy_clock_ghz or c.clock_ghz
+    return (c.clock_ghz * np.asarray(d.clock_scale, dtype=float) / ref) ** 2
 
 
 def is_systolic(d: DesignBatch) -> bool:

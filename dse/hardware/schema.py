@@ -184,6 +184,11 @@ class Compute(Strict):
         "operator: operators compute on cores - reserved_cores of them (the peaks stay the chip's). Tenstorrent's "
         "tt-metal computes on an 8x8 worker grid of a Wormhole n150's 72 Tensix and 13x10 of a Blackhole p150's 140")
     clock_ghz: float = Field(gt=0, le=MAX_CLOCK_GHZ, description="Clock the peaks assume, GHz")
+    energy_clock_ghz: float | None = Field(
+        None, gt=0, le=MAX_CLOCK_GHZ, description="Clock (GHz) at which the node's energy coefficients hold for this "
+        "chip, its nominal-voltage clock: at clock_ghz the on-chip energy per operation and per byte is x (clock_ghz / "
+        "energy_clock_ghz)^2 (dse.hardware.energy.dvfs_factor). Default: clock_ghz. dse writes it into a design whose "
+        "clock it changed (best_design.yaml), so the file reproduces the study's power")
     register_kib_per_core: float = Field(
         gt=0, le=MAX_REGISTER_KIB, description="Register file / accumulator storage per core (KiB): reuse capacity "
         "inside level 0"

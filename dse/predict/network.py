@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -267,3 +268,41 @@ def best_variant(coll: str, S: float, n: int, stride: int, levels: Sequence[Netw
     v = int(np.argmin(t))
     name, u = variants(levels)[v]
     return name, u and any(lv.in_network_reduction for lv in levels), float(t[v])
+
+
+# ---------------------------------------------------------------------------------- placement
+def placement_error(wl: Any, sysm: Any) -> str:
+    """Why a planned workload's collectives cannot be laid on the system ("" when they can): each collective row's
+    group (its ranks and their stride, ``dse.workloads.parallel.Plan.stride``) must tile the network levels
+    (``dse.predict.network.group_split``) and, on a torus, fill whole torus dimensions, any of them
+    (``dse.predict.network.torus_group_dims``; a group that would split a dimension is not modelled). The same
+    coefficients the predictor takes, so a candidate that passes here predicts."""
+    ops = wl.ops
+    if wl.plan is None or not sysm.network or "coll" not in ops:
+        return ""
+    rows = ops[ops["coll"].astype(bool)]
+    for coll, n, stride in {(str(c), int(n), int(s)) for c, n, s in zip(rows["coll"], rows["group"], rows["stride"],
+                                                                        strict=True)}:
+        try:
+            variant_coefficients(coll, 1.0, n, stride, sysm.network)
+        except ValueError as exc:
+            torus = any(lv.topology == "torus" for lv in sysm.network)
+            return f"{exc}" + (" (a group is placed on whole torus dimensions)" if torus else "")
+    return ""
+
+
+def placed(wls: list[Any], errors: list[str], sysm: Any) -> tuple[list[Any], list[str]]:
+    """The built candidates whose groups the system can place, and the error list with a reason for the others
+    (a candidate that cannot be placed is a row of the table, not the end of the search; ``dse.plan_search`` and a
+    study's ``plan: auto``)."""
+    out, errs, it = [], list(errors), iter(wls)
+    for i, err in enumerate(errors):
+        if err:
+            continue
+        w = next(it)
+        why = placement_error(w, sysm)
+        if why:
+            errs[i] = why
+        else:
+            out.append(w)
+    return out, errs

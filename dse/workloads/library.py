@@ -504,6 +504,10 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
         coll = parallel.gradient_rows(plan, facts, sc.dtype, training)
+    if plan.zero and not training:  # no gathers are charged outside training: the sharded weights would be free
+        raise DseError(f"got zero {plan.zero} for phase {facts.get('phase')}; accepted: 0 (ZeRO and fsdp shard "
+                       "training state over data-parallel ranks; for inference, shard weights with tp, pp or ep)",
+                       field="plan.fsdp" if plan.fsdp else "plan.zero")
     if plan.recompute != "none":
         if not training:
             raise DseError(f"got {plan.recompute!r} for phase {facts.get('phase')}; accepted: 'none' "

@@ -236,7 +236,9 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
         if m.expert_ffn % tp:
             raise ValueError(f"{name}: got tp = {tp}, which does not divide its expert FFN width {m.expert_ffn}; "
                              f"accepted: a divisor of {m.expert_ffn}")
-        upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": min(m.active, m.experts // ep),
+        # each rank holds experts / ep experts and receives its share of every rank's routed tokens: T x active
+        # token-expert pairs per rank whatever ep (top-k stays k; a copy, not validated: k may exceed the experts held)
+        upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": m.active,
                                           "expert_ffn": m.expert_ffn // tp,
                                           "dense_layers": m.dense_layers if pp == 1 else 0})
     elif ep > 1:
@@ -427,23 +429,25 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool)
     elif plan.shards > 1:
         rows = bucketed_gradients("dp.gradient_all_reduce", grads, group, plan)
     if plan.hybrid:
-        rows += bucketed_gradients("dp.replica_all_reduce", grads / plan.shards, "replicas", plan)
+        rows += bucketed_gradients("dp.replica_all_reduce", grads, "replicas", plan, shard=plan.shards)
     return rows
 
 
 def bucketed_gradients(name: str, grads: float, group: str, plan: Plan,
-                       coll: str = "all_reduce") -> list[dict[str, Any]]:
+                       coll: str = "all_reduce", shard: int = 1) -> list[dict[str, Any]]:
     """Bucketed gradient collective rows (all-reduce by default) over ``group`` (PyTorch DDP, Li et al., VLDB 2020;
     Megatron-LM DDP): each bucket's collective starts when its gradients are ready and overlaps the rest of the backward pass
     (as plan.overlap.dp says); the last bucket only starts when the backward pass ends, so it is always exposed.
     ``coll="reduce_scatter"``: ZeRO-3 / FSDP, where each rank keeps its own gradient shard, so the step moves
     3 x the parameters' bytes (this reduce-scatter plus the forward and backward all-gathers) against plain data
-    parallelism's 2 x (Rajbhandari et al., "ZeRO", SC 2020, Sec. 7.2.2: "1.5x of the baseline DP")."""
+    parallelism's 2 x (Rajbhandari et al., "ZeRO", SC 2020, Sec. 7.2.2: "1.5x of the baseline DP").
+    ``shard``: each rank moves 1/shard of every bucket (hybrid sharding's all-reduce across replicas runs on the
+    rank's shard of each bucket after the shard group's reduce-scatter, so its exposed last bucket is 1/shard of one)."""
     last = min(grads, plan.bucket_mb * 1e6)
-    rows = [collective(f"{name}.last_bucket", coll, last, group, plan, 1, 1.0)]
+    rows = [collective(f"{name}.last_bucket", coll, last / shard, group, plan, 1, 1.0)]
     rows[0]["overlap"] = 0.0
     if grads > last:
-        rows.append(collective(name, coll, grads - last, group, plan, 1, 1.0))
+        rows.append(collective(name, coll, (grads - last) / shard, group, plan, 1, 1.0))
     return rows
 
 

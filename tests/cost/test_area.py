@@ -356,3 +356,26 @@ def test_a_block_scaled_mode_is_priced_as_its_element_type() -> None:
     n = load_node(tt.process_node)
     with_bfp8, plain = (systolic_pes(DesignBatch.from_hardware(h), n) for h in (tt, without))
     assert with_bfp8 == pytest.approx(plain)
+
+
+def test_a_template_that_cannot_be_built_as_described_is_warned_about(tmp_path, capsys) -> None:
+    """A single die over the reticle was accepted by dse hardware/area/predict without a word (a study scores it
+    infeasible): it is now a warning line on stderr, and the command still answers."""
+    import yaml
+
+    from dse.cli import main
+    from dse.cost.area import build_warnings
+
+    data = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    data["name"] = "huge"
+    data["compute"]["cores"] *= 4
+    for unit in ("matrix", "vector"):
+        data["compute"][unit]["peak_tflops"] = {k: v * 4 for k, v in data["compute"][unit]["peak_tflops"].items()}
+    (w,) = build_warnings(dse.hardware(data))
+    assert w.startswith("huge: its die models at") and "over the 858 mm2 reticle at 7nm" in w
+    assert build_warnings(dse.hardware("npu-7nm")) == [] and build_warnings(dse.hardware("mi300x")) == []
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["hardware", str(path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: huge: its die models at")

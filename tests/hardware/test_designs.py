@@ -149,13 +149,17 @@ def test_the_array_shape_sets_the_matrix_peak(field: str, value: int, k: float) 
 def test_clock_scales_every_peak_and_composes_with_itself() -> None:
     d = DesignBatch.from_hardware(NPU)
     out = d.with_field("compute.clock_ghz", np.array([2.8]))
-    assert _changed(d, out) == {"clock_scale", "matrix_peak", "vector_peak"}
+    assert _changed(d, out) == {"clock_scale", "matrix_peak", "vector_peak", "bandwidth"}
     assert out.clock_scale[0] == pytest.approx(2.0)
+    # on-chip levels move their bytes per clock; DRAM keeps its own interface clock
+    np.testing.assert_allclose(out.bandwidth[0, ~d.offchip], 2.0 * d.bandwidth[0, ~d.offchip])
+    np.testing.assert_array_equal(out.bandwidth[0, d.offchip], d.bandwidth[0, d.offchip])
     assert out.peak_flops[0] == pytest.approx(2 * 275.2512e12)
     # setting the clock again is relative to the template, not to the last value
     again = out.with_field("compute.clock_ghz", np.array([0.7]))
     assert again.peak_flops[0] == pytest.approx(0.5 * 275.2512e12)
     assert again.vector_peak[0, DTYPE_INDEX["fp32"]] == pytest.approx(0.5 * 34.4064e12)
+    np.testing.assert_allclose(again.bandwidth[0, ~d.offchip], 0.5 * d.bandwidth[0, ~d.offchip])
 
 
 def test_unknown_field_lists_the_searchable_ones() -> None:

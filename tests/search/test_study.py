@@ -625,6 +625,10 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
      "search.space.params.0.high: got 1000 for compute.clock_ghz; accepted: a number <= 10"),
     ({"field": "compute.noc.link_bytes", "choices": [16, 131072]},
      "search.space.params.0.choices: got 131072 for compute.noc.link_bytes; accepted: a number <= 65536"),
+    # the searched field's own limit, not that of the peak it also pushes past its limit (which said 'accepted: a
+    # number <= 1000000.0' of 100000 rows)
+    ({"field": "compute.matrix.array_rows", "choices": [64, 400000]},
+     "search.space.params.0.choices: got 400000 for compute.matrix.array_rows; accepted: a number <= 4096"),
 ])
 def test_a_searched_range_beyond_a_fields_limit_is_one_line_before_any_trial(tmp_path: Path, capsys, param,
                                                                              expected) -> None:

@@ -283,3 +283,44 @@ def test_an_overlap_share_that_would_act_on_nothing_is_one_line(overlap: str, ex
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {expect}"), err
+
+
+@pytest.mark.parametrize(("model", "eps"), [("mixtral-8x7b", (1, 2, 4, 8)), ("deepseek-v3", (1, 8, 64, 256))])
+def test_expert_parallelism_moves_experts_not_work(model: str, eps: tuple[int, ...]) -> None:
+    """Each of ep ranks holds experts / ep experts and receives its share of every rank's routed tokens, so its
+    expert FLOPs are T x top-k whatever ep; top-k was capped at the experts a rank holds (mixtral at ep 8: top-2
+    became top-1, half the expert work, plans faster than the chip's peak)."""
+    phase = {"phase": "training", "batch": 8, "seq": 1024} if model == "mixtral-8x7b" else {"phase": "prefill",
+                                                                                            "batch": 256, "seq": 128}
+    flops, weights = [], []
+    for ep in eps:
+        wl = dse.workload(model, plan={"chips": max(eps), "dp": max(eps), "ep": ep}, **phase)
+        o = wl.ops
+        e = o[o["name"].str.startswith("moe.expert")]
+        flops.append(float((e["flops"] * e["count"]).sum()))
+        weights.append(wl.memory["weights"])
+    assert flops == pytest.approx([flops[0]] * len(eps), rel=1e-12)
+    assert all(a > b for a, b in zip(weights, weights[1:], strict=False))  # the experts are what moves
+
+
+@pytest.mark.parametrize("plan", [{"chips": 8, "dp": 8, "zero": 3}, {"chips": 8, "fsdp": 8}, {"chips": 8, "dp": 8,
+                                                                                               "zero": 1}])
+def test_zero_and_fsdp_outside_training_are_one_line(plan) -> None:
+    """ZeRO / fsdp at decode sharded the weights' memory 8 ways and charged no gather: 2.2 GB of weights per chip
+    and the same step time as 8 full copies."""
+    with pytest.raises(DseError, match=r"got zero \d for phase decode; accepted: 0") as e:
+        dse.workload("llama2-7b", phase="decode", batch=8, context=1024, plan=plan)
+    assert e.value.field == ("plan.fsdp" if "fsdp" in plan else "plan.zero")
+
+
+def test_hybrid_sharding_exposes_one_shard_of_the_last_bucket_across_replicas() -> None:
+    """The replicas all-reduce each rank's 1/fsdp shard of a bucket after the shard group's reduce-scatter: the last,
+    exposed one is 25 MB / fsdp, not a whole 25 MB bucket (which made hybrid sharding over two TPU slices 10 ms slower
+    than sharding over both)."""
+    wl = dse.workload("llama2-7b", phase="training", batch=512, seq=2048, plan={"chips": 512, "dp": 512, "fsdp": 256})
+    rows = wl.ops.set_index("name")
+    assert rows.loc["dp.replica_all_reduce.last_bucket", "net_bytes"] == pytest.approx(25e6 / 256)
+    grads = rows.loc["dp.gradient_reduce_scatter.last_bucket", "net_bytes"] + rows.loc["dp.gradient_reduce_scatter",
+                                                                                       "net_bytes"]
+    replica = rows.loc["dp.replica_all_reduce.last_bucket", "net_bytes"] + rows.loc["dp.replica_all_reduce", "net_bytes"]
+    assert replica == pytest.approx(grads / 256)

@@ -92,7 +92,7 @@ def test_plan_auto_on_a_torus_keeps_the_plans_it_can_place(tmp_path):
     """On a 4x8 TPU v5e slice a group of 2 fills no whole axis: such candidates are dropped from a plan: auto entry
     (the study stopped with 'a group of 2 ranks does not fill whole dimensions'), the rest are searched."""
     from dse.hardware.system import load_system
-    from dse.plan_search import placement_error
+    from dse.predict.network import placement_error
 
     data = copy.deepcopy(SMALL_STUDY)
     data.pop("base")
