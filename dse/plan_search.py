@@ -91,7 +91,8 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     wls, _, errors = expand(wl, keys)
     wls, errors = placed(wls, errors, sysm)
     if not wls:
-        first = next((e for e in errors if e), "no candidate")
+        held = ", ".join(f"{k}={v}" for k, v in fixed.items())
+        first = next((e for e in errors if e), f"no candidate with {held}" if held else "no candidate")
         raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
                        "count or fewer fixed fields", field="best_plan")
     from dse.hardware.templates import load_hardware

@@ -93,6 +93,12 @@ def test_bad_input_is_one_line(wl7):
     with pytest.raises(DseError, match="accepted: zero 3 or unset") as e:
         best_plan(wl7, "dgx-h100", 8, fsdp=4, zero=1)
     assert e.value.field == "zero"
+    with pytest.raises(DseError, match=r"got zero=5; accepted: 0, 1, 2 or 3"):  # said 'no candidate'
+        best_plan(wl7, "dgx-h100", 8, zero=5)
+    with pytest.raises(DseError, match=r"got sp with tp=1; accepted: sp with tp > 1"):
+        best_plan(wl7, "dgx-h100", 8, tp=1, sp=True)
+    with pytest.raises(DseError, match=r"no candidate with interleave=2"):
+        best_plan(dse.workload("llama2-7b", phase="training", batch=1), "dgx-h100", 8, interleave=2)
     with pytest.raises(DseError, match="already has a plan"):
         best_plan(dse.workload("llama2-7b", plan={"tp": 2}, **TRAIN_7B), "dgx-h100", 8)
 

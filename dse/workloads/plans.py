@@ -52,6 +52,13 @@ def check_fixed(fixed: dict[str, Any], chips: int) -> None:
         v = fixed.get(g)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise DseError(f"got {g}={v!r}; accepted: a positive integer", field=g)
+    if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
+        raise DseError(f"got zero={fixed['zero']!r}; accepted: 0, 1, 2 or 3 (the ZeRO stage)", field="zero")
+    if "recompute" in fixed and fixed["recompute"] not in RECOMPUTE:
+        raise DseError(f"got recompute={fixed['recompute']!r}; accepted: {', '.join(RECOMPUTE)}", field="recompute")
+    if fixed.get("sp") and fixed.get("tp") == 1:
+        raise DseError("got sp with tp=1; accepted: sp with tp > 1 (sequence parallelism splits over the TP ranks)",
+                       field="sp")
     for g in ("tp", "pp", "dp"):
         if g in fixed and chips % int(fixed[g]):
             raise DseError(f"got {g}={fixed[g]} with {chips} chips; accepted: {g} dividing {chips} "
