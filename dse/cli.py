@@ -508,6 +508,8 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         return " + ".join(f"{g.count} {g.name}" for g in hw.die_groups) or "1"
 
     hws = [load_hardware(n) for n in args.templates or list_templates()]  # every name checked before any output
+    if args.yaml:
+        return _print_template_files(args.templates)
     if args.format == "json":
         _print_json([{"template": hw.name, "node": hw.process_node, "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
@@ -524,6 +526,25 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
     _build_warnings(hws)
+    return 0
+
+
+def _print_template_files(names: list[str]) -> int:
+    """``dse hardware NAME --yaml``: each named template's file as it is (a pip install keeps the shipped ones inside
+    the package, where a user would not look); a YAML path prints that file."""
+    from pathlib import Path
+
+    from dse.hardware.templates import template_file
+
+    if not names:
+        raise DseError("got --yaml without a template; accepted: one or more template names or YAML paths "
+                       "(dse hardware npu-7nm --yaml)", field="--yaml")
+    for i, name in enumerate(names):
+        path = Path(name) if name.endswith((".yaml", ".yml")) else template_file(name)
+        if i:
+            print("---")
+        print(f"# {name}: {path}")
+        print(path.read_text().rstrip("\n"))
     return 0
 
 
@@ -1315,6 +1336,8 @@ def build_parser() -> argparse.ArgumentParser:
     hwp = sub.add_parser("hardware", help="list hardware templates (or the named ones / YAML paths)")
     hwp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
     hwp.add_argument("--format", choices=["table", "json"], default="table")
+    hwp.add_argument("--yaml", action="store_true", help="print each named template's YAML file (its sources and "
+                     "comments), e.g. `dse hardware npu-7nm --yaml > my-npu.yaml` to start a template of your own")
     bp = sub.add_parser("batch", help="run many configs; continue past failures; one combined table")
     bp.add_argument("configs", nargs="+")
     bp.add_argument("--out", help="parent folder of every study (default: each config's output.dir) and of the batch's "

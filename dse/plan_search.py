@@ -11,9 +11,9 @@ recomputation none / minimal / selective / full, sequence parallelism on and off
 but on a switch that reduces in the network, NVLS on NVSwitch, an all-reduce crosses the links once where its
 reduce-scatter and all-gather cross them twice: on 32 H100 the LLaMA-2-70B TP collectives take 1.0 s with SP and 0.52
 s without), and expert parallelism for MoE models. Each candidate is one chip's operator table (``dse.workload(...,
-plan=...)``); all of them are predicted at once on the system's chip (``dse.predict.mix_times``: one vectorized pass
-over every candidate's operators), and the fastest whose per-chip footprint fits the chip's main memory wins. Fixed
-fields (``tp=8``, ``zero=1``, ...) narrow the grid.
+plan=...)``); all of them are predicted at once on the system's chip (``dse.predict.mix_times``: vectorized passes
+over the candidates' operators, ``PLAN_CHUNK`` candidates each), and the fastest whose per-chip footprint fits the
+chip's main memory wins. Fixed fields (``tp=8``, ``zero=1``, ...) narrow the grid.
 """
 
 from __future__ import annotations
@@ -65,6 +65,10 @@ def _resolve(system: str | System | Any, chips: int) -> System:
     return sysm.resized(chips)
 
 
+#: candidate plans per vectorized prediction (memory, not speed: each call predicts all of its candidates at once)
+PLAN_CHUNK = 128
+
+
 def _label(kw: dict[str, Any], chips: int) -> str:
     """A candidate's plan label from its keywords ("" where they make no plan)."""
     try:
@@ -99,7 +103,9 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
 
     chip = load_hardware(sysm.chip)
     d = DesignBatch.from_hardware(chip).with_system(sysm)
-    times = mix_times(d, Mix.of(wls))[0]
+    # candidates predicted in chunks: one mix of all of them has an [ops, workloads] membership matrix that grows as
+    # the square of the candidates (Mixtral on 8 H100: 2616 candidates, 7 GB; on 16 the process was killed)
+    times = np.concatenate([mix_times(d, Mix.of(wls[i:i + PLAN_CHUNK]))[0] for i in range(0, len(wls), PLAN_CHUNK)])
     cap = float(d.offchip_capacity[0])
     built = iter(range(len(wls)))
     rows = []

@@ -464,3 +464,18 @@ def test_workloads_show_prints_bytes_and_params_with_decimal_prefixes(capsys) ->
     assert main(["workloads", "show", "deepseek-v3"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "GFLOP, 73.92 GB, AI" in first and "671 G params" in first and "e+0" not in first.split(";")[0]
+
+
+def test_hardware_yaml_prints_a_template_a_user_can_start_from(tmp_path, capsys) -> None:
+    """A pip user had no way to see a shipped template's file (it sits inside site-packages): --yaml prints it,
+    comments and sources included, and the printed file loads as a template."""
+    assert main(["hardware", "npu-7nm", "--yaml"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# npu-7nm: ") and "\nname: npu-7nm\n" in text and "source:" in text
+    path = tmp_path / "mine.yaml"
+    path.write_text(text.replace("\nname: npu-7nm\n", "\nname: mine\n"))
+    import dse
+
+    assert dse.hardware(str(path)).peak_flops == dse.hardware("npu-7nm").peak_flops
+    assert main(["hardware", "--yaml"]) == 2
+    assert capsys.readouterr().err.startswith("error: --yaml: got --yaml without a template")
