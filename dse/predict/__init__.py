@@ -343,7 +343,8 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
             idx = np.add(_bin_offsets(a.o, k, W, n_b, owner), code, dtype=np.intp)
             by[sl] = np.bincount(idx.ravel(), weights=(t * weight).ravel(), minlength=k * W * n_b).reshape(k, W, n_b)
     for ap in mix.auto:  # each design at its own best plan, with that plan's ceilings
-        tc, bc = mix_times_bounds(d, ap.candidates, _auto_arrays(ap), chunk)
+        parts = [mix_times_bounds(d, sub, arr, chunk) for sub, arr in _auto_chunks(ap)]
+        tc, bc = np.concatenate([t for t, _ in parts], axis=1), np.concatenate([b for _, b in parts], axis=1)
         pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
         rows = np.flatnonzero(ok)
         times[rows, ap.index] = tc[rows, pick[ok]]
@@ -418,7 +419,7 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
             sl = slice(start, min(start + chunk, d.n))
             out[sl] = step_times(evaluate_times(d.take(sl), a.o, table_order=False), a)
     for ap in mix.auto:  # each design at its own best plan
-        tc = mix_times(d, ap.candidates, chunk, _auto_arrays(ap))
+        tc = auto_times(d, ap, chunk)
         pick, ok = auto_pick(tc, ap.memory, d.offchip_capacity)
         out[ok, ap.index] = tc[np.flatnonzero(ok), pick[ok]]
         if choices is not None:
@@ -426,11 +427,24 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     return out
 
 
-def _auto_arrays(ap: Any) -> MixArrays:
-    """The candidates' :class:`MixArrays`, built once per ``AutoPlan``."""
-    if "arrays" not in ap.cache:
-        ap.cache["arrays"] = mix_arrays(ap.candidates)
-    return ap.cache["arrays"]
+#: candidate plans of a ``plan: auto`` entry per :class:`MixArrays`: the [ops, workloads] membership of one mix of all
+#: of them grows as the square of the candidates (Mixtral on 8 H100, 2616 candidates: a 7.6 GB study)
+AUTO_CHUNK = 128
+
+
+def _auto_chunks(ap: Any) -> list[tuple[Mix, MixArrays]]:
+    """The candidates of a ``plan: auto`` entry as mixes of at most :data:`AUTO_CHUNK` plans with their
+    :class:`MixArrays`, built once per ``AutoPlan``."""
+    if "chunks" not in ap.cache:
+        wls = list(ap.candidates.workloads)
+        subs = [Mix.of(wls[i:i + AUTO_CHUNK]) for i in range(0, len(wls), AUTO_CHUNK)]
+        ap.cache["chunks"] = [(m, mix_arrays(m)) for m in subs]
+    return ap.cache["chunks"]
+
+
+def auto_times(d: DesignBatch, ap: Any, chunk: int | None = None) -> np.ndarray:
+    """[D, P] step time of each candidate plan of a ``plan: auto`` entry on each design (candidate order)."""
+    return np.concatenate([mix_times(d, sub, chunk, arr) for sub, arr in _auto_chunks(ap)], axis=1)
 
 
 def auto_pick(tc: np.ndarray, memory: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -447,6 +461,5 @@ def auto_choice(d: DesignBatch, mix: Mix) -> dict[int, tuple[np.ndarray, np.ndar
     """For each ``plan: auto`` entry of ``mix`` (by its index): ([D] chosen candidate, [D] whether any fits)."""
     out = {}
     for ap in mix.auto:
-        tc = mix_times(d, ap.candidates, arrays=_auto_arrays(ap))
-        out[ap.index] = auto_pick(tc, ap.memory, d.offchip_capacity)
+        out[ap.index] = auto_pick(auto_times(d, ap), ap.memory, d.offchip_capacity)
     return out
