@@ -349,12 +349,12 @@ def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
     import dse
 
     assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "training", "--batch", "8", "--seq", "512",
-                 "--chips", "8", "--tp", "8", "--overlap", "tp,dp", "--fuse-elementwise", "--fused-attention", "off",
-                 "--bucket-mb", "50", "--format", "json"]) == 0
+                 "--chips", "16", "--tp", "8", "--dp", "2", "--overlap", "tp,dp", "--fuse-elementwise",
+                 "--fused-attention", "off", "--bucket-mb", "50", "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["workload"] == "llama2-7b[training b8 s512 bf16 tp8 bucket50MB overlap:tp+]"
+    assert got["workload"] == "llama2-7b[training b8 s512 bf16 tp8 dp2 bucket50MB overlap:tp+]"
     wl = dse.workload("llama2-7b", phase="training", batch=8, seq=512, fuse_elementwise=True, fused_attention=False,
-                      plan={"chips": 8, "tp": 8, "bucket_mb": 50, "overlap": {"tp": True, "dp": True}})
+                      plan={"chips": 16, "tp": 8, "dp": 2, "bucket_mb": 50, "overlap": {"tp": True, "dp": True}})
     assert got["time_s"] == pytest.approx(dse.predict(wl, "a100-80gb").time_s, rel=1e-12)
     assert main(["predict", "llama2-7b", "a100-80gb", "--chips", "2", "--overlap", "tp,xx"]) == 2
     assert ("--overlap: got 'xx'; accepted: a comma list of tp, pp, dp, ep, each optionally =FRACTION (0..1), or none"

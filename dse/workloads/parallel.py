@@ -113,6 +113,9 @@ class Plan(Strict):
             return data
         n = data["fsdp"]
         dp = data.get("dp", n)
+        if isinstance(n, int) and not isinstance(n, bool) and n < 2:
+            raise ValueError(f"@fsdp@got {n}; accepted: an integer >= 2 (fsdp shards over a group of fsdp chips; one "
+                             "chip shards nothing)")
         if isinstance(n, int) and isinstance(dp, int) and n > 0 and dp % n:
             fits = ", ".join(str(n * k) for k in (1, 2, 4, 8))
             raise ValueError(f"@dp@got dp = {dp} with fsdp = {n}; accepted: dp a multiple of fsdp ({fits}, ...: "
@@ -137,6 +140,9 @@ class Plan(Strict):
             if getattr(self, key) is not None and self.pp == 1:
                 raise ValueError(f"@{key}@got {getattr(self, key)} with pp = 1; accepted: unset (pipeline stages: "
                                  "pp > 1)")
+        if "bucket_mb" in self.model_fields_set and self.dp == 1:  # printed 'tp8 bucket100MB' and changed nothing
+            raise ValueError(f"@bucket_mb@got {self.bucket_mb:g} with dp = 1; accepted: unset (the data-parallel "
+                             "gradient bucket: dp > 1)")
         return self
 
     @model_validator(mode="after")
@@ -205,7 +211,7 @@ class Plan(Strict):
         bits += [f"bucket{self.bucket_mb:g}MB"] if self.bucket_mb != 25.0 else []
         default = Overlap()
         changed = [f"{k}{'+' if v == 1 else '-' if v == 0 else f'{v:g}'}" for k, v in self.overlap.model_dump().items()
-                   if v != getattr(default, k)]
+                   if v != getattr(default, k) and getattr(self, k) > 1]  # an overlap of a group of 1 acts on nothing
         bits += [f"overlap:{','.join(changed)}"] if changed else []
         return " ".join(bits) or "1 chip"
 

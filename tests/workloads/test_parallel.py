@@ -324,3 +324,20 @@ def test_hybrid_sharding_exposes_one_shard_of_the_last_bucket_across_replicas() 
                                                                                        "net_bytes"]
     replica = rows.loc["dp.replica_all_reduce.last_bucket", "net_bytes"] + rows.loc["dp.replica_all_reduce", "net_bytes"]
     assert replica == pytest.approx(grads / 256)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_an_fsdp_group_of_fewer_than_two_names_fsdp(n: int) -> None:
+    """fsdp 1 was reported as 'plan.zero: got 3 with dp = 1' (a field the user never set), fsdp 0 as 'plan.dp'."""
+    with pytest.raises(ValueError, match=rf"got {n}; accepted: an integer >= 2") as e:
+        Plan(chips=8, fsdp=n)
+    assert "@fsdp@" in str(e.value)
+
+
+def test_a_bucket_without_data_parallelism_is_one_line_and_an_overlap_of_a_missing_group_is_not_in_the_label() -> None:
+    """--bucket-mb 100 on a tp8 decode printed 'tp8 bucket100MB' and changed nothing; --overlap none printed
+    'overlap:dp-' on a plan with no data parallelism."""
+    with pytest.raises(ValueError, match=r"got 100 with dp = 1; accepted: unset"):
+        Plan(chips=8, tp=8, bucket_mb=100)
+    assert Plan(chips=8, tp=8, overlap={"tp": 0, "pp": 0, "dp": 0, "ep": 0}).label() == "tp8"
+    assert Plan(chips=16, tp=8, dp=2, overlap={"tp": 0, "dp": 0}).label() == "tp8 dp2 overlap:dp-"
