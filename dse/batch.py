@@ -182,18 +182,24 @@ def check_config(path: str) -> dict[str, str]:
     return {m: str(e) for m, e in check_mixes(path, n_trials=1).items()}
 
 
-def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
-    """Check every config first (a typo in the last one is reported before anything runs), then run
-    the good ones (under ``out``, or each under its own ``output.dir``); a failing config is recorded
-    with its one-line error and the batch goes on."""
-    rows, errors, bad = [], [], {}
+def check_configs(paths: list[str]) -> dict[str, str]:
+    """{config: its one-line error} of every config that does not check (:func:`check_config`)."""
+    bad = {}
     for path in paths:
         try:
             check_config(path)
         except DseError as exc:
             bad[path] = str(exc)
-            if progress:
-                print(f"error: {exc}", file=sys.stderr)
+    return bad
+
+
+def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = True,
+              bad: dict[str, str] | None = None, warn: bool | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Check every config first (``bad``: :func:`check_configs` already run; a typo in the last one is found before
+    anything runs), then run the good ones (under ``out``, or each under its own ``output.dir``); a failing config is
+    recorded with its one-line error and the batch goes on. Prints no error: the caller says each once."""
+    rows, errors = [], []
+    bad = check_configs(paths) if bad is None else bad
     for path in tqdm(paths, desc="batch", unit="config", disable=not progress):
         if path in bad:
             rows.append({"config": path, "status": "error", "error": bad[path]})
@@ -204,7 +210,7 @@ def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = 
             note = {"infeasible_mixes": "; ".join(f"{m}: {e}" for m, e in res.infeasible.items())} if res.infeasible \
                 else {}
             rows.append({"config": path, "status": "ok", **res.best.to_dict(), **note})
-            if progress and res.infeasible:
+            if (progress if warn is None else warn) and res.infeasible:  # a warning line, not a progress bar
                 for m, e in res.infeasible.items():
                     print(f"warning: mix {m} has no feasible design: {e}", file=sys.stderr)
         except DseError as exc:
@@ -224,14 +230,19 @@ def main(argv: list[str] | None = None) -> int:
                                   "batch's own batch-TIMESTAMP/ folder that holds batch.csv (default: results/)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    table, errors = run_batch(args.configs, args.out, progress=not args.quiet)
+    bad = check_configs(args.configs)
+    for path, msg in bad.items():  # before anything runs, once each (they were printed again at the end)
+        print(f"error: {msg if msg.startswith(f'{path}: ') else f'{path}: {msg}'}", file=sys.stderr)
+    progress = not args.quiet and sys.stderr.isatty()  # bars and notes on a terminal only, as every command's
+    table, errors = run_batch(args.configs, args.out, progress=progress, bad=bad, warn=not args.quiet)
+    errors = [e for e in errors if not any(e.startswith(f"{p}: ") for p in bad)]  # said above
     folder = Path(args.out or "results") / f"batch-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     atomic_write(folder / "batch.csv", lambda p: table.to_csv(p, index=False))
     ok = int((table["status"] == "ok").sum())
     print(f"batch: {ok} of {len(table)} configs ran; table {folder / 'batch.csv'}")
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
-    return 2 if errors else 0  # a config that could not run is bad input (one line each), the others' results kept
+    return 2 if errors or bad else 0  # a config that could not run is bad input (one line each), the others' results kept
 
 
 if __name__ == "__main__":

@@ -23,6 +23,12 @@ def status(args: argparse.Namespace, message: str) -> None:
         print(f"... {message}", file=sys.stderr, flush=True)
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars on stderr: on a terminal only and without --quiet, as :func:`status` lines (a log that
+    redirects stderr keeps errors to their one line)."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="study config YAML, e.g. configs/npu.yaml")
     p.add_argument("--resume", action="store_true", help="continue the latest results/<name>* study to n_trials")
@@ -47,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from dse.report.mixes import write_mix_report
 
         run = run_mixes(args.config, resume=args.resume, storage=args.storage, out=args.out,
-                        n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+                        n_trials=args.trials, progress=_progress(args), workers=args.workers)
         plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
         for r in run.results.values():
             status(args, f"writing {r.folder.name}: tables" + (", figures" if plots else "") + " and report")
@@ -55,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(write_mix_report(run.top, list(run.results.values()), list(run.results), cfg.name, run.infeasible))
         return 0
     result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
-                       n_trials=args.trials, progress=not args.quiet, workers=args.workers)
+                       n_trials=args.trials, progress=_progress(args), workers=args.workers)
     plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
     status(args, f"search done; writing {result.folder}: tables" + (", figures" if plots else "") + " and report")
     print(write_results(result, plots_on=plots))
@@ -72,7 +78,8 @@ def _scaled(value: float, unit: str = "") -> str:
 
 
 def _scenario_flags(args: argparse.Namespace) -> dict:
-    keys = ("phase", "batch", "seq", "context", "resolution", "dtype", "weight_dtype", "kv_dtype")
+    keys = ("phase", "batch", "seq", "context", "resolution", "dtype", "weight_dtype", "kv_dtype", "input_len",
+            "output_len", "chunk")
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -153,7 +160,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         try:
             summary = stream_sweep(ctxs, axes, folder / "sweep.parquet", chunk=args.chunk, engine=args.engine,
                                    scheduler=args.scheduler, workers=args.workers, block=args.block,
-                                   progress=not args.quiet)
+                                   progress=_progress(args))
         except DseError as exc:
             raise DseError(f"{exc.message}; the blocks already written are kept: continue with dse sweep --resume",
                            file=exc.file, field=exc.field) from None
@@ -511,17 +518,22 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     if args.yaml:
         return _print_template_files(args.templates)
     if args.format == "json":
-        _print_json([{"template": hw.name, "node": hw.process_node, "peak_tflops": hw.peak_flops / 1e12,
+        _print_json([{"template": hw.name, "node": hw.process_node, "dtype": hw.reference_dtype,
+                      "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
                       "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for hw in hws])
         return 0
     w = max(12, *(len(hw.name) for hw in hws))
-    print(f"{'template':<{w}} {'node':<6} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} {'area mm2':>9}  dies")
+    # the peak (and the ridge from it) is each template's reference dtype: bf16 on most, int8 on the Groq TSP, fp8
+    # on Blackhole, fp16 on Wormhole and V100, so the column says which
+    print(f"{'template':<{w}} {'node':<6} {'dtype':<5} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} "
+          f"{'area mm2':>9}  dies")
     sram_only = False
     for hw in hws:
         mark = " " if any(m.off_chip for m in hw.memory) else "*"  # an all-SRAM chip: its outermost on-chip level
         sram_only |= mark == "*"
-        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.peak_flops / 1e12:>12.1f} {hw.dram.bandwidth_bps / 1e12:>9.3f}"
+        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.reference_dtype:<5} {hw.peak_flops / 1e12:>12.1f} "
+              f"{hw.dram.bandwidth_bps / 1e12:>9.3f}"
               f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
@@ -697,8 +709,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("\ncross-chip speedups (rows that differ only in the chip: predicted / measured speedup - 1; "
               "chip_pairs.csv lists every pair)")
         print(pairs.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "fitted_into"]
-    print("\nper row (out of sample unless fitted_into names what it set):")
+    cols = ["id", "family", "metric", "measured", "predicted", "error_pct", "time_error_pct", "fitted_into"]
+    print("\nper row (out of sample unless fitted_into names what it set; error_pct: of the metric, as measured "
+          "(a rate's error has the other sign); time_error_pct: predicted / measured time - 1, what the tables above "
+          "use):")
     with pd.option_context("display.width", 200, "display.max_colwidth", 90):
         print(res[res["status"] == "covered"][cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         other = res[res["status"] != "covered"]
@@ -1155,6 +1169,8 @@ def _add_workloads_args(wp: argparse.ArgumentParser) -> None:
     for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wp.add_argument(flag, type=typ)
+    for flag in ("--input-len", "--output-len", "--chunk"):
+        wp.add_argument(flag, type=int, help="phase serving: prompt and generated tokens per sequence, prefill chunk")
     wp.add_argument("--hardware", help="design for time-weighted and per-level AI (ai; default: a config's base "
                     "design, else npu-7nm)")
     wp.add_argument("--format", choices=["table", "json"], default="table", help="list: a table or JSON")
@@ -1441,10 +1457,42 @@ def _print_json(obj: object) -> None:
     print(json.dumps(obj, indent=1, default=str))
 
 
+def packaged_config(path: str) -> str:
+    """``path`` when it is a file here (or absolute); else the installed package's file of that name, if it has one:
+    ``configs/npu.yaml`` or ``experiments/npu_story.yaml`` as in a checkout, or a bare ``npu`` for
+    ``configs/npu.yaml`` (a plain ``pip install`` keeps them in ``dse/_data/``, where the README's commands, run from
+    another folder, did not look)."""
+    from dse.units import repo_root
+
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return path
+    root = repo_root()
+    for cand in (root / p, None if p.suffix else root / "configs" / f"{path}.yaml"):
+        if cand is not None and cand.is_file():
+            return str(cand)
+    return path
+
+
+def _packaged_configs(args: argparse.Namespace) -> None:
+    """Point ``args.config`` / ``args.configs`` at the package's copy where the named file is not here
+    (:func:`packaged_config`), saying so on a terminal."""
+    for attr in ("config", "configs"):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            found = packaged_config(value)
+            if found != value:
+                status(args, f"{value} is not in this folder: the installed package's {found}")
+                setattr(args, attr, found)
+        elif isinstance(value, list):
+            setattr(args, attr, [packaged_config(v) if isinstance(v, str) else v for v in value])
+
+
 def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command; bad input -> one line on stderr per error (several for a file with several bad rows) and
     exit 2 (traceback only with --debug)."""
     try:
+        _packaged_configs(args)
         return fn(args)
     except DseError as exc:
         if getattr(args, "debug", False):

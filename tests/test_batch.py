@@ -30,6 +30,7 @@ def test_batch_continues_past_a_broken_config(tmp_path: Path, capsys) -> None:
     assert main(["batch", str(bad), str(good), "--out", str(tmp_path / "r"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "bad.yaml" in err and "npu-1nm" in err
+    assert err.count("error:") == 1 and err.startswith("error: ")  # once, before the runs (it was said twice)
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
     assert list(table["status"]) == ["error", "ok"]
     assert (tmp_path / "r" / "tiny" / "trials.csv").is_file()  # the good study completed and was saved

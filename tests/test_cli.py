@@ -479,3 +479,31 @@ def test_hardware_yaml_prints_a_template_a_user_can_start_from(tmp_path, capsys)
     assert dse.hardware(str(path)).peak_flops == dse.hardware("npu-7nm").peak_flops
     assert main(["hardware", "--yaml"]) == 2
     assert capsys.readouterr().err.startswith("error: --yaml: got --yaml without a template")
+
+
+def test_workloads_show_takes_a_serving_scenario_and_hardware_says_each_peaks_dtype(capsys) -> None:
+    """'dse workloads show llama3-8b --phase serving' needed --input-len/--output-len that show did not take; the
+    hardware table's peak column mixed bf16, int8 (groq-tsp), fp8 (tt-p150) and fp16 (tt-n150, v100) unlabelled."""
+    assert main(["workloads", "show", "llama3-8b", "--phase", "serving", "--batch", "32", "--input-len", "1024",
+                 "--output-len", "256"]) == 0
+    assert capsys.readouterr().out.startswith("llama3-8b[serving b32 in1024 out256 bf16]: ")
+    assert main(["hardware", "groq-tsp", "tt-p150", "a100-80gb"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["template", "node", "dtype"]
+    assert [ln.split()[2] for ln in lines[1:4]] == ["int8", "fp8", "bf16"]
+
+
+def test_a_config_named_as_in_a_checkout_is_found_in_the_installed_package(tmp_path, monkeypatch) -> None:
+    """From another folder of a plain pip install, 'dse compare configs/npu.yaml' said 'file not found': the package
+    carries its configs (dse/_data/); a file of that name here still wins."""
+    from dse.cli import packaged_config
+    from dse.units import repo_root
+
+    monkeypatch.chdir(tmp_path)
+    shipped = str(repo_root() / "configs" / "npu.yaml")
+    assert packaged_config("configs/npu.yaml") == shipped and packaged_config("npu") == shipped
+    assert packaged_config("experiments/npu_story.yaml") == str(repo_root() / "experiments" / "npu_story.yaml")
+    assert packaged_config("nothere.yaml") == "nothere.yaml"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "npu.yaml").write_text("name: mine\n")
+    assert packaged_config("configs/npu.yaml") == "configs/npu.yaml"

@@ -8,8 +8,9 @@ whose measurement set a template coefficient (``fitted_into`` in ``validation/me
 e.g. the best-GEMM row behind a matrix efficiency) is in-sample: it is listed but left out of every
 error statistic and band. Errors are compared as time errors ``t_predicted / t_measured - 1`` (a rate
 metric such as tokens/s is turned into time first). A family's band is the 10th..90th percentile of
-its out-of-sample time errors; the measured time of a prediction ``t`` of that family is expected in
-``[t / (1 + p90), t / (1 + p10)]`` at that confidence.
+its out-of-sample time errors, or with fewer than :data:`PERCENTILE_ROWS` rows their least..greatest (the 10th and
+90th percentiles of a handful of rows leave some of those very rows outside the band); the measured time of a
+prediction ``t`` of that family is expected in ``[t / (1 + hi), t / (1 + lo)]``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ FAMILIES = ("gemm", "attention", "copy", "decode", "prefill", "cnn", "encoder", 
             "multi-chip-training", "serving", "collective")
 KEEP_CACHED = 8  #: cached band files kept in the cache folder
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
+PERCENTILE_ROWS = 10  #: from this many out-of-sample rows a band is their p10..p90, below it their min..max
 __all__ = ["FAMILIES", "MIN_ROWS", "Band", "band_for", "bands_from", "family_of", "family_table", "out_of_sample",
            "shipped_bands"]
 
@@ -68,6 +70,17 @@ def _error_stats(oos: pd.DataFrame, sel: pd.DataFrame) -> dict[str, float | int]
             "max_abs_time_error_pct": float(np.max(np.abs(e))) if e.size else np.nan,
             "p10_time_error_pct": float(np.percentile(e, 10)) if e.size else np.nan,
             "p90_time_error_pct": float(np.percentile(e, 90)) if e.size else np.nan}
+
+
+def band_bounds(oos: pd.DataFrame, sel: pd.DataFrame) -> tuple[float, float, int]:
+    """(lo, hi, rows) of the band of ``sel``'s out-of-sample rows (in ``oos``): p10..p90 of their signed time errors
+    from :data:`PERCENTILE_ROWS` rows, min..max below (a band that holds every row it was built from)."""
+    e = oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float)
+    if not e.size:
+        return float("nan"), float("nan"), 0
+    if e.size >= PERCENTILE_ROWS:
+        return float(np.percentile(e, 10)), float(np.percentile(e, 90)), int(e.size)
+    return float(e.min()), float(e.max()), int(e.size)
 
 
 def _families_in(results: pd.DataFrame) -> list[str]:
@@ -112,36 +125,40 @@ def chip_bands(results: pd.DataFrame) -> dict[str, Band]:
     out-of-sample rows there, and ``style:npu`` / ``style:gpu`` over every chip of that style (what a chip without
     rows of its own borrows, said in its label)."""
     out: dict[str, Band] = {}
+    oos = out_of_sample(results)
     t = template_table(results)
+    hardware = results["hardware"].astype(str) if "hardware" in results.columns else pd.Series(dtype=str)
     for _, r in t[t["out_of_sample"] >= MIN_ROWS].iterrows():
-        out[f"{r['hardware']}/{r['family']}"] = Band(f"{r['hardware']} {r['family']}", float(r["p10_time_error_pct"]),
-                                                     float(r["p90_time_error_pct"]), int(r["out_of_sample"]))
+        on = results[hardware == r["hardware"]]
+        lo, hi, n = band_bounds(oos, on if r["family"] == "all" else on[on["family"] == r["family"]])
+        out[f"{r['hardware']}/{r['family']}"] = Band(f"{r['hardware']} {r['family']}", lo, hi, n)
     few = t[(t["family"] == "all") & (t["out_of_sample"] > 0) & (t["out_of_sample"] < MIN_ROWS)]
     for _, r in few.iterrows():  # rows, but too few for a band: said so, not "no rows" (``band_for``)
         out[f"{r['hardware']}/few"] = Band(f"{r['hardware']}", 0.0, 0.0, int(r["out_of_sample"]))  # a count only
     if "style" in results.columns:
         for style in ("npu", "gpu"):
             sel = results[results["style"] == style]
-            stats = _error_stats(out_of_sample(sel), sel)
-            if stats["out_of_sample"] >= MIN_ROWS:
-                chips = ", ".join(sorted(set(out_of_sample(sel)["hardware"].astype(str))))
-                out[f"style:{style}"] = Band(f"{style} chips ({chips})", float(stats["p10_time_error_pct"]),
-                                             float(stats["p90_time_error_pct"]), int(stats["out_of_sample"]),
-                                             borrowed=True)
+            for fam in [*FAMILIES, "all"]:
+                part = sel if fam == "all" else sel[sel["family"] == fam]
+                lo, hi, n = band_bounds(oos, part)
+                if n >= MIN_ROWS:
+                    chips = ", ".join(sorted(set(oos.loc[oos.index.intersection(part.index), "hardware"].astype(str))))
+                    what = f"{style} chips ({chips})" if fam == "all" else f"{style} chips' {fam} rows ({chips})"
+                    out[f"style:{style}" + ("" if fam == "all" else f"/{fam}")] = Band(what, lo, hi, n, borrowed=True)
     return out
 
 
 def bands_from(results: pd.DataFrame) -> dict[str, Band]:
     """A band per GPU family (and ``all``) from suite results with a ``family`` column, and the chips' own bands
     (:func:`chip_bands`)."""
-    t = family_table(results).set_index("family")
-    everyone = Band("all", float(t.loc["all", "p10_time_error_pct"]), float(t.loc["all", "p90_time_error_pct"]),
-                    int(t.loc["all", "out_of_sample"]))
+    gpu = gpu_rows(results)
+    oos = out_of_sample(gpu)
+    everyone = Band("all", *band_bounds(oos, gpu))
     out = {"all": everyone}
     for fam in FAMILIES:
-        if fam in t.index and t.loc[fam, "out_of_sample"] >= MIN_ROWS:
-            out[fam] = Band(fam, float(t.loc[fam, "p10_time_error_pct"]), float(t.loc[fam, "p90_time_error_pct"]),
-                            int(t.loc[fam, "out_of_sample"]))
+        lo, hi, n = band_bounds(oos, gpu[gpu["family"] == fam])
+        if n >= MIN_ROWS:
+            out[fam] = Band(fam, lo, hi, n)
         else:
             out[fam] = Band(fam, everyone.p10_pct, everyone.p90_pct, everyone.rows, borrowed=True)
     return out | chip_bands(results)
@@ -233,31 +250,83 @@ NO_ROWS = "no validation rows for this chip"
 def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
     """The error band a prediction of ``wl`` on ``hardware`` carries, its own chip's first:
 
-    1. the chip's rows of the workload's family (``HW/FAMILY``), else the chip's rows of every family (``HW/all``);
-    2. a GPU-style chip without rows of its own: the GPU family band, labelled as borrowed (never as its own);
-    3. an NPU-style chip (systolic arrays) without rows: the band of every validated NPU chip, labelled as borrowed
-       and naming them; with none, a band of NaN labelled :data:`NO_ROWS`. A chip with rows, but fewer than
-       :data:`MIN_ROWS` out of sample, says how many instead of :data:`NO_ROWS`.
+    1. the chip's rows of the workload's family (``HW/FAMILY``);
+    2. a chip with rows, none of this family: the rows of the family on every chip of its style, else its own rows
+       of other families, labelled as borrowed (a TPU v5e decode took its GEMM and training rows' band as its own);
+    3. a GPU-style chip without rows of its own: the GPU family band, labelled as borrowed (never as its own);
+    4. an NPU-style chip (systolic arrays) without rows: the NPU chips' band of the family (from
+       :data:`PERCENTILE_ROWS` rows), else of every family,
+       labelled as borrowed and naming them; with none, a band of NaN labelled :data:`NO_ROWS`. A chip with rows,
+       but fewer than :data:`MIN_ROWS` out of sample, says how many instead of :data:`NO_ROWS`.
 
-    Without ``hardware`` the GPU family band (the old behaviour)."""
+    Rows measured a shipped template: a template that keeps a shipped name with other numbers (a user's edited copy)
+    has no rows of its own (:func:`is_shipped`). Without ``hardware`` the GPU family band (the old behaviour)."""
     bands = shipped_bands()
     fam = family_of(wl)
     if hardware is None:
         return bands[fam]
     hw = hardware if isinstance(hardware, Hardware) else None
     name = hw.name if hw is not None else str(hardware)
-    for key in (f"{name}/{fam}", f"{name}/all"):
-        if key in bands:
-            return bands[key]
+    if hw is None and name in _shipped_names():
+        hw = _shipped(name)
     style = "npu" if hw is not None and hw.compute.matrix.style == "systolic" else "gpu"
+    if hw is not None and not is_shipped(hw):  # a copy of a shipped chip with other numbers was never measured
+        why = f"{NO_ROWS} ({name}: not the shipped {name} template)" if name in _shipped_names() else \
+            f"{NO_ROWS} ({name})"
+        return _borrowed(bands, fam, style, why)
+    if f"{name}/{fam}" in bands:
+        return bands[f"{name}/{fam}"]
+    own = bands.get(f"{name}/all")
+    if own is not None:  # rows of its own, none of this family: the style's rows of the family, else its own others
+        sb = _style_band(bands, fam, style)
+        if sb is not None:
+            return Band(f"no {fam} rows for this chip ({name}); borrowed from the {sb.family}", sb.p10_pct,
+                        sb.p90_pct, sb.rows, borrowed=True)
+        return Band(f"no {fam} rows for this chip ({name}); borrowed from its rows of other families", own.p10_pct,
+                    own.p90_pct, own.rows, borrowed=True)
     few = bands.get(f"{name}/few")
     why = (f"only {few.rows} validation row{'s' * (few.rows != 1)} for this chip ({name}), a band needs {MIN_ROWS}"
            if few is not None else f"{NO_ROWS} ({name})")
+    return _borrowed(bands, fam, style, why)
+
+
+@lru_cache(maxsize=1)
+def _shipped_names() -> frozenset[str]:
+    from dse.hardware.templates import list_templates
+
+    return frozenset(list_templates())
+
+
+def _shipped(name: str) -> Hardware:
+    from dse.hardware.templates import _load_shipped
+
+    return _load_shipped(name)
+
+
+def is_shipped(hw: Hardware) -> bool:
+    """Whether ``hw`` is a shipped template as shipped (its name and every field): the only templates the validation
+    rows measured. A user's copy that keeps the name and changes a number is not."""
+    return hw.name in _shipped_names() and _shipped(hw.name) == hw
+
+
+def _style_band(bands: dict[str, Band], fam: str, style: str) -> Band | None:
+    """What a chip without rows of this family borrows from its style's chips: their rows of the family where
+    there are :data:`PERCENTILE_ROWS` of them, else their rows of every family (the NPU decode rows are 4, of two
+    Tenstorrent chips: too few to stand for every NPU's decode); None without either."""
+    if style == "gpu":
+        return bands[fam] if not bands[fam].borrowed else bands.get("style:gpu")
+    b = bands.get(f"style:npu/{fam}")
+    return b if b is not None and b.rows >= PERCENTILE_ROWS else bands.get("style:npu")
+
+
+def _borrowed(bands: dict[str, Band], fam: str, style: str, why: str) -> Band:
+    """The band of a chip without rows of its own (``why`` says so): the GPU chips' family band, or the NPU chips'
+    band of the family, else of every family; with none, NaN."""
     if style == "gpu":  # the GPU chips' family band, said to be borrowed (never shown as the chip's own)
         fb = bands[fam]
         what = f"the gpu chips' {fam} rows" if not fb.borrowed else "the gpu chips' rows of all families"
         return Band(f"{why}; borrowed from {what}", fb.p10_pct, fb.p90_pct, fb.rows, borrowed=True)
-    if "style:npu" in bands:
-        b = bands["style:npu"]
+    b = _style_band(bands, fam, "npu")
+    if b is not None:
         return Band(f"{why}; borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)
     return Band(why, float("nan"), float("nan"), 0, borrowed=True)

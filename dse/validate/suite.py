@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dse.errors import DseError, DseMultiError, _short
+from dse.errors import DseError, DseMultiError, _short, did_you_mean
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system
@@ -404,8 +404,20 @@ def scenario_errors(text: str) -> list[tuple[str, str]]:
         scen = parse_scenario(text)
     except ValueError as exc:
         return [("scenario", f"got {_short(text)}; accepted: key=value items separated by ';' ({exc})")]
-    return [(f"scenario.{k}", f"got {_short(v)}; accepted: one of {', '.join(DTYPES)}") for k, v in scen.items()
-            if (k == "dtype" or k.endswith("_dtype")) and v not in DTYPES]
+    known = scenario_keys()
+    unknown = [(f"scenario.{k}", f"got {k!r}{did_you_mean(k, sorted(known))}; accepted: a keyword of dse.workload "
+                "(a scenario or plan field)") for k in scen if k not in known]  # a typo made the row 'not covered'
+    return unknown + [(f"scenario.{k}", f"got {_short(v)}; accepted: one of {', '.join(DTYPES)}")
+                      for k, v in scen.items() if (k == "dtype" or k.endswith("_dtype")) and v not in DTYPES]
+
+
+def scenario_keys() -> frozenset[str]:
+    """Every keyword a row's scenario may hold: the scenario's and the plan's fields and the keywords of the
+    single-operator workloads (``gemm:``, ``copy:``, ``attention:``)."""
+    from dse.workloads.library import ATTENTION_KEYS, COPY_KEYS, GEMM_KEYS
+    from dse.workloads.scenario import Scenario
+
+    return frozenset({*Scenario.model_fields, *Plan.model_fields, *ATTENTION_KEYS, *COPY_KEYS, *GEMM_KEYS})
 
 
 def cell_errors(row: Mapping[str, str], hardware: set[str]) -> list[tuple[str, str]]:

@@ -778,3 +778,18 @@ def test_tenstorrent_rows_leave_far_more_per_operator_than_the_published_dispatc
     assert min(p150.values()) >= 10 and max(p150.values()) <= 31
     assert (dse.hardware("tt-n150").compute.launch_overhead_us, dse.hardware("tt-p150").compute.launch_overhead_us) == (
         1.21, 0.94)
+
+
+def test_an_unknown_scenario_keyword_is_a_bad_cell_not_an_uncovered_row(tmp_path: Path, capsys, monkeypatch) -> None:
+    """'phase=decode;bogus=3' made the row 'not covered' and the run exited 0 with a nan median; a typo is bad input
+    (one line naming the keyword, exit 2), as a bad dtype already was. Every shipped row's keywords are known."""
+    from dse.validate.suite import parse_scenario, scenario_keys
+
+    assert all(set(parse_scenario(t)) <= scenario_keys() for t in load_measurements()["scenario"])
+    header, rows = _shipped()
+    rows[0][header.index("scenario")] += ";fused_atention=true"
+    p = _write(tmp_path, header, rows)
+    rc, err, _ = _validate(tmp_path, capsys, p, monkeypatch)
+    assert rc == 2 and err == [f"error: {p}: line 2 ({SHIPPED_IDS[0]}).scenario.fused_atention: got 'fused_atention' "
+                               "(did you mean 'fused_attention' or 'fuse_elementwise'?); accepted: a keyword of "
+                               "dse.workload (a scenario or plan field)"]
