@@ -1093,7 +1093,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     band = band_for(wl, p.hardware)
     lo, hi = band.interval(p.time_s)
-    if band.rows:
+    if not p.fits:  # the time streams weights the chip cannot hold: no measurement could fall in a band around it
+        print("error band: none: the workload does not fit this chip's memory (below), so no run measures this time")
+    elif band.rows:
         print(f"error band: {band.label()}; the measured {'pass' if p.serving else 'step'} would be "
               f"{lo * 1e3:.4f} .. {hi * 1e3:.4f} ms")
     else:

@@ -507,3 +507,11 @@ def test_a_config_named_as_in_a_checkout_is_found_in_the_installed_package(tmp_p
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "npu.yaml").write_text("name: mine\n")
     assert packaged_config("configs/npu.yaml") == "configs/npu.yaml"
+
+
+def test_a_prediction_that_does_not_fit_carries_no_band(capsys) -> None:
+    """Llama-3-8B decode on the 230 MB Groq TSP printed a band around a time that streams 16 GB of weights it cannot
+    hold ('the measured step would be 3.57 .. 5.35 ms')."""
+    assert main(["predict", "llama3-8b", "groq-tsp", "--phase", "decode", "--context", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "error band: none: the workload does not fit" in out and "would be" not in out and "DOES NOT FIT" in out

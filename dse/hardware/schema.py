@@ -498,6 +498,9 @@ class Hardware(Strict):
         "clock (dse.predict.power_cap); e.g. an A100 capped at 330 W")
     package: Package | None = None
     published: Published | None = None
+    calibrated_on: list[str] = Field(
+        default_factory=list, description="Validation rows (ids) this template's numbers were fitted on, written by dse "
+        "calibrate: dse validate counts them in sample (fitted), never as a check of the fit")
     source: str = Field(min_length=3, description="Overall provenance of this template")
 
     @model_validator(mode="before")

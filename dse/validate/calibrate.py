@@ -516,4 +516,5 @@ def calibrated_template(hw: Hardware, fit: Fit) -> Hardware:
         note += "; host-sync time per timing harness (not written: dse validate estimates it per harness): " + ", ".join(
             f"{k[len('sync_us['):-1]} {float(val):.1f} us" for k, val in v.items() if k.startswith("sync_us["))
     out = template_with(hw, fit.names, np.asarray(fit.values), note)
-    return out.model_copy(update={"name": f"{hw.name}-calibrated"})
+    return out.model_copy(update={"name": f"{hw.name}-calibrated",
+                                  "calibrated_on": sorted({*hw.calibrated_on, *fit.row_ids})})

@@ -308,6 +308,8 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
                "time_error_pct": np.nan, "status": "covered", "reason": ""}
         try:
             case = prepare_row(row, templates)
+            if not rec["fitted_into"] and str(row["id"]) in case.hardware.calibrated_on:  # a dse calibrate template
+                rec["fitted_into"] = f"dse calibrate ({case.hardware.name})"
             rec["style"] = chip_style(case.hardware)
             rec["family"] = family_of(case.workload)
             rec["predicted"] = predict_case(case, sync_overhead_us=loo_sync.get(k))

@@ -303,6 +303,7 @@ def test_validating_with_the_calibrated_template_reproduces_the_fit_table_row_fo
 
     from dse.hardware.schema import Hardware
     from dse.validate.calibrate import chip_cases
+    from dse.validate.families import out_of_sample
     from dse.validate.suite import load_measurements, run_suite
 
     hw = dse.hardware("a100-80gb")
@@ -317,6 +318,9 @@ def test_validating_with_the_calibrated_template_reproduces_the_fit_table_row_fo
     np.testing.assert_allclose(got, fit.fit_error_pct, atol=1e-6)
     assert "calibrated by dse calibrate" in cal.memory[-1].source and "dse validate estimates it per harness" in \
         cal.compute.source
+    # ... and counts those rows in sample: they set the template's numbers (it reported '65 out-of-sample rows of 66')
+    assert sorted(cal.calibrated_on) == sorted(fit.row_ids)
+    assert (res.loc[fit.row_ids, "fitted_into"] != "").all() and out_of_sample(res.reset_index()).empty
 
 
 def test_calibrate_refuses_a_bad_row_as_validate_does_and_warns_on_too_few_rows(tmp_path, capsys) -> None:
