@@ -72,6 +72,21 @@ def cost_curve(result: StudyResult, node, n: int = 200) -> dict[str, np.ndarray]
     return {"area": a, "yield": y, "die_cost": node.wafer_cost_usd.value / (dies_per_wafer(a) * y)}
 
 
+def cost_marks(costs: dict, curve: dict) -> dict[str, tuple[float, float]]:
+    """Where each design sits on the die cost curve: (die area mm^2, cost per good die USD). A one-die design at its
+    area and die cost; a multi-die package at its largest die, on the curve (its package silicon and all dies'
+    cost sat past the reticle of a per-die curve), labelled as one of its dies."""
+    out = {}
+    for n, (ar, cost) in costs.items():
+        dies = float(ar.die_total[0])
+        if dies > 1:
+            a = float(ar.largest_die_mm2[0])
+            out[f"{n} (largest of {dies:.0f} dies)"] = (a, float(np.interp(a, curve["area"], curve["die_cost"])))
+        else:
+            out[n] = (float(ar.total[0]), float(cost.parts["die"][0]))
+    return out
+
+
 def study_document(result: StudyResult, plots_on: bool = True) -> Document:
     """The study's report (``dse.report.render.render`` writes it): trials.csv (pareto.csv with several
     objectives), workloads.csv, ops_best.csv; rooflines, AI histogram, score heatmap, area / power breakdowns,
@@ -107,7 +122,7 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
         g = result.heatmap
         node = costs["base"][0].node
         curve = cost_curve(result, node)
-        marks = {n: (float(costs[n][0].total[0]), float(costs[n][1].parts["die"][0])) for n in costs}
+        marks = cost_marks(costs, curve)
         title = ctx.cfg.name
         objective = OBJECTIVES[ctx.cfg.search.objective_names[0]]
         figures = [

@@ -103,3 +103,26 @@ def test_the_study_report_renders_the_studys_evaluations_without_predicting(tmp_
         assert (result.folder / f).is_file(), f
     with pytest.raises(ValueError, match="carries no evaluations"):  # a hand-made result is not predicted here
         write_results(dataclasses.replace(result, best_eval=None), plots_on=False)
+
+
+def test_a_multi_die_design_sits_on_the_cost_curve_at_its_largest_die() -> None:
+    """The cost-vs-area plot put a 2-die package at its package silicon (1391 mm2, past the reticle) and all its dies'
+    cost, on a curve of one die's cost: it now sits at its largest die, on the curve, said to be one of its dies."""
+    import dse
+    from dse.cost.area import area
+    from dse.cost.cost import unit_cost
+    from dse.hardware.designs import DesignBatch
+    from dse.report.write import cost_marks
+
+    costs = {}
+    for name in ("npu-7nm", "b200"):
+        d = DesignBatch.from_hardware(dse.hardware(name))
+        ar = area(d)
+        costs[name] = (ar, unit_cost(d, ar))
+    curve = {"area": np.linspace(50, 1000, 50), "die_cost": np.linspace(10, 1000, 50)}
+    marks = cost_marks(costs, curve)
+    assert marks["npu-7nm"] == (float(costs["npu-7nm"][0].total[0]), float(costs["npu-7nm"][1].parts["die"][0]))
+    (label,) = [k for k in marks if k.startswith("b200")]
+    a, c = marks[label]
+    assert label == "b200 (largest of 2 dies)" and a == float(costs["b200"][0].largest_die_mm2[0]) < 858
+    assert c == pytest.approx(np.interp(a, curve["area"], curve["die_cost"]))
