@@ -556,10 +556,21 @@ def decision_memo(ctx: Context, cmp: Comparison, ai: pd.DataFrame, ceilings: pd.
                      f"and the efficiency bands; `robustness.csv`, `tornado.png`): P({name} beats {first} on {kind}) "
                      f"= {r['p_beats_first']:.0%}; {kind} p10-p90 {r['objective_p10']:.3g}-{r['objective_p90']:.3g} "
                      f"vs {r0['objective_p10']:.3g}-{r0['objective_p90']:.3g}; P(less area) "
-                     f"{r['p_less_area_than_first']:.0%}. Decided most by: " + ", ".join(
-                         f"{x['input']} (S1 {x['first_order_index']:.2f})" for _, x in
-                         rb.sensitivity[rb.sensitivity["candidate"] == name].head(3).iterrows()) + ".")
+                     f"{r['p_less_area_than_first']:.0%}. " + deciders(rb, name))
     return "\n".join(lines) + "\n\n"
+
+
+def deciders(rb, name: str) -> str:  # noqa: ANN001 - a dse.robustness.Robustness
+    """'Decided most by: ...' with the (at most three) inputs whose first-order index stands above the sampling
+    noise (``dse.robustness.noise_floor``), or that none does at this many samples."""
+    s = rb.sensitivity[rb.sensitivity["candidate"] == name]
+    top = s[s["above_noise"]].head(3)
+    if not len(top):
+        floor = float(s["noise_floor"].iloc[0]) if len(s) else float("nan")
+        return (f"No input moves it beyond the sampling noise at {len(rb.samples)} samples (first-order index "
+                f"floor {floor:.2f}; more samples resolve smaller effects).")
+    return "Decided most by: " + ", ".join(f"{x['input']} (S1 {x['first_order_index']:.2f})"
+                                          for _, x in top.iterrows()) + "."
 
 
 def comparison_document(ctx: Context, cmp: Comparison, heading: str, config_text: str | None = None,
