@@ -77,7 +77,7 @@ def cost_marks(costs: dict, curve: dict) -> dict[str, tuple[float, float]]:
     area and die cost; a multi-die package at its largest die, on the curve (its package silicon and all dies'
     cost sat past the reticle of a per-die curve), labelled as one of its dies."""
     out = {}
-    for n, (ar, cost) in costs.items():
+    for n, (ar, cost, *_) in costs.items():
         dies = float(ar.die_total[0])
         if dies > 1:
             a = float(ar.largest_die_mm2[0])
