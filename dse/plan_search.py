@@ -53,16 +53,22 @@ class PlanSearch:
                 f"{int(self.table['fits'].sum())} of {len(self.table)} candidates fit)")
 
 
-def _resolve(system: str | System | Any, chips: int) -> System:
-    if isinstance(system, System):
-        sysm = system
-    else:
-        from dse.hardware.system import default_system, is_system
-        from dse.hardware.templates import load_hardware
+def _resolve(system: str | System | Any, chips: int) -> tuple[System, Any]:
+    """(the system resized to ``chips``, its chip's template). A chip template (a name or a YAML path) is its own
+    chip on its shipped system: the file's numbers, never the shipped template its name matches (a copy of npu-7nm
+    with twice the cores planned as the stock npu-7nm, and a best_design.yaml not at all)."""
+    from dse.hardware.templates import load_hardware
 
-        name = str(system)
-        sysm = load_system(name) if is_system(name) else default_system(load_hardware(name))
-    return sysm.resized(chips)
+    if isinstance(system, System):
+        return system.resized(chips), load_hardware(system.chip)
+    from dse.hardware.system import default_system, is_system
+
+    name = str(system)
+    if is_system(name):
+        sysm = load_system(name)
+        return sysm.resized(chips), load_hardware(sysm.chip)
+    chip = load_hardware(name)
+    return default_system(chip).resized(chips), chip
 
 
 #: candidate plans per vectorized prediction (memory, not speed: each call predicts all of its candidates at once)
@@ -89,7 +95,7 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
         raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="workload")
     if not isinstance(chips, int) or chips <= 0:
         raise DseError(f"got {chips!r}; accepted: a positive whole number of chips", field="chips")
-    sysm = _resolve(system, chips)
+    sysm, chip = _resolve(system, chips)
     per_node = sysm.network[0].size if sysm.network else chips
     keys = candidates(wl, chips, per_node, **fixed)
     wls, _, errors = expand(wl, keys)
@@ -99,9 +105,6 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
         first = next((e for e in errors if e), f"no candidate with {held}" if held else "no candidate")
         raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
                        "count or fewer fixed fields", field="best_plan")
-    from dse.hardware.templates import load_hardware
-
-    chip = load_hardware(sysm.chip)
     d = DesignBatch.from_hardware(chip).with_system(sysm)
     # candidates predicted in chunks: one mix of all of them has an [ops, workloads] membership matrix that grows as
     # the square of the candidates (Mixtral on 8 H100: 2616 candidates, 7 GB; on 16 the process was killed)

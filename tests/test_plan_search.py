@@ -200,3 +200,27 @@ def test_a_torus_pod_searches_past_the_plans_it_cannot_place() -> None:
     assert len(unplaced) and (unplaced["tp"] == 2).any() and not unplaced["fits"].any()
     assert ((r.table["tp"] == 4) & (r.table["error"] == "")).any()  # tp 4 on the 4-long axis is placed
     assert r.best is not None and r.prediction.time_s > 0
+
+
+def test_a_chip_yaml_is_planned_with_its_own_numbers(tmp_path) -> None:
+    """dse plan on a copy of npu-7nm with twice the cores (its file name and template name unchanged) planned the stock
+    npu-7nm, and on a renamed copy or a study's best_design.yaml failed ('unknown hardware template'): the system was
+    rebuilt from the chip's name."""
+    import yaml
+
+    data = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    data["compute"]["cores"] *= 2
+    for unit in ("matrix", "vector"):
+        data["compute"][unit]["peak_tflops"] = {k: v * 2 for k, v in data["compute"][unit]["peak_tflops"].items()}
+    (tmp_path / "same").mkdir()
+    same, renamed = tmp_path / "same" / "npu-7nm.yaml", tmp_path / "mynpu.yaml"
+    same.write_text(yaml.safe_dump(data))
+    renamed.write_text(yaml.safe_dump({**data, "name": "mynpu"}))
+    wl = dse.workload("llama2-7b", **TRAIN_7B)
+    stock = best_plan(wl, "npu-7nm", 8, tp=1, pp=1, zero=3, recompute="none", microbatches=1)
+    for path in (same, renamed):
+        r = best_plan(wl, str(path), 8, tp=1, pp=1, zero=3, recompute="none", microbatches=1)
+        by_hand = dse.predict(dse.workload("llama2-7b", plan={"chips": 8, "dp": 8, "zero": 3, "microbatches": 1},
+                                           **TRAIN_7B), dse.hardware(str(path)))
+        assert r.prediction.time_s == pytest.approx(by_hand.time_s, rel=1e-9)
+        assert r.prediction.time_s < 0.8 * stock.prediction.time_s  # twice the compute
