@@ -149,10 +149,12 @@ class OpArrays:
                        net_bytes=s["net_bytes"].to_numpy(dtype=float)[cidx],
                        group=s["group"].to_numpy(dtype=int)[cidx], stride=s["stride"].to_numpy(dtype=int)[cidx])
         kind = s["kind"].to_numpy() if "kind" in s.columns else np.full(len(s), "")
-        in_kernel = (codes == REUSE_CODES["attention"]) | ((kind == "softmax") & s["fused"].to_numpy(dtype=bool))
         bt = s["batch"].to_numpy(dtype=float) if "batch" in s.columns else np.ones(len(s))
         attn = codes == REUSE_CODES["attention"]
         given = f("ctas") if "ctas" in s.columns else np.zeros(len(s))  # tables from before the column: by K
+        # the softmax inside a fused attention kernel (its CTAs given); a softmax fused into its neighbours by
+        # fuse_elementwise runs as its own grid (it took units = 1: one SM of an A100, a prefill 2x slower fused)
+        in_kernel = attn | ((kind == "softmax") & s["fused"].to_numpy(dtype=bool) & (given > 0))
         ctas = np.where(given > 0, given,
                         np.where(attn, attention_ctas(np.maximum(bt, 1.0), f("M"), f("K")), np.maximum(bt, 1.0)))
         gk = s["gemm_kernel"].map(GEMM_KERNEL_CODES).fillna(0).to_numpy(dtype=int) if "gemm_kernel" in s.columns \
