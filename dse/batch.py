@@ -42,6 +42,8 @@ class StudyRun:
     summary: str
     #: mixes without a feasible design (a study with ``mixes:``): mix -> the one-line reason; the tables hold the others
     infeasible: dict[str, str] = field(default_factory=dict)
+    #: a study with ``mixes:``: one row per mix (``mix`` column), the best design of each; ``best`` is the first's
+    bests: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)
@@ -117,10 +119,11 @@ class Study:
             texts = [write_results(r, plots_on=plots) for r in run.results.values()]
             texts += [f"mix {m}: no feasible design: {e.message}" for m, e in run.infeasible.items()]
             trials = pd.concat([trials_frame(r.study).assign(mix=m) for m, r in run.results.items()])
-            best = pd.concat([_best_row(r) for r in run.results.values()], axis=1).T.reset_index(drop=True)
+            best = pd.concat([_best_row(r).rename(m) for m, r in run.results.items()], axis=1).T
+            best = best.rename_axis("mix").reset_index()
             source = str(self.source) if self.source else None  # not the temporary copy that ran
             why = {m: str(DseError(e.message, file=source, field=e.field)) for m, e in run.infeasible.items()}
-            return StudyRun(run.top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts), why)
+            return StudyRun(run.top, trials, best.iloc[0], pd.DataFrame(), "\n".join(texts), why, best)
         r = run_study(path, out=out, progress=progress)
         text = write_results(r, plots_on=plots)
         trials = trials_frame(r.study)
@@ -209,7 +212,8 @@ def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = 
             res = Study.from_yaml(path).run(out=out)
             note = {"infeasible_mixes": "; ".join(f"{m}: {e}" for m, e in res.infeasible.items())} if res.infeasible \
                 else {}
-            rows.append({"config": path, "status": "ok", **res.best.to_dict(), **note})
+            bests = res.bests if len(res.bests) else pd.DataFrame([res.best])  # every mix of a mixes: config
+            rows += [{"config": path, "status": "ok", **b.to_dict(), **note} for _, b in bests.iterrows()]
             if (progress if warn is None else warn) and res.infeasible:  # a warning line, not a progress bar
                 for m, e in res.infeasible.items():
                     print(f"warning: mix {m} has no feasible design: {e}", file=sys.stderr)

@@ -252,6 +252,13 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
     """The ends of a searched field's range (or its smallest and largest choice) must build a design the schema
     accepts (``dse.limits``: no 1000 GHz clock, no link wider than 64 KiB): each end set alone on the base design and
     written back as a template; one line naming the end and the field's limit otherwise."""
+    from dse.hardware.fields import whole_numbered
+
+    if prm.choices is not None and whole_numbered(prm.field):
+        bad = next((c for c in prm.choices if float(c) != round(float(c))), None)
+        if bad is not None:
+            raise DseError(f"got {bad:g} for {prm.field}; accepted: whole numbers (it counts cores, MACs, links or "
+                           "dies)", field=f"search.space.params.{i}.choices")
     ends = (("low", prm.low), ("high", prm.high)) if prm.choices is None else (
         ("choices", min(prm.choices)), ("choices", max(prm.choices)))
     for key, value in ends:

@@ -73,6 +73,7 @@ def test_batch_runs_a_mixes_study_with_an_infeasible_mix_and_names_it(tmp_path: 
            "needing" in err and "error:" not in err
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
     assert list(table["status"]) == ["ok"] and table.loc[0, "folder"].endswith("decode")
+    assert table.loc[0, "mix"] == "decode"
     assert table.loc[0, "infeasible_mixes"].startswith(f"huge: {cfg}: mixes.huge: got llama2-70b")
     assert "GB per chip" in table.loc[0, "infeasible_mixes"]
     res = dse.Study.from_yaml(cfg).run(out=tmp_path / "api")
@@ -102,3 +103,15 @@ def test_batch_and_the_study_api_resolve_relative_paths_as_dse_run_does(tmp_path
     res = dse.Study.from_yaml(cfg).with_overrides({"search.n_trials": 3}).run()
     assert res.out_dir.exists() and res.out_dir.parent == folder / "out" and len(res.trials) == 3
     assert sorted(p.name for p in folder.iterdir()) == ["mygpt.yaml", "out", "rel.yaml"]  # no copy left behind
+
+
+def test_batch_keeps_a_row_per_mix(tmp_path: Path, capsys) -> None:
+    """A config with two feasible mixes wrote one batch.csv row, the first mix's; the others' best designs were lost."""
+    data = {k: v for k, v in SMALL_STUDY.items() if k != "workloads"}
+    data["search"] = {**data["search"], "n_trials": 8}
+    cfg = write_config(tmp_path, {**data, "mixes": {"decode": [SMALL_STUDY["workloads"][1]],
+                                                     "vision": [SMALL_STUDY["workloads"][0]]}})
+    assert main(["batch", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
+    assert list(table["mix"]) == ["decode", "vision"] and (table["status"] == "ok").all()
+    assert table.loc[0, "folder"].endswith("decode") and table.loc[1, "folder"].endswith("vision")

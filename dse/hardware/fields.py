@@ -131,6 +131,17 @@ BUILD_FIELDS: tuple[str, ...] = ("compute.cores", "compute.clock_ghz", "compute.
                                  "compute.matrix.array_cols")
 
 
+def whole_numbered(name: str) -> bool:
+    """Whether a searched field counts things (cores, MACs of an array side, links, dies): its values are whole
+    numbers (a choice of 0.5 array rows was built as 1 row and ran every trial)."""
+    import re
+
+    ints = [f.path for f in (*COMPUTE_FIELDS, *NETWORK_FIELDS, *SPECIAL) if f.write == "int"]
+    pats = [re.escape(p).replace(re.escape("{level}"), "[^.]+") for p in ints]
+    pats += [re.escape("compute.cores"), r"package\.dies\.[^.]+\.count"]
+    return any(re.fullmatch(p, name) for p in pats)
+
+
 def key(f: Field) -> str:
     """The last part of a per-level field's path (``capacity_mib``)."""
     return f.path.rsplit(".", 1)[1]

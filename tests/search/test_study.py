@@ -629,6 +629,9 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
     # number <= 1000000.0' of 100000 rows)
     ({"field": "compute.matrix.array_rows", "choices": [64, 400000]},
      "search.space.params.0.choices: got 400000 for compute.matrix.array_rows; accepted: a number <= 4096"),
+    # a fraction of a counted thing was built as 1 row and ran every trial
+    ({"field": "compute.matrix.array_rows", "choices": [7, 0.5]},
+     "search.space.params.0.choices: got 0.5 for compute.matrix.array_rows; accepted: whole numbers"),
 ])
 def test_a_searched_range_beyond_a_fields_limit_is_one_line_before_any_trial(tmp_path: Path, capsys, param,
                                                                              expected) -> None:
