@@ -290,14 +290,22 @@ def cost_vs_area(area_mm2: np.ndarray, die_cost: np.ndarray, yield_: np.ndarray,
 
 
 def pareto_chart(all_points: pd.DataFrame, front: pd.DataFrame, x: str, y: str, labels: dict[str, str],
-                 path: Path, title: str) -> Path:
-    """All trials (feasible and not) and the Pareto front in the plane of two objectives."""
+                 path: Path, title: str, others: tuple[str, ...] = ()) -> Path:
+    """All trials (feasible and not) and the Pareto front in the plane of two objectives. With more objectives
+    (``others``) the front is points coloured by the third, not a line: projected onto two axes a 3-objective front
+    is not a curve (joined, it zigzagged across the plane)."""
     fig, ax = plt.subplots(figsize=(7.5, 5))
     feas = all_points["feasible"]
     ax.scatter(all_points.loc[~feas, x], all_points.loc[~feas, y], s=10, color="0.75", label="infeasible")
     ax.scatter(all_points.loc[feas, x], all_points.loc[feas, y], s=12, color="C0", alpha=0.6, label="feasible")
     f = front.sort_values(x)
-    ax.plot(f[x], f[y], "-o", color="crimson", ms=5, lw=1.5, label=f"Pareto front ({len(f)} designs)")
+    if others:
+        z = others[0]
+        pts = ax.scatter(f[x], f[y], c=f[z], cmap="viridis", s=30, edgecolors="crimson", linewidths=0.8,
+                         label=f"Pareto front ({len(f)} designs, {len(others) + 2} objectives)")
+        fig.colorbar(pts, ax=ax).set_label(labels.get(z, z))
+    else:
+        ax.plot(f[x], f[y], "-o", color="crimson", ms=5, lw=1.5, label=f"Pareto front ({len(f)} designs)")
     ax.set_xlabel(labels.get(x, x))
     ax.set_ylabel(labels.get(y, y))
     ax.set_title(title, fontsize=10)

@@ -155,7 +155,9 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
             pts = trials[trials["state"] == "COMPLETE"]
             figures.append(Figure("pareto.png", "pareto_chart",
                                   (pts, front_df, f"objective_{names[1]}", f"objective_{names[0]}", OBJECTIVE_LABELS),
-                                  f"{title}: {names[0]} vs {names[1]}"))
+                                  f"{title}: {names[0]} vs {names[1]}"
+                                  + (f", colour {names[2]}" if len(names) > 2 else ""),
+                                  {"others": tuple(f"objective_{n}" for n in names[2:])}))
 
     design_df = design_table(ctx.base, result.best, costs)
     coef_df = coefficient_table(costs["base"][0].node)
