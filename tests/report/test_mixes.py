@@ -74,3 +74,15 @@ def test_write_mix_report_writes_table_curves_figure_and_summary(results, tmp_pa
     assert text.splitlines()[0].startswith("study tiny: best ratio per mix (base ridge 168.0 FLOP/byte)")
     assert f"results: {tmp_path}" in text
 
+
+
+def test_a_curve_point_above_the_searchs_best_is_named() -> None:
+    """A mix's 'best ratio' (2.117x) sat under its own ratio curve (2.178x at another ratio) and nothing said so."""
+    import pandas as pd
+
+    from dse.report.mixes import curve_beats_search
+
+    curve = pd.DataFrame({"best_score": [1.9, 2.178, float("nan")], "ridge_flop_per_byte": [300.0, 242.0, 200.0],
+                          "peak_tflops": [600.0, 595.0, 500.0], "dram_bandwidth_tbps": [2.0, 2.458, 2.5]})
+    out = curve_beats_search({"train": curve, "vision": curve}, {"train": (297.6, 2.117), "vision": (242.0, 2.178)})
+    assert list(out) == ["train"] and out["train"]["ridge_flop_per_byte"] == 242.0
