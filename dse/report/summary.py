@@ -76,7 +76,16 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
         ("clock (GHz)", base.base.compute.clock_ghz * float(base.clock_scale[0]),
          best.base.compute.clock_ghz * float(best.clock_scale[0])),
         ("on-chip network link width (bytes)", float(base.noc().link_bytes[0]), float(best.noc().link_bytes[0])),
+        ("MAC array (rows)", float(base.array_rows[0]), float(best.array_rows[0])),
+        ("MAC array (columns)", float(base.array_cols[0]), float(best.array_cols[0])),
     ]
+    rows += [(f"dies: {kind}", float(base.die_counts[0, g]), float(best.die_counts[0, g]))  # a searched die count
+             for g, kind in enumerate(base.die_kinds)]
+    for j, lv in enumerate(base.level_names):  # every level: a searched capacity or bandwidth of any of them shows
+        rows.append((f"memory '{lv}': capacity (MiB)", float(base.capacity[0, j]) / 2**20,
+                     float(best.capacity[0, j]) / 2**20))
+        rows.append((f"memory '{lv}': bandwidth (TB/s)", float(base.bandwidth[0, j]) / 1e12,
+                     float(best.bandwidth[0, j]) / 1e12))
     if base.n_net:
         for j, lv in enumerate(base.system.network):
             rows.append((f"network '{lv.name}': links per chip", float(base.net_links[0, j]), float(best.net_links[0, j])))
