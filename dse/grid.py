@@ -93,9 +93,10 @@ def binding_ceiling(ctx: Context, designs: DesignBatch, member: np.ndarray | Non
 
     Per workload ``w``, ``share_b,w = sum of op time bound by b / workload time`` (op times x counts,
     bounds as :func:`dse.predict.evaluate` gives them); the mix share is ``sum_w weight_w * share_b,w``
-    (the weights of the score) and the binding ceiling is the ceiling with the largest mix share (the
-    time-weighted majority). ``by`` [D, W, B] from :func:`dse.predict.mix_times_bounds` (computed here when
-    not given; ``member`` and ``budget`` are accepted for the old call form and unused)."""
+    (the weights of the score, as each workload's speedup counts in it: not the mix's summed time, where the longest
+    workload would decide) and the binding ceiling is the ceiling with the largest mix share. ``by`` [D, W, B] from
+    :func:`dse.predict.mix_times_bounds` (computed here when not given; ``member`` and ``budget`` are accepted for the
+    old call form and unused)."""
     if by is None:
         by = mix_times_bounds(designs, ctx.mix, arrays=ctx.arrays)[1]
     total = by.sum(axis=2, keepdims=True)
@@ -419,8 +420,8 @@ def sweep_document(title: str, headline: str, best_rows: dict[str, pd.Series], c
     body = (f"# Sweep `{title}`\n\n{headline}\n\n## Best feasible design per mix\n\n",
             pd.DataFrame(list(best_rows.values()))[BEST_COLUMNS],
             "\n\n## Share of grid points by binding ceiling (fraction of the mix's points)\n\n", share,
-            "\n\n(binding ceiling: the ceiling under which the mix spends the largest "
-            "time-weighted share; `score` is the mix score relative to the base design on each mix (x), "
+            "\n\n(binding ceiling: the ceiling with the largest share of each workload's time, averaged with the "
+            "score's weights; `score` is the mix score relative to the base design on each mix (x), "
             "`score_per_mm2` that score per die area relative to the base's (x), `binding_time_share` a fraction)"
             f"\n\n{files}\n")
     return Document(f"dse sweep {title}", body, tables, figures, config_text)

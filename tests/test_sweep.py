@@ -67,7 +67,7 @@ TWO_MIXES = {k: v for k, v in PLOTTED_STUDY.items() if k != "workloads"} | {
 
 
 def _binding_by_predict(ctx, design) -> tuple[str, float]:
-    """The time-weighted majority ceiling over the mix, from dse.predict per workload."""
+    """The ceiling with the largest score-weighted share of the workloads' times, from dse.predict per workload."""
     shares: dict[str, float] = {}
     for wl, w in zip(ctx.mix.workloads, ctx.mix.weights, strict=True):
         for bound, share in dse.predict(wl, design).time_by_bound().items():

@@ -546,8 +546,8 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 code = g["binding"].map({b: k for k, b in enumerate(labels)}).to_numpy().reshape(shape).T
                 ax.pcolormesh(PE, BE, code, shading="flat", cmap=cmap_b, vmin=-0.5, vmax=len(labels) - 0.5)
                 handles = [matplotlib.patches.Patch(color=c, label=b) for b, c in zip(labels, colors, strict=True)]
-                ax.legend(handles=handles, fontsize=7, loc="upper left", title="binds most time", title_fontsize=7)
-                heading = "binding ceiling (time-weighted majority)"
+                ax.legend(handles=handles, fontsize=7, loc="upper left", title="largest share", title_fontsize=7)
+                heading = "binding ceiling (its share of each workload's time, averaged with the score's weights)"
             else:
                 label, cmap = {"score": ("mix score (x vs base)", "viridis"),
                                "score_per_mm2": ("score per mm² (x vs base)", "magma"),
