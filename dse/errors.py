@@ -121,6 +121,10 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
         return "a finite number"
     if kind in PLAIN:
         return PLAIN[kind]
+    if kind == "too_short":  # pydantic: 'List should have at least 2 items after validation, not 1'
+        return f"at least {ctx.get('min_length', '')} items"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length', '')} items"
     if kind == "string_pattern_mismatch":
         return f"a string matching {ctx.get('pattern', '')}"
     if kind == "literal_error":

@@ -153,3 +153,13 @@ def test_an_empty_yaml_and_a_plan_a_model_cannot_take_say_so_plainly(tmp_path, c
     smi.write_text("x\n")
     assert main(["gpu", "--from-file", str(smi), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"error: {smi}: line 1: 1 fields; accepted:")
+
+
+def test_a_list_too_short_says_how_many_items_it_takes(tmp_path, capsys) -> None:
+    """'objectives: [score]' printed pydantic's 'List should have at least 2 items after validation, not 1'."""
+    from dse.config import StudyConfig
+
+    data = {"name": "x", "base": "npu-7nm", "workloads": [{"name": "resnet50"}],
+            "search": {"objectives": ["score"], "space": {"peak_tflops": {"low": 64, "high": 1024}}}}
+    e = _convert(data, model=StudyConfig)
+    assert str(e) == "f.yaml: search.objectives: got ['score']; accepted: at least 2 items"
