@@ -122,9 +122,11 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     if kind in PLAIN:
         return PLAIN[kind]
     if kind == "too_short":  # pydantic: 'List should have at least 2 items after validation, not 1'
-        return f"at least {ctx.get('min_length', '')} items"
+        n = ctx.get("min_length", "")
+        return f"at least {n} item{'' if n == 1 else 's'}"
     if kind == "too_long":
-        return f"at most {ctx.get('max_length', '')} items"
+        n = ctx.get("max_length", "")
+        return f"at most {n} item{'' if n == 1 else 's'}"
     if kind == "string_pattern_mismatch":
         return f"a string matching {ctx.get('pattern', '')}"
     if kind == "literal_error":

@@ -102,8 +102,7 @@ def test_a_validator_naming_its_field_moves_the_location_to_it() -> None:
     (lambda d: d["compute"].__setitem__("clock_ghz", float("inf")), "compute.clock_ghz: got inf; accepted: a finite number"),
     (lambda d: d["compute"].__setitem__("launch_overhead_us", -1.0),
      "compute.launch_overhead_us: got -1.0; accepted: a number >= 0.0"),
-    (lambda d: d.__setitem__("memory", []), "memory: got []; accepted: List should have at least 1 item after "
-                                            "validation, not 0"),
+    (lambda d: d.__setitem__("memory", []), "memory: got []; accepted: at least 1 item"),
 ])
 def test_each_pydantic_error_kind_gets_its_accepted_text(mutate, expected: str) -> None:
     data = copy.deepcopy(BASE)
