@@ -1016,6 +1016,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _energy_fields(p) -> dict[str, float]:  # noqa: ANN001 - a Prediction
+    """Energy of the predicted step on one chip and its average power (``dse.cost.power.mix_energy``: the same
+    joules a study's power column and budget use), at the printed step time; a user could not check a study's
+    per-workload power from the command line."""
+    import numpy as np
+
+    from dse.cost.power import mix_energy
+    from dse.hardware.designs import DesignBatch
+    from dse.workloads.mix import Mix
+
+    d = DesignBatch.from_hardware(p.hardware)
+    if p.system is not None:
+        d = d.with_system(p.system)
+    e = mix_energy(d, Mix.of([p.workload]), times=np.array([[p.time_s]]))
+    return {"energy_j_per_chip": float(e.energy_j[0, 0]), "average_power_w": float(e.power_w[0, 0]),
+            "static_power_w": float(e.static_w[0])}
+
+
 def _rate_text(p) -> str:  # noqa: ANN001 - a Prediction
     """What a predicted step achieves: TFLOP/s per chip; for one collective the algorithm and bus bandwidth
     nccl-tests prints (bus bytes = the bytes one rank sends); for a copy its bytes read and written per second."""
@@ -1075,7 +1093,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                      "p10_pct": band.p10_pct, "p90_pct": band.p90_pct, "rows": band.rows, "measured_s": [lo, hi]},
                      "memory_gb_per_chip": p.workload.memory_bytes / 1e9, "fits": p.fits,
                      "time_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},
-                     "ops": _records(p.ops[cols + ["clock_fraction", "fill"]])})
+                     **_energy_fields(p), "ops": _records(p.ops[cols + ["clock_fraction", "fill"]])})
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         shown = p.ops[cols].rename(columns=PREDICT_UNITS)  # every column with its unit
@@ -1086,6 +1104,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     rate = _rate_text(p)
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
+    en = _energy_fields(p)
+    print(f"energy: {en['energy_j_per_chip']:.4g} J per {unit.split(' (')[0]} per chip, average power "
+          f"{en['average_power_w']:.4g} W (static {en['static_power_w']:.4g} W; dse.cost.power, as a study prices it)")
     named = getattr(args, "system", None) is not None or p.system is not None and args.hardware == p.system.name
     if p.system is not None and not named:  # the hardware argument naming a system chooses it too
         print(f"system: {assumed_system(p.system, p.hardware.name)} (--system to choose)")

@@ -515,3 +515,28 @@ def test_a_prediction_that_does_not_fit_carries_no_band(capsys) -> None:
     assert main(["predict", "llama3-8b", "groq-tsp", "--phase", "decode", "--context", "1024"]) == 0
     out = capsys.readouterr().out
     assert "error band: none: the workload does not fit" in out and "would be" not in out and "DOES NOT FIT" in out
+
+
+def test_predict_prints_the_energy_a_study_prices(capsys) -> None:
+    """A study's per-workload power could not be checked from the command line: dse predict prints the step's energy
+    and average power from the same model (dse.cost.power.mix_energy at the printed time)."""
+    import json
+
+    import numpy as np
+
+    import dse
+    from dse.cost.power import mix_energy
+    from dse.hardware.designs import DesignBatch
+    from dse.workloads.mix import Mix
+
+    assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "decode", "--context", "1024", "--format",
+                 "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    wl = dse.workload("llama2-7b", phase="decode", context=1024)
+    e = mix_energy(DesignBatch.from_hardware(dse.hardware("a100-80gb")), Mix.of([wl]),
+                   times=np.array([[got["time_s"]]]))
+    assert got["average_power_w"] == pytest.approx(float(e.power_w[0, 0]), rel=1e-9)
+    assert got["energy_j_per_chip"] == pytest.approx(got["average_power_w"] * got["time_s"], rel=1e-9)
+    assert 100 < got["average_power_w"] < 400  # an A100 streaming weights at batch 1, under its 400 W
+    assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "decode", "--context", "1024"]) == 0
+    assert "\nenergy: " in capsys.readouterr().out

@@ -314,7 +314,9 @@ def _style_band(bands: dict[str, Band], fam: str, style: str) -> Band | None:
     there are :data:`PERCENTILE_ROWS` of them, else their rows of every family (the NPU decode rows are 4, of two
     Tenstorrent chips: too few to stand for every NPU's decode); None without either."""
     if style == "gpu":
-        return bands[fam] if not bands[fam].borrowed else bands.get("style:gpu")
+        b = bands[fam] if not bands[fam].borrowed else bands.get("style:gpu")
+        return b if b is None or b is not bands[fam] else Band(f"gpu chips' {fam} rows", b.p10_pct, b.p90_pct, b.rows,
+                                                              borrowed=True)
     b = bands.get(f"style:npu/{fam}")
     return b if b is not None and b.rows >= PERCENTILE_ROWS else bands.get("style:npu")
 
