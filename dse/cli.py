@@ -1005,8 +1005,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     n_fit = int(r.table["fits"].sum())
-    print(f"{len(r.table)} candidate plans of {wl.label()} on {args.chips} chips of {args.system}, {n_fit} fit; "
-          f"searched in {r.seconds:.1f} s")
+    chips = f"{args.chips} chip{'s' * (args.chips != 1)}"  # 'on 1 chips'
+    print(f"{len(r.table)} candidate plan{'s' * (len(r.table) != 1)} of {wl.label()} on {chips} of {args.system}, "
+          f"{n_fit} fit; searched in {r.seconds:.1f} s")
     if r.best is None:
         raise DseError(f"no plan fits: {no_fit_reason(r)}; accepted: more chips or a chip with more memory",
                        field="--chips")

@@ -125,6 +125,7 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     # the ZeRO-3 shard group: fsdp ranks (hybrid) or every data-parallel rank; unset without ZeRO 3
     hybrid = table["fsdp"] if "fsdp" in table else pd.Series(np.nan, index=table.index)
     table["fsdp"] = hybrid.fillna(table["dp"]).where(table["zero"] == 3).astype("Int64")
+    table["microbatches"] = table["microbatches"].astype("Int64")  # counts (they read 2.0 in JSON)
     table["fits"] = (table["_w"] >= 0) & (table["memory_gb"] <= cap / 1e9)
     # fastest first; at equal time the simpler plan (no recomputation, a lower ZeRO stage), then the smaller footprint
     # (times within 1e-9 relative are one time: the same work summed in another order)
@@ -139,7 +140,8 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     wl_best = wls[best]
     p = predict(wl_best, chip, system=sysm)
     # one chip: the workload as built carries no plan, and the best is the trivial one (not None, which means none fits)
-    return PlanSearch(wl_best.plan or Plan(), p, table, time.perf_counter() - t0, cap / 1e9)
+    best_plan_ = (wl_best.plan or Plan()).model_copy(update={"chips": chips})  # chips set (it was None)
+    return PlanSearch(best_plan_, p, table, time.perf_counter() - t0, cap / 1e9)
 
 
 def no_fit_reason(search: PlanSearch) -> str:
