@@ -149,8 +149,16 @@ class Plan(Strict):
     def _product(self) -> Plan:
         prod = self.tp * self.pp * self.dp
         if self.chips is not None and prod != self.chips:
+            rest, left = divmod(self.chips, self.tp * self.pp)
+            hint = ""
+            if not left and self.fsdp:  # say the data-parallel size the chips leave and the groups that divide it
+                fits = ", ".join(str(k) for k in range(2, rest + 1) if rest % k == 0)
+                hint = (f" (here dp = {rest}: fsdp {rest}, or for hybrid sharding fsdp dividing {rest} ({fits}) "
+                        f"with dp: {rest})")
+            elif not left:
+                hint = f" (here dp = {rest} with tp {self.tp} x pp {self.pp} on {self.chips} chips)"
             raise ValueError(f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {prod}, but chips = {self.chips}; "
-                             "accepted: degrees whose product is the chip count")
+                             f"accepted: degrees whose product is the chip count{hint}")
         if self.ep > 1 and (self.dp * self.tp) % self.ep:
             raise ValueError(f"got ep = {self.ep}, which does not divide dp x tp = {self.dp * self.tp}; accepted: an "
                              f"ep that divides {self.dp * self.tp}")

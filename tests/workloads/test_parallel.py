@@ -341,3 +341,11 @@ def test_a_bucket_without_data_parallelism_is_one_line_and_an_overlap_of_a_missi
         Plan(chips=8, tp=8, bucket_mb=100)
     assert Plan(chips=8, tp=8, overlap={"tp": 0, "pp": 0, "dp": 0, "ep": 0}).label() == "tp8"
     assert Plan(chips=16, tp=8, dp=2, overlap={"tp": 0, "dp": 0}).label() == "tp8 dp2 overlap:dp-"
+
+
+def test_degrees_that_do_not_fill_the_chips_say_what_would() -> None:
+    """'--chips 8 --fsdp 3' and '--chips 32 --tp 2' said only 'accepted: degrees whose product is the chip count'."""
+    with pytest.raises(ValueError, match=r"here dp = 8: fsdp 8, or for hybrid sharding fsdp dividing 8 \(2, 4, 8\)"):
+        Plan(chips=8, fsdp=3)
+    with pytest.raises(ValueError, match=r"here dp = 16 with tp 2 x pp 1 on 32 chips"):
+        Plan(chips=32, tp=2)
