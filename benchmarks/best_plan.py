@@ -56,7 +56,7 @@ def main() -> None:
 def moe() -> None:
     """Memory of a large search: Mixtral 8x7B training on 16 H100 (5288 candidates with expert parallelism). One
     vectorized call over every candidate held an [ops, candidates] membership matrix that grew as the square of the
-    candidates (past 24 GB, killed); predicted in chunks of ``dse.plan_search.PLAN_CHUNK`` it stays under 1 GB."""
+    candidates (past 24 GB, killed); predicted in chunks of ``dse.predict.CANDIDATE_CHUNK`` it stays under 1 GB."""
     import resource
 
     import dse

@@ -12,8 +12,8 @@ but on a switch that reduces in the network, NVLS on NVSwitch, an all-reduce cro
 reduce-scatter and all-gather cross them twice: on 32 H100 the LLaMA-2-70B TP collectives take 1.0 s with SP and 0.52
 s without), and expert parallelism for MoE models. Each candidate is one chip's operator table (``dse.workload(...,
 plan=...)``); all of them are predicted at once on the system's chip (``dse.predict.mix_times``: vectorized passes
-over the candidates' operators, ``PLAN_CHUNK`` candidates each), and the fastest whose per-chip footprint fits the
-chip's main memory wins. Fixed fields (``tp=8``, ``zero=1``, ...) narrow the grid.
+over the candidates' operators, ``dse.predict.CANDIDATE_CHUNK`` candidates each), and the fastest whose per-chip
+footprint fits the chip's main memory wins. Fixed fields (``tp=8``, ``zero=1``, ...) narrow the grid.
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ import pandas as pd
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import System, load_system
-from dse.predict import Prediction, mix_times, predict
+from dse.predict import Prediction, candidate_mixes, mix_times, predict
 from dse.predict.network import placed
 from dse.workloads.library import Workload, workload
-from dse.workloads.mix import Mix
 from dse.workloads.parallel import Plan
 from dse.workloads.plans import RECOMPUTE, candidates, expand
 
@@ -71,10 +70,6 @@ def _resolve(system: str | System | Any, chips: int) -> tuple[System, Any]:
     return default_system(chip).resized(chips), chip
 
 
-#: candidate plans per vectorized prediction (memory, not speed: each call predicts all of its candidates at once)
-PLAN_CHUNK = 128
-
-
 def _label(kw: dict[str, Any], chips: int) -> str:
     """A candidate's plan label from its keywords ("" where they make no plan)."""
     try:
@@ -106,9 +101,8 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
         raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
                        "count or fewer fixed fields", field="best_plan")
     d = DesignBatch.from_hardware(chip).with_system(sysm)
-    # candidates predicted in chunks: one mix of all of them has an [ops, workloads] membership matrix that grows as
-    # the square of the candidates (Mixtral on 8 H100: 2616 candidates, 7 GB; on 16 the process was killed)
-    times = np.concatenate([mix_times(d, Mix.of(wls[i:i + PLAN_CHUNK]))[0] for i in range(0, len(wls), PLAN_CHUNK)])
+    # in chunks of candidates (dse.predict.candidate_mixes: one mix of all of them grows as their square)
+    times = np.concatenate([mix_times(d, m, arrays=a)[0] for m, a in candidate_mixes(wls)])
     cap = float(d.offchip_capacity[0])
     built = iter(range(len(wls)))
     rows = []

@@ -427,18 +427,22 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     return out
 
 
-#: candidate plans of a ``plan: auto`` entry per :class:`MixArrays`: the [ops, workloads] membership of one mix of all
-#: of them grows as the square of the candidates (Mixtral on 8 H100, 2616 candidates: a 7.6 GB study)
-AUTO_CHUNK = 128
+#: candidate workloads per :class:`MixArrays` (:func:`candidate_mixes`): one mix of many alternatives (the plans of
+#: ``dse plan``, of a ``plan: auto`` entry) holds an [ops, workloads] membership matrix that grows as the square of
+#: their number (Mixtral on 8 H100, 2616 candidate plans: 7 GB; on 16 the process was killed)
+CANDIDATE_CHUNK = 128
+
+
+def candidate_mixes(wls: list[Any]) -> list[tuple[Mix, MixArrays]]:
+    """``wls`` as mixes of at most :data:`CANDIDATE_CHUNK` workloads, in order, each with its :class:`MixArrays`."""
+    subs = [Mix.of(list(wls[i:i + CANDIDATE_CHUNK])) for i in range(0, len(wls), CANDIDATE_CHUNK)]
+    return [(m, mix_arrays(m)) for m in subs]
 
 
 def _auto_chunks(ap: Any) -> list[tuple[Mix, MixArrays]]:
-    """The candidates of a ``plan: auto`` entry as mixes of at most :data:`AUTO_CHUNK` plans with their
-    :class:`MixArrays`, built once per ``AutoPlan``."""
+    """:func:`candidate_mixes` of a ``plan: auto`` entry's candidates, built once per ``AutoPlan``."""
     if "chunks" not in ap.cache:
-        wls = list(ap.candidates.workloads)
-        subs = [Mix.of(wls[i:i + AUTO_CHUNK]) for i in range(0, len(wls), AUTO_CHUNK)]
-        ap.cache["chunks"] = [(m, mix_arrays(m)) for m in subs]
+        ap.cache["chunks"] = candidate_mixes(list(ap.candidates.workloads))
     return ap.cache["chunks"]
 
 
