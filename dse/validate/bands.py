@@ -253,11 +253,10 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
     1. the chip's rows of the workload's family (``HW/FAMILY``);
     2. a chip with rows, none of this family: the rows of the family on every chip of its style, else its own rows
        of other families, labelled as borrowed (a TPU v5e decode took its GEMM and training rows' band as its own);
-    3. a GPU-style chip without rows of its own: the GPU family band, labelled as borrowed (never as its own);
-    4. an NPU-style chip (systolic arrays) without rows: the NPU chips' band of the family (from
-       :data:`PERCENTILE_ROWS` rows), else of every family,
-       labelled as borrowed and naming them; with none, a band of NaN labelled :data:`NO_ROWS`. A chip with rows,
-       but fewer than :data:`MIN_ROWS` out of sample, says how many instead of :data:`NO_ROWS`.
+    3. a chip without rows of its own: its style's chips' band of the family (GPU chips, or NPU chips from
+       :data:`PERCENTILE_ROWS` rows), else of every family, labelled as borrowed and naming them; with none, a band
+       of NaN labelled :data:`NO_ROWS`. A chip with rows, but fewer than :data:`MIN_ROWS` out of sample, says how
+       many instead of :data:`NO_ROWS`.
 
     Rows measured a shipped template: a template that keeps a shipped name with other numbers (a user's edited copy)
     has no rows of its own (:func:`is_shipped`). Without ``hardware`` the GPU family band (the old behaviour)."""
@@ -310,25 +309,19 @@ def is_shipped(hw: Hardware) -> bool:
 
 
 def _style_band(bands: dict[str, Band], fam: str, style: str) -> Band | None:
-    """What a chip without rows of this family borrows from its style's chips: their rows of the family where
-    there are :data:`PERCENTILE_ROWS` of them, else their rows of every family (the NPU decode rows are 4, of two
-    Tenstorrent chips: too few to stand for every NPU's decode); None without either."""
-    if style == "gpu":
-        b = bands[fam] if not bands[fam].borrowed else bands.get("style:gpu")
-        return b if b is None or b is not bands[fam] else Band(f"gpu chips' {fam} rows", b.p10_pct, b.p90_pct, b.rows,
-                                                              borrowed=True)
-    b = bands.get(f"style:npu/{fam}")
-    return b if b is not None and b.rows >= PERCENTILE_ROWS else bands.get("style:npu")
+    """What a chip without rows of this family borrows from its style's chips (:func:`chip_bands`' ``style:``
+    bands): their rows of the family where there are enough of them, else their rows of every family; None without
+    either. Enough is :data:`MIN_ROWS` for the GPU chips (one architecture style), :data:`PERCENTILE_ROWS` for the
+    NPU chips (the NPU decode rows are 4, of two Tenstorrent chips: too few to stand for every NPU's decode)."""
+    b = bands.get(f"style:{style}/{fam}")
+    need = PERCENTILE_ROWS if style == "npu" else MIN_ROWS
+    return b if b is not None and b.rows >= need else bands.get(f"style:{style}")
 
 
 def _borrowed(bands: dict[str, Band], fam: str, style: str, why: str) -> Band:
-    """The band of a chip without rows of its own (``why`` says so): the GPU chips' family band, or the NPU chips'
-    band of the family, else of every family; with none, NaN."""
-    if style == "gpu":  # the GPU chips' family band, said to be borrowed (never shown as the chip's own)
-        fb = bands[fam]
-        what = f"the gpu chips' {fam} rows" if not fb.borrowed else "the gpu chips' rows of all families"
-        return Band(f"{why}; borrowed from {what}", fb.p10_pct, fb.p90_pct, fb.rows, borrowed=True)
-    b = _style_band(bands, fam, "npu")
+    """The band of a chip without rows of its own (``why`` says so, and that it is borrowed: never shown as the
+    chip's own): its style's (:func:`_style_band`); with none, NaN."""
+    b = _style_band(bands, fam, style)
     if b is not None:
         return Band(f"{why}; borrowed from the {b.family}", b.p10_pct, b.p90_pct, b.rows, borrowed=True)
     return Band(why, float("nan"), float("nan"), 0, borrowed=True)
