@@ -544,8 +544,6 @@ def cmd_hardware(args: argparse.Namespace) -> int:
 def _print_template_files(names: list[str]) -> int:
     """``dse hardware NAME --yaml``: each named template's file as it is (a pip install keeps the shipped ones inside
     the package, where a user would not look); a YAML path prints that file."""
-    from pathlib import Path
-
     from dse.hardware.templates import template_file
 
     if not names:

@@ -144,7 +144,7 @@ def entry_key(error_field: str | None, keys: Mapping[str, Any]) -> str | None:
 def auto_entry(entry, index: int, per_node: int, field: str,  # noqa: ANN001 - a WorkloadEntry
                system: System | None = None) -> AutoPlan:
     """A ``plan: auto`` entry's candidate plans (``dse.workloads.plans.candidates``), each built and, on ``system``,
-    placed (``dse.plan_search.placed``: on a torus a group must fill whole axes); one line when none is left."""
+    placed (``dse.predict.network.placed``: on a torus a group must fill whole axes); one line when none is left."""
     from dse.predict.network import placed
     from dse.workloads.plans import candidates, expand, plan_text
 

@@ -438,8 +438,8 @@ def build_warnings(hw: Hardware) -> list[str]:
     """Why a template could not be built as described ([] when it can): its largest die over the node's reticle
     (a single die is not refused, :func:`check_package` refuses a multi-die package's; a study scores such a design
     infeasible, ``reticle``), DRAM stacks beyond what its die edges and package hold, PHYs beyond its perimeter
-    (:func:`shoreline`, the study's ``package`` and ``shoreline`` constraints). What ``dse hardware``, ``dse area``
-    and ``dse predict`` print as ``warning:`` lines."""
+    (:func:`shoreline`, the study's ``package`` and ``shoreline`` constraints). What ``dse hardware`` and ``dse area``
+    print as ``warning:`` lines."""
     d = DesignBatch.from_hardware(hw)
     ar = area(d)
     out = []

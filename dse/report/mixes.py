@@ -37,7 +37,6 @@ def mix_table(results: list[StudyResult], mixes: list[str], infeasible: Mapping[
     ceilings, ``infeasible_reason`` empty; then one row per mix of ``infeasible`` (mix -> its
     ``InfeasibleError`` or reason) with only ``mix`` and ``infeasible_reason``."""
     rows = []
-    rows_knobs = {"peak_tflops", "dram_bandwidth_tbps", "sram_mib"}
     for mix, r in zip(mixes, results, strict=True):
         base_ridge = float(r.ctx.base.ridge[0])
         ridge = float(r.best.ridge[0])
@@ -48,7 +47,7 @@ def mix_table(results: list[StudyResult], mixes: list[str], infeasible: Mapping[
                      "ratio_vs_base": ratio_label(base_ridge, ridge), "score": float(s.score[0]),
                      "area_mm2": float(s.area_mm2[0]), "cost_usd": float(s.cost_usd[0]),
                      "power_w": float(s.power_w[0]), "binding (mix time share)": binding(r),
-                     **{k: v for k, v in r.best_params.items() if k not in rows_knobs},  # every other searched field
+                     **{p: v for p, v in r.best_params.items() if p not in k},  # every other searched field
                      "infeasible_reason": ""})
     rows += [{"mix": m, "infeasible_reason": _reason(e)} for m, e in (infeasible or {}).items()]
     return pd.DataFrame(rows)
