@@ -386,8 +386,12 @@ def collective(name: str, coll: str, S: float, group: str, plan: Plan, count: fl
 
 
 def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, training: bool) -> list[dict[str, Any]]:
-    """Collective rows of one chip for one step (transformer family)."""
-    b = DTYPE_BYTES[sc.dtype]
+    """Collective rows of one chip for one step (transformer family). The activations they move (tensor-parallel
+    all-reduces, sequence-parallel scatters and gathers, pipeline sends) are in the scenario's ``activation_dtype``
+    (default ``dtype``), as the memory accounting counts them: an fp8 GEMM writes its output in the activation dtype
+    (Transformer Engine's fp8 ``Linear`` returns bf16; Intel Neural Compressor's patched fp8 linear on Gaudi
+    dequantizes its output to bf16), so a row-parallel block's all-reduce sums bf16, not fp8."""
+    b = DTYPE_BYTES[sc.activation_dtype or sc.dtype]
     T = facts["tokens"]  # tokens per micro-batch on this chip
     h = arch.hidden
     L = arch.layers  # already per stage

@@ -532,13 +532,15 @@ def test_full_over_no_recompute_layer_time_matches_korthikanti_table4() -> None:
 
 
 def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> None:
-    """The OCI Llama 3.1 405B FP8 rows (8xMI300X, vLLM benchmark_latency.py, batch 1-256) are out of sample
-    (no coefficient was set from them): with the engine host time (workloads/engines/vllm-v0-sync.yaml, vLLM
-    RFC #6854/#6913) and mi300x's fp8 GEMM efficiency (hipBLASLt #1721) the median |time error| is <= 10 % and
-    the max <= 30 % (also over the two benchmark_throughput.py rows); without the host time the batch-256 row
-    is > 30 % too fast, without the fp8 efficiency > 20 % (24.4 % with mi300x's hipBLASLt tiles), without the
-    quantize kernel before each FP8 GEMM (``input_quant=kernel``: vLLM's apply_fp8_linear) > 12 % (13.5 % with
-    the tiles; the rows keep vLLM's bf16 activations between the FP8 GEMMs, ``activation_dtype=bf16``)."""
+    """The OCI Llama 3.1 405B FP8 rows (8xMI300X, vLLM benchmark_latency.py, batch 1-256) are out of sample (no coefficient
+    was set from them): with the engine host time (workloads/engines/vllm-v0-sync.yaml, vLLM RFC #6854/#6913) and
+    mi300x's fp8 GEMM efficiency (hipBLASLt #1721) the median |time error| is <= 10 % and the max <= 30 % (also over
+    the two benchmark_throughput.py rows); without the host time the batch-256 row is > 25 % too fast (27.2 % since
+    the tensor-parallel all-reduces move vLLM's bf16 activations), without the fp8 efficiency > 15 % (17.0 %; 24.4 %
+    while the all-reduces moved FP8 bytes), without the quantize kernel before each FP8 GEMM
+    (``input_quant=kernel``: vLLM's apply_fp8_linear) the fastest row is over 4 points faster (8.2 % fast against
+    2.6 %; it was 13.5 % while the tensor-parallel all-reduces moved FP8 bytes: the rows keep vLLM's bf16
+    activations between the FP8 GEMMs, ``activation_dtype=bf16``, which the all-reduces sum)."""
     from dse.hardware.templates import load_hardware
 
     df = load_measurements()
@@ -549,15 +551,15 @@ def test_oci_serving_rows_need_the_engine_host_time_and_the_fp8_efficiency() -> 
     latency = ~res["id"].str.contains("-thr-")  # benchmark_latency.py rows; -thr-: benchmark_throughput.py
     assert (res["fitted_into"] == "").all() and err[latency].median() <= 10 and err.max() <= 30
     no_host = run_suite(oci.assign(scenario=oci["scenario"].str.replace(";serving_engine=vllm-v0-sync", "")))
-    assert no_host["time_error_pct"].min() < -30
+    assert no_host["time_error_pct"].min() < -25
     assert oci["scenario"].str.contains(";input_quant=kernel").all()
     no_quant = run_suite(oci.assign(scenario=oci["scenario"].str.replace(";input_quant=kernel", "")))
-    assert no_quant["time_error_pct"].min() < -12 < res["time_error_pct"].min()
+    assert no_quant["time_error_pct"].min() < res["time_error_pct"].min() - 4
     hw = load_hardware("mi300x")
     data = hw.model_dump()
     data["compute"]["matrix"]["dtype_efficiency"] = {}
     no_fp8 = run_suite(oci, templates={"mi300x": type(hw).model_validate(data)})
-    assert no_fp8["time_error_pct"].min() < -20
+    assert no_fp8["time_error_pct"].min() < -15
 
 
 def test_prefill_family_is_in_the_shipped_suite_with_two_sources_all_covered() -> None:

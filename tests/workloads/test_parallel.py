@@ -71,6 +71,25 @@ def test_pipeline_sends_one_tp_slice_per_rank_and_gathers_it_inside_the_node() -
     assert _coll(p, "pp.gather_activations")[0] == n
 
 
+def test_collectives_move_the_activation_dtype_not_the_gemm_dtype() -> None:
+    """An FP8 GEMM writes its output in the activation dtype (Transformer Engine's FP8 Linear returns bf16), so the
+    tensor-parallel all-reduce of a row-parallel block, the pipeline send and the sequence-parallel scatter move
+    ``activation_dtype`` bytes (``dtype``'s when none is given), as the memory check counts the activations."""
+    from dse.units import DTYPE_BYTES
+
+    for act in (None, "bf16", "fp32"):
+        extra = {"activation_dtype": act} if act else {}
+        e = DTYPE_BYTES[act or "fp8"]
+        wl = dse.workload("llama2-7b", phase="serving", batch=4, input_len=128, output_len=8, dtype="fp8", **extra)
+        p = dse.predict(wl, "dgx-h100", chips=4, tp=4)
+        assert _coll(p, "decode.tp.layer_all_reduce")[1] == pytest.approx(4 * 4096 * e)  # 4 tokens x hidden 4096
+        p_pp = dse.predict(wl, "dgx-h100", chips=8, tp=4, pp=2)  # 2 micro-batches of 2 sequences
+        assert _coll(p_pp, "decode.pp.send_activations")[1] == pytest.approx(2 * 4096 * e / 4)  # a tp slice per rank
+        wl_t = dse.workload("llama2-7b", phase="training", batch=1, seq=2048, dtype="fp8", **extra)
+        p_t = dse.predict(wl_t, "dgx-h100", chips=8, tp=8, sp=True)
+        assert _coll(p_t, "tp.layer_reduce_scatter")[1] == pytest.approx(2048 * 4096 * e)
+
+
 def test_full_recompute_repeats_the_forward_all_reduces() -> None:
     wl = dse.workload("gpt3-175b", phase="training", batch=8, seq=2048)
     kw = dict(chips=64, tp=8, pp=8, microbatches=8)
