@@ -9,6 +9,7 @@ Streamlit: docs/explore.md.
 
 from __future__ import annotations
 
+import errno
 import math
 import socket
 import threading
@@ -44,10 +45,19 @@ def check_port(host: str, port: int) -> None:
     """Refuse a port another process listens on (one line naming it) before the server starts."""
     if not 0 < port < 65536:
         raise DseError(f"got {port}; accepted: 1..65535", field="--port")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except (socket.gaierror, UnicodeError) as exc:  # an address that names no host is the host's fault, not the port's
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise DseError(f"got {host!r} ({reason}); accepted: a host name or an IP address of this machine, e.g. "
+                       "127.0.0.1 or 0.0.0.0", field="--host") from None
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         try:
             s.bind((host, port))
         except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:  # a real address, but none of this machine's
+                raise DseError(f"got {host!r} ({exc.strerror}); accepted: an IP address of this machine, e.g. "
+                               "127.0.0.1 or 0.0.0.0", field="--host") from None
             raise DseError(f"got {port} on {host} ({exc.strerror}); accepted: a free port, e.g. --port {port + 1}",
                            field="--port") from None
 
@@ -171,16 +181,24 @@ class Explorer:
         return self._heatmap(others)
 
     def synced(self, values: dict[str, Any], changed: str | None) -> dict[str, Any]:
-        """The knob values after one change: the ratio moved sets the bandwidth (``B = P x x / R_base``); peak or
-        bandwidth moved sets the ratio. A value that is not a number is left for :func:`evaluate` to refuse."""
+        """The knob values after one change: the ratio moved sets the bandwidth (``B = P x x / R_base``, held inside
+        the bandwidth knob's range, and the ratio then reads what that bandwidth gives: the ratio slider spans every
+        peak's ratios, the bandwidth knob does not); peak or bandwidth moved sets the ratio, unless the value moved
+        is out of its range (left for :func:`evaluate` to refuse, naming that knob; no other box changes). A value
+        that is not a number is left for :func:`evaluate` to refuse."""
         v = dict(values)
         if RATIO not in self.spec:
             return v
+        peak, band = self.spec["peak_tflops"], self.spec["dram_bandwidth_tbps"]
         try:
             if changed == RATIO:
+                if not peak.low <= float(v["peak_tflops"]) <= peak.high:
+                    return v
                 bw = bandwidth_at_ratio(float(v["peak_tflops"]), float(v[RATIO]), self.ctx)
-                v["dram_bandwidth_tbps"] = float(f"{bw:.4g}")
-            else:
+                v["dram_bandwidth_tbps"] = float(f"{min(max(bw, band.low), band.high):.4g}")
+                v[RATIO] = float(f"{ratio_of(v, self.ctx):.4g}")
+            elif (peak.low <= float(v["peak_tflops"]) <= peak.high
+                  and band.low <= float(v["dram_bandwidth_tbps"]) <= band.high):
                 v[RATIO] = float(f"{ratio_of(v, self.ctx):.4g}")
         except (TypeError, ValueError, ZeroDivisionError):
             pass
@@ -322,17 +340,19 @@ def build_app(ex: Explorer) -> Any:
             res.append(out["heatmap"])
         return (*res, "")
 
-    @app.callback(Output("download", "data"), Input("save", "n_clicks"), State("values", "data"),
-                  prevent_initial_call=True)
+    @app.callback(Output("download", "data"), Output("error", "children", allow_duplicate=True),
+                  Input("save", "n_clicks"), State("values", "data"), prevent_initial_call=True)
     def save(_: int, values: dict) -> Any:
+        """The design as a template YAML download; with a knob out of range, nothing to save: the error line says
+        so (it showed the knob's error already, and a click that did nothing said nothing)."""
         from dse.explore.state import template_yaml
 
         try:
             view = evaluate(ex.ctx, ex.specs, values)
-        except DseError:
-            return no_update
+        except DseError as exc:
+            return no_update, f"error: not saved: {exc.lines()[0]}"
         name = f"{ex.cfg.name}-explored"
-        return {"content": template_yaml(view, name), "filename": f"{name}.yaml"}
+        return {"content": template_yaml(view, name), "filename": f"{name}.yaml"}, ""
 
     return app
 

@@ -57,7 +57,8 @@ class KnobSpec:
         if ok and self.integer and v != round(v):
             ok = False
         if not ok:
-            raise DseError(f"got {value!r}; accepted: {accepted}", field=f"knob {self.name}")
+            got = "an empty box" if value is None or (isinstance(value, str) and not value.strip()) else repr(value)
+            raise DseError(f"got {got}; accepted: {accepted}", field=f"knob {self.name}")
         return v
 
 
@@ -88,6 +89,7 @@ def knob_specs(ctx: Context) -> list[KnobSpec]:
     the ratio 1:x where the base has an off-chip memory and bandwidth is a knob."""
     import optuna
 
+    from dse.hardware.fields import field_unit
     from dse.search.space import base_knobs, distributions
 
     kb = base_knobs(ctx.base)
@@ -98,7 +100,8 @@ def knob_specs(ctx: Context) -> list[KnobSpec]:
         elif name.startswith("split_"):
             label = f"{name.removeprefix('split_')} weight of the area split (fraction)"
         else:
-            label = name
+            unit = field_unit(name)
+            label = f"{name} ({unit})" if unit else name
         if isinstance(dist, optuna.distributions.CategoricalDistribution):
             choices = tuple(float(c) for c in dist.choices)
             base = field_value(ctx.base_hw, name)
@@ -107,6 +110,9 @@ def knob_specs(ctx: Context) -> list[KnobSpec]:
             continue
         integer = isinstance(dist, optuna.distributions.IntDistribution)
         base = kb.get(name, field_value(ctx.base_hw, name))
+        if base is None and name == "compute.noc.link_bytes":  # auto in the template: the width the base is built with
+            base = float(ctx.base.noc().link_bytes[0])
+            base = float(round(base)) if integer else base
         if base is None or not dist.low <= base <= dist.high:
             base = _middle(dist.low, dist.high, dist.log)
             base = float(round(base)) if integer else base

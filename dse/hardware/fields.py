@@ -147,5 +147,16 @@ def key(f: Field) -> str:
     return f.path.rsplit(".", 1)[1]
 
 
+def field_unit(path: str) -> str | None:
+    """The config unit of a searchable field by its path (``compute.noc.link_bytes`` -> bytes, ``memory.hbm.
+    bandwidth_tbps`` -> TB/s), None for a path the tables do not hold (``compute.cores``: a count)."""
+    import re
+
+    for f in (*COMPUTE_FIELDS, *LEVEL_FIELDS, *NETWORK_FIELDS, *SPECIAL):
+        if re.fullmatch(re.escape(f.path).replace(re.escape("{level}"), "[^.]+"), path):
+            return f.unit
+    return None
+
+
 LEVEL = {key(f): f for f in LEVEL_FIELDS}
 NETWORK = {key(f): f for f in NETWORK_FIELDS}

@@ -8,6 +8,7 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -273,6 +274,11 @@ def grid_for(cores: int) -> list[int]:
 DEFAULT_CACHE_RESIDENT = 0.7
 
 
+#: how far a main-memory level's bandwidth may sit from a whole number of stacks (published aggregate figures are
+#: rounded: TPU v5e's 819 GB/s is 2 x 409.6)
+STACK_SLACK = 0.005
+
+
 class MemoryLevel(Strict):
     """One level of the memory hierarchy, listed from the compute outward."""
 
@@ -340,7 +346,26 @@ class MemoryLevel(Strict):
                 field = given[1][0] if given else group[0]
                 got = " and ".join(f"{f}={v:g}" for f, v in given) or "none of them"
                 raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
+        self._whole_stacks()
         return self
+
+    def _whole_stacks(self) -> None:
+        """A main-memory level bought in stacks (or channels) delivers a whole number of them: ``bandwidth = n x
+        stack_bandwidth``. A design built from knobs rounds up to whole stacks (``DesignBatch.with_knobs``), so a
+        template between two counts would be one chip in ``dse hardware`` and another in a study or the explorer."""
+        if self.stack_bandwidth_gbps is None or self.spec.area != "dram_phy":
+            return
+        field = "bandwidth_tbps" if self.bandwidth_tbps is not None else "bandwidth_gbps"
+        bw = self.bandwidth_bps / 1e9
+        n = bw / self.stack_bandwidth_gbps
+        whole = max(1, round(n))
+        if abs(n - whole) <= STACK_SLACK * whole:
+            return
+        up = max(1, math.ceil(n))
+        raise ValueError(f"@{field}@got {bw:g} GB/s = {n:.3g} stacks of {self.stack_bandwidth_gbps:g} GB/s; accepted: "
+                         f"a whole number of stacks ({up} x {self.stack_bandwidth_gbps:g} = "
+                         f"{up * self.stack_bandwidth_gbps:g} GB/s), or stack_bandwidth_gbps {bw / up:g} for {up} "
+                         f"stacks at a lower pin rate")
 
     @property
     def spec(self) -> MemoryKind:

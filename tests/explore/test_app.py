@@ -287,3 +287,39 @@ def test_check_builds_the_page_and_exits_without_serving(capsys, tmp_path):
     assert main(["explore", str(bad), "--check"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {bad}: search.n_trials: got -1")
+
+
+@pytest.mark.parametrize("host, reason", [("999.1.1.1", ""), ("8.8.8.8", "Cannot assign requested address")])
+def test_a_host_that_is_not_this_machines_names_host(host: str, reason: str):
+    """A bad --host is the host's fault: the line names --host (it named --port, which was free)."""
+    from dse.explore.app import check_port
+
+    with pytest.raises(DseError) as exc:
+        check_port(host, free_port())
+    line = exc.value.lines()[0]
+    assert line.startswith("--host: got") and host in line and reason in line, line
+
+
+def test_the_ratio_knob_stays_inside_the_bandwidth_range_and_a_bad_peak_moves_no_other_box(tmp_path):
+    """The ratio slider spans every peak's ratios; at the current peak its ends set the bandwidth knob's ends (the
+    ratio then reads what that gives), never a bandwidth the page must refuse; a peak out of range leaves the ratio
+    box as it was (it wrote ratio -55 for a peak of -5)."""
+    from dse.explore.app import Explorer
+    from dse.explore.state import RATIO
+    from tests.conftest import SMALL_STUDY, write_config
+
+    ex = Explorer(write_config(tmp_path, SMALL_STUDY))
+    band, ratio = ex.spec["dram_bandwidth_tbps"], ex.spec[RATIO]
+    base = dict(ex.base_values)
+    for end, bound in ((ratio.high, band.high), (ratio.low, band.low)):
+        v = ex.synced({**base, RATIO: end}, RATIO)
+        assert v["dram_bandwidth_tbps"] == pytest.approx(bound, rel=1e-3)
+        assert ratio.low <= v[RATIO] <= ratio.high
+        ex.update(v)  # a design the page shows, no error
+    for bad in (-5, 99999):
+        v = ex.synced({**base, "peak_tflops": bad}, "peak_tflops")
+        assert v[RATIO] == base[RATIO] and v["dram_bandwidth_tbps"] == base["dram_bandwidth_tbps"]
+        with pytest.raises(DseError, match="knob peak_tflops"):
+            ex.update(v)
+    with pytest.raises(DseError, match="got an empty box"):
+        ex.update({**base, "peak_tflops": ""})

@@ -159,3 +159,17 @@ def test_an_auto_plan_workload_shows_the_designs_own_plan(tmp_path):
     specs = state.knob_specs(ctx)
     v = state.evaluate(ctx, specs, {"dram_bandwidth_tbps": 4.0})
     assert v.workloads["time_ms"].iloc[0] / 1e3 == pytest.approx(float(v.ops["time_s"].sum()), rel=1e-9)
+
+
+@pytest.mark.parametrize("config", ["configs/npu.yaml", "experiments/npu_story.yaml", "experiments/npu_noc_and_clock.yaml"])
+def test_the_shipped_configs_open_at_their_base_design(config):
+    """At its first knob values the page shows the base itself, score 1: a field the template leaves automatic
+    (``compute.noc.link_bytes``) starts at the width the base is built with (it started mid-range, 0.879x), and a
+    template's DRAM is whole stacks (npu-decode-7nm was 1.75 stacks: the page built 2, 2.458 TB/s, 1.078x)."""
+    ctx = load_context(config)[1]
+    specs = state.knob_specs(ctx)
+    v = state.evaluate(ctx, specs, {})
+    assert v.score == pytest.approx(1.0)
+    assert v.built["dram_bandwidth_tbps_built"] == pytest.approx(float(ctx.base.dram_bandwidth[0]) / 1e12)
+    for s in specs:
+        assert "(" in s.label, s.label  # every knob says its unit

@@ -101,6 +101,28 @@ def test_cross_field_rules_reject_inconsistent_templates(mutate, words: str) -> 
     assert words in _error(mutate)
 
 
+@pytest.mark.parametrize("bandwidth_gbps, ok", [(1638.4, True), (1640.0, True), (1536.0, False), (1843.2, False)])
+def test_main_memory_is_whole_stacks(bandwidth_gbps: float, ok: bool) -> None:
+    """A DRAM level bought in stacks delivers a whole number of them (published aggregates rounded by up to 0.5 %
+    pass: TPU v5e's 819 GB/s is 2 x 409.6); between two counts the template is one line saying both ways out, since
+    a design built from it (a study's, the explorer's) rounds up to whole stacks while the template says less."""
+    def mutate(d):
+        hbm = d["memory"][-1]
+        hbm.pop("bandwidth_tbps", None)
+        hbm["bandwidth_gbps"] = bandwidth_gbps
+
+    if ok:
+        data = copy.deepcopy(BASE)
+        mutate(data)
+        assert hardware_from_mapping(data, file="chip.yaml").memory[-1].bandwidth_gbps == bandwidth_gbps
+        return
+    n = bandwidth_gbps / 409.6
+    msg = _error(mutate)
+    assert msg.startswith(f"chip.yaml: memory.2.bandwidth_gbps: got {bandwidth_gbps:g} GB/s = {n:.3g} stacks of 409.6 "
+                          "GB/s; accepted: a whole number of stacks"), msg
+    assert f"stack_bandwidth_gbps {bandwidth_gbps / (int(n) + 1):g} for {int(n) + 1} stacks" in msg
+
+
 def test_two_capacities_name_the_field_and_what_is_accepted() -> None:
     msg = _error(lambda d: d["memory"][0].__setitem__("capacity_gib", 1))
     assert "accepted:" in msg and "{" not in msg
