@@ -366,8 +366,8 @@ def cmd_workloads(args: argparse.Namespace) -> int:
 
 
 #: the options each ``dse workloads`` action reads (beside its target); any other given is an error, not a no-op
-WORKLOADS_FLAGS = {"list": {"format"}, "show": {"scenario"}, "ai": {"scenario", "hardware", "quiet", "out"},
-                   "import": {"output"}}
+WORKLOADS_FLAGS = {"list": {"format"}, "show": {"scenario", "batch"},
+                   "ai": {"scenario", "batch", "hardware", "quiet", "out"}, "import": {"output", "batch"}}
 
 
 def _check_workloads_flags(args: argparse.Namespace, action: str) -> None:
@@ -378,7 +378,8 @@ def _check_workloads_flags(args: argparse.Namespace, action: str) -> None:
              ("hardware", "--hardware", args.hardware, args.hardware is not None),
              ("quiet", "--quiet", True, args.quiet), ("out", "--out", args.out, args.out != "results/ai"),
              ("output", "--output", args.output, args.output is not None),
-             *(("scenario", "--" + k.replace("_", "-"), v, True) for k, v in scen.items())]
+             *(("batch" if k == "batch" else "scenario", "--" + k.replace("_", "-"), v, True)
+               for k, v in scen.items())]
     reads = WORKLOADS_FLAGS.get(action, set())
     for key, flag, value, on in given:
         if on and key not in reads:
@@ -410,7 +411,7 @@ def _import_target(out: Path | None, desc: dict) -> tuple[Path, dict]:
 def _workloads_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dse.workloads.importers import from_hf_config, from_onnx, workload_from_description
+    from dse.workloads.importers import from_hf_config, from_onnx, onnx_free_dims, workload_from_description
     from dse.yamlio import write_yaml
 
     if not args.target:
@@ -418,9 +419,16 @@ def _workloads_import(args: argparse.Namespace) -> int:
     src = Path(args.target)
     out = Path(args.output) if args.output else None
     name = out.stem if out else None
+    batch = _scenario_flags(args).get("batch")
+    free: list[tuple[str, int, str]] = []
     if src.suffix == ".onnx":
-        desc = from_onnx(src, name)
+        desc = from_onnx(src, name, batch=batch)
+        free = onnx_free_dims(src)
     elif src.suffix == ".json":
+        if batch is not None:
+            raise DseError(f"got {batch} for a Hugging Face config; accepted: only for an ONNX file (a config.json "
+                           "model takes --batch where it is used: dse predict, a study's workload entry)",
+                           field="--batch")
         desc = from_hf_config(src, name)
     else:
         raise DseError(f"got {src.name!r}; accepted: an .onnx file or a Hugging Face config.json", field="PATH")
@@ -433,6 +441,10 @@ def _workloads_import(args: argparse.Namespace) -> int:
           f"DSE_PATH={out.parent}")
     if unknown:
         print(f"  counted as bytes only ({len(unknown)}): {', '.join(unknown)}")
+    if free:  # the sizes are fixed in the written rows: say which were chosen here
+        bound = [f"{inp}[{ax}] {dim}={(batch or 1) if ax == 0 else 1}" for inp, ax, dim in free]
+        print(f"  note: free input dimensions bound (leading ones to --batch, default 1; others to 1): "
+              f"{', '.join(bound)}")
     return 0
 
 

@@ -201,18 +201,89 @@ NO_DATA = {"Shape", "Constant", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "T
            "Concat", "Split", "ConstantOfShape", "Range", "Expand"}
 
 
-def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
-    """An ``optable`` description of an ONNX model (shape inference required to size every node)."""
+#: ONNX TensorProto element types -> dse dtypes (onnx.TensorProto.FLOAT = 1, FLOAT16 = 10, BFLOAT16 = 16, INT8 = 3,
+#: UINT8 = 2, FLOAT8E4M3FN = 17, FLOAT8E4M3FNUZ = 18, FLOAT8E5M2 = 19, FLOAT8E5M2FNUZ = 20; onnx/onnx.proto3)
+ONNX_DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 3: "int8", 2: "int8", 17: "fp8", 18: "fp8", 19: "fp8", 20: "fp8"}
+
+
+def onnx_dtype(graph: Any) -> str:
+    """The dtype of an ONNX graph's compute: the element type holding most of its initializers' elements (the
+    weights), else its first input's; fp32 for a type dse has no dtype for."""
+    by: dict[int, int] = {}
+    for t in graph.initializer:
+        by[t.data_type] = by.get(t.data_type, 0) + math.prod(t.dims)
+    if by:
+        return ONNX_DTYPES.get(max(by, key=by.__getitem__), "fp32")
+    first = graph.input[0].type.tensor_type.elem_type if len(graph.input) else 1
+    return ONNX_DTYPES.get(first, "fp32")
+
+
+def symbolic_dims(graph: Any) -> list[tuple[str, int, str]]:
+    """(input, axis, name) of every graph-input dimension without a fixed size (``dim_param`` or none), initializers
+    excepted: what an importer must bind to sizes."""
+    inits = {t.name for t in graph.initializer}
+    return [(vi.name, ax, d.dim_param or "?") for vi in graph.input if vi.name not in inits
+            for ax, d in enumerate(vi.type.tensor_type.shape.dim) if not d.HasField("dim_value")]
+
+
+def onnx_free_dims(path: str | Path) -> list[tuple[str, int, str]]:
+    """:func:`symbolic_dims` of an ONNX file ([] when it cannot be read: :func:`from_onnx` says why)."""
+    try:
+        import onnx
+
+        return symbolic_dims(onnx.load(str(path), load_external_data=False).graph)
+    except Exception:  # noqa: BLE001 - from_onnx reports an unreadable file
+        return []
+
+
+def _bind_dims(graph: Any, batch: int | None) -> None:
+    """Fix the graph inputs' free dimensions before shape inference: the leading one (the batch) to ``batch``
+    (default 1), any other to 1 (``dse workloads import`` says which)."""
+    inits = {t.name for t in graph.initializer}
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        for ax, d in enumerate(vi.type.tensor_type.shape.dim):
+            if not d.HasField("dim_value"):
+                d.dim_value = int(batch or 1) if ax == 0 else 1
+
+
+def _pads(at: dict[str, Any], x: list[int], kh: int, kw: int, sh: int, sw: int, dh: int, dw: int) -> list[int]:
+    """An ONNX Conv's padding as (top, left, bottom, right): ``pads`` (x1_begin, x2_begin, x1_end, x2_end), or
+    ``auto_pad`` SAME_UPPER / SAME_LOWER (output = ceil(input / stride), the total pad split with the odd pixel at
+    the end / the beginning), VALID (none) (onnx Operators.md, Conv)."""
+    mode = at.get("auto_pad", b"NOTSET")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        out = []
+        for size, k, st, d in ((x[2], kh, sh, dh), (x[3], kw, sw, dw)):
+            total = max(0, (math.ceil(size / st) - 1) * st + d * (k - 1) + 1 - size)
+            small, big = total // 2, total - total // 2
+            out.append((small, big) if mode == "SAME_UPPER" else (big, small))
+        return [out[0][0], out[1][0], out[0][1], out[1][1]]
+    if mode == "VALID":
+        return [0, 0, 0, 0]
+    p = list(at.get("pads", [0, 0, 0, 0]))
+    return p if len(p) == 4 else [0, 0, 0, 0]
+
+
+def from_onnx(path: str | Path, name: str | None = None, batch: int | None = None) -> dict[str, Any]:
+    """An ``optable`` description of an ONNX model (shape inference required to size every node). The graph inputs'
+    free dimensions are bound first: the leading one to ``batch`` (default 1), any other to 1 (:func:`symbolic_dims`
+    lists them). The dtype is the weights' (:func:`onnx_dtype`)."""
     try:
         import onnx
         from onnx import shape_inference
     except ModuleNotFoundError:
-        raise DseError("the onnx package is not installed; accepted: pip install -e '.[onnx]'") from None
+        raise DseError("the onnx package is not installed; accepted: pip install 'dse[onnx]' (in a checkout: "
+                       "pip install -e '.[onnx]')") from None
     path = Path(path)
     if not path.is_file():
         raise DseError("file not found; accepted: an .onnx model", file=str(path))
     try:
-        model = shape_inference.infer_shapes(onnx.load(str(path)))
+        raw = onnx.load(str(path))
+        _bind_dims(raw.graph, batch)
+        model = shape_inference.infer_shapes(raw)
     except Exception as exc:  # onnx raises DecodeError / ValidationError / InferenceError
         raise DseError(f"not a readable ONNX model ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
                        file=str(path)) from None
@@ -244,8 +315,11 @@ def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
                                file=str(path), field="graph")
             M, K = (a[-1], a[-2]) if trans_a else (a[-2] if len(a) > 1 else 1, a[-1])
             N = b[-2] if trans_b else b[-1]
-            batch = math.prod(a[:-2]) if len(a) > 2 else 1
-            rows.append({"op": "gemm", "name": nm, "M": int(M), "N": int(N), "K": int(K), "batch": int(batch),
+            if len(b) <= 2:  # one matrix B for every leading index of A ([B, S, H] @ W): one GEMM of all the rows
+                M, batch_n = M * (math.prod(a[:-2]) if len(a) > 2 else 1), 1
+            else:  # batched operands on both sides (attention's Q K^T): one GEMM per leading index
+                batch_n = math.prod(a[:-2]) if len(a) > 2 else math.prod(b[:-2])
+            rows.append({"op": "gemm", "name": nm, "M": int(M), "N": int(N), "K": int(K), "batch": int(batch_n),
                          "weights": node.input[1] in inits})
         elif t == "Conv":
             x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
@@ -254,11 +328,22 @@ def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
             if len(x) != 4 or len(w) != 4:
                 raise DseError(f"node {nm}: Conv on a rank-{len(x)} input with a rank-{len(w)} kernel; accepted: "
                                "2-D convolutions (rank-4 NCHW input and kernel)", file=str(path), field="graph")
-            at = {a.name: (list(a.ints) if a.ints else a.i) for a in node.attribute}
-            strides = at.get("strides", [1, 1])
-            pads = at.get("pads", [0, 0, 0, 0])
-            rows.append({"op": "conv", "name": nm, "n": x[0], "c_in": x[1], "h": x[2], "w": x[3], "c_out": w[0],
-                         "k": w[2], "stride": strides[0], "pad": pads[0], "groups": at.get("group", 1) or 1})
+            at = {a.name: (list(a.ints) if a.ints else (a.s if a.s else a.i)) for a in node.attribute}
+            kh, kw = w[2], w[3]
+            sh, sw = (list(at.get("strides") or [1, 1]) + [1, 1])[:2]
+            dh, dw = (list(at.get("dilations") or [1, 1]) + [1, 1])[:2]
+            pads = _pads(at, x, kh, kw, sh, sw, dh, dw)
+            row = {"op": "conv", "name": nm, "n": x[0], "c_in": x[1], "h": x[2], "w": x[3], "c_out": w[0],
+                   "k": kh, "stride": sh, "pad": 0, "groups": at.get("group", 1) or 1}
+            if kw != kh:
+                row["kw"] = kw
+            if sw != sh:
+                row["stride_w"] = sw
+            if any(pads):
+                row["pads"] = [int(v) for v in pads]
+            if (dh, dw) != (1, 1):
+                row["dilation"] = [int(dh), int(dw)]
+            rows.append(row)
         elif t in ELEMENTWISE or t in NORMS or t in REDUCE or t == "Softmax":
             out = numel(node.output[0])
             inp = sum(numel(x) for x in node.input if x and x not in inits)
@@ -283,7 +368,7 @@ def from_onnx(path: str | Path, name: str | None = None) -> dict[str, Any]:
     desc = {"name": name, "family": "optable", "domain": "imported",
             "source": f"imported from {path.name} by dse workloads import (ONNX shape inference)",
             "arch": {"ops": rows, "params": int(params), "unknown_ops": unknown},
-            "defaults": {"phase": "forward", "dtype": "fp32"}}
+            "defaults": {"phase": "forward", "dtype": onnx_dtype(g)}}
     _validate(desc, str(path))
     return desc
 

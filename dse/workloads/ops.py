@@ -237,18 +237,32 @@ def conv_out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int
 def conv2d(
     name: str, *, n: int, h: int, w: int, c_in: int, c_out: int, k: int, stride: int = 1,
     pad: int | None = None, groups: int = 1, dtype: str, count: int = 1, bias: bool = False,
+    kw: int | None = None, stride_w: int | None = None, pads: tuple[int, int, int, int] | None = None,
+    dilation: tuple[int, int] = (1, 1),
 ) -> tuple[dict[str, Any], tuple[int, int, int]]:
-    """A 2-D convolution as its GEMM-equivalent row; returns the row and the output (h, w, c)."""
-    pad = k // 2 if pad is None else pad
-    ho, wo = conv_out(h, k, stride, pad), conv_out(w, k, stride, pad)
+    """A 2-D convolution as its GEMM-equivalent row; returns the row and the output (h, w, c). A ``k x k`` kernel
+    with ``pad`` on every side by default; ``kw``, ``stride_w``, ``pads`` (top, left, bottom, right) and ``dilation``
+    (rows, columns) give any other (an ONNX Conv's ``kernel_shape``, ``strides``, ``pads``, ``dilations``)::
+
+        out = floor((size + pad_begin + pad_end - dilation (k - 1) - 1) / stride) + 1
+        M = n ho wo,  N = c_out / groups,  K = c_in / groups x kh x kw"""
+    kh, kw = k, (k if kw is None else kw)
+    sh, sw = stride, (stride if stride_w is None else stride_w)
+    if pads is None:
+        ph = k // 2 if pad is None else pad
+        pw = kw // 2 if pad is None else pad
+        pads = (ph, pw, ph, pw)
+    dh, dw = dilation
+    ho = (h + pads[0] + pads[2] - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + pads[1] + pads[3] - dw * (kw - 1) - 1) // sw + 1
     if ho <= 0 or wo <= 0:
-        raise ValueError(f"{name}: input {h}x{w} too small for kernel {k} stride {stride} pad {pad}")
+        raise ValueError(f"{name}: input {h}x{w} too small for kernel {kh}x{kw} stride {sh}x{sw} pads {list(pads)}")
     if c_in % groups or c_out % groups:
         raise ValueError(f"{name}: channels {c_in}->{c_out} not divisible by groups {groups}")
     b = DTYPE_BYTES[dtype]
-    M, N, K = n * ho * wo, c_out // groups, (c_in // groups) * k * k
+    M, N, K = n * ho * wo, c_out // groups, (c_in // groups) * kh * kw
     a = n * h * w * c_in * b
-    wts = c_out * (c_in // groups) * k * k * b + (c_out * b if bias else 0)
+    wts = c_out * (c_in // groups) * kh * kw * b + (c_out * b if bias else 0)
     c = n * ho * wo * c_out * b
     depthwise = groups > 1 and groups == c_in
     row = _row(

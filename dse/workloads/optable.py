@@ -1,7 +1,8 @@
 """The ``optable`` family: a model given as explicit operator rows (what the ONNX and torch importers
 write, and a way to describe any kernel sequence by hand).
 
-Row kinds: ``gemm`` (M, N, K, batch), ``conv`` (n, h, w, c_in, c_out, k, stride, pad, groups) and
+Row kinds: ``gemm`` (M, N, K, batch), ``conv`` (n, h, w, c_in, c_out, k, stride, pad, groups; kw, stride_w, pads and
+dilation for non-square, asymmetric or dilated kernels) and
 ``stream`` (elems, flops_per_elem, read/write bytes per element, kind). Each row has a ``count``.
 The scenario sets the dtype; shapes are fixed by the source graph.
 """
@@ -38,9 +39,16 @@ class ConvRow(Strict):
     w: int = Field(gt=0, le=MAX_RESOLUTION)
     c_in: int = Field(gt=0, le=MAX_WIDTH)
     c_out: int = Field(gt=0, le=MAX_WIDTH)
-    k: int = Field(gt=0, le=MAX_KERNEL)
-    stride: int = Field(1, gt=0, le=MAX_KERNEL)
-    pad: int = Field(0, ge=0, le=MAX_KERNEL)
+    k: int = Field(gt=0, le=MAX_KERNEL, description="Kernel height (and width, without kw)")
+    kw: int | None = Field(None, gt=0, le=MAX_KERNEL, description="Kernel width where it differs from k (1x7, 7x1)")
+    stride: int = Field(1, gt=0, le=MAX_KERNEL, description="Stride (rows, and columns without stride_w)")
+    stride_w: int | None = Field(None, gt=0, le=MAX_KERNEL, description="Column stride where it differs")
+    pad: int = Field(0, ge=0, le=MAX_KERNEL, description="Zero padding on every side (without pads)")
+    pads: list[Annotated[int, Field(ge=0, le=MAX_KERNEL)]] | None = Field(
+        None, min_length=4, max_length=4, description="Zero padding top, left, bottom, right (ONNX order "
+        "x1_begin, x2_begin, x1_end, x2_end), where the sides differ")
+    dilation: list[Annotated[int, Field(gt=0, le=MAX_KERNEL)]] = Field(
+        default_factory=lambda: [1, 1], min_length=2, max_length=2, description="Kernel dilation, rows and columns")
     groups: int = Field(1, gt=0, le=MAX_WIDTH)
     count: int = Field(1, gt=0, le=MAX_COUNT)
 
@@ -74,7 +82,9 @@ def build(arch: OpTableArch, sc: Scenario, name: str) -> tuple[list[dict[str, An
                 rows.append(ops.gemm(r.name, r.M, r.N, r.K, dtype=dt, batch=r.batch, count=r.count))
             case ConvRow():
                 row, _ = ops.conv2d(r.name, n=r.n, h=r.h, w=r.w, c_in=r.c_in, c_out=r.c_out, k=r.k, stride=r.stride,
-                                    pad=r.pad, groups=r.groups, dtype=dt, count=r.count)
+                                    pad=r.pad, groups=r.groups, dtype=dt, count=r.count, kw=r.kw, stride_w=r.stride_w,
+                                    pads=tuple(r.pads) if r.pads is not None else None,
+                                    dilation=(r.dilation[0], r.dilation[1]))
                 rows.append(row)
             case StreamRow():
                 b = DTYPE_BYTES[dt]

@@ -266,3 +266,74 @@ def test_imports_never_overwrite(tmp_path: Path, monkeypatch, capsys) -> None:
     assert main(["workloads", "import", "b.json", "-o", "a.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --output: got 'a.json', which exists; accepted: a new file (imports never overwrite)"]
+
+
+def _one_node_model(path: Path, node_kw: dict, x_shape: list, w: "object", elem: int | None = None) -> None:
+    """A one-node ONNX graph (``x`` and the weight ``W``) saved at ``path``."""
+    onnx = _need("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    elem = TensorProto.FLOAT if elem is None else elem
+    graph = helper.make_graph([helper.make_node(inputs=["x", "W"], outputs=["y"], name="n", **node_kw)], "t",
+                              [helper.make_tensor_value_info("x", elem, x_shape)],
+                              [helper.make_tensor_value_info("y", elem, None)], [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(graph), str(path))
+
+
+def test_onnx_matmul_of_a_3d_input_by_a_weight_is_one_gemm_reading_the_weight_once(tmp_path: Path) -> None:
+    """[B, S, H] @ W[H, N] (every transformer export) is one GEMM of B S rows: the weight is read once, not B times
+    (it came out 25x slower than the same GEMM on a [B S, H] input), and an fp16 graph imports as fp16."""
+    _need("onnx")
+    import numpy as np
+    from onnx import TensorProto
+
+    from dse.workloads.importers import from_onnx
+
+    w = np.zeros((512, 256), np.float16)
+    _one_node_model(tmp_path / "a.onnx", {"op_type": "MatMul"}, [8, 128, 512], w, TensorProto.FLOAT16)
+    _one_node_model(tmp_path / "b.onnx", {"op_type": "MatMul"}, [8 * 128, 512], w, TensorProto.FLOAT16)
+    a, b = (workload_from_description(from_onnx(tmp_path / f"{n}.onnx")) for n in "ab")
+    assert a.scenario["dtype"] == b.scenario["dtype"] == "fp16"
+    for wl in (a, b):
+        row = wl.ops.iloc[0]
+        assert (row["M"], row["N"], row["K"], row["batch"]) == (1024, 256, 512, 1)
+        assert row["b_bytes"] == 512 * 256 * 2
+    assert a.bytes == b.bytes and a.flops == b.flops == 2 * 1024 * 256 * 512
+
+
+@pytest.mark.parametrize(("kw", "x", "kernel", "hw_out"), [
+    ({}, [1, 64, 56, 56], (1, 7), (56, 50)),  # a 1x7 kernel, no padding
+    ({"pads": [3, 0, 3, 0]}, [1, 64, 56, 56], (7, 1), (56, 56)),  # 7x1 with its rows padded
+    ({"auto_pad": "SAME_UPPER", "strides": [2, 2]}, [1, 64, 57, 57], (3, 3), (29, 29)),
+    ({"dilations": [2, 2], "pads": [2, 2, 2, 2]}, [1, 64, 56, 56], (3, 3), (56, 56)),
+])
+def test_onnx_conv_reads_its_kernel_shape_padding_and_dilation(tmp_path: Path, kw, x, kernel, hw_out) -> None:
+    """FLOPs = 2 n ho wo c_out c_in kh kw with ho, wo from the node's own attributes (a 1x7 kernel was counted as
+    1x1 and a 7x1 as 7x7; SAME padding and dilation were ignored)."""
+    _need("onnx")
+    import numpy as np
+
+    from dse.workloads.importers import from_onnx
+
+    w = np.zeros((32, x[1], *kernel), np.float32)
+    _one_node_model(tmp_path / "c.onnx", {"op_type": "Conv", **kw}, x, w)
+    wl = workload_from_description(from_onnx(tmp_path / "c.onnx"))
+    ho, wo = hw_out
+    assert wl.matrix_flops == 2 * ho * wo * 32 * x[1] * kernel[0] * kernel[1]
+
+
+def test_onnx_free_batch_dimension_takes_batch_and_the_import_says_so(tmp_path: Path, capsys) -> None:
+    """A dynamic batch (``dim_param``) is bound to ``--batch`` (default 1) before shape inference, and the import
+    prints which free dimensions it bound."""
+    _need("onnx")
+    import numpy as np
+
+    _one_node_model(tmp_path / "d.onnx", {"op_type": "MatMul"}, ["N", 128, 512], np.zeros((512, 256), np.float32))
+    for batch in (None, 8):
+        out = tmp_path / f"d{batch}.yaml"
+        assert main(["workloads", "import", str(tmp_path / "d.onnx"), "-o", str(out),
+                     *(["--batch", str(batch)] if batch else [])]) == 0
+        text = capsys.readouterr().out
+        assert f"x[0] N={batch or 1}" in text
+        wl = dse.workload(str(out))
+        assert wl.flops == 2 * (batch or 1) * 128 * 256 * 512
