@@ -166,7 +166,8 @@ def gemm(
         dtype_out=odt, M=M, N=N, K=K, batch=batch, flops=2.0 * batch * M * N * K,
         bytes_read=a + b, bytes_written=c, a_bytes=a, b_bytes=b, c_bytes=c,
         elem_a=ba, elem_b=bb, elem_out=bc, count=count,
-        held=("kv_cache" if kind == "attention" else "weights") if held is None else held, held_bytes=b,
+        held=(h := ("kv_cache" if kind == "attention" else "weights") if held is None else held),
+        held_bytes=b if h else 0.0,
     )
 
 
@@ -269,7 +270,7 @@ def conv2d(
         name=name, kind="conv", unit="vector" if depthwise else "matrix", reuse="tiled", dtype=dtype,
         dtype_a=dtype, dtype_b=dtype, dtype_out=dtype, M=M, N=N, K=K, batch=groups,
         flops=2.0 * groups * M * N * K, bytes_read=a + wts, bytes_written=c, a_bytes=a, b_bytes=wts,
-        c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count,
+        c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count, held="weights", held_bytes=wts,
     )
     return row, (ho, wo, c_out)
 
@@ -285,8 +286,8 @@ def conv1d(name: str, *, n: int, length: int, c_in: int, c_out: int, k: int, str
     a, wts, c = n * length * c_in * b, c_out * (c_in // groups) * k * b, n * out * c_out * b
     row = _row(name=name, kind="conv", unit="matrix", reuse="tiled", dtype=dtype, dtype_a=dtype, dtype_b=dtype,
                dtype_out=dtype, M=M, N=N, K=K, batch=groups, flops=2.0 * groups * M * N * K, bytes_read=a + wts,
-               bytes_written=c,
-               a_bytes=a, b_bytes=wts, c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count)
+               bytes_written=c, a_bytes=a, b_bytes=wts, c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count,
+               held="weights", held_bytes=wts)
     return row, out
 
 

@@ -79,7 +79,8 @@ def build(arch: OpTableArch, sc: Scenario, name: str) -> tuple[list[dict[str, An
     for r in arch.ops:
         match r:
             case GemmRow():
-                rows.append(ops.gemm(r.name, r.M, r.N, r.K, dtype=dt, batch=r.batch, count=r.count))
+                rows.append(ops.gemm(r.name, r.M, r.N, r.K, dtype=dt, batch=r.batch, count=r.count,
+                                     held=None if r.weights else ""))  # B of two activations outlives nothing
             case ConvRow():
                 row, _ = ops.conv2d(r.name, n=r.n, h=r.h, w=r.w, c_in=r.c_in, c_out=r.c_out, k=r.k, stride=r.stride,
                                     pad=r.pad, groups=r.groups, dtype=dt, count=r.count, kw=r.kw, stride_w=r.stride_w,

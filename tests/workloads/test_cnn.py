@@ -164,3 +164,30 @@ def test_channels_last_speeds_up_resnet50_amp_training_about_as_reported() -> No
     t = {f: dse.predict(dse.workload("resnet50", phase="training", batch=256, dtype="fp16", execution="eager",
                                      memory_format=f), "a100-80gb").time_s for f in ("nhwc", "nchw")}
     assert 1.2 < t["nchw"] / t["nhwc"] < 1.45
+
+
+def test_conv_weights_are_held_weights_so_residency_reads_them_from_dram_when_they_do_not_fit():
+    """A conv's B is its weights (``held: weights``, as a GEMM's): on a scratchpad NPU whose SRAM cannot keep
+    ResNet-152's 116 MB of weights, every step reads the rest from DRAM (the convs were activations: the whole pass
+    read 3.1 MB from HBM); with the weights fitting, a second step reads almost none of them."""
+    import dse
+
+    p = dse.predict(dse.workload("resnet152", batch=1, dtype="bf16"), "npu-7nm")
+    o = p.ops
+    conv = o[o["kind"] == "conv"]
+    assert (conv["held"] == "weights").all() and (conv["held_bytes"] == conv["b_bytes"]).all()
+    weights = float((conv["b_bytes"] * conv["count"]).sum())
+    hbm = float((o["traffic_hbm_bytes"] * o["count"]).sum())
+    sram = dse.hardware("npu-7nm").memory[1].capacity_bytes
+    assert hbm >= weights - sram  # what does not fit in the global SRAM comes from HBM each step
+
+
+def test_an_optable_gemm_of_two_activations_holds_nothing():
+    from dse.workloads.importers import workload_from_description
+
+    desc = {"name": "t", "family": "optable", "source": "test", "arch": {"ops": [
+        {"op": "gemm", "name": "qk", "M": 128, "N": 128, "K": 64, "batch": 8, "weights": False},
+        {"op": "gemm", "name": "proj", "M": 128, "N": 512, "K": 512}]}}
+    ops = workload_from_description(desc).ops.set_index("name")
+    assert ops.loc["qk", "held"] == "" and ops.loc["qk", "held_bytes"] == 0
+    assert ops.loc["proj", "held"] == "weights" and ops.loc["proj", "held_bytes"] == ops.loc["proj", "b_bytes"] > 0
