@@ -155,3 +155,24 @@ def test_a_whatif_of_a_model_file_by_path_runs_and_a_plan_is_refused(tmp_path: P
     assert main(["whatif", str(f), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {f}: workload.plan: got a plan; accepted: none") and err.count("\n") == 1
+
+
+def test_the_readme_whatif_table_is_what_the_command_prints(capsys) -> None:
+    """The README's tour shows ``dse whatif --workload llama2-7b ...``'s table; each of its rows is a row the
+    command prints today (it had kept stage 1's figures from before a model change: 10.17 ms for 10.11)."""
+    import re
+    from pathlib import Path
+
+    from dse.cli import main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("$ dse whatif --workload llama2-7b", 1)[1].split("```", 1)[0]
+    args = block.splitlines()[0].split()
+    shown = [" ".join(line.split()) for line in block.splitlines()[1:] if re.match(r"^\s+\d+\s", line)]
+    assert len(shown) == 4
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        assert main(["whatif", "--workload", "llama2-7b", *args, "--out", out]) == 0
+    printed = {" ".join(line.split()) for line in capsys.readouterr().out.splitlines()}
+    assert [r for r in shown if r not in printed] == []

@@ -795,3 +795,13 @@ def test_an_unknown_scenario_keyword_is_a_bad_cell_not_an_uncovered_row(tmp_path
     assert rc == 2 and err == [f"error: {p}: line 2 ({SHIPPED_IDS[0]}).scenario.fused_atention: got 'fused_atention' "
                                "(did you mean 'fused_attention' or 'fuse_elementwise'?); accepted: a keyword of "
                                "dse.workload (a scenario or plan field)"]
+
+
+def test_the_readme_validate_line_is_what_dse_validate_prints(shipped_results: pd.DataFrame) -> None:
+    """The README's tour quotes ``dse validate``'s first line; it is the line the shipped suite gives today."""
+    from dse.validate.suite import error_stats
+
+    st = error_stats(shipped_results)
+    line = (f"{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} "
+            f"%, max {st['max_abs_error_pct']:.1f} %")
+    assert line in (Path(__file__).resolve().parents[2] / "README.md").read_text(), line
