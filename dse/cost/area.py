@@ -18,7 +18,9 @@ prices a design is the model fitted and checked on public dies::
     noc               = routers of the on-chip network from its topology (``dse.cost.noc``): per router
                         ports^2 x link bits x crosspoint area + ports x buffer flits x link bits x bit area
     dram_phy/ctrl     = stacks x per-stack area, stacks = ceil(DRAM bandwidth / per-stack bandwidth) summed
-                        over levels whose kind's area class is dram_phy
+                        over levels whose kind's area class is dram_phy (HBM)
+                        + channels x node.ddr_phy_mm2_per_channel, channels = ceil(bandwidth / channel bandwidth)
+                        over levels of class ddr_phy (GDDR, LPDDR, DDR on the board: :func:`ddr_channels`)
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
     fixed             = control, IO and the rest (node.fixed_mm2)
     d2d               = per die of a multi-die package: its die-to-die bandwidth / the link kind's GB/s per mm^2
@@ -126,11 +128,24 @@ def level_stacks(d: DesignBatch, j: int) -> np.ndarray:
 
 
 def dram_stacks(d: DesignBatch) -> np.ndarray:
-    """[D] DRAM stacks (or channels) of the die: :func:`level_stacks` summed over its levels."""
+    """[D] HBM stacks of the die: :func:`level_stacks` summed over its levels."""
     out = np.zeros(d.n)
     for j in range(len(d.base.memory)):
         if d.base.memory[j].spec.area == "dram_phy":
             out = out + level_stacks(d, j)
+    return out
+
+
+def ddr_channels(d: DesignBatch) -> np.ndarray:
+    """[D] 32-bit board-DRAM channels (GDDR, LPDDR, DDR; kind ``ddr``) of the die: ceil(BW / channel BW) summed over
+    its levels of that area class, each a PHY and controller of ``ddr_phy_mm2_per_channel`` (LLMCompass's DDR5 PHY per
+    32-bit unit). They sit on the board, so they take no interposer and count against no package stack limit; the
+    die-edge check does not count their PHYs' shoreline (no sourced edge length per channel)."""
+    out = np.zeros(d.n)
+    for j, level in enumerate(d.base.memory):
+        if level.spec.area == "ddr_phy":  # without stack_bandwidth_gbps, the template's bandwidth is one channel
+            per = level.stack_bandwidth_gbps * 1e9 if level.stack_bandwidth_gbps else level.bandwidth_bps
+            out = out + np.maximum(np.ceil(d.bandwidth[:, j] / per - 1e-9), 1.0)
     return out
 
 
@@ -187,7 +202,7 @@ class Inventory:
     noc_buffer_bits: np.ndarray  # router input-buffer bits
     dram_stacks: np.ndarray
     serdes_links: np.ndarray  # link equivalents (links x lane factor)
-    ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR channels (calibration dies; designs use HBM stacks)
+    ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
 
 
@@ -221,6 +236,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         noc_buffer_bits=net.buffer_bits,
         dram_stacks=dram_stacks(d),
         serdes_links=d.links * link_lane_factor(d),
+        ddr_channels=ddr_channels(d),
     )
 
 

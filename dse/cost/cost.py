@@ -10,7 +10,8 @@
 
       Y = (1 + A * D0 / alpha) ** (-alpha)                      (A in cm^2)
 
-* Die cost = wafer cost / (DPW * Y); unit cost = die cost + DRAM (USD per GB x capacity)
+* Die cost = wafer cost / (DPW * Y); unit cost = die cost + DRAM (USD per GB x capacity, at the price of each
+  level's kind: ``dram_usd_per_gb`` for HBM, ``ddr_usd_per_gb`` for board GDDR/LPDDR/DDR)
   + package + interposer (USD per mm^2 of die plus DRAM-stack footprints, for HBM parts).
 * A multi-die package (``package.dies``) buys every die kind's known-good dies at that kind's area and
   node, and divides dies and interposer by the assembly yield, prod over dies of the link's bond yield
@@ -116,13 +117,15 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
             yields[g.name] = y_g
             footprint = footprint + g.footprint
         y, dpw = yields[dies[0].name], dies_per_wafer(dies[0].mm2)
-    bought = [j for j, m in enumerate(d.base.memory) if m.spec.usd_per_gb]  # kinds priced per GB
-    dram_gb = d.capacity[:, bought].sum(axis=1) / 1e9 if bought else np.zeros(d.n)
+    dram_usd = np.zeros(d.n)  # each level bought per GB at its kind's price (HBM, board DRAM)
+    for j, m in enumerate(d.base.memory):
+        if m.spec.usd_per_gb is not None:
+            dram_usd = dram_usd + d.capacity[:, j] / 1e9 * getattr(node, m.spec.usd_per_gb).value
     on_silicon = (ar.dram_stacks > 0) | ((ar.die_total > 1) & any(
         g.link is not None and g.link.integration != "organic" for g in dies))
     parts = {
         "die": die / y_asm,
-        "dram": dram_gb * node.dram_usd_per_gb.value,
+        "dram": dram_usd,
         "package": np.full(d.n, node.package_usd.value),
         "interposer": np.where(on_silicon, interposer_mm2(footprint, ar.dram_stacks, node)
                                * node.interposer_usd_per_mm2.value, 0.0) / y_asm,

@@ -71,7 +71,7 @@ def stack_bandwidth(hw: Hardware) -> float | None:
     """Byte/s of one stack (or channel) of the main memory level, or None when it is not bought in stacks (no
     ``stack_bandwidth_gbps``, or a kind not priced per PHY stack)."""
     level = hw.offchip_level
-    if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
+    if level.spec.area not in ("dram_phy", "ddr_phy") or level.stack_bandwidth_gbps is None:
         return None
     return level.stack_bandwidth_gbps * 1e9
 
@@ -513,7 +513,8 @@ class DesignBatch:
         per = stack_bandwidth(b)
         if per is not None:
             tbps = float(fields.knob_values(self.take([i]))["dram_bandwidth_tbps"][0])
-            text += (f"; {self.dram_stacks[i]:.0f} x {per / 1e9:.4g} GB/s {self.offchip_name} stacks = "
+            unit = "channels" if b.offchip_level.spec.area == "ddr_phy" else "stacks"
+            text += (f"; {self.dram_stacks[i]:.0f} x {per / 1e9:.4g} GB/s {self.offchip_name} {unit} = "
                      f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
         return text
 

@@ -12,8 +12,12 @@ never its position in the list. Each record says:
   (``dse.hardware.energy``);
 * ``area``: which area component prices the level (``dse.cost.area``): ``sram`` per MiB at the node's
   scratchpad or cache density (the level's ``organization``), ``dram_phy`` per stack of PHY and
-  controller (stacks = ceil(bandwidth / ``stack_bandwidth_gbps``));
-* ``usd_per_gb``: the level's capacity is bought per GB (``node.dram_usd_per_gb``; ``dse.cost.cost``);
+  controller (stacks = ceil(bandwidth / ``stack_bandwidth_gbps``); HBM on a silicon interposer, beside the
+  die's long edges), ``ddr_phy`` per 32-bit channel of PHY and controller (channels = ceil(bandwidth /
+  ``stack_bandwidth_gbps``, one channel's bandwidth); chips on the board: no interposer, no stack on the
+  package);
+* ``usd_per_gb``: the node coefficient the level's capacity is bought at per GB (``dram_usd_per_gb`` for HBM,
+  ``ddr_usd_per_gb`` for board DRAM; ``dse.cost.cost``), None for on-die SRAM;
 * ``knob``: the search knob (``dse.hardware.fields.KNOB_TABLE``) that sizes a level of this kind
   (``sram_mib``: the outermost on-chip level's capacity; ``dram_bandwidth_tbps``: the main memory's
   bandwidth).
@@ -37,25 +41,31 @@ class MemoryKind:
     off_chip: bool
     energy_private: str  # node coefficient, pJ/byte, of a level with instances > 1
     energy_shared: str  # node coefficient, pJ/byte, of a level with one instance
-    area: Literal["sram", "dram_phy"]
-    usd_per_gb: bool
+    area: Literal["sram", "dram_phy", "ddr_phy"]
+    usd_per_gb: str | None
     knob: str | None
     description: str
 
 
 KINDS: tuple[MemoryKind, ...] = (
     MemoryKind("sram", off_chip=False, energy_private="energy_pj_per_byte_sram_local",
-               energy_shared="energy_pj_per_byte_sram_global", area="sram", usd_per_gb=False, knob="sram_mib",
+               energy_shared="energy_pj_per_byte_sram_global", area="sram", usd_per_gb=None, knob="sram_mib",
                description="on-chip SRAM: registers' next level, L1/shared memory, L2, scratchpads (VMEM, CMEM)"),
     MemoryKind("dram", off_chip=True, energy_private="energy_pj_per_byte_dram", energy_shared="energy_pj_per_byte_dram",
-               area="dram_phy", usd_per_gb=True, knob="dram_bandwidth_tbps",
-               description="off-chip DRAM: HBM stacks, GDDR or LPDDR channels"),
+               area="dram_phy", usd_per_gb="dram_usd_per_gb", knob="dram_bandwidth_tbps",
+               description="off-chip DRAM in stacks on the package: HBM (stack_bandwidth_gbps: one stack's)"),
+    MemoryKind("ddr", off_chip=True, energy_private="energy_pj_per_byte_ddr", energy_shared="energy_pj_per_byte_ddr",
+               area="ddr_phy", usd_per_gb="ddr_usd_per_gb", knob="dram_bandwidth_tbps",
+               description="off-chip DRAM chips on the board over 32-bit channels: GDDR, LPDDR, DDR "
+                           "(stack_bandwidth_gbps: one channel's)"),
 )
 KIND: dict[str, MemoryKind] = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(KIND)
 
 #: names that say "off-chip DRAM" for a level given without ``kind`` (case-insensitive)
 DRAM_NAME = re.compile(r"hbm|dram|ddr|hmc|dimm|main.?mem", re.IGNORECASE)
+#: of those, names that say "board DRAM channels" (GDDR6, LPDDR5, DDR5), not stacks
+DDR_NAME = re.compile(r"^(?!.*hbm).*(gddr|lpddr|ddr\d)", re.IGNORECASE)
 
 
 def kind_of(name: str) -> MemoryKind:
@@ -68,8 +78,10 @@ def kind_of(name: str) -> MemoryKind:
 
 def infer_kind(name: str, index: int, n_levels: int) -> str:
     """The kind of a level written without one, by the rule the code assumed before kinds were typed:
-    a level named like DRAM (hbm, dram, gddr6, lpddr5, ...) is ``dram``, else the outermost (last) level
-    of a hierarchy of two or more is ``dram``, else ``sram``."""
+    a level named like board DRAM (gddr6, lpddr5, ddr5) is ``ddr``, one named like other DRAM (hbm, dram, ...)
+    is ``dram``, else the outermost (last) level of a hierarchy of two or more is ``dram``, else ``sram``."""
+    if DDR_NAME.search(name):
+        return "ddr"
     if DRAM_NAME.search(name) or (n_levels > 1 and index == n_levels - 1):
         return "dram"
     return "sram"

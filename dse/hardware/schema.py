@@ -353,7 +353,7 @@ class MemoryLevel(Strict):
         """A main-memory level bought in stacks (or channels) delivers a whole number of them: ``bandwidth = n x
         stack_bandwidth``. A design built from knobs rounds up to whole stacks (``DesignBatch.with_knobs``), so a
         template between two counts would be one chip in ``dse hardware`` and another in a study or the explorer."""
-        if self.stack_bandwidth_gbps is None or self.spec.area != "dram_phy":
+        if self.stack_bandwidth_gbps is None or self.spec.area not in ("dram_phy", "ddr_phy"):
             return
         field = "bandwidth_tbps" if self.bandwidth_tbps is not None else "bandwidth_gbps"
         bw = self.bandwidth_bps / 1e9
@@ -684,6 +684,7 @@ class Node(Strict):
     energy_pj_per_byte_sram_local: Coefficient
     energy_pj_per_byte_sram_global: Coefficient
     energy_pj_per_byte_dram: Coefficient
+    energy_pj_per_byte_ddr: Coefficient
     energy_pj_per_byte_serdes: Coefficient
     leakage_fraction: Coefficient
     # cost
@@ -691,6 +692,7 @@ class Node(Strict):
     defect_density_per_cm2: Coefficient
     yield_alpha: Coefficient
     dram_usd_per_gb: Coefficient
+    ddr_usd_per_gb: Coefficient
     package_usd: Coefficient
     interposer_usd_per_mm2: Coefficient
     dram_stack_footprint_mm2: Coefficient

@@ -315,6 +315,9 @@ def shoreline_lines(result) -> list[str]:
     edge = f"{float(sh.edge_need_mm[0]):.0f} mm of {float(sh.perimeter_mm[0]):.0f} mm perimeter"
     if not has_dram(best.base):
         return [f"- Die edge: no DRAM level (main memory: SRAM `{best.offchip_name}`); SerDes and host I/O need {edge}"]
+    if best.base.offchip_level.spec.area == "ddr_phy":
+        return [f"- Die edge: SerDes and host I/O need {edge}; main memory `{best.offchip_name}` is "
+                f"{float(best.dram_stacks[0]):.0f} board-DRAM channels (their PHYs' edge is not counted)"]
     return [f"- Die edge: HBM PHYs, SerDes and host I/O need {edge}; {float(sh.stacks[0]):.0f} HBM stacks of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
 

@@ -72,9 +72,10 @@ def base_knobs(base: DesignBatch) -> dict[str, float]:
 
 def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2: float) -> DesignBatch:
     """Share ``total_mm2`` (less the parts the split does not size: NoC, SerDes, fixed) between cores, outermost SRAM
-    and DRAM stacks in proportion to the ``split_*`` weights: ``cores = f_c A / A_core`` (a core is its MAC arrays,
-    vector lanes and per-core SRAM), ``sram = f_s A / (mm2 per MiB)``, ``stacks = floor(f_d A / A_stack)``; then
-    built by :meth:`DesignBatch.with_knobs` (whole cores, macros and stacks)."""
+    and DRAM stacks (board-DRAM channels for a ``ddr`` main memory) in proportion to the ``split_*`` weights:
+    ``cores = f_c A / A_core`` (a core is its MAC arrays, vector lanes and per-core SRAM), ``sram = f_s A / (mm2 per
+    MiB)``, ``stacks = floor(f_d A / A_stack)``; then built by :meth:`DesignBatch.with_knobs` (whole cores, macros and
+    stacks)."""
     w = np.stack([np.asarray(cols[k], dtype=float) for k in SPLIT], axis=1)
     f = w / w.sum(axis=1, keepdims=True)
     ar = area(batch)
@@ -87,7 +88,8 @@ def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2:
     avail = np.maximum(total_mm2 - other, 0.0)
     peak = batch.core_peak_flops * (f[:, 0] * avail) / core_mm2
     sram_mib = np.maximum(f[:, 1] * avail / per_mib, 1.0)
-    per_stack_mm2 = node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value
+    per_stack_mm2 = (node.ddr_phy_mm2_per_channel.value if batch.base.offchip_level.spec.area == "ddr_phy"
+                     else node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value)
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
     per_stack_bw = batch.dram_bandwidth / np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)

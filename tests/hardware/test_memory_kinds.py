@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -25,10 +26,11 @@ def test_every_record_names_real_coefficients_and_knobs() -> None:
     for k in KINDS:
         for coefficient in (k.energy_private, k.energy_shared):
             assert coefficient in Node.model_fields, (k.name, coefficient)
-        assert k.area in ("sram", "dram_phy")
+        assert k.area in ("sram", "dram_phy", "ddr_phy")
+        assert k.usd_per_gb is None or k.usd_per_gb in Node.model_fields
         assert k.knob is None or k.knob in KNOB
     assert kind_of("dram").off_chip and not kind_of("sram").off_chip
-    with pytest.raises(KeyError, match="accepted: sram, dram"):
+    with pytest.raises(KeyError, match="accepted: sram, dram, ddr"):
         kind_of("flash")
 
 
@@ -39,11 +41,12 @@ def test_an_unknown_kind_is_one_line_naming_file_field_value_and_the_accepted_ki
     path.write_text(yaml.safe_dump(data))
     assert main(["hardware", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {path}: memory.2.kind: got 'hbm3'; accepted: one of sram, dram"
+    assert err == f"error: {path}: memory.2.kind: got 'hbm3'; accepted: one of sram, dram, ddr"
 
 
 @pytest.mark.parametrize(("name", "index", "n", "kind"), [
-    ("hbm", 2, 3, "dram"), ("HBM3e", 0, 1, "dram"), ("gddr6", 1, 3, "dram"), ("lpddr5x", 2, 3, "dram"),
+    ("hbm", 2, 3, "dram"), ("HBM3e", 0, 1, "dram"), ("gddr6", 1, 3, "ddr"), ("lpddr5x", 2, 3, "ddr"),
+    ("ddr5", 2, 3, "ddr"), ("hbm2e", 2, 3, "dram"),
     ("l2", 1, 3, "sram"), ("smem", 0, 3, "sram"), ("mem", 2, 3, "dram"), ("sram", 0, 1, "sram"),
 ])
 def test_inference_for_a_level_without_kind(name: str, index: int, n: int, kind: str) -> None:
@@ -75,7 +78,7 @@ def test_adding_a_kind_is_one_record(monkeypatch) -> None:
     PHYs) is one record; templates then accept it and every model prices it by its record."""
     monkeypatch.setitem(KIND, "lpddr", MemoryKind(
         "lpddr", off_chip=True, energy_private="energy_pj_per_byte_dram", energy_shared="energy_pj_per_byte_dram",
-        area="dram_phy", usd_per_gb=True, knob="dram_bandwidth_tbps", description="off-chip LPDDR channels"))
+        area="dram_phy", usd_per_gb="dram_usd_per_gb", knob="dram_bandwidth_tbps", description="off-chip LPDDR channels"))
     data = H100.model_dump(mode="python", exclude_none=True)
     data["memory"][2]["kind"] = "lpddr"
     hw = hardware_from_mapping(data, file="chip.yaml")
@@ -87,7 +90,7 @@ def test_adding_a_kind_is_one_record(monkeypatch) -> None:
     assert dse.predict(wl, hw).time_s == dse.predict(wl, H100).time_s
     bad = H100.model_dump(mode="python", exclude_none=True)
     bad["memory"][2]["kind"] = "flash"
-    with pytest.raises(dse.DseError, match="accepted: one of sram, dram, lpddr"):
+    with pytest.raises(dse.DseError, match="accepted: one of sram, dram, ddr, lpddr"):
         hardware_from_mapping(bad, file="chip.yaml")
 
 
@@ -101,3 +104,33 @@ def test_every_shipped_template_states_the_kind_of_every_level() -> None:
     for path in paths:
         for level in load_yaml(path)["memory"]:
             assert level.get("kind") in KIND, (path.name, level.get("name"))
+
+
+def test_board_dram_is_priced_per_channel_on_no_interposer_and_at_its_own_energy_and_price() -> None:
+    """A ``ddr`` main memory (GDDR, LPDDR, DDR chips on the board) is whole 32-bit channels, each a PHY and controller
+    of the node's ``ddr_phy_mm2_per_channel``: no HBM stack on the package, no interposer, its GB at
+    ``ddr_usd_per_gb`` and its bytes at ``energy_pj_per_byte_ddr`` (the same level as ``dram`` was an HBM stack's PHY
+    per channel: tt-n150's 6 GDDR6 channels took 164 mm2 of a 782 mm2 die)."""
+    from dse.cost.area import ddr_channels
+    from dse.hardware.energy import level_energy_per_byte
+    from dse.hardware.templates import load_node
+
+    n150 = load_hardware("tt-n150")
+    assert n150.offchip_level.kind == "ddr"
+    as_hbm = n150.model_dump(mode="python", exclude_none=True)
+    as_hbm["memory"][-1]["kind"] = "dram"
+    hbm = hardware_from_mapping(as_hbm, file="chip.yaml")
+    d, h = DesignBatch.from_hardware(n150), DesignBatch.from_hardware(hbm)
+    node = load_node(n150.process_node)
+    ad, ah = area(d), area(h)
+    assert ddr_channels(d)[0] == 6 and dram_stacks(d)[0] == 0 and dram_stacks(h)[0] == 6
+    assert ad.parts["dram_phy"][0] == 0
+    assert ad.parts["dram_controller"][0] == pytest.approx(6 * node.ddr_phy_mm2_per_channel.value)
+    assert ah.total_mm2 - ad.total_mm2 > 100
+    cd, ch = unit_cost(d, ad), unit_cost(h, ah)
+    assert cd.parts["interposer"][0] == 0 < ch.parts["interposer"][0]
+    assert cd.parts["dram"][0] == pytest.approx(12 * node.ddr_usd_per_gb.value)
+    e = level_energy_per_byte(d, node)[-1]
+    assert e == pytest.approx(node.energy_pj_per_byte_ddr.value * 1e-12)
+    wider = d.with_knobs(dram_bandwidth=np.array([300e9]))  # 6.25 channels -> 7 whole ones
+    assert ddr_channels(wider)[0] == 7 and float(wider.dram_bandwidth[0]) == pytest.approx(7 * 48e9)
