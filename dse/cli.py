@@ -503,12 +503,16 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     dram = hw.offchip_level.name
     print(f"{what}: {len(wls)} workloads, {len(df)} operator rows; design {hw.name} "
           f"(ridge {float(d.ridge[0]):.0f} FLOP/byte)")
+    offs = False
     for label, level, weight in ((f"time-weighted, at {dram}", dram, "share_time"),  # where the time goes first
                                  (f"FLOP-weighted, at {dram}", dram, "share_flops"),
                                  ("FLOP-weighted, compulsory", "compulsory", "share_flops")):
         st = summary(df, level, weight)
+        offs = offs or any(st[q] == float("inf") for q in ("p10", "p50", "p90"))
         print(f"  {label:<28s} p10 {st['p10']:8.3g}  p50 {st['p50']:8.3g}  p90 {st['p90']:8.3g} FLOP/byte;"
               f" share in 4-16 FLOP/byte {st['share_4_16']:.1%}")
+    if offs:
+        print(f"  (inf: the operators at that percentile move no byte across {dram}: their data stays on chip)")
     fam = df.groupby("family").apply(lambda g: summary(g.assign(share_flops=g["share_flops"] / g["share_flops"].sum())),
                                       include_groups=False)
     for f, st in fam.items():

@@ -266,7 +266,8 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
         cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                            processes=True, dashboard_address=None)
     try:
-        with distributed.Client(scheduler or cluster) as client:
+        client_cm = _client(distributed, scheduler, cluster)
+        with client_cm as client:
             shared = client.scatter(ctxs, broadcast=True)
             futures = [client.submit(sweep_block, shared, axes, s, e, chunk, str(folder), k, pure=False)
                        for k, s, e in blocks]
@@ -280,6 +281,19 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _client(distributed, scheduler: str | None, cluster):  # noqa: ANN001, ANN202 - dask types, optional extra
+    """A dask Client of ``scheduler`` (an address) or ``cluster``: an address that names no scheduler, or one that
+    does not answer within dask's connect timeout, is one line naming ``--scheduler`` (it was a traceback)."""
+    if scheduler is None:
+        return distributed.Client(cluster)
+    try:
+        return distributed.Client(scheduler)
+    except (OSError, ValueError, TimeoutError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DseError(f"got {scheduler!r} ({reason}); accepted: the address of a running dask scheduler, e.g. "
+                       "tcp://HOST:8786, or no --scheduler (a local cluster)", field="--scheduler") from None
 
 
 #: the file in a streamed sweep's folder that records what defines it (``--resume`` compares it)

@@ -176,6 +176,17 @@ def test_cli_sweep_on_dask_writes_parquet_and_a_summary(tmp_path: Path, capsys) 
     assert "Best feasible design per mix" in (folder / "summary.md").read_text()
 
 
+def test_a_scheduler_address_that_names_no_scheduler_is_one_line(tmp_path: Path, capsys) -> None:
+    """``--scheduler notaurl`` (no port) was dask's traceback; it is one line naming ``--scheduler``, exit 2."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("pyarrow")
+    cfg = write_config(tmp_path, PLOTTED_STUDY)
+    assert main(["sweep", str(cfg), "--points", "3", "--engine", "dask", "--scheduler", "notaurl",
+                 "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --scheduler: got 'notaurl'"), err
+
+
 def test_a_missing_scale_extra_is_one_line_naming_it() -> None:
     from dse.grid import need
 

@@ -25,6 +25,12 @@ HF_TYPES = ("llama", "mistral", "qwen2", "gemma", "gpt2", "gptj", "gpt_neox", "b
             "deepseek_v2", "deepseek_v3", "phi3")
 
 
+#: model types whose transformers config class ties the input and output embeddings when config.json leaves
+#: ``tie_word_embeddings`` out (GemmaConfig, Gemma2Config: ``tie_word_embeddings=True``; LlamaConfig, MistralConfig,
+#: MixtralConfig, Qwen2Config, Qwen2MoeConfig, Phi3Config and the DeepSeek configs default to False)
+TIED_BY_DEFAULT = {"gemma": True, "gemma2": True}
+
+
 def _load_json(src: str | Path | dict) -> tuple[dict, str]:
     if isinstance(src, dict):
         return src, "mapping"
@@ -118,7 +124,8 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
                 "heads": need("num_attention_heads"),
                 "kv_heads": opt("num_key_value_heads", None) or need("num_attention_heads"),
                 "ffn": need("intermediate_size"), "activation": gated_act, "norm": "rmsnorm", "position": "rope",
-                "vocab": need("vocab_size"), "head": "lm", "tied_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+                "vocab": need("vocab_size"), "head": "lm",
+                "tied_embeddings": bool(cfg.get("tie_word_embeddings", TIED_BY_DEFAULT.get(mt, False))),
                 "max_seq": need("max_position_embeddings"),
                 "default_seq": min(2048, need("max_position_embeddings"))}
         if cfg.get("head_dim") is not None:

@@ -51,20 +51,28 @@ def family_of(name: str) -> str:
 
 
 def weighted_percentiles(ai: np.ndarray, weight: np.ndarray, qs: tuple[float, ...] = (10, 50, 90)) -> list[float]:
-    """Percentiles of ``ai`` with ``weight`` (ops without weight or with infinite AI left out)."""
-    m = np.isfinite(ai) & (weight > 0)
+    """Percentiles of ``ai`` with ``weight`` (ops without weight left out). An op that moves no byte across the level
+    (AI infinite: its data stays on chip) counts above every finite AI: a percentile that falls among them is
+    ``inf`` (they were dropped, so at a level a large SRAM keeps most operators off, the median read as the few
+    operators that still reached it). Between finite ops the percentile is interpolated at the mid-weight points."""
+    m = ~np.isnan(ai) & (weight > 0)
     a, w = ai[m], weight[m]
     if a.size == 0:
         return [float("nan")] * len(qs)
-    order = np.argsort(a)
+    order = np.argsort(a)  # inf last
     a, w = a[order], w[order]
     cum = (np.cumsum(w) - 0.5 * w) / w.sum()
-    return [float(np.interp(q / 100, cum, a)) for q in qs]
+    fin = np.isfinite(a)
+    if not fin.any():
+        return [float("inf")] * len(qs)
+    top = float(np.cumsum(w)[fin][-1] / w.sum())  # the weight share of the finite ops
+    return [float(np.interp(q / 100, cum[fin], a[fin])) if q / 100 <= top else float("inf") for q in qs]
 
 
 def band_share(ai: np.ndarray, weight: np.ndarray, lo: float = 4.0, hi: float = 16.0) -> float:
-    """Share of the weight with ``lo <= AI < hi``."""
-    m = np.isfinite(ai) & (weight > 0)
+    """Share of the weight with ``lo <= AI < hi``, of every weighted op (one that moves no byte across the level,
+    AI infinite, is outside the band and counts in the total)."""
+    m = ~np.isnan(ai) & (weight > 0)
     total = weight[m].sum()
     return float(weight[m & (ai >= lo) & (ai < hi)].sum() / total) if total else float("nan")
 

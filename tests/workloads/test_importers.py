@@ -337,3 +337,15 @@ def test_onnx_free_batch_dimension_takes_batch_and_the_import_says_so(tmp_path: 
         assert f"x[0] N={batch or 1}" in text
         wl = dse.workload(str(out))
         assert wl.flops == 2 * (batch or 1) * 128 * 256 * 512
+
+
+def test_a_gemma_config_without_tie_word_embeddings_ties_them_as_transformers_does() -> None:
+    """Gemma's config.json leaves ``tie_word_embeddings`` out and transformers' GemmaConfig defaults it to True: the
+    import has Gemma-7B's 8.54 B parameters, the library model's (it had 9.32 B, an untied LM head)."""
+    gemma = {"model_type": "gemma", "_name_or_path": "google/gemma-7b", "num_hidden_layers": 28, "hidden_size": 3072,
+             "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576,
+             "hidden_act": "gelu", "vocab_size": 256000, "max_position_embeddings": 8192}
+    wl = workload_from_description(from_hf_config(gemma))
+    assert wl.scenario["params"] == dse.workload("gemma-7b").scenario["params"]
+    llama = {k: v for k, v in LLAMA3_8B.items() if k != "tie_word_embeddings"}  # LlamaConfig defaults to untied
+    assert workload_from_description(from_hf_config(llama)).scenario["params"] == 8_030_261_248

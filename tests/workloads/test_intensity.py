@@ -7,11 +7,19 @@ from dse.workloads.mix import Mix
 
 
 def test_weighted_percentiles_and_band_share_by_hand() -> None:
-    ai = np.array([1.0, 8.0, 100.0, np.inf])
-    w = np.array([1.0, 2.0, 1.0, 5.0])  # the infinite-AI op is left out
+    ai = np.array([1.0, 8.0, 100.0])
+    w = np.array([1.0, 2.0, 1.0])
     p10, p50, p90 = weighted_percentiles(ai, w)
     assert p50 == pytest.approx(8.0) and p10 < p50 < p90
     assert band_share(ai, w, 4, 16) == pytest.approx(0.5)
+    # an op that moves no byte across the level (AI infinite: its data stays on chip) sits above every finite AI:
+    # with 5 of 9 of the weight there, the median and p90 are infinite and 2 of 9 is in the band (it was dropped,
+    # which gave the finite ops' median, 8, and a share of 1/2)
+    ai_inf, w_inf = np.append(ai, np.inf), np.append(w, 5.0)
+    p10, p50, p90 = weighted_percentiles(ai_inf, w_inf)
+    assert 1.0 < p10 < 8.0 and p50 == p90 == np.inf
+    assert band_share(ai_inf, w_inf, 4, 16) == pytest.approx(2 / 9)
+    assert weighted_percentiles(np.array([np.inf]), np.array([1.0])) == [np.inf] * 3
 
 
 def test_compulsory_shares_follow_mix_weights_without_a_design() -> None:
