@@ -522,6 +522,12 @@ def _workloads_ai(args: argparse.Namespace) -> int:
     return 0
 
 
+def _template_label(arg: str, hw) -> str:  # noqa: ANN001 - a Hardware
+    """What names a template in a table row, an error or a warning: the YAML path it was read from when given as one
+    (a copied template keeps its ``name:``, so two edited copies would read the same), else its name."""
+    return arg if arg.endswith((".yaml", ".yml")) else hw.name
+
+
 def cmd_hardware(args: argparse.Namespace) -> int:
     from dse.cost.area import area
     from dse.hardware.templates import list_templates, load_hardware
@@ -530,30 +536,32 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         """``1`` for one die, else the package's dies (``8 xcd + 4 iod``)."""
         return " + ".join(f"{g.count} {g.name}" for g in hw.die_groups) or "1"
 
-    hws = [load_hardware(n) for n in args.templates or list_templates()]  # every name checked before any output
+    names = args.templates or list_templates()
+    hws = [load_hardware(n) for n in names]  # every name checked before any output
+    labels = [_template_label(n, hw) for n, hw in zip(names, hws, strict=True)]
     if args.yaml:
         return _print_template_files(args.templates)
     if args.format == "json":
-        _print_json([{"template": hw.name, "node": hw.process_node, "dtype": hw.reference_dtype,
+        _print_json([{"template": lb, "node": hw.process_node, "dtype": hw.reference_dtype,
                       "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
-                      "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for hw in hws])
+                      "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for lb, hw in zip(labels, hws, strict=True)])
         return 0
-    w = max(12, *(len(hw.name) for hw in hws))
+    w = max(12, *(len(lb) for lb in labels))
     # the peak (and the ridge from it) is each template's reference dtype: bf16 on most, int8 on the Groq TSP, fp8
     # on Blackhole, fp16 on Wormhole and V100, so the column says which
     print(f"{'template':<{w}} {'node':<6} {'dtype':<5} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} "
           f"{'area mm2':>9}  dies")
     sram_only = False
-    for hw in hws:
+    for lb, hw in zip(labels, hws, strict=True):
         mark = " " if any(m.off_chip for m in hw.memory) else "*"  # an all-SRAM chip: its outermost on-chip level
         sram_only |= mark == "*"
-        print(f"{hw.name:<{w}} {hw.process_node:<6} {hw.reference_dtype:<5} {hw.peak_flops / 1e12:>12.1f} "
+        print(f"{lb:<{w}} {hw.process_node:<6} {hw.reference_dtype:<5} {hw.peak_flops / 1e12:>12.1f} "
               f"{hw.dram.bandwidth_bps / 1e12:>9.3f}"
               f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
-    _build_warnings(hws)
+    _build_warnings(hws, labels)
     return 0
 
 
@@ -574,13 +582,14 @@ def _print_template_files(names: list[str]) -> int:
     return 0
 
 
-def _build_warnings(hws) -> None:  # noqa: ANN001 - Hardware templates
+def _build_warnings(hws, labels: list[str] | None = None) -> None:  # noqa: ANN001 - Hardware templates
     """A ``warning:`` line on stderr for each template that could not be built as described (a die over the reticle,
-    more DRAM stacks than its edges and package hold; ``dse.cost.area.build_warnings``)."""
+    more DRAM stacks than its edges and package hold; ``dse.cost.area.build_warnings``), naming it by ``labels``
+    (its YAML path where it was given as one)."""
     from dse.cost.area import build_warnings
 
-    for hw in hws:
-        for line in build_warnings(hw):
+    for i, hw in enumerate(hws):
+        for line in build_warnings(hw, label=labels[i] if labels else None):
             print(f"warning: {line}", file=sys.stderr)
 
 
@@ -624,14 +633,14 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.hardware.templates import list_templates, load_hardware
 
     rows, die_rows, noc_rows = [], [], []
-    for name in args.templates or list_templates():
-        hw = load_hardware(name)
-        name = hw.name
+    for arg in args.templates or list_templates():
+        hw = load_hardware(arg)
+        name = _template_label(arg, hw)
         d = DesignBatch.from_hardware(hw)
         ar = area(d)
         noc_rows.append(_noc_row(name, d))
         check_package(d, ar, file=name)
-        _build_warnings([hw])
+        _build_warnings([hw], [name])
         c = unit_cost(d, ar)
         if ar.multi_die:
             die_rows += [{"template": name, "die": g.name, "count": int(g.count[0]), "node": g.node.name,
@@ -643,7 +652,11 @@ def cmd_area(args: argparse.Namespace) -> int:
         sh = shoreline(d, ar)
         rows.append({"template": name, "node": hw.process_node, **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
                      "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
-                     "yield_pct": c.yield_[0] * 100, "unit_cost_usd": c.total[0], **_power_row(hw, d, ar.node)})
+                     # a package of several die kinds: its worst die kind's yield (it was the first kind's: 92 % for
+                     # MI300X's XCDs beside 82 % for its IODs), then the yield of bonding its tested dies together
+                     "yield_pct": min(v[0] for v in c.die_yields.values()) * 100 if c.die_yields else c.yield_[0] * 100,
+                     "assembly_yield_pct": c.assembly_yield[0] * 100,
+                     "unit_cost_usd": c.total[0], **_power_row(hw, d, ar.node)})
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),

@@ -172,15 +172,17 @@ INSTANCES = _instances()
 
 
 def _value(model: type[BaseModel], fname: str, base: dict[str, Any], v: float) -> Any:
-    """``v`` in the shape the field takes: a number, a list of one, each entry of a mapping, a list of [v, v]."""
-    ann = model.model_fields[fname].annotation
-    text = repr(ann)
+    """``v`` in the shape the field takes: a number, a list of as many as it needs at least (one; ConvRow.pads four),
+    each entry of a mapping, a list of [v, v]."""
+    field = model.model_fields[fname]
+    text = repr(field.annotation)
     if "tuple[" in text:
         return [(v, v)]
     if "dict[" in text:
         return {k: v for k in base.get(fname) or {"bf16": 0}}
     if "list[" in text:
-        return [v]
+        n = next((m.min_length for m in field.metadata if getattr(m, "min_length", None)), 1)
+        return [v] * n
     return v
 
 

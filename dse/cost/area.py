@@ -450,24 +450,25 @@ def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
                      stacks=ar.dram_stacks, max_stacks=np.minimum(limit, beside), stacked_over_mm2=stacked)
 
 
-def build_warnings(hw: Hardware) -> list[str]:
+def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     """Why a template could not be built as described ([] when it can): its largest die over the node's reticle
     (a single die is not refused, :func:`check_package` refuses a multi-die package's; a study scores such a design
     infeasible, ``reticle``), DRAM stacks beyond what its die edges and package hold, PHYs beyond its perimeter
     (:func:`shoreline`, the study's ``package`` and ``shoreline`` constraints). What ``dse hardware`` and ``dse area``
-    print as ``warning:`` lines."""
+    print as ``warning:`` lines, each naming the template by ``label`` (default its name)."""
+    label = label or hw.name
     d = DesignBatch.from_hardware(hw)
     ar = area(d)
     out = []
     limit = ar.node.reticle_limit_mm2.value
     if float(ar.largest_die_mm2[0]) > limit:
         what = "its largest die" if float(ar.die_total[0]) > 1 else "its die"
-        out.append(f"{hw.name}: {what} models at {float(ar.largest_die_mm2[0]):.0f} mm2, over the {limit:g} mm2 "
+        out.append(f"{label}: {what} models at {float(ar.largest_die_mm2[0]):.0f} mm2, over the {limit:g} mm2 "
                    f"reticle at {ar.node.name}: it cannot be built as one die (a study scores it infeasible; "
                    "package.dies splits it)")
     why = shoreline(d, ar).reasons()[0]
     if why:
-        out.append(f"{hw.name}: {why} (a study scores it infeasible)")
+        out.append(f"{label}: {why} (a study scores it infeasible)")
     return out
 
 

@@ -492,6 +492,16 @@ class Package(Strict):
             if g.stacked_on is not None and (not stacked or g.stacked_on == g.name):
                 raise ValueError(f"@dies.{i}.stacked_on@got {g.stacked_on!r} with d2d_link {g.d2d_link!r}; "
                                  "accepted: stacked_on only with a stacked link (hybrid-bond), on another die kind")
+        under = {g.name: g.stacked_on for g in self.dies}
+        for i, g in enumerate(self.dies):  # a chain of stacked_on must end on a die that sits on the package
+            seen, at = [g.name], g.stacked_on
+            while at is not None:
+                if at in seen:
+                    chain = " on ".join([*seen, at])
+                    raise ValueError(f"@dies.{i}.stacked_on@got a cycle ({chain}); accepted: stacks that end on a die "
+                                     "kind on the package (its stacked_on left out)")
+                seen.append(at)
+                at = under.get(at)
         return self
 
 

@@ -274,6 +274,55 @@ def _pads(at: dict[str, Any], x: list[int], kh: int, kw: int, sh: int, sw: int, 
     return p if len(p) == 4 else [0, 0, 0, 0]
 
 
+def _onnx_gemm_row(node: Any, nm: str, shapes: dict[str, list[int]], inits: dict[str, list[int]],
+                   path: Path) -> dict[str, Any]:
+    """An ONNX MatMul/Gemm as an ``optable`` gemm row: ``[.., M, K] x [K, N]``; a 2-D B shared by every leading index
+    of A (``[B, S, H] @ W``) is one GEMM of ``B S`` rows, batched operands on both sides one GEMM per leading index."""
+    a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
+    if not a or not b:
+        raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
+    trans_a = any(at.name == "transA" and at.i for at in node.attribute)
+    trans_b = any(at.name == "transB" and at.i for at in node.attribute)
+    if (trans_a and len(a) < 2) or (trans_b and len(b) < 2):
+        raise DseError(f"node {nm}: a transposed rank-1 operand; accepted: rank >= 2 with transA/transB",
+                       file=str(path), field="graph")
+    M, K = (a[-1], a[-2]) if trans_a else (a[-2] if len(a) > 1 else 1, a[-1])
+    N = b[-2] if trans_b else b[-1]
+    if len(b) <= 2:  # one matrix B for every leading index of A: one GEMM of all the rows
+        M, batch = M * (math.prod(a[:-2]) if len(a) > 2 else 1), 1
+    else:  # batched operands on both sides (attention's Q K^T): one GEMM per leading index
+        batch = math.prod(a[:-2]) if len(a) > 2 else math.prod(b[:-2])
+    return {"op": "gemm", "name": nm, "M": int(M), "N": int(N), "K": int(K), "batch": int(batch),
+            "weights": node.input[1] in inits}
+
+
+def _onnx_conv_row(node: Any, nm: str, shapes: dict[str, list[int]], path: Path) -> dict[str, Any]:
+    """An ONNX Conv as an ``optable`` conv row, with its ``kernel_shape`` (from the weight), ``strides``, ``pads`` or
+    ``auto_pad`` (:func:`_pads`), ``dilations`` and ``group``."""
+    x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+    if not x or not w:
+        raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
+    if len(x) != 4 or len(w) != 4:
+        raise DseError(f"node {nm}: Conv on a rank-{len(x)} input with a rank-{len(w)} kernel; accepted: "
+                       "2-D convolutions (rank-4 NCHW input and kernel)", file=str(path), field="graph")
+    at = {a.name: (list(a.ints) if a.ints else (a.s if a.s else a.i)) for a in node.attribute}
+    kh, kw = w[2], w[3]
+    sh, sw = (list(at.get("strides") or [1, 1]) + [1, 1])[:2]
+    dh, dw = (list(at.get("dilations") or [1, 1]) + [1, 1])[:2]
+    pads = _pads(at, x, kh, kw, sh, sw, dh, dw)
+    row = {"op": "conv", "name": nm, "n": x[0], "c_in": x[1], "h": x[2], "w": x[3], "c_out": w[0],
+           "k": kh, "stride": sh, "pad": 0, "groups": at.get("group", 1) or 1}
+    if kw != kh:
+        row["kw"] = kw
+    if sw != sh:
+        row["stride_w"] = sw
+    if any(pads):
+        row["pads"] = [int(v) for v in pads]
+    if (dh, dw) != (1, 1):
+        row["dilation"] = [int(dh), int(dw)]
+    return row
+
+
 def from_onnx(path: str | Path, name: str | None = None, batch: int | None = None) -> dict[str, Any]:
     """An ``optable`` description of an ONNX model (shape inference required to size every node). The graph inputs'
     free dimensions are bound first: the leading one to ``batch`` (default 1), any other to 1 (:func:`symbolic_dims`
@@ -312,45 +361,9 @@ def from_onnx(path: str | Path, name: str | None = None, batch: int | None = Non
         nm = node.name or f"{node.op_type}_{i}"
         t = node.op_type
         if t in ("MatMul", "Gemm"):
-            a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
-            if not a or not b:
-                raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
-            trans_a = any(at.name == "transA" and at.i for at in node.attribute)
-            trans_b = any(at.name == "transB" and at.i for at in node.attribute)
-            if (trans_a and len(a) < 2) or (trans_b and len(b) < 2):
-                raise DseError(f"node {nm}: a transposed rank-1 operand; accepted: rank >= 2 with transA/transB",
-                               file=str(path), field="graph")
-            M, K = (a[-1], a[-2]) if trans_a else (a[-2] if len(a) > 1 else 1, a[-1])
-            N = b[-2] if trans_b else b[-1]
-            if len(b) <= 2:  # one matrix B for every leading index of A ([B, S, H] @ W): one GEMM of all the rows
-                M, batch_n = M * (math.prod(a[:-2]) if len(a) > 2 else 1), 1
-            else:  # batched operands on both sides (attention's Q K^T): one GEMM per leading index
-                batch_n = math.prod(a[:-2]) if len(a) > 2 else math.prod(b[:-2])
-            rows.append({"op": "gemm", "name": nm, "M": int(M), "N": int(N), "K": int(K), "batch": int(batch_n),
-                         "weights": node.input[1] in inits})
+            rows.append(_onnx_gemm_row(node, nm, shapes, inits, path))
         elif t == "Conv":
-            x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
-            if not x or not w:
-                raise DseError(f"node {nm}: input shapes unknown after shape inference", file=str(path), field="graph")
-            if len(x) != 4 or len(w) != 4:
-                raise DseError(f"node {nm}: Conv on a rank-{len(x)} input with a rank-{len(w)} kernel; accepted: "
-                               "2-D convolutions (rank-4 NCHW input and kernel)", file=str(path), field="graph")
-            at = {a.name: (list(a.ints) if a.ints else (a.s if a.s else a.i)) for a in node.attribute}
-            kh, kw = w[2], w[3]
-            sh, sw = (list(at.get("strides") or [1, 1]) + [1, 1])[:2]
-            dh, dw = (list(at.get("dilations") or [1, 1]) + [1, 1])[:2]
-            pads = _pads(at, x, kh, kw, sh, sw, dh, dw)
-            row = {"op": "conv", "name": nm, "n": x[0], "c_in": x[1], "h": x[2], "w": x[3], "c_out": w[0],
-                   "k": kh, "stride": sh, "pad": 0, "groups": at.get("group", 1) or 1}
-            if kw != kh:
-                row["kw"] = kw
-            if sw != sh:
-                row["stride_w"] = sw
-            if any(pads):
-                row["pads"] = [int(v) for v in pads]
-            if (dh, dw) != (1, 1):
-                row["dilation"] = [int(dh), int(dw)]
-            rows.append(row)
+            rows.append(_onnx_conv_row(node, nm, shapes, path))
         elif t in ELEMENTWISE or t in NORMS or t in REDUCE or t == "Softmax":
             out = numel(node.output[0])
             inp = sum(numel(x) for x in node.input if x and x not in inits)
