@@ -1116,12 +1116,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         band = band_for(p.workload, p.hardware)
         lo, hi = band.interval(p.time_s)
-        _print_json({"workload": p.workload.label(), "hardware": p.hardware.name, "time_s": p.time_s,
-                     "achieved_tflops": p.achieved_flops / 1e12, "band": {"family": band.family,
-                     "p10_pct": band.p10_pct, "p90_pct": band.p90_pct, "rows": band.rows, "measured_s": [lo, hi]},
-                     "memory_gb_per_chip": p.workload.memory_bytes / 1e9, "fits": p.fits,
-                     "time_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},
-                     **_energy_fields(p), "ops": _records(p.ops[cols + ["clock_fraction", "fill"]])})
+        wl = p.workload
+        doc = {"workload": wl.label(), "hardware": p.hardware.name, "time_s": p.time_s,
+               "achieved_tflops": p.achieved_flops / 1e12, "band": {"family": band.family,
+               "p10_pct": band.p10_pct, "p90_pct": band.p90_pct, "rows": band.rows, "measured_s": [lo, hi]},
+               "memory_gb_per_chip": wl.memory_bytes / 1e9, "fits": p.fits,
+               # what the table's last line says: the parts of the footprint and what the chip holds
+               "memory_gb_by_part": {k: float(v) / 1e9 for k, v in p.memory.items()},
+               "capacity_gb_per_chip": p.capacity_bytes / 1e9, "infeasible_reason": p.infeasible_reason or None,
+               "time_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},
+               **_energy_fields(p)}
+        if p.system is not None:  # a multi-chip run: the system, the chips and the step's network and bubble time
+            doc |= {"system": p.system.name, "chips": wl.chips, "network_s": p.network_s, "bubble_s": p.bubble_s}
+        if p.serving:
+            doc["serving"] = {k: float(v) for k, v in p.serving.items()}
+        # the table's column names, each with its unit (flop, ai_flop_per_byte, utilization_of_roof)
+        doc["ops"] = _records(p.ops[cols + ["clock_fraction", "fill"]].rename(columns=PREDICT_UNITS))
+        _print_json(doc)
         return 0
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         shown = p.ops[cols].rename(columns=PREDICT_UNITS)  # every column with its unit

@@ -540,3 +540,24 @@ def test_predict_prints_the_energy_a_study_prices(capsys) -> None:
     assert 100 < got["average_power_w"] < 400  # an A100 streaming weights at batch 1, under its 400 W
     assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "decode", "--context", "1024"]) == 0
     assert "\nenergy: " in capsys.readouterr().out
+
+
+def test_predict_json_carries_what_the_table_prints(capsys) -> None:
+    """``--format json`` has the table's operator columns under the table's unit-bearing names, the memory parts and
+    capacity of its last line, the serving metrics, and a multi-chip run's system, chips, network and bubble time
+    (it had renamed ``flop`` to ``flops`` and left the rest out)."""
+    import json
+
+    args = ["predict", "llama2-7b", "h100-sxm", "--phase", "serving", "--batch", "8", "--input-len", "256",
+            "--output-len", "32", "--chips", "2", "--tp", "2"]
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    header = text.splitlines()[0].split()
+    assert set(header) <= set(doc["ops"][0])
+    assert doc["system"] == "dgx-h100" and doc["chips"] == 2 and doc["network_s"] > 0
+    assert f"{doc['serving']['tokens_per_s']:.1f} output tokens/s" in text
+    assert f"TTFT {doc['serving']['ttft_s'] * 1e3:.2f} ms" in text
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in doc["memory_gb_by_part"].items() if v)
+    assert f"({parts}) of {doc['capacity_gb_per_chip']:.1f} GB" in text

@@ -132,9 +132,10 @@ def chip_bands(results: pd.DataFrame) -> dict[str, Band]:
         on = results[hardware == r["hardware"]]
         lo, hi, n = band_bounds(oos, on if r["family"] == "all" else on[on["family"] == r["family"]])
         out[f"{r['hardware']}/{r['family']}"] = Band(f"{r['hardware']} {r['family']}", lo, hi, n)
-    few = t[(t["family"] == "all") & (t["out_of_sample"] > 0) & (t["out_of_sample"] < MIN_ROWS)]
+    few = t[(t["out_of_sample"] > 0) & (t["out_of_sample"] < MIN_ROWS)]
     for _, r in few.iterrows():  # rows, but too few for a band: said so, not "no rows" (``band_for``)
-        out[f"{r['hardware']}/few"] = Band(f"{r['hardware']}", 0.0, 0.0, int(r["out_of_sample"]))  # a count only
+        key = f"{r['hardware']}/few" if r["family"] == "all" else f"{r['hardware']}/{r['family']}/few"
+        out[key] = Band(f"{r['hardware']}", 0.0, 0.0, int(r["out_of_sample"]))  # a count only
     if "style" in results.columns:
         for style in ("npu", "gpu"):
             sel = results[results["style"] == style]
@@ -277,12 +278,14 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
         return bands[f"{name}/{fam}"]
     own = bands.get(f"{name}/all")
     if own is not None:  # rows of its own, none of this family: the style's rows of the family, else its own others
+        few_fam = bands.get(f"{name}/{fam}/few")
+        why = (f"only {few_fam.rows} {fam} row{'s' * (few_fam.rows != 1)} for this chip ({name}), a band needs "
+               f"{MIN_ROWS}" if few_fam is not None else f"no {fam} rows for this chip ({name})")
         sb = _style_band(bands, fam, style)
         if sb is not None:
-            return Band(f"no {fam} rows for this chip ({name}); borrowed from the {sb.family}", sb.p10_pct,
-                        sb.p90_pct, sb.rows, borrowed=True)
-        return Band(f"no {fam} rows for this chip ({name}); borrowed from its rows of other families", own.p10_pct,
-                    own.p90_pct, own.rows, borrowed=True)
+            return Band(f"{why}; borrowed from the {sb.family}", sb.p10_pct, sb.p90_pct, sb.rows, borrowed=True)
+        return Band(f"{why}; borrowed from its rows of other families", own.p10_pct, own.p90_pct, own.rows,
+                    borrowed=True)
     few = bands.get(f"{name}/few")
     why = (f"only {few.rows} validation row{'s' * (few.rows != 1)} for this chip ({name}), a band needs {MIN_ROWS}"
            if few is not None else f"{NO_ROWS} ({name})")

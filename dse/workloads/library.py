@@ -311,12 +311,15 @@ def workload(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario
 def plan_for(chips: int | None = None, base: Plan | None = None, **keys: Any) -> Plan:
     """The :class:`~dse.workloads.parallel.Plan` of ``chips`` and plan keywords (``tp``, ``pp``, ``dp``, ``ep``,
     ``microbatches``, ``recompute``, ...; ``None`` values ignored): ``chips`` alone means tensor parallel over
-    all of them; a one-chip ``base`` plan's settings (``recompute``) carry over. Errors name ``plan.FIELD``."""
+    all of them, ``chips`` with only ``ep`` data parallel over all of them with the experts split over ``ep`` of the
+    data-parallel ranks (DeepSpeed-MoE's and Megatron's expert parallelism inside the data-parallel group: ``--chips
+    8 --ep 8`` read as tp 8 and placed the expert group past the 8 chips); a one-chip ``base`` plan's settings
+    (``recompute``) carry over. Errors name ``plan.FIELD``."""
     given = {k: v for k, v in keys.items() if v is not None}
     if base is not None and base.trivial:
         given = {**base.model_dump(exclude_defaults=True), **given}
     if chips is not None and not ({"tp", "pp", "dp", "fsdp"} & set(given)):
-        given["tp"] = chips  # chips alone: tensor parallel over all of them
+        given["dp" if given.get("ep", 1) > 1 else "tp"] = chips  # chips alone: tensor parallel over all of them
     try:
         return Plan.model_validate({"chips": chips, **given} if chips is not None else given)
     except ValidationError as exc:

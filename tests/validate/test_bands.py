@@ -211,3 +211,13 @@ def test_an_edited_copy_of_a_shipped_chip_and_a_family_a_chip_has_no_rows_of_bor
     assert not own.borrowed and own.family == "gaudi2 prefill"
     v5e = bands.band_for(w, "tpu-v5e")
     assert v5e.borrowed and v5e.label().split(" (", 1)[1].startswith("no decode rows for this chip (tpu-v5e); borrowed")
+
+
+def test_a_chip_with_too_few_rows_of_the_family_says_how_many_not_none() -> None:
+    """H100 has one CNN row (MLPerf ResNet-50 offline): the band it borrows says 'only 1 cnn row', where it said
+    'no cnn rows for this chip' and then named h100-sxm among the chips it borrowed from."""
+    import dse
+    from dse.validate.bands import band_for
+
+    label = band_for(dse.workload("mobilenet-v2", batch=64), "h100-sxm").label()
+    assert "only 1 cnn row for this chip (h100-sxm)" in label and "no cnn rows" not in label

@@ -368,3 +368,15 @@ def test_degrees_that_do_not_fill_the_chips_say_what_would() -> None:
         Plan(chips=8, fsdp=3)
     with pytest.raises(ValueError, match=r"here dp = 16 with tp 2 x pp 1 on 32 chips"):
         Plan(chips=32, tp=2)
+
+
+def test_chips_with_only_ep_is_data_parallel_with_the_experts_split_inside_it() -> None:
+    """``--chips 8 --ep 8`` (the reference's ep divides dp x tp) read as tp 8 and placed the expert group past the 8
+    chips ('a group of 8 ranks with stride 8 needs 64 chips'); chips with only ep is dp over all of them."""
+    from dse.workloads.library import plan_for
+
+    p = plan_for(8, ep=8)
+    assert (p.tp, p.dp, p.ep) == (1, 8, 8)
+    assert (plan_for(8).tp, plan_for(8).dp) == (8, 1)
+    wl = dse.workload("mixtral-8x7b", phase="decode", batch=16, plan=p)
+    assert dse.predict(wl, "dgx-h100").time_s > 0
