@@ -75,27 +75,46 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     import typing
 
     current: Any = model
-    for key in loc[:-1]:
-        if isinstance(key, int):
-            continue
+    keys = [k for k in loc[:-1] if not isinstance(k, int)]
+    i = 0
+    while i < len(keys):
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
-        field = current.model_fields.get(str(key))
+        field = current.model_fields.get(str(keys[i]))
         if field is None:
             return None
-        current = _unwrap(field.annotation, typing)
+        nxt = keys[i + 1] if i + 1 < len(keys) else None
+        current, tag = _unwrap(field.annotation, typing, nxt)
+        i += 2 if tag else 1  # a discriminated union's path names the member's tag (a CNN layer's op) next: skip it
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def _unwrap(annotation: Any, typing: Any) -> Any:
-    """Find the pydantic model inside ``list[X]``, ``X | None``, ``dict[str, X]`` and the like."""
+def _unwrap(annotation: Any, typing: Any, key: Any = None) -> tuple[Any, bool]:
+    """(the pydantic model inside ``list[X]``, ``X | None``, ``dict[str, X]`` and the like, whether ``key`` was its
+    tag). Inside a union of several models (a CNN layer is one of Conv, Pool, Bottleneck, ...) the one that has the
+    field ``key`` the error's path goes on to, or, in a discriminated union, whose tag is ``key`` (pydantic puts the
+    member's tag in the path: ``layers.0.conv.stride``)."""
+    models = _models_in(annotation, typing)
+    if key is not None:
+        for m in models:
+            if str(key) in m.model_fields:
+                return m, False
+        for m in models:
+            tags = [a for f in m.model_fields.values() for a in typing.get_args(f.annotation)
+                    if typing.get_origin(f.annotation) is typing.Literal]
+            if str(key) in tags:
+                return m, True
+    return (models[0] if models else annotation), False
+
+
+def _models_in(annotation: Any, typing: Any) -> list[type[BaseModel]]:
+    """Every pydantic model inside ``annotation``, in order (the annotation itself if it is one)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+        return [annotation]
+    out: list[type[BaseModel]] = []
     for arg in typing.get_args(annotation):
-        found = _unwrap(arg, typing)
-        if isinstance(found, type) and issubclass(found, BaseModel):
-            return found
-    return annotation
+        out += [m for m in _models_in(arg, typing) if m not in out]
+    return out
 
 
 PLAIN = {  # pydantic's wording for a wrong type, said as what is accepted
@@ -112,8 +131,8 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     ctx = err.get("ctx", {}) or {}
     if kind == "extra_forbidden":
         owner = _model_at(model, tuple(err["loc"])) if model else None
-        if owner is not None:
-            return "one of " + ", ".join(sorted(owner.model_fields))
+        if owner is not None:  # the keys a file writes: a field's alias where it has one (Pool's ``global``)
+            return "one of " + ", ".join(sorted(f.alias or n for n, f in owner.model_fields.items()))
         return "no such key"
     if kind == "missing":
         return "this field is required"

@@ -162,3 +162,43 @@ def test_a_list_too_short_says_how_many_items_it_takes(tmp_path, capsys) -> None
             "search": {"objectives": ["score"], "space": {"peak_tflops": {"low": 64, "high": 1024}}}}
     e = _convert(data, model=StudyConfig)
     assert str(e) == "f.yaml: search.objectives: got ['score']; accepted: at least 2 items"
+
+
+def _model_file(tmp_path, arch: dict, defaults: dict, name: str = "mine", family: str = "cnn"):
+    import yaml
+
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "family": family, "source": "a test", "arch": arch,
+                                    "defaults": defaults}))
+    return path
+
+
+def test_model_file_errors_name_the_file_and_the_field(tmp_path, capsys) -> None:
+    """A CNN layer's unknown key lists that layer's keys (it said 'no such key': the path names the layer's tag,
+    not a field), with a field's YAML key (Pool's ``global``, not ``global_``); a bad value in the file's own
+    ``defaults`` names the file (it named 'workload NAME'); a transformer's divisibility rule names its field (it
+    printed the whole arch); an ONNX or JSON model file says how to import it (it was a YAML parse error)."""
+    from dse.cli import main
+
+    cnn = {"input": {"height": 32, "width": 32, "channels": 3},
+           "layers": [{"op": "conv", "out": 8, "k": 3, "strid": 2}, {"op": "avgpool", "global_": True}]}
+    path = _model_file(tmp_path, cnn, {"phase": "forward", "dtype": "bf16"})
+    assert main(["predict", str(path), "h100-sxm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: arch.layers.0.conv.strid: unknown key; accepted: one of act, bn, groups, "
+                          "k, op, out, pad, stride")  # then '(and 1 more bad field)': the pool's
+    cnn["layers"][0].pop("strid")
+    assert main(["predict", str(_model_file(tmp_path, cnn, {"dtype": "bf16"}, "pool")), "h100-sxm"]) == 2
+    assert "avgpool.global_: unknown key; accepted: one of global, k, op, pad, stride" in capsys.readouterr().err
+    cnn["layers"][1] = {"op": "avgpool", "global": True}
+    bad = _model_file(tmp_path, cnn, {"dtype": "bf17"}, "dflt")
+    assert main(["predict", str(bad), "h100-sxm"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad}: defaults.dtype: got 'bf17'; accepted:")
+    tx = {"kind": "decoder", "layers": 2, "hidden": 256, "heads": 8, "kv_heads": 3, "ffn": 512, "vocab": 100,
+          "activation": "swiglu", "norm": "rmsnorm", "position": "rope", "head": "lm"}
+    assert main(["predict", str(_model_file(tmp_path, tx, {}, "tx", "transformer")), "h100-sxm"]) == 2
+    assert "arch.kv_heads: got 3 with heads 8; accepted: a divisor of heads (1, 2, 4, 8)" in capsys.readouterr().err
+    onnx = tmp_path / "m.onnx"
+    onnx.write_bytes(b"\x08\x07\x12\x00")
+    assert main(["predict", str(onnx), "h100-sxm"]) == 2
+    assert f"import it first: dse workloads import {onnx}" in capsys.readouterr().err

@@ -247,7 +247,7 @@ def block_table(model: type[BaseModel], described: dict[tuple[str, str], tuple[s
             text, owner = described[key]
             text = f"{text} (as in [{owner}](#{owner.lower()}))"
         lines.append("| " + " | ".join(_cell(c) for c in (
-            f"`{name}`", type_text(info.annotation), default_text(info), limits_text(info), unit_of(name),
+            f"`{info.alias or name}`", type_text(info.annotation), default_text(info), limits_text(info), unit_of(name),
             text)) + " |")
     return lines
 

@@ -191,7 +191,7 @@ def workloads_dir() -> Path:
 
 def is_path(name: str) -> bool:
     """Whether a workload name is a file path (ends in .yaml/.yml or names a folder)."""
-    return name.endswith((".yaml", ".yml")) or "/" in name or os.sep in name
+    return name.endswith((".yaml", ".yml", ".onnx", ".json")) or "/" in name or os.sep in name
 
 
 def search_dirs() -> list[Path]:
@@ -223,6 +223,11 @@ def load_description(name: str) -> ModelDescription:
         names = available()
         raise DseError(f"unknown workload {name!r}{did_you_mean(name, names)}; accepted: {', '.join(names)}, a YAML "
                        "path, a name in $DSE_PATH, or gemm:MxNxK")
+    suffix = Path(str(path)).suffix.lower()
+    if suffix in (".onnx", ".json"):  # a model file dse imports, not a description: say how (was a YAML parse error)
+        kind = "an ONNX model" if suffix == ".onnx" else "a JSON file (a Hugging Face config.json?)"
+        raise DseError(f"got {kind}; accepted: a model description YAML; import it first: dse workloads import "
+                       f"{path} -o MODEL.yaml, then use MODEL.yaml", file=str(path))
     data = load_yaml(path)
     try:
         desc = ModelDescription.model_validate(data)
@@ -391,6 +396,10 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     try:
         sc = Scenario.model_validate(merged)
     except ValidationError as exc:
+        key = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else ""
+        if key in desc.defaults and key not in given and key not in preset:  # the model file's own default is bad
+            raise from_validation_error(exc, file=str(description_path(origin)), model=Scenario,
+                                        prefix="defaults") from None
         raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
     check_step_fields(sc, given, name)
     check_length_fields(sc, given, name, desc.family)

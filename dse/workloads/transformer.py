@@ -230,11 +230,14 @@ class TransformerArch(Strict):
     def _check(self) -> TransformerArch:
         kv = self.kv_heads or self.heads
         if self.heads % kv:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({kv})")
+            divisors = ", ".join(str(k) for k in range(1, self.heads + 1) if self.heads % k == 0)
+            raise ValueError(f"@kv_heads@got {kv} with heads {self.heads}; accepted: a divisor of heads ({divisors}): "
+                             f"heads ({self.heads}) must be a multiple of kv_heads")
         if self.head_dim is None and self.hidden % self.heads:
-            raise ValueError("hidden must be divisible by heads, or give head_dim")
+            raise ValueError(f"@heads@got {self.heads} with hidden {self.hidden}; accepted: a divisor of hidden, or "
+                             "head_dim given (hidden must be divisible by heads, or give head_dim)")
         if self.head == "lm" and self.vocab == 0:
-            raise ValueError("an lm head needs vocab > 0")
+            raise ValueError("@vocab@got 0 with head lm; accepted: vocab > 0 (an lm head needs vocab > 0)")
         if self.moe is not None and self.moe.dense_layers >= self.layers:
             raise ValueError(f"@moe.dense_layers@got {self.moe.dense_layers} with {self.layers} layers; accepted: an "
                              "integer from 0 to layers - 1 (at least one MoE layer)")
