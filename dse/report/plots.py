@@ -80,6 +80,25 @@ def roofline_levels(ops: pd.DataFrame, design: DesignBatch) -> list[str]:
             and (ops.loc[busy, f"traffic_{lv}_bytes"] > 0).any()]
 
 
+def matrix_dtype_peaks(ops: pd.DataFrame, design: DesignBatch) -> dict[str, float]:
+    """{dtype: design 0's matrix peak FLOP/s} for every dtype the mix's matrix-unit operators run in, the
+    FLOP-heaviest first (the reference dtype's peak when no operator says): an int8 mix's operators sit under the
+    int8 roof, twice the bf16 one, so a chart drawing only the reference dtype's roof showed them above it."""
+    from dse.units import DTYPE_INDEX
+
+    ref = {design.base.reference_dtype: float(design.peak_flops[0])}
+    if "dtype" not in ops or "flops" not in ops:
+        return ref
+    on = ops["ran_on"] == "matrix" if "ran_on" in ops else ops.get("unit", pd.Series("", index=ops.index)) == "matrix"
+    m = ops[on & (ops["flops"] > 0)]
+    if m.empty:
+        return ref
+    w = (m["flops"] * m["count"] if "count" in m else m["flops"]).groupby(m["dtype"]).sum().sort_values(ascending=False)
+    out = {dt: float(design.matrix_peak[0, DTYPE_INDEX[dt]]) for dt in w.index if dt in DTYPE_INDEX}
+    out = {dt: p for dt, p in out.items() if np.isfinite(p)}
+    return out or ref
+
+
 def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
     """Hierarchical roofline of design 0: one panel per memory level (:func:`roofline_levels`), each with one
     definition of arithmetic intensity, FLOP per byte of *that level's* traffic, stated on its axis.
@@ -93,7 +112,8 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
     roof is drawn in the outermost panel with each workload at FLOP per byte it sends."""
     levels = roofline_levels(ops, design) or [design.offchip_name]
     fig, axes = plt.subplots(1, len(levels), figsize=(5.2 * len(levels), 5.2), squeeze=False, sharey=True)
-    peak = float(design.peak_flops[0])
+    peaks = matrix_dtype_peaks(ops, design)  # the mix's dtypes, FLOP-heaviest first: its roof is drawn solid
+    peak_dtype, peak = next(iter(peaks.items()))
     vec = float(np.nanmax(design.vector_peak[0])) if np.isfinite(design.vector_peak[0]).any() else float("nan")
     df = ops[ops["flops"] > 0]
     total = float(df["total_time_s"].sum()) or 1.0
@@ -113,7 +133,10 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
         hi = max(float(x.max()) if len(x) else 1e3, 2 * peak / bw) * 2
         xs = np.logspace(np.log10(lo), np.log10(hi), 200)
         ax.plot(xs, np.minimum(xs * bw, peak) / TERA, "-", color="k", lw=2,
-                label=f"{lv} {bw / TERA:.3g} TB/s; matrix peak {peak / TERA:.0f} TFLOP/s ({design.base.reference_dtype})")
+                label=f"{lv} {bw / TERA:.3g} TB/s; matrix peak {peak / TERA:.0f} TFLOP/s ({peak_dtype})")
+        for k, (dt, p_dt) in enumerate(list(peaks.items())[1:]):  # the mix's other dtypes' roofs
+            ax.plot(xs, np.minimum(xs * bw, p_dt) / TERA, ls=("--", "-.", ":")[k % 3], color="0.4", lw=1.2,
+                    label=f"matrix peak {p_dt / TERA:.0f} TFLOP/s ({dt})")
         if np.isfinite(vec) and vec < peak:
             ax.plot(xs, np.minimum(xs * bw, vec) / TERA, "--", color="tab:green", lw=1.2,
                     label=f"vector peak {vec / TERA:.3g} TFLOP/s")
@@ -128,7 +151,8 @@ def roofline_chart(ops: pd.DataFrame, design: DesignBatch, path: Path, title: st
         if lv == design.offchip_name:
             ridge = peak / bw
             ax.axvline(ridge, color="grey", lw=0.8, ls=":")
-            ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B", ha="center", fontsize=8, color="grey")
+            ax.text(ridge, peak / TERA * 1.15, f"ridge {ridge:.0f} FLOP/B ({peak_dtype})", ha="center", fontsize=8,
+                    color="grey")
             _network_roof(ax, ops, design, wl_names, pal, lo, hi, peak)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -642,10 +666,11 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
     fig, ax = plt.subplots(figsize=(8, 5.5))
     xs = np.logspace(-2, 4, 200)
     for k, (d, n) in enumerate(zip(designs, names, strict=True)):
-        peak, bw = d.peak_flops[0], d.dram_bandwidth[0]
+        dt, peak = next(iter(matrix_dtype_peaks(ops, d).items()))  # at the mix's FLOP-heaviest matrix dtype
+        bw = d.dram_bandwidth[0]
         color = CANDIDATE_COLORS[k % len(CANDIDATE_COLORS)]
         ax.plot(xs, np.minimum(xs * bw, peak) / TERA, color=color, lw=2, ls=("-", "--", "-.", ":")[k % 4],
-                label=f"{n}: {peak / TERA:.0f} TFLOP/s, {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
+                label=f"{n}: {peak / TERA:.0f} TFLOP/s ({dt}), {bw / TERA:.2f} TB/s, ridge {peak / bw:.0f} FLOP/B")
         f = array_fills[k] if array_fills is not None else float("nan")
         if np.isfinite(f):
             ax.plot(xs, np.minimum(xs * bw, peak * f) / TERA, color=color, lw=1, ls=":",

@@ -245,3 +245,19 @@ def test_the_candidates_rooflines_place_operators_at_achieved_not_attainable(fig
     assert sorted(np.round(y, 9)) == sorted(np.round(o["achieved_flops"].to_numpy() / 1e12, 9))
     assert (o["achieved_flops"] < o["roof_flops"] * (1 - 1e-9)).any()  # some operator below its roof: not on it
     assert "compulsory byte" in ax.get_xlabel()
+
+
+def test_roofs_are_drawn_at_the_mix_dtypes_peaks() -> None:
+    """An int8 mix's operators sit under the int8 roof (twice bf16's on npu-7nm); the chart drew only the reference
+    dtype's, so they plotted above their roof. The FLOP-heaviest matrix dtype comes first (the solid roof)."""
+    import dse
+    from dse.hardware.designs import DesignBatch
+    from dse.report.plots import matrix_dtype_peaks
+
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    int8 = dse.predict(dse.workload("resnet50", batch=1, dtype="int8"), "npu-7nm").ops
+    bf16 = dse.predict(dse.workload("resnet50", batch=1, dtype="bf16"), "npu-7nm").ops
+    assert list(matrix_dtype_peaks(int8, d)) == ["int8"]
+    assert matrix_dtype_peaks(int8, d)["int8"] == 2 * matrix_dtype_peaks(bf16, d)["bf16"]
+    both = pd.concat([int8.assign(flops=int8["flops"] * 3), bf16])
+    assert list(matrix_dtype_peaks(both, d)) == ["int8", "bf16"]
