@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import multiprocessing
 import threading
 from collections.abc import Iterator, Mapping
@@ -295,6 +296,7 @@ def check_main_memory_knobs(cfg: StudyConfig, hw: Hardware) -> None:
     ``split`` (whose ``dram`` weight buys HBM stacks) size a level it does not have. Its outermost SRAM's bandwidth
     is searched as ``memory.<level>.bandwidth_tbps`` in ``params``, its capacity with ``sram_mib``."""
     if has_dram(hw):
+        _check_whole_stacks(cfg, hw)
         return
     space = cfg.search.space
     levels = ", ".join(f"{m.name} ({m.kind})" for m in hw.memory)
@@ -306,6 +308,26 @@ def check_main_memory_knobs(cfg: StudyConfig, hw: Hardware) -> None:
         raise DseError(f"got {r.low:g}..{r.high:g} TB/s; {hint}", field="search.space.dram_bandwidth_tbps")
     if space.split is not None:
         raise DseError(f"got a split with a dram weight; {hint}", field="search.space.split")
+
+
+def _check_whole_stacks(cfg: StudyConfig, hw: Hardware) -> None:
+    """A searched DRAM bandwidth range that holds no whole number of stacks (or channels) is one line: every design
+    is built of whole stacks (``DesignBatch.with_knobs``), so a range below one stack's bandwidth, or between two
+    counts, would be built entirely outside itself (0.001..0.002 TB/s of 12.8 GB/s channels ran every trial at
+    0.0128 TB/s, and the summary said no knob sat on a bound)."""
+    r = cfg.search.space.dram_bandwidth_tbps
+    level = hw.offchip_level
+    if r is None or not level.stack_bandwidth_gbps or level.spec.area not in ("dram_phy", "ddr_phy"):
+        return
+    per = level.stack_bandwidth_gbps / 1e3  # TB/s of one stack
+    lo_n, hi_n = math.ceil(r.low / per - 1e-9), math.floor(r.high / per + 1e-9)
+    if hi_n >= max(lo_n, 1):
+        return
+    unit = "channels" if level.spec.area == "ddr_phy" else "stacks"
+    n = max(lo_n, 1)
+    raise DseError(f"got {r.low:g}..{r.high:g} TB/s, which holds no whole number of {level.name} {unit} of "
+                   f"{per:g} TB/s; accepted: a range that holds at least one ({n} {unit} = {n * per:g} TB/s): designs "
+                   f"are built of whole {unit}", field="search.space.dram_bandwidth_tbps")
 
 
 def check_capacity(cfg: StudyConfig, base: DesignBatch, mix: Mix, node: Node, mix_field: str = "workloads") -> None:
@@ -588,7 +610,7 @@ def heatmap_grid(ctx: Context, best: DesignBatch, n: int) -> dict[str, np.ndarra
 @dataclass(frozen=True)
 class SramVariants:
     """The best design with its searched SRAM level halved, doubled, and halved with the freed area put into
-    MAC arrays (everything else held): ``scored`` holds the three in that order."""
+    whole cores (everything else held): ``scored`` holds the three in that order."""
 
     level: str
     organization: str
@@ -596,7 +618,7 @@ class SramVariants:
     mm2_per_mib: float
     mib: float
     saved_mm2: float  # what halving the level frees
-    grow: float  # peak factor the freed area buys in MAC arrays: 1 + saved / matrix area
+    grow: float  # peak factor, as built, of the whole cores the freed area buys (1: it buys none)
     scored: Scored
 
 
@@ -606,11 +628,18 @@ def sram_variants(ctx: Context, best: DesignBatch, ar: AreaBreakdown) -> SramVar
     level = best.base.memory[j]
     per_mib = level_mm2_per_mib(best, ar.node, j)
     mib = float(best.capacity[0, j]) / 2**20
-    saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on MAC arrays instead
-    grow = 1.0 + saved / float(ar.parts["matrix"][0])
+    saved = 0.5 * mib * per_mib  # the mm2 that halving the level frees, spent on whole cores instead
+    # a core is its MAC arrays, vector lanes and per-core SRAM (``dse.search.space.split_designs``); the freed area
+    # buys the whole cores it holds (none if it holds less than one): peaks are built of whole cores, so a fractional
+    # +12.5 % was built as a whole extra core, more area than was freed, and reported as the fraction
+    cores = float(best.cores[0])
+    sized = float(best.capacity[0, j]) / 2**20 * per_mib if best.base.memory[j].instances == 1 else 0.0
+    core_mm2 = (float(ar.parts["matrix"][0] + ar.parts["vector"][0] + ar.parts["sram"][0]) - sized) / cores
+    extra = np.floor(saved / core_mm2 + 1e-9) if core_mm2 > 0 else 0.0
     variants = DesignBatch.stack([best, best, best])
     variants = variants.with_knobs(sram_bytes=np.array([0.5, 2.0, 0.5]) * mib * 2**20,
-                                   peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, grow]))
+                                   peak_flops=best.peak_flops[0] * np.array([1.0, 1.0, (cores + extra) / cores]))
+    grow = float(variants.peak_flops[2] / best.peak_flops[0])  # as built
     sc, _ = score_designs(ctx, variants)
     return SramVariants(level.name, level.organization, ar.node.name, per_mib, mib, saved, grow, sc)
 

@@ -297,7 +297,8 @@ def sram_choice_lines(result) -> list[str]:
              f"({v.node}); {mib:.1f} MiB = {mib * per_mib:.1f} mm², {mib * per_mib / a0 * 100:.1f} % "
              "of the die"]
     labels = (f"halved ({0.5 * mib:.1f} MiB)", f"doubled ({2 * mib:.1f} MiB)",
-              f"halved and its {saved:.1f} mm² put into MAC arrays (+{(v.grow - 1) * 100:.1f} % peak)")
+              f"halved and its {saved:.1f} mm² put into whole cores (+{(v.grow - 1) * 100:.1f} % peak as built"
+              + ("; it buys no whole core" if v.grow <= 1 + 1e-9 else "") + ")")
     for k, label in enumerate(labels):
         lines.append(f"- With it {label}: score {float(sc.score[k]) / s0 * 100 - 100:+.2f} %, "
                      f"area {float(sc.area_mm2[k]) - a0:+.1f} mm²"

@@ -38,7 +38,7 @@ def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) 
     md = (tmp_path / "tiny" / "summary.md").read_text()
     assert "**Bound:** best peak_tflops" in md
     assert "is a **scratchpad** at 0.602 mm²/MiB (7nm)" in md
-    assert "With it halved" in md and "With it doubled" in md and "put into MAC arrays" in md
+    assert "With it halved" in md and "With it doubled" in md and "put into whole cores" in md
     assert "HBM stacks of at most 6" in md or "HBM stacks of at most" in md
     assert "| nan |" not in md and "| area: d2d (mm²) | 0 | 0 | 0 |" in md  # a part neither design has: 0 %, not nan
 
@@ -96,3 +96,22 @@ def test_a_band_every_workload_shares_is_said_once_under_the_table() -> None:
     assert lines[-1] == "Error bands (`best_band_ms`): no validation rows for this chip (x)."
     mixed = wl.assign(band_from=["h100-sxm/gemm", "h100-sxm/decode"])
     assert band_table_lines(mixed) == [band_table_lines(mixed)[0]] and "| h100-sxm/gemm |" in band_table_lines(mixed)[0]
+
+
+def test_the_sram_halved_variant_buys_only_the_whole_cores_its_freed_area_holds() -> None:
+    """Halving the searched SRAM frees some mm2; the third variant spends it on whole cores (peaks are whole cores),
+    so it is never larger than the design it came from and its peak factor is a whole number of cores (it asked for
+    +12.5 % peak, was built with a whole extra core and more area, and reported +12.5 %)."""
+    import numpy as np
+
+    from dse.cost.area import area
+    from dse.study import load_context, sram_variants
+
+    ctx = load_context("configs/npu.yaml")[1]
+    for cores in (24.0, 48.0):
+        best = ctx.base.with_field("compute.cores", np.array([cores]))
+        ar = area(best)
+        v = sram_variants(ctx, best, ar)
+        extra = v.grow * cores - cores
+        assert abs(extra - round(extra)) < 1e-6
+        assert float(v.scored.area_mm2[2]) <= float(ar.total[0]) + 1e-6

@@ -116,3 +116,26 @@ def test_area_grows_with_sram_capacity_and_peak(a: float, b: float, peak: float)
     tot = area(d).total
     assert tot[0] <= tot[1] < tot[2]
     assert d.cores[2] == max(1, round(1.5 * peak / 11.4688)) and d.peak_flops[2] >= d.peak_flops[1]
+
+
+@pytest.mark.parametrize(("low", "high", "ok"), [(0.001, 0.002, False), (1.3, 1.6, False), (0.4, 0.8, True),
+                                                   (0.4096, 0.5, True)])
+def test_a_bandwidth_range_with_no_whole_stack_is_one_line(tmp_path, capsys, low, high, ok) -> None:
+    """Designs are whole stacks of 409.6 GB/s on npu-7nm: a range below one stack, or between 3 and 4 stacks (1.3
+    .. 1.6 TB/s), would be built entirely outside itself; it is refused before any trial, naming the field."""
+    import copy
+
+    from dse.cli import main
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"]["n_trials"] = 2
+    data["search"]["space"] = {"peak_tflops": {"low": 200, "high": 300},
+                               "dram_bandwidth_tbps": {"low": low, "high": high}}
+    rc = main(["run", str(write_config(tmp_path, data)), "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    if ok:
+        assert rc == 0, err
+        return
+    assert rc == 2 and err.count("\n") == 1 and "search.space.dram_bandwidth_tbps: got" in err
+    assert "holds no whole number of hbm stacks of 0.4096 TB/s" in err
