@@ -185,7 +185,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if missing:
         raise DseError(f"no feasible design in the grid of mix {missing[0]!r}; accepted: larger budgets or other ranges")
     n_wl = sum(len(c.mix.workloads) for c in ctxs.values())
-    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s"]
+    kept = summary.get("blocks_kept", 0) if fmt == "parquet" else 0
+    scored = (f"; {summary['blocks'] - kept} of its {summary['blocks']} blocks scored now, {kept} kept from before"
+              if kept else "")
+    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s{scored}"]
     for m in ctxs:
         b = best_rows[m]
         lines.append(f"  {m}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} "
@@ -1536,6 +1539,16 @@ def packaged_config(path: str) -> str:
     return path
 
 
+#: what Ctrl-C leaves behind, per command (a search's trials are in its storage; a streamed sweep's blocks in their
+#: part files; the other commands write their folder at the end, atomically)
+INTERRUPTED = {
+    "run": "completed trials are saved in the study storage; continue with --resume",
+    "batch": "completed trials are saved in each study's storage; continue with --resume",
+    "sweep": "a streamed sweep (--format parquet) keeps the blocks already written; continue with dse sweep --resume "
+             "(an in-memory CSV sweep writes nothing until it ends)",
+}
+
+
 def _packaged_configs(args: argparse.Namespace) -> None:
     """Point ``args.config`` / ``args.configs`` at the package's copy where the named file is not here
     (:func:`packaged_config`), saying so on a terminal."""
@@ -1563,8 +1576,7 @@ def guarded(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
             print(f"error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: completed trials are saved in the study storage; continue with --resume",
-              file=sys.stderr)
+        print(f"interrupted: {INTERRUPTED.get(getattr(args, 'cmd', None), 'nothing was written')}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         import os

@@ -254,8 +254,10 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
     clean_stale_temps(folder)  # a block cut off mid-write (kill, full disk) is scored again
     n = grid_size(axes)
     blocks = [(k, s, min(s + block, n)) for k, s in enumerate(range(0, n, block))]
+    kept = sum((folder / part_name(k)).is_file() for k, _, _ in blocks)  # whole blocks from before (--resume)
+    done = {"blocks": len(blocks), "blocks_kept": kept}
     if engine == "local":
-        return _reduce([sweep_block(ctxs, axes, s, e, chunk, str(folder), k) for k, s, e in blocks])
+        return _reduce([sweep_block(ctxs, axes, s, e, chunk, str(folder), k) for k, s, e in blocks]) | done
     if engine != "dask":
         raise DseError(f"got {engine!r}; accepted: local, dask", field="--engine")
     distributed = need("distributed", "--engine dask")
@@ -277,7 +279,7 @@ def stream_sweep(ctxs: dict[str, Context], axes: dict[str, np.ndarray], folder: 
                 fut.release()
                 if progress:
                     print(f"  {len(summaries)}/{len(blocks)} blocks", flush=True)
-            return _reduce(summaries)
+            return _reduce(summaries) | done
     finally:
         if cluster is not None:
             cluster.close()
@@ -317,7 +319,7 @@ def sweep_meta(config: str | Path, cfg: StudyConfig, ctx: Context, axes: dict[st
     grid_text = json.dumps({"axes": {k: np.asarray(v).tolist() for k, v in axes.items()}, "block": block},
                            sort_keys=True)
     return {"config_sha256": study_meta(cfg)["config_sha256"], "inputs": inputs,
-            "grid_sha256": hashlib.sha256(grid_text.encode()).hexdigest(), "designs": grid_size(axes)}
+            "grid_sha256": hashlib.sha256(grid_text.encode()).hexdigest(), "designs": grid_size(axes), "block": block}
 
 
 def check_sweep_resume(old: dict, new: dict, file: str) -> None:
@@ -326,8 +328,13 @@ def check_sweep_resume(old: dict, new: dict, file: str) -> None:
 
     accepted = "accepted: the unchanged config and --points/--sram-points, or a new sweep without --resume"
     if old.get("grid_sha256") != new["grid_sha256"]:
-        raise DseError(f"the grid changed since the sweep began ({old.get('designs')} -> {new['designs']} designs, "
-                       f"or other ranges); {accepted}", file=file, field="--points")
+        if "block" in old and old["block"] != new["block"]:  # every part file holds one block: the split must hold
+            raise DseError(f"the block size changed since the sweep began ({old['block']:,} -> {new['block']:,} "
+                           f"designs per part file); accepted: the sweep's --block, or a new sweep without --resume",
+                           file=file, field="--block")
+        what = (f"{old.get('designs'):,} -> {new['designs']:,} designs" if old.get("designs") != new["designs"]
+                else f"the same {new['designs']:,} designs over other ranges")
+        raise DseError(f"the grid changed since the sweep began ({what}); {accepted}", file=file, field="--points")
     if old.get("config_sha256") != new["config_sha256"]:
         raise DseError(f"the workloads, base or search space changed since the sweep began; {accepted}", file=file)
     changed = changed_input(old.get("inputs"), new["inputs"], what="sweep")

@@ -561,3 +561,21 @@ def test_predict_json_carries_what_the_table_prints(capsys) -> None:
     assert f"TTFT {doc['serving']['ttft_s'] * 1e3:.2f} ms" in text
     parts = ", ".join(f"{k} {v:.2f}" for k, v in doc["memory_gb_by_part"].items() if v)
     assert f"({parts}) of {doc['capacity_gb_per_chip']:.1f} GB" in text
+
+
+@pytest.mark.parametrize(("cmd", "says"), [("run", "completed trials are saved in the study storage"),
+                                           ("sweep", "keeps the blocks already written"),
+                                           ("predict", "nothing was written")])
+def test_ctrl_c_says_what_the_command_kept(monkeypatch, capsys, cmd: str, says: str) -> None:
+    """Ctrl-C printed 'completed trials are saved in the study storage' for every command (a sweep has no trials,
+    a prediction no storage); each says what it keeps, exit 130."""
+    import dse.cli as cli
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    args = {"run": ["run", "configs/npu.yaml"], "sweep": ["sweep", "configs/npu.yaml"],
+            "predict": ["predict", "llama2-7b", "h100-sxm"]}[cmd]
+    monkeypatch.setitem(cli.COMMANDS, cmd, interrupted)
+    assert cli.main(args) == 130
+    assert f"interrupted: {says}" in capsys.readouterr().err

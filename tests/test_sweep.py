@@ -248,16 +248,18 @@ def test_resume_rescores_only_the_missing_blocks_and_refuses_a_changed_sweep(tmp
     (data / ".part-000002.parquet.x1.tmp.parquet").write_bytes(b"cut off")
     kept = {p.name: p.stat().st_mtime_ns for p in parts[:2] + parts[5:]}
     capsys.readouterr()
-    assert main([*args, "--resume"]) == 0
+    assert main([a for a in args if a != "--quiet"] + ["--resume"]) == 0
+    assert "3 of its 8 blocks scored now, 5 kept from before" in capsys.readouterr().out
     assert {k: (data / k).stat().st_mtime_ns for k in kept} == kept
     assert sorted(p.name for p in data.iterdir()) == [p.name for p in parts]
     pd.testing.assert_frame_equal(_sorted(pd.read_parquet(data)), whole)
     assert not (tmp_path / "r" / "tiny-sweep-2").exists()
-    for bad, field in ((["--points", "7"], "--points"), (["--block", "11"], "--points")):
+    for bad, field, what in ((["--points", "7"], "--points", "the grid changed since the sweep began (72 -> 98"),
+                             (["--block", "11"], "--block", "the block size changed since the sweep began (10 -> 11")):
         capsys.readouterr()
         assert main([*args, *bad, "--resume"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and f"sweep.json: {field}: the grid changed" in err[0], err
+        assert len(err) == 1 and f"sweep.json: {field}: {what}" in err[0], err
     changed = {**SMALL_STUDY, "workloads": SMALL_STUDY["workloads"][:1]}
     write_config(tmp_path, changed)
     assert main([*args, "--resume"]) == 2
