@@ -564,7 +564,7 @@ def test_predict_json_carries_what_the_table_prints(capsys) -> None:
 
 
 @pytest.mark.parametrize(("cmd", "says"), [("run", "completed trials are saved in the study storage"),
-                                           ("sweep", "keeps the blocks already written"),
+                                           ("sweep", "a streamed sweep (--format parquet) keeps the blocks"),
                                            ("predict", "nothing was written")])
 def test_ctrl_c_says_what_the_command_kept(monkeypatch, capsys, cmd: str, says: str) -> None:
     """Ctrl-C printed 'completed trials are saved in the study storage' for every command (a sweep has no trials,
