@@ -49,6 +49,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trials is not None and args.trials <= 0:
         raise DseError(f"got {args.trials}; accepted: a positive integer", field="--trials")
     cfg, _ = load_study(args.config)
+    search = cfg.search
+    if search.sampler == "grid":  # a grid larger than the trials stops part-way: say so before it starts
+        from dse.search.space import grid
+
+        points = 1
+        for v in grid(search.space, search.grid_points).values():
+            points *= len(v)
+        trials = args.trials or search.n_trials
+        if trials < points:
+            print(f"warning: search.n_trials {trials} < the grid's {points} points (search.grid_points "
+                  f"{search.grid_points} per parameter): {points - trials} of them will not be tried; accepted: "
+                  f"n_trials >= {points}, or fewer grid_points", file=sys.stderr)
     if cfg.mixes is not None:
         from dse.report.mixes import write_mix_report
 

@@ -48,3 +48,18 @@ def test_a_registered_sampler_is_built_from_its_record(monkeypatch) -> None:
     assert made == [7]
     with pytest.raises(DseError, match="mine optimises one objective"):
         optimize.make_sampler(search.model_copy(update={"objectives": ["score", "area_mm2"]}))
+
+
+def test_a_grid_larger_than_the_trials_is_warned_about(tmp_path, capsys) -> None:
+    """grid_points 3 over two knobs is 9 points; n_trials 5 tried 5 of them without a word."""
+    import copy
+
+    from dse.cli import main
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"].update({"sampler": "grid", "grid_points": 3, "n_trials": 5})
+    data["search"]["space"] = {"peak_tflops": {"low": 200, "high": 300}, "sram_mib": {"low": 8, "high": 64}}
+    assert main(["run", str(write_config(tmp_path, data)), "--out", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: search.n_trials 5 < the grid's 9 points" in err and "4 of them will not be tried" in err
