@@ -121,13 +121,19 @@ def _cell(v: Any) -> str:
 def built_rows(view: View) -> list[tuple[str, str]]:
     """The design as built: cores x array x clock, the knobs as built, stacks and capacity, area, cost, power."""
     b, s = view.built, view.summary
+    d = view.design
+    sram = d.level_names[d.sram_level]
+    on_chip = [(f"{n} SRAM, all {'cores' if d.base.memory[j].instances > 1 else 'shared'} (MiB)",
+                _fmt(float(d.capacity[0, j]) / 2**20))
+               for j, n in enumerate(d.level_names) if not d.offchip[j] and j != d.sram_level]  # the other levels
     return [("cores", f"{b['cores']:.0f}"), ("MAC array (rows x cols)", f"{b['array_rows']:.0f} x {b['array_cols']:.0f}"),
             ("clock (GHz)", _fmt(b["clock_ghz"])), ("peak compute as built (TFLOP/s)", _fmt(b["peak_tflops_built"])),
             ("DRAM bandwidth as built (TB/s)", _fmt(b["dram_bandwidth_tbps_built"])),
             ("DRAM stacks", f"{b['dram_stacks']:.0f}"), ("DRAM capacity (GB)", _fmt(b["dram_capacity_gb"])),
-            ("on-chip SRAM as built (MiB)", _fmt(b["sram_mib_built"])),
+            (f"{sram} SRAM as built, searched (MiB)", _fmt(b["sram_mib_built"])), *on_chip,
             ("ridge (FLOP/byte)", _fmt(s["ridge_flop_per_byte"])), ("area (mm2)", _fmt(s["area_mm2"])),
-            ("unit cost (USD)", _fmt(s["cost_usd"])), ("peak average power over the mix (W)", _fmt(s["power_w"]))]
+            ("unit cost (USD)", _fmt(s["cost_usd"])),
+            ("power: highest average over the mix's workloads (W; dse area's is an 8192^3 GEMM's)", _fmt(s["power_w"]))]
 
 
 def compare_frame(candidates: Any, view: View) -> Any:

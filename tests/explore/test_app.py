@@ -323,3 +323,15 @@ def test_the_ratio_knob_stays_inside_the_bandwidth_range_and_a_bad_peak_moves_no
             ex.update(v)
     with pytest.raises(DseError, match="got an empty box"):
         ex.update({**base, "peak_tflops": ""})
+
+
+def test_the_built_table_names_each_on_chip_level_and_what_its_power_is(tmp_path):
+    """'on-chip SRAM as built' was the searched level only (npu-7nm's 12 MiB of per-core scratchpad was missing), and
+    the power row's figure differs from dse area's GEMM power without saying why."""
+    from dse.explore.app import Explorer, built_rows
+    from tests.conftest import SMALL_STUDY, write_config
+
+    ex = Explorer(write_config(tmp_path, SMALL_STUDY))
+    rows = dict(built_rows(ex.update(ex.base_values)["view"]))
+    assert rows["global SRAM as built, searched (MiB)"] == "32" and rows["local SRAM, all cores (MiB)"] == "12"
+    assert any(k.startswith("power: highest average over the mix") for k in rows)
