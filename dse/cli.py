@@ -226,6 +226,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dse.comparison import check_strict, compare_config, comparison_document, infeasible_lines
     from dse.report.render import render
     from dse.study import load_context, results_folder
+    from dse.units import watts
 
     status(args, f"loading {args.config} and predicting the base design")
     cfg, ctx = load_context(args.config, one_mix="compare")
@@ -253,7 +254,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {r['candidate']:<{width}s} {r['peak_tflops']:7.1f} TFLOP/s {r['dram_bandwidth_tbps']:6.3f} TB/s ridge "
               f"{r['ridge_flop_per_byte']:6.1f} FLOP/B ({r['bw_per_flop_vs_base']})  score {r['score_vs_base']:.3f}x "
               f"({r['score_vs_base_change_pct']:+.1f} %)  area {r['area_mm2']:.0f} mm2 "
-              f"({r['area_mm2_change_pct']:+.1f} %)  power {r['power_w']:.0f} W"
+              f"({r['area_mm2_change_pct']:+.1f} %)  power {watts(r['power_w'])} W"
               + (f"  P(beats {cmp.names[0]}) {r['p_beats_first']:.0%}" if pd.notna(r.get("p_beats_first", np.nan))
                  else "") + ("" if r["feasible"] else "  INFEASIBLE"))
         if r.get("hold_note"):  # a candidate built other than asked (a hold it could not meet): say so here too

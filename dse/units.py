@@ -157,3 +157,9 @@ def repo_root() -> Path:
     if (checkout / "hw_templates").is_dir() and (checkout / "workloads").is_dir():
         return checkout
     return here / "_data"
+
+
+def watts(w: float) -> str:
+    """A power for a line of text: whole watts from 100 W up, three significant digits below (an edge design's 2.85 W
+    and 3.34 W both printed '3 W' while the memo said +17 %)."""
+    return f"{w:.0f}" if abs(w) >= 100 else f"{w:.3g}"

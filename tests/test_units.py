@@ -81,3 +81,11 @@ def test_the_gemm_kernel_names_of_templates_and_workloads_agree() -> None:
     from dse.units import GemmKernel, GemmKernelStructure
 
     assert get_args(GemmKernel) == ("auto", *get_args(GemmKernelStructure))
+
+
+def test_watts_keeps_three_digits_below_100_w() -> None:
+    """An edge design's 2.853 W and 3.341 W printed as '3 W' both, while the memo said +17 %."""
+    from dse.units import watts
+
+    assert (watts(2.853), watts(3.341), watts(12.34), watts(265.4), watts(1250.4)) == ("2.85", "3.34", "12.3", "265",
+                                                                                         "1250")

@@ -10,7 +10,7 @@ from dse.hardware.fields import bandwidth_label
 from dse.predict import Prediction
 from dse.report.residency import residency_lines
 from dse.search.space import base_knobs
-from dse.units import TERA
+from dse.units import TERA, watts
 
 
 def ratio_label(base_ridge: float, ridge: float) -> str:
@@ -163,7 +163,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         f"- **Compute:bandwidth ratio: ridge {ridge:.1f} FLOP/byte, {ratio_label(base_ridge, ridge)} relative"
         f" to the base** (base ridge {base_ridge:.1f} FLOP/byte; '1:2' = twice the bandwidth per FLOP)",
         f"- Area {float(s.area_mm2[0]):.1f} mm² ({(float(s.area_mm2[0]) / ctx.base_area_mm2 - 1) * 100:+.1f} % vs base),"
-        f" unit cost {float(s.cost_usd[0]):.0f} USD, peak power {float(s.power_w[0]):.0f} W;"
+        f" unit cost {float(s.cost_usd[0]):.0f} USD, peak power {watts(float(s.power_w[0]))} W;"
         f" objective `{cfg.search.objective}` = {float(s.objective[0]):.4f}"
         + (f"; Pareto front of {', '.join(cfg.search.objective_names)} in `pareto.csv` (this is its best-"
            f"{cfg.search.objective_names[0]} point)" if len(cfg.search.objective_names) > 1 else ""),
@@ -217,7 +217,7 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
     out = [
         f"study {ctx.cfg.name}: {result.n_trials} trials, {head} vs {ctx.base_hw.name}",
         f"  best: {kx['peak_tflops']:.1f} TFLOP/s, {kx['dram_bandwidth_tbps']:.3f} TB/s, {kx['sram_mib']:.1f} MiB SRAM,"
-        f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {float(s.power_w[0]):.0f} W",
+        f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {watts(float(s.power_w[0]))} W",
         f"  ratio: ridge {ridge:.1f} FLOP/byte = {ratio_label(base_ridge, ridge)} vs base ({base_ridge:.1f} FLOP/byte)",
     ]
     for k, (_, r) in enumerate(wl_df.iterrows()):
