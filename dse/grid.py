@@ -415,7 +415,9 @@ def heatmap_figures(res: SweepResult, title: str) -> list[Figure]:
                               (rows, res.axes, budget, best, (kb["peak_tflops"], kb["dram_bandwidth_tbps"])),
                               f"{title}: sweep at {s:.0f} MiB SRAM",
                               {"sram_mib": float(s), "base_sram_mib": kb["sram_mib"], "show_base": k == nearest_base,
-                               "axis_labels": (KNOB["peak_tflops"].label, bandwidth_label(ctx0.base.base))}))
+                               "axis_labels": (KNOB["peak_tflops"].label, bandwidth_label(ctx0.base.base)),
+                               "budgets": {"power_w": ctx0.cfg.search.power_budget_w,
+                                           "cost_usd": ctx0.cfg.search.cost_budget_usd}}))
     return figures
 
 

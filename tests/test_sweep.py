@@ -280,3 +280,22 @@ def test_a_sweep_refuses_a_space_it_cannot_grid(tmp_path, capsys, key: str, valu
     got = "a split" if key == "split" else "compute.clock_ghz"  # the value, not the field's name again
     assert err.startswith(f"error: {cfg}: search.space.{key}: got {got}; accepted: a space of peak_tflops")
     assert err.count("\n") == 1
+
+
+def test_sweep_heatmaps_draw_the_power_budget(tmp_path: Path) -> None:
+    """A config's power budget is a line on the sweep's panels where it crosses the grid (the study heatmap drew it,
+    the sweep's did not), named in the figure's title."""
+    import copy
+
+    data = copy.deepcopy(PLOTTED_STUDY)
+    cfg = write_config(tmp_path, data)
+    assert main(["sweep", str(cfg), "--points", "6", "--sram-points", "1", "--out", str(tmp_path / "a"),
+                 "--quiet"]) == 0
+    grid = pd.read_csv(tmp_path / "a" / "tiny-sweep" / "sweep.csv")
+    budget = float(grid["power_w"].median())  # inside the grid's range: the line crosses it
+    data["search"]["power_budget_w"] = round(budget, 1)
+    cfg = write_config(tmp_path, data)
+    assert main(["sweep", str(cfg), "--points", "6", "--sram-points", "1", "--out", str(tmp_path / "b"),
+                 "--quiet"]) == 0
+    svg = (tmp_path / "b" / "tiny-sweep" / "sweep_sram0.svg").read_text()
+    assert 'id="budget-power_w' in svg and f"power budget {round(budget, 1):.0f} W" in svg

@@ -539,14 +539,17 @@ def log_edges(values: np.ndarray) -> np.ndarray:
 def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float | None, best: dict[str, pd.Series],
                    base: tuple[float, float], path: Path, title: str, sram_mib: float | None = None,
                    base_sram_mib: float | None = None, show_base: bool = True,
-                   axis_labels: tuple[str, str] | None = None) -> Path:
+                   axis_labels: tuple[str, str] | None = None, budgets: dict[str, float | None] | None = None) -> Path:
     """A 2 x 2 block of panels per mix over compute x bandwidth (one SRAM size, readable on a slide):
     mix score, score per mm², die area (iso-area lines) and the binding ceiling (categorical); iso-ratio
     lines (FLOP/byte) and the area-budget line on every panel, infeasible cells hatched. The mix's best
     feasible design is starred only on the panel of its own SRAM size (``sram_mib``), the base design
     circled on the panel nearest its SRAM (``show_base``). ``rows[mix]`` holds that mix's grid rows in
-    (compute, bandwidth) meshgrid order."""
+    (compute, bandwidth) meshgrid order. ``budgets`` (``power_w``, ``cost_usd`` -> the config's budget or None) adds
+    each budget's line (orange: power, cyan: cost) where it crosses the grid, as the study's heatmap draws them."""
     P, B = axes["peak_tflops"], axes["dram_bandwidth_tbps"]
+    others = {k: v for k, v in (budgets or {}).items() if v is not None}
+    other_style = {"power_w": ("orange", "power budget {v:.0f} W"), "cost_usd": ("cyan", "cost budget {v:.0f} USD")}
     PE, BE = log_edges(P), log_edges(B)  # cell edges: a knob not searched (one value) still draws its row of cells
     shape = (len(P), len(B))
     mixes = list(rows)
@@ -590,6 +593,13 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
             if budget_mm2 is not None and area.min() < budget_mm2 < area.max() and contours:
                 ax.contour(P, B, area, levels=[budget_mm2], colors="w", linewidths=2.0)
+            for key, limit in others.items():  # the other budgets the config sets
+                z_b = g[key].to_numpy(dtype=float).reshape(shape).T
+                if contours and np.nanmin(z_b) < limit < np.nanmax(z_b):
+                    color, fmt = other_style[key]
+                    cs = ax.contour(P, B, z_b, levels=[limit], colors=color, linewidths=1.6)
+                    cs.set_gid(f"budget-{key}")
+                    ax.clabel(cs, fmt=lambda v, f=fmt: f.format(v=v), fontsize=6)
             if ratio_levels and contours:
                 cr = ax.contour(P, B, R, levels=ratio_levels, colors="0.85", linewidths=0.6, linestyles=":")
                 ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
@@ -608,6 +618,7 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
     if handles:
         fig.legend(handles, names, loc="upper right", fontsize=9, ncol=2)
     extra = f"; white line: area budget {budget_mm2:.0f} mm²" if budget_mm2 else ""
+    extra += "".join(f"; {other_style[k][0]} line: {other_style[k][1].format(v=v)}" for k, v in others.items())
     where = "" if sram_mib is None or all(np.isclose(best[m]["sram_mib"], sram_mib) for m in mixes) else \
         "; the best design is on another SRAM panel"
     fig.suptitle(f"{title}\nhatched: infeasible (a budget, the reticle, the die edge or the package); dotted: "
