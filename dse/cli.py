@@ -235,7 +235,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.ratios is not None:
         ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
         if len(ratios) < 2:
-            raise DseError(f"got {args.ratios!r}; accepted: two or more ratios, e.g. 1:2,1:1", field="--ratios")
+            one = f" ({len(ratios)} ratio{'' if len(ratios) == 1 else 's'})"
+            raise DseError(f"got {args.ratios!r}{one}; accepted: two or more ratios, comma-separated: the candidates "
+                           "compared, e.g. 1:2,1:1", field="--ratios")
     if args.samples is not None and not 0 <= args.samples <= 100_000:  # named as the flag (the API says samples)
         raise DseError(f"got {args.samples}; accepted: 0 (no robustness analysis) to 100000 samples", field="--samples")
     status(args, "building and predicting the candidates, Monte Carlo robustness")

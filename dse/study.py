@@ -82,6 +82,9 @@ def resolve_base(cfg: StudyConfig, cfg_dir: Path) -> Hardware:
         return load_hardware(resolve_system(cfg, cfg_dir).chip)  # type: ignore[union-attr]
     if spec.endswith((".yaml", ".yml")):
         path = Path(spec) if Path(spec).is_absolute() else cfg_dir / spec
+        if not path.is_file():  # the config's base field is wrong, not a template file: name the field's file
+            raise DseError(f"got {spec!r}: no file at {path} (a path is relative to the config's folder); accepted: "
+                           "a template YAML path or a shipped template name", field="base")
         return load_hardware(path)
     return load_hardware(spec)
 

@@ -202,3 +202,19 @@ def test_model_file_errors_name_the_file_and_the_field(tmp_path, capsys) -> None
     onnx.write_bytes(b"\x08\x07\x12\x00")
     assert main(["predict", str(onnx), "h100-sxm"]) == 2
     assert f"import it first: dse workloads import {onnx}" in capsys.readouterr().err
+
+
+def test_a_base_path_that_names_no_file_is_the_configs_error(tmp_path, capsys) -> None:
+    """``base: nosuch.yaml`` printed 'error: nosuch.yaml: base: file not found' as if the template were the file
+    at fault; the config is, and the line says where the path was looked for."""
+    import copy
+
+    from dse.cli import main
+    from tests.conftest import SMALL_STUDY, write_config
+
+    data = copy.deepcopy(SMALL_STUDY)
+    data["base"] = "nosuch.yaml"
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {cfg}: base: got 'nosuch.yaml': no file at {tmp_path / 'nosuch.yaml'}"), err
