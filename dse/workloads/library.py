@@ -400,7 +400,11 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
         if key in desc.defaults and key not in given and key not in preset:  # the model file's own default is bad
             raise from_validation_error(exc, file=str(description_path(origin)), model=Scenario,
                                         prefix="defaults") from None
-        raise from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}") from None
+        err = from_validation_error(exc, file=None, model=Scenario, prefix=f"workload {name}")
+        if key == "phase":  # 'inference' is taken before validation: say so beside the phases the schema lists
+            raise DseError(f"{err.message}, or 'inference' (prefill for a language model, else forward)",
+                           field=err.field) from None
+        raise err from None
     check_step_fields(sc, given, name)
     check_length_fields(sc, given, name, desc.family)
     check_attention_fields(sc, given, name)

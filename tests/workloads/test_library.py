@@ -567,3 +567,11 @@ def test_a_collective_workload_is_one_collective_over_the_plans_chips() -> None:
             dse.workload(name)
     with pytest.raises(DseError, match="accepted: none"):
         dse.workload("all_reduce:1e6", dtype="bf16")
+
+
+def test_a_bad_phase_lists_inference_beside_the_schemas_phases() -> None:
+    """'inference' is accepted (prefill for an LLM, forward otherwise) but the error for a misspelt phase listed only
+    the schema's five."""
+    with pytest.raises(DseError, match=r"or 'inference' \(prefill for a language model, else forward\)"):
+        dse.workload("llama2-7b", phase="decoding")
+    assert dse.workload("llama2-7b", phase="inference").scenario["phase"] == "prefill"
