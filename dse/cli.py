@@ -1155,6 +1155,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         shown = p.ops[cols].rename(columns=PREDICT_UNITS)  # every column with its unit
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for line in _mode_notes(p):
+        print(line)
     wl = p.workload
     where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
     unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
@@ -1189,6 +1191,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"memory per chip: {fmt(wl.memory_bytes)} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
     return 0
+
+
+def _mode_notes(p) -> list[str]:  # noqa: ANN001 - a Prediction
+    """A ``note:`` line for each dtype the prediction's matrix-unit operators run in that the unit has no mode of
+    its own for (``dse.units.fallback_dtype``: bf16 on a V100 runs in its fp16 mode, fp8 on an A100 in a wider
+    one): the table's times are that mode's, said rather than silent."""
+    from dse.units import fallback_dtype
+
+    modes = p.hardware.compute.matrix.peak_tflops
+    on = p.ops[(p.ops["ran_on"] == "matrix") & (p.ops["flops"] > 0)]
+    out = []
+    for dt in dict.fromkeys(on["dtype"].astype(str)):
+        if dt and dt not in modes:
+            mode = fallback_dtype(dt, modes)
+            out.append(f"note: {p.hardware.name}'s matrix unit has no {dt} mode: its {dt} operators run in its "
+                       f"{mode} mode ({modes[mode]:g} TFLOP/s)" if mode else
+                       f"note: {p.hardware.name}'s matrix unit has no {dt} mode")
+    return out
 
 
 def overlap_flag(text: str) -> dict[str, float]:

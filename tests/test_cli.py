@@ -579,3 +579,12 @@ def test_ctrl_c_says_what_the_command_kept(monkeypatch, capsys, cmd: str, says: 
     monkeypatch.setitem(cli.COMMANDS, cmd, interrupted)
     assert cli.main(args) == 130
     assert f"interrupted: {says}" in capsys.readouterr().err
+
+
+def test_predict_says_when_a_dtype_runs_in_another_mode(capsys) -> None:
+    """bf16 on a V100 runs in its fp16 mode: said in a note, not silent."""
+    assert main(["predict", "llama2-7b", "v100-sxm", "--phase", "prefill", "--dtype", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "note: v100-sxm's matrix unit has no bf16 mode: its bf16 operators run in its fp16 mode" in out
+    assert main(["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", "--dtype", "bf16"]) == 0
+    assert "note:" not in capsys.readouterr().out
