@@ -54,7 +54,8 @@ def test_every_level_of_a_kind_bought_per_gb_is_in_the_dram_cost() -> None:
     h100 = dse.hardware("h100-sxm")
     d0, d1 = DesignBatch.from_hardware(h100), DesignBatch.from_hardware(with_far_level(h100))
     c0, c1 = unit_cost(d0, area(d0)).parts["dram"][0], unit_cost(d1, area(d1)).parts["dram"][0]
-    assert c1 == pytest.approx(c0 * (80 + 4096) / 80, rel=1e-12)
+    hbm_gb = h100.dram.capacity_bytes / 1e9  # 80 GiB
+    assert c1 == pytest.approx(c0 * (hbm_gb + 4096) / hbm_gb, rel=1e-12)
 
 
 # ---------------------------------------------------------------- multi-die packages

@@ -200,7 +200,7 @@ def test_a_far_off_chip_level_that_never_binds_leaves_the_prediction_as_the_kind
     far = with_far_level(h100)
     wl = dse.workload(model.pop("name"), dtype="bf16", **model)
     p0, p1 = dse.predict(wl, h100), dse.predict(wl, far)
-    assert p1.time_s == p0.time_s and p1.capacity_bytes == p0.capacity_bytes == 80e9
+    assert p1.time_s == p0.time_s and p1.capacity_bytes == p0.capacity_bytes == 80 * 2**30
     for bw in (1.0e12, 6.0e12):
         d0 = DesignBatch.from_hardware(h100).with_knobs(dram_bandwidth=np.array([bw]))
         d1 = DesignBatch.from_hardware(far).with_knobs(dram_bandwidth=np.array([bw]))
