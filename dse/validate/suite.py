@@ -399,9 +399,17 @@ def bad_workload(text: str) -> str | None:
     return None
 
 
-def scenario_errors(text: str) -> list[tuple[str, str]]:
-    """``(column, message)`` of a bad ``scenario`` cell: not ``key=value;...``, or a dtype keyword (``dtype``,
-    ``*_dtype``) naming no dtype. Other keywords are the workload's to judge (a row it cannot use is not covered)."""
+def scenario_errors(text: str, chips: str = "") -> list[tuple[str, str]]:
+    """``(column, message)`` of a bad ``scenario`` cell: not ``key=value;...``, a keyword no workload takes, a dtype
+    keyword (``dtype``, ``*_dtype``) naming no dtype, or a value its scenario or plan field refuses (``batch=-1``,
+    ``phase=decoded``, ``context`` past its limit, ``causal=maybe``, ``tp=3`` on 8 chips: such a row was marked
+    'not covered' and left out of the statistics without a word). Whether a model can run the scenario stays the
+    workload's to judge (a row it cannot use is not covered)."""
+    from pydantic import ValidationError
+
+    from dse.errors import from_validation_error
+    from dse.workloads.scenario import Scenario
+
     try:
         scen = parse_scenario(text)
     except ValueError as exc:
@@ -409,8 +417,60 @@ def scenario_errors(text: str) -> list[tuple[str, str]]:
     known = scenario_keys()
     unknown = [(f"scenario.{k}", f"got {k!r}{did_you_mean(k, sorted(known))}; accepted: a keyword of dse.workload "
                 "(a scenario or plan field)") for k in scen if k not in known]  # a typo made the row 'not covered'
-    return unknown + [(f"scenario.{k}", f"got {_short(v)}; accepted: one of {', '.join(DTYPES)}")
-                      for k, v in scen.items() if (k == "dtype" or k.endswith("_dtype")) and v not in DTYPES]
+    dtypes = [(f"scenario.{k}", f"got {_short(v)}; accepted: one of {', '.join(DTYPES)}")
+              for k, v in scen.items() if (k == "dtype" or k.endswith("_dtype")) and v not in DTYPES]
+    if unknown or dtypes:
+        return unknown + dtypes
+    out = []
+    fields = {k: v for k, v in scen.items() if k in Scenario.model_fields and not (k == "phase" and v == "inference")}
+    plan = {k: v for k, v in scen.items() if k in Plan.model_fields}
+    n = chips_of(chips) if not bad_chips(chips) else 1
+    if n > 1 and not ({"tp", "pp", "dp", "fsdp", "ep"} & set(plan)):
+        plan["tp"] = n  # as prepare_row reads the row
+    for model, data in ((Scenario, fields), (Plan, {**plan, "chips": n} if plan else {})):
+        try:
+            model.model_validate(data)
+        except ValidationError as exc:
+            err = from_validation_error(exc, file=None, model=model, prefix="scenario")
+            out.append((err.field or "scenario", err.message))
+    return out
+
+
+def single_op_errors(name: str, text: str) -> list[tuple[str, str]]:
+    """A single-operator row (``gemm:``, ``copy:``, ``attention:``) is built here, cheaply, so a keyword value its
+    operator refuses (``causal=maybe``) is a bad cell, not a row 'not covered'."""
+    from dse.workloads.library import SINGLE_OPS, workload
+
+    if not name.strip().startswith(SINGLE_OPS):
+        return []
+    try:
+        workload(name.strip(), **parse_scenario(text))
+    except DseError as exc:  # the key: the message's first word ('causal: got ...') or the field's last ('gemm: batch')
+        keys = scenario_keys()
+        first = exc.message.split(":", 1)[0].strip()
+        if first in keys:
+            return [(f"scenario.{first}", exc.message.split(":", 1)[1].strip())]
+        last = str(exc.field or "").replace(":", " ").split()[-1:] or [""]
+        return [(f"scenario.{last[0]}" if last[0] in keys else "scenario", exc.message)]
+    except (ValueError, TypeError) as exc:
+        return [("scenario", f"got {_short(text)}; accepted: keywords the operator takes ({exc})")]
+    return []
+
+
+#: the unit each metric's value is in (the ``unit`` column must say it: a time in ms read as seconds was 1000x off)
+METRIC_UNITS = {"time_s": ("s",), "tflops": ("TFLOP/s",), "tokens_per_s": ("token/s", "tokens/s"),
+                "samples_per_s": ("sample/s", "samples/s", "img/s"), "bandwidth_gbps": ("GB/s",),
+                "mfu": ("fraction", "")}
+
+
+def unit_error(metric: str, unit: str) -> str | None:
+    """Why a row's ``unit`` does not match its ``metric`` (the value is read in the metric's unit), or None."""
+    accepted = METRIC_UNITS.get(metric.strip())
+    if accepted is None or unit.strip() in accepted:
+        return None
+    names = " or ".join(a or "empty" for a in accepted)
+    return (f"got {_short(unit.strip())} for metric {metric.strip()}; accepted: {names} (the value is read in the "
+            "metric's unit: convert it, e.g. 9.9 ms -> time_s 0.0099)")
 
 
 def scenario_keys() -> frozenset[str]:
@@ -427,9 +487,13 @@ def cell_errors(row: Mapping[str, str], hardware: set[str]) -> list[tuple[str, s
     out = [(c, bad) for c, check in CELL_CHECKS.items() if (bad := check(row.get(c, "")))]
     if not row["id"].strip():
         out.append(("id", "got ''; accepted: an id unique in the file"))
-    if (bad := bad_workload(row["workload"])):
-        out.append(("workload", bad))
-    out += scenario_errors(row["scenario"])
+    wl_bad = bad_workload(row["workload"])
+    if wl_bad:
+        out.append(("workload", wl_bad))
+    sc_bad = scenario_errors(row["scenario"], row.get("n_chips", ""))
+    out += sc_bad or ([] if wl_bad else single_op_errors(row["workload"], row["scenario"]))
+    if "unit" in row and (bad := unit_error(row["metric"], row["unit"])):
+        out.append(("unit", bad))
     if row["hardware"].strip() not in hardware:
         out.append(("hardware", f"got {_short(row['hardware'].strip())}; accepted: a template "
                     f"({', '.join(sorted(hardware))}) or a name given with --template NAME=TEMPLATE"))

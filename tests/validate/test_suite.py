@@ -805,3 +805,28 @@ def test_the_readme_validate_line_is_what_dse_validate_prints(shipped_results: p
     line = (f"{st['covered']} out-of-sample rows of {st['rows']}: median |time error| {st['median_abs_error_pct']:.1f} "
             f"%, max {st['max_abs_error_pct']:.1f} %")
     assert line in (Path(__file__).resolve().parents[2] / "README.md").read_text(), line
+
+
+@pytest.mark.parametrize(("workload", "scenario", "metric_unit", "where", "says"), [
+    ("llama2-7b", "phase=decode;batch=-1", None, "scenario.batch", "got -1; accepted: a number > 0"),
+    ("llama2-7b", "phase=decoded", None, "scenario.phase", "got 'decoded'; accepted: one of 'forward'"),
+    ("llama2-7b", "phase=decode;tp=3", None, "scenario", "tp x pp x dp = 3 x 1 x 1 = 3, but chips = 8"),
+    ("attention:1x8x128x128x64", "causal=maybe", None, "scenario.causal", "got 'maybe'; accepted: true, false"),
+    ("gemm:64x12288x12288", "dtype=bf16", ("time_s", "ms"), "unit", "got 'ms' for metric time_s; accepted: s"),
+])
+def test_a_value_a_scenario_field_refuses_and_a_wrong_unit_are_bad_cells(tmp_path: Path, capsys, monkeypatch, workload,
+                                                                         scenario, metric_unit, where, says) -> None:
+    """A scenario value its field refuses (batch -1, a misspelt phase, a plan that does not fill the chips, an
+    operator keyword's bad value) was a row 'not covered' and left out of the statistics, exit 0; a unit that is not
+    the metric's read a time in ms as seconds. Each is one error line, exit 2, before any prediction."""
+    header, rows = _shipped()
+    row = rows[1]
+    row[header.index("workload")], row[header.index("scenario")] = workload, scenario
+    if "tp=" in scenario:
+        row[header.index("n_chips")] = "8"
+    if metric_unit:
+        row[header.index("metric")], row[header.index("unit")] = metric_unit
+    p = _write(tmp_path, header, rows)
+    rc, err, _ = _validate(tmp_path, capsys, p, monkeypatch)
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {p}: line 3 ({row[0]}).{where}: "), err
+    assert says in err[0], err
