@@ -132,6 +132,13 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
         from dse.search.space import designs_from_params  # optuna loads on first use, not on import dse
 
         d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)
+        for name, values in col.items():  # each column's ends build designs the schema accepts (a study's range does)
+            for i in dict.fromkeys((int(np.argmin(values)), int(np.argmax(values)))):
+                try:
+                    d.to_hardware(i, "probe", prefer=name if "." in name else None)
+                except DseError as exc:
+                    raise DseError(f"got {values[i]:g} in row {i}: the design it builds has {exc.field or 'a field'} "
+                                   f"{exc.message}", field=f"designs.{name}") from None
     else:
         raise DseError(f"got {type(designs).__name__}; accepted: a DesignBatch or a pandas DataFrame of knobs",
                        field="designs")

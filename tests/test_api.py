@@ -285,3 +285,17 @@ def test_a_system_named_as_hardware_and_as_system_is_that_system() -> None:
     assert both.system.name == "dgx-h100" and both.time_s == pytest.approx(alone.time_s)
     with pytest.raises(DseError, match="got 'dgx-h100' as the hardware and 'dgx-a100' as the system"):
         dse.predict(wl, "dgx-h100", system="dgx-a100", chips=8, tp=8)
+
+
+def test_predict_many_refuses_knobs_past_the_templates_limits() -> None:
+    """A DataFrame of knobs was built and predicted past the limits templates enforce (a 1400 GHz clock, 10 million
+    cores: docs/limits.md's own example); each column's ends must build a design the schema accepts."""
+    import pandas as pd
+
+    wl = dse.workload("llama2-7b", phase="decode")
+    for col, v, says in (("compute.clock_ghz", 1400.0, "accepted: a number <= 10.0"),
+                         ("compute.cores", 1e7, "accepted: a number <= 1048576")):
+        with pytest.raises(dse.DseError, match=f"designs.{col}: got .* in row 1: .*{says}"):
+            dse.predict_many([wl], pd.DataFrame({col: [2.0 if col.endswith("ghz") else 48.0, v]}), base="npu-7nm")
+    ok = dse.predict_many([wl], pd.DataFrame({"peak_tflops": [300.0, 500.0]}), base="npu-7nm")
+    assert len(ok) == 2
