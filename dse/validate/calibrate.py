@@ -419,10 +419,14 @@ class ChipFit:
                              "before_error_pct": self.before_error_pct, "pooled_fit_error_pct": self.fit_error_pct,
                              "leave_chip_out_error_pct": self.loco_error_pct})
 
-    def chip_table(self) -> pd.DataFrame:
-        """Per chip left out, then all rows: rows and the median / max |time error| with the templates, with the
-        shared fit on every chip and with the shared fit on the other chips."""
-        return abs_error_table(self.table(), "chip", list(self.ERRORS))
+    def chip_table(self, fitted: frozenset[str] | set[str] = frozenset()) -> pd.DataFrame:
+        """Per chip left out, then all rows: rows and the median / max |time error| with the templates (over the rows
+        that set no template coefficient, ``fitted``'s ids left out, as ``dse validate`` counts them: the fitted rows
+        flattered the baseline the transfer is compared with), with the shared fit on every chip and with the shared
+        fit on the other chips."""
+        t = self.table()
+        t.loc[t["id"].isin(fitted), "before_error_pct"] = np.nan
+        return abs_error_table(t, "chip", list(self.ERRORS))
 
     def transferred(self, chip: str) -> dict[str, float]:
         """The shared values ``chip`` was predicted with (fitted on the other chips' rows), by name; no sync times."""
