@@ -677,6 +677,8 @@ def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = No
         raise DseError(f"got {samples!r}; accepted: 0 (no robustness analysis) to 100000 samples", field="samples")
     section = cfg.compare
     if ratios is not None or section is None:
+        if isinstance(ratios, str):  # "1:2,1:1" (the CLI's spelling) was read one character at a time
+            ratios = [r.strip() for r in ratios.split(",") if r.strip()]
         ratios = list(ratios or ["1:2", "1:1"])
         hold = hold or (section.hold if section else "compute")
         n, seed = (section.samples, section.seed) if section else (Compare.model_fields["samples"].default, 0)

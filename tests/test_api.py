@@ -299,3 +299,13 @@ def test_predict_many_refuses_knobs_past_the_templates_limits() -> None:
             dse.predict_many([wl], pd.DataFrame({col: [2.0 if col.endswith("ghz") else 48.0, v]}), base="npu-7nm")
     ok = dse.predict_many([wl], pd.DataFrame({"peak_tflops": [300.0, 500.0]}), base="npu-7nm")
     assert len(ok) == 2
+
+
+def test_compare_takes_the_clis_comma_spelling_of_ratios(tmp_path: Path) -> None:
+    """``ratios="1:2,1:1"`` was read one character at a time ('ratios: got 1')."""
+    from tests.conftest import SMALL_STUDY, write_config
+
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    a = dse.compare(cfg, ratios="1:2,1:1", samples=0)
+    b = dse.compare(cfg, ratios=["1:2", "1:1"], samples=0)
+    assert list(a.designs_table["candidate"]) == list(b.designs_table["candidate"]) == ["1:2", "1:1"]
