@@ -830,3 +830,19 @@ def test_a_value_a_scenario_field_refuses_and_a_wrong_unit_are_bad_cells(tmp_pat
     rc, err, _ = _validate(tmp_path, capsys, p, monkeypatch)
     assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {p}: line 3 ({row[0]}).{where}: "), err
     assert says in err[0], err
+
+
+def test_a_copy_that_fits_on_chip_has_a_roof(tmp_path: Path, capsys) -> None:
+    """A 1 M-element copy stays in the A100's L2: its DRAM bytes are 0, so the roof was 0 s and a 1 ps measurement
+    passed without a word; its bytes still cross an on-chip level, so the roof is theirs at its bandwidth."""
+    from dse.validate.suite import roof_time
+
+    wl = dse.workload("copy:1000000", dtype="fp32")
+    t, why = roof_time(wl, dse.hardware("a100-80gb"))
+    assert t > 1e-7 and "on-chip level" in why
+    header, rows = _shipped()
+    rows[1][header.index("workload")], rows[1][header.index("scenario")] = "copy:1000000", "dtype=fp32"
+    rows[1][header.index("value")] = "1e-12"
+    p = _write(tmp_path, header, rows)
+    rc, err, _ = _validate(tmp_path, capsys, p)  # a warning: the row is still predicted
+    assert rc == 0 and any(line.startswith("warning:") and "faster than the roof" in line for line in err), err
