@@ -813,7 +813,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dse.hardware.templates import load_hardware
-    from dse.validate.calibrate import calibrate, calibrated_template, chip_cases, leave_chip_out, style_chips
+    from dse.validate.calibrate import (
+        bound_warnings,
+        calibrate,
+        calibrated_template,
+        chip_cases,
+        leave_chip_out,
+        style_chips,
+    )
     from dse.validate.suite import chip_style, load_measurements
     from dse.yamlio import write_yaml
 
@@ -835,6 +842,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     w = max(18, *(len(n) for n in fit.names))
     for name, v in zip(fit.names, fit.values, strict=True):
         print(f"  {name:<{w}s} {v:.4g}")
+    for line in bound_warnings(fit.names, fit.values):
+        print(f"warning: {line}", file=sys.stderr)
     t = fit.table()
     if args.no_loo:  # no refits: no leave-one-out or leave-family-out columns of NaN
         t = t.drop(columns=[c for c in t.columns if c.startswith(("loo_", "leave_family_out"))])

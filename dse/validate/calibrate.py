@@ -214,6 +214,21 @@ def _bounds(n: int, n_fractions: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def bound_warnings(names: list[str], values: np.ndarray) -> list[str]:
+    """A line for each fitted value on a bound of :func:`_bounds` (an efficiency of 1 is 100 % of the peak, 0.02 the
+    floor; a launch overhead of 1000 us the ceiling): the rows did not pin it, and a template written with it claims
+    what no measurement showed (a TPU v5e fit put HBM and VMEM at 100 % of peak without a word)."""
+    out = []
+    for name, v in zip(names, values, strict=True):
+        if name.endswith("_eff") and (v >= 1.0 - 1e-9 or v <= 0.02 + 1e-9):
+            edge = "upper bound 1 (100 % of the peak)" if v >= 1.0 - 1e-9 else "lower bound 0.02"
+            out.append(f"{name} {v:.4g} sits on its {edge}: these rows do not pin it; check it before using the "
+                       "calibrated template, or add rows bound by it")
+        elif name == "overhead_us" and v >= OVERHEAD_MAX_US * (1 - 1e-9):
+            out.append(f"{name} {v:.4g} sits on its upper bound {OVERHEAD_MAX_US:g} us: these rows do not pin it")
+    return out
+
+
 DIFF_STEP = 1e-3  #: relative finite-difference step of the Jacobian
 
 

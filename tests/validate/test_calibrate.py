@@ -359,3 +359,16 @@ def test_the_leave_chip_out_template_column_counts_the_rows_dse_validate_counts(
     t = fit.chip_table({"r1"}).set_index("chip")
     assert t.loc["a", "median_abs_before_error_pct"] == 15.0 and t.loc["a", "max_abs_before_error_pct"] == 20.0
     assert t.loc["a", "median_abs_pooled_fit_error_pct"] == 2.0 and t.loc["a", "rows"] == 3
+
+
+def test_a_fitted_value_on_its_bound_is_warned_about() -> None:
+    """An efficiency of 1 (100 % of the peak) or 0.02, or a launch overhead at its 1000 us ceiling, was written
+    without a word (TPU v5e's GEMM rows put its HBM and VMEM at 1)."""
+    import numpy as np
+
+    from dse.validate.calibrate import bound_warnings
+
+    lines = bound_warnings(["matrix_eff", "hbm_eff", "vmem_eff", "overhead_us"], np.array([0.9, 1.0, 0.02, 1000.0]))
+    assert [line.split()[0] for line in lines] == ["hbm_eff", "vmem_eff", "overhead_us"]
+    assert "upper bound 1 (100 % of the peak)" in lines[0] and "lower bound 0.02" in lines[1]
+    assert bound_warnings(["matrix_eff", "overhead_us"], np.array([0.8, 4.7])) == []
