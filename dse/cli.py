@@ -876,7 +876,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if len(pool) > 1:
             chips = leave_chip_out(pool)
             meas = load_measurements(args.measurements)  # the template column over the rows dse validate counts
-            fitted = set(meas.loc[meas["fitted_into"].fillna("").astype(str).str.strip() != "", "id"].astype(str))
+            col = meas["fitted_into"] if "fitted_into" in meas.columns else pd.Series("", index=meas.index)
+            fitted = set(meas.loc[col.fillna("").astype(str).str.strip() != "", "id"].astype(str))  # an optional column
             ct = chips.chip_table(fitted)
             print(f"\nleave-one-chip-out: one set of fractions and launch overhead fitted to the rows of {len(pool)} "
                   f"{chip_style(hw)} chips at once (each on its own template),\nthen refitted without every row of "
