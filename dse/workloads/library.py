@@ -415,6 +415,9 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     try:
         rows, facts, memory = build_shard(desc.family, arch, sc, name, plan or Plan())
         rows = ops.with_gemm_kernel(ops.group_scales(rows, sc.weight_group), sc.gemm_kernel)
+        scales = ops.stored_scale_bytes(rows, sc.weight_group, getattr(getattr(arch, "moe", None), "experts", None))
+        if scales and "weights" in memory:  # the scales are held beside the weights they scale
+            memory = {**memory, "weights": memory["weights"] + scales}
     except ValueError as exc:  # the builders name the model first; the field names it already
         text = str(exc)
         raise DseError(text.removeprefix(f"{name}: "), field=f"workload {name}") from None

@@ -575,3 +575,17 @@ def test_a_bad_phase_lists_inference_beside_the_schemas_phases() -> None:
     with pytest.raises(DseError, match=r"or 'inference' \(prefill for a language model, else forward\)"):
         dse.workload("llama2-7b", phase="decoding")
     assert dse.workload("llama2-7b", phase="inference").scenario["phase"] == "prefill"
+
+
+def test_weight_only_group_scales_are_held_beside_the_weights() -> None:
+    """LLaMA-2-7B int4 at group 32 read 4.13 GB of weights and scales per decode step and held 3.37 GB: the scales
+    (a bf16 scale and zero point per 32 weights, 0.25 B per weight) are in the footprint now, every expert's for MoE."""
+    plain = dse.workload("llama2-7b", phase="decode", weight_dtype="int4").memory["weights"]
+    g32 = dse.workload("llama2-7b", phase="decode", weight_dtype="int4", weight_group=32)
+    linear = 32 * 4096 * (3 * 4096 + 4096 + 3 * 11008) + 4096 * 32000  # the quantized matrices' weights
+    assert g32.memory["weights"] - plain == pytest.approx(linear / 32 * 4 - linear / 4096 * 4, rel=0.02)
+    o = g32.ops
+    assert g32.memory["weights"] >= float((o["b_bytes"] * o["count"])[o["held"] == "weights"].sum())
+    moe = dse.workload("mixtral-8x7b", phase="decode", weight_dtype="int4", weight_group=128).memory["weights"]
+    moe0 = dse.workload("mixtral-8x7b", phase="decode", weight_dtype="int4").memory["weights"]
+    assert moe - moe0 == pytest.approx(46.7e9 / 128 * 4, rel=0.05)
