@@ -230,6 +230,10 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
                 from None
         if not p.fits:  # predicted all the same: a what-if explores the subject, the footprint is the user's call
             notes.append(f"does not fit: {p.infeasible_reason}")
+        if k and not notes and abs(p.time_s - preds[-1].time_s) <= 1e-12 * preds[-1].time_s:
+            why = (f" (the {base.level_names[base.sram_level]} level already held what this workload keeps on chip, "
+                   "or keeps only an operator's tiles)" if "sram_mib" in stage else "")
+            notes.append(f"no operator's time changed{why}")  # applied, and bound nowhere: said, not silent
         rows.append(stage_row(k, stage["label"], p, d, notes))
         preds.append(p)
         designs.append(d)

@@ -176,3 +176,16 @@ def test_the_readme_whatif_table_is_what_the_command_prints(capsys) -> None:
         assert main(["whatif", "--workload", "llama2-7b", *args, "--out", out]) == 0
     printed = {" ".join(line.split()) for line in capsys.readouterr().out.splitlines()}
     assert [r for r in shown if r not in printed] == []
+
+
+def test_a_stage_that_changes_no_time_says_so() -> None:
+    """A stage that applies but binds nowhere (the SRAM doubled again) left its note empty: it says so now."""
+    from dse.hardware.templates import load_hardware
+    from dse.whatif_stages import WhatIf, run_whatif
+
+    spec = WhatIf.model_validate({"hardware": "npu-7nm",
+                                  "workload": {"name": "llama2-7b", "phase": "decode"},
+                                  "stages": [{"sram_mib": 64}, {"sram_mib": 64}]})
+    t = run_whatif(spec, load_hardware("npu-7nm")).table
+    assert t["note"].iloc[2].startswith("no operator's time changed (the global level already held")
+    assert t["note"].iloc[0] == ""
