@@ -136,10 +136,9 @@ def whole_numbered(name: str) -> bool:
     numbers (a choice of 0.5 array rows was built as 1 row and ran every trial)."""
     import re
 
-    ints = [f.path for f in (*COMPUTE_FIELDS, *NETWORK_FIELDS, *SPECIAL) if f.write == "int"]
-    pats = [re.escape(p).replace(re.escape("{level}"), "[^.]+") for p in ints]
-    pats += [re.escape("compute.cores"), r"package\.dies\.[^.]+\.count"]
-    return any(re.fullmatch(p, name) for p in pats)
+    f = field_at(name)
+    return (f is not None and f.write == "int") or name == "compute.cores" or bool(
+        re.fullmatch(r"package\.dies\.[^.]+\.count", name))
 
 
 def key(f: Field) -> str:
@@ -147,15 +146,22 @@ def key(f: Field) -> str:
     return f.path.rsplit(".", 1)[1]
 
 
-def field_unit(path: str) -> str | None:
-    """The config unit of a searchable field by its path (``compute.noc.link_bytes`` -> bytes, ``memory.hbm.
-    bandwidth_tbps`` -> TB/s), None for a path the tables do not hold (``compute.cores``: a count)."""
+def field_at(path: str) -> Field | None:
+    """The searchable field a config path names (``memory.hbm.bandwidth_tbps`` matches ``memory.{level}.
+    bandwidth_tbps``), None for a path the tables do not hold (``compute.cores``: a count)."""
     import re
 
     for f in (*COMPUTE_FIELDS, *LEVEL_FIELDS, *NETWORK_FIELDS, *SPECIAL):
         if re.fullmatch(re.escape(f.path).replace(re.escape("{level}"), "[^.]+"), path):
-            return f.unit
+            return f
     return None
+
+
+def field_unit(path: str) -> str | None:
+    """The config unit of a searchable field by its path (``compute.noc.link_bytes`` -> bytes, ``memory.hbm.
+    bandwidth_tbps`` -> TB/s), None for a path the tables do not hold (``compute.cores``: a count)."""
+    f = field_at(path)
+    return None if f is None else f.unit
 
 
 LEVEL = {key(f): f for f in LEVEL_FIELDS}

@@ -197,12 +197,29 @@ GROUP_BYTES = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}
 DEQUANT_FLOPS = {"int8": 2.0, "fp8": 2.0, "int4": 4.0}  # a block-scaled format: 2 (scale and convert)
 
 
+def _quantized(rows: list[dict[str, Any]]) -> set[str]:
+    """Names of the weight-only quantized GEMMs: the rows with a ``.dequant`` sibling."""
+    return {r["name"][: -len(".dequant")] for r in rows if str(r["name"]).endswith(".dequant")}
+
+
+def _has_group_scales(r: dict[str, Any], quantized: set[str]) -> bool:
+    """Whether a row reads per-group scales beside its weights: a quantized weight GEMM (tiled B) whose weight dtype
+    is not block-scaled (an MX/NV format carries its scales inside the format)."""
+    return r["name"] in quantized and r.get("reuse") == "tiled" and r.get("dtype_b", "") not in BLOCK_FORMATS
+
+
+def _scale_bytes(K: int, N: int, group: int | None, wdt: str) -> float:
+    """Scale bytes of one ``K x N`` weight matrix: ``K/group x N x GROUP_BYTES`` (``group`` None: per channel)."""
+    g = K if group is None else group
+    return (K // g) * N * GROUP_BYTES.get(wdt, 2.0)
+
+
 def group_scales(rows: list[dict[str, Any]], group: int | None) -> list[dict[str, Any]]:
     """Weight-only quantized GEMMs (rows with a ``.dequant`` sibling) read their per-group scales:
     ``batch x K/group x N x GROUP_BYTES`` more bytes of B (``group`` None: one group per column, i.e.
     per-channel scales), and their dequantization pays ``DEQUANT_FLOPS`` per weight element.
     Raises ``ValueError`` naming ``weight_group`` when a group does not divide a matrix's K."""
-    quantized = {r["name"][: -len(".dequant")] for r in rows if str(r["name"]).endswith(".dequant")}
+    quantized = _quantized(rows)
     weight_dtype = {r["name"]: r.get("dtype_b", "") for r in rows if r["name"] in quantized}
     if group is not None and not quantized:
         raise ValueError(f"weight_group: got {group}; accepted: only with weight-only quantization "
@@ -214,13 +231,13 @@ def group_scales(rows: list[dict[str, Any]], group: int | None) -> list[dict[str
     for r in rows:
         r = dict(r)
         wdt = r.get("dtype_b", "")
-        if r["name"] in quantized and r.get("reuse") == "tiled" and wdt not in BLOCK_FORMATS:
+        if _has_group_scales(r, quantized):
             K, N, batch = int(r["K"]), int(r["N"]), int(r.get("batch", 1))
             g = K if group is None else group
             if K % g:
                 raise ValueError(f"weight_group: got {g}; accepted: a divisor of K = {K} of {r['name']} "
                                  "(and of every other quantized matrix)")
-            extra = batch * (K // g) * N * GROUP_BYTES.get(wdt, 2.0)
+            extra = batch * _scale_bytes(K, N, group, wdt)
             r["b_bytes"] = r["b_bytes"] + extra
             r["bytes_read"] = r["bytes_read"] + extra
         elif str(r["name"]).endswith(".dequant"):
@@ -236,17 +253,14 @@ def stored_scale_bytes(rows: list[dict[str, Any]], group: int | None, experts: i
     read the same matrices again), ``matrices x K / group x N x GROUP_BYTES`` with ``count`` matrices of the row
     (every expert's for an MoE expert row, ``experts``), as :func:`group_scales` adds to the bytes each read moves. The
     memory check held the weights alone (LLaMA-2-7B int4 at group 32: 3.37 GB held, 4.13 GB read per step)."""
-    quantized = {r["name"][: -len(".dequant")] for r in rows if str(r["name"]).endswith(".dequant")}
+    quantized = _quantized(rows)
     total = 0.0
     for r in rows:
-        name, wdt = str(r["name"]), r.get("dtype_b", "")
-        if (name not in quantized or r.get("reuse") != "tiled" or wdt in BLOCK_FORMATS or ".bwd" in name
-                or name.startswith("decode.")):
+        name = str(r["name"])
+        if not _has_group_scales(r, quantized) or ".bwd" in name or name.startswith("decode."):
             continue
-        K, N = int(r["K"]), int(r["N"])
-        g = K if group is None else group
         mats = experts if (experts and "moe.expert_" in name) else int(r.get("batch", 1))
-        total += mats * r["count"] * (K // g) * N * GROUP_BYTES.get(wdt, 2.0)
+        total += mats * r["count"] * _scale_bytes(int(r["K"]), int(r["N"]), group, r.get("dtype_b", ""))
     return total
 
 
