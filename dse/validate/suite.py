@@ -178,6 +178,18 @@ CELL_CHECKS: dict[str, Callable[[str], str | None]] = {
     "metric": bad_metric, "value": bad_value, "n_chips": bad_chips, "timing": bad_timing}
 
 
+def row_plan(scen: Mapping[str, Any], chips: int) -> dict[str, Any]:
+    """The parallelism plan a row runs: its scenario's plan keywords and ``chips``; a row on several chips that names
+    no split (``tp``, ``pp``, ``dp``, ``fsdp``, ``ep``) is tensor-parallel over all of them. Empty for one chip and
+    no plan keywords (the workload's own single-chip plan)."""
+    plan = {k: v for k, v in scen.items() if k in Plan.model_fields}
+    if chips > 1 and not ({"tp", "pp", "dp", "fsdp", "ep"} & set(plan)):
+        plan["tp"] = chips
+    if plan:
+        plan["chips"] = chips
+    return plan
+
+
 def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None = None) -> RowCase:
     """Build one row's case, or raise ``DseError`` (bad row) / ``NotCoveredError`` (model cannot cover it)."""
     rid = row.get("id") or "?"
@@ -196,11 +208,8 @@ def prepare_row(row: Mapping[str, str], templates: Mapping[str, Hardware] | None
         raise NotCoveredError(f"no hardware template {name!r} (shipped: {', '.join(list_templates())})")
     try:
         scen = parse_scenario(row["scenario"])
-        plan = {k: scen.pop(k) for k in list(scen) if k in Plan.model_fields}
-        if chips > 1 and not ({"tp", "pp", "dp", "fsdp", "ep"} & set(plan)):
-            plan["tp"] = chips
-        if plan:
-            plan["chips"] = chips
+        plan = row_plan(scen, chips)
+        scen = {k: v for k, v in scen.items() if k not in Plan.model_fields}
         wl = workload(row["workload"].strip(), plan=plan or None, **scen)
     except DseError as exc:
         raise NotCoveredError(f"workload not expressible yet: {exc}") from None
@@ -423,11 +432,8 @@ def scenario_errors(text: str, chips: str = "") -> list[tuple[str, str]]:
         return unknown + dtypes
     out = []
     fields = {k: v for k, v in scen.items() if k in Scenario.model_fields and not (k == "phase" and v == "inference")}
-    plan = {k: v for k, v in scen.items() if k in Plan.model_fields}
-    n = chips_of(chips) if not bad_chips(chips) else 1
-    if n > 1 and not ({"tp", "pp", "dp", "fsdp", "ep"} & set(plan)):
-        plan["tp"] = n  # as prepare_row reads the row
-    for model, data in ((Scenario, fields), (Plan, {**plan, "chips": n} if plan else {})):
+    plan = row_plan(scen, chips_of(chips) if not bad_chips(chips) else 1)
+    for model, data in ((Scenario, fields), (Plan, plan)):
         try:
             model.model_validate(data)
         except ValidationError as exc:
