@@ -1125,7 +1125,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
             "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
             "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format", "framework", "weight_cast",
-            "optimizer", "zero_grad", "optimizer_dtype")
+            "optimizer", "zero_grad", "optimizer_dtype", "grad_dtype")
     scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if "fused_attention" in scen:  # an on/off flag
         scen["fused_attention"] = scen["fused_attention"] == "on"
@@ -1418,7 +1418,7 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--serving-engine", dest="serving_engine",
                     help="serving: charge this engine's host time per step (workloads/engines/NAME.yaml)")
     pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
-    from dse.workloads.training import OPTIMIZER_DTYPES, OPTIMIZER_KERNELS, WEIGHT_CASTS, ZERO_GRADS
+    from dse.workloads.training import GRAD_DTYPES, OPTIMIZER_DTYPES, OPTIMIZER_KERNELS, WEIGHT_CASTS, ZERO_GRADS
 
     pp.add_argument("--framework", help="training: the framework preset whose step is modelled (pytorch-eager, "
                                         "pytorch-compile, megatron, xla: workloads/frameworks/NAME.yaml); flags "
@@ -1433,6 +1433,9 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--optimizer-dtype", choices=OPTIMIZER_DTYPES,
                     help="training: the optimizer state, fp32 (master weights and moments, default) or bf16 (pure "
                          "bf16 training: no master copy)")
+    pp.add_argument("--grad-dtype", choices=GRAD_DTYPES,
+                    help="training: the gradients kept and reduced over data parallelism, auto (default: fp32 for "
+                         "bf16/fp8 mixed precision, Megatron-LM's rule) or a dtype")
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):

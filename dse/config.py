@@ -22,7 +22,7 @@ from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS, WeightRole, weight_roles
-from dse.workloads.training import OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
+from dse.workloads.training import GradDtype, OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
 from dse.yamlio import load_yaml
 
 #: a results-folder name: a slug that cannot be '.', '..' or hidden, and cannot leave its folder
@@ -83,6 +83,8 @@ class WorkloadEntry(Strict):
     zero_grad: ZeroGrad | None = Field(None, description="Training: the gradient buffer, memset or none")
     optimizer_dtype: OptimizerDtype | None = Field(None, description="Training: the optimizer state, fp32 (master "
                                                    "weights and moments) or bf16 (pure bf16 training)")
+    grad_dtype: GradDtype | None = Field(None, description="Training: the gradients kept and reduced over data "
+                                         "parallelism, auto (Megatron-LM's rule), fp32, bf16 or fp16")
     plan: Plan | None = Field(
         None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, recompute, overlap (needs "
         "a system with enough chips); or auto: every design at its own fastest plan over `chips` chips that fits")

@@ -21,7 +21,7 @@ from dse.workloads import cnn, optable, recsys, sequence, transformer
 
 #: scenario keywords every family but ``optable`` takes
 COMMON = frozenset({"phase", "batch", "dtype", "fuse_elementwise", "execution", "gemm_kernel", "residency", "framework",
-                    "weight_cast", "optimizer", "zero_grad", "optimizer_dtype"})
+                    "weight_cast", "optimizer", "zero_grad", "optimizer_dtype", "grad_dtype"})
 
 #: a builder: (validated arch, scenario, model name) -> (operator rows, facts)
 Builder = Callable[[Any, Any, str], tuple[list[dict[str, Any]], dict[str, Any]]]

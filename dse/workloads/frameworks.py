@@ -2,7 +2,8 @@
 
 A record ``workloads/frameworks/NAME.yaml`` (the only place a framework is registered: adding one is one file) names
 the scenario fields it sets (:data:`FIELDS`: ``execution``, ``fuse_elementwise``, ``fused_attention``,
-``weight_cast``, ``optimizer``, ``zero_grad``, ``optimizer_dtype``) and the source of each choice. A scenario's
+``weight_cast``, ``optimizer``, ``zero_grad``, ``optimizer_dtype``, ``grad_dtype``) and the source of each choice. A
+scenario's
 ``framework: NAME`` puts them between the model's defaults and the fields the scenario gives itself (a field given
 beside the framework wins).
 The mechanisms behind the fields are in ``dse.workloads.training`` (weight casts, optimizer kernels and state, gradient
@@ -21,7 +22,7 @@ from dse.workloads.records import load_record, record_names
 
 #: the scenario fields a framework record may set
 FIELDS: tuple[str, ...] = ("execution", "fuse_elementwise", "fused_attention", "weight_cast", "optimizer",
-                           "zero_grad", "optimizer_dtype")
+                           "zero_grad", "optimizer_dtype", "grad_dtype")
 
 
 class Framework(Strict):

@@ -522,7 +522,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         rows, facts = family_of(family).build(arch, local, name)
         training = facts.get("phase") == "training"
         memory = parallel.generic_memory(rows, facts, local, plan, training)
-        coll = parallel.gradient_rows(plan, facts, sc.dtype, training)
+        coll = parallel.gradient_rows(plan, facts, local, training)
     if plan.zero and not training:  # no gathers are charged outside training: the sharded weights would be free
         raise DseError(f"got zero {plan.zero} for phase {facts.get('phase')}; accepted: 0 (ZeRO and fsdp shard "
                        "training state over data-parallel ranks; for inference, shard weights with tp, pp or ep)",

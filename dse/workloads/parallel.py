@@ -44,7 +44,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import OPTIMIZER_STATE_BYTES
+from dse.workloads.training import OPTIMIZER_STATE_BYTES, scenario_grad_dtype
 
 GROUPS = ("tp", "pp", "dp", "ep")
 
@@ -427,23 +427,31 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
         moe_layers = L - arch.moe.dense_layers
         a2a = T * arch.moe.active * h * b
         rows.append(collective("ep.all_to_all", "all_to_all", a2a, "ep", plan, 2 * moe_layers * passes * m, bs))
-    return rows + gradient_rows(plan, facts, sc.dtype, training)
+    return rows + gradient_rows(plan, facts, sc, training)
 
 
-def gradient_rows(plan: Plan, facts: dict[str, Any], dtype: str, training: bool) -> list[dict[str, Any]]:
-    """DP (training, any family): the gradient all-reduce once per step; under ZeRO-3 / FSDP a reduce-scatter
-    instead (each rank keeps its shard) plus the parameter all-gathers in forward and backward. With hybrid
-    sharding (fsdp < dp) these run within each fsdp group,
-    and the replicas then all-reduce their 1/fsdp gradient shards (PyTorch HYBRID_SHARD: reduce-scatter in
-    the shard group, all-reduce across replica groups; Zhao et al., VLDB 2023, Sec. 3.2.2)."""
+def gradient_rows(plan: Plan, facts: dict[str, Any], sc: Scenario, training: bool) -> list[dict[str, Any]]:
+    """DP (training, any family): the gradients' reduction once per step, in the step's gradient dtype
+    (``dse.workloads.training.gradient_dtype``: fp32 for a bf16 Megatron-style step). Without ZeRO an all-reduce
+    (PyTorch DDP, Megatron-LM DDP); with ZeRO-1/2 a reduce-scatter of the gradients (each rank updates its
+    shard) and an all-gather of the updated weights in their own dtype (Megatron-LM's distributed optimizer:
+    'reduce-scatter ... all-gather', docs/source/api-guide/dist_optimizer.md; DeepSpeed ZeRO stage 1/2); under
+    ZeRO-3 / FSDP the reduce-scatter plus the weights' all-gathers in forward and backward. With hybrid sharding
+    (fsdp < dp) these run within each fsdp group, and the replicas then all-reduce their 1/fsdp gradient shards
+    (PyTorch HYBRID_SHARD: reduce-scatter in the shard group, all-reduce across replica groups; Zhao et al., VLDB
+    2023, Sec. 3.2.2)."""
     if plan.dp == 1 or not training or not facts.get("params"):
         return []
-    grads = facts["params"] * DTYPE_BYTES[dtype]
+    grads = facts["params"] * DTYPE_BYTES[scenario_grad_dtype(sc)]
+    weights = facts["params"] * DTYPE_BYTES[sc.weight_dtype or sc.dtype]
     group = "fsdp" if plan.hybrid else "dp"
     rows = []
     if plan.shards > 1 and plan.zero == 3:  # each rank keeps its gradient shard only: a reduce-scatter
         rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
-        rows.append(collective("dp.zero3_param_all_gather", "all_gather", grads, group, plan, 2, 1.0))
+        rows.append(collective("dp.zero3_param_all_gather", "all_gather", weights, group, plan, 2, 1.0))
+    elif plan.shards > 1 and plan.zero >= 1:  # each rank updates its shard, then the weights are gathered
+        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
+        rows.append(collective("dp.param_all_gather", "all_gather", weights, group, plan, 1, 1.0))
     elif plan.shards > 1:
         rows = bucketed_gradients("dp.gradient_all_reduce", grads, group, plan)
     if plan.hybrid:
@@ -520,9 +528,9 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     MLP's first ``8sbh`` and second ``2sbh``: ``20`` per ``sbh``; with TP ``6 + 14/t``, with SP ``20/t``).
     1F1B keeps ``min(m, pp)`` micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
     bytes per parameter; Rajbhandari et al. 2020; 4, two bf16 moments, with ``optimizer_dtype: bf16``), sharded over
-    dp by ZeRO-1, gradients by ZeRO-2,
+    dp by ZeRO-1, gradients (in the step's gradient dtype, ``dse.workloads.training.gradient_dtype``: 4 bytes for a bf16
+    Megatron-style step, whose footprint is then Megatron-LM's 18 bytes per parameter) by ZeRO-2,
     weights by ZeRO-3. Activations are counted in the scenario's ``activation_dtype`` (default ``dtype``)."""
-    b = DTYPE_BYTES[sc.dtype]
     ab = DTYPE_BYTES[sc.activation_dtype or sc.dtype]  # the activations between kernels
     wb = DTYPE_BYTES[sc.weight_dtype or sc.dtype]
     P = float(facts["params"])
@@ -531,7 +539,7 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
     mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
     if training:
-        mem["gradients"] = P * b / (z if plan.zero >= 2 else 1)
+        mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)] / (z if plan.zero >= 2 else 1)
         mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (z if plan.zero >= 1 else 1)
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
@@ -564,13 +572,12 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
                    training: bool) -> dict[str, float]:
     """Bytes per chip for non-transformer families: weights from the parameter count, the largest
     operator's working set as inference activations; training keeps every forward output."""
-    b = DTYPE_BYTES[sc.dtype]
     P = float(facts.get("params") or 0)
     mem = {"weights": P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]}
     if training:
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
-        mem["gradients"] = P * b
+        mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)]
         mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (plan.shards if plan.zero >= 1 else 1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:

@@ -10,7 +10,7 @@ from dse.limits import MAX_BATCH, MAX_FFN, MAX_RESOLUTION, MAX_TOKENS
 from dse.strict import Strict
 from dse.units import Dtype, GemmKernel
 from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residency
-from dse.workloads.training import OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
+from dse.workloads.training import GradDtype, OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
 
 Phase = Literal["forward", "prefill", "decode", "training", "serving"]
 #: the weight matrices of a transformer a scenario may store in a dtype of their own (``weight_dtypes``): the
@@ -104,7 +104,8 @@ class Scenario(Strict):
         "so it takes at least the template's eager_overhead_us")
     framework: str | None = Field(
         None, min_length=1, description="Training: the framework whose way of running the step sets the defaults of "
-        "execution, fuse_elementwise, weight_cast, optimizer and zero_grad (workloads/frameworks/NAME.yaml: "
+        "execution, fuse_elementwise, weight_cast, optimizer, zero_grad, optimizer_dtype and grad_dtype "
+        "(workloads/frameworks/NAME.yaml: "
         "pytorch-eager, pytorch-compile, megatron, xla); a field given beside it wins (default none: the fields' "
         "own defaults)")
     weight_cast: WeightCast = Field(
@@ -120,6 +121,10 @@ class Scenario(Strict):
         "fp32", description="Training: the optimizer state, fp32 (mixed precision: fp32 master weights and moments, "
         "12 bytes per parameter) or bf16 (pure bf16 training, torchtune's: bf16 parameters and moments, no master "
         "copy, 4 bytes per parameter; needs dtype bf16 and weight_cast none)")
+    grad_dtype: GradDtype = Field(
+        "auto", description="Training: the gradients the step keeps and its data-parallel reduction moves, auto "
+        "(fp32 for a bf16 or fp8 mixed-precision step, Megatron-LM's rule; the parameters' dtype under autocast or pure "
+        "bf16; fp16 for fp16: dse.workloads.training.gradient_dtype) or fp32, bf16, fp16")
 
     @field_validator("weight_dtypes", mode="before")
     @classmethod

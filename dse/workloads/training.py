@@ -67,6 +67,9 @@ How the framework runs the step (scenario fields, set together by a ``framework`
   separate weight copy (the parameter is the weight), and the state is 4 bytes per parameter (two bf16 moments)
   instead of 12 (``dse.workloads.parallel``). ``fp32`` (default): the mixed-precision step above. Only with a
   16-bit ``dtype`` and ``weight_cast: none`` (autocast keeps fp32 parameters).
+* ``grad_dtype``: the dtype of the gradients the step keeps and its data-parallel reduction moves, ``auto`` by
+  :func:`gradient_dtype`'s rule (fp32 for a bf16 or fp8 mixed-precision step, Megatron-LM's; the parameters' dtype
+  under autocast or pure bf16; fp16 for fp16) or one dtype (a framework preset's, e.g. XLA's bf16).
 """
 
 from __future__ import annotations
@@ -86,13 +89,17 @@ ZeroGrad = Literal["memset", "none"]
 #: the dtype of the optimizer's state (module docstring): ``fp32`` (master weights and moments, mixed precision) or
 #: ``bf16`` (pure bf16 training: the bf16 parameters and bf16 moments, no master copy)
 OptimizerDtype = Literal["fp32", "bf16"]
+#: the dtype of the gradients a step keeps and its data-parallel reduction moves (:func:`gradient_dtype`): ``auto`` (the
+#: rule of the framework's mixed precision) or one dtype
+GradDtype = Literal["auto", "fp32", "bf16", "fp16"]
 WEIGHT_CASTS: tuple[str, ...] = get_args(WeightCast)
 OPTIMIZER_KERNELS: tuple[str, ...] = get_args(OptimizerKernel)
 ZERO_GRADS: tuple[str, ...] = get_args(ZeroGrad)
 OPTIMIZER_DTYPES: tuple[str, ...] = get_args(OptimizerDtype)
+GRAD_DTYPES: tuple[str, ...] = get_args(GradDtype)
 #: the scenario fields of this module (their defaults are the compiled Megatron-style step)
 STEP_FIELDS: dict[str, str] = {"weight_cast": "none", "optimizer": "fused", "zero_grad": "memset",
-                               "optimizer_dtype": "fp32"}
+                               "optimizer_dtype": "fp32", "grad_dtype": "auto"}
 
 #: AdamW per parameter: FLOPs (moments, bias correction, decay, update) and bytes moved
 ADAMW_FLOPS_PER_PARAM = 12.0
@@ -117,6 +124,32 @@ OPTIMIZER_STATE_BYTES = {"fp32": 12.0, "bf16": 4.0}
 LOSS_SCALED = ("fp16",)
 #: unscale: a multiply and a finiteness test per gradient
 UNSCALE_FLOPS_PER_PARAM = 2.0
+
+
+def gradient_dtype(dtype: str, weight_cast: str = "none", optimizer_dtype: str = "fp32", grad_dtype: str = "auto"
+                   ) -> str:
+    """The dtype of the gradients a training step keeps (the footprint's ``gradients``) and its data-parallel
+    reduction moves (``dse.workloads.parallel.gradient_rows``): ``grad_dtype`` where it names one, else
+
+    * ``optimizer_dtype: bf16`` (pure bf16 training): the parameters' dtype, ``dtype`` (PyTorch keeps a gradient in its
+      parameter's dtype);
+    * ``weight_cast: kernel`` (autocast): ``fp32``, the parameters' dtype (autograd gives a parameter's gradient its
+      dtype, so DDP or FSDP reduce fp32 gradients unless told otherwise);
+    * a 16-bit ``fp16`` step: ``fp16`` (Megatron-LM's ``--accumulate-allreduce-grads-in-fp32`` defaults off; its
+      fp16 optimizer copies them to fp32 main gradients inside the optimizer);
+    * otherwise (bf16, or fp8 GEMMs over bf16 parameters, and fp32/tf32): ``fp32``: Megatron-LM forces fp32 gradient
+      accumulation and all-reduce with bf16 ('bfloat16 requires gradient accumulation and all-reduce to be done in
+      fp32': NVIDIA/Megatron-LM ``megatron/training/arguments.py`` ``validate_args`` sets
+      ``args.accumulate_allreduce_grads_in_fp32``), its distributed-optimizer table counting 18 bytes per parameter
+      (2 bf16 weights + 4 fp32 gradients + 12 optimizer state: Megatron-LM
+      ``docs/source/api-guide/dist_optimizer.md``)."""
+    if grad_dtype != "auto":
+        return grad_dtype
+    if optimizer_dtype != "fp32":
+        return dtype
+    if weight_cast == "kernel":
+        return "fp32"
+    return "fp16" if dtype == "fp16" else "fp32"
 
 
 def backward_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -234,5 +267,10 @@ def cast_rows(rows: list[dict[str, Any]], backward: bool) -> list[dict[str, Any]
 
 def step_kernels(sc: Any) -> dict[str, str]:
     """The :func:`training_step` keywords a scenario sets (``weight_cast``, ``optimizer``, ``zero_grad``,
-    ``optimizer_dtype``)."""
-    return {k: getattr(sc, k) for k in STEP_FIELDS}
+    ``optimizer_dtype``; ``grad_dtype`` acts on the footprint and the collectives, not on the step's rows)."""
+    return {k: getattr(sc, k) for k in STEP_FIELDS if k != "grad_dtype"}
+
+
+def scenario_grad_dtype(sc: Any) -> str:
+    """:func:`gradient_dtype` of a scenario."""
+    return gradient_dtype(sc.dtype, sc.weight_cast, sc.optimizer_dtype, sc.grad_dtype)

@@ -191,7 +191,7 @@ def test_hybrid_sharding_shards_within_the_group_and_all_reduces_the_shards_acro
         assert h.memory[part] == pytest.approx(f8.memory[part])
         assert h.memory[part] == pytest.approx(4 * f32.memory[part])
     ops = h.ops.set_index("name")
-    grads = 6.738e9 * 2  # llama2-7b parameters x bf16
+    grads = 6.738e9 * 4  # llama2-7b parameters x fp32 gradients (a bf16 step reduces them in fp32)
     assert ops.loc["dp.zero3_param_all_gather", ["group", "stride"]].tolist() == [8, 1]
     rep = ops.loc[["dp.replica_all_reduce", "dp.replica_all_reduce.last_bucket"]]
     assert (rep["group"] == 4).all() and (rep["stride"] == 8).all()  # one rank per group of 8: across nodes
@@ -259,7 +259,7 @@ def test_a_pipeline_stage_holds_only_its_own_vocabulary_matrices(pp: int, stage_
     p = dse.predict(wl, "h100-sxm")
     assert p.workload.scenario["pipeline_stage"] == "last"
     assert p.memory["weights"] / 1e9 == pytest.approx(stage_gb, abs=0.01)
-    assert p.memory["gradients"] == pytest.approx(p.memory["weights"])
+    assert p.memory["gradients"] == pytest.approx(2 * p.memory["weights"])  # fp32 gradients of bf16 weights
 
     class Arch:  # tied embeddings: a copy on the first and the last stage, neither in the middle
         vocab, hidden, head, tied_embeddings = 1000, 10, "lm", True
@@ -380,3 +380,25 @@ def test_chips_with_only_ep_is_data_parallel_with_the_experts_split_inside_it() 
     assert (plan_for(8).tp, plan_for(8).dp) == (8, 1)
     wl = dse.workload("mixtral-8x7b", phase="decode", batch=16, plan=p)
     assert dse.predict(wl, "dgx-h100").time_s > 0
+
+
+@pytest.mark.parametrize("zero", [0, 1])
+def test_data_parallel_gradients_move_in_the_gradient_dtype_and_zero_gathers_the_weights_in_theirs(zero: int) -> None:
+    """A bf16 step reduces fp32 gradients (Megatron-LM's rule): twice the bytes of the same step told to reduce bf16
+    ones. Without ZeRO an all-reduce; with ZeRO-1 a reduce-scatter of the gradients and an all-gather of the updated
+    bf16 weights (Megatron-LM's distributed optimizer)."""
+    import dse
+
+    def moved(**kw) -> tuple[dict[str, float], float]:
+        wl = dse.workload("llama2-7b", phase="training", batch=8, seq=1024, plan={"dp": 8, "zero": zero}, **kw)
+        ops = wl.ops[wl.ops["name"].str.startswith("dp.")]
+        kinds = ops.groupby("coll")["net_bytes"].sum()
+        return {k: float(v) for k, v in kinds.items()}, wl.scenario["params"]
+
+    (fp32, params), (bf16, _) = moved(), moved(grad_dtype="bf16")
+    grads = "all_reduce" if zero == 0 else "reduce_scatter"
+    assert fp32[grads] == pytest.approx(4 * params, rel=2e-3) and bf16[grads] == pytest.approx(2 * params, rel=2e-3)
+    if zero:
+        assert fp32["all_gather"] == pytest.approx(2 * params, rel=2e-3) == bf16["all_gather"]
+    else:
+        assert "all_gather" not in fp32

@@ -241,3 +241,32 @@ def test_every_shipped_framework_loads_and_sets_only_valid_scenario_values() -> 
         fw = load_framework(n)
         assert set(fw.scenario) <= set(FIELDS) and len(fw.source) > 40
         Scenario.model_validate(fw.scenario)  # each value valid
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({"dtype": "bf16"}, "fp32"),  # Megatron-LM: bf16 accumulates and all-reduces gradients in fp32
+    ({"dtype": "fp8"}, "fp32"),  # fp8 GEMMs over bf16 parameters: the bf16 rule
+    ({"dtype": "fp16"}, "fp16"),  # Megatron-LM's fp16 default: the parameters' dtype
+    ({"dtype": "bf16", "weight_cast": "kernel"}, "fp32"),  # autocast: fp32 parameters, fp32 gradients
+    ({"dtype": "bf16", "optimizer_dtype": "bf16"}, "bf16"),  # pure bf16: the parameters' dtype
+    ({"dtype": "bf16", "grad_dtype": "bf16"}, "bf16"),  # given: it wins
+    ({"dtype": "fp16", "grad_dtype": "fp32"}, "fp32"),
+])
+def test_gradient_dtype_follows_the_mixed_precision_rule_unless_given(kw: dict, expected: str) -> None:
+    from dse.workloads.training import gradient_dtype
+
+    assert gradient_dtype(**kw) == expected
+
+
+def test_a_bf16_megatron_step_holds_18_bytes_per_parameter_and_xla_16() -> None:
+    """Megatron-LM's distributed-optimizer table: 18 bytes per parameter without sharding (2 bf16 weights, 4 fp32
+    gradients, 12 optimizer state); the XLA preset's bf16 gradient reduction keeps MaxText's 16 (fp32 parameters,
+    gradients and two moments: 4 + 4 + 8)."""
+    for framework, per_param in (("megatron", 18), ("xla", 16), (None, 18)):
+        wl = _train(**({"framework": framework} if framework else {}))
+        p = wl.scenario["params"]
+        held = sum(wl.memory[k] for k in ("weights", "gradients", "optimizer"))
+        assert held == pytest.approx(per_param * p, rel=1e-6), framework
+    assert "grad_dtype:bf16" in _train(grad_dtype="bf16").label()
+    with pytest.raises(DseError, match="grad_dtype: got 'fp32' for phase decode"):
+        dse.workload("gpt3-1.3b", phase="decode", grad_dtype="fp32")
