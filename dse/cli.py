@@ -8,7 +8,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dse.errors import DseError
 
@@ -1033,8 +1033,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dse.plan_search import best_plan, no_fit_reason
     from dse.workloads.library import workload
 
-    scen = {k: getattr(args, k) for k in ("phase", "batch", "seq", "context", "dtype", "input_len", "output_len", "chunk")
-            if getattr(args, k) is not None}
+    scen = _scenario_of(args)
     fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "zero", "recompute",
                                            "interleave") if getattr(args, k) is not None}
     if args.sp is not None:
@@ -1113,6 +1112,22 @@ PREDICT_UNITS = {"flops": "flop", "ai": "ai_flop_per_byte", "time_s": "time_s", 
                  "utilization": "utilization_of_roof"}
 
 
+#: the scenario fields ``dse predict`` and ``dse plan`` take as flags (``_add_scenario_args``)
+SCENARIO_FLAGS = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_dtypes", "weight_group", "kv_dtype",
+                  "kv_block", "execution", "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout",
+                  "attention_kernel", "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads",
+                  "gemm_kernel", "attention_gqa", "residency", "fused_attention", "fuse_elementwise", "logits",
+                  "memory_format", "framework", "weight_cast", "optimizer", "zero_grad", "optimizer_dtype", "grad_dtype")
+
+
+def _scenario_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The scenario fields given as flags (:data:`SCENARIO_FLAGS`), ``--fused-attention on|off`` as a bool."""
+    scen = {k: getattr(args, k) for k in SCENARIO_FLAGS if getattr(args, k, None) is not None}
+    if "fused_attention" in scen:  # an on/off flag
+        scen["fused_attention"] = scen["fused_attention"] == "on"
+    return scen
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -1120,15 +1135,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from dse.predict import gb
     from dse.workloads.library import plan_for, workload
 
-    keys = ("phase", "batch", "seq", "context", "dtype", "weight_dtype", "weight_dtypes", "weight_group", "kv_dtype",
-            "kv_block", "execution",
-            "resolution", "input_len", "output_len", "chunk", "serving_engine", "dropout", "attention_kernel",
-            "attention_dtype", "activation_dtype", "input_quant", "causal", "kv_heads", "gemm_kernel", "attention_gqa",
-            "residency", "fused_attention", "fuse_elementwise", "logits", "memory_format", "framework", "weight_cast",
-            "optimizer", "zero_grad", "optimizer_dtype", "grad_dtype")
-    scen = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    if "fused_attention" in scen:  # an on/off flag
-        scen["fused_attention"] = scen["fused_attention"] == "on"
+    scen = _scenario_of(args)
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
                                           "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb")
             if getattr(args, k) is not None}
@@ -1375,6 +1382,24 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     """The arguments of the ``predict`` subcommand: scenario, serving, parallelism plan and output flags."""
     pp.add_argument("workload")
     pp.add_argument("hardware")
+    _add_scenario_args(pp)
+    pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
+    pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
+    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
+        pp.add_argument(flag, type=int)
+    pp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],
+                    help="sequence parallelism (with --tp): --sp or --sp on, --sp off (as dse plan takes it)")
+    pp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"])
+    pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
+    pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
+    pp.add_argument("--bucket-mb", type=float, help="data-parallel gradient bucket, MB (default 25)")
+    pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, each "
+                                      "optionally =FRACTION of its time (tp=0.7), or none (default: dp only)")
+    pp.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def _add_scenario_args(pp: argparse.ArgumentParser) -> None:
+    """The scenario flags (:data:`SCENARIO_FLAGS`) that ``dse predict`` and ``dse plan`` share."""
     pp.add_argument("--phase")
     pp.add_argument("--batch", type=int)
     pp.add_argument("--seq", type=int)
@@ -1436,24 +1461,11 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--grad-dtype", choices=GRAD_DTYPES,
                     help="training: the gradients kept and reduced over data parallelism, auto (default: fp32 for "
                          "bf16/fp8 mixed precision, Megatron-LM's rule) or a dtype")
-    pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
-    pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
-    for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
-        pp.add_argument(flag, type=int)
-    pp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],
-                    help="sequence parallelism (with --tp): --sp or --sp on, --sp off (as dse plan takes it)")
-    pp.add_argument("--recompute", choices=["none", "minimal", "selective", "full"])
-    pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
-    pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
-    pp.add_argument("--bucket-mb", type=float, help="data-parallel gradient bucket, MB (default 25)")
-    pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, each "
-                                      "optionally =FRACTION of its time (tp=0.7), or none (default: dp only)")
     pp.add_argument("--fused-attention", choices=["on", "off"], help="one fused (flash) attention kernel (default on)")
     pp.add_argument("--fuse-elementwise", action="store_true", default=None,
                     help="norms, activations and adds fused into their producers")
     pp.add_argument("--logits", choices=["last", "all"], help="prefill: the LM head on the last token or on all")
     pp.add_argument("--memory-format", choices=["nhwc", "nchw"], help="CNN activation layout")
-    pp.add_argument("--format", choices=["table", "json"], default="table")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1518,10 +1530,7 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("workload", help="model name (e.g. llama2-70b) or description YAML")
     lp.add_argument("system", help="system template (e.g. dgx-h100) or chip template (its shipped system)")
     lp.add_argument("--chips", type=int, required=True, help="chips the workload is split over")
-    for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--dtype", str),
-                      ("--input-len", int), ("--output-len", int), ("--chunk", int)):
-        lp.add_argument(flag, type=typ, help="phase serving: prompt and generated tokens per sequence, prefill chunk"
-                        if flag in ("--input-len", "--output-len", "--chunk") else None)
+    _add_scenario_args(lp)
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave"):
         lp.add_argument(flag, type=int, help="hold this plan field")
     lp.add_argument("--fsdp", type=int, help="hold the ZeRO-3 shard group: fsdp ranks share one copy of the sharded "

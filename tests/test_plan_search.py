@@ -224,3 +224,19 @@ def test_a_chip_yaml_is_planned_with_its_own_numbers(tmp_path) -> None:
                                            **TRAIN_7B), dse.hardware(str(path)))
         assert r.prediction.time_s == pytest.approx(by_hand.time_s, rel=1e-9)
         assert r.prediction.time_s < 0.8 * stock.prediction.time_s  # twice the compute
+
+
+def test_the_cli_takes_every_scenario_flag_dse_predict_takes(capsys):
+    """dse plan took 8 scenario flags (no --framework, --grad-dtype, --activation-dtype, ...), so a plan of an XLA or
+    fp8 step could only be searched through the API; it now shares dse predict's scenario flags, and they reach the
+    workload it plans."""
+    from dse.cli import SCENARIO_FLAGS, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    plan_dests = {a.dest for a in sub.choices["plan"]._actions}
+    predict_dests = {a.dest for a in sub.choices["predict"]._actions}
+    assert set(SCENARIO_FLAGS) <= plan_dests and set(SCENARIO_FLAGS) <= predict_dests
+    assert main(["plan", "llama2-7b", "dgx-h100", "--chips", "8", "--phase", "training", "--batch", "16", "--seq",
+                 "2048", "--framework", "xla", "--grad-dtype", "fp32", "--tp", "1", "--pp", "1", "--top", "1",
+                 "--quiet"]) == 0
+    assert "llama2-7b[training b16 s2048 bf16 fw:xla grad_dtype:fp32]" in capsys.readouterr().out
