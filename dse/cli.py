@@ -1275,8 +1275,38 @@ class _Parser(argparse.ArgumentParser):
     (argparse's usage block stays on ``-h``)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        print(f"error: {self.prog}: {flag_error(message)}", file=sys.stderr)
         sys.exit(2)
+
+
+#: argparse's messages for a bad flag, and the ``FIELD: got X; accepted: Y`` line each becomes
+_ARGPARSE_ERRORS: tuple[tuple[str, str], ...] = (
+    (r"argument (?P<f>\S+?)(?:/\S+)?: invalid choice: (?P<x>'.*?') \(choose from (?P<y>.*)\)",
+     "{f}: got {x}; accepted: {y}"),
+    (r"argument (?P<f>\S+?)(?:/\S+)?: invalid (?P<t>int|float) value: (?P<x>'.*?')", "{f}: got {x}; accepted: {t}"),
+    (r"argument (?P<f>\S+?)(?:/\S+)?: expected one argument", "{f}: got no value; accepted: one value"),
+    (r"unrecognized arguments: (?P<x>.*)", "got {x}; accepted: the flags -h lists"),
+    (r"the following arguments are required: (?P<f>.*)", "{f}: got nothing; accepted: a value (required)"),
+)
+
+
+def flag_error(message: str) -> str:
+    """argparse's error ``message`` in the project's ``FIELD: got X; accepted: Y`` form where it is one argparse
+    writes (a bad choice, a non-number, a missing value, an unknown or missing flag); else the message as it is."""
+    import re
+
+    for pattern, form in _ARGPARSE_ERRORS:
+        m = re.fullmatch(pattern, message)
+        if m:
+            parts = m.groupdict()
+            if "y" in parts:  # "'a', 'b'" -> "a, b"
+                parts["y"] = ", ".join(v.strip().strip("'") for v in parts["y"].split(","))
+            if parts.get("t") == "int":
+                parts["t"] = "an integer"
+            elif parts.get("t") == "float":
+                parts["t"] = "a number"
+            return form.format(**parts)
+    return message
 
 
 def _add_workloads_args(wp: argparse.ArgumentParser) -> None:

@@ -588,3 +588,21 @@ def test_predict_says_when_a_dtype_runs_in_another_mode(capsys) -> None:
     assert "note: v100-sxm's matrix unit has no bf16 mode: its bf16 operators run in its fp16 mode" in out
     assert main(["predict", "llama2-7b", "h100-sxm", "--phase", "prefill", "--dtype", "bf16"]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["predict", "llama3-8b", "h100-sxm", "--grad-dtype", "fp64"],
+     "error: dse predict: --grad-dtype: got 'fp64'; accepted: auto, fp32, bf16, fp16"),
+    (["predict", "llama3-8b", "h100-sxm", "--batch", "x"], "error: dse predict: --batch: got 'x'; accepted: an integer"),
+    (["predict", "llama3-8b", "h100-sxm", "--bucket-mb", "x"],
+     "error: dse predict: --bucket-mb: got 'x'; accepted: a number"),
+    (["plan", "llama3-8b", "dgx-h100"], "error: dse plan: --chips: got nothing; accepted: a value (required)"),
+    (["predict", "llama3-8b", "h100-sxm", "--frob", "3"], "error: dse: got --frob 3; accepted: the flags -h lists"),
+])
+def test_a_bad_flag_is_one_line_in_the_project_form(argv: list[str], line: str, capsys) -> None:
+    """argparse's own messages ('argument --x: invalid choice: ... (choose from ...)') become the project's
+    'FIELD: got X; accepted: Y' line, exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [line]
