@@ -20,7 +20,10 @@ never its position in the list. Each record says:
   ``ddr_usd_per_gb`` for board DRAM; ``dse.cost.cost``), None for on-die SRAM;
 * ``knob``: the search knob (``dse.hardware.fields.KNOB_TABLE``) that sizes a level of this kind
   (``sram_mib``: the outermost on-chip level's capacity; ``dram_bandwidth_tbps``: the main memory's
-  bandwidth).
+  bandwidth);
+* ``max_stack_gbps``, ``stack_gb``: what one stack (or channel) of a kind bought in stacks can be, so a template
+  names a part one could buy: its bandwidth at most ``max_stack_gbps`` (GB/s) and its capacity within ``stack_gb``
+  (GB), each with its source in :data:`STACK_SOURCES` (None: not bought in stacks).
 
 Adding a kind is one record in :data:`KINDS` plus its test (``tests/hardware/test_memory_kinds.py``);
 ``docs/architecture.md`` has the worked steps.
@@ -45,6 +48,8 @@ class MemoryKind:
     usd_per_gb: str | None
     knob: str | None
     description: str
+    max_stack_gbps: float | None = None
+    stack_gb: tuple[float, float] | None = None
 
 
 KINDS: tuple[MemoryKind, ...] = (
@@ -53,12 +58,22 @@ KINDS: tuple[MemoryKind, ...] = (
                description="on-chip SRAM: registers' next level, L1/shared memory, L2, scratchpads (VMEM, CMEM)"),
     MemoryKind("dram", off_chip=True, energy_private="energy_pj_per_byte_dram", energy_shared="energy_pj_per_byte_dram",
                area="dram_phy", usd_per_gb="dram_usd_per_gb", knob="dram_bandwidth_tbps",
-               description="off-chip DRAM in stacks on the package: HBM (stack_bandwidth_gbps: one stack's)"),
+               description="off-chip DRAM in stacks on the package: HBM (stack_bandwidth_gbps: one stack's)",
+               max_stack_gbps=3000.0, stack_gb=(1.0, 64.0)),
     MemoryKind("ddr", off_chip=True, energy_private="energy_pj_per_byte_ddr", energy_shared="energy_pj_per_byte_ddr",
                area="ddr_phy", usd_per_gb="ddr_usd_per_gb", knob="dram_bandwidth_tbps",
                description="off-chip DRAM chips on the board over 32-bit channels: GDDR, LPDDR, DDR "
-                           "(stack_bandwidth_gbps: one channel's)"),
+                           "(stack_bandwidth_gbps: one channel's)",
+               max_stack_gbps=192.0, stack_gb=(0.25, 128.0)),
 )
+#: where each kind's stack limits come from
+STACK_SOURCES: dict[str, str] = {
+    "dram": "one HBM stack: at most 3 TB/s (HBM4, JEDEC JESD270-4: a 2048-bit interface at up to 8 Gb/s = 2 TB/s; "
+            "vendors sample 10-11 Gb/s, 2.6-2.8 TB/s) and 1-64 GB (HBM1, JESD235: 1 GB; HBM4: 16-high stacks of 32 Gb "
+            "dies = 64 GB)",
+    "ddr": "one 32-bit channel: at most 192 GB/s (GDDR7, JEDEC JESD239: 'up to 192 GB/s per device', 32 pins at 48 "
+           "Gb/s) and 0.25-128 GB (a 2 Gb GDDR5 chip up to a DDR5 RDIMM's 32-bit subchannel of a 256 GB module)",
+}
 KIND: dict[str, MemoryKind] = {k.name: k for k in KINDS}
 KIND_NAMES: tuple[str, ...] = tuple(KIND)
 

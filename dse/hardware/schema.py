@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.d2d import D2D, D2D_NAMES
-from dse.hardware.memory_kinds import KIND, MemoryKind, infer_kind, kind_of
+from dse.hardware.memory_kinds import KIND, STACK_SOURCES, MemoryKind, infer_kind, kind_of
 from dse.hardware.topologies import GRID_NAMES as GRID_TOPOLOGIES
 from dse.hardware.topologies import NAMES as TOPOLOGY_NAMES
 from dse.hardware.topologies import TOPOLOGIES, near_square
@@ -347,7 +347,39 @@ class MemoryLevel(Strict):
                 got = " and ".join(f"{f}={v:g}" for f, v in given) or "none of them"
                 raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
         self._whole_stacks()
+        self._buyable_stacks()
         return self
+
+    def _buyable_stacks(self) -> None:
+        """A level bought in stacks (or channels) names a part one could buy (the kind's ``max_stack_gbps`` and
+        ``stack_gb``, :data:`dse.hardware.memory_kinds.STACK_SOURCES`), and its capacity is what its stacks hold:
+        ``capacity = stacks x stack_capacity_gb`` where that is given (a design bought as N stacks holds N x it, so
+        the template's own stack count must hold what the template says). A capacity below a whole stack's holds
+        (H200: 141 GB of 6 x 24 GB) stands: a per-stack capacity is checked only within the kind's range."""
+        spec = self.spec
+        if self.stack_bandwidth_gbps is None or spec.max_stack_gbps is None or spec.stack_gb is None:
+            return
+        unit = "channel" if spec.area == "ddr_phy" else "stack"
+        if self.stack_bandwidth_gbps > spec.max_stack_gbps:
+            raise ValueError(f"@stack_bandwidth_gbps@got {self.stack_bandwidth_gbps:g} GB/s per {unit} of kind "
+                             f"{self.kind}; accepted: at most {spec.max_stack_gbps:g} GB/s (STACK_SOURCES: "
+                             f"{STACK_SOURCES[self.kind]})")
+        stacks = max(1, round(self.bandwidth_bps / 1e9 / self.stack_bandwidth_gbps))
+        cap_gb = self.capacity_bytes / 1e9
+        field = next(f for f in ("capacity_mib", "capacity_gib", "capacity_gb") if getattr(self, f) is not None)
+        if self.stack_capacity_gb is not None:
+            held = stacks * self.stack_capacity_gb
+            if abs(cap_gb - held) > STACK_SLACK * held:
+                raise ValueError(f"@{field}@got {cap_gb:g} GB on {stacks} {unit}s of stack_capacity_gb "
+                                 f"{self.stack_capacity_gb:g} ({held:g} GB); accepted: {held:g} GB, or "
+                                 f"stack_capacity_gb {cap_gb / stacks:g}")
+            return
+        lo, hi = spec.stack_gb
+        per = cap_gb / stacks
+        if not lo <= per <= hi:
+            raise ValueError(f"@{field}@got {cap_gb:g} GB on {stacks} {unit}s = {per:g} GB per {unit}; accepted: "
+                             f"{lo:g}-{hi:g} GB per {unit} ({lo * stacks:g}-{hi * stacks:g} GB; STACK_SOURCES: "
+                             f"{STACK_SOURCES[self.kind]})")
 
     def _whole_stacks(self) -> None:
         """A main-memory level bought in stacks (or channels) delivers a whole number of them: ``bandwidth = n x

@@ -232,3 +232,21 @@ def test_a_bad_die_list_is_one_line_naming_the_die_field(mutate, expected: str) 
         hardware_from_mapping(data, file="chip.yaml")
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith(expected), msg
+
+
+@pytest.mark.parametrize(("mutate", "words"), [
+    # 0.5 GB on 4 HBM stacks: 0.125 GB a stack, below any HBM part
+    (lambda m: (m.pop("capacity_gb", None), m.pop("capacity_gib", None), m.pop("capacity_mib", None),
+                m.__setitem__("capacity_gb", 0.5)),
+     "capacity_gb: got 0.5 GB on 4 stacks = 0.125 GB per stack; accepted: 1-64 GB per stack (4-256 GB"),
+    # a stack capacity that the level's own stacks do not hold
+    (lambda m: m.__setitem__("stack_capacity_gb", 64.0), "on 4 stacks of stack_capacity_gb 64 (256 GB); accepted: 256 GB"),
+    # board DRAM at an HBM stack's rate per 32-bit channel: no such part
+    (lambda m: m.__setitem__("kind", "ddr"),
+     "stack_bandwidth_gbps: got 409.6 GB/s per channel of kind ddr; accepted: at most 192 GB/s"),
+])
+def test_main_memory_names_parts_one_could_buy(mutate, words: str) -> None:
+    """A new user's npu-7nm variants were accepted with 0.5 GB over 4 HBM stacks, a stack_capacity_gb its stacks do
+    not hold (a study's design of the same 4 stacks then held another capacity than the template), and board DRAM
+    channels at 409.6 GB/s each (100 Gb/s a pin): each is one line naming the field and what a part can be."""
+    assert words in _error(lambda d: mutate(d["memory"][-1]))
