@@ -439,16 +439,26 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], sc: Scenario, training: boo
     ZeRO-3 / FSDP the reduce-scatter plus the weights' all-gathers in forward and backward. With hybrid sharding
     (fsdp < dp) these run within each fsdp group, and the replicas then all-reduce their 1/fsdp gradient shards
     (PyTorch HYBRID_SHARD: reduce-scatter in the shard group, all-reduce across replica groups; Zhao et al., VLDB
-    2023, Sec. 3.2.2)."""
+    2023, Sec. 3.2.2).
+
+    Micro-batches: a rank that keeps only its shard of the gradients (ZeRO-2, ZeRO-3 / FSDP) reduce-scatters every
+    micro-batch's gradients in that micro-batch's backward (DeepSpeed's stage 2 reduces its buckets at every
+    micro-step; PyTorch FSDP outside ``no_sync()``, whose docs say ``no_sync`` keeps the unsharded gradients instead),
+    and ZeRO-3 / FSDP, which frees the gathered weights after each use, gathers them again in every micro-batch's
+    forward and backward (DeepSpeed ZeRO-3's per-module fetch and release; FSDP's ``reshard_after_forward``): ``m``
+    reduce-scatters and ``2 m`` all-gathers a step. ZeRO-0/1 accumulate the full gradients locally and reduce once."""
     if plan.dp == 1 or not training or not facts.get("params"):
         return []
     grads = facts["params"] * DTYPE_BYTES[scenario_grad_dtype(sc)]
     weights = facts["params"] * DTYPE_BYTES[sc.weight_dtype or sc.dtype]
     group = "fsdp" if plan.hybrid else "dp"
     rows = []
-    if plan.shards > 1 and plan.zero == 3:  # each rank keeps its gradient shard only: a reduce-scatter
-        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
-        rows.append(collective("dp.zero3_param_all_gather", "all_gather", weights, group, plan, 2, 1.0))
+    if plan.shards > 1 and plan.zero >= 2:  # each rank keeps its gradient shard only: a reduce-scatter per micro-batch
+        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter", times=plan.m)
+        if plan.zero == 3:
+            rows.append(collective("dp.zero3_param_all_gather", "all_gather", weights, group, plan, 2 * plan.m, 1.0))
+        else:  # ZeRO-2: each rank updates its shard, then the weights are gathered once
+            rows.append(collective("dp.param_all_gather", "all_gather", weights, group, plan, 1, 1.0))
     elif plan.shards > 1 and plan.zero >= 1:  # each rank updates its shard, then the weights are gathered
         rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
         rows.append(collective("dp.param_all_gather", "all_gather", weights, group, plan, 1, 1.0))
@@ -460,7 +470,7 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], sc: Scenario, training: boo
 
 
 def bucketed_gradients(name: str, grads: float, group: str, plan: Plan,
-                       coll: str = "all_reduce", shard: int = 1) -> list[dict[str, Any]]:
+                       coll: str = "all_reduce", shard: int = 1, times: int = 1) -> list[dict[str, Any]]:
     """Bucketed gradient collective rows (all-reduce by default) over ``group`` (PyTorch DDP, Li et al., VLDB 2020;
     Megatron-LM DDP): each bucket's collective starts when its gradients are ready and overlaps the rest of the backward pass
     (as plan.overlap.dp says); the last bucket only starts when the backward pass ends, so it is always exposed.
@@ -468,12 +478,16 @@ def bucketed_gradients(name: str, grads: float, group: str, plan: Plan,
     3 x the parameters' bytes (this reduce-scatter plus the forward and backward all-gathers) against plain data
     parallelism's 2 x (Rajbhandari et al., "ZeRO", SC 2020, Sec. 7.2.2: "1.5x of the baseline DP").
     ``shard``: each rank moves 1/shard of every bucket (hybrid sharding's all-reduce across replicas runs on the
-    rank's shard of each bucket after the shard group's reduce-scatter, so its exposed last bucket is 1/shard of one)."""
+    rank's shard of each bucket after the shard group's reduce-scatter, so its exposed last bucket is 1/shard of one).
+    ``times``: the collective runs once per micro-batch (ZeRO-2/3), each in its micro-batch's backward, so only the
+    last micro-batch's last bucket waits for the step's end."""
     last = min(grads, plan.bucket_mb * 1e6)
     rows = [collective(f"{name}.last_bucket", coll, last / shard, group, plan, 1, 1.0)]
     rows[0]["overlap"] = 0.0
-    if grads > last:
+    if times * grads > last:
         rows.append(collective(name, coll, (grads - last) / shard, group, plan, 1, 1.0))
+        if times > 1:  # the earlier micro-batches' whole reductions, hidden behind the backward passes that follow
+            rows[-1]["net_bytes"] = (times * grads - last) / shard
     return rows
 
 

@@ -402,3 +402,27 @@ def test_data_parallel_gradients_move_in_the_gradient_dtype_and_zero_gathers_the
         assert fp32["all_gather"] == pytest.approx(2 * params, rel=2e-3) == bf16["all_gather"]
     else:
         assert "all_gather" not in fp32
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_zero_2_and_3_reduce_every_micro_batch_and_zero_3_gathers_in_each(zero: int) -> None:
+    """A rank that keeps only its gradient shard (ZeRO-2/3) reduce-scatters each micro-batch's gradients, and ZeRO-3
+    gathers the weights again in each micro-batch's forward and backward: with 4 micro-batches, 4x the reduce-scatter
+    bytes and 8 gathers against 1 micro-batch's 2; ZeRO-1 accumulates and reduces once, whatever the micro-batches."""
+    import dse
+
+    def dp_rows(mb: int):
+        wl = dse.workload("llama2-7b", phase="training", batch=32, seq=1024,
+                          plan={"dp": 8, "zero": zero, "microbatches": mb})
+        ops = wl.ops[wl.ops["name"].str.startswith("dp.")].set_index("name")
+        return ops, wl.scenario["params"]
+
+    (one, params), (four, _) = dp_rows(1), dp_rows(4)
+    grads = 4 * params  # fp32 gradients of a bf16 step
+    rs = [n for n in one.index if n.startswith("dp.gradient_reduce_scatter")]
+    sent = {k: float((t.loc[rs, "net_bytes"] * t.loc[rs, "count"]).sum()) for k, t in (("one", one), ("four", four))}
+    assert sent["one"] == pytest.approx(grads, rel=2e-3)
+    assert sent["four"] == pytest.approx((4 if zero >= 2 else 1) * grads, rel=2e-3)
+    gather = "dp.zero3_param_all_gather" if zero == 3 else "dp.param_all_gather"
+    assert (one.loc[gather, "count"], four.loc[gather, "count"]) == ((2, 8) if zero == 3 else (1, 1))
+    assert four.loc["dp.gradient_reduce_scatter.last_bucket", "overlap"] == 0  # one exposed bucket a step
