@@ -44,7 +44,7 @@ from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
 from dse.workloads.scenario import Scenario
-from dse.workloads.training import OPTIMIZER_STATE_BYTES, scenario_grad_dtype
+from dse.workloads.training import scenario_grad_dtype, state_bytes_per_param
 
 GROUPS = ("tp", "pp", "dp", "ep")
 
@@ -541,7 +541,9 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     the weight matmuls' outputs of Table 2's tensors (q, k, v ``6sbh``, the output projection's ``2sbh``, the
     MLP's first ``8sbh`` and second ``2sbh``: ``20`` per ``sbh``; with TP ``6 + 14/t``, with SP ``20/t``).
     1F1B keeps ``min(m, pp)`` micro-batches in flight. Mixed-precision AdamW keeps fp32 master weights and two moments (12
-    bytes per parameter; Rajbhandari et al. 2020; 4, two bf16 moments, with ``optimizer_dtype: bf16``), sharded over
+    bytes per parameter; Rajbhandari et al. 2020; 4, two bf16 moments, with ``optimizer_dtype: bf16``; autocast's fp32
+    parameters and the casts saved for the backward as weights and 8 bytes of state instead,
+    ``dse.workloads.training.state_bytes_per_param``), sharded over
     dp by ZeRO-1, gradients (in the step's gradient dtype, ``dse.workloads.training.gradient_dtype``: 4 bytes for a bf16
     Megatron-style step, whose footprint is then Megatron-LM's 18 bytes per parameter) by ZeRO-2,
     weights by ZeRO-3. Activations are counted in the scenario's ``activation_dtype`` (default ``dtype``)."""
@@ -553,8 +555,10 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
     mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
     if training:
+        held, state = state_bytes_per_param(sc, plan.recompute)
+        mem["weights"] = P * held / (z if plan.zero == 3 else 1)
         mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)] / (z if plan.zero >= 2 else 1)
-        mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (z if plan.zero >= 1 else 1)
+        mem["optimizer"] = P * state / (z if plan.zero >= 1 else 1)
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
@@ -591,8 +595,10 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
     if training:
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
+        held, state = state_bytes_per_param(sc, plan.recompute)
+        mem["weights"] = P * held
         mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)]
-        mem["optimizer"] = P * OPTIMIZER_STATE_BYTES[sc.optimizer_dtype] / (plan.shards if plan.zero >= 1 else 1)
+        mem["optimizer"] = P * state / (plan.shards if plan.zero >= 1 else 1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
         mem["activations"] = float(max((r["bytes_read"] + r["bytes_written"] for r in rows), default=0.0))

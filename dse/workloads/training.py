@@ -271,6 +271,26 @@ def step_kernels(sc: Any) -> dict[str, str]:
     return {k: getattr(sc, k) for k in STEP_FIELDS if k != "grad_dtype"}
 
 
+#: autocast's state per parameter: the two fp32 moments (its fp32 parameter is the optimizer's master copy)
+AUTOCAST_STATE_BYTES = 8.0
+
+
+def state_bytes_per_param(sc: Any, recompute: str = "none") -> tuple[float, float]:
+    """Bytes per parameter a training step holds as weights and as optimizer state.
+
+    ``weight_cast: none`` (a low-precision weight copy the optimizer writes, Megatron-style): the weights in their
+    dtype, and :data:`OPTIMIZER_STATE_BYTES` (12: fp32 master and two moments; 4 in pure bf16).
+    ``weight_cast: kernel`` (autocast): the fp32 parameters are the weights (4 bytes) and autograd keeps each
+    forward cast's low-precision copy for the backward (the cast's output is the matmul's saved input: ``b`` bytes
+    more, except under full recomputation, whose checkpointed forward runs without autograd and saves no cast); the
+    optimizer holds the two fp32 moments only (:data:`AUTOCAST_STATE_BYTES`), the parameter being its master
+    (PyTorch ``torch.optim.AdamW`` state: ``exp_avg``, ``exp_avg_sq``)."""
+    b = DTYPE_BYTES[sc.weight_dtype or sc.dtype]
+    if sc.weight_cast == "kernel" and DTYPE_BYTES[sc.dtype] < 4:
+        return 4.0 + (0.0 if recompute == "full" else b), AUTOCAST_STATE_BYTES
+    return float(b), OPTIMIZER_STATE_BYTES[sc.optimizer_dtype]
+
+
 def scenario_grad_dtype(sc: Any) -> str:
     """:func:`gradient_dtype` of a scenario."""
     return gradient_dtype(sc.dtype, sc.weight_cast, sc.optimizer_dtype, sc.grad_dtype)

@@ -270,3 +270,18 @@ def test_a_bf16_megatron_step_holds_18_bytes_per_parameter_and_xla_16() -> None:
     assert "grad_dtype:bf16" in _train(grad_dtype="bf16").label()
     with pytest.raises(DseError, match="grad_dtype: got 'fp32' for phase decode"):
         dse.workload("gpt3-1.3b", phase="decode", grad_dtype="fp32")
+
+
+def test_autocast_holds_fp32_parameters_and_their_saved_casts_and_two_moments() -> None:
+    """Autocast (weight_cast: kernel) keeps the fp32 parameters as the weights and as the optimizer's master, so the
+    state is the two moments (8 bytes), and autograd saves each forward cast (2 bytes) for the backward unless the
+    forward is checkpointed whole; it held the Megatron-style 2 + 12 before, whatever the framework."""
+    p = _train().scenario["params"]
+    eager = _train(framework="pytorch-eager")
+    assert eager.memory["weights"] == pytest.approx(6 * p) and eager.memory["optimizer"] == pytest.approx(8 * p)
+    assert eager.memory["gradients"] == pytest.approx(4 * p)
+    full = dse.workload("gpt3-1.3b", phase="training", batch=4, seq=1024, framework="pytorch-eager",
+                        plan={"recompute": "full"})
+    assert full.memory["weights"] == pytest.approx(4 * p)
+    megatron = _train()
+    assert megatron.memory["weights"] == pytest.approx(2 * p) and megatron.memory["optimizer"] == pytest.approx(12 * p)
