@@ -556,9 +556,17 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
     if training:
         held, state = state_bytes_per_param(sc, plan.recompute)
-        mem["weights"] = P * held / (z if plan.zero == 3 else 1)
-        mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)] / (z if plan.zero >= 2 else 1)
-        mem["optimizer"] = P * state / (z if plan.zero >= 1 else 1)
+        # a routed expert has dp / ep data-parallel replicas, the dense weights dp: ZeRO shards each over its own
+        # replicas (Megatron-core's expert-data-parallel group; DeepSpeed-MoE's expert data parallelism)
+        pe = float(facts.get("expert_params") or 0) if plan.ep > 1 else 0.0
+        ze = max(1, z // plan.ep)
+
+        def sharded(stage: int) -> float:  # parameters per chip counted once, each part over its own replicas
+            return (P - pe) / (z if plan.zero >= stage else 1) + pe / (ze if plan.zero >= stage else 1)
+
+        mem["weights"] = held * sharded(3)
+        mem["gradients"] = DTYPE_BYTES[scenario_grad_dtype(sc)] * sharded(2)
+        mem["optimizer"] = state * sharded(1)
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)

@@ -386,6 +386,8 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
         rows = training_step(rows, params, dt, **step_kernels(sc))
     facts = {"phase": phase, "batch": B, "seq": q_len if phase != "decode" else None,
              "context": kv_len if phase == "decode" else None, "tokens": T, "params": params}
+    if arch.moe is not None:
+        facts["expert_params"] = _expert_params(arch)
     if sc.weight_dtypes:
         facts["weight_bytes"] = role_weight_bytes(rows, params, sc, arch)
     return rows, facts
@@ -629,6 +631,16 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
         moe_ffn = (m.experts + m.shared_experts) * mats * h * m.expert_ffn + h * m.experts
         total = arch.layers * attn + m.dense_layers * mats * h * arch.ffn + (arch.layers - m.dense_layers) * moe_ffn + h
     return int(total + vocab_params(arch))
+
+
+def _expert_params(arch: TransformerArch) -> int:
+    """The routed experts' weights among :func:`_params` (their matrices and the router; 0 without experts): the
+    part expert parallelism shards, so its data-parallel replicas are fewer than the dense part's."""
+    if arch.moe is None:
+        return 0
+    m = arch.moe
+    mats = 3 if arch.activation in ("swiglu", "geglu") else 2
+    return int((arch.layers - m.dense_layers) * m.experts * mats * arch.hidden * m.expert_ffn)
 
 
 def vocab_params(arch: TransformerArch) -> int:

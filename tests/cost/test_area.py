@@ -197,7 +197,7 @@ def test_stacks_are_priced_per_level_of_a_phy_kind_not_at_the_last_level() -> No
         dram_bandwidth=np.array([2.0e12, 4.5e12]))
     assert dram_stacks(far).tolist() == dram_stacks(d0).tolist() == [3.0, 7.0]  # far names no stack bandwidth
     assert area(far).total.tolist() == area(d0).total.tolist()
-    phy = DesignBatch.from_hardware(with_far_level(h100, bandwidth_tbps=1.0, stack_bandwidth_gbps=500))
+    phy = DesignBatch.from_hardware(with_far_level(h100, bandwidth_tbps=1.0, stack_bandwidth_gbps=500, capacity_gb=96))
     assert dram_stacks(phy)[0] == dram_stacks(DesignBatch.from_hardware(h100))[0] + 2  # 1 TB/s / 500 GB/s
 
 

@@ -55,7 +55,8 @@ def test_a_workload_that_does_not_fit_makes_every_design_infeasible_with_the_rea
         run_study(cfg, out=tmp_path / "res", progress=False)
     assert not (tmp_path / "res" / "tiny" / "study.db").exists()  # no trial ran
     # a space whose stacks could hold it runs, and the designs too small for it are infeasible with the reason
-    data["search"]["space"]["params"] = [{"field": "memory.hbm.capacity_mib", "low": 16384, "high": 262144}]
+    # (224 GiB: 60 GB on each of its 4 stacks, within an HBM stack's 64 GB)
+    data["search"]["space"]["params"] = [{"field": "memory.hbm.capacity_mib", "low": 16384, "high": 229376}]
     data["search"]["n_trials"] = 16
     res = run_study(write_config(tmp_path, data), out=tmp_path / "res2", progress=False)
     write_results(res, plots_on=False)

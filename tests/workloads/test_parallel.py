@@ -426,3 +426,18 @@ def test_zero_2_and_3_reduce_every_micro_batch_and_zero_3_gathers_in_each(zero: 
     gather = "dp.zero3_param_all_gather" if zero == 3 else "dp.param_all_gather"
     assert (one.loc[gather, "count"], four.loc[gather, "count"]) == ((2, 8) if zero == 3 else (1, 1))
     assert four.loc["dp.gradient_reduce_scatter.last_bucket", "overlap"] == 0  # one exposed bucket a step
+
+
+def test_zero_shards_routed_experts_over_their_own_data_parallel_replicas() -> None:
+    """With ep 8 inside dp 16 each routed expert has 2 data-parallel replicas, the dense weights 16: ZeRO-1 shards
+    the expert state over 2 and the dense state over 16 (it sharded both over 16, 5.4 GB of optimizer state for
+    Mixtral's 7.2 B parameters a chip where 35 GB is held)."""
+    import dse
+
+    wl = dse.workload("mixtral-8x7b", phase="training", batch=32, seq=4096,
+                      plan={"chips": 16, "ep": 8, "dp": 16, "zero": 1, "microbatches": 2})
+    p, pe = wl.scenario["params"], wl.scenario["expert_params"]
+    assert 0 < pe < p
+    assert wl.memory["optimizer"] == pytest.approx(12 * ((p - pe) / 16 + pe / 2))
+    dense = dse.workload("llama2-7b", phase="training", batch=32, seq=1024, plan={"dp": 16, "zero": 1})
+    assert dense.memory["optimizer"] == pytest.approx(12 * dense.scenario["params"] / 16)
