@@ -174,8 +174,16 @@ def from_validation_error(
     loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
     if prefix:
         loc = f"{prefix}.{loc}" if loc else prefix
+    others = []  # the other bad fields, named (a count alone left the user to find them)
+    for e in errors:
+        if e is not err:
+            at = ".".join(str(p) for p in e["loc"] if p != "__root__")
+            at = f"{prefix}.{at}" if prefix and at else (at or prefix)
+            if at and at != loc and at not in others:
+                others.append(at)
     n = len(errors) - 1
-    more = f" (and {n} more bad field{'s' * (n != 1)})" if n else ""
+    named = f": {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}" if others else ""
+    more = f" (and {n} more bad field{'s' * (n != 1)}{named})" if n else ""
     if err["type"] == "extra_forbidden":
         msg = f"unknown key; accepted: {_accepted(err, model)}{more}"
     elif err["type"] == "missing":

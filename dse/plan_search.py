@@ -98,8 +98,9 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
     if not wls:
         held = ", ".join(f"{k}={v}" for k, v in fixed.items())
         first = next((e for e in errors if e), f"no candidate with {held}" if held else "no candidate")
-        raise DseError(f"no plan of {wl.label()} can be built on {chips} chips ({first}); accepted: another chip "
-                       "count or fewer fixed fields", field="best_plan")
+        first = first.split("; accepted:")[0]  # the candidate's own 'accepted' is about that candidate
+        raise DseError(f"got no plan of {wl.label()} that builds on {chips} chips (the first: {first}); accepted: "
+                       "another chip count or fewer fixed fields", field="best_plan")
     d = DesignBatch.from_hardware(chip).with_system(sysm)
     # in chunks of candidates (dse.predict.candidate_mixes: one mix of all of them grows as their square)
     times = np.concatenate([mix_times(d, m, arrays=a)[0] for m, a in candidate_mixes(wls)])

@@ -196,7 +196,7 @@ def test_a_torus_pod_searches_past_the_plans_it_cannot_place() -> None:
     those candidates are rows with their reason, and the search still returns the fastest plan it can place."""
     wl = dse.workload("llama2-7b", phase="training", batch=32, seq=512)
     r = best_plan(wl, "tpu-v5e-pod", 32)
-    unplaced = r.table[r.table["error"].str.contains("whole torus dimensions")]
+    unplaced = r.table[r.table["error"].str.contains("whole dimensions of the torus")]
     assert len(unplaced) and (unplaced["tp"] == 2).any() and not unplaced["fits"].any()
     assert ((r.table["tp"] == 4) & (r.table["error"] == "")).any()  # tp 4 on the 4-long axis is placed
     assert r.best is not None and r.prediction.time_s > 0

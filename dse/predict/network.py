@@ -80,7 +80,7 @@ def torus_group_dims(dims: list[int], n: int) -> list[int]:
                 return [dims[i] for i in idx]
     sizes = sorted({math.prod(dims[i] for i in idx) for r in range(1, len(dims) + 1)
                     for idx in itertools.combinations(range(len(dims)), r)})
-    raise ValueError(f"a group of {n} ranks does not fill whole dimensions of the torus {dims} (groups of "
+    raise ValueError(f"a group of {n} ranks, which fills no whole dimensions of the torus {dims} (groups of "
                      f"{', '.join(map(str, sizes))} ranks do: a compiler never splits an axis)")
 
 
@@ -286,8 +286,7 @@ def placement_error(wl: Any, sysm: Any) -> str:
         try:
             variant_coefficients(coll, 1.0, n, stride, sysm.network)
         except ValueError as exc:
-            torus = any(lv.topology == "torus" for lv in sysm.network)
-            return f"{exc}" + (" (a group is placed on whole torus dimensions)" if torus else "")
+            return str(exc)
     return ""
 
 

@@ -221,8 +221,12 @@ def load_description(name: str) -> ModelDescription:
             raise DseError(f"got {name!r}: no such file; accepted: a model description YAML (see workloads/)",
                            field="workload")
         names = available()
-        raise DseError(f"unknown workload {name!r}{did_you_mean(name, names)}; accepted: {', '.join(names)}, a YAML "
-                       "path, a name in $DSE_PATH, or gemm:MxNxK")
+        hint = did_you_mean(name, names)
+        # a close match is the news: the whole library (150 names) would bury it, so it is named by its command
+        models = (f"one of the {len(names)} library models (dse workloads list)" if hint
+                  else ", ".join(names))
+        raise DseError(f"unknown workload {name!r}{hint}; accepted: {models}, a YAML path, a name in $DSE_PATH, or "
+                       "gemm:MxNxK")
     suffix = Path(str(path)).suffix.lower()
     if suffix in (".onnx", ".json"):  # a model file dse imports, not a description: say how (was a YAML parse error)
         kind = "an ONNX model" if suffix == ".onnx" else "a JSON file (a Hugging Face config.json?)"

@@ -231,7 +231,9 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
     Hkv = arch.kv_heads or H
     d = arch.head_dim or arch.hidden // H
     if H % tp:
-        raise ValueError(f"{name}: {H} attention heads are not divisible by tp = {tp}; accepted: tp dividing {H}")
+        divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
+        raise ValueError(f"{name}: got tp = {tp} ({H} attention heads are not divisible by it; chips given alone are "
+                         f"tensor parallel); accepted: a tp dividing {H} ({divisors}), or dp/pp for the other chips")
     if Hkv % tp and tp % Hkv:
         raise ValueError(f"{name}: got tp = {tp} with {Hkv} KV heads; accepted: a tp that divides {Hkv} or a multiple "
                          "of it")

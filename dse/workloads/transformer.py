@@ -449,7 +449,8 @@ def _geometry(arch: TransformerArch, sc: Scenario, name: str, phase: str) -> tup
     else:
         q_len = kv_len = seq
     if arch.max_seq and kv_len > arch.max_seq:
-        raise ValueError(f"{name}: sequence/context {kv_len} exceeds max_seq {arch.max_seq}")
+        raise ValueError(f"{'context' if phase == 'decode' else 'seq'}: got {kv_len} tokens; accepted: at most "
+                         f"{name}'s max_seq {arch.max_seq}")
     return res, q_len, kv_len
 
 

@@ -76,7 +76,7 @@ def test_a_workload_that_does_not_fit_makes_every_design_infeasible_with_the_rea
 
 @pytest.mark.parametrize(("patch", "expect"), [
     ({"plan": {"tp": 8, "chips": 4}}, ["workloads.0.plan", "tp x pp x dp = 8 x 1 x 1 = 8, but chips = 4"]),
-    ({"plan": {"tp": 3}}, ["workloads.0", "32 attention heads are not divisible by tp = 3"]),
+    ({"plan": {"tp": 3}}, ["workloads.0", "got tp = 3 (32 attention heads are not divisible by it"]),
     ({"plan": {"tp": 4, "dp": 3}}, ["system", "12 chips do not match the topology of npu-board"]),
     ({"plan": {"tpp": 2}}, ["workloads.0.plan.tpp", "unknown key"]),
 ])

@@ -320,7 +320,9 @@ BAD_CELL = {  # class: (column, bad value, the column path in the line, accepted
     "negative time": ("value", "-0.0002003", "value", FINITE),
     "zero time": ("value", "0", "value", FINITE),
     "unknown hardware": ("hardware", "b300", "hardware", None),  # the shipped template names
-    "unknown workload": ("workload", "llama9-7b", "workload", r".*\bllama2-7b\b.*, a YAML path, .*gemm:MxNxK"),
+    "unknown workload": ("workload", "llama9-7b", "workload",
+                         r"(.*\bllama2-7b\b.*|one of the \d+ library models \(dse workloads list\)), "
+                         r"a YAML path, .*gemm:MxNxK"),
     "malformed gemm": ("workload", "gemm:0x12288x12288", "workload", r"gemm:MxNxK with 0 < M, N, K <= 2\^24"),
     "unknown dtype": ("scenario", "dtype=fp99", "scenario.dtype",
                       r"one of int4, int8, fp8, fp16, bf16, tf32, fp32, fp64, bfp8, bfp4, mxfp8, mxfp4, nvfp4"),

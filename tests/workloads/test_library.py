@@ -112,7 +112,7 @@ def test_elementwise_intensity_is_an_eighth() -> None:
     [
         (lambda: dse.workload("llama9-1b"), "unknown workload .llama9-1b."),
         (lambda: dse.workload("resnet50", phase="decode"), "accepted phase: forward"),
-        (lambda: dse.workload("gpt2", context=4096), "exceeds max_seq 1024"),
+        (lambda: dse.workload("gpt2", context=4096), "context: got 4096 tokens; accepted: at most gpt2.s max_seq 1024"),
         (lambda: dse.workload("bert-base", batch=0), "batch"),
         (lambda: dse.workload("bert-base", dtype="fp7"), "dtype"),
         (lambda: dse.gemm(0, 4, 4), "M: got 0; accepted: a whole number"),

@@ -276,7 +276,7 @@ def test_a_pipeline_stage_holds_only_its_own_vocabulary_matrices(pp: int, stage_
     (["mixtral-8x7b", "dgx-h100", "--chips", "8", "--ep", "3"],
      "plan: got ep = 3, which does not divide dp x tp = 8; accepted: an ep that divides 8"),
     (["mixtral-8x7b", "trn2-node", "--phase", "decode", "--batch", "16", "--chips", "16", "--tp", "2", "--dp", "8",
-      "--ep", "8"], "a group of 2 ranks does not fill whole dimensions of the torus [4, 4] (groups of 4, 16 ranks do"),
+      "--ep", "8"], "a group of 2 ranks, which fills no whole dimensions of the torus [4, 4] (groups of 4, 16 ranks do"),
 ])
 def test_a_plan_that_cannot_build_says_what_it_got_and_what_would(args: list[str], expect: str, capsys) -> None:
     """Plan errors said 'pp = 64 exceeds its 32 layers' or 'ep = 3 must divide dp x tp' (no got / accepted), repeated
