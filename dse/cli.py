@@ -558,12 +558,17 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     hws = [load_hardware(n) for n in names]  # every name checked before any output
     labels = [_template_label(n, hw) for n, hw in zip(names, hws, strict=True)]
     if args.yaml:
+        if args.format != "table":  # --yaml prints the files as they are: a JSON table would be dropped unsaid
+            raise DseError(f"got {args.format} with --yaml; accepted: --yaml alone (each template's YAML file) or "
+                           "--format json without it", field="--format")
         return _print_template_files(args.templates)
     if args.format == "json":
         _print_json([{"template": lb, "node": hw.process_node, "dtype": hw.reference_dtype,
                       "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
-                      "area_mm2": area(hw).total_mm2, "dies": dies(hw)} for lb, hw in zip(labels, hws, strict=True)])
+                      "area_mm2": area(hw).total_mm2,
+                      "dies": {g.name: int(g.count) for g in hw.die_groups} or {"die": 1}}
+                     for lb, hw in zip(labels, hws, strict=True)])
         return 0
     w = max(12, *(len(lb) for lb in labels))
     # the peak (and the ridge from it) is each template's reference dtype: bf16 on most, int8 on the Groq TSP, fp8
@@ -1177,7 +1182,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for line in _mode_notes(p):
         print(line)
     wl = p.workload
-    where = f"{p.hardware.name}" + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
+    chip = _template_label(args.hardware, p.hardware)  # a template read from a file: its path, as dse hardware says
+    if chip != p.hardware.name:
+        chip += f" ({p.hardware.name})"
+    where = chip + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
     unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
     rate = _rate_text(p)
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"

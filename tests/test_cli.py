@@ -33,7 +33,7 @@ def _bad(**patch) -> dict:
         ({"search__space__peak_tflops": {"low": 500, "high": 100}}, ["peak_tflops",
                                                                               "got low 500, high 100; accepted: low below"]),
         ({"base": "npu-3nm"}, ["base", "npu-3nm", "npu-7nm"]),
-        ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "resnet50"]),
+        ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "library models (dse workloads list)"]),
         ({"workloads__0__dtype": "fp12"}, ["workloads.0.dtype", "fp12", "bf16"]),
         ({"search__sampler": "bayes"}, ["search.sampler", "bayes", "tpe"]),
         ({"workloads__1__serving_engine": "vllm-v0-sync"}, ["workloads.1.serving_engine", "decode", "serving"]),
@@ -606,3 +606,20 @@ def test_a_bad_flag_is_one_line_in_the_project_form(argv: list[str], line: str, 
         main(argv)
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [line]
+
+
+def test_a_template_file_is_named_by_its_path_in_predict_and_yaml_takes_no_json(tmp_path: Path, capsys) -> None:
+    """Edited copies of a template keep its name:, so dse predict said 'on npu-7nm' for each of them while dse hardware
+    named their paths; --yaml --format json printed YAML without a word; the JSON dies count was a string."""
+    import json
+
+    assert main(["hardware", "npu-7nm", "--yaml"]) == 0
+    path = tmp_path / "mine.yaml"
+    path.write_text(capsys.readouterr().out)
+    assert main(["predict", "llama3-8b", str(path), "--phase", "decode"]) == 0
+    assert f"on {path} (npu-7nm):" in capsys.readouterr().out
+    assert main(["hardware", "npu-7nm", "--yaml", "--format", "json"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --format: got json with --yaml; accepted: --yaml alone (each "
+                                               "template's YAML file) or --format json without it")
+    assert main(["hardware", "mi300x", "npu-7nm", "--format", "json"]) == 0
+    assert [d["dies"] for d in json.loads(capsys.readouterr().out)] == [{"xcd": 8, "iod": 4}, {"die": 1}]

@@ -601,6 +601,12 @@ class Hardware(Strict):
                 raise ValueError(f"@reference_dtype@got {self.reference_dtype!r}; accepted: a mode of the matrix unit "
                                  f"({modes}) or a dtype that falls back to one")
         m, c = self.compute.matrix, self.compute
+        for i, lv in enumerate(self.memory):  # private copies sit one per core or one per group of whole cores
+            if not lv.off_chip and lv.instances > 1 and c.cores % lv.instances:
+                divisors = ", ".join(str(k) for k in range(1, c.cores + 1) if c.cores % k == 0)
+                raise ValueError(f"@memory.{i}.instances@got {lv.instances} copies of {lv.name!r} over {c.cores} cores; "
+                                 f"accepted: a divisor of the cores ({divisors}): one copy per core or per group of "
+                                 "whole cores (MI300X: one L2 per 38-CU die)")
         if m.style == "systolic":  # a systolic array is buildable: peak = cores x rows x cols x arrays x 2 x clock
             one = c.cores * m.array_rows * m.array_cols * 2.0 * c.clock_ghz * 1e9
             arrays = self.peak_flops / one

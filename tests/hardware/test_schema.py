@@ -250,3 +250,12 @@ def test_main_memory_names_parts_one_could_buy(mutate, words: str) -> None:
     not hold (a study's design of the same 4 stacks then held another capacity than the template), and board DRAM
     channels at 409.6 GB/s each (100 Gb/s a pin): each is one line naming the field and what a part can be."""
     assert words in _error(lambda d: mutate(d["memory"][-1]))
+
+
+def test_private_copies_sit_one_per_core_or_per_group_of_whole_cores() -> None:
+    """16 copies of a per-core level over 24 cores were accepted and changed nothing: one line naming the divisors."""
+    def mutate(d):
+        lv = next(m for m in d["memory"] if m.get("instances", 1) > 1)
+        lv["instances"] = d["compute"]["cores"] - 1 if d["compute"]["cores"] > 2 else 3
+    msg = _error(mutate)
+    assert ".instances: got" in msg and "accepted: a divisor of the cores" in msg
