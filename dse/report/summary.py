@@ -82,8 +82,12 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     rows += [(f"dies: {kind}", float(base.die_counts[0, g]), float(best.die_counts[0, g]))  # a searched die count
              for g, kind in enumerate(base.die_kinds)]
     for j, lv in enumerate(base.level_names):  # every level: a searched capacity or bandwidth of any of them shows
-        rows.append((f"memory '{lv}': capacity (MiB)", float(base.capacity[0, j]) / 2**20,
-                     float(best.capacity[0, j]) / 2**20))
+        if bool(base.offchip[j]):  # DRAM in GB, as its parts are sold and the footprint check counts; SRAM in MiB
+            rows.append((f"memory '{lv}': capacity (GB)", float(base.capacity[0, j]) / 1e9,
+                         float(best.capacity[0, j]) / 1e9))
+        else:
+            rows.append((f"memory '{lv}': capacity (MiB)", float(base.capacity[0, j]) / 2**20,
+                         float(best.capacity[0, j]) / 2**20))
         rows.append((f"memory '{lv}': bandwidth (TB/s)", float(base.bandwidth[0, j]) / 1e12,
                      float(best.bandwidth[0, j]) / 1e12))
     if base.n_net:

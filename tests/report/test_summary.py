@@ -63,6 +63,8 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     table = {r.split(" | ")[0].strip("| "): r.split(" | ")[1:3] for r in md.splitlines() if r.startswith("| ")}
     assert table["cores"] == ["24", f"{best['cores']:.4g}"] and table["clock (GHz)"][0] == "1.4"
     assert table["on-chip network link width (bytes)"][0] == "143"  # npu-7nm's 5 x 5 mesh carrying 4 TB/s
+    assert table["memory 'hbm': capacity (GB)"][0] == "64"  # DRAM in GB as it is sold (it read 6.104e+04 MiB)
+    assert "memory 'global': capacity (MiB)" in table  # SRAM in MiB
     stress = dse.cost.power.stress_power(dse.DesignBatch.from_hardware(dse.hardware("npu-7nm")))[0]
     assert table["power with every unit at its peak at once (W)"][0] == f"{stress:.4g}"
     line = next(x for x in md.splitlines() if x.startswith("- Infeasible trials by limit: "))
