@@ -400,7 +400,7 @@ def _stage(item: Any) -> dict[str, Any]:
     if isinstance(item, str):
         if TRANSFORMS.get(item, "x") is not None:
             hint = " (give it a value: {" + item + ": ...})" if item in TRANSFORMS else ""
-            raise ValueError(f"unknown transform {item!r}{hint}; accepted: {TRANSFORMS_ACCEPTED}")
+            raise ValueError(f"got {item!r}, an unknown transform{hint}; accepted: {TRANSFORMS_ACCEPTED}")
         return {"label": item, item: True}
     if not isinstance(item, dict) or not item:
         raise ValueError(f"accepted: a transform name or a mapping; transforms: {TRANSFORMS_ACCEPTED}")
@@ -409,14 +409,14 @@ def _stage(item: Any) -> dict[str, Any]:
         if key == "label":
             continue
         if key not in TRANSFORMS:
-            raise ValueError(f"unknown transform {key!r}; accepted: {TRANSFORMS_ACCEPTED}")
+            raise ValueError(f"got {item!r} ({key!r}: an unknown transform); accepted: {TRANSFORMS_ACCEPTED}")
         kind = TRANSFORMS[key]
         if kind is None and value is not True:
-            raise ValueError(f"{key}: got {value!r}; accepted: true (or the bare name {key})")
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: true (or the bare name {key})")
         if kind == "a dtype" and value not in get_args(Dtype):
-            raise ValueError(f"{key}: got {value!r}; accepted: {', '.join(get_args(Dtype))}")
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(get_args(Dtype))}")
         if kind == "MiB > 0" and not (isinstance(value, int | float) and not isinstance(value, bool) and value > 0):
-            raise ValueError(f"{key}: got {value!r}; accepted: a number of MiB > 0")
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
         out[key] = value
     if not out:
         raise ValueError(f"a stage without a transform; accepted: {TRANSFORMS_ACCEPTED}")

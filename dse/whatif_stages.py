@@ -208,7 +208,10 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
     subject = subject_of(spec)
     base = DesignBatch.from_hardware(hw)
     state = State(dict(subject.base_scenario))
-    stages = [{"label": "as given"}, *spec.stages]
+    off = [what for k, what in (("fused_attention", "attention"), ("fuse_elementwise", "elementwise ops"))
+           if subject.base_scenario.get(k) is False]
+    # stage 0 starts unfused unless the entry says (subject_of), so it is not dse predict's default: the label says so
+    stages = [{"label": "as given" + (f" ({' and '.join(off)} unfused)" if off else "")}, *spec.stages]
     rows, preds, designs = [], [], []
     for k, stage in enumerate(stages):
         if k:

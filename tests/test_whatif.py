@@ -29,8 +29,8 @@ def test_whatif_file_end_to_end(tmp_path: Path, capsys) -> None:
     assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 0
     folder = tmp_path / "prefill-whatif"
     t = pd.read_csv(folder / "whatif.csv", keep_default_na=False)
-    assert list(t["transform"]) == ["as given", "fuse_elementwise", "flash_attention", "weight_dtype int8", "big SRAM",
-                                    "winograd"]
+    assert list(t["transform"]) == ["as given (attention and elementwise ops unfused)", "fuse_elementwise",
+                                    "flash_attention", "weight_dtype int8", "big SRAM", "winograd"]
     # a memory-bound prefill: fusion and flash attention never make it slower
     assert t.loc[0, "binding"] == "hbm"
     assert t.loc[1, "time_ms"] <= t.loc[0, "time_ms"] and t.loc[2, "time_ms"] <= t.loc[1, "time_ms"]
@@ -109,11 +109,11 @@ def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("stage", "expect"), [
-    ("fuse", "whatif.stages.1: got 'fuse'; unknown transform 'fuse'; accepted: fuse_elementwise, flash_attention"),
-    ({"sram": 64}, "whatif.stages.1: got {'sram': 64}; unknown transform 'sram'; accepted:"),
-    ({"dtype": "fp7"}, "dtype: got 'fp7'; accepted: fp64, fp32"),
-    ("dtype", "unknown transform 'dtype' (give it a value: {dtype: ...})"),
-    ({"sram_mib": -1}, "sram_mib: got -1; accepted: a number of MiB > 0"),
+    ("fuse", "whatif.stages.1: got 'fuse', an unknown transform; accepted: fuse_elementwise, flash_attention"),
+    ({"sram": 64}, "whatif.stages.1: got {'sram': 64} ('sram': an unknown transform); accepted:"),
+    ({"dtype": "fp7"}, "whatif.stages.1: got {'dtype': 'fp7'} (dtype 'fp7'); accepted: dtype: fp64, fp32"),
+    ("dtype", "got 'dtype', an unknown transform (give it a value: {dtype: ...})"),
+    ({"sram_mib": -1}, "whatif.stages.1: got {'sram_mib': -1} (sram_mib -1); accepted: sram_mib: a number of MiB > 0"),
 ])
 def test_bad_stages_are_one_line_errors(tmp_path: Path, capsys, stage, expect: str) -> None:
     cfg = write_config(tmp_path, {**SMALL_STUDY, "whatif": {"workload": {"name": "gpt2"},
@@ -127,7 +127,8 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     assert main(["whatif", "--workload", "gpt2", "--phase", "decode", "--context", "256", "--stages",
                  "weight_dtype=int8,sram_mib=64", "--out", str(tmp_path)]) == 0
     t = pd.read_csv(tmp_path / "gpt2-whatif" / "whatif.csv")
-    assert list(t["transform"]) == ["as given", "weight_dtype int8", "sram_mib 64"]
+    # stage 0 starts unfused (it is not dse predict's default, so its label says so)
+    assert list(t["transform"]) == ["as given (attention and elementwise ops unfused)", "weight_dtype int8", "sram_mib 64"]
     assert main(["whatif", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: CONFIG: got nothing; accepted: dse whatif CONFIG")
     assert main(["whatif", "--workload", "gpt2", "--out", str(tmp_path)]) == 2  # the stages left out
