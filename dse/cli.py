@@ -234,6 +234,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ratios = None
     if args.ratios is not None:
         ratios = [r.strip() for r in args.ratios.split(",") if r.strip()]
+        from dse.comparison import parse_ratio
+
+        for r in ratios:  # a bad ratio is the news, before how many there are
+            parse_ratio(r)
         if len(ratios) < 2:
             one = f" ({len(ratios)} ratio{'' if len(ratios) == 1 else 's'})"
             raise DseError(f"got {args.ratios!r}{one}; accepted: two or more ratios, comma-separated: the candidates "

@@ -399,3 +399,11 @@ def test_a_candidate_field_past_the_schemas_limit_is_one_line(tmp_path: Path, ca
     assert main(["compare", str(write_config(tmp_path, data)), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "compare.candidates.1.fields.compute.clock_ghz: got 50" in err and err.count("\n") == 1
+
+
+def test_a_bad_ratio_is_named_before_how_many_ratios_there_are(tmp_path: Path, capsys) -> None:
+    """--ratios 1:0 said 'accepted: two or more ratios'; the zero is what is wrong."""
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    assert main(["compare", str(cfg), "--ratios", "1:0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --ratios: got '1:0'; accepted: a ratio of positive finite " \
+                                               "numbers, e.g. 1:2"
