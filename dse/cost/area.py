@@ -469,6 +469,15 @@ def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     why = shoreline(d, ar).reasons()[0]
     if why:
         out.append(f"{label}: {why} (a study scores it infeasible)")
+    noc = d.base.compute.noc
+    if noc.link_bytes:  # a link width the template gives: the network carries uniform traffic at no more than this
+        g = d.noc()
+        carried, demand = float(g.uniform_bps[0]), float(d.noc_demand[0])
+        if carried < 0.5 * demand:
+            out.append(f"{label}: its on-chip network ({g.topology}, {noc.link_bytes:g}-byte links) carries "
+                       f"{carried / 1e12:.3g} TB/s of uniform traffic, {carried / demand:.0%} of the "
+                       f"{demand / 1e12:.3g} TB/s its shared level delivers: operators reading that level are bound "
+                       "by the network (dse area lists it; link_bytes: auto sizes the links for the traffic)")
     return out
 
 

@@ -382,3 +382,17 @@ def test_a_template_that_cannot_be_built_as_described_is_warned_about(tmp_path, 
     assert main(["area", str(path)]) == 0  # the table row, too: two edited copies of one template keep its name
     out = capsys.readouterr()
     assert str(path) in out.out and out.err.strip().startswith(f"warning: {path}: its die models at")
+
+
+def test_a_network_too_narrow_for_its_shared_level_is_a_warning() -> None:
+    """A template's own 4-byte mesh links carried 0.11 TB/s of the 4 TB/s its global SRAM delivers and slowed a
+    prefill 17x, while dse hardware said nothing; link_bytes: auto (the shipped templates) warns of nothing."""
+    from dse.cost.area import build_warnings
+    from dse.hardware.templates import hardware_from_mapping
+
+    npu = dse.hardware("npu-7nm")
+    assert not any("on-chip network" in w for w in build_warnings(npu))
+    data = npu.model_dump(mode="python", exclude_none=True)
+    data["compute"]["noc"] = {"topology": "mesh", "link_bytes": 4}
+    lines = build_warnings(hardware_from_mapping(data, file="narrow.yaml"), label="narrow.yaml")
+    assert any(w.startswith("narrow.yaml: its on-chip network (mesh, 4-byte links) carries") for w in lines), lines
