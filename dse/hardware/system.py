@@ -48,6 +48,12 @@ class NetworkLevel(Strict):
         "spans at least this many chips; shorter ones are lines, whose rings run one way per link (half the "
         "bandwidth of a wrapped dimension's bidirectional ring). TPU v5e/v6e: 16 (only a full pod axis wraps); TPU "
         "v4/v5p: 4. Default: every dimension wraps")
+    slice_axes: Literal["any", "power_of_two", "power_of_two_or_multiple_of_4"] = Field(
+        "any", description="Torus only: the axis lengths a slice of fewer chips than the pod may have (each axis); "
+        "the slice is the most balanced one that keeps to it. TPU v5e/v6e: power_of_two (2x2, 2x4, 4x4, 4x8, 8x8, "
+        "8x16, 16x16); TPU v4/v5p: power_of_two_or_multiple_of_4 (2x2x1 .. 2x4x4 below 64 chips, then axes in "
+        "multiples of 4: 4x4x4, 4x4x12, ...; Google Cloud TPU docs, each version's Configurations). Default: any "
+        "whole lengths")
     links_per_chip: int | None = Field(None, gt=0, description="Links per chip at this level (level 0 default: "
                                                                  "the chip's network.links)")
     link_bandwidth_gbps: float | None = Field(None, gt=0, description="GB/s per link (level 0 default: the chip's)")
@@ -138,12 +144,14 @@ class System(Strict):
         if chips % inner == 0 and len(levels) > 1:
             levels[-1] = levels[-1].model_copy(update={"size": chips // inner})
         elif lv0.topology == "torus" and (len(levels) == 1 or chips <= lv0.size):
-            dims = slice_dims(lv0.dims or [lv0.size], chips)
+            dims = slice_dims(lv0.dims or [lv0.size], chips, lv0.slice_axes)
             if dims is None:
-                raise DseError(f"{chips} chips make no slice of the torus {lv0.dims} of {self.name}; accepted: a "
-                               f"count of at most {lv0.size} chips that factors into {len(lv0.dims or [1])} dimensions "
-                               f"within {'x'.join(map(str, lv0.dims or [lv0.size]))} (e.g. "
-                               f"{', '.join(str(n) for n in published_counts(lv0.dims or [lv0.size]))})", field="chips")
+                pod = lv0.dims or [lv0.size]
+                rule = "" if lv0.slice_axes == "any" else f", each axis {lv0.slice_axes.replace('_', ' ')}"
+                eg = ", ".join(str(n) for n in published_counts(pod, lv0.slice_axes))
+                raise DseError(f"got {chips} chips, which make no slice of the torus {lv0.dims} of {self.name}; "
+                               f"accepted: a count of at most {lv0.size} chips that factors into {len(pod)} "
+                               f"dimensions within {'x'.join(map(str, pod))}{rule} (e.g. {eg})", field="chips")
             levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
         elif (chips <= lv0.size and lv0.size % chips == 0) or len(levels) == 1:  # a switch or ring resized
             box = {"box_size": lv0.box_size or lv0.size} if lv0.topology == "fully_connected" and chips < lv0.size else {}
@@ -221,7 +229,17 @@ def is_system(name: str) -> bool:
     return isinstance(data, dict) and "chip" in data and "compute" not in data
 
 
-def slice_dims(pod: list[int], chips: int) -> list[int] | None:
+def axis_allowed(k: int, rule: str, chips: int) -> bool:
+    """Whether a slice axis of ``k`` chips keeps to ``rule`` (:attr:`NetworkLevel.slice_axes`) in a slice of
+    ``chips``: ``power_of_two_or_multiple_of_4`` is powers of two below a 4x4x4 cube (64 chips: 2x2x1 .. 2x4x4) and
+    multiples of 4 from it (4x4x4, 4x4x12, ...)."""
+    pow2 = k & (k - 1) == 0
+    if rule == "power_of_two_or_multiple_of_4":
+        return pow2 if chips < 64 else k % 4 == 0
+    return rule == "any" or pow2
+
+
+def slice_dims(pod: list[int], chips: int, rule: str = "any") -> list[int] | None:
     """The most balanced torus slice of ``chips`` chips inside a pod of dimensions ``pod`` (each slice dimension at
     most the pod's, their product ``chips``, the smallest largest-to-smallest ratio; dimensions of 1 dropped), or
     None. TPU slices are near-cubic: v5p 2x2x1, 2x2x2, 2x4x4, 4x4x4, 4x4x8, 4x8x8, 8x8x8, ..., 16x16x24; v5e and v6e
@@ -234,17 +252,19 @@ def slice_dims(pod: list[int], chips: int) -> list[int] | None:
     for combo in itertools.product(divisors, repeat=len(pod)):
         if math.prod(combo) != chips or any(c > p for c, p in zip(combo, pod, strict=True)):
             continue
+        if not all(axis_allowed(c, rule, chips) for c in combo):
+            continue
         key = (max(combo) / min(combo), sorted(combo, reverse=True))
         if best is None or key < best[0]:
             best = (key, combo)
     return None if best is None else [c for c in best[1] if c > 1]
 
 
-def published_counts(pod: list[int]) -> list[int]:
+def published_counts(pod: list[int], rule: str = "any") -> list[int]:
     """Chip counts of the power-of-two slices of a pod (for an error message): 4, 8, 16, ... up to the pod."""
     out, n = [], 4
     while n <= math.prod(pod):
-        if slice_dims(pod, n) is not None:
+        if slice_dims(pod, n, rule) is not None:
             out.append(n)
         n *= 2
     return out[:8]

@@ -110,7 +110,8 @@ def test_resizing_scales_the_outer_level_or_shrinks_the_node() -> None:
     pod = load_system("tpu-v4-pod")
     small = pod.resized(16)
     assert small.sizes == [16] and small.network[0].dims == [2, 2, 4]  # the most balanced slice
-    assert pod.resized(192).network[0].dims == [4, 6, 8]  # any count that factors inside the pod (issue 31)
+    # any count that factors inside the pod into the axes its slices take (issue 31): 4x4x12, not 4x6x8
+    assert pod.resized(192).network[0].dims == [4, 4, 12]
     with pytest.raises(DseError, match="chips: got chips=0; accepted: a positive integer"):
         dgx.resized(0)
     with pytest.raises(DseError, match=r"12 chips do not match the topology of dgx-h100 .*divisor of 8 or a multiple of 8"):
@@ -125,9 +126,14 @@ def test_resizing_a_one_level_torus_takes_the_published_slice_shapes() -> None:
                       512: [8, 8, 8], 1024: [8, 8, 16], 2048: [8, 16, 16], 4096: [16, 16, 16], 6144: [16, 16, 24]}
     assert {n: sorted(v5e.resized(n).network[0].dims) for n in (8, 32, 128, 256)} == {
         8: [2, 4], 32: [4, 8], 128: [8, 16], 256: [16, 16]}
-    with pytest.raises(DseError, match=r"chips: 17 chips make no slice of the torus \[16, 16\] of tpu-v5e-pod; "
+    with pytest.raises(DseError, match=r"chips: got 17 chips, which make no slice of the torus \[16, 16\] of tpu-v5e-pod; "
                                        r"accepted: a count of at most 256 chips .*\(e.g. 4, 8, 16, 32, 64, 128, 256\)"):
         v5e.resized(17)
+    # a count that factors inside the pod but only into axes no published slice has (3x4 on v6e, 2x3x4 or 4x4x6 on
+    # v5p) is refused too: they were accepted as the most balanced factorisation
+    for system, chips in (("tpu-v6e-pod", 12), ("tpu-v5p-pod", 24), ("tpu-v5p-pod", 96), ("tpu-v6e-pod", 48)):
+        with pytest.raises(DseError, match=r"each axis power of two"):
+            load_system(system).resized(chips)
 
 
 def test_more_chips_than_a_tpu_slice_are_whole_slices_over_the_data_centre_network() -> None:
