@@ -1077,8 +1077,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise DseError(f"no plan fits: {no_fit_reason(r)}; accepted: more chips or a chip with more memory",
                        field="--chips")
     p = r.prediction
+    unit = "pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step"
     print(f"best: {r.best.label()} (zero {r.best.zero}, microbatches {r.best.m}, sp {r.best.sp}): "
-          f"{p.time_s:.4g} s per step, {p.workload.memory_bytes / 1e9:.1f} GB per chip of {p.capacity_bytes / 1e9:.0f} GB")
+          f"{p.time_s:.4g} s per {unit}, {p.workload.memory_bytes / 1e9:.1f} GB per chip of "
+          f"{p.capacity_bytes / 1e9:.0f} GB")
+    if p.serving:  # ranked by the pass; what the pass gives a user, as dse predict says it
+        sv = p.serving
+        print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
+              f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
     return 0
 
 

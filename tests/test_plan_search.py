@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -179,6 +180,9 @@ def test_the_cli_plans_serving_with_its_lengths(capsys):
                  "--input-len", "1024", "--output-len", "256", "--top", "2", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "candidate plans of llama2-70b[serving b32 in1024 out256" in out and "best: tp8" in out
+    # a serving pass is said as one (it said 'per step'), with what it gives a user, as dse predict says it
+    assert "s per pass (prefill of the batch's prompts + output_len decode steps)" in out
+    assert re.search(r"^serving: [\d.]+ output tokens/s, TTFT [\d.]+ ms, TPOT [\d.]+ ms", out, re.M)
 
 
 def test_one_chip_has_one_plan_and_it_is_the_best_when_it_fits(capsys):
