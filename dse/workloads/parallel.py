@@ -159,9 +159,10 @@ class Plan(Strict):
                 hint = f" (here dp = {rest} with tp {self.tp} x pp {self.pp} on {self.chips} chips)"
             raise ValueError(f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {prod}, but chips = {self.chips}; "
                              f"accepted: degrees whose product is the chip count{hint}")
-        if self.ep > 1 and (self.dp * self.tp) % self.ep:
-            raise ValueError(f"got ep = {self.ep}, which does not divide dp x tp = {self.dp * self.tp}; accepted: an "
-                             f"ep that divides {self.dp * self.tp}")
+        if self.ep > 1 and self.dp % self.ep:  # expert-parallel ranks are data-parallel ranks (stride tp, below)
+            fits = ", ".join(str(k) for k in range(2, self.dp + 1) if self.dp % k == 0) or "none: dp = 1"
+            raise ValueError(f"got ep = {self.ep}, which does not divide dp = {self.dp}; accepted: an ep dividing dp "
+                             f"({fits}): the experts are split over data-parallel ranks, within each tp position")
         return self
 
     @property

@@ -274,7 +274,10 @@ def test_a_pipeline_stage_holds_only_its_own_vocabulary_matrices(pp: int, stage_
     (["llama3-8b", "dgx-h100", "--chips", "64", "--pp", "64", "--microbatches", "64", "--phase", "training",
       "--batch", "64"], "workload llama3-8b: got pp = 64; accepted: at most its 32 layers"),
     (["mixtral-8x7b", "dgx-h100", "--chips", "8", "--ep", "3"],
-     "plan: got ep = 3, which does not divide dp x tp = 8; accepted: an ep that divides 8"),
+     "plan: got ep = 3, which does not divide dp = 8; accepted: an ep dividing dp (2, 4, 8)"),
+    # ep 8 over tp 8 x dp 2 was accepted as dividing dp x tp = 16, then failed placement (a group of 8 at stride 8)
+    (["mixtral-8x7b", "dgx-h100", "--phase", "training", "--batch", "32", "--seq", "4096", "--chips", "16", "--ep",
+      "8", "--tp", "8", "--dp", "2"], "plan: got ep = 8, which does not divide dp = 2; accepted: an ep dividing dp (2)"),
     (["mixtral-8x7b", "trn2-node", "--phase", "decode", "--batch", "16", "--chips", "16", "--tp", "2", "--dp", "8",
       "--ep", "8"], "a group of 2 ranks, which fills no whole dimensions of the torus [4, 4] (groups of 4, 16 ranks do"),
 ])
