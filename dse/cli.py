@@ -1428,8 +1428,9 @@ def _add_sweep_args(sp: argparse.ArgumentParser) -> None:
 
 def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     """The arguments of the ``predict`` subcommand: scenario, serving, parallelism plan and output flags."""
-    pp.add_argument("workload")
-    pp.add_argument("hardware")
+    pp.add_argument("workload", help="a library model (dse workloads list), a description YAML, or one operator: "
+                    "gemm:MxNxK, attention:BxHxSQxSKxD, copy:BYTES, all_reduce:BYTES, ...")
+    pp.add_argument("hardware", help="a chip template (dse hardware lists them) or its YAML path")
     _add_scenario_args(pp)
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
@@ -1452,7 +1453,9 @@ def _add_scenario_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--batch", type=int)
     pp.add_argument("--seq", type=int)
     pp.add_argument("--context", type=int)
-    pp.add_argument("--dtype")
+    pp.add_argument("--dtype", help="the matrix products' dtype (default: the model's, bf16 for the library's LLMs; "
+                    "fp32 for a one-operator workload such as gemm:MxNxK, as torch.matmul on fp32 tensors: give "
+                    "--dtype bf16 for an NPU's arrays)")
     pp.add_argument("--weight-dtype", help="weights (narrower than --dtype = weight-only quantization)")
     pp.add_argument("--weight-dtypes", help="per weight role, its own dtype: role=dtype,... (roles qkv_proj, "
                     "out_proj, ffn_up, ffn_down, lm_head; e.g. ffn_up=bfp4 beside --weight-dtype bfp8)")

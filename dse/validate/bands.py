@@ -58,7 +58,10 @@ class Band:
             return self.family  # no rows to give a band (``band_for``: "no validation rows for this chip")
         src = self.family if self.borrowed and self.family not in FAMILIES else (
             "all families" if self.borrowed else self.family)
-        return f"{self.p10_pct:+.0f} % .. {self.p90_pct:+.0f} % ({src}, {self.rows} rows out of sample)"
+        def pct(v: float) -> str:  # '-0 %' for -0.3 reads as a sign error: a rounded zero is '0 %'
+            return f"{v:+.0f} %" if round(v) != 0 else "0 %"
+
+        return f"{pct(self.p10_pct)} .. {pct(self.p90_pct)} ({src}, {self.rows} rows out of sample)"
 
 
 def _error_stats(oos: pd.DataFrame, sel: pd.DataFrame) -> dict[str, float | int]:

@@ -86,6 +86,7 @@ def test_interval_inverts_the_error_and_label_shows_percent() -> None:
     assert (lo, hi) == pytest.approx((0.8, 1.25))
     assert band.label() == "-20 % .. +25 % (decode, 8 rows out of sample)"
     assert Band("gemm", -5.0, 5.0, 20, borrowed=True).label() == "-5 % .. +5 % (all families, 20 rows out of sample)"
+    assert Band("gemm", -7.2, -0.3, 20).label() == "-7 % .. 0 % (gemm, 20 rows out of sample)"  # not '-0 %'
 
 
 def test_shipped_bands_cache_gives_identical_bands(tmp_path, monkeypatch) -> None:
