@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pandas as pd
 
 from dse.cost.cost import dies_per_wafer, negative_binomial_yield
@@ -46,6 +47,13 @@ def trials_frame(study) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["constraint"] = [optimize.constraint_value(t) for t in trials]
     df["feasible"] = (df["constraint"] <= 0) & (df["state"] == "COMPLETE")
+    # the objective columns are what the sampler saw, infeasible trials included (a design over a budget can score
+    # higher than the best); 'rank' orders the feasible ones by the first objective, 1 = the study's best, so sorting
+    # by it never picks a design that cannot be built
+    first = f"objective_{names[0]}"
+    if first in df and len(df):
+        ascending = study.directions[0] == optuna.study.StudyDirection.MINIMIZE
+        df["rank"] = df[first].where(df["feasible"]).rank(ascending=ascending, method="min").astype("Int64")
     return df
 
 

@@ -48,6 +48,8 @@ def test_trials_frame_reads_objectives_metrics_and_feasibility(tmp_path: Path) -
     assert df["constraint"].tolist() == [-1.0, 150.0, 0.0]
     assert df["feasible"].tolist() == [True, False, False]
     assert {"objective_score", "objective_area_mm2"} <= set(OBJECTIVE_LABELS)
+    # the infeasible trial scores higher (1.5 against 1.2): the rank orders the feasible ones only
+    assert df["rank"].tolist()[0] == 1 and df["rank"].isna().tolist() == [False, True, True]
 
 
 def test_power_parts_are_joules_over_the_pass_time_plus_static() -> None:
