@@ -261,3 +261,14 @@ def test_roofs_are_drawn_at_the_mix_dtypes_peaks() -> None:
     assert matrix_dtype_peaks(int8, d)["int8"] == 2 * matrix_dtype_peaks(bf16, d)["bf16"]
     both = pd.concat([int8.assign(flops=int8["flops"] * 3), bf16])
     assert list(matrix_dtype_peaks(both, d)) == ["int8", "bf16"]
+
+
+def test_an_overhead_ceiling_far_above_the_peak_is_not_drawn(figures, tmp_path) -> None:
+    """At 1 ns a launch the median operator's overhead ceiling sits decades above the peak, where no operator can be:
+    drawn, it stretched the axis and squeezed every operator into its bottom."""
+    import dataclasses
+
+    fast = dataclasses.replace(DESIGN, overhead_s=np.array([1e-9]))
+    plots.roofline_chart(_ops(), fast, tmp_path / "r.png", "roofline")
+    for ax in figures[0].axes:
+        assert not any("launch overhead" in t.get_text() for t in ax.get_legend().get_texts())
