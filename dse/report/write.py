@@ -35,6 +35,10 @@ from dse.yamlio import write_yaml
 OBJECTIVE_LABELS = {f"objective_{n}": o.label for n, o in OBJECTIVES.items()}
 
 
+#: trials.csv columns that count whole things
+WHOLE_COLUMNS = ("cores", "array_rows", "array_cols", "dram_stacks", "worker")
+
+
 def trials_frame(study) -> pd.DataFrame:
     """One row per trial: number, state, objective value(s), knobs (config units), metrics, feasibility."""
     trials = study.get_trials(deepcopy=False)
@@ -45,6 +49,10 @@ def trials_frame(study) -> pd.DataFrame:
         obj = {f"objective_{n}": v for n, v in zip(names, vals, strict=True)}
         rows.append({"number": t.number, "state": t.state.name, **obj, **t.params, **optimize.metrics(t)})
     df = pd.DataFrame(rows)
+    # counts stay whole numbers (the trial attributes are stored as floats: 'cores 27.0', 'dram_stacks 6.0')
+    for name in WHOLE_COLUMNS:
+        if name in df and df[name].dtype.kind == "f" and np.allclose(df[name].dropna() % 1, 0):
+            df[name] = df[name].round().astype("Int64")
     df["constraint"] = [optimize.constraint_value(t) for t in trials]
     df["feasible"] = (df["constraint"] <= 0) & (df["state"] == "COMPLETE")
     # the objective columns are what the sampler saw, infeasible trials included (a design over a budget can score

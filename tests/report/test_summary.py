@@ -50,6 +50,7 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     built = trials["dram_bandwidth_tbps_built"] / 0.4096  # HBM2e stacks of 409.6 GB/s
     assert ((built - built.round()).abs() < 1e-9).all()
     assert (trials["dram_stacks"] == built.round()).all()
+    assert trials["cores"].dtype.kind == trials["dram_stacks"].dtype.kind == "i"  # counts as counts ('27', not '27.0')
     assert (trials["dram_bandwidth_tbps_built"] >= trials["dram_bandwidth_tbps"] - 1e-12).all()
     # every infeasible trial carries its reason, and the summary counts them by limit
     bad = trials[~trials["feasible"] & (trials["state"] == "COMPLETE")]
