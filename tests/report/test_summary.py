@@ -96,9 +96,12 @@ def test_a_band_every_workload_shares_is_said_once_under_the_table() -> None:
                        "band_from": ["no validation rows for this chip (x)", "no validation rows for this chip (x)"]})
     lines = band_table_lines(wl)
     assert "band_from" not in lines[0] and "| 1-2 |" in lines[0]
-    assert lines[-1] == "Error bands (`best_band_ms`): no validation rows for this chip (x)."
+    assert lines[-1].startswith("Error bands (`best_band_ms`): no validation rows for this chip (x). ")
+    # what the band is, said under the table: a band above the prediction (fast-running rows) is not an error
+    assert "where the measured time would fall" in lines[-1] and "it lies above `best_ms`" in lines[-1]
     mixed = wl.assign(band_from=["h100-sxm/gemm", "h100-sxm/decode"])
-    assert band_table_lines(mixed) == [band_table_lines(mixed)[0]] and "| h100-sxm/gemm |" in band_table_lines(mixed)[0]
+    out = band_table_lines(mixed)
+    assert "| h100-sxm/gemm |" in out[0] and "where the measured time would fall" in out[-1]
 
 
 def test_the_sram_halved_variant_buys_only_the_whole_cores_its_freed_area_holds() -> None:
