@@ -607,8 +607,14 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 ax.clabel(cr, fmt=lambda v: f"{v:g} FLOP/B", fontsize=6)
             b = best[mix]
             if sram_mib is None or np.isclose(b["sram_mib"], sram_mib):
+                # starred in its grid cell (the values asked); the design built there has whole stacks and cores,
+                # which the summary gives, so the label says both where they differ
+                built = b.get("dram_bandwidth_tbps_built")
+                asked = float(b["dram_bandwidth_tbps"])
+                note = (f" (cell asked {asked:.3g} TB/s, built {float(built):.3g})"
+                        if built is not None and np.isfinite(built) and not np.isclose(built, asked, rtol=0.01) else "")
                 ax.plot(b["peak_tflops"], b["dram_bandwidth_tbps"], marker="*", ms=15, color="red", mec="k",
-                        ls="none", label="best feasible")
+                        ls="none", label=f"best feasible{note}")
             if show_base:
                 at = "" if base_sram_mib is None or sram_mib is None or np.isclose(base_sram_mib, sram_mib) else \
                     f" (its SRAM: {base_sram_mib:.0f} MiB)"

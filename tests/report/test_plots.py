@@ -272,3 +272,19 @@ def test_an_overhead_ceiling_far_above_the_peak_is_not_drawn(figures, tmp_path) 
     plots.roofline_chart(_ops(), fast, tmp_path / "r.png", "roofline")
     for ax in figures[0].axes:
         assert not any("launch overhead" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_the_sweep_star_says_what_its_cell_asked_and_what_was_built(figures, tmp_path: Path) -> None:
+    """The best design is starred in its grid cell (1.4 TB/s asked) while the summary gives the design built there
+    (1.64 TB/s: whole stacks); the legend says both where they differ."""
+    P, B = np.geomspace(64, 1024, 4), np.geomspace(0.4, 4, 3)
+    pp, bb = np.meshgrid(P, B, indexing="ij")
+    g = pd.DataFrame({"score": (pp * bb).ravel() / 100, "score_per_mm2": (pp * bb).ravel() / 1e4,
+                      "area_mm2": (pp + 100 * bb).ravel(), "feasible": (pp < 800).ravel(),
+                      "binding": np.where(pp / bb > 200, "hbm", "compute").ravel()})
+    best = {"m": pd.Series({"peak_tflops": 256.0, "dram_bandwidth_tbps": 1.4, "dram_bandwidth_tbps_built": 1.6384,
+                            "sram_mib": 32.0})}
+    plots.sweep_heatmaps({"m": g}, {"peak_tflops": P, "dram_bandwidth_tbps": B}, 500.0, best, (275.0, 1.64),
+                         tmp_path / "sw.png", "sweep", sram_mib=32.0, base_sram_mib=32.0)
+    labels = [t.get_text() for t in figures[0].legends[0].get_texts()]
+    assert "best feasible (cell asked 1.4 TB/s, built 1.64)" in labels, labels
