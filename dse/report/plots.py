@@ -286,6 +286,8 @@ def stacked_bars(parts: dict[str, dict[str, float]], path: Path, title: str, yla
         bottom += vals
     for i, tot in enumerate(bottom):
         ax.text(i, tot, f"{tot:.4g}", ha="center", va="bottom", fontsize=8)
+    if len(bottom) and bottom.max() > 0:  # headroom for the totals, which ran into the title
+        ax.set_ylim(0, bottom.max() * 1.12)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")

@@ -288,3 +288,11 @@ def test_the_sweep_star_says_what_its_cell_asked_and_what_was_built(figures, tmp
                          tmp_path / "sw.png", "sweep", sram_mib=32.0, base_sram_mib=32.0)
     labels = [t.get_text() for t in figures[0].legends[0].get_texts()]
     assert "best feasible (cell asked 1.4 TB/s, built 1.64)" in labels, labels
+
+
+def test_stacked_bars_leave_room_for_their_totals(figures, tmp_path: Path) -> None:
+    """The total over each bar sat on the axes' top edge and ran into the title."""
+    plots.stacked_bars({"base": {"matrix": 300.0, "sram": 200.0}, "best": {"matrix": 350.0, "sram": 232.5}},
+                       tmp_path / "a.png", "area", "area (mm²)")
+    ax = figures[0].axes[0]
+    assert ax.get_ylim()[1] >= 582.5 * 1.1
