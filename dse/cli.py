@@ -1059,9 +1059,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         table = table.drop(columns="interleave")
     if not (table["fsdp"] < table["dp"]).any():  # no hybrid sharding among the candidates: fsdp is dp or unset
         table = table.drop(columns="fsdp")
-    if "error" in table and not table["error"].astype(bool).any():
-        table = table.drop(columns="error")  # a candidate that did not build says why in this column
     shown = table[[c for c in cols if c in table]].head(args.top)
+    if "error" in shown and not shown["error"].astype(bool).any():
+        shown = shown.drop(columns="error")  # a shown candidate that did not build says why in this column
     if args.format == "json":
         _print_json({"workload": wl.label(), "system": args.system, "chips": args.chips, "seconds": r.seconds,
                      "best": r.best.model_dump(exclude_defaults=True) if r.best else None,

@@ -244,3 +244,12 @@ def test_the_cli_takes_every_scenario_flag_dse_predict_takes(capsys):
                  "2048", "--framework", "xla", "--grad-dtype", "fp32", "--tp", "1", "--pp", "1", "--top", "1",
                  "--quiet"]) == 0
     assert "llama2-7b[training b16 s2048 bf16 fw:xla grad_dtype:fp32]" in capsys.readouterr().out
+
+
+def test_the_table_shows_an_error_column_only_when_a_shown_row_has_one(capsys):
+    """On a v5e slice some candidates cannot be placed, so the whole table has errors, but the fastest rows shown
+    built: their table had an empty error column (and trailing spaces)."""
+    assert main(["plan", "llama2-7b", "tpu-v5e-pod", "--chips", "32", "--phase", "training", "--batch", "32", "--seq",
+                 "512", "--top", "2", "--quiet"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "error" not in header.split() and header == header.rstrip()
