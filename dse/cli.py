@@ -1055,6 +1055,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     cols = ["label", "tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "interleave", "zero", "recompute", "time_s",
             "memory_gb", "fits", "error"]
     table = r.table
+    if wl.scenario.get("phase") == "serving":  # what a pass gives: the batch's output tokens over the pass time
+        table = table.assign(tokens_per_s=wl.scenario["batch"] * wl.scenario["output_len"] / table["time_s"])
+        cols.insert(cols.index("time_s") + 1, "tokens_per_s")
     if "interleave" in table and (table["interleave"] == 1).all():
         table = table.drop(columns="interleave")
     if not (table["fsdp"] < table["dp"]).any():  # no hybrid sharding among the candidates: fsdp is dp or unset

@@ -182,6 +182,7 @@ def test_the_cli_plans_serving_with_its_lengths(capsys):
     assert "candidate plans of llama2-70b[serving b32 in1024 out256" in out and "best: tp8" in out
     # a serving pass is said as one (it said 'per step'), with what it gives a user, as dse predict says it
     assert "s per pass (prefill of the batch's prompts + output_len decode steps)" in out
+    assert "tokens_per_s" in out.splitlines()[0].split()  # the table gives each plan's output tokens/s too
     assert re.search(r"^serving: [\d.]+ output tokens/s, TTFT [\d.]+ ms, TPOT [\d.]+ ms", out, re.M)
 
 
