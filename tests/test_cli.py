@@ -353,6 +353,7 @@ def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
                  "--fused-attention", "off", "--bucket-mb", "50", "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["workload"] == "llama2-7b[training b8 s512 bf16 tp8 dp2 bucket50MB overlap:tp+]"
+    assert sum(got["time_share_by_bound"].values()) == pytest.approx(1.0)  # shares of time_s, named as such
     wl = dse.workload("llama2-7b", phase="training", batch=8, seq=512, fuse_elementwise=True, fused_attention=False,
                       plan={"chips": 16, "tp": 8, "dp": 2, "bucket_mb": 50, "overlap": {"tp": True, "dp": True}})
     assert got["time_s"] == pytest.approx(dse.predict(wl, "a100-80gb").time_s, rel=1e-12)
