@@ -208,12 +208,15 @@ class Plan(Strict):
         """Every field set away from its default, e.g. ``tp4 fsdp8 sp mb16 rc:minimal`` (``1 chip`` for none):
         the degrees, sequence parallelism, micro-batches (when not pp), interleave, ZeRO stage (implied by fsdp),
         recomputation, uneven first/last pipeline stages, the gradient bucket and the overlap switches."""
-        bits = [(f"fsdp{self.shards}" + (f" x{self.replicas}" if self.hybrid else "") if g == "dp" and self.fsdp
+        # ZeRO-3 over the data-parallel ranks is fully sharded data parallelism whether asked as fsdp or as dp with
+        # zero 3: one label for one plan ('dp16 zero3' and 'fsdp16' were the same prediction under two names)
+        sharded = bool(self.fsdp) or self.zero == 3
+        bits = [(f"fsdp{self.shards}" + (f" x{self.replicas}" if self.hybrid else "") if g == "dp" and sharded
                  else f"{g}{getattr(self, g)}") for g in GROUPS if getattr(self, g) > 1]
         bits += ["sp"] if self.sp and self.tp > 1 else []
         bits += [f"mb{self.m}"] if self.microbatches is not None and self.microbatches != self.pp else []
         bits += [f"v{self.interleave}"] if self.interleave > 1 else []
-        bits += [f"zero{self.zero}"] if self.zero and not self.fsdp else []
+        bits += [f"zero{self.zero}"] if self.zero and not (sharded and self.dp > 1) else []
         bits += [f"rc:{self.recompute}"] if self.recompute != "none" else []
         bits += [f"first{self.first_stage_layers}"] if self.first_stage_layers is not None else []
         bits += [f"last{self.last_stage_layers}"] if self.last_stage_layers is not None else []
