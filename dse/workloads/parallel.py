@@ -118,8 +118,10 @@ class Plan(Strict):
                              "chip shards nothing)")
         if isinstance(n, int) and isinstance(dp, int) and n > 0 and dp % n:
             fits = ", ".join(str(n * k) for k in (1, 2, 4, 8))
-            raise ValueError(f"@dp@got dp = {dp} with fsdp = {n}; accepted: dp a multiple of fsdp ({fits}, ...: "
-                             "fsdp shards within a group of fsdp chips, dp / fsdp replicas of the group) or unset")
+            groups = ", ".join(str(k) for k in range(2, dp + 1) if dp % k == 0)
+            raise ValueError(f"@dp@got dp = {dp} with fsdp = {n}; accepted: an fsdp dividing dp ({groups}: fsdp shards "
+                             f"within a group of fsdp chips, dp / fsdp replicas of the group), or a dp that is a "
+                             f"multiple of fsdp ({fits}, ...) or unset")
         if data.get("zero", 3) != 3:
             raise ValueError(f"@zero@got zero = {data['zero']} with fsdp = {n}; accepted: zero 3 or unset (fsdp shards "
                              "parameters, gradients and optimizer state)")

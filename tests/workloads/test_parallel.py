@@ -171,7 +171,8 @@ def test_fsdp_is_data_parallel_with_everything_sharded() -> None:
     z = dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"dp": 8, "zero": 3})
     assert (f.plan.dp, f.plan.zero) == (8, 3) and f.memory == z.memory
     assert "fsdp8" in f.label() and "dp8" not in f.label().replace("fsdp8", "")
-    with pytest.raises(DseError, match=r"plan.dp: got dp = 4 with fsdp = 8; accepted: dp a multiple of fsdp \(8, 16"):
+    with pytest.raises(DseError, match=r"plan.dp: got dp = 4 with fsdp = 8; accepted: an fsdp dividing dp \(2, 4: "
+                                       r".*or a dp that is a multiple of fsdp \(8, 16"):
         dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "dp": 4})
     with pytest.raises(DseError, match="plan.zero"):
         dse.workload("llama2-7b", phase="training", batch=16, seq=1024, plan={"fsdp": 8, "zero": 1})
