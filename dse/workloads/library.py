@@ -593,6 +593,9 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
     if plan.recompute != "none":
         raise DseError(f"got {plan.recompute!r} for phase serving; accepted: 'none' "
                        "(recomputation trades memory for time in training only)", field="plan.recompute")
+    if local.dropout:  # said for the phase asked, not for the prefill and decode passes serving builds from it
+        raise DseError(f"got {local.dropout:g} for phase serving; accepted: 0 (dropout runs in training only)",
+                       field=f"workload {name}: dropout")
     i, o = local.input_len, local.output_len
     arch_l = parallel.shard_transformer(arch, plan, name) if not plan.trivial else arch
     pre = local.model_copy(update={"phase": "prefill", "seq": i, "logits": "last", "kv_block": None})

@@ -206,3 +206,12 @@ def test_data_parallel_replicas_serve_their_share_of_the_batch() -> None:
     for k in ("ttft_s", "tpot_s", "tpot_max_s", "decode_step_s"):
         assert two[k] == pytest.approx(one[k], rel=1e-9), k
     assert two["tokens_per_s"] == pytest.approx(2 * one["tokens_per_s"], rel=1e-9)
+
+
+def test_a_training_field_for_serving_is_refused_for_the_phase_asked() -> None:
+    """--dropout with phase serving said 'got 0.1 for phase prefill', the pass serving builds, not the phase asked."""
+    import dse
+    from dse.errors import DseError
+
+    with pytest.raises(DseError, match=r"dropout: got 0.1 for phase serving; accepted: 0"):
+        dse.workload("llama3-8b", phase="serving", batch=8, input_len=128, output_len=128, dropout=0.1)
