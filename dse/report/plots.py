@@ -245,7 +245,8 @@ def score_heatmap(
     ``value_label`` its label with unit); ``budgets`` adds a contour per other budget (label with unit ->
     (grid, budget value), e.g. ``{"cost budget {v:.0f} USD": (cost, 30000)}``) where it crosses the grid."""
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
-    mesh = ax.pcolormesh(peak_tflops, bw_tbps, score, shading="nearest", cmap="viridis")
+    PE, BE = log_edges(peak_tflops), log_edges(bw_tbps)  # the cells' edges on the log axes: hatching matches them
+    mesh = ax.pcolormesh(PE, BE, score, shading="flat", cmap="viridis")
     fig.colorbar(mesh, ax=ax, label=value_label)
     lines = {"area budget {v:.0f} mm²": (area_mm2, budget_mm2), **(budgets or {})}
     for k, (fmt, (grid, limit)) in enumerate(lines.items()):
@@ -263,7 +264,7 @@ def score_heatmap(
                         linestyles=":")
         ax.clabel(cr, fmt=lambda v: f"{v:.0f} FLOP/B", fontsize=6)
     if feasible is not None and not np.all(feasible):
-        ax.contourf(P, B, (~np.asarray(feasible)).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+        hatch_cells(ax, PE, BE, ~np.asarray(feasible, dtype=bool))
         ax.add_patch(matplotlib.patches.Rectangle((np.nan, np.nan), 0, 0, facecolor="none", edgecolor="k",
                                                   hatch="//", label="infeasible (a limit broken)"))
     ax.plot(*best, marker="*", ms=16, color="red", mec="k", ls="none", label="best")
@@ -529,6 +530,19 @@ def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str) -> None:
     ax.set_ylabel(ylabel)
 
 
+def hatch_cells(ax: plt.Axes, x_edges: np.ndarray, y_edges: np.ndarray, mask: np.ndarray) -> None:
+    """Hatch (``//``) every grid cell where ``mask[i, j]`` (row i along y, column j along x) holds, each cell whole
+    between its edges: a contour of the mask at the cell centres (as drawn before) left the outer half of every edge
+    cell and single infeasible cells unhatched, so a hatch no longer matched the ``feasible`` column."""
+    import matplotlib.collections
+
+    rects = [matplotlib.patches.Rectangle((x_edges[j], y_edges[i]), x_edges[j + 1] - x_edges[j],
+                                          y_edges[i + 1] - y_edges[i]) for i, j in zip(*np.nonzero(mask), strict=True)]
+    coll = matplotlib.collections.PatchCollection(rects, facecolor="none", edgecolor="k", linewidth=0.0, hatch="//")
+    coll.set_gid("infeasible-cells")
+    ax.add_collection(coll)
+
+
 def log_edges(values: np.ndarray) -> np.ndarray:
     """[n + 1] cell edges of ``n`` grid values on a log axis: geometric midpoints, the outer cells as wide as their
     neighbours; one value gets a cell of x/1.25 .. x*1.25 (matplotlib's ``shading='nearest'`` draws a grid that has
@@ -593,8 +607,8 @@ def sweep_heatmaps(rows: dict[str, pd.DataFrame], axes: dict, budget_mm2: float 
                 if lv:
                     ca = ax.contour(P, B, area, levels=lv, colors="w", linewidths=0.7, linestyles="-")
                     ax.clabel(ca, fmt=lambda v: f"{v:.0f} mm²", fontsize=6)
-            if (~feas).any() and contours:
-                ax.contourf(P, B, (~feas).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+            if (~feas).any():
+                hatch_cells(ax, PE, BE, ~feas)
             if budget_mm2 is not None and area.min() < budget_mm2 < area.max() and contours:
                 ax.contour(P, B, area, levels=[budget_mm2], colors="w", linewidths=2.0)
             for key, limit in others.items():  # the other budgets the config sets

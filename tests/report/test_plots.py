@@ -296,3 +296,18 @@ def test_stacked_bars_leave_room_for_their_totals(figures, tmp_path: Path) -> No
                        tmp_path / "a.png", "area", "area (mm²)")
     ax = figures[0].axes[0]
     assert ax.get_ylim()[1] >= 582.5 * 1.1
+
+
+def test_every_infeasible_cell_is_hatched_whole_and_no_feasible_one(figures, tmp_path: Path) -> None:
+    """The hatch was a contour of the feasibility mask at the cell centres: an edge column of infeasible designs (the
+    reticle's) and a single infeasible cell came out unhatched. Now one hatched rectangle per infeasible cell."""
+    P, B = np.geomspace(64, 1024, 5), np.geomspace(0.4, 4, 4)
+    pp, bb = np.meshgrid(P, B, indexing="ij")
+    feasible = (pp < 1000).ravel() & ~((pp == P[1]) & (bb == B[2])).ravel()  # the last column and one lone cell
+    g = pd.DataFrame({"score": (pp * bb).ravel() / 100, "score_per_mm2": (pp * bb).ravel() / 1e4,
+                      "area_mm2": (pp + 100 * bb).ravel(), "feasible": feasible, "binding": "compute"})
+    best = {"m": pd.Series({"peak_tflops": 256.0, "dram_bandwidth_tbps": 1.6, "sram_mib": 32.0})}
+    plots.sweep_heatmaps({"m": g}, {"peak_tflops": P, "dram_bandwidth_tbps": B}, None, best, (275.0, 1.64),
+                         tmp_path / "sw.png", "sweep", sram_mib=32.0, base_sram_mib=32.0)
+    cells = [c for c in figures[0].axes[0].collections if c.get_gid() == "infeasible-cells"]
+    assert len(cells) == 1 and len(cells[0].get_paths()) == int((~feasible).sum()) == len(B) + 1
