@@ -25,7 +25,7 @@ def compulsory_intensity(mix: Mix) -> pd.DataFrame:
     flops = o["flops"].to_numpy(dtype=float) * cnt
     comp = (o["bytes_read"] + o["bytes_written"]).to_numpy(dtype=float) * cnt
     labels = mix.labels
-    fams = [family_of(w.name) for w in mix.workloads]
+    fams = [family_of(w.origin or w.name) for w in mix.workloads]  # a YAML of one's own: its path, not its name
     df = pd.DataFrame({"workload": [labels[i] for i in o["workload"]], "wl": o["workload"].to_numpy(),
                        "family": [fams[i] for i in o["workload"]], "name": o["name"], "kind": o["kind"],
                        "flops": flops, "bytes": comp})
@@ -39,7 +39,8 @@ def compulsory_intensity(mix: Mix) -> pd.DataFrame:
 
 
 def family_of(name: str) -> str:
-    """A workload's domain (vision, llm, speech, ...) from its library description; ``other`` else."""
+    """A workload's domain (vision, llm, speech, ...) from its description (a library name or a YAML path, a
+    workload's ``origin``); ``other`` else (a single operator, an unreadable name)."""
     from dse.errors import DseError
     from dse.workloads.library import load_description
 

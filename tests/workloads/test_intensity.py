@@ -74,3 +74,16 @@ def test_phase_inference_covers_prefill_and_decode(tmp_path, capsys, monkeypatch
     share = df.groupby("workload")["share_flops"].sum()
     gpt2 = share[[x for x in share.index if x.startswith("gpt2")]]
     assert gpt2.sum() == pytest.approx(0.5)  # weight 2 of 4, split between its two phases
+
+
+def test_a_model_of_ones_own_is_in_its_declared_family(tmp_path) -> None:
+    """A description YAML outside the library was looked up by its name and fell to 'other' (dse workloads ai on a
+    config with one's own llm): its domain comes from the file it was built from."""
+    from dse.workloads.library import description_path
+
+    src = description_path("llama3-8b").read_text().replace("name: llama3-8b", "name: my-llm")
+    path = tmp_path / "my-llm.yaml"
+    path.write_text(src)
+    mix = Mix.of([dse.workload(str(path), phase="decode"), dse.gemm(64, 64, 64)], [1, 1])
+    fams = dict(zip(compulsory_intensity(mix)["wl"], compulsory_intensity(mix)["family"], strict=True))
+    assert fams[0] == "llm" and fams[1] == "other"
