@@ -322,7 +322,11 @@ def cmd_whatif(args: argparse.Namespace) -> int:
                 if args.workload else (("--workload", f"--stages {args.stages}") if args.stages else ("CONFIG", "nothing"))
             raise DseError(f"got {given}; accepted: dse whatif CONFIG, or --workload MODEL --stages T1,T2,... "
                            "[--hardware T]", field=missing)
-        data = {"name": args.workload.replace(":", "-"), "hardware": args.hardware,
+        from dse.workloads.library import is_path
+
+        # the results folder's name: a model YAML's file stem (its path is no folder name), else the model or operator
+        label = Path(args.workload).stem if is_path(args.workload) else args.workload.replace(":", "-")
+        data = {"name": label, "hardware": args.hardware,
                 "workload": {"name": args.workload, **_scenario_flags(args)},
                 "stages": [_stage_arg(t) for t in args.stages.split(",") if t.strip()]}
         try:

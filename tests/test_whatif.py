@@ -190,3 +190,15 @@ def test_a_stage_that_changes_no_time_says_so() -> None:
     t = run_whatif(spec, load_hardware("npu-7nm")).table
     assert t["note"].iloc[2].startswith("no operator's time changed (the global level already held")
     assert t["note"].iloc[0] == ""
+
+
+def test_whatif_takes_a_model_yaml_path_on_the_command_line(tmp_path: Path) -> None:
+    """--workload models/my-llm.yaml was refused: the path became the results folder's name, whose pattern a path
+    breaks; dse predict takes the same path. The folder is named by the file's stem."""
+    from dse.workloads.library import description_path
+
+    path = tmp_path / "my-llm.yaml"
+    path.write_text(description_path("llama3-8b").read_text().replace("name: llama3-8b", "name: my-llm"))
+    assert main(["whatif", "--workload", str(path), "--phase", "decode", "--stages", "fuse_elementwise", "--out",
+                 str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "my-llm-whatif" / "whatif.csv").is_file()
