@@ -228,14 +228,15 @@ class TransformerArch(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> TransformerArch:
+        # heads against hidden first: a heads that splits no hidden is the news, before the kv_heads it then misfits
+        if self.head_dim is None and self.hidden % self.heads:
+            raise ValueError(f"@heads@got {self.heads} with hidden {self.hidden}; accepted: a divisor of hidden, or "
+                             "head_dim given (hidden must be divisible by heads, or give head_dim)")
         kv = self.kv_heads or self.heads
         if self.heads % kv:
             divisors = ", ".join(str(k) for k in range(1, self.heads + 1) if self.heads % k == 0)
             raise ValueError(f"@kv_heads@got {kv} with heads {self.heads}; accepted: a divisor of heads ({divisors}): "
                              f"heads ({self.heads}) must be a multiple of kv_heads")
-        if self.head_dim is None and self.hidden % self.heads:
-            raise ValueError(f"@heads@got {self.heads} with hidden {self.hidden}; accepted: a divisor of hidden, or "
-                             "head_dim given (hidden must be divisible by heads, or give head_dim)")
         if self.head == "lm" and self.vocab == 0:
             raise ValueError("@vocab@got 0 with head lm; accepted: vocab > 0 (an lm head needs vocab > 0)")
         if self.moe is not None and self.moe.dense_layers >= self.layers:

@@ -317,3 +317,14 @@ def test_an_eager_rmsnorm_and_gated_activation_are_their_pytorch_kernels() -> No
     assert (fn["count"], fa["count"]) == (norms, acts)
     ln = _norm_and_act(dse.workload("gpt3-1.3b", execution="eager", **kw))  # LayerNorm and GELU: one kernel each
     assert (ln[0]["count"], ln[1]["count"]) == (2 * 24 + 1, 24)
+
+
+def test_heads_that_split_no_hidden_are_named_before_the_kv_heads_they_misfit() -> None:
+    """heads 15 over hidden 2048 with kv_heads 4 blamed kv_heads; the heads are what is wrong."""
+    from pydantic import ValidationError
+
+    from dse.workloads.transformer import TransformerArch
+
+    with pytest.raises(ValidationError, match=r"got 15 with hidden 2048"):
+        TransformerArch(kind="decoder", layers=2, hidden=2048, heads=15, kv_heads=4, ffn=8192, vocab=32000,
+                        activation="swiglu", norm="rmsnorm")
