@@ -107,7 +107,10 @@ class WorkloadEntry(Strict):
     @model_validator(mode="after")
     def _name_or_suite(self) -> WorkloadEntry:
         if sum(x is not None for x in (self.name, self.path, self.suite)) != 1:
-            raise ValueError("give exactly one of name (a library model), path (a model YAML) or suite (a named mix)")
+            given = [k for k in ("name", "path", "suite") if getattr(self, k) is not None]
+            raise ValueError(f"@{given[1] if len(given) > 1 else 'name'}@got {' and '.join(given) or 'none of them'}; "
+                             "accepted: exactly one of name (a library model), path (a model YAML) or suite (a named "
+                             "mix)")
         if self.auto_plan and (self.chips is None or self.name is None):
             raise ValueError("@plan@got plan: auto without chips or on a suite or path entry; accepted: plan: auto with "
                              "chips: N on a library model (name:)")
@@ -526,9 +529,9 @@ class StudyConfig(Strict):
                 raise ValueError("mixes is empty; accepted: a mapping of mix name to a list of workloads")
             for mix, entries in self.mixes.items():
                 if not entries:
-                    raise ValueError(f"mix {mix!r} has no workloads")
+                    raise ValueError(f"@mixes.{mix}@got []; accepted: a list of at least 1 workload")
                 if not mix.replace("-", "").replace("_", "").isalnum():
-                    raise ValueError(f"mix name {mix!r}; accepted: letters, digits, - and _")
+                    raise ValueError(f"@mixes@got mix name {mix!r}; accepted: letters, digits, - and _")
         return self
 
     @property

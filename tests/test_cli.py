@@ -624,3 +624,20 @@ def test_a_template_file_is_named_by_its_path_in_predict_and_yaml_takes_no_json(
                                                "template's YAML file) or --format json without it")
     assert main(["hardware", "mi300x", "npu-7nm", "--format", "json"]) == 0
     assert [d["dies"] for d in json.loads(capsys.readouterr().out)] == [{"xcd": 8, "iod": 4}, {"die": 1}]
+
+
+@pytest.mark.parametrize(("change", "line"), [
+    (lambda d: (d.pop("workloads"), d.__setitem__("mixes", {"a": []})), "mixes.a: got []; accepted: a list of at "
+                                                                        "least 1 workload"),
+    (lambda d: d["workloads"][0].__setitem__("path", "m.yaml"), "workloads.0.path: got name and path; accepted: "
+                                                                "exactly one of name"),
+])
+def test_config_errors_name_the_field_got_and_accepted(tmp_path: Path, capsys, change, line: str) -> None:
+    """An empty mix dumped the whole config and named no field; a workload with both name and path said 'give exactly
+    one of' with no accepted."""
+    data = copy.deepcopy(SMALL_STUDY)
+    change(data)
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {cfg}: ") and line in err and "\n" not in err, err

@@ -243,7 +243,8 @@ def load_description(name: str) -> ModelDescription:
     except ValidationError as exc:
         raise from_validation_error(exc, file=str(path), model=arch_model, prefix="arch") from None
     if desc.name != path.stem:
-        raise DseError(f"name {desc.name!r} differs from the file name {path.stem!r}", file=str(path), field="name")
+        raise DseError(f"got {desc.name!r}; accepted: the file's own name {path.stem!r} (a description is found by "
+                       "its file name)", file=str(path), field="name")
     return desc
 
 
@@ -393,7 +394,8 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
     allowed = accepted_keywords(desc)
     unknown = sorted(set(given) - allowed)
     if unknown:
-        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}",
+        raise DseError(f"got {', '.join(unknown)}: {name} does not use {', '.join(unknown)}; accepted: "
+                       f"{', '.join(sorted(allowed))}",
                        field=f"workload {name}")
     preset = framework_defaults(given.get("framework", desc.defaults.get("framework")), allowed)
     merged = {**desc.defaults, **preset, **given}  # a framework's fields sit between the model's and the given
@@ -714,7 +716,8 @@ def _single_op_keys(name: str, scenario: dict[str, Any], accepted: dict[str, Any
     values: not given); a keyword it does not use is one error line naming it and the accepted ones."""
     unknown = sorted(set(scenario) - set(accepted))
     if unknown:
-        raise DseError(f"{name} does not use {', '.join(unknown)}; accepted: {', '.join(accepted)}",
+        raise DseError(f"got {', '.join(unknown)}: {name} does not use {', '.join(unknown)}; accepted: "
+                       f"{', '.join(accepted)}",
                        field=f"workload {name}")
     return {**accepted, **{k: v for k, v in scenario.items() if v is not None}}
 

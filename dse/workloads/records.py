@@ -37,5 +37,6 @@ def load_record(kind: str, name: str, model: type[R], field: str) -> R:
     except ValidationError as exc:
         raise from_validation_error(exc, file=str(path), model=model) from None
     if getattr(rec, "name", name) != name:
-        raise DseError(f"name {rec.name!r} differs from the file name {name!r}", file=str(path), field="name")
+        raise DseError(f"got {rec.name!r}; accepted: the file's own name {name!r} (a record is found by its file "
+                       "name)", file=str(path), field="name")
     return rec
