@@ -99,8 +99,10 @@ def place(kernels: pd.DataFrame, hw: Hardware, dtype: str | None = None) -> pd.D
     finite = np.isfinite(out[["seconds", "flops", "bytes"]].to_numpy(dtype=float)).all(axis=1)
     bad = ~((out["seconds"] > 0) & (out["flops"] >= 0) & (out["bytes"] >= 0) & finite)
     out["status"] = np.where(bad, "error", "ok")
+    negative = finite & ((out["flops"] < 0) | (out["bytes"] < 0)).to_numpy()
     out["reason"] = np.where(out["seconds"].fillna(0) <= 0, "duration is zero or missing",
-                             np.where(bad, "unreadable FLOPs or bytes", ""))
+                             np.where(negative, "negative FLOPs or bytes (accepted: counts >= 0)",
+                                      np.where(bad, "unreadable FLOPs or bytes", "")))
     ok = ~bad
     secs = out["seconds"].where(ok)
     # AI: FLOPs per DRAM byte; a kernel with FLOPs and no DRAM bytes (served from on-chip memory) has AI
