@@ -116,11 +116,6 @@ def test_a_kernel_faster_than_the_peak_is_suspect_and_a_file_of_only_bad_rows_is
 
 def test_a_negative_count_is_said_as_negative_not_unreadable() -> None:
     """FLOPs of -5 read fine; the row said 'unreadable FLOPs or bytes'."""
-    import pandas as pd
-
-    import dse
-    from dse.validate.kernels import place
-
     df = place(pd.DataFrame({"name": ["neg", "ok"], "flops": [-5.0, 1e9], "bytes": [100.0, 1e6],
                              "seconds": [1e-3, 1e-3]}), dse.hardware("h100-sxm"))
     assert df["status"].tolist() == ["error", "ok"] and df.loc[0, "reason"].startswith("negative FLOPs or bytes")
