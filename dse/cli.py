@@ -380,8 +380,16 @@ def cmd_workloads(args: argparse.Namespace) -> int:
         g = o.groupby("kind")[["total_flops", "total_bytes"]].sum()
         g["share_flops"] = g["total_flops"] / g["total_flops"].sum()
         g["ai_flop_per_byte"] = g["total_flops"] / g["total_bytes"]
+        params = f"{_scaled(wl.scenario.get('params', 0))} params"
+        if wl.scenario.get("expert_params"):  # MoE: the parameters one token's forward pass runs, beside the total
+            from dse.workloads.library import load_description
+
+            moe = load_description(wl.origin or wl.name).arch["moe"]
+            pe = float(wl.scenario["expert_params"])
+            active = float(wl.scenario["params"]) - pe * (1.0 - moe["active"] / moe["experts"])
+            params += f" ({_scaled(active)} active per token: {moe['active']} of {moe['experts']} routed experts)"
         print(f"{wl.label()}: {wl.flops / 1e9:.4g} GFLOP, {_scaled(wl.bytes, 'B')}, AI {wl.ai:.3g} FLOP/byte, "
-              f"{_scaled(wl.scenario.get('params', 0))} params; source: {wl.source}")
+              f"{params}; source: {wl.source}")
         print(g.to_string(float_format=lambda v: f"{v:.4g}"))
         return 0
     if action == "ai":

@@ -641,3 +641,10 @@ def test_config_errors_name_the_field_got_and_accepted(tmp_path: Path, capsys, c
     assert main(["run", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {cfg}: ") and line in err and "\n" not in err, err
+
+
+def test_workloads_show_gives_an_moe_its_active_parameters(capsys) -> None:
+    """Mixtral showed only its 46.7 G parameters; a token runs 12.9 G of them (Jiang et al. 2024: 12.9 B active)."""
+    assert main(["workloads", "show", "mixtral-8x7b"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "46.7 G params (12.88 G active per token: 2 of 8 routed experts)" in first
