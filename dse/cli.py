@@ -368,7 +368,8 @@ def cmd_workloads(args: argparse.Namespace) -> int:
             _print_json(_records(df))
             return 0
         with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
-            print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+            # plain numbers, grouped by thousands (6.71e+05 M params read as a puzzle: 671,026)
+            print(df.to_string(index=False, float_format=lambda v: f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"))
         print(f"{len(df)} architectures")
         return 0
     if action == "show":

@@ -648,3 +648,10 @@ def test_workloads_show_gives_an_moe_its_active_parameters(capsys) -> None:
     assert main(["workloads", "show", "mixtral-8x7b"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "46.7 G params (12.88 G active per token: 2 of 8 routed experts)" in first
+
+
+def test_workloads_list_prints_plain_numbers(capsys) -> None:
+    """DeepSeek-V3 read 'params_m 6.71e+05, mbyte 7.392e+04'; large values print as grouped whole numbers."""
+    assert main(["workloads", "list"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["deepseek-v3"])
+    assert "671,026" in row and "e+0" not in row
