@@ -200,7 +200,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     kept = summary.get("blocks_kept", 0) if fmt == "parquet" else 0
     scored = (f"; {summary['blocks'] - kept} of its {summary['blocks']} blocks scored now, {kept} kept from before"
               if kept else "")
-    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({len(ctxs)} mix(es)) in {dt:.2f} s{scored}"]
+    mixes = f"{len(ctxs)} mix" + ("es" if len(ctxs) != 1 else "")
+    took = f"{dt * 1e3:.3g} ms" if dt < 1 else f"{dt:.3g} s"  # a small grid scores in milliseconds (it read '0.00 s')
+    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({mixes}) in {took}{scored}"]
     for m in ctxs:
         b = best_rows[m]
         lines.append(f"  {m}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} "
