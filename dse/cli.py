@@ -116,6 +116,12 @@ def _sweep_axes(cfg, ctxs: dict, args: argparse.Namespace, limit: int | None) ->
         raise
 
 
+def _sweep_headline(name: str, designs: int, workloads: int, mixes: int, seconds: float) -> str:
+    """``sweep NAME: N designs x W workloads (M mixes) in T``: a small grid's time in ms (it read '0.00 s')."""
+    took = f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+    return f"sweep {name}: {designs:,} designs x {workloads} workloads ({mixes} mix{'es' * (mixes != 1)}) in {took}"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -200,9 +206,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     kept = summary.get("blocks_kept", 0) if fmt == "parquet" else 0
     scored = (f"; {summary['blocks'] - kept} of its {summary['blocks']} blocks scored now, {kept} kept from before"
               if kept else "")
-    mixes = f"{len(ctxs)} mix" + ("es" if len(ctxs) != 1 else "")
-    took = f"{dt * 1e3:.3g} ms" if dt < 1 else f"{dt:.3g} s"  # a small grid scores in milliseconds (it read '0.00 s')
-    lines = [f"sweep {cfg.name}: {n:,} designs x {n_wl} workloads ({mixes}) in {took}{scored}"]
+    lines = [_sweep_headline(cfg.name, n, n_wl, len(ctxs), dt) + scored]
     for m in ctxs:
         b = best_rows[m]
         lines.append(f"  {m}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} "
