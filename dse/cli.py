@@ -849,6 +849,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         leave_chip_out,
         style_chips,
     )
+    from dse.validate.families import fitted
     from dse.validate.suite import chip_style, load_measurements
     from dse.yamlio import write_yaml
 
@@ -904,9 +905,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if len(pool) > 1:
             chips = leave_chip_out(pool)
             meas = load_measurements(args.measurements)  # the template column over the rows dse validate counts
-            col = meas["fitted_into"] if "fitted_into" in meas.columns else pd.Series("", index=meas.index)
-            fitted = set(meas.loc[col.fillna("").astype(str).str.strip() != "", "id"].astype(str))  # an optional column
-            ct = chips.chip_table(fitted)
+            ct = chips.chip_table(set(meas.loc[fitted(meas), "id"].astype(str)))
             print(f"\nleave-one-chip-out: one set of fractions and launch overhead fitted to the rows of {len(pool)} "
                   f"{chip_style(hw)} chips at once (each on its own template),\nthen refitted without every row of "
                   "a chip to predict that chip's rows: median / max |time error| per chip left out")
@@ -1099,15 +1098,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise DseError(f"no plan fits: {no_fit_reason(r)}; accepted: more chips or a chip with more memory",
                        field="--chips")
     p = r.prediction
-    unit = "pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step"
     print(f"best: {r.best.label()} (zero {r.best.zero}, microbatches {r.best.m}, sp {r.best.sp}): "
-          f"{p.time_s:.4g} s per {unit}, {p.workload.memory_bytes / 1e9:.1f} GB per chip of "
+          f"{p.time_s:.4g} s per {_time_unit(p)}, {p.workload.memory_bytes / 1e9:.1f} GB per chip of "
           f"{p.capacity_bytes / 1e9:.0f} GB")
     if p.serving:  # ranked by the pass; what the pass gives a user, as dse predict says it
-        sv = p.serving
-        print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
-              f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
+        print(_serving_line(p.serving))
     return 0
+
+
+def _time_unit(p) -> str:  # noqa: ANN001 - a Prediction
+    """What a prediction's time is of: a serving pass or a step."""
+    return "pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step"
+
+
+def _serving_line(sv: dict[str, float]) -> str:
+    """A serving prediction's tokens/s, TTFT and TPOT (``Prediction.serving``), as dse predict and dse plan say them."""
+    return (f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
+            f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
 
 
 def _energy_fields(p) -> dict[str, float]:  # noqa: ANN001 - a Prediction
@@ -1218,7 +1225,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if chip != p.hardware.name:
         chip += f" ({p.hardware.name})"
     where = chip + (f" x {wl.chips} on {p.system.name}" if p.system is not None else "")
-    unit = ("pass (prefill of the batch's prompts + output_len decode steps)" if p.serving else "step")
+    unit = _time_unit(p)
     rate = _rate_text(p)
     print(f"{wl.label()} on {where}: {p.time_s * 1e3:.4f} ms per {unit}, {rate}"
           + (f", network {p.network_s * 1e3:.3f} ms, bubble {p.bubble_s * 1e3:.3f} ms" if p.system is not None else ""))
@@ -1240,9 +1247,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     else:
         print(f"error band: {band.label()}")
     if p.serving:
-        sv = p.serving
-        print(f"serving: {sv['tokens_per_s']:.1f} output tokens/s, TTFT {sv['ttft_s'] * 1e3:.2f} ms, "
-              f"TPOT {sv['tpot_s'] * 1e3:.3f} ms (worst {sv['tpot_max_s'] * 1e3:.3f} ms)")
+        print(_serving_line(p.serving))
     # GB to 2 decimals from 1 GB up; a footprint under 1 GB (an SRAM-only chip's) to 3 significant digits, not 0.00
     small = wl.memory_bytes < 1e9
     fmt = gb if small else (lambda v: f"{v / 1e9:.2f}")

@@ -33,7 +33,13 @@ def family_of(wl: Workload) -> str:
     return "encoder"
 
 
+def fitted(rows: pd.DataFrame) -> pd.Series:
+    """Whether each row's measurement set a template coefficient (``fitted_into`` names what; an optional column:
+    a measurements file without it has none)."""
+    col = rows.get("fitted_into", pd.Series("", index=rows.index))
+    return col.fillna("").astype(str).str.strip() != ""
+
+
 def out_of_sample(results: pd.DataFrame) -> pd.DataFrame:
     """Covered rows whose measurement set no template coefficient."""
-    fitted = results.get("fitted_into", pd.Series("", index=results.index)).fillna("").astype(str)
-    return results[(results["status"] == "covered") & (fitted == "")]
+    return results[(results["status"] == "covered") & ~fitted(results)]

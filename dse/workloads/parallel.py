@@ -461,15 +461,14 @@ def gradient_rows(plan: Plan, facts: dict[str, Any], sc: Scenario, training: boo
     weights = facts["params"] * DTYPE_BYTES[sc.weight_dtype or sc.dtype]
     group = "fsdp" if plan.hybrid else "dp"
     rows = []
-    if plan.shards > 1 and plan.zero >= 2:  # each rank keeps its gradient shard only: a reduce-scatter per micro-batch
-        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter", times=plan.m)
-        if plan.zero == 3:
+    if plan.shards > 1 and plan.zero >= 1:  # each rank updates its shard: the gradients are reduce-scattered
+        # ZeRO-2/3 keep only their gradient shard, so they reduce every micro-batch's; ZeRO-1 accumulates, reduces once
+        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter",
+                                  times=plan.m if plan.zero >= 2 else 1)
+        if plan.zero == 3:  # the weights gathered in every micro-batch's forward and backward
             rows.append(collective("dp.zero3_param_all_gather", "all_gather", weights, group, plan, 2 * plan.m, 1.0))
-        else:  # ZeRO-2: each rank updates its shard, then the weights are gathered once
+        else:  # the updated weights gathered once
             rows.append(collective("dp.param_all_gather", "all_gather", weights, group, plan, 1, 1.0))
-    elif plan.shards > 1 and plan.zero >= 1:  # each rank updates its shard, then the weights are gathered
-        rows = bucketed_gradients("dp.gradient_reduce_scatter", grads, group, plan, "reduce_scatter")
-        rows.append(collective("dp.param_all_gather", "all_gather", weights, group, plan, 1, 1.0))
     elif plan.shards > 1:
         rows = bucketed_gradients("dp.gradient_all_reduce", grads, group, plan)
     if plan.hybrid:
@@ -492,10 +491,8 @@ def bucketed_gradients(name: str, grads: float, group: str, plan: Plan,
     last = min(grads, plan.bucket_mb * 1e6)
     rows = [collective(f"{name}.last_bucket", coll, last / shard, group, plan, 1, 1.0)]
     rows[0]["overlap"] = 0.0
-    if times * grads > last:
-        rows.append(collective(name, coll, (grads - last) / shard, group, plan, 1, 1.0))
-        if times > 1:  # the earlier micro-batches' whole reductions, hidden behind the backward passes that follow
-            rows[-1]["net_bytes"] = (times * grads - last) / shard
+    if times * grads > last:  # the rest, with the earlier micro-batches' whole reductions, hidden behind the backward
+        rows.append(collective(name, coll, (times * grads - last) / shard, group, plan, 1, 1.0))
     return rows
 
 
@@ -561,7 +558,7 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     h, L, t = arch.hidden, arch.layers, plan.tp
     T = float(facts["tokens"])
     z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
-    mem: dict[str, float] = {"weights": float(facts.get("weight_bytes") or P * wb) / (z if plan.zero == 3 else 1)}
+    mem: dict[str, float] = {}
     if training:
         held, state = state_bytes_per_param(sc, plan.recompute)
         # a routed expert has dp / ep data-parallel replicas, the dense weights dp: ZeRO shards each over its own
@@ -588,6 +585,7 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
             per_tok = 10.0 + 24.0 / t + score
         mem["activations"] = L * min(plan.m, plan.pp) * T * h * per_tok * ab / 2.0
     else:
+        mem["weights"] = float(facts.get("weight_bytes") or P * wb)  # inference: ZeRO is refused, nothing sharded
         gated = arch.activation in ("swiglu", "geglu")
         mem["activations"] = 2.0 * T * max(h, arch.ffn * (2 if gated else 1)) * ab
         if arch.kind == "decoder":
