@@ -364,7 +364,7 @@ class MemoryLevel(Strict):
             raise ValueError(f"@stack_bandwidth_gbps@got {self.stack_bandwidth_gbps:g} GB/s per {unit} of kind "
                              f"{self.kind}; accepted: at most {spec.max_stack_gbps:g} GB/s (STACK_SOURCES: "
                              f"{STACK_SOURCES[self.kind]})")
-        stacks = max(1, round(self.bandwidth_bps / 1e9 / self.stack_bandwidth_gbps))
+        stacks = self.stacks
         cap_gb = self.capacity_bytes / 1e9
         field = next(f for f in ("capacity_mib", "capacity_gib", "capacity_gb") if getattr(self, f) is not None)
         if self.stack_capacity_gb is not None:
@@ -390,7 +390,7 @@ class MemoryLevel(Strict):
         field = "bandwidth_tbps" if self.bandwidth_tbps is not None else "bandwidth_gbps"
         bw = self.bandwidth_bps / 1e9
         n = bw / self.stack_bandwidth_gbps
-        whole = max(1, round(n))
+        whole = self.stacks
         if abs(n - whole) <= STACK_SLACK * whole:
             return
         up = max(1, math.ceil(n))
@@ -398,6 +398,14 @@ class MemoryLevel(Strict):
                          f"a whole number of stacks ({up} x {self.stack_bandwidth_gbps:g} = "
                          f"{up * self.stack_bandwidth_gbps:g} GB/s), or stack_bandwidth_gbps {bw / up:g} for {up} "
                          f"stacks at a lower pin rate")
+
+    @property
+    def stacks(self) -> int:
+        """The whole stacks (or channels) the bandwidth buys, ``max(1, round(bandwidth / stack_bandwidth_gbps))``
+        (``_whole_stacks`` holds the template to a whole number of them); 1 without a stack bandwidth."""
+        if self.stack_bandwidth_gbps is None:
+            return 1
+        return max(1, round(self.bandwidth_bps / 1e9 / self.stack_bandwidth_gbps))
 
     @property
     def spec(self) -> MemoryKind:
