@@ -36,7 +36,7 @@ def _bad(**patch) -> dict:
         ({"workloads__1__name": "llama-9b"}, ["workloads.1", "llama-9b", "library models (dse workloads list)"]),
         ({"workloads__0__dtype": "fp12"}, ["workloads.0.dtype", "fp12", "bf16"]),
         ({"search__sampler": "bayes"}, ["search.sampler", "bayes", "tpe"]),
-        ({"workloads__1__serving_engine": "vllm-v0-sync"}, ["workloads.1.serving_engine", "decode", "serving"]),
+        ({"workloads__0__serving_engine": "vllm-v0-sync"}, ["workloads.0", "serving_engine", "does not use"]),
         ({"workloads__1__phase": "prefill"}, ["workloads.1.context", "512", "phase prefill", "decode"]),
         ({"workloads__1__phase": "serving", "workloads__1__input_len": 128, "workloads__1__output_len": 16,
           "workloads__1__context": None, "workloads__1__serving_engine": "vllm-v1"},

@@ -141,8 +141,8 @@ class Workload:
                 bits.append(f"{key[0] if key != 'context' else 'ctx'}{s[key]}")
         if s.get("phase") == "serving":
             bits.append(f"in{s['input_len']} out{s['output_len']}" + (f" chunk{s['chunk']}" if s.get("chunk") else ""))
-            if s.get("serving_engine"):
-                bits.append(f"engine:{s['serving_engine']}")
+        if s.get("serving_engine"):
+            bits.append(f"engine:{s['serving_engine']}")
         bits.append(s.get("dtype", ""))
         sp = self.spec
         if sp.get("weight_dtype") and sp["weight_dtype"] != s.get("dtype"):
@@ -510,8 +510,9 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"got batch {sc.batch}, not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
-    if sc.serving_engine and sc.phase != "serving":
-        raise DseError(f"got serving_engine {sc.serving_engine!r} for phase {sc.phase!r}; accepted: phase serving",
+    if sc.serving_engine and (sc.phase not in ("serving", "prefill", "decode") or family != "transformer"):
+        raise DseError(f"got serving_engine {sc.serving_engine!r} for phase {sc.phase!r}; accepted: phase serving, "
+                       "prefill or decode of a transformer (an engine's host time is per generation step)",
                        field="serving_engine")
     if sc.phase == "serving":
         return build_serving(family, arch, local, name, plan, sc.batch)
@@ -544,6 +545,8 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         rows = parallel.per_microbatch(rows, plan) + coll
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),
                  "params_per_chip": facts.get("params"), "chips": plan.n_chips}
+    if sc.serving_engine:  # one prefill or decode step is one engine step (dse.workloads.serving.step_host)
+        facts = {**facts, **serving.step_host(sc.serving_engine, sc.phase, sc.batch)}
     if training:  # FLOPs spent again by recomputation: hardware FLOPs, not model FLOPs (MFU leaves them out)
         facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
                                              if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))

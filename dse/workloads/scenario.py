@@ -47,8 +47,8 @@ class Scenario(Strict):
                                    "(serving only: given for another phase, an error)")
     chunk: int | None = Field(None, gt=0, le=MAX_TOKENS, description="Serving: chunked prefill, prompt tokens per "
                               "iteration (default: whole prompts)")
-    serving_engine: str | None = Field(None, min_length=1, description="Serving: engine whose host time per step "
-                                       "is charged (workloads/engines/NAME.yaml; default none)")
+    serving_engine: str | None = Field(None, min_length=1, description="Serving, prefill or decode: engine whose "
+                                       "host time per step is charged (workloads/engines/NAME.yaml; default none)")
     resolution: int | None = Field(None, gt=0, le=MAX_RESOLUTION, description="Image side in pixels (CNN/ViT)")
     dtype: Dtype = Field("bf16", description="Activations and weights")
     weight_dtype: Dtype | None = Field(None, description="Weights (default: dtype); narrower = weight-only quantization")

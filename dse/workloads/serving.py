@@ -43,7 +43,9 @@ every engine step. A pass runs one prefill step of ``batch`` prompts and ``outpu
 ``batch`` sequences, so it adds ``t_host(batch)`` to ``T_p`` and ``output_len x t_host(batch)`` to ``T_d``.
 The host time does not depend on the accelerator design: it is added to the serving metrics and to the
 validation of serving rows, not to the per-operator times that design scores compare. Without
-``serving_engine`` no host time is charged (an engine that overlaps host and device work).
+``serving_engine`` no host time is charged (an engine that overlaps host and device work). A ``prefill`` or
+``decode`` scenario with an engine is one engine step: it adds ``t_host(batch)`` once (what a time to first
+token or a time per output token measured through the engine contains).
 """
 
 from __future__ import annotations
@@ -98,6 +100,15 @@ def host_times(engine: str | None, batch: int, output_len: int) -> tuple[float, 
         return 0.0, 0.0
     step = load_engine(engine).step_s(batch)
     return step, output_len * step
+
+
+def step_host(engine: str, phase: str, batch: int) -> dict[str, Any]:
+    """Facts of one engine step's host time for a ``prefill`` or ``decode`` step of ``batch`` sequences:
+    ``t_host(batch)`` (module docstring) as ``host_prefill_s`` or ``host_decode_s``, and the engine's name.
+    A lone step is what a first-token latency (prefill) or a time per output token (decode) times when the
+    engine runs between steps."""
+    key = "host_prefill_s" if phase == "prefill" else "host_decode_s"
+    return {"serving_engine": engine, key: load_engine(engine).step_s(batch)}
 
 
 def prefixed(rows: list[dict[str, Any]], prefix: str, repeat: int = 1) -> list[dict[str, Any]]:
@@ -158,4 +169,4 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
 
 
 __all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "mean_read_context", "metrics",
-           "prefixed", "read_context", "serving_metrics"]
+           "prefixed", "read_context", "serving_metrics", "step_host"]

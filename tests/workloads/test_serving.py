@@ -144,11 +144,25 @@ def test_engine_host_time_enters_the_validation_of_serving_rows() -> None:
 
 @pytest.mark.parametrize("kw", [dict(serving_engine="tgi", **KW),
                                 dict(serving_engine="../vllm-v0-sync", **KW),
-                                dict(phase="decode", context=128, serving_engine="vllm-v0-sync")])
+                                dict(phase="training", seq=128, serving_engine="vllm-v0-sync")])
 def test_bad_serving_engine_is_one_line(kw: dict) -> None:
     with pytest.raises(DseError) as e:
         dse.workload("llama2-7b", **kw)
     assert "serving_engine" in str(e.value) and "accepted" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(("phase", "kw"), [("decode", dict(context=256)), ("prefill", dict(seq=256))])
+def test_a_prefill_or_decode_step_through_an_engine_pays_one_engine_step(phase: str, kw: dict) -> None:
+    """A time to first token or a time per output token measured through an engine holds one engine step's host
+    time, t_host(batch), once; the label names the engine."""
+    from dse.workloads.serving import load_engine
+
+    for b in (1, 8):
+        bare = dse.predict(dse.workload("llama2-7b", phase=phase, batch=b, **kw), "a100-80gb")
+        synced = dse.predict(dse.workload("llama2-7b", phase=phase, batch=b, serving_engine="vllm-v0-sync", **kw),
+                             "a100-80gb")
+        assert synced.time_s == pytest.approx(bare.time_s + load_engine("vllm-v0-sync").step_s(b), rel=1e-9)
+    assert "engine:vllm-v0-sync" in synced.workload.label()
 
 
 def test_a_batch_larger_than_output_len_prefills_several_prompts_per_iteration() -> None:
