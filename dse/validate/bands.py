@@ -58,10 +58,14 @@ class Band:
             return self.family  # no rows to give a band (``band_for``: "no validation rows for this chip")
         src = self.family if self.borrowed and self.family not in FAMILIES else (
             "all families" if self.borrowed else self.family)
-        def pct(v: float) -> str:  # '-0 %' for -0.3 reads as a sign error: a rounded zero is '0 %'
+        return f"{self.span()} ({src}, {self.rows} rows out of sample)"
+
+    def span(self) -> str:
+        """``p10 .. p90`` in whole percent ('-0 %' for -0.3 reads as a sign error: a rounded zero is '0 %')."""
+        def pct(v: float) -> str:
             return f"{v:+.0f} %" if round(v) != 0 else "0 %"
 
-        return f"{pct(self.p10_pct)} .. {pct(self.p90_pct)} ({src}, {self.rows} rows out of sample)"
+        return f"{pct(self.p10_pct)} .. {pct(self.p90_pct)}"
 
 
 def _error_stats(oos: pd.DataFrame, sel: pd.DataFrame) -> dict[str, float | int]:
@@ -285,8 +289,10 @@ def band_for(wl: Workload, hardware: Hardware | str | None = None) -> Band:
         why = (f"only {few_fam.rows} {fam} row{'s' * (few_fam.rows != 1)} for this chip ({name}), a band needs "
                f"{MIN_ROWS}" if few_fam is not None else f"no {fam} rows for this chip ({name})")
         sb = _style_band(bands, fam, style)
-        if sb is not None:
-            return Band(f"{why}; borrowed from the {sb.family}", sb.p10_pct, sb.p90_pct, sb.rows, borrowed=True)
+        if sb is not None:  # the chip's own rows of other families are said beside it: they may disagree
+            mine = f", whose {own.rows} rows of other families give {own.span()}"
+            return Band(f"{why}{mine}; borrowed from the {sb.family}", sb.p10_pct, sb.p90_pct, sb.rows,
+                        borrowed=True)
         return Band(f"{why}; borrowed from its rows of other families", own.p10_pct, own.p90_pct, own.rows,
                     borrowed=True)
     few = bands.get(f"{name}/few")

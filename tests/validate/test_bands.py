@@ -211,7 +211,9 @@ def test_an_edited_copy_of_a_shipped_chip_and_a_family_a_chip_has_no_rows_of_bor
     own = bands.band_for(dse.workload("llama3-8b", phase="prefill", batch=1, seq=2048), "gaudi2")
     assert not own.borrowed and own.family == "gaudi2 prefill"
     v5e = bands.band_for(w, "tpu-v5e")
-    assert v5e.borrowed and v5e.label().split(" (", 1)[1].startswith("no decode rows for this chip (tpu-v5e); borrowed")
+    assert v5e.borrowed and v5e.label().split(" (", 1)[1].startswith("no decode rows for this chip (tpu-v5e), whose ")
+    mine = bands.shipped_bands()["tpu-v5e/all"]  # the chip's own rows of other families are said beside the band
+    assert f"whose {mine.rows} rows of other families give {mine.span()}; borrowed" in v5e.label()
 
 
 def test_a_chip_with_too_few_rows_of_the_family_says_how_many_not_none() -> None:
