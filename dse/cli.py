@@ -1519,7 +1519,8 @@ def _add_scenario_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--output-len", type=int, help="serving: generated tokens per request")
     pp.add_argument("--chunk", type=int, help="serving: chunked-prefill tokens per iteration")
     pp.add_argument("--serving-engine", dest="serving_engine",
-                    help="serving: charge this engine's host time per step (workloads/engines/NAME.yaml)")
+                    help="serving, prefill or decode: charge this engine's host time per step "
+                         "(workloads/engines/NAME.yaml)")
     pp.add_argument("--dropout", type=float, help="training: dropout probability (e.g. 0.1)")
     from dse.workloads.training import GRAD_DTYPES, OPTIMIZER_DTYPES, OPTIMIZER_KERNELS, WEIGHT_CASTS, ZERO_GRADS
 

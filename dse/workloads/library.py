@@ -510,10 +510,9 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         raise ValueError(f"got batch {sc.batch}, not divisible by dp x microbatches = {plan.dp} x {plan.m}; "
                          f"accepted: a batch that is a multiple of {per}")
     local = sc.model_copy(update={"batch": sc.batch // per})
-    if sc.serving_engine and (sc.phase not in ("serving", "prefill", "decode") or family != "transformer"):
+    if sc.serving_engine and sc.phase not in ("serving", "prefill", "decode"):  # the family's keywords admit it
         raise DseError(f"got serving_engine {sc.serving_engine!r} for phase {sc.phase!r}; accepted: phase serving, "
-                       "prefill or decode of a transformer (an engine's host time is per generation step)",
-                       field="serving_engine")
+                       "prefill or decode (an engine's host time is per generation step)", field="serving_engine")
     if sc.phase == "serving":
         return build_serving(family, arch, local, name, plan, sc.batch)
     if family == "transformer":

@@ -605,7 +605,7 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
     """Bytes per chip for non-transformer families: weights from the parameter count, the largest
     operator's working set as inference activations; training keeps every forward output."""
     P = float(facts.get("params") or 0)
-    mem = {"weights": P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]}
+    mem: dict[str, float] = {}
     if training:
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
@@ -615,5 +615,6 @@ def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenar
         mem["optimizer"] = P * state / (plan.shards if plan.zero >= 1 else 1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
+        mem["weights"] = P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]
         mem["activations"] = float(max((r["bytes_read"] + r["bytes_written"] for r in rows), default=0.0))
     return mem
