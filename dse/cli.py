@@ -847,6 +847,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         calibrated_template,
         chip_cases,
         leave_chip_out,
+        overhead_name,
         style_chips,
     )
     from dse.validate.families import fitted
@@ -906,14 +907,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             chips = leave_chip_out(pool)
             meas = load_measurements(args.measurements)  # the template column over the rows dse validate counts
             ct = chips.chip_table(set(meas.loc[fitted(meas), "id"].astype(str)))
-            print(f"\nleave-one-chip-out: one set of fractions and launch overhead fitted to the rows of {len(pool)} "
-                  f"{chip_style(hw)} chips at once (each on its own template),\nthen refitted without every row of "
-                  "a chip to predict that chip's rows: median / max |time error| per chip left out")
+            print(f"\nleave-one-chip-out: one set of fractions and launch overhead (one per dispatch: kernels, static) "
+                  f"fitted to the rows of {len(pool)} {chip_style(hw)} chips at once (each on its own template),\n"
+                  "then refitted without every row of a chip to predict that chip's rows: "
+                  "median / max |time error| per chip left out")
             show = pd.DataFrame({"chip": ct["chip"], "rows": ct["rows"], **pairs(ct, (
                 ("template % (out of sample)", "before_error_pct"), ("shared fit %", "pooled_fit_error_pct"),
                 ("leave-chip-out %", "leave_chip_out_error_pct")))})
             print(show.to_string(index=False))
-            own = {"matrix_eff", "vector_eff", "overhead_us", *(f"{m.name}_eff" for m in hw.memory)}
+            own = {"matrix_eff", "vector_eff", overhead_name(hw), *(f"{m.name}_eff" for m in hw.memory)}
             print(f"{hw.name} from the other chips' rows: " + ", ".join(
                 f"{k} {v:.4g}" for k, v in chips.transferred(hw.name).items() if k in own))
             out.mkdir(parents=True, exist_ok=True)

@@ -197,6 +197,12 @@ class Compute(Strict):
     launch_overhead_us: float = Field(
         0.0, ge=0, le=MAX_OVERHEAD_US, description="Fixed time per operator launch/sync (us): the overhead ceiling"
     )
+    dispatch: Literal["kernels", "static"] = Field(
+        "kernels", description="How operators reach the units: kernels (a host, a runtime or a compiled graph launches "
+        "each operator on the cores, and launch_overhead_us is that launch, ramp and drain) or static (a statically "
+        "scheduled chip that launches nothing: the compiler times every instruction, as on the Groq TSP, Abts et al., "
+        "ISCA 2020, and launch_overhead_us is the pipeline fill of its instruction stream). A calibration shared by "
+        "several chips (dse calibrate's leave-one-chip-out) pools the launch overhead only among chips of one dispatch")
     graph_kernel_us: float | None = Field(
         None, ge=0, description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on "
         "chip (us): the launch, ramp and drain of its grid. A kernel that streams main memory pays launch_overhead_us, "

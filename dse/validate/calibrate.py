@@ -16,9 +16,10 @@ row's ``measured / predicted - 1``, :func:`dse.validate.suite.time_error_pct`), 
 
 A template's fit sees only its own chip's rows, so leaving its chip out would leave nothing to fit. Leave-one-chip-out
 (:func:`leave_chip_out`) is therefore measured on a fit shared by several chips (by default every shipped chip of
-the template's style with rows: :func:`style_chips`): one set of fractions and launch overhead for all of them, each
-row predicted on its own chip's template, refitted without every row of one chip to predict that chip's rows, for
-each chip in turn. It is the error of carrying a calibration to a chip it was never fitted on, which is what a
+the template's style with rows: :func:`style_chips`): one set of fractions and launch overhead for all of them (one
+launch overhead per dispatch, ``compute.dispatch``: a statically scheduled chip launches no kernels), each row
+predicted on its own chip's template, refitted without every row of one chip to predict that chip's rows, for each
+chip in turn. It is the error of carrying a calibration to a chip it was never fitted on, which is what a
 design study does with a chip not built yet.
 """
 
@@ -122,6 +123,7 @@ class _Predictor:
 
     measured: np.ndarray
     n_fractions: int
+    n_overheads: int = 1  # launch overheads (us) after the fractions; host-sync times (us) follow them
 
     def predict_many(self, X: np.ndarray, idx: list[int] | None = None) -> np.ndarray:
         raise NotImplementedError
@@ -204,13 +206,14 @@ class _Rows(_Predictor):
         return out
 
 
-def _bounds(n: int, n_fractions: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fractions in [0.02, 1]; then the launch overhead in [0, 1000] us and the host-sync time per harness after it
-    in [0, :data:`dse.validate.suite.MAX_HARNESS_US`] us (the bound ``dse validate``'s leave-one-out estimate has)."""
+def _bounds(n: int, n_fractions: int, n_overheads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Fractions in [0.02, 1]; then the launch overheads (one, or one per dispatch in a pooled fit) in [0, 1000] us
+    and the host-sync time per harness after them in [0, :data:`dse.validate.suite.MAX_HARNESS_US`] us (the bound
+    ``dse validate``'s leave-one-out estimate has)."""
     lo = np.full(n, 0.02)
     hi = np.full(n, 1.0)
     lo[n_fractions:], hi[n_fractions:] = 0.0, OVERHEAD_MAX_US
-    hi[n_fractions + 1:] = MAX_HARNESS_US
+    hi[n_fractions + n_overheads:] = MAX_HARNESS_US
     return lo, hi
 
 
@@ -224,7 +227,7 @@ def bound_warnings(names: list[str], values: np.ndarray) -> list[str]:
             edge = "upper bound 1 (100 % of the peak)" if v >= 1.0 - 1e-9 else "lower bound 0.02"
             out.append(f"{name} {v:.4g} sits on its {edge}: these rows do not pin it; check it before using the "
                        "calibrated template, or add rows bound by it")
-        elif name == "overhead_us" and v >= OVERHEAD_MAX_US * (1 - 1e-9):
+        elif name.startswith("overhead_us") and v >= OVERHEAD_MAX_US * (1 - 1e-9):
             out.append(f"{name} {v:.4g} sits on its upper bound {OVERHEAD_MAX_US:g} us: these rows do not pin it")
     return out
 
@@ -248,7 +251,7 @@ def constrained(rows: _Predictor, idx: list[int], x0: np.ndarray, step: float = 
     """[P] bool: the parameters the rows ``idx`` constrain (a step of ``step`` times the parameter, or of its
     range's 1 % for a parameter at 0, moves some row's log residual by more than ``tol``). A parameter no
     fitted row depends on keeps its value. One batch of P + 1 designs: ``x0`` and each step."""
-    lo, hi = _bounds(x0.size, rows.n_fractions)
+    lo, hi = _bounds(x0.size, rows.n_fractions, rows.n_overheads)
     X = np.tile(x0, (x0.size + 1, 1))
     X[1 + np.arange(x0.size), np.arange(x0.size)] += step * np.maximum(np.abs(x0), 1e-2 * (hi - lo))
     r = rows.residuals_many(X, idx)
@@ -259,7 +262,7 @@ def fit_rows(rows: _Predictor, idx: list[int], x0: np.ndarray) -> np.ndarray:
     """Robust least squares (log residuals, soft-L1) of the parameters the rows ``idx`` constrain; the others
     keep their ``x0`` value (fitting them would move them along flat directions to arbitrary bounds). The
     Jacobian is forward differences (:func:`forward_steps`), all columns in one batch of designs."""
-    lo, hi = _bounds(x0.size, rows.n_fractions)
+    lo, hi = _bounds(x0.size, rows.n_fractions, rows.n_overheads)
     x0 = np.clip(x0, lo + 1e-9, hi)
     active = constrained(rows, idx, x0)
     if not active.any():
@@ -350,13 +353,24 @@ def sync_names(rows: _Rows) -> list[str]:
     return [f"sync_us[{chip}]"] if len(rows.harnesses) == 1 else [f"sync_us[{chip} {h}]" for h in rows.harnesses]
 
 
+def overhead_name(hw: Hardware) -> str:
+    """The pooled launch-overhead parameter of ``hw``'s dispatch (``compute.dispatch``): ``overhead_us`` for chips
+    that launch kernels, ``overhead_us[static]`` for statically scheduled ones, whose per-operator cost is their
+    instruction pipeline's fill, not a launch (a launch overhead fitted on GPUs, TPUs and Gaudi put 0.24 to 3 us on
+    each of a Groq TSP's operators, whose template holds 0.05 us: its ResNet-50 row went 21 -> 285 % slow)."""
+    d = hw.compute.dispatch
+    return "overhead_us" if d == "kernels" else f"overhead_us[{d}]"
+
+
 def pooled_names(chips: list[_Rows]) -> list[str]:
     """The parameters of a fit shared by several chips: ``matrix_eff``, ``vector_eff``, one ``NAME_eff`` per memory
     level name (levels of one name share it across chips: ``hbm_eff``, ``l2_eff``; a name only one chip has is that
-    chip's), ``overhead_us``, then each chip's host-sync times (:func:`sync_names`): a harness's sync time is a
-    property of the measurement, shared by no other chip."""
+    chip's), the launch overhead of each dispatch among them (:func:`overhead_name`: kernel-launching chips share
+    ``overhead_us``, statically scheduled ones ``overhead_us[static]``), then each chip's host-sync times
+    (:func:`sync_names`): a harness's sync time is a property of the measurement, shared by no other chip."""
     levels = dict.fromkeys(m.name for r in chips for m in r.hw.memory)
-    return ["matrix_eff", "vector_eff", *[f"{lv}_eff" for lv in levels], "overhead_us",
+    overheads = sorted(dict.fromkeys(overhead_name(r.hw) for r in chips), key=lambda n: (n != "overhead_us", n))
+    return ["matrix_eff", "vector_eff", *[f"{lv}_eff" for lv in levels], *overheads,
             *[n for r in chips for n in sync_names(r)]]
 
 
@@ -379,12 +393,13 @@ class _Pool(_Predictor):
     def __init__(self, chips: list[_Rows]) -> None:
         self.chips = chips
         self.names = pooled_names(chips)
-        self.n_fractions = self.names.index("overhead_us")
+        self.n_fractions = next(i for i, n in enumerate(self.names) if n.startswith("overhead_us"))
+        self.n_overheads = sum(n.startswith("overhead_us") for n in self.names)
         self.x0 = [initial(r.hw, len(r.harnesses)) for r in chips]
         self.maps: list[tuple[np.ndarray, np.ndarray]] = []  # per chip: (local positions, pooled positions)
         for r in chips:
             local = parameter_names(r.hw, r.harnesses)
-            pooled = [*local[:r.n_fractions + 1], *sync_names(r)]  # sync entries last in both
+            pooled = [*local[:r.n_fractions], overhead_name(r.hw), *sync_names(r)]  # sync entries last in both
             self.maps.append((np.arange(len(pooled)), np.array([self.names.index(n) for n in pooled])))
         self.template_values = np.full((len(chips), len(self.names)), np.nan)
         for c, (lp, pp) in enumerate(self.maps):

@@ -159,7 +159,7 @@ def test_a_rate_rows_errors_are_time_errors_as_dse_validate_reports_them() -> No
 
 
 def _chip(name: str, peak: float = 1.0, hbm: float = 1.0, matrix_eff: float | None = None,
-          hbm_eff: float | None = None, overhead_us: float | None = None) -> dse.Hardware:
+          hbm_eff: float | None = None, overhead_us: float | None = None, dispatch: str = "kernels") -> dse.Hardware:
     """npu-7nm renamed, with ``peak`` x its matrix peaks (whole arrays per core), ``hbm`` x its HBM bandwidth and,
     where given, other efficiencies and launch overhead (a truth to generate measurements from)."""
     d = NPU.model_dump(mode="python", exclude_none=True)
@@ -172,6 +172,7 @@ def _chip(name: str, peak: float = 1.0, hbm: float = 1.0, matrix_eff: float | No
         d["memory"][2]["efficiency"] = hbm_eff
     if overhead_us is not None:
         d["compute"]["launch_overhead_us"] = overhead_us
+    d["compute"]["dispatch"] = dispatch
     return dse.hardware(d)
 
 
@@ -247,6 +248,26 @@ def test_a_chip_inconsistent_with_the_others_has_a_larger_leave_chip_out_error_t
     assert (gemms["leave_chip_out_error_pct"].abs() > gemms["pooled_fit_error_pct"].abs() + 5).all()
     assert rows.columns.tolist() == ["id", "chip", "family", *ChipFit.ERRORS]
     assert rows["chip"].tolist() == [n for n in SHAPES for _ in WORKLOADS]
+
+
+def test_a_statically_scheduled_chip_keeps_its_own_overhead_when_the_kernel_launching_chips_share_one() -> None:
+    """Chips a and b launch kernels (5 us each, truth); chip-s is statically scheduled (dispatch static, 0.05 us,
+    its template's and its truth's). The pool has one overhead per dispatch: fitted in sample each recovers its
+    truth, and held out chip-s keeps its template's 0.05 us, so its overhead-bound rows stay exact; sharing one
+    overhead would have put the launching chips' 5 us on each of them."""
+    a = _chip_rows(_chip("chip-a"), _chip("chip-a", 1.0, 1.0, 0.6, 0.7, 5.0))
+    b = _chip_rows(_chip("chip-b", 2.0, 2.0), _chip("chip-b", 2.0, 2.0, 0.6, 0.7, 5.0))
+    s = _chip_rows(_chip("chip-s", 1.0, 2.0, overhead_us=0.05, dispatch="static"),
+                   _chip("chip-s", 1.0, 2.0, 0.6, 0.7, 0.05, dispatch="static"))
+    assert pooled_names([Rows(*a), Rows(*s)])[-2:] == ["overhead_us", "overhead_us[static]"]
+    fit = leave_chip_out([a, b, s])
+    v = dict(zip(fit.names, fit.values, strict=True))
+    assert v["overhead_us"] == pytest.approx(5.0, rel=0.01) and v["overhead_us[static]"] == pytest.approx(0.05, rel=0.05)
+    assert fit.transferred("chip-s")["overhead_us[static]"] == pytest.approx(0.05)
+    assert fit.transferred("chip-a")["overhead_us"] == pytest.approx(5.0, rel=0.01)  # from chip b alone
+    rows = fit.table().set_index("id")
+    assert abs(rows.loc["chip-s-r5", "leave_chip_out_error_pct"]) < 0.5  # a 32^3 GEMM: all overhead
+    assert np.abs(fit.loco_error_pct).max() < 0.5
 
 
 def test_one_chip_has_nothing_to_leave_out() -> None:
