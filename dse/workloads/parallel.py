@@ -603,16 +603,22 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
 def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenario, plan: Plan,
                    training: bool) -> dict[str, float]:
     """Bytes per chip for non-transformer families: weights from the parameter count, the largest
-    operator's working set as inference activations; training keeps every forward output."""
+    operator's working set as inference activations; training keeps every forward output. ZeRO shards as in
+    :func:`transformer_memory` (Rajbhandari et al. 2020): the optimizer state over the data-parallel ranks from
+    stage 1, the gradients from stage 2, the weights at stage 3 (the op table's optimizer step shards the same)."""
     P = float(facts.get("params") or 0)
     mem: dict[str, float] = {}
     if training:
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
         held, state = state_bytes_per_param(sc, plan.recompute)
-        mem["weights"] = P * held
-        mem["gradients"] = P * DTYPE_BYTES[scenario_grad_dtype(sc)]
-        mem["optimizer"] = P * state / (plan.shards if plan.zero >= 1 else 1)
+
+        def sharded(stage: int) -> float:
+            return P / (plan.shards if plan.zero >= stage else 1)
+
+        mem["weights"] = held * sharded(3)
+        mem["gradients"] = DTYPE_BYTES[scenario_grad_dtype(sc)] * sharded(2)
+        mem["optimizer"] = state * sharded(1)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
         mem["weights"] = P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]

@@ -163,6 +163,21 @@ def test_zero_shards_the_optimizer_step_over_the_data_parallel_ranks() -> None:
         dse.workload("llama2-7b", phase="training", batch=8, seq=1024, plan={"microbatches": 4})
 
 
+@pytest.mark.parametrize("model", ["resnet50", "llama2-7b"])
+def test_zero_shards_the_footprint_by_stage_in_every_family(model: str) -> None:
+    """ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 the weights too (Rajbhandari et
+    al. 2020): a CNN's footprint follows the same rule as a transformer's (it sharded only the optimizer state), and
+    each part is sharded at the stage the op table's optimizer step shards it (zero_grad from ZeRO-2)."""
+    import dse
+
+    kw = {"batch": 64} if model == "resnet50" else {"batch": 16, "seq": 1024}
+    mem = [dse.workload(model, phase="training", plan={"dp": 8, "zero": z}, **kw).memory for z in range(4)]
+    for part, stage in (("optimizer", 1), ("gradients", 2), ("weights", 3)):
+        for z in range(4):
+            assert mem[z][part] == pytest.approx(mem[0][part] / (8 if z >= stage else 1), rel=1e-6), (part, z)
+    assert mem[3]["activations"] == mem[0]["activations"]
+
+
 def test_fsdp_is_data_parallel_with_everything_sharded() -> None:
     import dse
     from dse.errors import DseError
