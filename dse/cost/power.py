@@ -8,7 +8,8 @@ per-operation and per-access view; coefficients per node in ``hw_templates/nodes
                               + traffic_0 * e_register )
 
 ``e_flop`` is the node's whole-chip GPU fit for simt designs; a systolic design's matrix ops pay the
-processing-element energy ``energy_pj_per_flop_systolic`` (multiply + accumulate, TPUv4i Table 2) and
+processing-element energy ``energy_pj_per_flop_systolic`` (multiply + accumulate, TPUv4i Table 2) plus the operands
+each PE latches for its neighbours per MAC at the register energy (``dse.hardware.energy.forwarding_bytes``), and
 its operand traffic is charged per byte at each level like everyone's. ``traffic_l`` is the
 predictor's traffic across level ``l`` (``dse.predict.traffic``), so more
 on-chip reuse means less energy as well as less time. ``e_byte`` is the node's local-SRAM energy
@@ -36,7 +37,15 @@ import numpy as np
 from dse.cost.area import die_holdings
 from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, dvfs_factor, flop_energy, is_systolic, level_energy_per_byte, static_power
+from dse.hardware.energy import (
+    PJ,
+    dvfs_factor,
+    flop_energy,
+    is_systolic,
+    level_energy_per_byte,
+    matrix_flop_energy,
+    static_power,
+)
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict import MixArrays, fused, mix_arrays, mix_times
@@ -185,7 +194,7 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
     (``gemm_mode_power``) and this."""
     node = node or load_node(d.base.process_node)
     systolic = is_systolic(d)
-    matrix = np.nanmax(d.matrix_peak * flop_energy(node, systolic)[None, :], axis=1)
+    matrix = np.nanmax(d.matrix_peak * matrix_flop_energy(d, node)[None, :], axis=1)
     vector = np.nanmax(np.nan_to_num(d.vector_peak) * flop_energy(node)[None, :], axis=1)
     compute = matrix + vector if systolic else np.maximum(matrix, vector)
     e_level = level_energy_per_byte(d, node)

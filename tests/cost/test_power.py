@@ -20,7 +20,9 @@ def test_dynamic_energy_is_flops_plus_traffic_by_hand() -> None:
     e = mix_energy(d, Mix.of([wl]))
     tr = evaluate(d, OpArrays.from_table(wl.ops)).traffic[0, 0]  # bytes per level
     assert hw.compute.matrix.style == "systolic"  # the GEMM pays the processing-element energy
-    expect = (wl.flops * node.energy_pj_per_flop_systolic.values["bf16"] * PJ
+    assert hw.compute.matrix.dataflow == "output_stationary"  # and both bf16 operands forwarded per MAC (4 bytes)
+    e_pe = node.energy_pj_per_flop_systolic.values["bf16"] + 4 / 2 * node.energy_pj_per_byte_register.value
+    expect = (wl.flops * e_pe * PJ
               + tr @ level_energy_per_byte(d, node) + tr[0] * node.energy_pj_per_byte_register.value * PJ)
     assert e.dynamic_j[0, 0] == pytest.approx(expect, rel=1e-12)
     assert e.energy_j[0, 0] == pytest.approx(expect + e.static_w[0] * e.time_s[0, 0], rel=1e-12)
@@ -109,7 +111,7 @@ def test_wormhole_chip_power_against_its_core_rail_limit_without_fitting_on_it()
     assert hw.published.chip_power_limit_w == 85 and hw.published.tdp_w == 160
     peak = max(w[0] for w in gemm_mode_power(DesignBatch.from_hardware(hw)).values())
     assert peak == pytest.approx(hw.published.chip_power_limit_w, rel=0.25)
-    assert peak < 0.5 * hw.published.tdp_w  # against the board's 160 W it would miss by more than half
+    assert peak < 0.55 * hw.published.tdp_w  # against the board's 160 W it would miss by about half
 
 
 def test_dse_area_compares_the_hungriest_mode_with_the_chip_limit_where_published(capsys) -> None:
@@ -223,7 +225,7 @@ def test_iso_peak_designs_trade_area_for_power_through_the_clock_as_the_doc_says
     e = mix_energy(d, Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")]))
     assert d.cores.tolist() == [34, 24, 17]
     assert np.round(dse.cost.area.area(d).total).tolist() == [494, 392, 321]
-    assert np.round(e.power_w[:, 0]).tolist() == [105, 149, 247]
+    assert np.round(e.power_w[:, 0]).tolist() == [115, 165, 278]
 
 
 
@@ -237,7 +239,7 @@ def test_all_units_at_once_by_hand_and_against_intels_stress_measurements() -> N
     e_lv = level_energy_per_byte(d, node)
     onchip = ~d.offchip
     expect = (static_power(d, node)[0]
-              + d.matrix_peak[0, bf16] * flop_energy(node, True)[bf16]  # its only matrix mode
+              + d.matrix_peak[0, bf16] * flop_energy(node, True, "output_stationary")[bf16]  # its only matrix mode
               + max(d.vector_peak[0, bf16] * flop_energy(node)[bf16], d.vector_peak[0, fp32] * flop_energy(node)[fp32])
               + d.bandwidth[0] @ e_lv + d.bandwidth[0, 0] * node.energy_pj_per_byte_register.value * PJ
               + d.links[0] * hw.network.link_bandwidth_gbps * 1e9 * 2 * node.energy_pj_per_byte_serdes.value * PJ)
@@ -246,4 +248,4 @@ def test_all_units_at_once_by_hand_and_against_intels_stress_measurements() -> N
     # 850 W of a Gaudi 3 OAM and measures 530-560 W on a Gaudi 2 HL-225H ('Extreme'); docs/area_calibration.md
     g3 = stress_power(DesignBatch.from_hardware(dse.hardware("gaudi3")))[0]
     g2 = stress_power(DesignBatch.from_hardware(dse.hardware("gaudi2")))[0]
-    assert round((g3 / 850 - 1) * 100) == -6 and round((g2 / 545 - 1) * 100) == -31
+    assert round((g3 / 850 - 1) * 100) == 4 and round((g2 / 545 - 1) * 100) == -25
