@@ -1237,6 +1237,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     named = getattr(args, "system", None) is not None or p.system is not None and args.hardware == p.system.name
     if p.system is not None and not named:  # the hardware argument naming a system chooses it too
         print(f"system: {assumed_system(p.system, p.hardware.name)} (--system to choose)")
+    elif p.system is not None and p.system.chip != p.hardware.name:  # a what-if: another chip in this system's network
+        print(f"system: {p.system.name} is built for {p.system.chip}; here it carries {p.hardware.name} (a what-if: "
+              f"{p.hardware.name}'s peaks and memory, {p.system.name}'s links)")
     from dse.validate.bands import band_for
 
     band = band_for(wl, p.hardware)

@@ -331,7 +331,13 @@ def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
     assert "system: no system ships for inferentia2: assumed inferentia2-switch" in capsys.readouterr().out
     assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "4",
                  "--tp", "4", "--system", "tpu-v5e-pod"]) == 0
-    assert "system: assumed" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "system: assumed" not in out and "built for" not in out
+    # a chip run in a system built for another chip is a what-if, said as such
+    assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "8",
+                 "--tp", "8", "--system", "hls-gaudi2"]) == 0
+    assert ("system: hls-gaudi2 is built for gaudi2; here it carries tpu-v5e (a what-if: tpu-v5e's peaks and memory, "
+            "hls-gaudi2's links)") in capsys.readouterr().out
 
 
 def test_predict_has_a_flag_for_every_scenario_and_plan_field(capsys) -> None:
