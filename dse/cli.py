@@ -669,6 +669,25 @@ def _power_row(hw, d, node) -> dict:
             "power_err_pct": (low / limit - 1) * 100 if limit else float("nan"), "limit_outside_range_pct": outside}
 
 
+#: how far a template's hungriest GEMM may sit from its published power limit (issue 32: within 25 %)
+POWER_BAR_PCT = 25.0
+
+
+def _power_summary(rows: list[dict]) -> str:
+    """One line under ``dse area``'s table: of the templates with a published power limit, how many draw within
+    :data:`POWER_BAR_PCT` of it in their hungriest 8192^3 GEMM (``power_err_pct``), and the others with their error;
+    empty when none of ``rows`` has a limit."""
+    import math
+
+    pub = [r for r in rows if not math.isnan(r["power_err_pct"])]
+    if not pub:
+        return ""
+    out = [r for r in pub if abs(r["power_err_pct"]) > POWER_BAR_PCT]
+    return (f"power: the hungriest GEMM is within {POWER_BAR_PCT:g} % of the published limit on {len(pub) - len(out)} "
+            f"of {len(pub)} templates" + ("; outside: " + ", ".join(f"{r['template']} {r['power_err_pct']:+.2f} %"
+                                                                     for r in out) if out else ""))
+
+
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -712,6 +731,8 @@ def cmd_area(args: argparse.Namespace) -> int:
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        if line := _power_summary(rows):
+            print(line)
         print("\non-chip networks (dse.hardware.noc, priced by dse.cost.noc): routers of the topology; links sized by the "
               "template or, auto, so that uniform traffic gets what the network carries through; uniform = what it "
               "gets through (the predictor reads the carried level at no more)")

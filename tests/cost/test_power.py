@@ -128,6 +128,20 @@ def test_dse_area_compares_the_hungriest_mode_with_the_chip_limit_where_publishe
     assert t["power_err_pct"] == pytest.approx((t["peak_mode_power_w"] / 192 - 1) * 100)
 
 
+def test_dse_area_counts_the_templates_within_25_percent_of_their_limit(capsys) -> None:
+    """Issue 32's bar in one line: of the templates named with a published limit, those whose hungriest GEMM is
+    within 25 % of it, and the others with their error (B200 at +25.04 % is outside)."""
+    from dse.cli import _power_summary, main
+
+    assert main(["area", "tpu-v4", "b200", "npu-7nm"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("power:"))
+    assert line == ("power: the hungriest GEMM is within 25 % of the published limit on 1 of 2 templates; "
+                    "outside: b200 +25.04 %")
+    nan = float("nan")
+    assert _power_summary([{"template": "x", "power_err_pct": nan}]) == ""
+    assert _power_summary([{"template": "x", "power_err_pct": -24.9}]).endswith("on 1 of 1 templates")
+
+
 def test_the_power_table_of_the_calibration_doc_is_what_the_model_prints() -> None:
     import re
     from pathlib import Path
