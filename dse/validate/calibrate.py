@@ -356,8 +356,8 @@ def sync_names(rows: _Rows) -> list[str]:
 def overhead_name(hw: Hardware) -> str:
     """The pooled launch-overhead parameter of ``hw``'s dispatch (``compute.dispatch``): ``overhead_us`` for chips
     that launch kernels, ``overhead_us[static]`` for statically scheduled ones, whose per-operator cost is their
-    instruction pipeline's fill, not a launch (a launch overhead fitted on GPUs, TPUs and Gaudi put 0.24 to 3 us on
-    each of a Groq TSP's operators, whose template holds 0.05 us: its ResNet-50 row went 21 -> 285 % slow)."""
+    instruction pipeline's fill, not a launch (one overhead pooled over the kernel-launching NPUs put their launch on
+    each of a Groq TSP's operators, whose template holds 0.05 us: held out, its ResNet-50 row went 21 -> 492 % slow)."""
     d = hw.compute.dispatch
     return "overhead_us" if d == "kernels" else f"overhead_us[{d}]"
 
