@@ -20,15 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import (
-    PJ,
-    dvfs_factor,
-    flop_energy,
-    is_systolic,
-    level_energy_per_byte,
-    matrix_flop_energy,
-    static_power,
-)
+from dse.hardware.energy import PJ, dvfs_factor, flop_energy, level_energy_per_byte, matrix_flop_energy, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict.traffic import OpArrays, masked_work
@@ -43,9 +35,7 @@ def op_flop_energy(d: DesignBatch, o: OpArrays, matrix: np.ndarray, node: Node) 
     arrays (``matrix``, from ``roofline.on_matrix``) the processing element's with the operands it forwards
     (``dse.hardware.energy.flop_energy``); x the FLOPs a causal attention row
     executes per useful one where the kernel computes the masked blocks (``dse.predict.traffic.masked_work``)."""
-    e_flop = flop_energy(node)[o.dtype_idx][None, :]
-    if is_systolic(d):
-        e_flop = np.where(matrix, matrix_flop_energy(d, node)[o.dtype_idx][None, :], e_flop)
+    e_flop = np.where(matrix, matrix_flop_energy(d, node)[o.dtype_idx][None, :], flop_energy(node)[o.dtype_idx][None, :])
     return e_flop * masked_work(o, d)[None, :]
 
 
