@@ -157,6 +157,12 @@ def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     return err.get("msg", kind)
 
 
+def _dotted(err: dict[str, Any], prefix: str = "") -> str:
+    """A pydantic error's location as a dotted field path (``compute.matrix.peak_tflops``), under ``prefix``."""
+    at = ".".join(str(p) for p in err["loc"] if p != "__root__")
+    return f"{prefix}.{at}" if prefix and at else (at or prefix)
+
+
 def from_validation_error(
     exc: ValidationError, *, file: str | None, model: type[BaseModel] | None = None, prefix: str = "",
     prefer: str | None = None,
@@ -167,20 +173,15 @@ def from_validation_error(
     errors = exc.errors()
 
     def rank(e: dict[str, Any]) -> int:
-        at = ".".join(str(p) for p in e["loc"] if p != "__root__")
-        return 0 if e["type"] == "extra_forbidden" else 1 if prefer and at == prefer else 2
+        return 0 if e["type"] == "extra_forbidden" else 1 if prefer and _dotted(e) == prefer else 2
 
     err = min(errors, key=rank)
-    loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
-    if prefix:
-        loc = f"{prefix}.{loc}" if loc else prefix
+    loc = _dotted(err, prefix)
     others = []  # the other bad fields, named (a count alone left the user to find them)
     for e in errors:
-        if e is not err:
-            at = ".".join(str(p) for p in e["loc"] if p != "__root__")
-            at = f"{prefix}.{at}" if prefix and at else (at or prefix)
-            if at and at != loc and at not in others:
-                others.append(at)
+        at = _dotted(e, prefix)
+        if e is not err and at and at != loc and at not in others:
+            others.append(at)
     n = len(errors) - 1
     named = f": {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}" if others else ""
     more = f" (and {n} more bad field{'s' * (n != 1)}{named})" if n else ""

@@ -557,21 +557,9 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     P = float(facts["params"])
     h, L, t = arch.hidden, arch.layers, plan.tp
     T = float(facts["tokens"])
-    z = plan.shards  # ZeRO and fsdp shard over the data-parallel ranks of one copy (fsdp when hybrid)
     mem: dict[str, float] = {}
     if training:
-        held, state = state_bytes_per_param(sc, plan.recompute)
-        # a routed expert has dp / ep data-parallel replicas, the dense weights dp: ZeRO shards each over its own
-        # replicas (Megatron-core's expert-data-parallel group; DeepSpeed-MoE's expert data parallelism)
-        pe = float(facts.get("expert_params") or 0) if plan.ep > 1 else 0.0
-        ze = max(1, z // plan.ep)
-
-        def sharded(stage: int) -> float:  # parameters per chip counted once, each part over its own replicas
-            return (P - pe) / (z if plan.zero >= stage else 1) + pe / (ze if plan.zero >= stage else 1)
-
-        mem["weights"] = held * sharded(3)
-        mem["gradients"] = DTYPE_BYTES[scenario_grad_dtype(sc)] * sharded(2)
-        mem["optimizer"] = state * sharded(1)
+        mem |= training_state_bytes(P, sc, plan, float(facts.get("expert_params") or 0))
         heads = arch.heads  # already per TP rank
         s = facts.get("seq") or 1
         score = 0.0 if (sc.fused_attention or plan.recompute != "none") else 5.0 * heads * s / h  # 5as/(ht)
@@ -600,25 +588,37 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
     return mem
 
 
+def training_state_bytes(P: float, sc: Scenario, plan: Plan, expert_params: float = 0.0) -> dict[str, float]:
+    """Bytes per chip of a training step's ``weights``, ``gradients`` and ``optimizer`` state for ``P`` parameters
+    (per parameter: :func:`dse.workloads.training.state_bytes_per_param` and the step's gradient dtype). ZeRO shards
+    them over the data-parallel ranks of one copy (``plan.shards``: fsdp when hybrid; Rajbhandari et al. 2020): the
+    optimizer state from stage 1, the gradients from stage 2, the weights at stage 3. Under expert parallelism a
+    routed expert (``expert_params`` of the ``P``) has dp / ep data-parallel replicas where the dense weights have dp,
+    and ZeRO shards each over its own replicas (Megatron-core's expert-data-parallel group; DeepSpeed-MoE)."""
+    held, state = state_bytes_per_param(sc, plan.recompute)
+    z = plan.shards
+    pe = expert_params if plan.ep > 1 else 0.0
+    ze = max(1, z // plan.ep)
+
+    def sharded(stage: int) -> float:  # parameters per chip counted once, each part over its own replicas
+        return (P - pe) / (z if plan.zero >= stage else 1) + pe / (ze if plan.zero >= stage else 1)
+
+    return {"weights": held * sharded(3), "gradients": DTYPE_BYTES[scenario_grad_dtype(sc)] * sharded(2),
+            "optimizer": state * sharded(1)}
+
+
 def generic_memory(rows: list[dict[str, Any]], facts: dict[str, Any], sc: Scenario, plan: Plan,
                    training: bool) -> dict[str, float]:
     """Bytes per chip for non-transformer families: weights from the parameter count, the largest
-    operator's working set as inference activations; training keeps every forward output. ZeRO shards as in
-    :func:`transformer_memory` (Rajbhandari et al. 2020): the optimizer state over the data-parallel ranks from
-    stage 1, the gradients from stage 2, the weights at stage 3 (the op table's optimizer step shards the same)."""
+    operator's working set as inference activations; training keeps every forward output, and its weights, gradients
+    and optimizer state shard by ZeRO stage as a transformer's do (:func:`training_state_bytes`; the op table's
+    optimizer step shards the same)."""
     P = float(facts.get("params") or 0)
     mem: dict[str, float] = {}
     if training:
         fwd = [r for r in rows if not str(r["name"]).endswith(".bwd") and ".bwd." not in str(r["name"])
                and not str(r["name"]).startswith("optimizer.")]
-        held, state = state_bytes_per_param(sc, plan.recompute)
-
-        def sharded(stage: int) -> float:
-            return P / (plan.shards if plan.zero >= stage else 1)
-
-        mem["weights"] = held * sharded(3)
-        mem["gradients"] = DTYPE_BYTES[scenario_grad_dtype(sc)] * sharded(2)
-        mem["optimizer"] = state * sharded(1)
+        mem |= training_state_bytes(P, sc, plan)
         mem["activations"] = float(sum((r["c_bytes"] or r["bytes_written"]) * r["count"] for r in fwd if not r.get("fused")))
     else:
         mem["weights"] = P * DTYPE_BYTES[sc.weight_dtype or sc.dtype]

@@ -630,14 +630,16 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
         total = arch.layers * (attn + mats * h * arch.ffn) + h
     else:
         m = arch.moe
-        moe_ffn = (m.experts + m.shared_experts) * mats * h * m.expert_ffn + h * m.experts
-        total = arch.layers * attn + m.dense_layers * mats * h * arch.ffn + (arch.layers - m.dense_layers) * moe_ffn + h
+        shared_and_router = m.shared_experts * mats * h * m.expert_ffn + h * m.experts  # per MoE layer
+        total = (arch.layers * attn + m.dense_layers * mats * h * arch.ffn
+                 + (arch.layers - m.dense_layers) * shared_and_router + _expert_params(arch) + h)
     return int(total + vocab_params(arch))
 
 
 def _expert_params(arch: TransformerArch) -> int:
-    """The routed experts' weights among :func:`_params` (their matrices and the router; 0 without experts): the
-    part expert parallelism shards, so its data-parallel replicas are fewer than the dense part's."""
+    """The routed experts' weight matrices among :func:`_params` (0 without experts; the router and the shared
+    experts are replicated like the dense layers): the part expert parallelism shards, so its data-parallel replicas
+    are fewer than the dense part's."""
     if arch.moe is None:
         return 0
     m = arch.moe
