@@ -24,7 +24,7 @@ Sources: Thakur, Rabenseifner & Gropp, IJHPCA 2005 (ring/tree alpha-beta costs);
 2009 (bandwidth-optimal ring all-reduce); Sanders, Speck & Traeff 2009 (pipelined double binary
 trees, NCCL's tree); Klenk et al., ISCA 2020 / NVIDIA SHARP (in-network reduction); Jouppi et al.,
 ISCA 2023 (TPU v4) and ASTRA-sim (Rashidi et al., ISPASS 2020) for dimension-by-dimension torus
-collectives.
+collectives; jax-ml/scaling-book (sharding.md) for a torus collective over several axes at once (XLA on TPU).
 """
 
 from __future__ import annotations
@@ -98,6 +98,21 @@ def torus_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float
     return t
 
 
+def torus_multi_axis_all_reduce(S: float, dims: list[int], b: float, alpha: float) -> float:
+    """All spanned axes at once: the buffer is split into one part per axis the group spans, each part reduced
+    dimension by dimension (:func:`torus_all_reduce`) from a different starting axis (rotated orders, so in every
+    phase the parts run on different axes' links); the time is the slowest part's. On ``m`` equal axes that is
+    ``1/m`` of the bandwidth term of one dimension-by-dimension pass, the per-step latency unchanged: "when we
+    gather over multiple axes ... this increases the available bandwidth by a factor of n_axes", T = V / (W_ICI
+    n_axes) (jax-ml/scaling-book@0819a7d sharding.md, what XLA does on a TPU torus). Parts whose phases drift
+    apart on unequal axes are taken not to contend for a link (optimistic there)."""
+    axes = [k for k in dims if k > 1]
+    if len(axes) < 2:
+        return torus_all_reduce(S, dims, b, alpha)
+    m = len(axes)
+    return max(torus_all_reduce(S / m, axes[i:] + axes[:i], b, alpha) for i in range(m))
+
+
 def point_to_point(S: float, B: float, alpha: float) -> float:
     """``S/B + alpha``."""
     return S / B + alpha
@@ -148,6 +163,15 @@ TABLE: tuple[Algorithm, ...] = (
               "S/b + alpha (a torus neighbour over one link)", "alpha-beta"),
     Algorithm("p2p", "*", "direct", lambda S, n, b, B, a, d: point_to_point(S, B, a),
               "S/B + alpha", "alpha-beta"),
+    Algorithm("all_reduce", "torus", "multi_axis", lambda S, n, b, B, a, d: torus_multi_axis_all_reduce(S, d, b, a),
+              "max over parts p of the dimension row on S/m, axes rotated by p (m spanned axes)",
+              "jax-ml/scaling-book sharding.md (AllGather over multiple axes)", requested=True),
+    Algorithm("all_gather", "torus", "multi_axis",
+              lambda S, n, b, B, a, d: torus_multi_axis_all_reduce(S, d, b, a) / 2,
+              "half the multi-axis all-reduce", "jax-ml/scaling-book sharding.md", requested=True),
+    Algorithm("reduce_scatter", "torus", "multi_axis",
+              lambda S, n, b, B, a, d: torus_multi_axis_all_reduce(S, d, b, a) / 2,
+              "half the multi-axis all-reduce", "jax-ml/scaling-book sharding.md", requested=True),
     Algorithm("all_reduce", "torus", "dimension", lambda S, n, b, B, a, d: torus_all_reduce(S, d, b, a),
               "sum_i 2(k_i-1)/k_i S_i/(2b) + 2(k_i-1) alpha, S_i = S/prod_{j<i} k_j",
               "Jouppi et al. ISCA 2023; ASTRA-sim"),
@@ -237,9 +261,17 @@ def protocol_time(p: Protocol, a: Algorithm, S: float, n: int, b: float, B: floa
     return a.time(S, n, b * p.bandwidth_fraction, B * p.bandwidth_fraction, alpha * p.step_latency_scale, dims)
 
 
-#: all-reduce algorithms a network level may ask for by name (``algorithm:`` of a system level)
+#: all-reduce algorithms a network level may ask for by name (``algorithm:`` of a system level): the rows for every
+#: topology and the requested rows of one topology (``multi_axis`` on a torus; ``in_network`` is the switch's
+#: ``in_network_reduction`` flag, not a name)
 LEVEL_ALGORITHMS: tuple[str, ...] = tuple(dict.fromkeys(
-    a.name for a in TABLE if a.collective == "all_reduce" and a.topology == "*"))
+    a.name for a in TABLE if a.collective == "all_reduce" and (a.topology == "*" or a.requested)
+    and a.name != "in_network"))
+
+
+def algorithm_topologies(name: str) -> tuple[str, ...]:
+    """The topologies whose all-reduce can run the level algorithm ``name`` (``*``: every one)."""
+    return tuple(dict.fromkeys(a.topology for a in TABLE if a.collective == "all_reduce" and a.name == name))
 
 
 def choose(collective: str, topology: str, algorithm: str = "ring", in_network_reduction: bool = False) -> Algorithm:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from dse.errors import DseError, did_you_mean, from_validation_error
-from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES
+from dse.hardware.collectives import LEVEL_ALGORITHMS, LIBRARIES, algorithm_topologies
 from dse.hardware.schema import Hardware
 from dse.limits import MAX_CORES
 from dse.strict import Strict
@@ -91,6 +91,9 @@ class NetworkLevel(Strict):
             raise ValueError(f"@wrap_min_dim@got {self.wrap_min_dim} on a {self.topology}; accepted: a torus level only")
         if self.in_network_reduction and self.topology != "switch":
             raise ValueError("in_network_reduction needs a switch topology")
+        if not _runs_on(self.algorithm, self.topology):
+            ok = ", ".join(repr(a) for a in LEVEL_ALGORITHMS if _runs_on(a, self.topology))
+            raise ValueError(f"@algorithm@got {self.algorithm!r} on a {self.topology}; accepted: {ok}")
         return self
 
     @property
@@ -101,6 +104,11 @@ class NetworkLevel(Strict):
     def per_direction(self, gbps: float) -> float:
         """byte/s per direction from the field's GB/s."""
         return gbps * 1e9 / (2.0 if self.bandwidth_direction == "bidirectional" else 1.0)
+
+
+def _runs_on(algorithm: str, topology: str) -> bool:
+    """Whether a level of this topology can run the all-reduce ``algorithm`` (its rows' topologies)."""
+    return bool({"*", topology} & set(algorithm_topologies(algorithm)))
 
 
 class System(Strict):

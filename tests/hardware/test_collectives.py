@@ -58,12 +58,50 @@ def test_adding_an_algorithm_is_one_record(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_system_levels_accept_the_table_algorithms_and_name_them_on_error() -> None:
-    base = dict(name="l0", size=8, topology="switch", latency_us=1.0, efficiency=0.8, source="test")
+    base = dict(name="l0", size=8, latency_us=1.0, efficiency=0.8, source="test")
     for name in coll.LEVEL_ALGORITHMS:
-        assert NetworkLevel(**base, algorithm=name).algorithm == name
+        topology = "torus" if "*" not in coll.algorithm_topologies(name) else "switch"
+        dims = {"dims": [2, 4]} if topology == "torus" else {}
+        assert NetworkLevel(**base, topology=topology, algorithm=name, **dims).algorithm == name
     with pytest.raises(ValueError, match="tree"):
-        NetworkLevel(**base, algorithm="butterfly")
+        NetworkLevel(**base, topology="switch", algorithm="butterfly")
     assert dataclasses.is_dataclass(coll.TABLE[0])
+
+
+def test_a_torus_only_algorithm_on_a_switch_is_one_line_naming_what_the_switch_runs() -> None:
+    from dse.errors import DseError
+    from dse.hardware.system import load_system
+
+    bad = load_system("dgx-h100").model_dump(mode="python", exclude_none=True)
+    bad["network"][0]["algorithm"] = "multi_axis"
+    with pytest.raises(DseError, match="algorithm: got 'multi_axis' on a switch; accepted: ") as ei:
+        load_system(bad)
+    line = str(ei.value)
+    assert "\n" not in line and "'ring'" in line and "'multi_axis'" not in line.split("accepted:")[1]
+
+
+def test_multi_axis_uses_every_spanned_axis_at_once() -> None:
+    """scaling-book: a collective over m torus axes gets m times the bandwidth of one; the per-step latency is the
+    same walk. On one axis it is the dimension-by-dimension row."""
+    S, b = 6.0e8, 1.0e11
+    dim = coll.choose("all_reduce", "torus")
+    multi = coll.choose("all_reduce", "torus", "multi_axis")
+    assert multi.name == "multi_axis" and dim.name == "dimension"
+    for dims in ([16, 16], [4, 4, 4]):
+        m, k = len(dims), dims[0]
+        # bandwidth: each part is one dimension-by-dimension pass on S/m
+        assert multi.time(S, k ** m, b, 0, 0.0, dims) == pytest.approx(dim.time(S / m, k ** m, b, 0, 0.0, dims))
+        assert multi.time(S, k ** m, b, 0, 0.0, dims) < dim.time(S, k ** m, b, 0, 0.0, dims) / m * (1 + 1 / k)
+        # latency: the same 2 (k - 1) steps per axis
+        inf = float("inf")
+        assert multi.time(S, k ** m, inf, inf, 1e-6, dims) == pytest.approx(dim.time(S, k ** m, inf, inf, 1e-6, dims))
+    assert multi.time(S, 16, b, 0, 1e-6, [16]) == dim.time(S, 16, b, 0, 1e-6, [16])
+    # unequal axes and a line without wraparound: the slowest rotation, never faster than m axes' bandwidth allows
+    dims = [coll.Axis(8, False), coll.Axis(16, True)]
+    t = multi.time(S, 128, b, 0, 0.0, dims)
+    assert dim.time(S, 128, b, 0, 0.0, dims) / 2 <= t < dim.time(S, 128, b, 0, 0.0, dims)
+    half = coll.choose("all_gather", "torus", "multi_axis").time(S, 256, b, 0, 1e-6, [16, 16])
+    assert half == pytest.approx(multi.time(S, 256, b, 0, 1e-6, [16, 16]) / 2)
 
 
 # ---------------------------------------------------------------------------------- protocols
@@ -176,3 +214,24 @@ def test_a_box_resized_below_its_size_keeps_its_per_peer_links() -> None:
         with pytest.raises(DseError, match="box_size: got") as ei:
             load_system(bad)
         assert "\n" not in str(ei.value)
+
+
+@pytest.mark.parametrize("pod", ["tpu-v4-pod", "tpu-v5e-pod", "tpu-v5p-pod", "tpu-v6e-pod"])
+def test_tpu_pods_run_collectives_over_every_axis_of_the_slice_at_once(pod: str) -> None:
+    """XLA on a TPU slice (scaling-book): a 256-chip psum over m torus axes (2 on v5e/v6e, 3 on v4/v5p) takes about
+    1/m of the dimension-by-dimension time."""
+    import dse
+    from dse.hardware.system import load_system
+
+    system = load_system(pod)
+    assert system.network[0].algorithm == "multi_axis"
+    data = system.model_dump(mode="python", exclude_none=True)
+    data["network"][0]["algorithm"] = "ring"  # a torus's default row: dimension by dimension
+
+    def psum_s(s) -> float:
+        ops = dse.predict("all_reduce:606076928", system.chip, system=s, chips=256).ops
+        return float(ops["t_network_s"].sum())
+
+    m = len(system.network[0].dims)
+    ratio = psum_s(system) / psum_s(load_system(data))
+    assert 0.9 / m < ratio < 1.25 / m

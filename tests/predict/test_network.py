@@ -212,7 +212,7 @@ def test_a_torus_runs_simple_only_with_no_extra_fixed_cost():
     S = 1e6
     name, _, t = net.best_variant("all_reduce", S, 16, 1, specs, b, B)
     pure = net.level_time("all_reduce", S, 16, "torus", b=b[0], B=B[0], alpha=specs[0].latency_s,
-                          dims=specs[0].dims, wrap_min=specs[0].wrap_min_dim)
+                          dims=specs[0].dims, wrap_min=specs[0].wrap_min_dim, algorithm=specs[0].algorithm)
     assert name == "simple" and t == pytest.approx(pure, rel=1e-12)
 
 
