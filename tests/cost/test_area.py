@@ -202,7 +202,7 @@ def test_stacks_are_priced_per_level_of_a_phy_kind_not_at_the_last_level() -> No
 
 
 # Process nodes from the oldest to the newest shrink (3nm is N3E, n3b the denser N3B; issue 32 item 1).
-NODE_CHAIN = ("28nm", "16nm", "12nm", "7nm", "6nm", "5nm", "4nm", "3nm", "n3b", "2nm")
+NODE_CHAIN = ("28nm", "22nm", "16nm", "12nm", "7nm", "6nm", "5nm", "4nm", "3nm", "n3b", "2nm")
 
 
 def test_every_node_file_loads_under_its_own_name_and_the_chain_ships() -> None:
@@ -396,3 +396,21 @@ def test_a_network_too_narrow_for_its_shared_level_is_a_warning() -> None:
     data["compute"]["noc"] = {"topology": "mesh", "link_bytes": 4}
     lines = build_warnings(hardware_from_mapping(data, file="narrow.yaml"), label="narrow.yaml")
     assert any(w.startswith("narrow.yaml: its on-chip network (mesh, 4-byte links) carries") for w in lines), lines
+
+
+def test_22nm_is_28nm_shrunk_by_tsmcs_22ulp_claims() -> None:
+    """22ULP (an optimised 28HPC+): 10 % less area for logic and SRAM, 0.65 x 0.70 of 28HPM's power at the same
+    speed (TSMC via AnandTech 11337); analog PHYs, SerDes, fixed area and wafer price stay 28 nm's."""
+    n28, n22 = load_node("28nm"), load_node("22nm")
+    for key in ("matrix_mm2_per_tflops", "vector_mm2_per_tflops", "cache_mm2_per_mib", "scratchpad_mm2_per_mib",
+                "dram_controller_mm2_per_stack", "sram_bitcell_um2"):
+        assert getattr(n22, key).value == pytest.approx(0.9 * getattr(n28, key).value, rel=2e-3), key
+    assert n22.systolic_pe_um2.values["bf16"] == pytest.approx(0.9 * n28.systolic_pe_um2.values["bf16"], rel=2e-3)
+    for key in ("energy_pj_per_flop", "energy_pj_per_flop_systolic"):
+        assert getattr(n22, key).values["bf16"] == pytest.approx(0.455 * getattr(n28, key).values["bf16"], rel=2e-3)
+    assert n22.energy_pj_per_byte_sram_local.value == pytest.approx(0.455 * n28.energy_pj_per_byte_sram_local.value,
+                                                                  rel=2e-3)
+    for key in ("dram_phy_mm2_per_stack", "serdes_mm2_per_link", "fixed_mm2", "wafer_cost_usd",
+                "energy_pj_per_byte_dram", "defect_density_per_cm2"):
+        assert getattr(n22, key).value == getattr(n28, key).value, key
+    # npu-7nm priced between 28 and 16 nm: test_a_template_priced_at_every_node_has_a_positive_area_that_shrinks_...
