@@ -69,7 +69,9 @@ class NetworkLevel(Strict):
         "line with its own flag, pays none. 0: none")
     in_network_reduction: bool = Field(False, description="The switch reduces (SHARP / NVLS)")
     algorithm: Literal[LEVEL_ALGORITHMS] = Field(  # type: ignore[valid-type]
-        "ring", description="All-reduce algorithm (dse.hardware.collectives.TABLE)")
+        "ring", description="All-reduce algorithm (dse.hardware.collectives.TABLE): ring or tree on any topology (a "
+        "torus runs its default, dimension by dimension, for either); multi_axis on a torus: a collective over several "
+        "axes runs on all of them at once (XLA on a TPU slice)")
     collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
         "nccl", description="Collective library whose wire protocols (LL, LL128, Simple) the level runs "
                             "(dse.hardware.collectives.PROTOCOLS)")
