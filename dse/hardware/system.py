@@ -151,18 +151,12 @@ class System(Strict):
         levels = [lv.model_copy() for lv in self.network]
         inner = math.prod(lv.size for lv in levels[:-1])
         lv0 = levels[0]
+        t = next((i for i, lv in enumerate(levels) if lv.topology == "torus"), None)
+        below = math.prod(lv.size for lv in levels[:t]) if t is not None else 1  # ranks inside one torus node
         if chips % inner == 0 and len(levels) > 1:
             levels[-1] = levels[-1].model_copy(update={"size": chips // inner})
-        elif lv0.topology == "torus" and (len(levels) == 1 or chips <= lv0.size):
-            dims = slice_dims(lv0.dims or [lv0.size], chips, lv0.slice_axes)
-            if dims is None:
-                pod = lv0.dims or [lv0.size]
-                rule = "" if lv0.slice_axes == "any" else f", each axis {lv0.slice_axes.replace('_', ' ')}"
-                eg = ", ".join(str(n) for n in published_counts(pod, lv0.slice_axes))
-                raise DseError(f"got {chips} chips, which make no slice of the torus {lv0.dims} of {self.name}; "
-                               f"accepted: a count of at most {lv0.size} chips that factors into {len(pod)} "
-                               f"dimensions within {'x'.join(map(str, pod))}{rule} (e.g. {eg})", field="chips")
-            levels = [lv0.model_copy(update={"size": chips, "dims": dims})]
+        elif t is not None and chips % below == 0 and (t == len(levels) - 1 or chips <= below * levels[t].size):
+            levels = levels[:t] + ([self._torus_slice(levels[t], chips // below, below)] if chips > below else [])
         elif (chips <= lv0.size and lv0.size % chips == 0) or len(levels) == 1:  # a switch or ring resized
             box = {"box_size": lv0.box_size or lv0.size} if lv0.topology == "fully_connected" and chips < lv0.size else {}
             levels = [lv0.model_copy(update={"size": chips, **box})]
@@ -170,6 +164,20 @@ class System(Strict):
             raise DseError(f"{chips} chips do not match the topology of {self.name} (levels {self.sizes}); "
                            f"accepted: a divisor of {levels[0].size} or a multiple of {inner}", field="chips")
         return self.model_copy(update={"network": levels})
+
+    def _torus_slice(self, lv: NetworkLevel, nodes: int, below: int) -> NetworkLevel:
+        """Torus level ``lv`` cut to its most balanced slice of ``nodes`` (:func:`slice_dims`), ``below`` ranks per
+        node (the levels inside it: a TPU7x chip's two devices), or one line saying which counts slice it."""
+        dims = slice_dims(lv.dims or [lv.size], nodes, lv.slice_axes)
+        if dims is None:
+            pod = lv.dims or [lv.size]
+            rule = "" if lv.slice_axes == "any" else f", each axis {lv.slice_axes.replace('_', ' ')}"
+            eg = ", ".join(str(n * below) for n in published_counts(pod, lv.slice_axes))
+            per = f" ({below} per torus node)" if below > 1 else ""
+            raise DseError(f"got {nodes * below} chips, which make no slice of the torus {lv.dims} of {self.name}; "
+                           f"accepted: a count of at most {lv.size * below} chips{per} that factors into {len(pod)} "
+                           f"dimensions within {'x'.join(map(str, pod))}{rule} (e.g. {eg})", field="chips")
+        return lv.model_copy(update={"size": nodes, "dims": dims})
 
     def level_arrays(self, hw: Hardware) -> tuple[list[float], list[float], list[float], list[bool]]:
         """Per level: links per chip, byte/s per link per direction, efficiency, linked to the chip's SerDes."""

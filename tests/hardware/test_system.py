@@ -240,3 +240,20 @@ def test_a_system_file_path_is_a_system_and_a_template_path_is_not() -> None:
 
     assert is_system(str(systems_dir() / "dgx-h100.yaml")) and is_system("tpu-v5e-pod")
     assert not is_system(str(template_file("h100-sxm"))) and not is_system("h100-sxm") and not is_system("nope.yaml")
+
+
+def test_a_torus_under_an_inner_level_slices_and_says_per_node_counts() -> None:
+    """tpu7x-pod: two TensorCore devices per chip (a die-to-die level) under the ICI torus of chips. A device count
+    takes the most balanced torus slice of count / 2 chips; one chip is the d2d level alone; a count that makes no
+    slice is one line that counts devices, 2 per torus node."""
+    pod = load_system("tpu7x-pod")
+    assert [(lv.name, lv.size) for lv in pod.network] == [("d2d", 2), ("ici", 9216), ("dcn", 1)]
+    s = pod.resized(128)
+    assert [(lv.name, lv.size, lv.dims) for lv in s.network] == [("d2d", 2, None), ("ici", 64, [4, 4, 4])]
+    assert [lv.name for lv in pod.resized(2).network] == ["d2d"]
+    assert pod.resized(4 * 18432).network[-1].size == 4  # whole pods over the data-centre network
+    with pytest.raises(DseError, match=r"chips: got 6 chips.*2 per torus node") as ei:
+        pod.resized(6)
+    assert "\n" not in str(ei.value)
+    # a pod whose torus is level 0 slices as before
+    assert load_system("tpu-v5p-pod").resized(64).network[0].dims == [4, 4, 4]
