@@ -142,8 +142,9 @@ class System(Strict):
 
     def resized(self, chips: int) -> System:
         """The same system with ``chips`` chips: fewer than a node shrinks level 0 (a switch or ring to that
-        size, a torus to its most balanced slice, :func:`slice_dims`), more scales the outermost level; a
-        one-level torus (a TPU pod) takes any slice that fits the pod."""
+        size), a torus level takes its most balanced slice (:func:`slice_dims`) of ``chips`` / the ranks of the levels
+        inside it (none for a TPU pod; a TPU7x chip's two devices), more scales the outermost level; a one-level
+        torus takes any slice that fits the pod."""
         if chips == self.chips:
             return self
         if chips <= 0:
