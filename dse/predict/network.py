@@ -209,7 +209,7 @@ def row_coefficients(o: OpArrays, system: System) -> tuple[np.ndarray, np.ndarra
     """(c_link [V, N, Oc], c_inj [V, N, Oc], alpha [V, Oc], bytes sent [Oc]) of the collective rows of ``o`` on
     ``system`` under each variant (:func:`variant_coefficients`), cached on ``o`` per system (the
     coefficients do not depend on the design's numbers)."""
-    key = ("variants", system.name, tuple(system.sizes), tuple(repr(lv) for lv in system.network))  # every field
+    key = ("variants", *(repr(lv) for lv in system.network))  # every field of every level, sizes and dims included
     if key not in o.cache:
         specs = system.network
         V = len(variants(specs))
