@@ -646,8 +646,8 @@ def _noc_row(name: str, d) -> dict:
     auto = noc.topology == "auto"
     return {"template": name, "topology": g.topology + (" (auto)" if auto else ""),
             "link_bytes": f"{g.link_bytes[0]:.0f}" + ("" if noc.link_bytes else " (auto)"), "networks": g.networks,
-            "routers": int(g.routers[0]), "ports": int(g.ports[0]), "carries_tbps": d.noc_demand[0] / 1e12,
-            "uniform_tbps": g.uniform_bps[0] / 1e12}
+            "routers": int(g.routers[0]), "ports": int(g.ports[0]), "traffic": noc.traffic,
+            "carries_tbps": d.noc_demand[0] / 1e12, "delivers_tbps": g.delivered_bps[0] / 1e12}
 
 
 def _power_row(hw, d, node) -> dict:
@@ -734,8 +734,9 @@ def cmd_area(args: argparse.Namespace) -> int:
         if line := _power_summary(rows):
             print(line)
         print("\non-chip networks (dse.hardware.noc, priced by dse.cost.noc): routers of the topology; links sized by the "
-              "template or, auto, so that uniform traffic gets what the network carries through; uniform = what it "
-              "gets through (the predictor reads the carried level at no more)")
+              "template or, auto, so that the network's traffic (local: each core's share at its port; uniform: across "
+              "the bisection) gets what it carries through; delivers = what it gets through (the predictor reads the "
+              "carried level at no more)")
         print(pd.DataFrame(noc_rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         if die_rows:
             print("\nmulti-die packages: each die kind (area per die; published where public; yields of one die and "

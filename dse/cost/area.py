@@ -450,11 +450,16 @@ def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
                      stacks=ar.dram_stacks, max_stacks=np.minimum(limit, beside), stacked_over_mm2=stacked)
 
 
+#: share of a die above which ``dse area`` says what its default-sized on-chip network costs
+NOC_SHARE_WARN = 0.2
+
+
 def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     """Why a template could not be built as described ([] when it can): its largest die over the node's reticle
     (a single die is not refused, :func:`check_package` refuses a multi-die package's; a study scores such a design
     infeasible, ``reticle``), DRAM stacks beyond what its die edges and package hold, PHYs beyond its perimeter
-    (:func:`shoreline`, the study's ``package`` and ``shoreline`` constraints). What ``dse hardware`` and ``dse area``
+    (:func:`shoreline`, the study's ``package`` and ``shoreline`` constraints), and an on-chip network sized for its
+    level that is more than :data:`NOC_SHARE_WARN` of the die. What ``dse hardware`` and ``dse area``
     print as ``warning:`` lines, each naming the template by ``label`` (default its name)."""
     label = label or hw.name
     d = DesignBatch.from_hardware(hw)
@@ -470,12 +475,19 @@ def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     if why:
         out.append(f"{label}: {why} (a study scores it infeasible)")
     noc = d.base.compute.noc
-    if noc.link_bytes:  # a link width the template gives: the network carries uniform traffic at no more than this
+    share = float(ar.parts["noc"][0] / ar.total[0])
+    if not noc.link_bytes and share > NOC_SHARE_WARN:  # links sized for the level: say what they cost
         g = d.noc()
-        carried, demand = float(g.uniform_bps[0]), float(d.noc_demand[0])
+        out.append(f"{label}: its on-chip network is {share:.0%} of the die ({g.topology}, {int(g.routers[0])} routers "
+                   f"of {g.link_bytes[0]:.0f}-byte links sized so that {noc.traffic} traffic carries the "
+                   f"{float(d.noc_demand[0]) / 1e12:.3g} TB/s of `{d.level_names[d.noc_level]}`); a given "
+                   "compute.noc.link_bytes trades that level's bandwidth for area (published mesh links: 16-64 bytes)")
+    if noc.link_bytes:  # a link width the template gives: the network carries its traffic at no more than this
+        g = d.noc()
+        carried, demand = float(g.delivered_bps[0]), float(d.noc_demand[0])
         if carried < 0.5 * demand:
             out.append(f"{label}: its on-chip network ({g.topology}, {noc.link_bytes:g}-byte links) carries "
-                       f"{carried / 1e12:.3g} TB/s of uniform traffic, {carried / demand:.0%} of the "
+                       f"{carried / 1e12:.3g} TB/s of {noc.traffic} traffic, {carried / demand:.0%} of the "
                        f"{demand / 1e12:.3g} TB/s its shared level delivers: operators reading that level are bound "
                        "by the network (dse area lists it; link_bytes: auto sizes the links for the traffic)")
     return out

@@ -326,16 +326,16 @@ class DesignBatch:
     @property
     def delivered_bandwidth(self) -> np.ndarray:
         """[D, L] byte/s each level delivers to the cores (before its ``efficiency``): its own bandwidth, except that
-        the level the on-chip network carries gets through no faster than the network delivers under uniform
-        traffic, ``min(BW, uniform)`` (``dse.hardware.noc``: mesh 4 min(x, y) W f per network, torus 8 min(x, y)
-        W f, ring 8 W f, crossbar N W f). Links sized by default (``link_bytes`` unset) carry the level in full, so
-        only a given link width can bind; a single core has no network."""
+        the level the on-chip network carries gets through no faster than the network delivers under its traffic,
+        ``min(BW, delivered)`` (``dse.hardware.noc``: local traffic N W f per network over N cores; uniform mesh
+        4 min(x, y) W f, torus 8 min(x, y) W f, ring 8 W f, crossbar N W f). Links sized by default (``link_bytes``
+        unset) carry the level in full, so only a given link width can bind; a single core has no network."""
         given = ~np.isnan(self.noc_link_bytes)
         if not given.any():
             return self.bandwidth
         j = self.noc_level
         out = self.bandwidth.copy()
-        out[:, j] = np.where(given & (self.cores > 1), np.minimum(out[:, j], self.noc().uniform_bps), out[:, j])
+        out[:, j] = np.where(given & (self.cores > 1), np.minimum(out[:, j], self.noc().delivered_bps), out[:, j])
         return out
 
     def with_cores(self, cores: np.ndarray) -> DesignBatch:

@@ -1,4 +1,4 @@
-"""The on-chip network from its topology: routers, ports, links and what uniform traffic gets through (vectorized).
+"""The on-chip network from its topology: routers, ports, links and what its traffic gets through (vectorized).
 
 A template's ``compute.noc`` (:class:`dse.hardware.schema.Noc`) names a topology over the cores; the geometry
 follows from the core count and the topology's record in ``dse.hardware.topologies`` (Dally & Towles, *Principles
@@ -11,14 +11,18 @@ and Practices of Interconnection Networks*, 2004, ch. 3)::
     ring      a 3-port router per core, 2 N directed links
     crossbar  one switch with a port per core
 
-Uniform traffic (every core reads every slice of the shared level alike) sends half of it across the bisection,
-so the network delivers at most (per network, W bytes per link per direction, clock f)::
+What the network delivers depends on the traffic (``compute.noc.traffic``). Local traffic (the default: each core
+reads its own slice of the shared level, what several cores read is multicast) is bound by the cores' injection
+ports, ``N W f`` per network for W-byte links at clock f. Uniform traffic (every core reads every slice alike) sends
+half of it across the bisection, so the network delivers at most::
 
     mesh 4 min(x, y) W f   torus 8 min(x, y) W f   unidirectional torus 2 min(x, y) W f   ring 8 W f   crossbar N W f
 
-and never more than its injection ports, N W f. The link width is the template's ``link_bytes`` or, by default
-(``auto``), the narrowest whole number of bytes with which uniform traffic gets the carried bandwidth through
-(:attr:`dse.hardware.designs.DesignBatch.noc_demand`): ``W = ceil(BW / (links_uniform x f x networks))``. A given
+and never more than its N injection ports. The two agree on a crossbar, a mesh of up to 16 cores, a torus of up to 64
+and a ring of up to 8; a 16 x 16 mesh under uniform traffic needs links 4 times as wide as under local traffic for
+the same level. The link width is the template's ``link_bytes`` or, by default (``auto``), the narrowest whole number of
+bytes with which the network gets the carried bandwidth through under its traffic
+(:attr:`dse.hardware.designs.DesignBatch.noc_demand`): ``W = ceil(BW / (links_carried x f x networks))``. A given
 width can deliver less than the level supplies; the predictor then reads the level at what the network delivers
 (:attr:`dse.hardware.designs.DesignBatch.delivered_bandwidth`). The area of the routers is priced in
 ``dse.cost.noc``. A single core has no network (its levels attach to it directly).
@@ -64,7 +68,7 @@ class NocGeometry:
     ports: np.ndarray  # [D] ports per router
     link_bytes: np.ndarray  # [D] per direction per clock
     links: np.ndarray  # [D] directed links per network
-    uniform_bps: np.ndarray  # [D] byte/s the networks together deliver under uniform traffic
+    delivered_bps: np.ndarray  # [D] byte/s the networks together deliver under their traffic
     networks: int
     buffer_flits: int
 
@@ -86,22 +90,28 @@ def uniform_links(topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) ->
     return np.minimum(TOPOLOGIES[topology].uniform(n, x, y), n)
 
 
+def carried_links(traffic: str, topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[D] links' worth of one network's throughput (x W f) under ``traffic``: local, the N injection ports;
+    uniform, :func:`uniform_links`."""
+    return np.asarray(n, dtype=float).copy() if traffic == "local" else uniform_links(topology, n, x, y)
+
+
 def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: np.ndarray,
              link_bytes: np.ndarray) -> NocGeometry:
     """The network of ``hw`` over ``cores`` [D] at core clock ``clock_hz`` [D] (the network's own clock when the
-    template gives one), its links ``link_bytes`` [D] wide or, where that is NaN, sized so that uniform traffic
-    gets ``demand_bps`` [D] through."""
+    template gives one), its links ``link_bytes`` [D] wide or, where that is NaN, sized so that its traffic
+    (``compute.noc.traffic``) gets ``demand_bps`` [D] through."""
     noc = hw.compute.noc
     topo = topology_of(hw)
     n = np.maximum(np.asarray(cores, dtype=float), 1.0)
     f = np.full_like(n, noc.clock_ghz * 1e9) if noc.clock_ghz is not None else np.asarray(clock_hz, dtype=float)
     x, y = grid(n, noc, hw.compute.cores)
-    through = uniform_links(topo, n, x, y)
+    through = carried_links(noc.traffic, topo, n, x, y)
     given = np.broadcast_to(np.asarray(link_bytes, dtype=float), n.shape)
-    # auto: the narrowest whole-byte link that gets the demand through under uniform traffic
+    # auto: the narrowest whole-byte link that gets the demand through under the network's traffic
     auto = np.maximum(np.ceil(np.asarray(demand_bps, dtype=float) / (through * f * noc.networks) - 1e-9), 1.0)
     w = np.where(np.isnan(given), auto, given)
     t = TOPOLOGIES[topo]
     return NocGeometry(topology=topo, routers=t.routers(n), ports=t.ports(n), link_bytes=w, links=t.links(n, x, y),
-                       uniform_bps=through * w * f * noc.networks, networks=noc.networks,
+                       delivered_bps=through * w * f * noc.networks, networks=noc.networks,
                        buffer_flits=noc.buffer_flits)

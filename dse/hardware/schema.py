@@ -162,10 +162,17 @@ class Noc(Strict):
         "the cores with no empty row. Default: the near-square grid ceil(sqrt(cores)) x ceil(cores / that)")
     link_bytes: float | None = Field(
         None, gt=0, le=MAX_NOC_LINK_BYTES, description="Link width, bytes per direction per clock (the flit). Default: "
-        "the narrowest whole-byte link with which uniform traffic gets the outermost shared on-chip level's bandwidth "
-        "(main memory's when every on-chip level is per core) through. A given width that gets less through slows "
-        "that level in the predictor (mesh 4 min(x, y) W f per network, torus 8 min(x, y) W f, ring 8 W f, crossbar "
-        "N W f)")
+        "the narrowest whole-byte link with which the network gets the outermost shared on-chip level's bandwidth "
+        "(main memory's when every on-chip level is per core) through under its traffic. A given width that gets less "
+        "through slows that level in the predictor (local traffic: N W f over N cores; uniform: mesh 4 min(x, y) W f "
+        "per network, torus 8 min(x, y) W f, ring 8 W f, crossbar N W f)")
+    traffic: Literal["local", "uniform"] = Field(
+        "local", description="How the cores reach the carried level. local (default): the compiler gives each core "
+        "its own slice of the shared level and multicasts what several read, so each core's share crosses its own "
+        "port and a few neighbouring links (tt-metal's DRAM-sharded matmuls read each core's bank next to it; IBM "
+        "NorthPole's partial sums move between adjacent cores, Modha et al., Science 2023): the network delivers its "
+        "N injection ports, N W f. uniform: every core reads every slice alike, half of the traffic crosses the "
+        "bisection (Dally & Towles 2004, ch. 3), the worst case a mesh of many cores pays for in wide links")
     clock_ghz: float | None = Field(None, gt=0, le=MAX_CLOCK_GHZ, description="Network clock (default: the cores')")
     networks: int = Field(1, ge=1, le=MAX_NOC_NETWORKS, description="Parallel physical networks (Tenstorrent 2, "
                           "Piton 3), each with its own routers and links")

@@ -276,7 +276,7 @@ def plan_lines(result) -> list[str]:
 def build_lines(best) -> list[str]:
     """What the best design is built of (one design batch row): its cores, array, clock and DRAM stacks
     (``DesignBatch.build_text``), and its on-chip network (``dse.hardware.noc``): topology, link width and what
-    uniform traffic gets through against what the network carries."""
+    its traffic gets through against what the network carries."""
     g = best.noc()
     noc = best.base.compute.noc
     if float(g.routers[0]) == 0:
@@ -285,10 +285,11 @@ def build_lines(best) -> list[str]:
         width = f"{g.link_bytes[0]:.0f}-byte links" + (" (sized for the traffic)" if np.isnan(best.noc_link_bytes[0])
                                                       else "")
         net = (f"{g.topology}, {int(g.routers[0])} routers x {noc.networks} network(s) of {width}: "
-               f"{g.uniform_bps[0] / TERA:.3g} TB/s under uniform traffic for the {best.noc_demand[0] / TERA:.3g} "
+               f"{g.delivered_bps[0] / TERA:.3g} TB/s under {noc.traffic} traffic for the "
+               f"{best.noc_demand[0] / TERA:.3g} "
                f"TB/s of `{best.level_names[best.noc_level]}` it carries"
                + (" (it binds: the predictor reads that level at the network's rate)"
-                  if g.uniform_bps[0] < best.noc_demand[0] else ""))
+                  if g.delivered_bps[0] < best.noc_demand[0] else ""))
     return [f"- Built as {best.build_text(0)}", f"- On-chip network: {net}"]
 
 

@@ -414,3 +414,24 @@ def test_22nm_is_28nm_shrunk_by_tsmcs_22ulp_claims() -> None:
                 "energy_pj_per_byte_dram", "defect_density_per_cm2"):
         assert getattr(n22, key).value == getattr(n28, key).value, key
     # npu-7nm priced between 28 and 16 nm: test_a_template_priced_at_every_node_has_a_positive_area_that_shrinks_...
+
+
+def test_a_network_sized_for_its_level_that_takes_much_of_the_die_is_warned_about() -> None:
+    """A 256-core mesh at 0.4 GHz whose global level carries 12 TB/s (NorthPole as a copy of npu-7nm) needs 120-byte
+    links even under local traffic: dse area says what the network costs and which field trades it away."""
+    from dse.cost.area import NOC_SHARE_WARN, build_warnings
+    from dse.hardware.templates import hardware_from_mapping
+    from tests.cost.npu_copies import template
+
+    data = template("northpole")
+    warned = [w for w in build_warnings(hardware_from_mapping(data, file="np.yaml")) if "on-chip network is" in w]
+    (w,) = warned
+    assert w.startswith("northpole: its on-chip network is 29% of the die (mesh, 256 routers of 120-byte links")
+    assert "compute.noc.link_bytes" in w
+    data["compute"]["noc"] = {"link_bytes": 32}  # a given width: priced as given, the predictor reads what it carries
+    hw = hardware_from_mapping(data, file="np.yaml")
+    assert not [w for w in build_warnings(hw) if "on-chip network is" in w]
+    a = dse.area(hw)
+    assert a.breakdown["noc"] / a.total_mm2 < NOC_SHARE_WARN
+    assert not any("on-chip network is" in w for name in dse.list_hardware()
+                   for w in build_warnings(dse.hardware(name)))

@@ -63,7 +63,7 @@ def test_searched_bandwidth_is_built_as_whole_stacks(tmp_path: Path) -> None:
     assert "mesh" in net and "(sized for the traffic)" in net and "of `global` it carries" in net
     table = {r.split(" | ")[0].strip("| "): r.split(" | ")[1:3] for r in md.splitlines() if r.startswith("| ")}
     assert table["cores"] == ["24", f"{best['cores']:.4g}"] and table["clock (GHz)"][0] == "1.4"
-    assert table["on-chip network link width (bytes)"][0] == "143"  # npu-7nm's 5 x 5 mesh carrying 4 TB/s
+    assert table["on-chip network link width (bytes)"][0] == "120"  # npu-7nm's 24 ports carrying 4 TB/s (local)
     assert table["memory 'hbm': capacity (GB)"][0] == "64"  # DRAM in GB as it is sold (it read 6.104e+04 MiB)
     assert "memory 'global': capacity (MiB)" in table  # SRAM in MiB
     stress = dse.cost.power.stress_power(dse.DesignBatch.from_hardware(dse.hardware("npu-7nm")))[0]
@@ -82,9 +82,9 @@ def test_the_network_line_says_when_a_given_link_width_binds() -> None:
     from dse.report.summary import build_lines
 
     base = dse.DesignBatch.from_hardware(dse.hardware("npu-7nm"))
-    narrow = base.with_field("compute.noc.link_bytes", np.array([16.0]))  # 5 x 5 mesh: 0.448 of 4 TB/s
+    narrow = base.with_field("compute.noc.link_bytes", np.array([16.0]))  # 24 ports x 16 B x 1.4 GHz: 0.538 of 4 TB/s
     wide = base.with_field("compute.noc.link_bytes", np.array([256.0]))
-    assert "it binds" in build_lines(narrow)[1] and "16-byte links: 0.448 TB/s" in build_lines(narrow)[1]
+    assert "it binds" in build_lines(narrow)[1] and "16-byte links: 0.538 TB/s" in build_lines(narrow)[1]
     assert "it binds" not in build_lines(wide)[1] and "(sized for the traffic)" not in build_lines(wide)[1]
     assert "(sized for the traffic)" in build_lines(base)[1]
 
