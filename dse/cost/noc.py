@@ -1,6 +1,6 @@
 """The area of the on-chip network: its routers, priced per router at the node (vectorized).
 
-The geometry (routers, ports, link width, what uniform traffic gets through) comes from the template's topology in
+The geometry (routers, ports, link width, what its traffic gets through) comes from the template's topology in
 ``dse.hardware.noc``. Area, per router of P ports and W-bit links: a crossbar built as W bit-slices of P x P
 crosspoints (the multiplexer crossbar of ORION 2.0, Kahng et al., DATE 2009: area grows as P^2 W) and P input
 buffers::

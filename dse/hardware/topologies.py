@@ -3,7 +3,8 @@
 A record says, over ``N`` cores on an ``x x y`` grid (a grid topology) or on none, how many routers one network
 has, how many ports each router has, how many directed links join them and how many links' worth of throughput
 uniform traffic gets through (every core reading every slice of the shared level alike; the network then delivers
-``uniform x W x f`` per network for W-byte links at clock f, never more than its N injection ports). Formulas:
+``uniform x W x f`` per network for W-byte links at clock f, never more than its N injection ports; local traffic,
+``compute.noc.traffic``'s default, gets the N ports through on any topology, ``dse.hardware.noc``). Formulas:
 Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, ch. 3 (bisection and channel load).
 ``dse.hardware.noc`` builds the geometry from the record, ``dse.cost.noc`` prices its routers. Adding a topology is
 one record in :data:`TOPOLOGIES`; the schema accepts its name.
