@@ -39,7 +39,7 @@ DIES: dict[str, dict] = {
     "ascend-910": dict(area=456.25, node="7nm", cores=32, clock=0.977, array=(64, 64), modes={"fp16": 1, "int8": 2},
                        local_mib=0.5, sram_mib=32 * 1e6 / MIB + 16, dram=("dram", 4, 307.0, 8), links=0),
     "rngd": dict(area=653, node="5nm", cores=8, clock=1.0, array=(125, 128), modes={"bf16": 1, "fp8": 2, "int8": 2},
-                 local_mib=0.25, sram_mib=272.8, dram=("dram", 2, 768.0, 24), links=0),
+                 local_mib=5.5, sram_mib=300, dram=("dram", 2, 768.0, 24), links=0),
 }
 
 
