@@ -474,16 +474,14 @@ def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     why = shoreline(d, ar).reasons()[0]
     if why:
         out.append(f"{label}: {why} (a study scores it infeasible)")
-    noc = d.base.compute.noc
+    noc, g = d.base.compute.noc, d.noc()
     share = float(ar.parts["noc"][0] / ar.total[0])
     if not noc.link_bytes and share > NOC_SHARE_WARN:  # links sized for the level: say what they cost
-        g = d.noc()
         out.append(f"{label}: its on-chip network is {share:.0%} of the die ({g.topology}, {int(g.routers[0])} routers "
                    f"of {g.link_bytes[0]:.0f}-byte links sized so that {noc.traffic} traffic carries the "
                    f"{float(d.noc_demand[0]) / 1e12:.3g} TB/s of `{d.level_names[d.noc_level]}`); a given "
                    "compute.noc.link_bytes trades that level's bandwidth for area (published mesh links: 16-64 bytes)")
     if noc.link_bytes:  # a link width the template gives: the network carries its traffic at no more than this
-        g = d.noc()
         carried, demand = float(g.delivered_bps[0]), float(d.noc_demand[0])
         if carried < 0.5 * demand:
             out.append(f"{label}: its on-chip network ({g.topology}, {noc.link_bytes:g}-byte links) carries "

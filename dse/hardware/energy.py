@@ -66,10 +66,8 @@ def flop_energy(node: Node, systolic: bool = False, dataflow: str = "output_stat
     e_reg = node.energy_pj_per_byte_register.value
     out = np.empty(len(DTYPES))
     for i, dt in enumerate(DTYPES):
-        mode = fallback_dtype(element_of(dt), vals)
-        out[i] = vals[mode] if mode is not None else max(vals.values())
-        if systolic:
-            out[i] += forwarding_bytes(mode or max(vals, key=vals.__getitem__), dataflow) / 2.0 * e_reg
+        mode = fallback_dtype(element_of(dt), vals) or max(vals, key=vals.__getitem__)  # none: the costliest mode
+        out[i] = vals[mode] + (forwarding_bytes(mode, dataflow) / 2.0 * e_reg if systolic else 0.0)
     return out * PJ
 
 

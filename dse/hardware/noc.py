@@ -93,7 +93,7 @@ def uniform_links(topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) ->
 def carried_links(traffic: str, topology: str, n: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """[D] links' worth of one network's throughput (x W f) under ``traffic``: local, the N injection ports;
     uniform, :func:`uniform_links`."""
-    return np.asarray(n, dtype=float).copy() if traffic == "local" else uniform_links(topology, n, x, y)
+    return n if traffic == "local" else uniform_links(topology, n, x, y)
 
 
 def geometry(hw: Hardware, cores: np.ndarray, demand_bps: np.ndarray, clock_hz: np.ndarray,

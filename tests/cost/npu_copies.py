@@ -35,9 +35,9 @@ DIES: dict[str, dict] = {
     "northpole": dict(area=800, node="12nm", cores=256, clock=0.4, array=(32, 32), modes={"int8": 1},
                       local_mib=0.75, sram_mib=224, dram=None, links=0),
     "mtia-v2": dict(area=421, node="5nm", cores=64, clock=1.35, array=(32, 32), modes={"bf16": 1, "int8": 2},
-                    local_mib=384 / 1024 * 1e3 / 1024, sram_mib=268.4, dram=("ddr", 8, 25.6, 16), links=0),
+                    local_mib=384e3 / MIB, sram_mib=268.4, dram=("ddr", 8, 25.6, 16), links=0),
     "ascend-910": dict(area=456.25, node="7nm", cores=32, clock=0.977, array=(64, 64), modes={"fp16": 1, "int8": 2},
-                       local_mib=0.5, sram_mib=32 * 1e6 / MIB + 16, dram=("dram", 4, 307.0, 8), links=0),
+                       local_mib=0.5, sram_mib=32e6 / MIB + 16, dram=("dram", 4, 307.0, 8), links=0),
     "rngd": dict(area=653, node="5nm", cores=8, clock=1.0, array=(125, 128), modes={"bf16": 1, "fp8": 2, "int8": 2},
                  local_mib=5.5, sram_mib=300, dram=("dram", 2, 768.0, 24), links=0),
 }
