@@ -483,6 +483,11 @@ class Network(Strict):
     collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
         "nccl", description="Collective library of the chip's software stack (its default system's protocols; "
                             "dse.hardware.collectives.PROTOCOLS)")
+    collective_engine: Literal["offload", "compute_core"] = Field(
+        "offload", description="What executes the chip's collectives: offload, engines beside the compute (DMA and "
+        "link engines, a GPU's few NCCL SMs, TPU7x's SparseCores), so a plan's overlap may hide them behind "
+        "computation; compute_core, the compute core itself (XLA's continuation fusions on a TPU v4-v6e TensorCore), "
+        "which then hides none of their time (dse.predict.hides_collectives)")
     source: str = Field(min_length=3)
 
 

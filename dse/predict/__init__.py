@@ -160,13 +160,34 @@ def table_arrays(ops: pd.DataFrame) -> TableArrays:
     return ta
 
 
-def total_times(ta: TableArrays, t: np.ndarray) -> np.ndarray:
+def hides_collectives(d: DesignBatch) -> bool:
+    """Whether the chip's collectives may hide behind its computation as the plan's ``overlap`` says: yes unless its
+    template runs them on the compute core (``network.collective_engine: compute_core``). XLA on a TPU v4-v6e
+    executes a collective as continuation fusions on the TensorCore that also computes ('Continuation Fusion is a
+    form of parallelizing compute work with collectives', ``--xla_tpu_overlap_compute_collective_tc``), while
+    TPU7x offloads all-gathers, reduce-scatters and all-reduces to its SparseCores by default ('Either one of CF or
+    SC can be enabled at a time'; AI-Hypercomputer/maxtext@e591f30 benchmarks/xla_flags_library.py): a core that
+    runs the collective is not computing meanwhile, so its time adds to the step."""
+    net = d.base.network
+    return net is None or net.collective_engine != "compute_core"
+
+
+def serial_collectives(a: MixArrays, d: DesignBatch) -> MixArrays:
+    """``a`` as design batch ``d`` runs it: unchanged where the chip hides collectives (:func:`hides_collectives`),
+    else every collective's hideable share counted in full (``member + overlap``, nothing to hide behind)."""
+    if a.overlap is None or hides_collectives(d):
+        return a
+    return a._replace(member=a.member + a.overlap, overlap=None, window=None)
+
+
+def total_times(ta: TableArrays, t: np.ndarray, hide: bool = True) -> np.ndarray:
     """[O] each row's share of the step from per-instance times ``t`` [O]: count x scale, and each collective
     reduced to its exposed share: ``(1 - f) T`` always, plus the part of the hideable ``f T`` that the
-    computation does not cover (``dse.workloads.parallel.Overlap``)."""
+    computation does not cover (``dse.workloads.parallel.Overlap``); with ``hide`` false (a chip that runs its
+    collectives on the compute core, :func:`hides_collectives`) every collective in full."""
     total = t * ta.count_scale
     f = ta.overlapped
-    if f.any():
+    if hide and f.any():
         hideable = total * f
         exposed = max(0.0, hideable.sum() - total[ta.compute].sum())
         total = total - hideable + hideable * (exposed / hideable.sum())
@@ -268,7 +289,7 @@ def predict(wl: Workload, hw: Hardware | DesignBatch, *, system: System | None =
             sysm = load_system(sysm)
         d = d.with_system(sysm.resized(wl.chips))
     r = evaluate(d, o)
-    total = total_times(ta, r.time[0])
+    total = total_times(ta, r.time[0], hides_collectives(d))
     return Prediction(workload=wl, hardware=d.base, system=d.system, capacity_bytes=float(d.offchip_capacity[0]),
                       total_time_s=total, build_ops=partial(_single_table, wl, d, o, r, total.copy()))
 
@@ -323,7 +344,7 @@ def mix_times_bounds(d: DesignBatch, mix: Mix, arrays: MixArrays | None = None, 
     """([D, W] step times as :func:`mix_times`, [D, W, B] time of each workload's ops under each binding ceiling
     (``bound_names`` order; op time x count, as ``dse.grid.binding_ceiling`` always weighed them)) in one
     lean pass over chunks of designs (:func:`dse.predict.roofline.evaluate_bound`)."""
-    a = arrays or mix_arrays(mix)
+    a = serial_collectives(arrays or mix_arrays(mix), d)
     n_b = len(bound_names(d.level_names))
     chunk = chunk or chunk_designs(a.o.n)
     W = a.counts.shape[1]
@@ -365,7 +386,7 @@ def mix_bindings(d: DesignBatch, mix: Mix, weights: np.ndarray, arrays: MixArray
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """([D, W] step times, then :func:`binding_summary` of the ceilings' times weighted by ``weights`` [W]) in one
     pass; the compiled path (``dse.predict.fused``) never builds the [D, W, B] array."""
-    a = arrays or mix_arrays(mix)
+    a = serial_collectives(arrays or mix_arrays(mix), d)
     if not mix.auto and fused.applies(d, a.o):
         return fused.mix_step_bindings(d, a.o, a.member, a.overlap, a.window, *_owners(a),
                                        len(bound_names(d.level_names)), np.asarray(weights, dtype=float))
@@ -407,7 +428,7 @@ def mix_times(d: DesignBatch, mix: Mix, chunk: int | None = None, arrays: MixArr
     """[D, W] seconds per step of each workload of ``mix`` on each design (chunked over designs; the chunk
     defaults to :func:`chunk_designs` of the operator count). A ``plan: auto`` entry takes each design's fastest
     candidate that fits; ``choices``, when given, receives per entry index ([D] candidate, [D] whether one fits)."""
-    a = arrays or mix_arrays(mix)
+    a = serial_collectives(arrays or mix_arrays(mix), d)
     out = np.empty((d.n, a.member.shape[1]))
     chunk = chunk or chunk_designs(a.o.n)
     if fused.applies(d, a.o):  # the same terms in one compiled loop (the ``fast`` extra)

@@ -33,7 +33,7 @@ from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system
 from dse.hardware.templates import list_templates, load_hardware
-from dse.predict import MixArrays, evaluate_times, mix_arrays, step_times
+from dse.predict import MixArrays, evaluate_times, mix_arrays, serial_collectives, step_times
 from dse.units import DTYPES, TERA, fallback_dtype, repo_root
 from dse.validate.families import family_of, out_of_sample
 from dse.workloads.library import COLLECTIVE_OPS, SINGLE_OPS, Workload, load_description, workload
@@ -103,7 +103,7 @@ def case_time(case: RowCase, d: DesignBatch, arrays: MixArrays | None = None) ->
     row adds its engine's host time of the pass (``dse.workloads.serving``: the same on every design)."""
     if case.system is not None:
         d = d.with_system(case.system)
-    a = arrays or case_arrays(case)
+    a = serial_collectives(arrays or case_arrays(case), d)  # a chip that runs collectives on its core hides none
     return step_times(evaluate_times(d, a.o, table_order=False), a)[:, 0]  # with the workload's host time
 
 

@@ -264,3 +264,37 @@ def test_a_slice_axis_shorter_than_the_wrap_length_is_a_line_with_half_the_ring_
     with pytest.raises(DseError, match="wrap_min_dim: got 4 on a") as ei:
         load_system(data)
     assert "\n" not in str(ei.value)
+
+
+def test_a_chip_that_runs_collectives_on_its_compute_core_hides_none_of_them():
+    """``network.collective_engine: compute_core`` (TPU v4-v6e under XLA: continuation fusions on the TensorCore)
+    adds every collective's whole time to the step whatever the plan's overlap says; ``offload`` hides them as the
+    plan says. Every path agrees: ``dse.predict``, ``mix_times`` over a design batch, and the validation suite."""
+    from dse.hardware.templates import hardware_from_mapping
+    from dse.predict import hides_collectives, mix_times
+    from dse.workloads.library import with_plan
+    from dse.workloads.mix import Mix
+
+    core = dse.hardware("tpu-v6e")
+    assert core.network.collective_engine == "compute_core"
+    offload = core.model_copy(update={"network": core.network.model_copy(update={"collective_engine": "offload"})})
+    w = with_plan(dse.workload("llama3-8b", phase="training", batch=16, seq=4096, framework="xla"), chips=16, fsdp=16,
+                  recompute="full")
+    p_core, p_off = dse.predict(w, core), dse.predict(w, offload)
+    o = p_core.ops
+    coll = o["coll"] != ""
+    assert o.loc[coll, "overlap"].max() == 1.0  # the plan says the FSDP collectives may hide ...
+    every = (o["time_s"] * o["count"] * o["scale"]).sum()
+    assert p_core.time_s == pytest.approx(every, rel=1e-9)  # ... but on the core none does
+    assert p_off.time_s < p_core.time_s
+    assert p_core.time_s - p_off.time_s == pytest.approx(
+        (o.loc[coll, "time_s"] * o.loc[coll, "count"] * o.loc[coll, "overlap"]).sum(), rel=1e-6)  # all hidden here
+    for hw, p in ((core, p_core), (offload, p_off)):
+        d = DesignBatch.from_hardware(hw).with_system(p.system)
+        assert hides_collectives(d) == (hw is offload)
+        assert mix_times(d, Mix.of([w]))[0, 0] == pytest.approx(p.time_s, rel=1e-9)
+    data = core.model_dump(mode="json", exclude_none=True)
+    data["network"]["collective_engine"] = "sparsecore"
+    with pytest.raises(DseError) as exc:
+        hardware_from_mapping(data, file="t.yaml")
+    assert "network.collective_engine" in str(exc.value) and "\n" not in str(exc.value)
