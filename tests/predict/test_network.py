@@ -298,3 +298,24 @@ def test_a_chip_that_runs_collectives_on_its_compute_core_hides_none_of_them():
     with pytest.raises(DseError) as exc:
         hardware_from_mapping(data, file="t.yaml")
     assert "network.collective_engine" in str(exc.value) and "\n" not in str(exc.value)
+
+
+@settings(max_examples=12, deadline=None)
+@given(f=st.floats(0.0, 1.0), g=st.floats(0.0, 1.0))
+def test_overlap_never_changes_a_compute_core_step_and_only_shortens_an_offload_one(f, g):
+    """Property: on a chip whose collectives run on its compute core the step is the same whatever share the plan
+    lets hide; on an offload chip a larger share never lengthens the step, and no share makes it shorter than its
+    computation or longer than the compute core's."""
+    from dse.workloads.library import with_plan
+
+    core = dse.hardware("tpu-v5e")
+    offload = core.model_copy(update={"network": core.network.model_copy(update={"collective_engine": "offload"})})
+    base = dse.workload("llama2-7b", phase="training", batch=32, seq=2048, framework="xla")
+    lo, hi = sorted((f, g))
+    w_lo, w_hi = (with_plan(base, chips=16, fsdp=16, overlap={"dp": x}) for x in (lo, hi))
+    assert dse.predict(w_lo, core).time_s == pytest.approx(dse.predict(w_hi, core).time_s, rel=1e-12)
+    t_lo, t_hi = dse.predict(w_lo, offload), dse.predict(w_hi, offload)
+    assert t_hi.time_s <= t_lo.time_s * (1 + 1e-12)
+    o = t_hi.ops
+    compute = (o["time_s"] * o["count"] * o["scale"])[o["coll"] == ""].sum()
+    assert compute * (1 - 1e-12) <= t_hi.time_s <= dse.predict(w_hi, core).time_s * (1 + 1e-12)
