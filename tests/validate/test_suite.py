@@ -923,3 +923,38 @@ def test_maxtext_rows_with_collectives_on_the_tensorcore_as_the_doc_says(monkeyp
     assert (dp["time_s"] * dp["count"]).sum() == pytest.approx(3.07, abs=0.005)
     assert (dp["total_time_s"]).sum() == pytest.approx(3.07, abs=0.005)  # all of it in the step
     assert p.time_s == pytest.approx(11.41 + 3.07, abs=0.01)
+
+
+def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypatch) -> None:
+    """docs/npu_validation.md, 'Gaudi 2's scale-up collectives': dse is 26.0 % slow on hccl_demo's 8-card 32 MiB
+    all-reduce (NW bandwidth 98 % of the 21 x 12.5 GB/s scale-up ports); with the hls-gaudi2 level's efficiency
+    refitted to 0.984 the row comes to +3.0 %, the Gaudi 2 multi-chip rows go 9.9 / 64.5 -> 13.7 / 66.5 % and Gaudi 2
+    overall 8.4 -> 10.1 %."""
+    import importlib
+
+    from dse.validate.families import out_of_sample
+
+    systems = importlib.import_module("dse.hardware.system")  # the module (dse.hardware is also the function)
+
+    df = load_measurements()
+    row = df[df["id"] == "hccl-gaudi2-allreduce-8c-32mib"]
+    assert float(row["value"].iloc[0]) == pytest.approx(33554432 / 147.548069e9, rel=1e-5)
+    gaudi2 = df[df["hardware"] == "gaudi2"]
+
+    def stats(res: pd.DataFrame, family: str | None = None) -> tuple[float, float]:
+        e = out_of_sample(res if family is None else res[res["family"] == family])["time_error_pct"].abs()
+        return round(float(e.median()), 1), round(float(e.max()), 1)
+
+    shipped = run_suite(gaudi2)
+    assert shipped.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(26.0, abs=0.05)
+    assert stats(shipped, "multi-chip") == (9.9, 64.5) and stats(shipped)[0] == 8.4
+    shipped_system = systems.load_system("hls-gaudi2")
+    up = shipped_system.network[0]  # 21 scale-up ports of 12.5 GB/s at the assumed 0.8: the row's 258.2 GB/s is 98 %
+    assert (up.links_per_chip, up.link_bandwidth_gbps, up.efficiency) == (21, 12.5, 0.8)
+    levels = [shipped_system.network[0].model_copy(update={"efficiency": 0.984}), *shipped_system.network[1:]]
+    refit = shipped_system.model_copy(update={"network": levels})
+    named = systems._load_named
+    monkeypatch.setattr(systems, "_load_named", lambda name: refit if name == "hls-gaudi2" else named(name))
+    refitted = run_suite(gaudi2)
+    assert stats(refitted, "multi-chip") == (13.7, 66.5) and stats(refitted)[0] == 10.1
+    assert refitted.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(3.0, abs=0.05)
