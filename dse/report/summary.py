@@ -286,8 +286,7 @@ def build_lines(best) -> list[str]:
                                                       else "")
         net = (f"{g.topology}, {int(g.routers[0])} routers x {noc.networks} network(s) of {width}: "
                f"{g.delivered_bps[0] / TERA:.3g} TB/s under {noc.traffic} traffic for the "
-               f"{best.noc_demand[0] / TERA:.3g} "
-               f"TB/s of `{best.level_names[best.noc_level]}` it carries"
+               f"{best.noc_demand[0] / TERA:.3g} TB/s of `{best.level_names[best.noc_level]}` it carries"
                + (" (it binds: the predictor reads that level at the network's rate)"
                   if g.delivered_bps[0] < best.noc_demand[0] else ""))
     return [f"- Built as {best.build_text(0)}", f"- On-chip network: {net}"]

@@ -266,6 +266,11 @@ def test_a_slice_axis_shorter_than_the_wrap_length_is_a_line_with_half_the_ring_
     assert "\n" not in str(ei.value)
 
 
+def _offload(hw):  # noqa: ANN001, ANN202 - a Hardware template
+    """``hw`` with its collectives run beside the compute (``network.collective_engine: offload``)."""
+    return hw.model_copy(update={"network": hw.network.model_copy(update={"collective_engine": "offload"})})
+
+
 def test_a_chip_that_runs_collectives_on_its_compute_core_hides_none_of_them():
     """``network.collective_engine: compute_core`` (TPU v4-v6e under XLA: continuation fusions on the TensorCore)
     adds every collective's whole time to the step whatever the plan's overlap says; ``offload`` hides them as the
@@ -277,7 +282,7 @@ def test_a_chip_that_runs_collectives_on_its_compute_core_hides_none_of_them():
 
     core = dse.hardware("tpu-v6e")
     assert core.network.collective_engine == "compute_core"
-    offload = core.model_copy(update={"network": core.network.model_copy(update={"collective_engine": "offload"})})
+    offload = _offload(core)
     w = with_plan(dse.workload("llama3-8b", phase="training", batch=16, seq=4096, framework="xla"), chips=16, fsdp=16,
                   recompute="full")
     p_core, p_off = dse.predict(w, core), dse.predict(w, offload)
@@ -309,7 +314,7 @@ def test_overlap_never_changes_a_compute_core_step_and_only_shortens_an_offload_
     from dse.workloads.library import with_plan
 
     core = dse.hardware("tpu-v5e")
-    offload = core.model_copy(update={"network": core.network.model_copy(update={"collective_engine": "offload"})})
+    offload = _offload(core)
     base = dse.workload("llama2-7b", phase="training", batch=32, seq=2048, framework="xla")
     lo, hi = sorted((f, g))
     w_lo, w_hi = (with_plan(base, chips=16, fsdp=16, overlap={"dp": x}) for x in (lo, hi))
