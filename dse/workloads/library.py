@@ -545,7 +545,7 @@ def build_shard(family: str, arch: Any, sc: Scenario, name: str, plan: Plan
         facts = {**facts, "batch": sc.batch, "tokens_per_chip_microbatch": facts.get("tokens"),
                  "params_per_chip": facts.get("params"), "chips": plan.n_chips}
     if sc.serving_engine:  # one prefill or decode step is one engine step (dse.workloads.serving.step_host)
-        facts = {**facts, **serving.step_host(sc.serving_engine, sc.phase, sc.batch)}
+        facts = {**facts, **serving.step_host(sc.serving_engine, sc.phase, sc.batch, serving.operators(rows))}
     if training:  # FLOPs spent again by recomputation: hardware FLOPs, not model FLOPs (MFU leaves them out)
         facts["recompute_flops"] = float(sum(r["flops"] * r["count"] for r in rows
                                              if str(r["name"]).endswith(training_mod.RECOMPUTE_SUFFIX)))
@@ -613,7 +613,7 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
         rows_d = parallel.per_microbatch(rows_d, plan) + parallel.collectives(arch_l, plan, facts_d, dec, False)
     rows = serving.prefixed(rows_p, serving.PREFILL) + serving.prefixed(rows_d, serving.DECODE, o)
     memory = parallel.transformer_memory(arch_l, plan, {**facts_d, "context": i + o, "seq": 0}, dec, False)
-    host_p, host_d = serving.host_times(local.serving_engine, batch, o)
+    host_p, host_d = serving.host_times(local.serving_engine, batch, o, serving.operators(rows_p))
     facts = {"phase": "serving", "batch": batch, "seq": i, "context": None, "input_len": i, "output_len": o,
              "chunk": local.chunk, "tokens": batch * o, "params": facts_d["params"], "chips": plan.n_chips,
              "serving_engine": local.serving_engine, "host_prefill_s": host_p, "host_decode_s": host_d}

@@ -46,6 +46,12 @@ validation of serving rows, not to the per-operator times that design scores com
 ``serving_engine`` no host time is charged (an engine that overlaps host and device work). A ``prefill`` or
 ``decode`` scenario with an engine is one engine step: it adds ``t_host(batch)`` once (what a time to first
 token or a time per output token measured through the engine contains).
+
+An engine whose framework traces the prefill op by op before the device runs it (Gaudi's lazy mode outside a
+captured HPU graph: optimum-habana under ``--limit_hpu_graphs`` runs its first forward so; Intel Gaudi
+documentation, 'Optimize Inference on PyTorch': the host evaluates each line of the forward and the device runs only
+at ``mark_step``) also charges ``per_op_prefill x operators`` on each prefill step, ``operators`` every row of the
+step's table ``count`` times (:func:`operators`); its decode steps replay captured graphs and pay none.
 """
 
 from __future__ import annotations
@@ -72,11 +78,19 @@ class Engine(Strict):
     description: str = Field(min_length=3)
     step_base_ms: float = Field(ge=0, le=1000, description="Host time of one engine step, any batch, ms")
     per_seq_ms: float = Field(ge=0, le=1000, description="Host time per sequence in the step, ms")
-    source: str = Field(min_length=3, description="Where both figures come from")
+    per_op_prefill_us: float = Field(
+        0.0, ge=0, le=1000, description="Host time per operator of a prefill step that the engine's framework traces "
+        "op by op before the device runs it (a lazy-mode framework outside a captured graph), us; 0: none")
+    source: str = Field(min_length=3, description="Where the figures come from")
 
     def step_s(self, sequences: int) -> float:
         """``t_host = step_base + per_seq x sequences`` in seconds."""
         return (self.step_base_ms + self.per_seq_ms * sequences) * 1e-3
+
+    def prefill_s(self, sequences: int, operators: float) -> float:
+        """Host seconds of a prefill step: ``t_host(sequences) + per_op_prefill x operators`` (the operators the
+        host traces, every row of the step's table counted ``count`` times)."""
+        return self.step_s(sequences) + self.per_op_prefill_us * 1e-6 * operators
 
 
 def engines_dir() -> Path:
@@ -93,22 +107,31 @@ def load_engine(name: str) -> Engine:
     return load_record("engines", name, Engine, "serving_engine")
 
 
-def host_times(engine: str | None, batch: int, output_len: int) -> tuple[float, float]:
-    """(prefill, decode) host seconds of one pass: ``t_host(batch)`` and ``output_len x t_host(batch)``
-    (module docstring); (0, 0) without an engine."""
+def operators(rows: list[dict[str, Any]]) -> float:
+    """Operators a host dispatches in a step: every row of its table ``count`` times (collectives included: the
+    host issues them too)."""
+    return float(sum(float(r["count"]) for r in rows))
+
+
+def host_times(engine: str | None, batch: int, output_len: int, prefill_ops: float = 0.0) -> tuple[float, float]:
+    """(prefill, decode) host seconds of one pass: ``t_host(batch)`` (plus the traced prefill's
+    ``per_op_prefill x prefill_ops``) and ``output_len x t_host(batch)`` (module docstring); (0, 0) without an
+    engine."""
     if not engine:
         return 0.0, 0.0
-    step = load_engine(engine).step_s(batch)
-    return step, output_len * step
+    e = load_engine(engine)
+    return e.prefill_s(batch, prefill_ops), output_len * e.step_s(batch)
 
 
-def step_host(engine: str, phase: str, batch: int) -> dict[str, Any]:
+def step_host(engine: str, phase: str, batch: int, operators: float = 0.0) -> dict[str, Any]:
     """Facts of one engine step's host time for a ``prefill`` or ``decode`` step of ``batch`` sequences:
-    ``t_host(batch)`` (module docstring) as ``host_prefill_s`` or ``host_decode_s``, and the engine's name.
-    A lone step is what a first-token latency (prefill) or a time per output token (decode) times when the
-    engine runs between steps."""
-    key = "host_prefill_s" if phase == "prefill" else "host_decode_s"
-    return {"serving_engine": engine, key: load_engine(engine).step_s(batch)}
+    ``t_host(batch)`` (module docstring; a prefill step also ``per_op_prefill x operators``) as ``host_prefill_s``
+    or ``host_decode_s``, and the engine's name. A lone step is what a first-token latency (prefill) or a time per
+    output token (decode) times when the engine runs between steps."""
+    e = load_engine(engine)
+    if phase == "prefill":
+        return {"serving_engine": engine, "host_prefill_s": e.prefill_s(batch, operators)}
+    return {"serving_engine": engine, "host_decode_s": e.step_s(batch)}
 
 
 def prefixed(rows: list[dict[str, Any]], prefix: str, repeat: int = 1) -> list[dict[str, Any]]:
@@ -169,4 +192,4 @@ def serving_metrics(t_prefill: float, t_decode: float, batch: int, input_len: in
 
 
 __all__ = ["Engine", "engine_names", "host_times", "load_engine", "mean_context", "mean_read_context", "metrics",
-           "prefixed", "read_context", "serving_metrics", "step_host"]
+           "operators", "prefixed", "read_context", "serving_metrics", "step_host"]

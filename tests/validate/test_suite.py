@@ -928,8 +928,8 @@ def test_maxtext_rows_with_collectives_on_the_tensorcore_as_the_doc_says(monkeyp
 def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypatch) -> None:
     """docs/npu_validation.md, 'Gaudi 2's scale-up collectives': dse is 26.0 % slow on hccl_demo's 8-card 32 MiB
     all-reduce (NW bandwidth 98 % of the 21 x 12.5 GB/s scale-up ports); with the hls-gaudi2 level's efficiency
-    refitted to 0.984 the row comes to +3.0 %, the Gaudi 2 multi-chip rows go 9.9 / 64.5 -> 13.7 / 66.5 % and Gaudi 2
-    overall 8.4 -> 10.1 %."""
+    refitted to 0.984 the row comes to +3.0 %, the Gaudi 2 multi-chip rows go 8.9 / 53.1 -> 13.3 / 55.9 % and Gaudi 2
+    overall 7.2 -> 9.0 %."""
     import importlib
 
     from dse.validate.families import out_of_sample
@@ -947,7 +947,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
 
     shipped = run_suite(gaudi2)
     assert shipped.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(26.0, abs=0.05)
-    assert stats(shipped, "multi-chip") == (9.9, 64.5) and stats(shipped)[0] == 8.4
+    assert stats(shipped, "multi-chip") == (8.9, 53.1) and stats(shipped)[0] == 7.2
     shipped_system = systems.load_system("hls-gaudi2")
     up = shipped_system.network[0]  # 21 scale-up ports of 12.5 GB/s at the assumed 0.8: the row's 258.2 GB/s is 98 %
     assert (up.links_per_chip, up.link_bandwidth_gbps, up.efficiency) == (21, 12.5, 0.8)
@@ -956,7 +956,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
     named = systems._load_named
     monkeypatch.setattr(systems, "_load_named", lambda name: refit if name == "hls-gaudi2" else named(name))
     refitted = run_suite(gaudi2)
-    assert stats(refitted, "multi-chip") == (13.7, 66.5) and stats(refitted)[0] == 10.1
+    assert stats(refitted, "multi-chip") == (13.3, 55.9) and stats(refitted)[0] == 9.0
     assert refitted.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(3.0, abs=0.05)
 
 
@@ -985,3 +985,29 @@ def test_p150_dram_efficiency_of_its_decode_software_as_the_doc_says() -> None:
     assert [base[k] for k in decode + cnn] == [-14.1, -17.9, -33.4, -23.9]
     assert [at55[k] for k in decode + cnn] == [6.4, -6.5, 0.9, 15.5]
     assert (base["pair"], at55["pair"]) == (-7.9, -39.2)
+
+
+def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says() -> None:
+    """Intel's Gaudi 2 low-latency rows (batch 1, read as host-timed first-token latency of optimum-habana's
+    run_generation.py) go through the optimum-habana engine record: its prefill runs in lazy mode outside the HPU graph
+    (--limit_hpu_graphs), so the host's time per operator (10 us, the eager default, not fitted) precedes the device's.
+    docs/npu_validation.md quotes: the four one-card rows 36.4 / 48.8 % -> 11.3 / 18.6 % (median / max |time
+    error|), the 70B 8-card 128-token row -64.5 -> -19.8 %; the throughput rows of the harness move by < 1 point."""
+    df = load_measurements()
+    lat = df[df["id"].str.startswith("intel118-gaudi2") & df["id"].str.contains("-lat-")]
+    assert len(lat) == 6 and lat["scenario"].str.contains("serving_engine=optimum-habana").all()
+    res = run_suite(lat).set_index("id")
+    bare = run_suite(lat.assign(scenario=lat["scenario"].str.replace(";serving_engine=optimum-habana", ""))
+                     ).set_index("id")
+    assert (res["fitted_into"] == "").all()
+    one = ~res.index.str.contains("-tp8-")
+    err, err0 = res["time_error_pct"], bare["time_error_pct"]
+    assert round(err0[one].abs().median(), 1) == 36.4 and round(err0[one].abs().max(), 1) == 48.8
+    assert round(err[one].abs().median(), 1) == 11.3 and round(err[one].abs().max(), 1) == 18.6
+    row = "intel118-gaudi2-llama2-70b-tp8-lat-b1-in128"
+    assert round(err0[row], 1) == -64.5 and round(err[row], 1) == -19.8
+    thr = df[df["scenario"].str.contains("serving_engine=optimum-habana") & ~df["id"].isin(lat["id"])]
+    assert len(thr) == 48 and thr["id"].str.startswith(("intel118-gaudi", "gauditut120-")).all()
+    moved = run_suite(thr)["time_error_pct"].to_numpy() - run_suite(
+        thr.assign(scenario=thr["scenario"].str.replace(";serving_engine=optimum-habana", "")))["time_error_pct"].to_numpy()
+    assert (abs(moved) < 1.0).all()

@@ -229,3 +229,32 @@ def test_a_training_field_for_serving_is_refused_for_the_phase_asked() -> None:
 
     with pytest.raises(DseError, match=r"dropout: got 0.1 for phase serving; accepted: 0"):
         dse.workload("llama3-8b", phase="serving", batch=8, input_len=128, output_len=128, dropout=0.1)
+
+
+def test_a_lazy_mode_engine_charges_its_host_time_per_operator_of_the_prefill_only() -> None:
+    """optimum-habana's prefill forward runs in lazy mode under --limit_hpu_graphs: the host evaluates every operator
+    before the device runs the graph, so a prefill step pays per_op_prefill x the operators of its table (every row
+    ``count`` times, collectives included); its decode steps replay HPU graphs and pay nothing; a serving pass pays the
+    prefill's once."""
+    from dse.workloads.serving import load_engine, operators
+
+    eng = load_engine("optimum-habana")
+    assert eng.per_op_prefill_us > 0 and eng.step_base_ms == eng.per_seq_ms == 0
+    assert "limit_hpu_graphs" in eng.source and "mark_step" in eng.source
+    kw = dict(phase="prefill", seq=128, batch=1, dtype="fp8")
+    for tp in (1, 8):
+        plan = {"tp": tp} if tp > 1 else None
+        bare = dse.predict(dse.workload("llama2-7b", plan=plan, **kw), "gaudi2")
+        lazy = dse.predict(dse.workload("llama2-7b", plan=plan, serving_engine="optimum-habana", **kw), "gaudi2")
+        n = operators(lazy.workload.ops.to_dict("records"))
+        assert n > 32 * 8 and lazy.time_s == pytest.approx(bare.time_s + eng.per_op_prefill_us * 1e-6 * n, rel=1e-9)
+        if tp > 1:
+            assert (lazy.workload.ops["coll"] != "").any()  # the host issues the all-reduces too
+    dec = dict(phase="decode", context=256, batch=4)
+    assert dse.predict(dse.workload("llama2-7b", serving_engine="optimum-habana", **dec), "gaudi2").time_s == \
+        pytest.approx(dse.predict(dse.workload("llama2-7b", **dec), "gaudi2").time_s, rel=1e-12)
+    base = dse.predict(dse.workload("llama2-7b", batch=8, **KW), "gaudi2").serving
+    s = dse.predict(dse.workload("llama2-7b", batch=8, serving_engine="optimum-habana", **KW), "gaudi2")
+    n_p = operators(s.workload.ops[s.workload.ops["name"].str.startswith("prefill.")].to_dict("records"))
+    assert s.serving["prefill_s"] == pytest.approx(base["prefill_s"] + eng.per_op_prefill_us * 1e-6 * n_p, rel=1e-9)
+    assert s.serving["decode_s"] == pytest.approx(base["decode_s"], rel=1e-12)
