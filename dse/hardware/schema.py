@@ -93,6 +93,11 @@ class ComputeUnit(Strict):
         "load (an operator streaming fewer fills M / stream_rows of the array). Default array_rows (shifting a tile in "
         "takes a cycle a row, TPU MXU); NeuronCore-v2's TensorE loads the next stationary tile in the background and "
         "issues a MultiplyMoving every max(N, 64) cycles: 64")
+    conv_lowering: Literal["im2col", "taps"] = Field(
+        "im2col", description="How a convolution reaches the MAC arrays (dse.predict.roofline.array_fill): im2col "
+        "(one GEMM contracting over C_in x kh x kw: cuDNN's implicit GEMM, XLA) or taps (one matmul per kernel tap, "
+        "contracting over the input channels alone and accumulating the taps in place: an array whose contraction must "
+        "sit on the partition dimension, NeuronCore's TensorE, fills C_in of its rows, 3 of 128 on an RGB stem)")
     array_shapes: list[tuple[TileSide, TileSide]] | None = Field(
         None, description="Geometries (rows x cols) the MAC arrays can be configured into, op by op, each of "
         "array_rows x array_cols MACs (Gaudi 2's MME: 256x256, 128x512 and 512x128); an op's array fill is the best "

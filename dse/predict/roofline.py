@@ -149,6 +149,8 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     N = o.N[None, :]
     unit = d.base.compute.matrix
     K = o.K[None, :] if unit.dataflow == "weight_stationary" else None
+    if K is not None and unit.conv_lowering == "taps":  # one matmul per kernel tap: it contracts over C_in alone
+        K = np.maximum(K / o.taps[None, :], 1.0)
     s = r * (unit.stream_rows / unit.array_rows) if unit.stream_rows else r  # rows that hide a tile's load
     fill = _quantized_fill(M, N, r, c, K, s)
     for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs)

@@ -106,6 +106,9 @@ class OpArrays:
     # attention rows: the query rows a tile may stack (``head_rows``: M, or one query head's rows where a kernel runs
     # a CTA per query head, ``attention_gqa: per_head``); inf elsewhere
     head_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # convolution rows: the kernel's taps (``dse.workloads.ops`` ``taps``), the K of one per-tap matmul being K / taps;
+    # 1 elsewhere
+    taps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # causal fused attention rows: whole-matrix pairs per counted pair (``dse.workloads.ops`` ``full_ratio``), the
     # FLOPs a kernel that computes masked blocks executes per useful one; 1 elsewhere
     full_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -165,6 +168,7 @@ class OpArrays:
             kind=np.asarray(kind, dtype=object),
             head_rows=np.where(attn, np.where(hr > 0, hr, np.maximum(f("M"), 1.0)), np.inf),
             full_ratio=np.maximum(f("full_ratio"), 1.0) if "full_ratio" in s.columns else np.ones(len(s)),
+            taps=np.maximum(f("taps"), 1.0) if "taps" in s.columns else np.ones(len(s)),
             batch=np.maximum(bt, 1.0),
             K=np.maximum(f("K"), 1), elem_ab=(f("elem_a") + f("elem_b")) / 2,
             perm=perm, flops=f("flops"), count=f("count"), M=np.maximum(f("M"), 1), N=np.maximum(f("N"), 1),

@@ -32,6 +32,9 @@ Conventions (``docs/design.md``):
   row's FLOPs count (``q_len * kv_len / causal_pairs``): what a kernel that computes the masked blocks instead of
   skipping them executes per useful FLOP (``compute.causal_attention: compute``, :mod:`dse.predict.roofline`);
   1 elsewhere.
+* ``taps``: on a convolution row, its kernel's taps (``kh x kw``, ``k`` in 1-D): its ``K`` is ``C_in / groups x
+  taps``, what an im2col GEMM contracts over; a MAC array that contracts over the input channels alone, one matmul per
+  tap (``compute.matrix.conv_lowering: taps``), fills ``K / taps`` of its rows. 0 elsewhere.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ COLUMNS: list[str] = [
     "M", "N", "K", "batch", "flops", "bytes_read", "bytes_written",
     "a_bytes", "b_bytes", "c_bytes", "elem_a", "elem_b", "elem_out", "count", "fused",
     "coll", "net_bytes", "group", "stride", "overlap", "scale", "eager", "ctas", "head_rows", "gemm_kernel",
-    "held", "held_bytes", "full_ratio",
+    "held", "held_bytes", "full_ratio", "taps",
 ]
 #: what a row's ``held`` tensor is: parameters read every step, or the KV cache a decode step reads and extends
 HELD: tuple[str, ...] = ("weights", "kv_cache")
@@ -143,7 +146,7 @@ def _row(**kw: Any) -> dict[str, Any]:
         "M": 0, "N": 0, "K": 0, "batch": 1, "a_bytes": 0.0, "b_bytes": 0.0, "c_bytes": 0.0,
         "elem_a": 0.0, "elem_b": 0.0, "elem_out": 0.0, "count": 1, "fused": False,
         "dtype_b": "", "dtype_out": "", "ctas": 0, "head_rows": 0, "gemm_kernel": "", "held": "", "held_bytes": 0.0,
-        "full_ratio": 1.0, **NET_DEFAULTS,
+        "full_ratio": 1.0, "taps": 0, **NET_DEFAULTS,
     }
     row.update(kw)
     row.setdefault("dtype", row.get("dtype_a", "fp32"))
@@ -304,7 +307,7 @@ def conv2d(
         name=name, kind="conv", unit="vector" if depthwise else "matrix", reuse="tiled", dtype=dtype,
         dtype_a=dtype, dtype_b=dtype, dtype_out=dtype, M=M, N=N, K=K, batch=groups,
         flops=2.0 * groups * M * N * K, bytes_read=a + wts, bytes_written=c, a_bytes=a, b_bytes=wts,
-        c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count, held="weights", held_bytes=wts,
+        c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count, held="weights", held_bytes=wts, taps=kh * kw,
     )
     return row, (ho, wo, c_out)
 
@@ -321,7 +324,7 @@ def conv1d(name: str, *, n: int, length: int, c_in: int, c_out: int, k: int, str
     row = _row(name=name, kind="conv", unit="matrix", reuse="tiled", dtype=dtype, dtype_a=dtype, dtype_b=dtype,
                dtype_out=dtype, M=M, N=N, K=K, batch=groups, flops=2.0 * groups * M * N * K, bytes_read=a + wts,
                bytes_written=c, a_bytes=a, b_bytes=wts, c_bytes=c, elem_a=b, elem_b=b, elem_out=b, count=count,
-               held="weights", held_bytes=wts)
+               held="weights", held_bytes=wts, taps=k)
     return row, out
 
 
@@ -547,7 +550,7 @@ def attention(
     return [qk, soft, pv]
 
 
-_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows")
+_INT_COLS = ("M", "N", "K", "batch", "count", "group", "stride", "ctas", "head_rows", "taps")
 _FLOAT_COLS = ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes", "net_bytes", "scale",
                "held_bytes", "overlap", "full_ratio")
 #: float columns whose value where a row (or an older table) has none is not 0
@@ -606,7 +609,7 @@ def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 #: the integer columns of the operator table (int64) and the largest value they hold
-INT_COLUMNS: tuple[str, ...] = ("M", "N", "K", "batch", "count", "ctas", "head_rows", "group", "stride")
+INT_COLUMNS: tuple[str, ...] = ("M", "N", "K", "batch", "count", "ctas", "head_rows", "group", "stride", "taps")
 INT_COLUMN_MAX = 2**63 - 1
 
 
@@ -641,7 +644,7 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     for col in ("group", "stride"):
         df[col] = df[col].astype("int64")
-    for col in ("M", "N", "K", "batch", "count", "ctas", "head_rows"):
+    for col in ("M", "N", "K", "batch", "count", "ctas", "head_rows", "taps"):
         df[col] = df[col].fillna(0).astype("int64")
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
         df[col] = df[col].astype("float64")

@@ -542,3 +542,46 @@ def test_fusing_elementwise_ops_never_slows_a_step(chip: str) -> None:
         fused = dse.workload("llama2-7b", fused_attention=False, fuse_elementwise=True, **scen)
         t0, t1 = dse.predict(plain, chip).time_s, dse.predict(fused, chip).time_s
         assert t1 <= t0 * (1 + 1e-9), (chip, scen, t0, t1)
+
+
+def _conv_fill(hw, c_in: int, c_out: int, k: int, n: int = 8, hw_px: int = 56) -> float:
+    """The array fill of one k x k convolution on ``hw`` (one row, no residency)."""
+    from dse.predict.roofline import array_fill
+
+    row, _ = ops.conv2d("c", n=n, h=hw_px, w=hw_px, c_in=c_in, c_out=c_out, k=k, dtype="bf16")
+    o = OpArrays.from_table(ops.with_residency(ops.table([row], compact=False), {}, "none"))
+    d = DesignBatch.from_hardware(hw)
+    return float(array_fill(o, d, np.ones((1, 1), dtype=bool), wave=False)[0, 0])
+
+
+def test_a_per_tap_convolution_fills_only_its_input_channels_of_the_array_rows() -> None:
+    """inferentia2 lowers a convolution to one matmul per kernel tap contracting over the input channels
+    (``conv_lowering: taps``): ResNet's RGB stem (3 channels, 7x7, 64 out) fills 3/128 x 64/128 of TensorE, where an
+    im2col GEMM (K = 3 x 49 = 147) fills 147/256 x 64/128; a 1x1 convolution is the same either way."""
+    inf2 = dse.hardware("inferentia2")
+    assert inf2.compute.matrix.conv_lowering == "taps" and inf2.compute.vector.runs == []
+    data = inf2.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"]["conv_lowering"] = "im2col"
+    im2col = dse.hardware(data)
+    assert _conv_fill(inf2, 3, 64, 7) == pytest.approx(3 / 128 * 64 / 128)
+    assert _conv_fill(im2col, 3, 64, 7) == pytest.approx(147 / 256 * 64 / 128)
+    assert _conv_fill(inf2, 256, 128, 1) == pytest.approx(_conv_fill(im2col, 256, 128, 1)) == pytest.approx(1.0)
+    stem = dse.predict(dse.workload("resnet18", batch=16), inf2).ops.set_index("name").loc["l0.conv7x7"]
+    assert stem["ran_on"] == "matrix" and stem["fill"] == pytest.approx(3 / 128 * 64 / 128)
+    bad = inf2.model_dump(mode="python", exclude_none=True)
+    bad["compute"]["matrix"]["conv_lowering"] = "winograd"
+    with pytest.raises(dse.DseError) as ei:
+        dse.hardware(bad)
+    assert "\n" not in str(ei.value) and "compute.matrix.conv_lowering" in str(ei.value) and "taps" in str(ei.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 600), st.integers(1, 600), st.sampled_from([1, 2, 3, 5, 7]))
+def test_per_tap_lowering_never_fills_the_array_better_than_im2col(c_in: int, c_out: int, k: int) -> None:
+    """``C/(ceil(C/r) r) <= tC/(ceil(tC/r) r)`` since ``ceil(tC/r) <= t ceil(C/r)``: contracting over one tap's
+    channels never fills more rows than contracting over all of them."""
+    inf2 = dse.hardware("inferentia2")
+    data = inf2.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"]["conv_lowering"] = "im2col"
+    assert _conv_fill(inf2, c_in, c_out, k, n=1, hw_px=8) <= _conv_fill(dse.hardware(data), c_in, c_out, k, n=1,
+                                                                          hw_px=8) + 1e-12

@@ -1011,3 +1011,26 @@ def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says(
     moved = run_suite(thr)["time_error_pct"].to_numpy() - run_suite(
         thr.assign(scenario=thr["scenario"].str.replace(";serving_engine=optimum-habana", "")))["time_error_pct"].to_numpy()
     assert (abs(moved) < 1.0).all()
+
+
+def test_inferentia2_cnn_rows_with_per_tap_convolutions_as_the_doc_says() -> None:
+    """docs/npu_validation.md 'Convolutions on TensorE, one matmul per kernel tap': with inferentia2's
+    ``conv_lowering: taps`` and its vector engines running no contraction (``runs: []``) the five CNN rows are
+    ResNet-18 +23.4, ResNet-50 +16.9, ResNet-101 +5.6, ResNet-152 +2.1, ViT-B/16 -5.7 % (5.7 / 23.4 %); with the im2col
+    lowering and the default unit choice, as before, -70.2, -41.0, -36.1, -30.2, -17.7 % (36.1 / 70.2 %). No row is
+    fitted."""
+    df = load_measurements()
+    cnn = df[df["id"].str.startswith("neuron-inf2-") & df["id"].str.contains("resnet|vit")]
+    hw = dse.hardware("inferentia2")
+    data = hw.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"]["conv_lowering"] = "im2col"
+    data["compute"]["vector"].pop("runs")
+    before = run_suite(cnn, templates={"inferentia2": dse.hardware(data)}).set_index("id")["time_error_pct"]
+    res = run_suite(cnn).set_index("id")
+    after = res["time_error_pct"]
+    assert len(cnn) == 5 and (res["fitted_into"] == "").all()
+    names = ["resnet18", "resnet50", "resnet101", "resnet152", "vit"]
+    pick = [next(i for i in after.index if f"-{n}-" in i) for n in names]
+    assert [round(after[i], 1) for i in pick] == [23.4, 16.9, 5.6, 2.1, -5.7]
+    assert [round(before[i], 1) for i in pick] == [-70.2, -41.0, -36.1, -30.2, -17.7]
+    assert round(after.abs().median(), 1) == 5.7 and round(before.abs().median(), 1) == 36.1
