@@ -189,8 +189,10 @@ def total_times(ta: TableArrays, t: np.ndarray, hide: bool = True) -> np.ndarray
     f = ta.overlapped
     if hide and f.any():
         hideable = total * f
-        exposed = max(0.0, hideable.sum() - total[ta.compute].sum())
-        total = total - hideable + hideable * (exposed / hideable.sum())
+        h = hideable.sum()
+        if h > 0.0:  # a share so small its time underflows to 0 hides nothing (and must not divide 0 by 0)
+            exposed = max(0.0, h - total[ta.compute].sum())
+            total = total - hideable + hideable * (exposed / h)
     return total
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dse
@@ -307,6 +307,7 @@ def test_a_chip_that_runs_collectives_on_its_compute_core_hides_none_of_them():
 
 @settings(max_examples=12, deadline=None)
 @given(f=st.floats(0.0, 1.0), g=st.floats(0.0, 1.0))
+@example(f=0.0, g=5e-324)  # a share whose hideable time underflows to 0 once gave 0/0 (NaN) in dse.predict
 def test_overlap_never_changes_a_compute_core_step_and_only_shortens_an_offload_one(f, g):
     """Property: on a chip whose collectives run on its compute core the step is the same whatever share the plan
     lets hide; on an offload chip a larger share never lengthens the step, and no share makes it shorter than its
