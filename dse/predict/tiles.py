@@ -129,7 +129,7 @@ def template_key(d: DesignBatch) -> tuple:
         return hit[1]
     key = (d.base.name, _drain(d), _shared_rate(d), _achievable_peaks(d).tobytes(),
            str(d.base.compute.matrix.array_shapes), d.base.compute.matrix.dataflow, d.base.compute.matrix.stream_rows,
-           d.base.compute.causal_attention)
+           d.base.compute.matrix.conv_lowering, d.base.compute.causal_attention)
     if len(_TEMPLATE_KEYS) > 256:
         _TEMPLATE_KEYS.clear()
     _TEMPLATE_KEYS[id(d.base)] = (d.base, key)

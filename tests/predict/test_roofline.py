@@ -544,14 +544,25 @@ def test_fusing_elementwise_ops_never_slows_a_step(chip: str) -> None:
         assert t1 <= t0 * (1 + 1e-9), (chip, scen, t0, t1)
 
 
+def _conv_arrays(c_in: int, c_out: int, k: int, n: int = 8, hw_px: int = 56) -> OpArrays:
+    """One k x k convolution as predictor arrays (one row, no residency)."""
+    row, _ = ops.conv2d("c", n=n, h=hw_px, w=hw_px, c_in=c_in, c_out=c_out, k=k, dtype="bf16")
+    return OpArrays.from_table(ops.with_residency(ops.table([row], compact=False), {}, "none"))
+
+
 def _conv_fill(hw, c_in: int, c_out: int, k: int, n: int = 8, hw_px: int = 56) -> float:
-    """The array fill of one k x k convolution on ``hw`` (one row, no residency)."""
+    """The array fill of one k x k convolution on ``hw``."""
     from dse.predict.roofline import array_fill
 
-    row, _ = ops.conv2d("c", n=n, h=hw_px, w=hw_px, c_in=c_in, c_out=c_out, k=k, dtype="bf16")
-    o = OpArrays.from_table(ops.with_residency(ops.table([row], compact=False), {}, "none"))
-    d = DesignBatch.from_hardware(hw)
-    return float(array_fill(o, d, np.ones((1, 1), dtype=bool), wave=False)[0, 0])
+    o = _conv_arrays(c_in, c_out, k, n, hw_px)
+    return float(array_fill(o, DesignBatch.from_hardware(hw), np.ones((1, 1), dtype=bool), wave=False)[0, 0])
+
+
+def _im2col(hw):
+    """``hw`` with ``compute.matrix.conv_lowering: im2col`` (the same name)."""
+    data = hw.model_dump(mode="python", exclude_none=True)
+    data["compute"]["matrix"]["conv_lowering"] = "im2col"
+    return dse.hardware(data)
 
 
 def test_a_per_tap_convolution_fills_only_its_input_channels_of_the_array_rows() -> None:
@@ -560,9 +571,7 @@ def test_a_per_tap_convolution_fills_only_its_input_channels_of_the_array_rows()
     im2col GEMM (K = 3 x 49 = 147) fills 147/256 x 64/128; a 1x1 convolution is the same either way."""
     inf2 = dse.hardware("inferentia2")
     assert inf2.compute.matrix.conv_lowering == "taps" and inf2.compute.vector.runs == []
-    data = inf2.model_dump(mode="python", exclude_none=True)
-    data["compute"]["matrix"]["conv_lowering"] = "im2col"
-    im2col = dse.hardware(data)
+    im2col = _im2col(inf2)
     assert _conv_fill(inf2, 3, 64, 7) == pytest.approx(3 / 128 * 64 / 128)
     assert _conv_fill(im2col, 3, 64, 7) == pytest.approx(147 / 256 * 64 / 128)
     assert _conv_fill(inf2, 256, 128, 1) == pytest.approx(_conv_fill(im2col, 256, 128, 1)) == pytest.approx(1.0)
@@ -581,7 +590,18 @@ def test_per_tap_lowering_never_fills_the_array_better_than_im2col(c_in: int, c_
     """``C/(ceil(C/r) r) <= tC/(ceil(tC/r) r)`` since ``ceil(tC/r) <= t ceil(C/r)``: contracting over one tap's
     channels never fills more rows than contracting over all of them."""
     inf2 = dse.hardware("inferentia2")
-    data = inf2.model_dump(mode="python", exclude_none=True)
-    data["compute"]["matrix"]["conv_lowering"] = "im2col"
-    assert _conv_fill(inf2, c_in, c_out, k, n=1, hw_px=8) <= _conv_fill(dse.hardware(data), c_in, c_out, k, n=1,
-                                                                          hw_px=8) + 1e-12
+    assert _conv_fill(inf2, c_in, c_out, k, n=1, hw_px=8) <= _conv_fill(_im2col(inf2), c_in, c_out, k, n=1,
+                                                                         hw_px=8) + 1e-12
+
+
+def test_the_cached_fill_row_tells_the_conv_lowerings_of_one_template_name_apart() -> None:
+    """One OpArrays read by two templates of one name that differ only in ``conv_lowering`` (a user's variant, a
+    study comparing both): the fill row cached for the first must not serve the second."""
+    from dse.predict.roofline import _fill_row
+
+    inf2 = dse.hardware("inferentia2")
+    o = _conv_arrays(3, 64, 7)
+    matrix = np.ones((1, 1), dtype=bool)
+    taps = _fill_row(o, DesignBatch.from_hardware(inf2), matrix, wave=False)
+    whole = _fill_row(o, DesignBatch.from_hardware(_im2col(inf2)), matrix, wave=False)
+    assert taps[0, 0] == pytest.approx(3 / 128 * 64 / 128) and whole[0, 0] == pytest.approx(147 / 256 * 64 / 128)
