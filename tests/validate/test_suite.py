@@ -987,6 +987,16 @@ def test_p150_dram_efficiency_of_its_decode_software_as_the_doc_says() -> None:
     assert (base["pair"], at55["pair"]) == (-7.9, -39.2)
 
 
+def _first_token_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Intel's six Gaudi 2 low-latency (first-token) rows."""
+    return df[df["id"].str.startswith("intel118-gaudi2") & df["id"].str.contains("-lat-")]
+
+
+def _without_engine(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` as they were before they named the optimum-habana engine."""
+    return rows.assign(scenario=rows["scenario"].str.replace(";serving_engine=optimum-habana", ""))
+
+
 def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says() -> None:
     """Intel's Gaudi 2 low-latency rows (batch 1, read as host-timed first-token latency of optimum-habana's
     run_generation.py) go through the optimum-habana engine record: its prefill runs in lazy mode outside the HPU graph
@@ -994,11 +1004,10 @@ def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says(
     docs/npu_validation.md quotes: the four one-card rows 36.4 / 48.8 % -> 11.3 / 18.6 % (median / max |time
     error|), the 70B 8-card 128-token row -64.5 -> -19.8 %; the throughput rows of the harness move by < 1 point."""
     df = load_measurements()
-    lat = df[df["id"].str.startswith("intel118-gaudi2") & df["id"].str.contains("-lat-")]
+    lat = _first_token_rows(df)
     assert len(lat) == 6 and lat["scenario"].str.contains("serving_engine=optimum-habana").all()
     res = run_suite(lat).set_index("id")
-    bare = run_suite(lat.assign(scenario=lat["scenario"].str.replace(";serving_engine=optimum-habana", ""))
-                     ).set_index("id")
+    bare = run_suite(_without_engine(lat)).set_index("id")
     assert (res["fitted_into"] == "").all()
     one = ~res.index.str.contains("-tp8-")
     err, err0 = res["time_error_pct"], bare["time_error_pct"]
@@ -1008,8 +1017,7 @@ def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says(
     assert round(err0[row], 1) == -64.5 and round(err[row], 1) == -19.8
     thr = df[df["scenario"].str.contains("serving_engine=optimum-habana") & ~df["id"].isin(lat["id"])]
     assert len(thr) == 48 and thr["id"].str.startswith(("intel118-gaudi", "gauditut120-")).all()
-    moved = run_suite(thr)["time_error_pct"].to_numpy() - run_suite(
-        thr.assign(scenario=thr["scenario"].str.replace(";serving_engine=optimum-habana", "")))["time_error_pct"].to_numpy()
+    moved = run_suite(thr)["time_error_pct"].to_numpy() - run_suite(_without_engine(thr))["time_error_pct"].to_numpy()
     assert (abs(moved) < 1.0).all()
 
 
@@ -1046,8 +1054,8 @@ def test_gaudi2_first_token_rows_sensitivity_to_the_per_operator_host_time(monke
     import dse.workloads.serving as serving
 
     df = load_measurements()
-    lat = df[df["id"].str.startswith("intel118-gaudi2") & df["id"].str.contains("-lat-")
-             & ~df["id"].str.contains("-tp8-")]
+    lat = _first_token_rows(df)
+    lat = lat[~lat["id"].str.contains("-tp8-")]
     shipped, load = serving.load_engine("optimum-habana"), serving.load_engine
     assert shipped.per_op_prefill_us == 10.0
     got = {}
