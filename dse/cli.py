@@ -1086,7 +1086,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     scen = _scenario_of(args)
     fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "zero", "recompute",
-                                           "interleave") if getattr(args, k) is not None}
+                                           "interleave", "tp_per_chip", "pad_heads") if getattr(args, k) is not None}
     if args.sp is not None:
         fixed["sp"] = args.sp == "on"
     if args.top < 1:
@@ -1205,7 +1205,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     scen = _scenario_of(args)
     plan = {k: getattr(args, k) for k in ("tp", "pp", "dp", "ep", "microbatches", "zero", "recompute", "interleave",
-                                          "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb")
+                                          "fsdp", "first_stage_layers", "last_stage_layers", "bucket_mb",
+                                          "tp_per_chip", "pad_heads")
             if getattr(args, k) is not None}
     if args.sp is not None:
         plan["sp"] = args.sp == "on"
@@ -1496,9 +1497,18 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     pp.add_argument("--first-stage-layers", type=int, help="layers on the first pipeline stage (uneven split)")
     pp.add_argument("--last-stage-layers", type=int, help="layers on the last pipeline stage (uneven split)")
     pp.add_argument("--bucket-mb", type=float, help="data-parallel gradient bucket, MB (default 25)")
+    _add_rank_args(pp)
     pp.add_argument("--overlap", help="collectives that hide behind compute: a comma list of tp, pp, dp, ep, each "
                                       "optionally =FRACTION of its time (tp=0.7), or none (default: dp only)")
     pp.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def _add_rank_args(pp: argparse.ArgumentParser) -> None:
+    """The flags that cut the tensor-parallel shards per core (``plan.tp_per_chip``, ``plan.pad_heads``)."""
+    pp.add_argument("--tp-per-chip", type=int, help="tensor-parallel ranks on one chip, one per core (Neuron: TP 24 "
+                    "on 12 Inferentia2 chips is --tp 12 --tp-per-chip 2)")
+    pp.add_argument("--pad-heads", action="store_true", default=None,
+                    help="pad heads and FFN to the TP ranks as transformers-neuronx does (a TP that does not divide them)")
 
 
 def _add_scenario_args(pp: argparse.ArgumentParser) -> None:
@@ -1645,6 +1655,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="hold the recomputation policy")
     lp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],
                     help="hold sequence parallelism: --sp or --sp on, --sp off (default: searched with tp > 1)")
+    _add_rank_args(lp)
     lp.add_argument("--top", type=int, default=10, help="rows of the candidate table shown (fastest first)")
     lp.add_argument("--format", choices=["table", "json"], default="table")
     lp.add_argument("--quiet", action="store_true", help="no progress line")

@@ -93,6 +93,13 @@ class Plan(Strict):
     bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
                              "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
+    tp_per_chip: int = Field(1, gt=0, description="Tensor-parallel ranks on one chip, each on its own core "
+                             "(transformers-neuronx and NxD count NeuronCores: TP 24 on the 12 Inferentia2 chips of "
+                             "an inf2.48xlarge is tp 12 x tp_per_chip 2): the shards are cut over tp x tp_per_chip "
+                             "ranks, each chip holds tp_per_chip of them; the all-reduce is charged over the tp chips")
+    pad_heads: bool = Field(False, description="Pad the shards to the TP ranks as transformers-neuronx does: query "
+                            "heads and the FFN width rounded up to a multiple of the ranks, KV heads replicated up "
+                            "to one per rank (utils.round_up_to_divisor, utils.get_qkv_padding); the padding runs")
     recompute: Literal["none", "minimal", "selective", "full"] = Field(
         "none", description="Activation recomputation (training; dse.workloads.training): none, minimal (MaxText's: "
         "save the weight matmuls' outputs, recompute the attention core and every elementwise op), selective "
@@ -135,6 +142,9 @@ class Plan(Strict):
         if self.zero and self.shards == 1:
             raise ValueError(f"@zero@got {self.zero} with dp = 1; accepted: 0 (ZeRO shards optimizer state, gradients "
                              "and weights over the data-parallel ranks: dp > 1)")
+        if self.pad_heads and self.ranks == 1:
+            raise ValueError("@pad_heads@got true with one tensor-parallel rank; accepted: false (padding rounds the "
+                             "shards up to a multiple of tp x tp_per_chip > 1 ranks)")
         if self.sp and self.tp == 1:
             raise ValueError("@sp@got true with tp = 1; accepted: false (sequence parallelism splits norms and "
                              "dropout over the tensor-parallel ranks: tp > 1)")
@@ -172,6 +182,11 @@ class Plan(Strict):
         return self.tp * self.pp * self.dp
 
     @property
+    def ranks(self) -> int:
+        """Tensor-parallel ranks the shards are cut for: ``tp x tp_per_chip``."""
+        return self.tp * self.tp_per_chip
+
+    @property
     def shards(self) -> int:
         """Data-parallel ranks that share one copy of the sharded state (ZeRO / fsdp): fsdp, else dp."""
         return self.fsdp or self.dp
@@ -192,7 +207,7 @@ class Plan(Strict):
 
     @property
     def trivial(self) -> bool:
-        return self.n_chips == 1 and self.ep == 1
+        return self.n_chips == 1 and self.ep == 1 and self.tp_per_chip == 1
 
     def stride(self, group: str) -> int:
         """Chip-number distance between neighbours of a group (tp innermost, then dp/ep, then pp)."""
@@ -215,6 +230,8 @@ class Plan(Strict):
         sharded = bool(self.fsdp) or self.zero == 3
         bits = [(f"fsdp{self.shards}" + (f" x{self.replicas}" if self.hybrid else "") if g == "dp" and sharded
                  else f"{g}{getattr(self, g)}") for g in GROUPS if getattr(self, g) > 1]
+        bits += [f"x{self.tp_per_chip}/chip"] if self.tp_per_chip > 1 else []
+        bits += ["padheads"] if self.pad_heads else []
         bits += ["sp"] if self.sp and self.tp > 1 else []
         bits += [f"mb{self.m}"] if self.microbatches is not None and self.microbatches != self.pp else []
         bits += [f"v{self.interleave}"] if self.interleave > 1 else []
@@ -231,28 +248,28 @@ class Plan(Strict):
 
 
 def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
-    """The per-chip architecture: heads, KV heads, FFN, vocabulary / tp; layers / pp; experts / ep."""
-    tp, pp, ep = plan.tp, plan.pp, plan.ep
+    """The per-chip architecture: heads, KV heads, FFN, vocabulary / tp; layers / pp; experts / ep. With
+    ``tp_per_chip`` k the shards are cut over ``tp x k`` ranks and a chip holds k of them; with ``pad_heads`` they
+    are padded as :func:`padded_heads` says instead of refusing a degree that does not divide them."""
+    pp, ep = plan.pp, plan.ep
+    R, k = plan.ranks, plan.tp_per_chip
     H = arch.heads
     Hkv = arch.kv_heads or H
     d = arch.head_dim or arch.hidden // H
-    if H % tp:
-        divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
-        raise ValueError(f"{name}: got tp = {tp} ({H} attention heads are not divisible by it; chips given alone are "
-                         f"tensor parallel); accepted: a tp dividing {H} ({divisors}), or dp/pp for the other chips")
-    if Hkv % tp and tp % Hkv:
-        raise ValueError(f"{name}: got tp = {tp} with {Hkv} KV heads; accepted: a tp that divides {Hkv} or a multiple "
-                         "of it")
-    if arch.ffn % tp:
-        raise ValueError(f"{name}: got tp = {tp}, which does not divide its FFN width {arch.ffn}; accepted: a divisor "
-                         f"of {arch.ffn}")
+    if plan.pad_heads:
+        q_rank, kv_rank = padded_heads(H, Hkv, R)
+        ffn_rank = math.ceil(arch.ffn / R)
+    else:
+        check_divides(arch, R, name, f"tp = {R}" if k == 1 else f"tp x tp_per_chip = {plan.tp} x {k} = {R}")
+        q_rank, kv_rank, ffn_rank = H // R, max(1, Hkv // R), arch.ffn // R
     if pp > arch.layers:
         raise ValueError(f"{name}: got pp = {pp}; accepted: at most its {arch.layers} layers")
     check_interleave(arch.layers, plan)
-    upd: dict[str, Any] = {"heads": H // tp, "kv_heads": max(1, Hkv // tp), "head_dim": d, "ffn": arch.ffn // tp,
-                           "vocab": math.ceil(arch.vocab / tp), "layers": max(stage_layers(arch.layers, plan))}
+    upd: dict[str, Any] = {"heads": q_rank * k, "kv_heads": kv_rank * k, "head_dim": d, "ffn": ffn_rank * k,
+                           "vocab": math.ceil(arch.vocab / R) * k, "layers": max(stage_layers(arch.layers, plan))}
     if arch.moe is not None:
         m = arch.moe
+        tp = R
         if m.experts % ep:
             raise ValueError(f"{name}: got ep = {ep}; accepted: a divisor of its {m.experts} experts")
         if m.expert_ffn % tp:
@@ -261,11 +278,57 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
         # each rank holds experts / ep experts and receives its share of every rank's routed tokens: T x active
         # token-expert pairs per rank whatever ep (top-k stays k; a copy, not validated: k may exceed the experts held)
         upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": m.active,
-                                          "expert_ffn": m.expert_ffn // tp,
+                                          "expert_ffn": m.expert_ffn // tp * k,
                                           "dense_layers": m.dense_layers if pp == 1 else 0})
     elif ep > 1:
         raise ValueError(f"{name} has no experts; accepted: ep = 1")
     return arch.model_copy(update=upd)
+
+
+def check_divides(arch: Any, ranks: int, name: str, got: str) -> None:
+    """Refuse a TP degree (``ranks``, written ``got``) that does not divide the heads, KV heads (or is not a multiple
+    of them) and FFN width: one line naming what would fit."""
+    H, Hkv, tp = arch.heads, arch.kv_heads or arch.heads, ranks
+    if H % tp:
+        divisors = ", ".join(str(k) for k in range(1, H + 1) if H % k == 0)
+        raise ValueError(f"{name}: got {got} ({H} attention heads are not divisible by it; chips given alone are "
+                         f"tensor parallel); accepted: a tp dividing {H} ({divisors}), dp/pp for the other chips, or "
+                         "pad_heads (--pad-heads) as transformers-neuronx pads them")
+    if Hkv % tp and tp % Hkv:
+        raise ValueError(f"{name}: got {got} with {Hkv} KV heads; accepted: a tp that divides {Hkv} or a multiple "
+                         "of it, or pad_heads (--pad-heads)")
+    if arch.ffn % tp:
+        raise ValueError(f"{name}: got {got}, which does not divide its FFN width {arch.ffn}; accepted: a divisor "
+                         f"of {arch.ffn}, or pad_heads (--pad-heads)")
+
+
+def padded_heads(heads: int, kv_heads: int, ranks: int) -> tuple[int, int]:
+    """(query heads, KV heads) per TP rank when the shards are padded to ``ranks`` as transformers-neuronx pads them
+    (aws-neuron/transformers-neuronx@1ade6d7 ``utils.get_qkv_padding``, ``decoder.py``)::
+
+        H_pad = ceil(H / R) x R                                   (round_up_to_divisor: padded query heads run)
+        MHA (Hkv = H):     KV_pad = H_pad                           (K and V are padded with Q)
+        Hkv divisible by R: KV_pad = Hkv                            (GQA.SHARD_OVER_HEADS)
+        otherwise, replicated (GQA.REPLICATED_HEADS), ratio = H / Hkv, or R / Hkv when Hkv < R, R % Hkv = 0 and
+        (H % R = 0 or H_pad - H > 0 is a multiple of Hkv), or 1 when H_pad / R = H / Hkv;
+                           KV_pad = max(Hkv x ratio, R), H_pad when it reached H
+
+    e.g. Llama 3 8B (32 heads, 8 KV heads) at TP 24: 48 query heads, 24 KV heads: 2 and 1 per rank."""
+    R = ranks
+    H_pad = math.ceil(heads / R) * R
+    if kv_heads == heads:
+        kv_pad = H_pad
+    elif kv_heads % R == 0:
+        kv_pad = kv_heads
+    else:
+        ratio = heads // kv_heads
+        if kv_heads < R and R % kv_heads == 0 and (heads % R == 0 or (H_pad > heads and (H_pad - heads) % kv_heads == 0)):
+            ratio = R // kv_heads
+        elif H_pad * kv_heads == heads * R:
+            ratio = 1
+        kv_pad = max(kv_heads * ratio, R)
+        kv_pad = H_pad if kv_pad == heads else kv_pad
+    return H_pad // R, max(1, math.ceil(kv_pad / R))
 
 
 #: per-token rows that sequence parallelism splits over the TP ranks (Korthikanti et al. 2022, Sec. 4.2.2:

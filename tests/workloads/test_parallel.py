@@ -1,6 +1,8 @@
 """Parallel plans: interleaved pipeline bubble and p2p traffic (dse.workloads.parallel)."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dse
 from dse.errors import DseError
@@ -460,3 +462,56 @@ def test_zero_shards_routed_experts_over_their_own_data_parallel_replicas() -> N
     assert wl.memory["optimizer"] == pytest.approx(12 * ((p - pe) / 16 + pe / 2))
     dense = dse.workload("llama2-7b", phase="training", batch=32, seq=1024, plan={"dp": 16, "zero": 1})
     assert dense.memory["optimizer"] == pytest.approx(12 * dense.scenario["params"] / 16)
+
+
+# ------------------------------------------------------------------ per-core TP ranks and transformers-neuronx padding
+@pytest.mark.parametrize(("heads", "kv", "ranks", "want"), [
+    (32, 8, 24, (2, 1)),    # Llama 3 8B at TP 24: 48 query heads, 8 KV heads replicated to 24
+    (64, 8, 24, (3, 1)),    # Llama 3 70B at TP 24: 72 query heads
+    (40, 40, 24, (2, 2)),   # Llama 2 13B (MHA): K and V padded with Q to 48
+    (32, 8, 32, (1, 1)),    # divides: 8 KV heads replicated to 32
+    (72, 24, 32, (3, 1)),   # get_qkv_padding's own example: 96 query heads after padding, one KV head per core
+    (64, 8, 8, (8, 1)),     # Hkv divisible by the ranks: no replication
+])
+def test_padded_heads_follow_transformers_neuronx(heads: int, kv: int, ranks: int, want: tuple[int, int]) -> None:
+    from dse.workloads.parallel import padded_heads
+
+    assert padded_heads(heads, kv, ranks) == want
+
+
+@given(h=st.integers(1, 128), g=st.sampled_from([1, 2, 4, 8]), r=st.integers(2, 64))
+def test_padding_never_drops_a_head(h: int, g: int, r: int) -> None:
+    from dse.workloads.parallel import padded_heads
+
+    kv = max(1, h // g) if h % g == 0 else h
+    q_rank, kv_rank = padded_heads(h, kv, r)
+    assert q_rank * r >= h and q_rank * r - h < r  # rounded up to the next multiple of the ranks, no further
+    assert kv_rank >= 1 and kv_rank * r >= kv
+
+
+def test_tp_per_chip_cuts_the_shards_per_core_and_a_chip_holds_its_cores_share() -> None:
+    """inf2.48xlarge: TP 24 over 12 chips, two NeuronCores each. The padded shards make the step slower than an
+    unpadded tp 12 with the same weights would be (more query heads and replicated KV heads), and the chip holds
+    twice a rank's share."""
+    kw = dict(phase="decode", batch=8, context=4096, dtype="fp16")
+    padded = dse.workload("llama3-8b", plan=Plan(chips=12, tp=12, tp_per_chip=2, pad_heads=True), **kw)
+    per_rank = dse.workload("llama3-8b", plan=Plan(chips=24, tp=24, pad_heads=True), **kw)
+    plain = dse.workload("llama3-8b", plan=Plan(chips=8, tp=8), **kw)
+    assert padded.label().endswith("tp12 x2/chip padheads]")
+    # KV cache per chip: two replicated KV heads (one per core) vs one per rank and one per chip at tp 8
+    assert padded.memory["kv_cache"] == pytest.approx(2 * per_rank.memory["kv_cache"])
+    assert padded.memory["kv_cache"] == pytest.approx(2 * plain.memory["kv_cache"])
+    # weights: 48 padded query heads over 24 ranks, two ranks per chip (the norms, replicated, are held once)
+    assert padded.memory["weights"] == pytest.approx(2 * per_rank.memory["weights"], rel=1e-3)
+    assert padded.memory["weights"] > plain.memory["weights"] * 8 / 12
+    p = dse.predict(padded, "inferentia2")
+    assert p.time_s > 0 and "inf2-48xlarge" in p.system.name
+
+
+def test_a_tp_that_does_not_divide_the_heads_names_pad_heads_and_padding_one_rank_is_refused() -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload("llama3-8b", phase="decode", plan=Plan(chips=12, tp=12, tp_per_chip=2))
+    assert "\n" not in str(exc.value) and "pad_heads" in str(exc.value)
+    with pytest.raises(DseError) as exc:
+        dse.workload("llama3-8b", phase="decode", plan={"pad_heads": True})
+    assert "\n" not in str(exc.value) and "pad_heads" in str(exc.value) and "got true" in str(exc.value)
