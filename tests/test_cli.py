@@ -326,9 +326,14 @@ def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
                  "--chips", "8", "--tp", "8"]) == 0
     out = capsys.readouterr().out
     assert "system: assumed tpu-v5e-pod, the system tpu-v5e ships in (ici torus of 8 (2x4 slice))" in out
-    assert main(["predict", "llama2-7b", "inferentia2", "--phase", "decode", "--context", "128", "--chips", "2",
+    assert main(["predict", "llama2-7b", "mi300x", "--phase", "decode", "--context", "128", "--chips", "2",
                  "--tp", "2"]) == 0
-    assert "system: no system ships for inferentia2: assumed inferentia2-switch" in capsys.readouterr().out
+    assert "system: no system ships for mi300x: assumed mi300x-switch" in capsys.readouterr().out
+    assert main(["predict", "llama2-7b", "inferentia2", "--phase", "decode", "--context", "128", "--chips", "12",
+                 "--tp", "12", "--tp-per-chip", "2", "--pad-heads"]) == 0
+    out = capsys.readouterr().out
+    assert "system: assumed inf2-48xlarge, the system inferentia2 ships in (neuronlink-v2 ring of 12)" in out
+    assert "tp12 x2/chip padheads" in out
     assert main(["predict", "llama2-7b", "tpu-v5e", "--phase", "decode", "--context", "128", "--chips", "4",
                  "--tp", "4", "--system", "tpu-v5e-pod"]) == 0
     out = capsys.readouterr().out

@@ -229,6 +229,13 @@ _NCCL = "NVIDIA/nccl@b6475625 src/graph/tuning.cc (baseLat Ring, hwLat NVLink Ri
 #: Ring {LL 20.5, Simple 27.9} us; ``hwLat`` xGMI ("NVLINK" row) Ring {LL 2.3, Simple 2.7} us per step; ring
 #: LL bus bandwidth x 1/5; LL128 enabled by default only on NVIDIA Volta/Ampere in that version (left out).
 _RCCL = "ROCm/rccl@0023b9b0 src/graph/tuning.cc (baseLat Ring, hwLat xGMI Ring, LL 1/5 bus bandwidth)"
+#: The Neuron runtime's collectives (Inferentia2, Trainium): one protocol, the level's full bandwidth and one per-hop
+#: latency per algorithm step, 'the per-hop latency of Ring/KangaRing is about 1-2 us (HBM load dependent)'
+#: (aws-neuron/aws-neuron-sdk@81ce03a neuron-runtime/explore/intranode-collective-comm.rst); it has no low-latency
+#: wire protocol like NCCL's LL, so a small all-reduce on a ring pays 2(n-1) hops. No fixed cost per call is published
+#: (0: a call's launch is the chip's ``launch_overhead_us``)
+_NEURON = ("aws-neuron/aws-neuron-sdk@81ce03a neuron-runtime/explore/intranode-collective-comm.rst (Ring: O(N) "
+           "per-hop latency, about 1-2 us per hop)")
 #: The protocols (Hu et al., "Demystifying NCCL", arXiv:2507.04786, 2025, Sec. 3, describe the three). They run
 #: on GPU scale-up switches and rings; a torus (TPU ICI) runs Simple only (the ``*`` row).
 PROTOCOLS: tuple[Protocol, ...] = (
@@ -237,6 +244,7 @@ PROTOCOLS: tuple[Protocol, ...] = (
     Protocol("nccl", "simple", 1.0, 1.0, 8.4, ("*",), ("*",), _NCCL),
     Protocol("rccl", "ll", 0.2, 2.3 / 2.7, 20.5, ("switch", "ring"), _POINT, _RCCL, chunked=False),
     Protocol("rccl", "simple", 1.0, 1.0, 27.9, ("*",), ("*",), _RCCL),
+    Protocol("neuron", "simple", 1.0, 1.0, 0.0, ("*",), ("*",), _NEURON),
 )
 
 #: collective libraries a network level may name (``collective_library:`` of a system level)

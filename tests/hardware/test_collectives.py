@@ -136,6 +136,27 @@ def test_low_latency_protocols_trade_bandwidth_for_latency() -> None:
         coll.ring_all_reduce(S, n, B * ll.bandwidth_fraction, a * ll.step_latency_scale))
 
 
+def test_a_neuron_ring_pays_every_hop_where_nccl_s_ll_would_not() -> None:
+    """The Neuron runtime has one protocol (no low-latency wire protocol like NCCL's LL): a small all-reduce on the
+    12-chip ring of an inf2.48xlarge pays its 2(n-1) = 22 hops at the level's 1.5 us, where the same ring naming NCCL
+    ran LL at 0.18 of it."""
+    import numpy as np
+
+    import dse
+    from dse.hardware.system import load_system
+    from dse.predict.network import best_variant
+
+    sysm = load_system("inf2-48xlarge")
+    assert {lv.collective_library for lv in sysm.network} == {"neuron"}
+    links, bw, _, _ = sysm.level_arrays(dse.hardware("inferentia2"))
+    b = np.array(bw) * sysm.network[0].efficiency
+    neuron = best_variant("all_reduce", 16384, 12, 1, sysm.network, b, b * np.array(links))
+    nccl_levels = [lv.model_copy(update={"collective_library": "nccl"}) for lv in sysm.network]
+    nccl = best_variant("all_reduce", 16384, 12, 1, nccl_levels, b, b * np.array(links))
+    assert neuron[0] == "simple" and neuron[2] >= 22 * 1.5e-6
+    assert nccl[0] == "ll" and nccl[2] < neuron[2] / 3
+
+
 def test_system_levels_accept_the_protocol_libraries() -> None:
     base = dict(name="l0", size=8, topology="switch", latency_us=1.0, efficiency=0.8, source="test")
     for lib in coll.LIBRARIES:

@@ -222,10 +222,12 @@ def test_default_system_is_the_shipped_one_else_a_switch_over_the_chip_links() -
     assert default_system(dse.hardware("tpu-v5e")).name == "tpu-v5e-pod"
     assert default_system(dse.hardware("trainium2")).name == "trn2-node"
     assert default_system(dse.hardware("trainium1")).name == "trn1-node"
-    g = default_system(dse.hardware("inferentia2"))  # no shipped system: one switch over the chip's links
-    assert g.name == "inferentia2-switch" and g.chips == 8
-    links, bw, _, _ = g.level_arrays(dse.hardware("inferentia2"))
-    hw = dse.hardware("inferentia2")
+    ring = default_system(dse.hardware("inferentia2"))  # inf2.48xlarge: 12 chips on a ring of the chip's links
+    assert ring.name == "inf2-48xlarge" and ring.chips == 12 and ring.network[0].topology == "ring"
+    g = default_system(dse.hardware("mi300x"))  # no shipped system: one switch over the chip's links
+    assert g.name == "mi300x-switch" and g.chips == 8
+    links, bw, _, _ = g.level_arrays(dse.hardware("mi300x"))
+    hw = dse.hardware("mi300x")
     assert links == [float(hw.network.links)] and bw == [hw.network.link_bandwidth_gbps * 1e9]
     data = H100.model_dump(mode="python", exclude_none=True)
     data.pop("network")
