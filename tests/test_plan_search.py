@@ -83,6 +83,17 @@ def test_fixed_fields_are_held(wl7):
     assert set(r.table["tp"]) == {2}
 
 
+def test_per_core_ranks_and_padding_are_held_in_every_candidate() -> None:
+    """An inf2.48xlarge plan: TP over NeuronCores (two per chip) with transformers-neuronx's padding, held by every
+    candidate; the best is tensor parallel over the 12 chips (32 heads padded to 48 over 24 ranks)."""
+    wl = dse.workload("llama3-8b", phase="decode", batch=1, context=2048)
+    r = best_plan(wl, "inferentia2", 12, tp_per_chip=2, pad_heads=True)
+    assert (r.best.tp, r.best.tp_per_chip, r.best.pad_heads) == (12, 2, True)
+    assert set(r.table["tp_per_chip"]) == {2} and r.table["fits"].all()
+    with pytest.raises(DseError, match=r"got tp_per_chip=0; accepted: a positive integer"):
+        best_plan(wl, "inferentia2", 12, tp_per_chip=0)
+
+
 def test_bad_input_is_one_line(wl7):
     with pytest.raises(DseError, match=r"accepted: tp dividing 8 \(1, 2, 4, 8\)"):
         best_plan(wl7, "dgx-h100", 8, tp=3)

@@ -23,8 +23,9 @@ from dse.workloads.library import Workload, workload
 MICROBATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 #: recomputation policies tried (dse.workloads.parallel.Plan.recompute)
 RECOMPUTE = ("none", "minimal", "selective", "full")
-#: the fields a caller may fix
-SEARCHED = ("tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "zero", "recompute", "interleave")
+#: the fields a caller may fix (the last two are only held: how a framework cuts its TP shards per core)
+SEARCHED = ("tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "zero", "recompute", "interleave", "tp_per_chip",
+            "pad_heads")
 
 
 def divisors(n: int) -> list[int]:
@@ -48,7 +49,7 @@ def check_fixed(fixed: dict[str, Any], chips: int) -> None:
     bad = sorted(set(fixed) - set(SEARCHED))
     if bad:
         raise DseError(f"got {bad[0]!r}; accepted: {', '.join(SEARCHED)}", field="best_plan")
-    for g in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "interleave"):
+    for g in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "interleave", "tp_per_chip"):
         v = fixed.get(g)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise DseError(f"got {g}={v!r}; accepted: a positive integer", field=g)
@@ -131,6 +132,7 @@ def candidates(wl: Workload, chips: int, per_node: int, **fixed: Any) -> list[di
                     kw["fsdp"] = fsdp
                 if mb is not None:
                     kw["microbatches"] = mb
+                kw |= {k: fixed[k] for k in ("tp_per_chip", "pad_heads") if k in fixed}  # held, never searched
                 out.append(kw)
     return out
 
@@ -142,6 +144,8 @@ def plan_text(plan: Any) -> str:
         return "1 chip"
     bits = [f"{g}{getattr(plan, g)}" for g in ("tp", "pp", "dp", "ep") if getattr(plan, g) > 1]
     bits += [f"fsdp{plan.shards}"] if getattr(plan, "hybrid", False) else []  # the shard group of hybrid sharding
+    bits += [f"x{plan.tp_per_chip}/chip"] if plan.tp_per_chip > 1 else []
+    bits += ["padheads"] if plan.pad_heads else []
     bits += ["sp"] if plan.sp and plan.tp > 1 else []  # in Plan.label's order: sp, mb, v, zero, rc
     bits += [f"mb{plan.m}"] if plan.m > 1 else []
     bits += [f"v{plan.interleave}"] if plan.interleave > 1 else []
