@@ -508,6 +508,16 @@ def test_tp_per_chip_cuts_the_shards_per_core_and_a_chip_holds_its_cores_share()
     assert p.time_s > 0 and "inf2-48xlarge" in p.system.name
 
 
+def test_padding_reaches_the_experts_and_a_chip_holds_its_cores_expert_shards() -> None:
+    """Mixtral 8x7B at TP 24: expert FFN 14336 padded to 14352 (598 per rank), two ranks per chip."""
+    wl = dse.workload("mixtral-8x7b", phase="decode", plan=Plan(chips=12, tp=12, tp_per_chip=2, pad_heads=True))
+    ops = wl.ops.set_index("name")
+    assert ops.loc["moe.expert_down", "K"] == 2 * 598  # a chip's two ranks' padded expert FFN columns
+    assert ops.loc["moe.expert_up", "N"] == 2 * 2 * 598  # gate and up (SwiGLU)
+    with pytest.raises(DseError, match="pad_heads"):
+        dse.workload("mixtral-8x7b", phase="decode", plan=Plan(chips=12, tp=12, tp_per_chip=2))
+
+
 def test_a_tp_that_does_not_divide_the_heads_names_pad_heads_and_padding_one_rank_is_refused() -> None:
     with pytest.raises(DseError) as exc:
         dse.workload("llama3-8b", phase="decode", plan=Plan(chips=12, tp=12, tp_per_chip=2))
