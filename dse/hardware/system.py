@@ -73,8 +73,8 @@ class NetworkLevel(Strict):
         "torus runs its default, dimension by dimension, for either); multi_axis on a torus: a collective over several "
         "axes runs on all of them at once (XLA on a TPU slice)")
     collective_library: Literal[LIBRARIES] = Field(  # type: ignore[valid-type]
-        "nccl", description="Collective library whose wire protocols (LL, LL128, Simple) the level runs "
-                            "(dse.hardware.collectives.PROTOCOLS)")
+        "nccl", description="Collective library whose wire protocols the level runs (NCCL's LL, LL128, Simple; "
+                            "RCCL's LL, Simple; the Neuron runtime's one: dse.hardware.collectives.PROTOCOLS)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")
