@@ -171,10 +171,12 @@ class Workload:
         gk = sp.get("gemm_kernel") or s.get("gemm_kernel")
         if gk and gk != "auto":
             bits.append(f"gemm:{gk}")
-        if sp.get("framework"):
-            bits.append(f"fw:{sp['framework']}")
-        elif s.get("execution") == "eager":
-            bits.append("eager")
+        fw = sp.get("framework")
+        if fw:
+            bits.append(f"fw:{fw}")
+        preset = framework_defaults(fw, {"execution"}).get("execution", "graph") if fw else "graph"
+        if s.get("execution", "graph") != preset:  # an execution given beside a framework that runs the other one
+            bits.append(str(s["execution"]))
         for key, default in training_mod.STEP_FIELDS.items():  # a step field given beside a framework or off default
             if key in sp and (sp.get("framework") or sp[key] != default):
                 bits.append(f"{key}:{sp[key]}")

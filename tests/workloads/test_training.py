@@ -206,6 +206,10 @@ def test_framework_preset_sets_defaults_and_a_given_field_wins() -> None:
     assert _rows(fused, "optimizer.adamw").iloc[0]["count"] == 1 and "optimizer:fused" in fused.label()
     graph = _train(framework="pytorch-eager", execution="graph")
     assert graph.scenario["execution"] == "graph"
+    # the label says an execution given against the framework's own (it read as the framework's step)
+    assert graph.label().endswith("fw:pytorch-eager graph]") and eager.label().endswith("fw:pytorch-eager]")
+    assert _train(framework="xla", execution="eager").label().endswith("fw:xla eager]")
+    assert "graph" not in _train(framework="xla").label() and _train(execution="eager").label().endswith(" eager]")
     # the megatron preset is the step dse models by default: the same prediction
     meg, plain = _train(framework="megatron"), _train()
     assert dse.predict(meg, "a100-80gb").time_s == pytest.approx(dse.predict(plain, "a100-80gb").time_s)
