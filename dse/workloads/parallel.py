@@ -99,7 +99,8 @@ class Plan(Strict):
                              "ranks, each chip holds tp_per_chip of them; the all-reduce is charged over the tp chips")
     pad_heads: bool = Field(False, description="Pad the shards to the TP ranks as transformers-neuronx does: query "
                             "heads and the FFN width rounded up to a multiple of the ranks, KV heads replicated up "
-                            "to one per rank (utils.round_up_to_divisor, utils.get_qkv_padding); the padding runs")
+                            "to one per rank, or padded with the query heads without GQA (utils.round_up_to_divisor, "
+                            "utils.get_qkv_padding; dse.workloads.parallel.padded_heads); the padding runs")
     recompute: Literal["none", "minimal", "selective", "full"] = Field(
         "none", description="Activation recomputation (training; dse.workloads.training): none, minimal (MaxText's: "
         "save the weight matmuls' outputs, recompute the attention core and every elementwise op), selective "
