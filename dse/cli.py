@@ -1083,10 +1083,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from dse.plan_search import best_plan, no_fit_reason
     from dse.workloads.library import workload
+    from dse.workloads.plans import SEARCHED
 
     scen = _scenario_of(args)
-    fixed = {k: getattr(args, k) for k in ("tp", "pp", "dp", "fsdp", "ep", "microbatches", "zero", "recompute",
-                                           "interleave", "tp_per_chip", "pad_heads") if getattr(args, k) is not None}
+    # every field best_plan holds (sp is an on/off flag, below)
+    fixed = {k: getattr(args, k) for k in SEARCHED if k != "sp" and getattr(args, k) is not None}
     if args.sp is not None:
         fixed["sp"] = args.sp == "on"
     if args.top < 1:

@@ -644,8 +644,9 @@ def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     for col in ("group", "stride"):
         df[col] = df[col].astype("int64")
-    for col in ("M", "N", "K", "batch", "count", "ctas", "head_rows", "taps"):
-        df[col] = df[col].fillna(0).astype("int64")
+    for col in INT_COLUMNS:  # the shape and count columns: 0 where a row has none (group and stride above)
+        if col not in ("group", "stride"):
+            df[col] = df[col].fillna(0).astype("int64")
     for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
         df[col] = df[col].astype("float64")
     df["fused"] = df["fused"].astype(bool)

@@ -270,16 +270,15 @@ def shard_transformer(arch: Any, plan: Plan, name: str) -> Any:
                            "vocab": math.ceil(arch.vocab / R) * k, "layers": max(stage_layers(arch.layers, plan))}
     if arch.moe is not None:
         m = arch.moe
-        tp = R
         if m.experts % ep:
             raise ValueError(f"{name}: got ep = {ep}; accepted: a divisor of its {m.experts} experts")
-        if m.expert_ffn % tp and not plan.pad_heads:
-            raise ValueError(f"{name}: got tp = {tp}, which does not divide its expert FFN width {m.expert_ffn}; "
+        if m.expert_ffn % R and not plan.pad_heads:
+            raise ValueError(f"{name}: got tp = {R}, which does not divide its expert FFN width {m.expert_ffn}; "
                              f"accepted: a divisor of {m.expert_ffn}, or pad_heads (--pad-heads)")
         # each rank holds experts / ep experts and receives its share of every rank's routed tokens: T x active
         # token-expert pairs per rank whatever ep (top-k stays k; a copy, not validated: k may exceed the experts held)
         upd["moe"] = m.model_copy(update={"experts": m.experts // ep, "active": m.active,
-                                          "expert_ffn": math.ceil(m.expert_ffn / tp) * k,
+                                          "expert_ffn": math.ceil(m.expert_ffn / R) * k,
                                           "dense_layers": m.dense_layers if pp == 1 else 0})
     elif ep > 1:
         raise ValueError(f"{name} has no experts; accepted: ep = 1")
