@@ -23,6 +23,8 @@ prices a design is the model fitted and checked on public dies::
                         over levels of class ddr_phy (GDDR, LPDDR, DDR on the board: :func:`ddr_channels`)
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
     fixed             = control, IO and the rest (node.fixed_mm2)
+    spare cores       = the matrix, vector and per-core memory terms x (cores + compute.spare_cores) / cores: cores
+                        fused off for yield (harvesting) are on the die, their peaks are not (:func:`core_area_factor`)
     d2d               = per die of a multi-die package: its die-to-die bandwidth / the link kind's GB/s per mm^2
                         (``dse.hardware.d2d``)
 
@@ -69,6 +71,9 @@ class DieArea:
     stacked_on: str | None
     published_mm2: float | None
     d2d_tbps: float = 0.0  # die-to-die bandwidth of one die, both directions (TB/s)
+    tiles: np.ndarray | None = None  # [D] core tiles on one die, spares included (None: a die with no cores)
+    spare: np.ndarray | None = None  # [D] spare (fused-off) cores of one die
+    tile_mm2: np.ndarray | None = None  # [D] one core tile: its matrix, vector and per-core memory share
 
     @property
     def footprint(self) -> np.ndarray:
@@ -155,6 +160,23 @@ def clock_factor(d: DesignBatch, node: Node) -> np.ndarray:
     return node.calibration_clock_ghz.value / (d.base.compute.clock_ghz * d.clock_scale)
 
 
+def core_area_factor(d: DesignBatch) -> np.ndarray:
+    """[D] cores on the die over cores enabled, ``(cores + compute.spare_cores) / cores``: a harvested die carries
+    its fused-off cores with their matrix and vector units and per-core memories (GA100: 128 SMs for A100's 108),
+    so those parts of the area follow the cores on the die while the peaks follow the enabled ones."""
+    return (d.cores + d.base.compute.spare_cores) / d.cores
+
+
+def physical_capacity(d: DesignBatch) -> np.ndarray:
+    """[D, L] bytes of each level on the die: a per-core level's capacity x :func:`core_area_factor` (the spare
+    cores' copies), every other level as enabled."""
+    if not d.base.compute.spare_cores or d.per_core is None or not d.per_core.any():
+        return d.capacity
+    cap = d.capacity.copy()
+    cap[:, d.per_core] *= core_area_factor(d)[:, None]
+    return cap
+
+
 def area_modes(d: DesignBatch) -> list[str]:
     """The matrix modes that have PEs of their own (``compute.matrix.area_modes``, default every native mode): a
     mode run in several passes over another's PEs adds none."""
@@ -211,7 +233,8 @@ def sram_mib(d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
     sram = np.array([m.spec.area == "sram" for m in d.base.memory], dtype=bool)
     org = np.array([m.organization == "scratchpad" for m in d.base.memory]) & sram
     cache = sram & ~org
-    return d.capacity[:, org].sum(axis=1) / MIB, d.capacity[:, cache].sum(axis=1) / MIB
+    cap = physical_capacity(d)
+    return cap[:, org].sum(axis=1) / MIB, cap[:, cache].sum(axis=1) / MIB
 
 
 def level_mm2_per_mib(d: DesignBatch, node: Node, j: int) -> float:
@@ -226,10 +249,11 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
     zero = np.zeros(d.n)
     scratch, cache = sram_mib(d)
     net = d.noc()
+    on_die = core_area_factor(d)
     return Inventory(
-        simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node),
-        systolic_pes=systolic_pes(d, node) if systolic else zero,
-        vector_tflops=np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node),
+        simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node) * on_die,
+        systolic_pes=systolic_pes(d, node) * on_die if systolic else zero,
+        vector_tflops=np.nan_to_num(d.vector_peak[:, DTYPES.index("fp32")]) / TERA * clock_factor(d, node) * on_die,
         scratchpad_mib=scratch,
         cache_mib=cache,
         noc_crosspoint_bits=net.crosspoint_bits,
@@ -283,8 +307,10 @@ def die_holdings(hw: Hardware) -> list[frozenset[str]]:
 
 
 def level_sram_mm2(d: DesignBatch, node: Node) -> dict[str, np.ndarray]:
-    """[D] mm^2 of each SRAM level at ``node`` (capacity x the node's scratchpad or cache density)."""
-    return {m.name: d.capacity[:, j] / MIB * level_mm2_per_mib(d, node, j)
+    """[D] mm^2 of each SRAM level at ``node`` (capacity on the die, :func:`physical_capacity`, x the node's
+    scratchpad or cache density)."""
+    cap = physical_capacity(d)
+    return {m.name: cap[:, j] / MIB * level_mm2_per_mib(d, node, j)
             for j, m in enumerate(d.base.memory) if m.spec.area == "sram"}
 
 
@@ -335,12 +361,30 @@ def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None =
             multi = total_dies > 1  # [D] a die of one kind in a package of several dies
             per["noc"] = np.where(multi, die_noc_mm2(d, nd, held, count, per["noc"]), per["noc"])
             per["d2d"] = np.where(multi, spec.d2d_bandwidth_tbps * 1e3 / link.gbps_per_mm2, 0.0)
+        tiles, spare, tile = core_tiles(d, held, count, per, sram)
         out.append(DieArea(name=spec.name if spec else "die", count=count,
                            mm2=np.sum([per[c] for c in COMPONENTS], axis=0), parts=per, node=nd, holds=held, link=link,
                            stacked_on=spec.stacked_on if spec else None,
                            published_mm2=spec.published_area_mm2 if spec else None,
-                           d2d_tbps=spec.d2d_bandwidth_tbps if spec else 0.0))
+                           d2d_tbps=spec.d2d_bandwidth_tbps if spec else 0.0, tiles=tiles, spare=spare, tile_mm2=tile))
     return tuple(out)
+
+
+def core_tiles(d: DesignBatch, held: frozenset[str], count: np.ndarray, per: dict[str, np.ndarray],
+               sram: dict[str, np.ndarray]) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """([D] core tiles on one die of a kind that holds the matrix units, spares included; [D] its spare cores;
+    [D] mm^2 of one tile: the die's matrix, vector and per-core memory over its tiles), or Nones for a die with
+    no cores (an IO die). The spares spread evenly over the dies (``compute.spare_cores``)::
+
+        tiles = (cores + spare_cores) / count,  tile = (matrix + vector + per-core SRAM of one die) / tiles
+    """
+    if "matrix" not in held:
+        return None, None, None
+    tiles = (d.cores + d.base.compute.spare_cores) / count
+    per_core = [m.name for j, m in enumerate(d.base.memory) if d.per_core is not None and d.per_core[j]]
+    own = per["matrix"] + per["vector"] + sum((sram[n] for n in per_core if n in held and n in sram),
+                                              np.zeros(d.n)) / count
+    return tiles, np.floor(d.base.compute.spare_cores / count), own / tiles
 
 
 def link_lane_factor(d: DesignBatch) -> np.ndarray:

@@ -10,6 +10,12 @@
 
       Y = (1 + A * D0 / alpha) ** (-alpha)                      (A in cm^2)
 
+* A harvested die (``compute.spare_cores``: cores fused off for yield) is good with up to ``S`` of its ``M`` core
+  tiles faulty and no fault elsewhere; in the same model (the die's defect density gamma-distributed, faults
+  Poisson given it; Koren & Koren, Proc. IEEE 1998, yield with redundancy)::
+
+      Y = E_lambda[ exp(-lambda A_rest) x P(Binomial(M, 1 - exp(-lambda A_tile)) <= S) ]     (:func:`harvested_yield`)
+
 * Die cost = wafer cost / (DPW * Y); unit cost = die cost + DRAM (USD per GB x capacity, at the price of each
   level's kind: ``dram_usd_per_gb`` for HBM, ``ddr_usd_per_gb`` for board GDDR/LPDDR/DDR)
   + package + interposer (USD per mm^2 of die plus DRAM-stack footprints, for HBM parts).
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.cost.area import AreaBreakdown
+from dse.cost.area import AreaBreakdown, DieArea
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Node
 
@@ -46,6 +52,61 @@ def negative_binomial_yield(area_mm2: np.ndarray | float, d0_per_cm2: float, alp
     """Fraction of good dies: (1 + A*D0/alpha)^-alpha with A in cm^2."""
     a_cm2 = np.asarray(area_mm2, dtype=float) / 100.0
     return (1.0 + a_cm2 * d0_per_cm2 / alpha) ** (-alpha)
+
+
+#: nodes of the generalized Gauss-Laguerre rule that takes the expectation over the die's defect density
+YIELD_QUADRATURE_NODES = 64
+
+
+def expected_over_density(f, d0_per_cm2: float, alpha: float) -> np.ndarray:
+    """E[f(lambda)] for lambda ~ Gamma(shape alpha, mean D0) per cm^2, the negative-binomial model's defect density
+    (Stapper 1983): a generalized Gauss-Laguerre rule in x = lambda alpha / D0 (weight x^(alpha-1) e^-x).
+    ``f`` maps an array of lambdas [..., Q] to values of the same shape."""
+    from scipy.special import gamma as gamma_fn
+    from scipy.special import roots_genlaguerre
+
+    x, w = roots_genlaguerre(YIELD_QUADRATURE_NODES, alpha - 1.0)
+    return f(x * d0_per_cm2 / alpha) @ w / gamma_fn(alpha)
+
+
+def harvested_yield(area_mm2: np.ndarray, tile_mm2: np.ndarray, tiles: np.ndarray, spare: np.ndarray,
+                    d0_per_cm2: float, alpha: float) -> np.ndarray:
+    """[D] fraction of good dies when a die is good with up to ``spare`` of its ``tiles`` identical core tiles (each
+    ``tile_mm2``) faulty and no fault in the rest of its ``area_mm2`` (harvesting: A100 ships GA100 dies with at
+    least 108 of 128 good SMs), in :func:`negative_binomial_yield`'s model::
+
+        Y = E_lambda[ exp(-lambda A_rest) x P(Binomial(tiles, 1 - exp(-lambda A_tile)) <= spare) ]
+        A_rest = area - tiles x A_tile,   P(Binomial(n, 1 - g) <= s) = I_g(n - s, s + 1)
+
+    (Koren & Koren, 'Defect tolerance in VLSI circuits: techniques and yield analysis', Proc. IEEE 86(9), 1998:
+    yield with spare modules under the compound-Poisson defect model); with ``spare`` 0 it is
+    ``(1 + area x D0 / alpha)^-alpha``. The expectation is :func:`expected_over_density`."""
+    from scipy.special import betainc
+
+    a, t = np.asarray(area_mm2, dtype=float)[:, None] / 100.0, np.asarray(tile_mm2, dtype=float)[:, None] / 100.0
+    n, s = np.asarray(tiles, dtype=float)[:, None], np.asarray(spare, dtype=float)[:, None]
+    rest = np.maximum(a - n * t, 0.0)
+
+    def good(lam: np.ndarray) -> np.ndarray:  # P(at most s of n tiles faulty) is 1 where every tile may fail
+        most = np.where(s >= n, 1.0, betainc(np.maximum(n - s, 1.0), s + 1.0, np.exp(-lam * t)))
+        return np.exp(-lam * rest) * most
+
+    return expected_over_density(good, d0_per_cm2, alpha)
+
+
+def die_yield(area_mm2: np.ndarray, node: Node, tile_mm2: np.ndarray | None = None, tiles: np.ndarray | None = None,
+              spare: np.ndarray | None = None) -> np.ndarray:
+    """[D] yield of dies of ``area_mm2`` at ``node``: :func:`harvested_yield` where a die has spare cores, else
+    :func:`negative_binomial_yield`."""
+    d0, alpha = node.defect_density_per_cm2.value, node.yield_alpha.value
+    y = negative_binomial_yield(area_mm2, d0, alpha)
+    if spare is None or tiles is None or tile_mm2 is None or not np.any(spare > 0):
+        return y
+    y = np.array(y, dtype=float, copy=True).reshape(-1) * np.ones(len(spare))
+    k = np.flatnonzero(spare > 0)
+    a = np.broadcast_to(np.asarray(area_mm2, dtype=float), y.shape)
+    y[k] = harvested_yield(a[k], tile_mm2[k], tiles[k], spare[k], d0, alpha)
+    return y
 
 
 def interposer_mm2(die_mm2: np.ndarray, stacks: np.ndarray, node: Node) -> np.ndarray:
@@ -77,10 +138,12 @@ class CostBreakdown:
         return {c: float(self.parts[c][0]) for c in COST_COMPONENTS}
 
 
-def known_good_die_usd(area_mm2: np.ndarray, node: Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """([D] USD per good die, yield, gross dies per wafer) at ``node``: wafer cost / (DPW x Y)."""
+def known_good_die_usd(area_mm2: np.ndarray, node: Node, die: DieArea | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([D] USD per good die, yield, gross dies per wafer) at ``node``: wafer cost / (DPW x Y), Y of a harvested
+    die where ``die`` has spare cores (:func:`die_yield`)."""
     dpw = dies_per_wafer(area_mm2)
-    y = negative_binomial_yield(area_mm2, node.defect_density_per_cm2.value, node.yield_alpha.value)
+    y = (die_yield(area_mm2, node) if die is None else die_yield(area_mm2, node, die.tile_mm2, die.tiles, die.spare))
     good = dpw * y
     return np.where(good > 0, node.wafer_cost_usd.value / np.where(good > 0, good, 1.0), np.inf), y, dpw
 
@@ -112,7 +175,7 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
     else:
         die, yields, footprint = np.zeros(d.n), {}, np.zeros(d.n)
         for g in dies:
-            kgd, y_g, _ = known_good_die_usd(g.mm2, g.node if g.node.name != ar.node.name else node)
+            kgd, y_g, _ = known_good_die_usd(g.mm2, g.node if g.node.name != ar.node.name else node, g)
             die = die + g.count * kgd
             yields[g.name] = y_g
             footprint = footprint + g.footprint

@@ -196,6 +196,12 @@ class Compute(Strict):
         0, ge=0, le=MAX_CORES, description="Cores the runtime keeps for itself (command dispatch), which run no "
         "operator: operators compute on cores - reserved_cores of them (the peaks stay the chip's). Tenstorrent's "
         "tt-metal computes on an 8x8 worker grid of a Wormhole n150's 72 Tensix and 13x10 of a Blackhole p150's 140")
+    spare_cores: int = Field(
+        0, ge=0, le=MAX_CORES, description="Cores on the die beyond `cores`, fused off for yield (harvesting: A100 "
+        "enables 108 of GA100's 128 SMs): the area prices them with their matrix and vector units and per-core "
+        "memory levels, the yield counts a die good with up to this many faulty cores (dse.cost.cost."
+        "harvested_yield); peaks, bandwidths and the predictor see `cores` only. In a multi-die package, spread "
+        "evenly over the dies that hold the matrix units")
     clock_ghz: float = Field(gt=0, le=MAX_CLOCK_GHZ, description="Clock the peaks assume, GHz")
     energy_clock_ghz: float | None = Field(
         None, gt=0, le=MAX_CLOCK_GHZ, description="Clock (GHz) at which the node's energy coefficients hold for this "
@@ -648,7 +654,18 @@ class Hardware(Strict):
                     f"for a whole number N of arrays per core ({c.cores} x {m.array_rows} x {m.array_cols} x N x 2 x "
                     f"{c.clock_ghz:g} GHz = N x {one / TERA:.4g} TFLOP/s), within 2 %")
         self._die_parts()
+        self._spare_cores()
         return self
+
+    def _spare_cores(self) -> None:
+        """Spare cores spread evenly over the dies that hold the matrix units (each such die its own share)."""
+        spare = self.compute.spare_cores
+        holder = next((g for g in self.die_groups if "matrix" in g.holds), None)
+        if holder is None and self.die_groups:
+            holder = self.die_groups[0]  # a part no die names goes to the first die kind
+        if spare and holder is not None and spare % holder.count:
+            raise ValueError(f"@compute.spare_cores@got {spare} over {holder.count} {holder.name!r} dies; accepted: a "
+                             f"multiple of {holder.count} (each die that holds the matrix units has its own spares)")
 
     def _die_parts(self) -> None:
         """Each die kind holds known parts (DIE_PARTS or an on-chip memory level), none held twice."""

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import dse
 from dse.cost.area import area
-from dse.cost.cost import dies_per_wafer, negative_binomial_yield, unit_cost
+from dse.cost.cost import dies_per_wafer, harvested_yield, negative_binomial_yield, unit_cost
 from dse.hardware.designs import DesignBatch
 from dse.hardware.templates import load_node
 from tests.cost.growth import grown_pair
@@ -68,13 +68,18 @@ def test_a_multi_die_package_buys_known_good_dies_over_the_bond_yield_by_hand() 
     xcd, iod = ar.dies
     n5, n6 = load_node("5nm"), load_node("6nm")
 
-    def kgd(a: float, node) -> float:
-        y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value)
+    def kgd(a: float, node, y: float | None = None) -> float:
+        y = negative_binomial_yield(a, node.defect_density_per_cm2.value, node.yield_alpha.value) if y is None else y
         return node.wafer_cost_usd.value / (dies_per_wafer(a) * y)
 
     y_asm = 0.95 ** 8 * 0.95 ** 4  # hybrid-bond and 2.5D bond yields (Chiplet Actuary, 3D-Carbon), per die
     assert c.assembly_yield[0] == pytest.approx(y_asm)
-    expect = (8 * kgd(xcd.mm2[0], n5) + 4 * kgd(iod.mm2[0], n6)) / y_asm
+    # an XCD is 40 CU tiles of which 2 may be faulty (38 active): the harvested yield; the IOD has no cores
+    assert (xcd.tiles[0], xcd.spare[0], iod.tiles) == (40, 2, None)
+    y_xcd = harvested_yield(xcd.mm2, xcd.tile_mm2, xcd.tiles, xcd.spare, n5.defect_density_per_cm2.value,
+                            n5.yield_alpha.value)[0]
+    assert c.die_yields["xcd"][0] == pytest.approx(y_xcd, rel=1e-12)
+    expect = (8 * kgd(xcd.mm2[0], n5, y_xcd) + 4 * kgd(iod.mm2[0], n6)) / y_asm
     assert c.parts["die"][0] == pytest.approx(expect, rel=1e-12)
     # the XCDs sit on the IODs: only the IODs and the HBM stacks take interposer area
     footprint = 4 * iod.mm2[0] + 8 * n5.dram_stack_footprint_mm2.value
@@ -83,11 +88,13 @@ def test_a_multi_die_package_buys_known_good_dies_over_the_bond_yield_by_hand() 
 
 
 def test_splitting_a_big_die_pays_when_its_yield_gain_beats_the_bond_loss() -> None:
-    # b200's ~1,510 mm2 as one die yields ~30 %; as two dies ~51 % each, 0.95^2 assembled: cheaper silicon
+    # b200's ~1,494 mm2 (160 SMs, 12 spare) as one die yields ~64 %; as two dies of 80 SMs (6 spare) ~80 % each,
+    # 0.95^2 assembled: silicon a quarter cheaper (docs/area_calibration.md; without the spares 31 -> 53 %, -45 %)
     hw = dse.hardware("b200")
     d = DesignBatch.stack([DesignBatch.from_hardware(hw)] * 2).with_field("package.dies.gpu.count", np.array([1.0, 2.0]))
     c = unit_cost(d, area(d))
-    assert c.parts["die"][1] < 0.8 * c.parts["die"][0]
+    assert c.die_yields["gpu"] == pytest.approx([0.635, 0.800], abs=0.005)
+    assert c.parts["die"][1] == pytest.approx(0.738 * c.parts["die"][0], rel=0.01)
     assert c.assembly_yield[0] == 1.0 and c.assembly_yield[1] == pytest.approx(0.95 ** 2)
     # a small die gains too little yield to pay for bonding: npu-decode-7nm (~240 mm2) in eight costs more
     npu = dse.hardware("npu-decode-7nm").model_dump(mode="python", exclude_none=True)
@@ -97,3 +104,52 @@ def test_splitting_a_big_die_pays_when_its_yield_gain_beats_the_bond_loss() -> N
         "package.dies.c.count", np.array([1.0, 8.0]))
     cn = unit_cost(dn, area(dn))
     assert cn.parts["die"][1] > cn.parts["die"][0]
+
+
+def _inclusion_exclusion_yield(area_mm2: float, tile: float, tiles: int, spare: int, d0: float, alpha: float) -> float:
+    """The harvested yield as a finite sum (small dies only: it cancels badly for many tiles): P(exactly the tiles
+    of a set K faulty, the rest of the die clean) by inclusion-exclusion over K, under one gamma-distributed
+    defect density per die, where P(an area B clean) = (1 + B D0 / alpha)^-alpha."""
+    from math import comb
+
+    rest = area_mm2 - tiles * tile
+    clean = lambda b: (1 + b / 100 * d0 / alpha) ** -alpha  # noqa: E731
+    return sum(comb(tiles, k) * (-1) ** j * comb(k, j) * clean(rest + (tiles - k + j) * tile)
+               for k in range(spare + 1) for j in range(k + 1))
+
+
+def test_harvested_yield_is_the_closed_form_without_spares_and_the_finite_sum_with_them() -> None:
+    a = np.array([100.0, 400.0, 814.0, 1500.0])
+    closed = negative_binomial_yield(a, 0.1, 3.0)
+    # the quadrature over the defect density, with no spare tile, is (1 + A D0 / alpha)^-alpha
+    assert harvested_yield(a, a / 200, np.full(4, 144.0), np.zeros(4), 0.1, 3.0) == pytest.approx(closed, rel=1e-9)
+    for area_mm2, tile, tiles, spare, d0, alpha in ((600.0, 40.0, 8, 2, 0.2, 3.0), (300.0, 20.0, 6, 1, 0.5, 1.5),
+                                                    (800.0, 30.0, 10, 3, 0.1, 10.0)):
+        got = harvested_yield(np.array([area_mm2]), np.array([tile]), np.array([float(tiles)]),
+                              np.array([float(spare)]), d0, alpha)[0]
+        assert got == pytest.approx(_inclusion_exclusion_yield(area_mm2, tile, tiles, spare, d0, alpha), rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(50.0, 1200.0), st.floats(0.05, 0.6), st.integers(4, 200), st.integers(0, 8))
+def test_property_a_spare_tile_never_lowers_the_yield(area_mm2: float, core_share: float, tiles: int, spare: int) -> None:
+    """At a fixed die, one more tile allowed to fail never lowers the yield, and the yield stays in [NB, 1]."""
+    tile = area_mm2 * core_share / tiles
+    y = [harvested_yield(np.array([area_mm2]), np.array([tile]), np.array([float(tiles)]), np.array([float(s)]),
+                         0.1, 3.0)[0] for s in (spare, spare + 1)]
+    assert y[0] <= y[1] + 1e-12 and y[1] <= 1.0 + 1e-12
+    assert y[0] >= negative_binomial_yield(area_mm2, 0.1, 3.0) - 1e-9
+
+
+def test_a_harvested_gpu_die_yields_more_than_the_same_die_with_none_spare() -> None:
+    """H100's 814 mm2 with 12 of its 144 SMs spare: ~75 % where the same area with no spare yields ~49 % (docs)."""
+    hw = dse.hardware("h100-sxm")
+    d = DesignBatch.from_hardware(hw)
+    ar = area(d)
+    c = unit_cost(d, ar)
+    die = ar.dies[0]
+    assert (die.tiles[0], die.spare[0]) == (144, 12)
+    node = load_node(hw.process_node)
+    plain = negative_binomial_yield(ar.total, node.defect_density_per_cm2.value, node.yield_alpha.value)
+    assert float(plain[0]) == pytest.approx(0.487, abs=0.005) and float(c.yield_[0]) == pytest.approx(0.755, abs=0.005)
+    assert c.parts["die"][0] == pytest.approx(node.wafer_cost_usd.value / (dies_per_wafer(ar.total[0]) * c.yield_[0]))
