@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.fields import KNOB, KNOBS
+from dse.hardware.fields import KNOB, KNOBS, zero_ok
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
@@ -145,7 +145,7 @@ class Param(Strict):
     """A searched hardware field: a range (float or int, log or linear) or a list of choices."""
 
     field: str = Field(min_length=3, description="e.g. memory.local.capacity_mib, compute.clock_ghz, network.links")
-    low: float | None = Field(None, gt=0)
+    low: float | None = Field(None, ge=0, description="> 0, or >= 0 for a field that may be 0 (compute.spare_cores)")
     high: float | None = Field(None, gt=0)
     log: bool = True
     type: Literal["float", "int"] = "float"
@@ -153,13 +153,19 @@ class Param(Strict):
 
     @model_validator(mode="after")
     def _range_or_choices(self) -> Param:
+        zero = zero_ok(self.field)
         if self.choices is not None:
             if self.low is not None or self.high is not None:
                 raise ValueError("give either choices or low/high, not both")
-            if not all(c > 0 for c in self.choices):
-                raise ValueError(f"@choices@got {self.choices}; accepted: numbers > 0")
+            if not all(c > 0 or (zero and c == 0) for c in self.choices):
+                raise ValueError(f"@choices@got {self.choices}; accepted: numbers {'>= 0' if zero else '> 0'}")
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")
+        elif self.low == 0 and not zero:
+            raise ValueError(f"@low@got 0 for {self.field}; accepted: a number > 0")
+        elif self.low == 0 and self.log:
+            raise ValueError(f"@log@got log: true with low 0 for {self.field}; accepted: log: false (a log range "
+                             "cannot start at 0)")
         elif not self.low < self.high:
             raise ValueError(f"@low@got low {self.low:g}, high {self.high:g}; accepted: low below high")
         elif self.type == "int" and (self.low != int(self.low) or self.high != int(self.high)):

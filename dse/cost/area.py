@@ -164,13 +164,18 @@ def core_area_factor(d: DesignBatch) -> np.ndarray:
     """[D] cores on the die over cores enabled, ``(cores + compute.spare_cores) / cores``: a harvested die carries
     its fused-off cores with their matrix and vector units and per-core memories (GA100: 128 SMs for A100's 108),
     so those parts of the area follow the cores on the die while the peaks follow the enabled ones."""
-    return (d.cores + d.base.compute.spare_cores) / d.cores
+    return (d.cores + spare_cores(d)) / d.cores
+
+
+def spare_cores(d: DesignBatch) -> np.ndarray:
+    """[D] cores fused off for yield (``compute.spare_cores``, searchable per design), whole."""
+    return np.round(d.spare_cores) if d.spare_cores is not None else np.full(d.n, float(d.base.compute.spare_cores))
 
 
 def physical_capacity(d: DesignBatch) -> np.ndarray:
     """[D, L] bytes of each level on the die: a per-core level's capacity x :func:`core_area_factor` (the spare
     cores' copies), every other level as enabled."""
-    if not d.base.compute.spare_cores or d.per_core is None or not d.per_core.any():
+    if not np.any(spare_cores(d)) or d.per_core is None or not d.per_core.any():
         return d.capacity
     cap = d.capacity.copy()
     cap[:, d.per_core] *= core_area_factor(d)[:, None]
@@ -380,11 +385,12 @@ def core_tiles(d: DesignBatch, held: frozenset[str], count: np.ndarray, per: dic
     """
     if "matrix" not in held:
         return None, None, None
-    tiles = (d.cores + d.base.compute.spare_cores) / count
+    spare = spare_cores(d)
+    tiles = (d.cores + spare) / count
     per_core = [m.name for j, m in enumerate(d.base.memory) if d.per_core is not None and d.per_core[j]]
     own = per["matrix"] + per["vector"] + sum((sram[n] for n in per_core if n in held and n in sram),
                                               np.zeros(d.n)) / count
-    return tiles, np.floor(d.base.compute.spare_cores / count), own / tiles
+    return tiles, np.floor(spare / count), own / tiles
 
 
 def link_lane_factor(d: DesignBatch) -> np.ndarray:

@@ -132,6 +132,7 @@ class DesignBatch:
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
     noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
+    spare_cores: np.ndarray | None = None  # [D] cores fused off for yield (compute.spare_cores): area and yield only
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
               "resident_share", "resident_cache", "resident_steps")
@@ -178,6 +179,7 @@ class DesignBatch:
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
             noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
+            spare_cores=rep(c.spare_cores),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:

@@ -92,6 +92,7 @@ class Field:
     si: float
     unit: str
     write: Literal["sig", "int", "float"] = "float"
+    zero_ok: bool = False  # 0 is a design (no spare cores); every other field is searched over values > 0
 
 
 #: chip fields set per design by scaling one DesignBatch array (``compute.clock_ghz`` and
@@ -104,6 +105,7 @@ COMPUTE_FIELDS: tuple[Field, ...] = (
     Field("compute.matrix.efficiency", "matrix_eff", 1.0, "fraction"),
     Field("compute.vector.efficiency", "vector_eff", 1.0, "fraction"),
     Field("compute.noc.link_bytes", "noc_link_bytes", 1.0, "bytes", "sig"),
+    Field("compute.spare_cores", "spare_cores", 1.0, "cores", "int", zero_ok=True),
 )
 #: per memory level (column ``j`` of a ``[D, L]`` array): ``memory.{level}.<key>``
 LEVEL_FIELDS: tuple[Field, ...] = (
@@ -155,6 +157,12 @@ def field_at(path: str) -> Field | None:
         if re.fullmatch(re.escape(f.path).replace(re.escape("{level}"), "[^.]+"), path):
             return f
     return None
+
+
+def zero_ok(path: str) -> bool:
+    """Whether a searched field may take 0 (``compute.spare_cores``: none fused off); the rest must be > 0."""
+    f = field_at(path)
+    return f is not None and f.zero_ok
 
 
 def field_unit(path: str) -> str | None:

@@ -153,3 +153,18 @@ def test_a_harvested_gpu_die_yields_more_than_the_same_die_with_none_spare() -> 
     plain = negative_binomial_yield(ar.total, node.defect_density_per_cm2.value, node.yield_alpha.value)
     assert float(plain[0]) == pytest.approx(0.487, abs=0.005) and float(c.yield_[0]) == pytest.approx(0.755, abs=0.005)
     assert c.parts["die"][0] == pytest.approx(node.wafer_cost_usd.value / (dies_per_wafer(ar.total[0]) * c.yield_[0]))
+
+
+def test_one_spare_core_pays_for_itself_on_an_npu_die_and_more_do_not() -> None:
+    """npu-7nm (390 mm2, 24 cores of ~10 mm2): one spare core lifts the yield from 72 to 85 % and cuts the cost per
+    good die by about 14 %; each further spare adds its area for almost no yield (the rest of the die's faults
+    dominate), so the die cost rises again: the searchable knob compute.spare_cores has an optimum."""
+    hw = dse.hardware("npu-7nm")
+    d = DesignBatch.from_hardware(hw, 4).with_field("compute.spare_cores", np.array([0.0, 1.0, 2.0, 8.0]))
+    ar = area(d)
+    c = unit_cost(d, ar)
+    assert np.all(np.diff(ar.total) > 0) and np.all(np.diff(c.yield_) >= 0)
+    assert c.yield_[:2] == pytest.approx([0.717, 0.855], abs=0.005)
+    die = c.parts["die"]
+    assert die[1] == pytest.approx(0.863 * die[0], rel=0.01) and die[1] < die[2] < die[3]
+    assert d.peak_flops.tolist() == [d.peak_flops[0]] * 4  # the spares add no peak

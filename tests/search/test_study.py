@@ -234,6 +234,7 @@ def test_any_hardware_field_can_be_searched(tmp_path: Path) -> None:
         {"field": "network.links", "low": 2, "high": 16, "type": "int", "log": False},
         {"field": "compute.clock_ghz", "low": 0.8, "high": 1.4, "log": False},
         {"field": "compute.noc.link_bytes", "choices": [8, 64, 512]},
+        {"field": "compute.spare_cores", "choices": [0, 1, 2]},
     ]}
     cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}})
     r = run_study(cfg, out=tmp_path / "r", progress=False)
@@ -245,6 +246,7 @@ def test_any_hardware_field_can_be_searched(tmp_path: Path) -> None:
     assert hw.network.links == p["network.links"] and isinstance(p["network.links"], int)
     assert hw.compute.clock_ghz == pytest.approx(p["compute.clock_ghz"], rel=1e-6)
     assert hw.compute.noc.link_bytes == p["compute.noc.link_bytes"]  # the on-chip network's width is a design knob
+    assert hw.compute.spare_cores == p["compute.spare_cores"]  # cores fused off for yield: area and cost only
     # the template's peaks already include the clock, and reloading it reproduces the design's area
     assert dse.area(hw).total_mm2 == pytest.approx(float(r.best_scored.area_mm2[0]), rel=1e-6)
 
@@ -632,6 +634,14 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
     # a fraction of a counted thing was built as 1 row and ran every trial
     ({"field": "compute.matrix.array_rows", "choices": [7, 0.5]},
      "search.space.params.0.choices: got 0.5 for compute.matrix.array_rows; accepted: whole numbers"),
+    # 0 spare cores is a design; 0 of anything else is not, and a log range cannot start at 0
+    ({"field": "network.links", "choices": [0, 4]}, "search.space.params.0.choices: got [0.0, 4.0]; accepted: numbers > 0"),
+    ({"field": "compute.spare_cores", "choices": [0, -1]},
+     "search.space.params.0.choices: got [0.0, -1.0]; accepted: numbers >= 0"),
+    ({"field": "compute.spare_cores", "low": 0, "high": 4, "type": "int"},
+     "search.space.params.0.log: got log: true with low 0 for compute.spare_cores; accepted: log: false"),
+    ({"field": "compute.clock_ghz", "low": 0, "high": 2}, "search.space.params.0.low: got 0 for compute.clock_ghz; "
+     "accepted: a number > 0"),
 ])
 def test_a_searched_range_beyond_a_fields_limit_is_one_line_before_any_trial(tmp_path: Path, capsys, param,
                                                                              expected) -> None:
