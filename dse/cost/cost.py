@@ -102,8 +102,8 @@ def die_yield(area_mm2: np.ndarray, node: Node, tile_mm2: np.ndarray | None = No
     y = negative_binomial_yield(area_mm2, d0, alpha)
     if spare is None or tiles is None or tile_mm2 is None or not np.any(spare > 0):
         return y
-    y = np.array(y, dtype=float, copy=True).reshape(-1) * np.ones(len(spare))
     k = np.flatnonzero(spare > 0)
+    y = np.array(np.broadcast_to(y, np.shape(spare)), dtype=float)
     a = np.broadcast_to(np.asarray(area_mm2, dtype=float), y.shape)
     y[k] = harvested_yield(a[k], tile_mm2[k], tiles[k], spare[k], d0, alpha)
     return y
