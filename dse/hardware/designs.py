@@ -512,6 +512,9 @@ class DesignBatch:
         arrays = f" x {apc:.4g} arrays" if abs(apc - 1.0) > 1e-3 else ""
         text = (f"{self.cores[i]:.0f} cores x {self.array_rows[i]:.0f}x{self.array_cols[i]:.0f} MACs{arrays} x 2 FLOP x "
                 f"{clock:.4g} GHz = {self.peak_flops[i] / TERA:.4g} TFLOP/s {b.reference_dtype}")
+        spare = 0.0 if self.spare_cores is None else float(self.spare_cores[i])
+        if spare:  # cores on the die for yield, in no peak
+            text += f" (+{spare:.0f} spare cores fused off for yield)"
         per = stack_bandwidth(b)
         if per is not None:
             tbps = float(fields.knob_values(self.take([i]))["dram_bandwidth_tbps"][0])

@@ -293,3 +293,11 @@ def test_a_design_beyond_a_physical_limit_is_one_line_naming_the_field() -> None
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith("design x: compute.matrix.peak_tflops.bf16: got ")
     assert "accepted: a number <= 1000000.0" in msg
+
+
+def test_the_build_text_names_spare_cores_and_a_written_design_keeps_them() -> None:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 2).with_field("compute.spare_cores", np.array([0.0, 2.0]))
+    assert "spare" not in d.build_text(0)
+    assert "24 cores x 64x64 MACs x 2 FLOP x 1.4 GHz = 275.3 TFLOP/s bf16 (+2 spare cores fused off for yield)" \
+        in d.build_text(1)
+    assert d.to_hardware(1, "x").compute.spare_cores == 2 and d.to_hardware(0, "x").compute.spare_cores == 0
