@@ -333,8 +333,11 @@ class Candidate(Strict):
     @classmethod
     def _physical_fields(cls, v: dict[str, float]) -> dict[str, float]:
         for name, value in v.items():
-            if not value > 0:
-                raise ValueError(f"fields.{name} = {value}; accepted: a number > 0 (every hardware field is positive)")
+            if zero_ok(name) and not value >= 0:
+                raise ValueError(f"fields.{name} = {value}; accepted: a number >= 0")
+            if not zero_ok(name) and not value > 0:
+                raise ValueError(f"fields.{name} = {value}; accepted: a number > 0 (every hardware field but "
+                                 "compute.spare_cores is positive)")
             if name.endswith("efficiency") and value > 1:
                 raise ValueError(f"fields.{name} = {value}; accepted: an efficiency in (0, 1]")
         return v

@@ -200,6 +200,8 @@ def test_reference_story_config_validates_and_large_mixes_plot_by_family(tmp_pat
     ({"memory.local.capacity_mib": -1}, "fields.memory.local.capacity_mib = -1"),
     ({"compute.matrix.efficiency": 1.5}, "an efficiency in (0, 1]"),
     ({"compute.matrix.efficiency": float("nan")}, "a finite number"),
+    ({"network.links": 0}, "fields.network.links = 0.0; accepted: a number > 0"),
+    ({"compute.spare_cores": -1}, "fields.compute.spare_cores = -1.0; accepted: a number >= 0"),
 ])
 def test_impossible_candidate_fields_are_one_line(tmp_path: Path, capsys, fields, needle) -> None:
     section = {"candidates": [{"name": "a", "ratio": "1:1"}, {"name": "b", "fields": fields}]}
@@ -407,3 +409,16 @@ def test_a_bad_ratio_is_named_before_how_many_ratios_there_are(tmp_path: Path, c
     assert main(["compare", str(cfg), "--ratios", "1:0"]) == 2
     assert capsys.readouterr().err.strip() == "error: --ratios: got '1:0'; accepted: a ratio of positive finite " \
                                                "numbers, e.g. 1:2"
+
+
+def test_candidates_may_differ_in_spare_cores_alone(tmp_path: Path) -> None:
+    """0 spare cores is a design (the one hardware field that may be 0): the spares add area and buy yield, the
+    score does not move."""
+    section = {"candidates": [{"name": "none", "fields": {"compute.spare_cores": 0}},
+                              {"name": "one", "fields": {"compute.spare_cores": 1}}]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    c, d = load_study(cfg)
+    cmp = compare(prepare(c, d), list(c.compare.candidates))
+    t = cmp.designs_table.set_index("candidate")
+    assert t.loc["one", "score_vs_base"] == pytest.approx(t.loc["none", "score_vs_base"], rel=1e-12)
+    assert t.loc["one", "area_mm2"] > t.loc["none", "area_mm2"]
