@@ -244,7 +244,7 @@ def test_a_model_file_may_be_named_by_a_path_object() -> None:
 
 
 @pytest.mark.parametrize("frame", [{"peak_tflops": [-5.0]}, {"dram_bandwidth_tbps": [0.0]}, {"peak_tflops": ["x"]},
-                                   {"sram_mib": [float("nan")]}])
+                                   {"sram_mib": [float("nan")]}, {"compute.spare_cores": [-1.0]}])
 def test_predict_many_refuses_a_knob_no_design_can_have(frame: dict) -> None:
     # -5 TFLOP/s was built as 5, 0 TB/s as the smallest build, NaN gave a misleading dtype error
     import pandas as pd
@@ -255,6 +255,17 @@ def test_predict_many_refuses_a_knob_no_design_can_have(frame: dict) -> None:
     with pytest.raises(DseError) as err:
         dse.predict_many([dse.gemm(64, 64, 64)], pd.DataFrame(frame), base="npu-7nm")
     assert err.value.field == f"designs.{next(iter(frame))}"
+
+
+def test_predict_many_takes_zero_spare_cores_and_they_move_no_time() -> None:
+    import pandas as pd
+
+    import dse
+
+    out = dse.predict_many([dse.gemm(512, 512, 512)], pd.DataFrame({"compute.spare_cores": [0.0, 3.0]}),
+                           base="npu-7nm")
+    times = out.filter(like="time_s.").to_numpy()
+    assert times[0, 0] == times[1, 0]
 
 
 def test_more_wrongly_typed_arguments_are_dse_errors() -> None:
