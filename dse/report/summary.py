@@ -185,6 +185,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         *sram_choice_lines(result),
         *residency_lines(result),
         *shoreline_lines(result),
+        *spare_core_lines(result.best),
         "- Infeasible trials by limit: " + (", ".join(f"{k} {v}" for k, v in infeasible_counts(trials).items())
                                             if trials is not None and infeasible_counts(trials) else "none"),
         *([f"- **Bound:** {w}" for w in bound_warnings(cfg.search.space, result.best_params)]
@@ -310,6 +311,34 @@ def sram_choice_lines(result) -> list[str]:
                      f"area {float(sc.area_mm2[k]) - a0:+.1f} mm²"
                      + ("" if sc.feasible[k] else f" (infeasible: {sc.reason[k]})"))
     return lines
+
+
+#: spare-core counts the summary prices the best design's die at (besides the count it was built with)
+SPARE_COUNTS = (0, 1, 2, 4)
+
+
+def spare_core_lines(best) -> list[str]:
+    """What spare cores (``compute.spare_cores``, fused off for yield) would do to the best design's die: its yield
+    and cost per good die with 0, 1, 2 and 4 spares (``dse.cost.cost.harvested_yield``), the cheapest named. The
+    score does not move: spares are in no peak."""
+    from dse.cost.area import area, spare_cores
+    from dse.cost.cost import unit_cost
+
+    now = float(spare_cores(best)[0])
+    counts = np.array(sorted({now, *SPARE_COUNTS}))
+    d = type(best).stack([best] * len(counts)).with_field("compute.spare_cores", counts)
+    ar = area(d)
+    c = unit_cost(d, ar)
+    die = c.parts["die"]
+    k0, kb = int(np.flatnonzero(counts == now)[0]), int(np.argmin(die))
+    cells = ", ".join(f"{n:.0f}: {float(y) * 100:.0f} % / {float(u):.0f} USD" for n, y, u in zip(counts, c.yield_, die,
+                                                                                                 strict=True))
+    verdict = (f"{counts[kb]:.0f} spare core{'' if counts[kb] == 1 else 's'} would cut the cost per good die by "
+               f"{(1 - die[kb] / die[k0]) * 100:.1f} %"
+               f" for {float(ar.total[kb] - ar.total[k0]):+.1f} mm²" if kb != k0 else
+               f"its {now:.0f} spare cores are the cheapest of these")
+    return [f"- Spare cores (fused off for yield, `compute.spare_cores`; no peak moves): yield / cost per good die with "
+            f"{cells}; {verdict} (searchable: `{{field: compute.spare_cores, choices: [0, 1, 2]}}`)"]
 
 
 def shoreline_lines(result) -> list[str]:

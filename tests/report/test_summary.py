@@ -3,6 +3,7 @@
 import copy
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import dse
@@ -121,3 +122,21 @@ def test_the_sram_halved_variant_buys_only_the_whole_cores_its_freed_area_holds(
         extra = v.grow * cores - cores
         assert abs(extra - round(extra)) < 1e-6
         assert float(v.scored.area_mm2[2]) <= float(ar.total[0]) + 1e-6
+
+
+def test_the_summary_prices_the_best_die_with_spare_cores() -> None:
+    """npu-7nm as the best design: 0, 1, 2 and 4 spare cores, each with its yield and cost per good die; the
+    cheapest is named with its saving against the design as built (0 spares), and the numbers are unit_cost's."""
+    import dse
+    from dse.cost.area import area
+    from dse.cost.cost import unit_cost
+    from dse.hardware.designs import DesignBatch
+    from dse.report.summary import spare_core_lines
+
+    best = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    (line,) = spare_core_lines(best)
+    one = best.with_field("compute.spare_cores", np.array([1.0]))
+    c0, c1 = unit_cost(best, area(best)), unit_cost(one, area(one))
+    assert f"0: {c0.yield_[0] * 100:.0f} % / {c0.parts['die'][0]:.0f} USD" in line
+    assert f"1: {c1.yield_[0] * 100:.0f} % / {c1.parts['die'][0]:.0f} USD" in line
+    assert "1 spare core would cut the cost per good die by 13.7 %" in line, line
