@@ -715,8 +715,8 @@ def cmd_area(args: argparse.Namespace) -> int:
                           "yield_pct": c.die_yields[g.name][0] * 100,
                           "assembly_yield_pct": c.assembly_yield[0] * 100} for g in ar.dies]
         sh = shoreline(d, ar)
-        rows.append({"template": name, "node": hw.process_node, "cores": f"{hw.compute.cores}+{hw.compute.spare_cores}"
-                     if hw.compute.spare_cores else str(hw.compute.cores),  # enabled + spare (fused off for yield)
+        rows.append({"template": name, "node": hw.process_node, "cores": hw.compute.cores,
+                     "spare_cores": hw.compute.spare_cores,  # on the die beside the enabled ones, fused off for yield
                      **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
                      "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
                      # a package of several die kinds: its worst die kind's yield (it was the first kind's: 92 % for

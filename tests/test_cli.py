@@ -238,6 +238,16 @@ def test_hardware_and_area_take_template_paths(capsys) -> None:
     assert out[1].split()[0] == path and not out[2].strip()  # a template given as a file is named by its path
 
 
+def test_area_lists_the_enabled_and_the_spare_cores_as_numbers(capsys) -> None:
+    import json
+
+    assert main(["area", "h100-sxm", "npu-7nm", "--format", "json"]) == 0
+    rows = {r["template"]: r for r in json.loads(capsys.readouterr().out)["templates"]}
+    assert (rows["h100-sxm"]["cores"], rows["h100-sxm"]["spare_cores"]) == (132, 12)  # GH100's 144 SMs
+    assert (rows["npu-7nm"]["cores"], rows["npu-7nm"]["spare_cores"]) == (24, 0)
+    assert rows["h100-sxm"]["yield_pct"] == pytest.approx(75.5, abs=0.1)
+
+
 def test_batch_checks_every_config_before_running_any(tmp_path, capsys) -> None:
     import copy
 
