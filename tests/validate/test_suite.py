@@ -1066,3 +1066,25 @@ def test_gaudi2_first_token_rows_sensitivity_to_the_per_operator_host_time(monke
         e = run_suite(lat)["time_error_pct"].abs()
         got[us] = (round(float(e.median()), 1), round(float(e.max()), 1))
     assert got == {5.0: (21.5, 22.0), 10.0: (11.3, 18.6), 15.0: (22.4, 33.6), 20.0: (33.5, 61.1)}
+
+
+def test_the_neuron_encoder_rows_carry_the_host_time_of_their_own_harness_configuration(
+        shipped_results: pd.DataFrame) -> None:
+    """docs/npu_validation.md: the latency- and throughput-optimized neuronperf tables are two configurations of the
+    harness (a throughput call copies back 8-16x the output bytes): each row's host time comes from its own
+    configuration's other rows on its chip, 0.13-0.19 ms per latency call, 1.1-1.4 ms per throughput call on a
+    trn1.2xlarge and 2.0-2.2 ms on an inf2.xlarge; every row within 6 %. The evidence that it is the host's: the same
+    device work takes about 1 ms more per throughput call on the 4-vCPU inf2.xlarge than on the 8-vCPU trn1.2xlarge
+    (bert-large 8.41 against 7.24 ms, distilbert 6.01 against 5.01 ms) where dse predicts the same device time."""
+    res = shipped_results[shipped_results["id"].str.contains(r"^neuron-(inf2|trn1)-(bert|distil)", regex=True)]
+    res = res.set_index("id")
+    assert len(res) == 12 and (res["fitted_into"] == "").all() and res["time_error_pct"].abs().max() < 6
+    lat, thr = res[res.index.str.endswith("-lat")], res[res.index.str.endswith("-thr")]
+    assert lat["sync_us_loo"].between(125, 195).all()
+    assert thr[thr.index.str.contains("trn1")]["sync_us_loo"].between(1100, 1400).all()
+    assert thr[thr.index.str.contains("inf2")]["sync_us_loo"].between(2000, 2210).all()
+    for model in ("bert-large-b4", "distilbert-base-b16"):
+        inf2, trn1 = res.loc[f"neuron-inf2-{model}-s128-thr"], res.loc[f"neuron-trn1-{model}-s128-thr"]
+        device = lambda r: r["predicted"] - r["sync_us_loo"] * 1e-6  # noqa: E731
+        assert device(inf2) == pytest.approx(device(trn1), rel=1e-6)  # the same NeuronCore-v2 work
+        assert 0.9e-3 < inf2["measured"] - trn1["measured"] < 1.2e-3
