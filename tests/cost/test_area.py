@@ -469,3 +469,22 @@ def test_spare_cores_that_do_not_split_over_the_compute_dies_are_one_line() -> N
         dse.hardware(data)
     msg = str(ei.value)
     assert "\n" not in msg and "compute.spare_cores: got 12 over 8 'xcd' dies; accepted: a multiple of 8" in msg, msg
+
+
+def test_the_gpu_tensor_core_coefficients_count_the_sms_on_the_die() -> None:
+    """hw_templates/nodes: 7 nm is A100's die-shot 'cores' area (476.25 mm2, all 128 SMs of GA100) less its L1 and
+    vector units, over the 128 SMs' TFLOP/s-equivalent; 5 and 16 nm are fitted on H100 (144 SMs) and V100 (84), so
+    those dies come out at their published areas; the other nodes follow by logic density."""
+    n = {k: load_node(k).matrix_mm2_per_tflops.value for k in ("7nm", "6nm", "5nm", "4nm", "3nm", "n3b", "2nm", "16nm",
+                                                               "12nm", "28nm", "22nm")}
+    seven = load_node("7nm")
+    on_die = 128 / 108
+    expect = (476.25 - 20.25 * on_die * seven.cache_mm2_per_mib.value
+              - 19.5 * on_die * seven.vector_mm2_per_tflops.value) / (312 * on_die)
+    assert n["7nm"] == pytest.approx(expect, rel=1e-4)
+    for die, published in (("h100-sxm", 814.0), ("v100-sxm", 815.0)):
+        assert dse.area(die).total_mm2 == pytest.approx(published, rel=1e-4)
+    for node, ref, ratio in (("6nm", "7nm", 96.3 / 114.2), ("4nm", "5nm", 138.2 / 146.5), ("3nm", "5nm", 138.2 / 221),
+                             ("n3b", "5nm", 138.2 / 234.9), ("2nm", "3nm", 221 / 254.2), ("12nm", "16nm", 28.9 / 36.1),
+                             ("28nm", "16nm", 28.9 / 15.3), ("22nm", "28nm", 0.9)):
+        assert n[node] == pytest.approx(n[ref] * ratio, rel=2e-3), node
