@@ -377,20 +377,21 @@ def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None =
 
 def core_tiles(d: DesignBatch, held: frozenset[str], count: np.ndarray, per: dict[str, np.ndarray],
                sram: dict[str, np.ndarray]) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """([D] core tiles on one die of a kind that holds the matrix units, spares included; [D] its spare cores;
-    [D] mm^2 of one tile: the die's matrix, vector and per-core memory over its tiles), or Nones for a die with
-    no cores (an IO die). The spares spread evenly over the dies (``compute.spare_cores``)::
+    """([D] tiles on one die of a kind that holds the matrix units, spares included; [D] its spare tiles; [D] mm^2
+    of one tile: the die's matrix, vector and per-core memory over its tiles), or Nones for a die with no cores (an
+    IO die). A tile is the group of cores fused off together (``compute.spare_granule_cores``: a TPC of 2 SMs); the
+    spares spread evenly over the dies (``compute.spare_cores``)::
 
-        tiles = (cores + spare_cores) / count,  tile = (matrix + vector + per-core SRAM of one die) / tiles
+        tiles = (cores + spare_cores) / count / granule,  tile = (matrix + vector + per-core SRAM of one die) / tiles
     """
     if "matrix" not in held:
         return None, None, None
-    spare = spare_cores(d)
-    tiles = (d.cores + spare) / count
+    spare, g = spare_cores(d), d.base.compute.spare_granule_cores
+    tiles = (d.cores + spare) / count / g
     per_core = [m.name for j, m in enumerate(d.base.memory) if d.per_core is not None and d.per_core[j]]
     own = per["matrix"] + per["vector"] + sum((sram[n] for n in per_core if n in held and n in sram),
                                               np.zeros(d.n)) / count
-    return tiles, np.floor(spare / count), own / tiles
+    return tiles, np.floor(spare / count / g), own / tiles
 
 
 def link_lane_factor(d: DesignBatch) -> np.ndarray:

@@ -202,6 +202,10 @@ class Compute(Strict):
         "memory levels, the yield counts a die good with up to this many faulty cores (dse.cost.cost."
         "harvested_yield); peaks, bandwidths and the predictor see `cores` only. In a multi-die package, spread "
         "evenly over the dies that hold the matrix units")
+    spare_granule_cores: int = Field(
+        1, ge=1, le=MAX_CORES, description="Cores fused off together, the unit a harvested die loses to a fault "
+        "(NVIDIA: a TPC of 2 SMs; a Tenstorrent n150: a row of 8 Tensix): the yield's tiles are groups of this many "
+        "cores, and spare_cores and the cores on the die are whole groups")
     clock_ghz: float = Field(gt=0, le=MAX_CLOCK_GHZ, description="Clock the peaks assume, GHz")
     energy_clock_ghz: float | None = Field(
         None, gt=0, le=MAX_CLOCK_GHZ, description="Clock (GHz) at which the node's energy coefficients hold for this "
@@ -658,8 +662,12 @@ class Hardware(Strict):
         return self
 
     def _spare_cores(self) -> None:
-        """Spare cores spread evenly over the dies that hold the matrix units (each such die its own share)."""
-        spare = self.compute.spare_cores
+        """Spare cores spread evenly over the dies that hold the matrix units (each such die its own share), in whole
+        groups of ``spare_granule_cores``."""
+        spare, g, cores = self.compute.spare_cores, self.compute.spare_granule_cores, self.compute.cores
+        if spare and (spare % g or (cores + spare) % g):
+            raise ValueError(f"@compute.spare_granule_cores@got {g} with {spare} spare of {cores + spare} cores on the "
+                             f"die; accepted: a group size that divides both (the die fuses off whole groups)")
         holder = next((g for g in self.die_groups if "matrix" in g.holds), None)
         if holder is None and self.die_groups:
             holder = self.die_groups[0]  # a part no die names goes to the first die kind

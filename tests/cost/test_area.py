@@ -457,8 +457,8 @@ def test_spare_cores_put_the_whole_die_s_cores_in_the_area_and_none_in_the_peaks
     d = DesignBatch.from_hardware(hw)
     per_core = sum(d.capacity[0, j] for j in np.flatnonzero(d.per_core)) if d.per_core is not None else 0.0
     assert (a.parts["sram"][0] > b.parts["sram"][0]) == bool(per_core > 0)
-    tiles = [g for g in a.dies if g.tiles is not None]
-    assert sum(float(g.tiles[0] * g.count[0]) for g in tiles) == on_die
+    tiles = [g for g in a.dies if g.tiles is not None]  # a tile: the cores fused off together (a TPC of 2 SMs)
+    assert sum(float(g.tiles[0] * g.count[0]) for g in tiles) * hw.compute.spare_granule_cores == on_die
     assert dse.hardware(none).peak_flops == hw.peak_flops
 
 

@@ -142,13 +142,14 @@ def test_property_a_spare_tile_never_lowers_the_yield(area_mm2: float, core_shar
 
 
 def test_a_harvested_gpu_die_yields_more_than_the_same_die_with_none_spare() -> None:
-    """H100's 814 mm2 with 12 of its 144 SMs spare: ~75 % where the same area with no spare yields ~49 % (docs)."""
+    """H100's 814 mm2 with 6 of its 72 TPCs (12 of 144 SMs) spare: ~75 % where the same area with no spare yields
+    ~49 % (docs)."""
     hw = dse.hardware("h100-sxm")
     d = DesignBatch.from_hardware(hw)
     ar = area(d)
     c = unit_cost(d, ar)
     die = ar.dies[0]
-    assert (die.tiles[0], die.spare[0]) == (144, 12)
+    assert (die.tiles[0], die.spare[0]) == (72, 6)  # TPCs of 2 SMs, the unit NVIDIA fuses off
     node = load_node(hw.process_node)
     plain = negative_binomial_yield(ar.total, node.defect_density_per_cm2.value, node.yield_alpha.value)
     assert float(plain[0]) == pytest.approx(0.487, abs=0.005) and float(c.yield_[0]) == pytest.approx(0.755, abs=0.005)
@@ -170,9 +171,11 @@ def test_one_spare_core_pays_for_itself_on_an_npu_die_and_more_do_not() -> None:
     assert d.peak_flops.tolist() == [d.peak_flops[0]] * 4  # the spares add no peak
 
 
-@pytest.mark.parametrize(("template", "harvested", "plain"), [("a100-80gb", 0.758, 0.525), ("v100-sxm", 0.792, 0.554)])
+@pytest.mark.parametrize(("template", "harvested", "plain"), [("a100-80gb", 0.758, 0.525), ("v100-sxm", 0.783, 0.554),
+                                                             ("tt-n150", 0.863, 0.603)])
 def test_the_harvested_yields_the_area_doc_quotes(template: str, harvested: float, plain: float) -> None:
-    """docs/area_calibration.md: A100 76 % (53 % with no spare at the same area), V100 79 % (55 %)."""
+    """docs/area_calibration.md: A100 76 % (53 % with no spare at the same area), V100 78 % (55 %), the n150 86 %
+    with one of its ten rows of 8 Tensix spare (60 %)."""
     hw = dse.hardware(template)
     d = DesignBatch.from_hardware(hw)
     ar = area(d)
@@ -192,3 +195,27 @@ def test_without_its_spare_sms_a_split_b200_gained_more_than_it_does() -> None:
     c = unit_cost(d, area(d))
     assert c.die_yields["gpu"] == pytest.approx([0.313, 0.535], abs=0.005)
     assert c.parts["die"][1] == pytest.approx(0.546 * c.parts["die"][0], rel=0.01)
+
+
+def test_a_die_that_fuses_off_whole_rows_yields_less_than_one_that_fuses_single_cores() -> None:
+    """The n150 fuses off a whole row of 8 Tensix (spare_granule_cores 8): a fault anywhere in a second row kills the
+    die, where 8 single spare cores would survive 8 faults in 8 rows; same area, lower yield."""
+    hw = dse.hardware("tt-n150")
+    single = hw.model_dump(mode="python", exclude_none=True)
+    single["compute"]["spare_granule_cores"] = 1
+    rows, cores = DesignBatch.from_hardware(hw), DesignBatch.from_hardware(dse.hardware(single))
+    ar_rows, ar_cores = area(rows), area(cores)
+    assert ar_rows.total[0] == pytest.approx(ar_cores.total[0], rel=1e-12)
+    assert (ar_rows.dies[0].tiles[0], ar_rows.dies[0].spare[0]) == (10, 1)
+    assert unit_cost(rows, ar_rows).yield_[0] < unit_cost(cores, ar_cores).yield_[0] - 0.05
+
+
+def test_spare_cores_in_part_of_a_group_are_one_line() -> None:
+    from dse.errors import DseError
+
+    data = dse.hardware("h100-sxm").model_dump(mode="python", exclude_none=True)
+    data["compute"]["spare_cores"] = 11
+    with pytest.raises(DseError) as ei:
+        dse.hardware(data)
+    msg = str(ei.value)
+    assert "\n" not in msg and "compute.spare_granule_cores: got 2 with 11 spare of 143 cores on the die" in msg, msg
