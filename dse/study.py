@@ -263,6 +263,14 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
         if bad is not None:
             raise DseError(f"got {bad:g} for {prm.field}; accepted: whole numbers (it counts cores, MACs, links or "
                            "dies)", field=f"search.space.params.{i}.choices")
+    g = base.base.compute.spare_granule_cores
+    if prm.field == "compute.spare_cores" and g > 1:  # whole groups of the cores the die fuses off together
+        odd = None if prm.choices is None else next((c for c in prm.choices if float(c) % g), None)
+        if prm.choices is None or odd is not None:
+            raise DseError(f"got {'a range' if prm.choices is None else f'{odd:g}'} for compute.spare_cores on a die "
+                           f"that fuses off {g} cores together (compute.spare_granule_cores); accepted: choices that "
+                           f"are multiples of {g}", field=f"search.space.params.{i}."
+                           + ("low" if prm.choices is None else "choices"))
     ends = (("low", prm.low), ("high", prm.high)) if prm.choices is None else (
         ("choices", min(prm.choices)), ("choices", max(prm.choices)))
     for key, value in ends:

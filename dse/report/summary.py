@@ -319,13 +319,13 @@ SPARE_COUNTS = (0, 1, 2, 4)
 
 def spare_core_lines(best) -> list[str]:
     """What spare cores (``compute.spare_cores``, fused off for yield) would do to the best design's die: its yield
-    and cost per good die with 0, 1, 2 and 4 spares (``dse.cost.cost.harvested_yield``), the cheapest named. The
-    score does not move: spares are in no peak."""
+    and cost per good die with 0, 1, 2 and 4 spare groups (``compute.spare_granule_cores`` cores each;
+    ``dse.cost.cost.harvested_yield``), the cheapest named. The score does not move: spares are in no peak."""
     from dse.cost.area import area, spare_cores
     from dse.cost.cost import unit_cost
 
-    now = float(spare_cores(best)[0])
-    counts = np.array(sorted({now, *SPARE_COUNTS}))
+    now, g = float(spare_cores(best)[0]), best.base.compute.spare_granule_cores
+    counts = np.array(sorted({now, *(g * k for k in SPARE_COUNTS)}))  # whole groups of the cores fused off together
     d = type(best).stack([best] * len(counts)).with_field("compute.spare_cores", counts)
     ar = area(d)
     c = unit_cost(d, ar)
@@ -338,7 +338,7 @@ def spare_core_lines(best) -> list[str]:
                f" for {float(ar.total[kb] - ar.total[k0]):+.1f} mm²" if kb != k0 else
                f"its {now:.0f} spare cores are the cheapest of these")
     return [f"- Spare cores (fused off for yield, `compute.spare_cores`; no peak moves): yield / cost per good die with "
-            f"{cells}; {verdict} (searchable: `{{field: compute.spare_cores, choices: [0, 1, 2]}}`)"]
+            f"{cells}; {verdict} (searchable: `{{field: compute.spare_cores, choices: [0, {g}, {2 * g}]}}`)"]
 
 
 def shoreline_lines(result) -> list[str]:

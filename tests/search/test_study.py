@@ -666,3 +666,16 @@ def test_a_searched_field_a_knob_also_sets_is_one_line(tmp_path, field: str, kno
     with pytest.raises(DseError) as err:
         load_context(write_config(tmp_path, data))
     assert err.value.field == "search.space.params.0.field" and f"beside the {knob} knob" in str(err.value)
+
+
+def test_spare_cores_searched_on_a_die_that_fuses_groups_take_whole_groups(tmp_path: Path, capsys) -> None:
+    """h100-sxm fuses off a TPC of 2 SMs (compute.spare_granule_cores 2): a choice of 1 spare SM is one line before any
+    trial; whole TPCs run."""
+    data = {**SMALL_STUDY, "base": "h100-sxm", "search": {**SMALL_STUDY["search"], "space": {
+        "params": [{"field": "compute.spare_cores", "choices": [0, 1, 2]}]}}}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("search.space.params.0.choices: got 1 for compute.spare_cores on a die that fuses "
+                                     "off 2 cores together") in err, err
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("study.db"))
