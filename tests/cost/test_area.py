@@ -462,13 +462,18 @@ def test_spare_cores_put_the_whole_die_s_cores_in_the_area_and_none_in_the_peaks
     assert dse.hardware(none).peak_flops == hw.peak_flops
 
 
-def test_spare_cores_that_do_not_split_over_the_compute_dies_are_one_line() -> None:
-    data = dse.hardware("mi300x").model_dump(mode="python", exclude_none=True)
-    data["compute"]["spare_cores"] = 12
+@pytest.mark.parametrize(("template", "spare", "needle"), [
+    ("mi300x", 12, "compute.spare_cores: got 12 over 8 'xcd' dies; accepted: a multiple of 8"),
+    ("h100-sxm", 11, "compute.spare_granule_cores: got 2 with 11 spare of 143 cores on the die"),
+])
+def test_spare_cores_that_do_not_split_over_dies_or_groups_are_one_line(template: str, spare: int, needle: str) -> None:
+    """Each die that holds the matrix units has its own spares (MI300X: 8 XCDs), in whole fused groups (a TPC)."""
+    data = dse.hardware(template).model_dump(mode="python", exclude_none=True)
+    data["compute"]["spare_cores"] = spare
     with pytest.raises(DseError) as ei:
         dse.hardware(data)
     msg = str(ei.value)
-    assert "\n" not in msg and "compute.spare_cores: got 12 over 8 'xcd' dies; accepted: a multiple of 8" in msg, msg
+    assert "\n" not in msg and needle in msg, msg
 
 
 def test_the_gpu_tensor_core_coefficients_count_the_sms_on_the_die() -> None:

@@ -208,14 +208,3 @@ def test_a_die_that_fuses_off_whole_rows_yields_less_than_one_that_fuses_single_
     assert ar_rows.total[0] == pytest.approx(ar_cores.total[0], rel=1e-12)
     assert (ar_rows.dies[0].tiles[0], ar_rows.dies[0].spare[0]) == (10, 1)
     assert unit_cost(rows, ar_rows).yield_[0] < unit_cost(cores, ar_cores).yield_[0] - 0.05
-
-
-def test_spare_cores_in_part_of_a_group_are_one_line() -> None:
-    from dse.errors import DseError
-
-    data = dse.hardware("h100-sxm").model_dump(mode="python", exclude_none=True)
-    data["compute"]["spare_cores"] = 11
-    with pytest.raises(DseError) as ei:
-        dse.hardware(data)
-    msg = str(ei.value)
-    assert "\n" not in msg and "compute.spare_granule_cores: got 2 with 11 spare of 143 cores on the die" in msg, msg
