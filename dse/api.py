@@ -23,7 +23,7 @@ from typing import Any
 from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import KNOBS, knob_values, zero_ok
+from dse.hardware.fields import KNOBS, domain_text, in_domain, knob_values
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
@@ -125,11 +125,10 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
                 col[name] = knobs[name].to_numpy(dtype=float)
             except (TypeError, ValueError):
                 raise DseError(f"got a non-numeric column {name!r}; accepted: numbers", field=f"designs.{name}") from None
-            low_ok = zero_ok(name)  # compute.spare_cores may be 0, every other field is positive
-            bad = ~(np.isfinite(col[name]) & ((col[name] >= 0) if low_ok else (col[name] > 0)))
+            bad = ~(np.isfinite(col[name]) & in_domain(name, col[name]))  # compute.spare_cores may be 0
             if bad.any():  # -5 TFLOP/s was taken as 5, 0 TB/s as the smallest build: one line instead
                 raise DseError(f"got {col[name][bad][0]:g} in row {int(np.flatnonzero(bad)[0])}; accepted: a finite "
-                               f"number {'>= 0' if low_ok else '> 0'}", field=f"designs.{name}")
+                               f"number {domain_text(name)}", field=f"designs.{name}")
         from dse.search.space import designs_from_params  # optuna loads on first use, not on import dse
 
         d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)

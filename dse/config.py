@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.fields import KNOB, KNOBS, zero_ok
+from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, zero_ok
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
@@ -157,8 +157,8 @@ class Param(Strict):
         if self.choices is not None:
             if self.low is not None or self.high is not None:
                 raise ValueError("give either choices or low/high, not both")
-            if not all(c > 0 or (zero and c == 0) for c in self.choices):
-                raise ValueError(f"@choices@got {self.choices}; accepted: numbers {'>= 0' if zero else '> 0'}")
+            if not all(in_domain(self.field, c) for c in self.choices):
+                raise ValueError(f"@choices@got {self.choices}; accepted: numbers {domain_text(self.field)}")
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")
         elif self.low == 0 and not zero:
@@ -333,11 +333,10 @@ class Candidate(Strict):
     @classmethod
     def _physical_fields(cls, v: dict[str, float]) -> dict[str, float]:
         for name, value in v.items():
-            if zero_ok(name) and not value >= 0:
-                raise ValueError(f"fields.{name} = {value}; accepted: a number >= 0")
-            if not zero_ok(name) and not value > 0:
-                raise ValueError(f"fields.{name} = {value}; accepted: a number > 0 (every hardware field but "
-                                 "compute.spare_cores is positive)")
+            if not in_domain(name, value):
+                raise ValueError(f"fields.{name} = {value}; accepted: a number {domain_text(name)}"
+                                 + ("" if zero_ok(name) else " (every hardware field but compute.spare_cores is "
+                                                             "positive)"))
             if name.endswith("efficiency") and value > 1:
                 raise ValueError(f"fields.{name} = {value}; accepted: an efficiency in (0, 1]")
         return v

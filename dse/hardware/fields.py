@@ -165,6 +165,17 @@ def zero_ok(path: str) -> bool:
     return f is not None and f.zero_ok
 
 
+def in_domain(path: str, value: Any) -> Any:
+    """Whether ``value`` (a number or an array) is one a hardware field takes: >= 0 where it may be 0
+    (:func:`zero_ok`), > 0 otherwise."""
+    return value >= 0 if zero_ok(path) else value > 0
+
+
+def domain_text(path: str) -> str:
+    """The bound :func:`in_domain` applies, as an error line says it: ``>= 0`` or ``> 0``."""
+    return ">= 0" if zero_ok(path) else "> 0"
+
+
 def field_unit(path: str) -> str | None:
     """The config unit of a searchable field by its path (``compute.noc.link_bytes`` -> bytes, ``memory.hbm.
     bandwidth_tbps`` -> TB/s), None for a path the tables do not hold (``compute.cores``: a count)."""

@@ -664,10 +664,10 @@ class Hardware(Strict):
     def _spare_cores(self) -> None:
         """Spare cores spread evenly over the dies that hold the matrix units (each such die its own share), in whole
         groups of ``spare_granule_cores``."""
-        spare, g, cores = self.compute.spare_cores, self.compute.spare_granule_cores, self.compute.cores
-        if spare and (spare % g or (cores + spare) % g):
-            raise ValueError(f"@compute.spare_granule_cores@got {g} with {spare} spare of {cores + spare} cores on the "
-                             f"die; accepted: a group size that divides both (the die fuses off whole groups)")
+        spare, group, cores = self.compute.spare_cores, self.compute.spare_granule_cores, self.compute.cores
+        if spare and (spare % group or (cores + spare) % group):
+            raise ValueError(f"@compute.spare_granule_cores@got {group} with {spare} spare of {cores + spare} cores on "
+                             "the die; accepted: a group size that divides both (the die fuses off whole groups)")
         holder = next((g for g in self.die_groups if "matrix" in g.holds), None)
         if holder is None and self.die_groups:
             holder = self.die_groups[0]  # a part no die names goes to the first die kind

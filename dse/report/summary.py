@@ -323,10 +323,11 @@ def spare_core_lines(best) -> list[str]:
     ``dse.cost.cost.harvested_yield``), the cheapest named. The score does not move: spares are in no peak."""
     from dse.cost.area import area, spare_cores
     from dse.cost.cost import unit_cost
+    from dse.hardware.designs import DesignBatch
 
     now, g = float(spare_cores(best)[0]), best.base.compute.spare_granule_cores
     counts = np.array(sorted({now, *(g * k for k in SPARE_COUNTS)}))  # whole groups of the cores fused off together
-    d = type(best).stack([best] * len(counts)).with_field("compute.spare_cores", counts)
+    d = DesignBatch.stack([best] * len(counts)).with_field("compute.spare_cores", counts)
     ar = area(d)
     c = unit_cost(d, ar)
     die = c.parts["die"]
