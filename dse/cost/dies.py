@@ -168,14 +168,22 @@ def node_value(node: Node, key: str, ref_value: float, ref: Node) -> float:
     return ref_value * scale(node, FITTED[key][1], ref)
 
 
+def carry_simt(value: float, src: Node, dst: Node) -> float:
+    """A tensor-core coefficient of node ``src`` carried to node ``dst``, per MAC.
+
+    The coefficient is mm^2 per TFLOP/s at the node's calibration clock f (``dse.cost.area``), i.e.
+    mm^2 per MAC / (2 f); a MAC shrinks with logic density D, so
+    c_dst = c_src x (D_src / D_dst) x (f_src / f_dst)."""
+    return (value * src.logic_density_mtr_per_mm2.value / dst.logic_density_mtr_per_mm2.value
+            * src.calibration_clock_ghz.value / dst.calibration_clock_ghz.value)
+
+
 def simt_loo(die: Die, node: Node) -> float:
-    """Tensor-core coefficient for ``die`` from the other GPU dies, carried by logic density."""
-    vals = []
-    for other in load_dies():
-        if other.template and other.name != die.name and other.role == "calibration":
-            on = die_node(other)
-            vals.append(on.matrix_mm2_per_tflops.value * on.logic_density_mtr_per_mm2.value
-                        / node.logic_density_mtr_per_mm2.value)
+    """Tensor-core coefficient for ``die``: geometric mean of the other GPU dies' coefficients carried
+    to its node (:func:`carry_simt`)."""
+    vals = [carry_simt(die_node(other).matrix_mm2_per_tflops.value, die_node(other), node)
+            for other in load_dies()
+            if other.template and other.name != die.name and other.role == "calibration"]
     return float(np.exp(np.mean(np.log(vals)))) if vals else node.matrix_mm2_per_tflops.value
 
 

@@ -59,6 +59,22 @@ def test_shipped_node_coefficients_are_the_fit_carried_by_node_scaling() -> None
             dies.node_value(node, "scratchpad", theta["scratchpad"], ref), rel=2e-3)
 
 
+def test_a_tensor_core_coefficient_is_carried_per_mac() -> None:
+    # mm^2 per TFLOP/s at the node's calibration clock: a carry goes through mm^2 per MAC, so it takes the clock ratio
+    # as well as the density ratio, and a round trip returns the value
+    n7, n5, n16 = load_node("7nm"), load_node("5nm"), load_node("16nm")
+    c7 = n7.matrix_mm2_per_tflops.value
+    assert dies.carry_simt(dies.carry_simt(c7, n7, n5), n5, n7) == pytest.approx(c7)
+    assert dies.carry_simt(c7, n7, n7) == pytest.approx(c7)
+    ratio = dies.carry_simt(1.0, n7, n5) / (n7.logic_density_mtr_per_mm2.value / n5.logic_density_mtr_per_mm2.value)
+    assert ratio == pytest.approx(1.41 / 1.83)
+    # the 5 and 16 nm files' ranges run from their own fit to the 7 nm value so carried
+    for node in (n5, n16):
+        lo, hi = node.matrix_mm2_per_tflops.range
+        assert lo == pytest.approx(node.matrix_mm2_per_tflops.value)
+        assert hi == pytest.approx(dies.carry_simt(c7, n7, node), abs=1e-4)
+
+
 def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     # Regression guard at today's measured figures (issue 14 asks 15 % LOO on calibration dies and 25 % on
     # holdouts; the holdouts meet it, four calibration dies do not: see docs/area_calibration.md). The old
@@ -77,6 +93,9 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     assert len(hold) >= 8 and hold.loo_err_pct.abs().max() < 45 and hold.loo_err_pct.abs().median() < 25
     cal = npu[npu.role == "calibration"]
     assert cal.loo_err_pct.abs().max() < 30 and cal.loo_err_pct.abs().median() < 20
+    gpu = t[~t.model.str.startswith("npu")]
+    assert gpu.loo_err_pct.abs().max() < 25  # H100 +20.9 % from A100 and V100 carried per MAC (+39.2 % by density alone)
+    assert t[t.role == "calibration"].loo_err_pct.abs().max() < 30  # issue 32's bar (median 12 % not met)
     assert npu.loo_err_pct.abs().median() < 25
 
 
