@@ -6,8 +6,12 @@ coefficients. Calibration dies (``dse.cost.dies``) give inventories directly, so
 prices a design is the model fitted and checked on public dies::
 
     matrix (simt)     = bf16-eq TFLOP/s x (node calibration clock / clock) x node.matrix_mm2_per_tflops
-                        (GPU tensor cores: a whole-SM coefficient per TFLOP/s; the array is sized by its
-                        costliest native mode, factor 1 for bf16, 0.5 for 8-bit, 2 for tf32 ...)
+                        + register MiB x node.cache_mm2_per_mib
+                        (GPU SMs: a coefficient per TFLOP/s for the SM less its register file, sized by the
+                        costliest native mode, factor 1 for bf16, 0.5 for 8-bit, 2 for tf32 ...; the register file,
+                        compute.register_kib_per_core per core on the die, at the node's SRAM-array density:
+                        it does not grow with the tensor rate, 256 KiB per SM from V100 to H100, 512 KiB per
+                        MI300X CU at half an H100 SM's rate)
     matrix (systolic) = PEs x node.systolic_pe_um2[bf16] x (1 + node.systolic_control_fraction)
                         PEs = max over native modes d of peak_d / (2 x clock) x pe_um2[d] / pe_um2[bf16]
                         (a processing element per MAC of the full-rate mode; control = sequencers and
@@ -231,6 +235,7 @@ class Inventory:
     serdes_links: np.ndarray  # link equivalents (links x lane factor)
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
+    register_mib: np.ndarray | None = None  # simt register files on the die (None: none; :func:`register_mib`)
 
 
 def sram_mib(d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -246,6 +251,14 @@ def level_mm2_per_mib(d: DesignBatch, node: Node, j: int) -> float:
     """mm^2 per MiB of memory level ``j`` (scratchpad or cache density of the node)."""
     org = d.base.memory[j].organization
     return (node.scratchpad_mm2_per_mib if org == "scratchpad" else node.cache_mm2_per_mib).value
+
+
+def register_mib(d: DesignBatch) -> np.ndarray:
+    """[D] MiB of SIMT register files on the die: ``compute.register_kib_per_core`` x (cores + spare cores), zero
+    for systolic designs (their accumulators are in the processing element fitted on NPU dies, ``dse.cost.dies``)."""
+    if d.base.compute.matrix.style == "systolic":
+        return np.zeros(d.n)
+    return d.reg_bytes * d.cores * core_area_factor(d) / MIB
 
 
 def inventory(d: DesignBatch, node: Node) -> Inventory:
@@ -266,6 +279,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         dram_stacks=dram_stacks(d),
         serdes_links=d.links * link_lane_factor(d),
         ddr_channels=ddr_channels(d),
+        register_mib=register_mib(d),
     )
 
 
@@ -273,6 +287,7 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
     """mm^2 per component of every inventory at ``node`` (the module docstring's formulas)."""
     return {
         "matrix": inv.simt_tflops * node.matrix_mm2_per_tflops.value
+        + (0.0 if inv.register_mib is None else inv.register_mib * node.cache_mm2_per_mib.value)
         + inv.systolic_pes * node.systolic_pe_um2.values["bf16"] * 1e-6 * (1.0 + node.systolic_control_fraction.value),
         "vector": inv.vector_tflops * node.vector_mm2_per_tflops.value,
         "sram": inv.scratchpad_mib * node.scratchpad_mm2_per_mib.value + inv.cache_mib * node.cache_mm2_per_mib.value,

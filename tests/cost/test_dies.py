@@ -94,7 +94,7 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     cal = npu[npu.role == "calibration"]
     assert cal.loo_err_pct.abs().max() < 30 and cal.loo_err_pct.abs().median() < 20
     gpu = t[~t.model.str.startswith("npu")]
-    assert gpu.loo_err_pct.abs().max() < 25  # H100 +20.9 % from A100 and V100 carried per MAC (+39.2 % by density alone)
+    assert gpu.loo_err_pct.abs().max() < 12  # V100 +9.2, H100 +4.9 % (+39.2 % carried by density alone, registers inside)
     assert t[t.role == "calibration"].loo_err_pct.abs().max() < 30  # issue 32's bar (median 12 % not met)
     assert npu.loo_err_pct.abs().median() < 25
 
