@@ -13,9 +13,12 @@ prices a design is the model fitted and checked on public dies::
                         it does not grow with the tensor rate, 256 KiB per SM from V100 to H100, 512 KiB per
                         MI300X CU at half an H100 SM's rate)
     matrix (systolic) = PEs x node.systolic_pe_um2[bf16] x (1 + node.systolic_control_fraction)
+                        + accumulator MiB x node.scratchpad_mm2_per_mib
                         PEs = max over native modes d of peak_d / (2 x clock) x pe_um2[d] / pe_um2[bf16]
                         (a processing element per MAC of the full-rate mode; control = sequencers and
-                        array control, a fraction of the array from the TPU v1 floorplan)
+                        array control, a fraction of the array from the TPU v1 floorplan; the accumulators,
+                        compute.register_kib_per_core per core on the die, at the scratchpad density, as the NPU
+                        dies' records count theirs: TPU v1's 4 MiB in its 28 MiB of on-chip memory)
     vector            = fp32 TFLOP/s x (calibration clock / clock) x node.vector_mm2_per_tflops
     sram              = scratchpad MiB x node.scratchpad_mm2_per_mib + cache MiB x node.cache_mm2_per_mib
                         (levels whose kind's area class is sram; ``dse.hardware.memory_kinds``)
@@ -236,6 +239,7 @@ class Inventory:
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
     register_mib: np.ndarray | None = None  # simt register files on the die (None: none; :func:`register_mib`)
+    accumulator_mib: np.ndarray | None = None  # systolic accumulators on the die (None: none)
 
 
 def sram_mib(d: DesignBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -254,10 +258,7 @@ def level_mm2_per_mib(d: DesignBatch, node: Node, j: int) -> float:
 
 
 def register_mib(d: DesignBatch) -> np.ndarray:
-    """[D] MiB of SIMT register files on the die: ``compute.register_kib_per_core`` x (cores + spare cores), zero
-    for systolic designs (their accumulators are in the processing element fitted on NPU dies, ``dse.cost.dies``)."""
-    if d.base.compute.matrix.style == "systolic":
-        return np.zeros(d.n)
+    """[D] MiB of registers or accumulators on the die: ``compute.register_kib_per_core`` x (cores + spare cores)."""
     return d.reg_bytes * d.cores * core_area_factor(d) / MIB
 
 
@@ -279,7 +280,8 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         dram_stacks=dram_stacks(d),
         serdes_links=d.links * link_lane_factor(d),
         ddr_channels=ddr_channels(d),
-        register_mib=register_mib(d),
+        register_mib=zero if systolic else register_mib(d),
+        accumulator_mib=register_mib(d) if systolic else zero,
     )
 
 
@@ -288,6 +290,7 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
     return {
         "matrix": inv.simt_tflops * node.matrix_mm2_per_tflops.value
         + (0.0 if inv.register_mib is None else inv.register_mib * node.cache_mm2_per_mib.value)
+        + (0.0 if inv.accumulator_mib is None else inv.accumulator_mib * node.scratchpad_mm2_per_mib.value)
         + inv.systolic_pes * node.systolic_pe_um2.values["bf16"] * 1e-6 * (1.0 + node.systolic_control_fraction.value),
         "vector": inv.vector_tflops * node.vector_mm2_per_tflops.value,
         "sram": inv.scratchpad_mib * node.scratchpad_mm2_per_mib.value + inv.cache_mib * node.cache_mm2_per_mib.value,

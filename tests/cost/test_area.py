@@ -52,10 +52,14 @@ def test_systolic_matrix_is_processing_elements_times_pe_area_by_hand() -> None:
     pes = 24 * 64 * 64  # bf16 MACs; int8 at 2x the rate needs 2x the MACs at 0.125 of the area each
     assert systolic_pes(DesignBatch.from_hardware(hw), node)[0] == pytest.approx(pes)
     expect = pes * node.systolic_pe_um2.values["bf16"] * 1e-6 * (1 + node.systolic_control_fraction.value)
-    assert dse.area(hw).breakdown["matrix"] == pytest.approx(expect)
-    # the same peak at half the clock needs twice the PEs
+    acc = 24 * 64 / 1024 * node.scratchpad_mm2_per_mib.value  # 64 KiB of accumulators per core, as scratchpad SRAM
+    assert dse.area(hw).breakdown["matrix"] == pytest.approx(expect + acc)
+    # the same peak at half the clock needs twice the PEs (on as many cores as before: twice the accumulators too)
     slow = _with(hw, "compute.clock_ghz", 0.7)
-    assert dse.area(slow).breakdown["matrix"] == pytest.approx(2 * expect)
+    assert dse.area(slow).breakdown["matrix"] == pytest.approx(2 * expect + acc)
+    # a searched accumulator size is paid for
+    more = _with(hw, "compute.register_kib_per_core", 128)
+    assert dse.area(more).breakdown["matrix"] == pytest.approx(expect + 2 * acc)
 
 
 def test_a_mode_run_in_passes_over_other_pes_adds_none() -> None:
@@ -434,7 +438,7 @@ def test_a_network_sized_for_its_level_that_takes_much_of_the_die_is_warned_abou
     data = template("northpole")
     warned = [w for w in build_warnings(hardware_from_mapping(data, file="np.yaml")) if "on-chip network is" in w]
     (w,) = warned
-    assert w.startswith("northpole: its on-chip network is 29% of the die (mesh, 256 routers of 120-byte links")
+    assert w.startswith("northpole: its on-chip network is 28% of the die (mesh, 256 routers of 120-byte links")
     assert "compute.noc.link_bytes" in w
     data["compute"]["noc"] = {"link_bytes": 32}  # a given width: priced as given, the predictor reads what it carries
     hw = hardware_from_mapping(data, file="np.yaml")
