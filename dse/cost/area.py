@@ -269,6 +269,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
     scratch, cache = sram_mib(d)
     net = d.noc()
     on_die = core_area_factor(d)
+    regs = register_mib(d)
     return Inventory(
         simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node) * on_die,
         systolic_pes=systolic_pes(d, node) * on_die if systolic else zero,
@@ -280,8 +281,8 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         dram_stacks=dram_stacks(d),
         serdes_links=d.links * link_lane_factor(d),
         ddr_channels=ddr_channels(d),
-        register_mib=zero if systolic else register_mib(d),
-        accumulator_mib=register_mib(d) if systolic else zero,
+        register_mib=zero if systolic else regs,
+        accumulator_mib=regs if systolic else zero,
     )
 
 
