@@ -691,7 +691,7 @@ def _power_summary(rows: list[dict]) -> str:
 def cmd_area(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from dse.cost.area import COMPONENTS, area, check_package, shoreline
+    from dse.cost.area import COMPONENTS, area, check_package, register_mib, shoreline
     from dse.cost.cost import unit_cost
     from dse.cost.dies import calibration_table, fitted_reference
     from dse.hardware.designs import DesignBatch
@@ -717,6 +717,7 @@ def cmd_area(args: argparse.Namespace) -> int:
         sh = shoreline(d, ar)
         rows.append({"template": name, "node": hw.process_node, "cores": hw.compute.cores,
                      "spare_cores": hw.compute.spare_cores,  # on the die beside the enabled ones, fused off for yield
+                     "registers_mib": register_mib(d)[0],  # priced inside matrix_mm2 (dse.cost.area.register_mib)
                      **{f"{k}_mm2": ar.parts[k][0] for k in COMPONENTS},
                      "total_mm2": ar.total[0], "edge_need_mm": sh.edge_need_mm[0], "perimeter_mm": sh.perimeter_mm[0],
                      # a package of several die kinds: its worst die kind's yield (it was the first kind's: 92 % for

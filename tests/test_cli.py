@@ -246,6 +246,8 @@ def test_area_lists_the_enabled_and_the_spare_cores_as_numbers(capsys) -> None:
     assert (rows["h100-sxm"]["cores"], rows["h100-sxm"]["spare_cores"]) == (132, 12)  # GH100's 144 SMs
     assert (rows["npu-7nm"]["cores"], rows["npu-7nm"]["spare_cores"]) == (24, 0)
     assert rows["h100-sxm"]["yield_pct"] == pytest.approx(75.5, abs=0.1)
+    # the registers on the die, spares included, priced inside matrix_mm2: 144 x 256 KiB and 24 x 64 KiB
+    assert (rows["h100-sxm"]["registers_mib"], rows["npu-7nm"]["registers_mib"]) == (36.0, 1.5)
 
 
 def test_batch_checks_every_config_before_running_any(tmp_path, capsys) -> None:

@@ -214,7 +214,8 @@ class Compute(Strict):
         "clock it changed (best_design.yaml), so the file reproduces the study's power")
     register_kib_per_core: float = Field(
         gt=0, le=MAX_REGISTER_KIB, description="Register file / accumulator storage per core (KiB): reuse capacity "
-        "inside level 0"
+        "inside level 0; on the die of every core, spares included, at the node's cache density (simt register "
+        "files) or scratchpad density (systolic accumulators; dse.cost.area)"
     )
     launch_overhead_us: float = Field(
         0.0, ge=0, le=MAX_OVERHEAD_US, description="Fixed time per operator launch/sync (us): the overhead ceiling"
