@@ -198,7 +198,7 @@ def calibration_table() -> pd.DataFrame:
         fitted = known + float(x @ theta)
         if die.template:
             loo = known_mm2(inv, node, simt_loo(die, node)) if die.sets_node_coefficient else fitted
-            kind = "gpu (tensor cores per TFLOP/s)"
+            kind = "gpu (tensor cores per TFLOP/s, registers per MiB)"
         elif die.role == "calibration":
             loo = known + float(x @ fit(fit_rows(data, leave_out=die.name)))
             kind = "npu (systolic PEs, scratchpad)"
