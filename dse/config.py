@@ -153,7 +153,6 @@ class Param(Strict):
 
     @model_validator(mode="after")
     def _range_or_choices(self) -> Param:
-        zero = zero_ok(self.field)
         if self.choices is not None:
             if self.low is not None or self.high is not None:
                 raise ValueError("give either choices or low/high, not both")
@@ -161,8 +160,8 @@ class Param(Strict):
                 raise ValueError(f"@choices@got {self.choices}; accepted: numbers {domain_text(self.field)}")
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")
-        elif self.low == 0 and not zero:
-            raise ValueError(f"@low@got 0 for {self.field}; accepted: a number > 0")
+        elif not in_domain(self.field, self.low):  # low >= 0 by its Field: 0 where the field may not be 0
+            raise ValueError(f"@low@got {self.low:g} for {self.field}; accepted: a number {domain_text(self.field)}")
         elif self.low == 0 and self.log:
             raise ValueError(f"@log@got log: true with low 0 for {self.field}; accepted: log: false (a log range "
                              "cannot start at 0)")
