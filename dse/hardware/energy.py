@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
+from dse.hardware.dram_parts import energy_per_byte
 from dse.hardware.schema import Node
 from dse.units import DTYPE_BYTES, DTYPES, element_of, fallback_dtype
 
@@ -47,14 +48,18 @@ def forwarding_bytes(mode: str, dataflow: str) -> float:
 
 
 def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
-    """[L] joules per byte crossing each level: the node coefficient its kind names
-    (``dse.hardware.memory_kinds``), ``energy_private`` for a level with ``instances > 1``, else
-    ``energy_shared`` (sram: local / global SRAM; dram: DRAM either way)."""
+    """[L] joules per byte crossing each level: a DRAM level that names its ``generation`` pays that part's energy
+    (``dse.hardware.dram_parts``); any other level the node coefficient its kind names (``dse.hardware.memory_kinds``),
+    ``energy_private`` for a level with ``instances > 1``, else ``energy_shared`` (sram: local / global SRAM; dram:
+    DRAM either way, the generation typical of the node)."""
     out = []
     for level in d.base.memory:
+        if level.generation is not None:
+            out.append(energy_per_byte(level.generation))
+            continue
         k = level.spec
-        out.append(getattr(node, k.energy_private if level.instances > 1 else k.energy_shared).value)
-    return np.asarray(out) * PJ
+        out.append(getattr(node, k.energy_private if level.instances > 1 else k.energy_shared).value * PJ)
+    return np.asarray(out)
 
 
 def flop_energy(node: Node, systolic: bool = False, dataflow: str = "output_stationary") -> np.ndarray:

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from dse.hardware.collectives import LIBRARIES
 from dse.hardware.d2d import D2D, D2D_NAMES
+from dse.hardware.dram_parts import GENERATION, generation_names
 from dse.hardware.memory_kinds import KIND, STACK_SOURCES, MemoryKind, infer_kind, kind_of
 from dse.hardware.topologies import GRID_NAMES as GRID_TOPOLOGIES
 from dse.hardware.topologies import NAMES as TOPOLOGY_NAMES
@@ -343,6 +344,11 @@ class MemoryLevel(Strict):
         None, gt=0, le=MAX_STACK_CAPACITY_GB,
         description="DRAM only: capacity of one stack/channel (decimal GB); a design bought as N whole "
         "stacks holds N x this. Default: the level's capacity over its stacks, ceil(bandwidth / stack_bandwidth)")
+    generation: str | None = Field(
+        None, description="Off-chip levels only: the DRAM part family (dse.hardware.dram_parts.GENERATIONS: "
+        f"{', '.join(generation_names('dram'))} for kind dram; {', '.join(generation_names('ddr'))} for kind ddr), "
+        "whose energy per byte the level's traffic pays. Default: the node file's figure for the kind (the generation "
+        "typical of that node)")
     organization: Literal["cache", "scratchpad"] = Field(
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
         "scratchpad (software-managed SRAM macros; the node's macro density)")
@@ -377,7 +383,21 @@ class MemoryLevel(Strict):
                 raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
         self._whole_stacks()
         self._buyable_stacks()
+        self._known_generation()
         return self
+
+    def _known_generation(self) -> None:
+        """A level's ``generation`` is a registered DRAM part of the level's own kind (``dse.hardware.dram_parts``)."""
+        if self.generation is None:
+            return
+        accepted = generation_names(self.kind)
+        if self.generation not in accepted:
+            if not accepted:
+                raise ValueError(f"@generation@got {self.generation!r}; accepted: none (kind {self.kind} is not DRAM)")
+            known = GENERATION.get(self.generation)
+            why = f" (a part of kind {known.kind}, not {self.kind})" if known else ""
+            listed = f"one of {', '.join(accepted)}"
+            raise ValueError(f"@generation@got {self.generation!r}{why}; accepted: {listed}")
 
     def _buyable_stacks(self) -> None:
         """A level bought in stacks (or channels) names a part one could buy (the kind's ``max_stack_gbps`` and

@@ -62,6 +62,7 @@ def template(name: str) -> dict:
     glob.update(capacity_mib=p["sram_mib"] - p["local_mib"] * cores,
                 bandwidth_tbps=GLOBAL_BYTES_PER_CLOCK_CORE * cores * clock_hz / 1e12)
     t["memory"] = [local, glob]
+    dram.pop("generation", None)  # npu-7nm's HBM2E part does not describe the die's own DRAM: its node's typical one
     if p["dram"] is not None:
         kind, n, gbps, gb = p["dram"]
         dram.update(kind=kind, capacity_gb=n * gb, bandwidth_gbps=n * gbps, stack_bandwidth_gbps=gbps)

@@ -81,6 +81,7 @@ def test_adding_a_kind_is_one_record(monkeypatch) -> None:
         area="dram_phy", usd_per_gb="dram_usd_per_gb", knob="dram_bandwidth_tbps", description="off-chip LPDDR channels"))
     data = H100.model_dump(mode="python", exclude_none=True)
     data["memory"][2]["kind"] = "lpddr"
+    del data["memory"][2]["generation"]  # a DRAM part (hbm3) belongs to its kind (dse.hardware.dram_parts)
     hw = hardware_from_mapping(data, file="chip.yaml")
     assert hw.offchip_level.name == "hbm" and hw.memory[2].off_chip
     d0, d1 = DesignBatch.from_hardware(H100), DesignBatch.from_hardware(hw)
@@ -119,6 +120,7 @@ def test_board_dram_is_priced_per_channel_on_no_interposer_and_at_its_own_energy
     assert n150.offchip_level.kind == "ddr"
     as_hbm = n150.model_dump(mode="python", exclude_none=True)
     as_hbm["memory"][-1]["kind"] = "dram"
+    del as_hbm["memory"][-1]["generation"]  # gddr6 is a board part: the HBM copy takes its node's typical stack
     hbm = hardware_from_mapping(as_hbm, file="chip.yaml")
     d, h = DesignBatch.from_hardware(n150), DesignBatch.from_hardware(hbm)
     node = load_node(n150.process_node)
