@@ -9,7 +9,8 @@ one of those node files' figures, so a template whose part is its node's typical
 Energies are whole-interface figures per bit read or written (activation, column access, I/O), in pJ/bit; the
 code reads them as J/byte (:func:`energy_per_byte`). The records' sources disagree in what they count: O'Connor et
 al.'s HBM2 figure (MICRO 2017) is an access model's, Micron's HBM2E and GDDR6 figures a device-power table's, so
-HBM2 (3.9) comes out below HBM2E (6.0), which no circuit reason explains; the node files' fitted GPU energies per
+HBM2 (3.9) comes out below HBM2E (6.0), which no circuit reason explains (SK hynix announced its HBM2E as 'up to
+50 % more power-efficient' than its HBM2, 2020 mass-production release); the node files' fitted GPU energies per
 FLOP (A100 on HBM2E at 7 nm, V100 on HBM2 at 16 nm, H100 on HBM3 at 5 nm) were fitted with exactly these figures,
 so they are kept as sourced and the spread is stated rather than smoothed.
 

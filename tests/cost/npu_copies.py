@@ -26,7 +26,8 @@ VECTOR_FP32_PER_MAC = 34.4064 / 275.2512  # npu-7nm's vector fp32 FLOP/s per bf1
 
 #: name -> published figures (area_dies.yaml holds each source): node, cores, clock, array rows x cols, the matrix
 #: modes as multiples of the array's MAC rate (1 = one MAC per PE per clock), per-core and total on-chip SRAM (MiB),
-#: main memory (kind, stacks or channels, GB/s each, GB each) or None, chip-to-chip links (25 GB/s equivalents)
+#: main memory (kind, stacks or channels, GB/s each, GB each) or None, chip-to-chip links (25 GB/s equivalents), and
+#: the vector units' fp32 TFLOP/s where the die's record gives them (``vector_fp32``; else npu-7nm's share per MAC)
 DIES: dict[str, dict] = {
     "maia-100": dict(area=820, node="5nm", cores=64, clock=1.526, array=(64, 64), modes={"bf16": 1},
                      local_mib=0.5, sram_mib=476.8, dram=("dram", 4, 450.0, 16), links=24),
@@ -35,9 +36,9 @@ DIES: dict[str, dict] = {
     "northpole": dict(area=800, node="12nm", cores=256, clock=0.4, array=(32, 32), modes={"int8": 1},
                       local_mib=0.75, sram_mib=224, dram=None, links=0),
     "mtia-v2": dict(area=421, node="5nm", cores=64, clock=1.35, array=(32, 32), modes={"bf16": 1, "int8": 2},
-                    local_mib=384e3 / MIB, sram_mib=268.4, dram=("ddr", 8, 25.6, 16), links=0),
+                    local_mib=384e3 / MIB, sram_mib=268.4, dram=("ddr", 8, 25.6, 16), links=0, vector_fp32=2.76),
     "ascend-910": dict(area=456.25, node="7nm", cores=32, clock=0.977, array=(64, 64), modes={"fp16": 1, "int8": 2},
-                       local_mib=0.5, sram_mib=32e6 / MIB + 16, dram=("dram", 4, 307.0, 8), links=0),
+                       local_mib=0.5, sram_mib=32e6 / MIB + 16, dram=("dram", 4, 307.0, 8), links=0, vector_fp32=4.0),
     "rngd": dict(area=653, node="5nm", cores=8, clock=1.0, array=(125, 128), modes={"bf16": 1, "fp8": 2, "int8": 2},
                  local_mib=5.5, sram_mib=300, dram=("dram", 2, 768.0, 24), links=0),
 }
@@ -54,7 +55,7 @@ def template(name: str) -> dict:
     c = t["compute"]
     c.update(cores=cores, clock_ghz=p["clock"])
     c["matrix"].update(peak_tflops={k: v * mac_tflops for k, v in p["modes"].items()}, array_rows=rows, array_cols=cols)
-    fp32 = VECTOR_FP32_PER_MAC * mac_tflops
+    fp32 = p.get("vector_fp32", VECTOR_FP32_PER_MAC * mac_tflops)  # published where the die gives it
     c["vector"]["peak_tflops"] = {"fp32": fp32, "bf16": 2 * fp32, "fp16": 2 * fp32}
     local, glob, dram = t["memory"]
     local.update(instances=cores, capacity_mib=p["local_mib"] * cores,
