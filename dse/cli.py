@@ -715,6 +715,7 @@ def cmd_area(args: argparse.Namespace) -> int:
                           "yield_pct": c.die_yields[g.name][0] * 100,
                           "assembly_yield_pct": c.assembly_yield[0] * 100} for g in ar.dies]
         sh = shoreline(d, ar)
+        power = _power_row(hw, d, ar.node)
         rows.append({"template": name, "node": hw.process_node, "cores": hw.compute.cores,
                      "spare_cores": hw.compute.spare_cores,  # on the die beside the enabled ones, fused off for yield
                      "registers_mib": register_mib(d)[0],  # priced inside matrix_mm2 (dse.cost.area.register_mib)
@@ -724,7 +725,9 @@ def cmd_area(args: argparse.Namespace) -> int:
                      # MI300X's XCDs beside 82 % for its IODs), then the yield of bonding its tested dies together
                      "yield_pct": min(v[0] for v in c.die_yields.values()) * 100 if c.die_yields else c.yield_[0] * 100,
                      "assembly_yield_pct": c.assembly_yield[0] * 100,
-                     "unit_cost_usd": c.total[0], **_power_row(hw, d, ar.node)})
+                     "unit_cost_usd": c.total[0], **power,
+                     # the hungriest GEMM's heat over the silicon it leaves through (dse.cost.area.footprint_mm2)
+                     "power_density_w_per_mm2": power["peak_mode_power_w"] / ar.footprint_mm2[0]})
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),
@@ -733,7 +736,8 @@ def cmd_area(args: argparse.Namespace) -> int:
                      "fit_7nm": {"systolic_pe_um2_bf16": theta["pe"], "scratchpad_mm2_per_mib": theta["scratchpad"]}})
         return 0
     with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}",
+                                           formatters={"power_density_w_per_mm2": "{:.2f}".format}))
         if line := _power_summary(rows):
             print(line)
         print("\non-chip networks (dse.hardware.noc, priced by dse.cost.noc): routers of the topology; links sized by the "

@@ -227,6 +227,10 @@ class Search(Strict):
     cost_budget_usd: float | None = Field(None, gt=0, description="Unit cost budget (USD per good part)")
     power_budget_w: float | None = Field(None, gt=0, description="Power budget (W): the mix's most power-hungry"
                                          " workload must stay below it (a TDP)")
+    power_density_budget_w_per_mm2: float | None = Field(
+        None, gt=0, description="Power-density budget (W/mm2): the mix's most power-hungry workload's average power "
+        "over the package's silicon footprint (the dies on its interposer or substrate; a die bonded on another adds "
+        "its power, not its area) must stay below it: the heat flux the cooling carries away")
     space: Space
 
     @model_validator(mode="after")

@@ -64,6 +64,7 @@ class Scored:
     power_w: np.ndarray
     constraints: dict[str, np.ndarray]
     reason: list[str]
+    power_density_w_per_mm2: np.ndarray | None = None  # power_w over the package's silicon footprint
 
     @property
     def feasible(self) -> np.ndarray:
@@ -95,11 +96,12 @@ LIMITS = {
     "area": ("area_mm2", "area budget", "mm2"),
     "cost": ("cost_usd", "cost budget", "USD"),
     "power": ("power_w", "power budget", "W"),
+    "power_density": ("power_density_w_per_mm2", "power-density budget", "W/mm2"),
 }
 
 
 #: how a constraint's reason names its resource (default: the key's first word, ``area``, ``cost``, ``power``)
-RESOURCE_WORD = {"largest_die_mm2": "area"}
+RESOURCE_WORD = {"largest_die_mm2": "area", "power_density_w_per_mm2": "power density"}
 
 
 def word(resource: str) -> str:

@@ -205,7 +205,8 @@ def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
         raise DseError(f"got {s.area_budget_mm2:g}; accepted: more than the fixed area of node {node.name} "
                        f"({fixed:g} mm2)", field="search.area_budget_mm2")
     limits = {"reticle": node.reticle_limit_mm2.value}
-    for name, value in (("area", s.area_budget_mm2), ("cost", s.cost_budget_usd), ("power", s.power_budget_w)):
+    for name, value in (("area", s.area_budget_mm2), ("cost", s.cost_budget_usd), ("power", s.power_budget_w),
+                        ("power_density", s.power_density_budget_w_per_mm2)):
         if value is not None:
             limits[name] = value
     return limits
@@ -374,14 +375,17 @@ def attach_system(cfg: StudyConfig, cfg_dir: Path, base: DesignBatch, mix: Mix) 
 
 def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArrays | None = None,
               ar: AreaBreakdown | None = None) -> dict[str, np.ndarray]:
-    """[D] area (mm2, all dies; the largest die's for the reticle), unit cost (USD) and peak average power over
-    the mix (W)."""
+    """[D] area (mm2, all dies; the largest die's for the reticle), unit cost (USD), peak average power over
+    the mix (W) and that power over the package's silicon footprint (W/mm2, ``AreaBreakdown.footprint_mm2``: what its
+    cooling carries away per mm2)."""
     ar = ar or area(designs)
+    power = mix_energy(designs, mix, times=times, node=ar.node, arrays=arrays).peak_power_w
     return {
         "area_mm2": ar.total,
         "largest_die_mm2": ar.largest_die_mm2,
         "cost_usd": unit_cost(designs, ar).total,
-        "power_w": mix_energy(designs, mix, times=times, node=ar.node, arrays=arrays).peak_power_w,
+        "power_w": power,
+        "power_density_w_per_mm2": power / ar.footprint_mm2,
     }
 
 
@@ -403,7 +407,8 @@ def score_designs(ctx: Context, designs: DesignBatch, times: np.ndarray | None =
     for i in np.flatnonzero(np.any([v > 0 for v in cons.values()], axis=0)).tolist():  # '' stays '' where all hold
         reason[i] = "; ".join(x for x in (reason[i], why[i], shore[i]) if x)
     return Scored(score=s, objective=obj, area_mm2=res["area_mm2"], cost_usd=res["cost_usd"],
-                  power_w=res["power_w"], constraints=cons, reason=reason), times
+                  power_w=res["power_w"], constraints=cons, reason=reason,
+                  power_density_w_per_mm2=res["power_density_w_per_mm2"]), times
 
 
 def objective_columns(ctx: Context, sc: Scored) -> np.ndarray:
@@ -425,7 +430,8 @@ def make_evaluator(ctx: Context, worker: int = 0) -> optimize.Evaluator:
         plans = auto_labels(ctx.mix, choices)
         attrs = [
             {"score": float(sc.score[i]), "area_mm2": float(sc.area_mm2[i]), "cost_usd": float(sc.cost_usd[i]),
-             "power_w": float(sc.power_w[i]), "ridge_flop_per_byte": float(ridge[i]),
+             "power_w": float(sc.power_w[i]), "power_density_w_per_mm2": float(sc.power_density_w_per_mm2[i]),
+             "ridge_flop_per_byte": float(ridge[i]),
              "bw_per_flop_vs_base": float(base_ridge / ridge[i]), "infeasible_reason": sc.reason[i],
              **{k: float(v[i]) for k, v in built.items()}, **{k: v[i] for k, v in plans.items()},
              "worker": worker}

@@ -39,6 +39,13 @@ def test_constraints_name_every_broken_limit() -> None:
     assert sc.constraint[0] <= 0 < sc.constraint[1]
 
 
+def test_a_power_density_limit_names_the_heat_flux_in_its_unit() -> None:
+    res = {"power_density_w_per_mm2": np.array([0.45, 0.91])}
+    cons, reason = constraints(res, {"power_density": 0.8})
+    assert cons["power_density"].tolist() == pytest.approx([-0.35, 0.11])
+    assert reason == ["", "power density 0.91 W/mm2 > power-density budget 0.8 W/mm2"]
+
+
 def test_every_registered_objective_is_accepted_directed_labelled_and_valued() -> None:
     """The registry is the one list: config accepts each name, the value is computed, the label has a unit."""
     from dse.config import Search

@@ -104,6 +104,12 @@ class AreaBreakdown:
         return np.sum([self.parts[c] for c in COMPONENTS], axis=0)
 
     @property
+    def footprint_mm2(self) -> np.ndarray:
+        """[D] silicon the package's heat leaves through: the dies on the interposer or substrate (a die bonded on
+        another adds its power, not its footprint, :attr:`DieArea.footprint`); a single die's whole area."""
+        return np.sum([g.footprint for g in self.dies], axis=0) if self.dies else self.total
+
+    @property
     def largest_die_mm2(self) -> np.ndarray:
         """[D] the largest die (what the reticle limits)."""
         return np.max([g.mm2 for g in self.dies], axis=0) if self.dies else self.total

@@ -142,7 +142,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
     sr = cfg.search
     budgets = [f"area {sr.area_budget_mm2:g} mm²" if sr.area_budget_mm2 else "",
                f"cost {sr.cost_budget_usd:g} USD" if sr.cost_budget_usd else "",
-               f"power {sr.power_budget_w:g} W" if sr.power_budget_w else ""]
+               f"power {sr.power_budget_w:g} W" if sr.power_budget_w else "",
+               f"power density {sr.power_density_budget_w_per_mm2:g} W/mm²" if sr.power_density_budget_w_per_mm2 else ""]
     budget = ", ".join(b for b in budgets if b) or "none"
     budget += f" (reticle limit {ctx.limits['reticle']:g} mm² always)"
     lines = [

@@ -504,3 +504,30 @@ def test_the_gpu_tensor_core_coefficients_count_the_sms_on_the_die() -> None:
                              ("n3b", "5nm", 138.2 / 234.9), ("2nm", "3nm", 221 / 254.2), ("12nm", "16nm", 28.9 / 36.1),
                              ("28nm", "16nm", 28.9 / 15.3), ("22nm", "28nm", 0.9)):
         assert n[node] == pytest.approx(n[ref] * ratio, rel=2e-3), node
+
+
+def test_the_footprint_is_the_silicon_on_the_package_and_dse_area_prints_the_heat_flux_over_it(capsys) -> None:
+    """A die bonded on another (MI300X's XCDs on its IODs) adds power, not footprint; a single die is its own
+    footprint. `dse area` divides the hungriest GEMM's watts by it (power_density_w_per_mm2)."""
+    import json
+
+    from dse.cli import main
+
+    mi, h100 = (area(DesignBatch.from_hardware(dse.hardware(n))) for n in ("mi300x", "h100-sxm"))
+    iod = next(g for g in mi.dies if g.name == "iod")
+    assert mi.footprint_mm2[0] == pytest.approx(iod.count[0] * iod.mm2[0])
+    assert mi.footprint_mm2[0] < mi.total[0] and h100.footprint_mm2[0] == pytest.approx(h100.total[0])
+    assert main(["area", "mi300x", "h100-sxm", "--format", "json"]) == 0
+    rows = {r["template"]: r for r in json.loads(capsys.readouterr().out)["templates"]}
+    for name, ar in (("mi300x", mi), ("h100-sxm", h100)):
+        r = rows[name]
+        assert r["power_density_w_per_mm2"] == pytest.approx(r["peak_mode_power_w"] / ar.footprint_mm2[0])
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[2] / "docs" / "user_guide.md").read_text(encoding="utf-8")
+    assert main(["area", "npu-7nm", "--format", "json"]) == 0
+    rows["npu-7nm"] = json.loads(capsys.readouterr().out)["templates"][0]
+    quoted = (f"h100-sxm {rows['h100-sxm']['power_density_w_per_mm2']:.2f}, mi300x "
+              f"{rows['mi300x']['power_density_w_per_mm2']:.2f} over its four IODs, npu-7nm "
+              f"{rows['npu-7nm']['power_density_w_per_mm2']:.2f} W/mm²")
+    assert quoted in " ".join(guide.split())

@@ -170,6 +170,24 @@ def test_budgets_hold_for_every_objective(tmp_path: Path, objective: str) -> Non
     assert s.objective[0] == pytest.approx(ok["value"].max())
 
 
+def test_a_power_density_budget_bounds_the_heat_flux_of_the_best_design(tmp_path: Path) -> None:
+    """search.power_density_budget_w_per_mm2: the mix's hungriest average power over the package's silicon footprint
+    (dse.cost.area.AreaBreakdown.footprint_mm2) stays under it; trials above it are infeasible and say why."""
+    from dse.cost.area import area
+
+    search = {**SMALL_STUDY["search"], "n_trials": 32, "power_density_budget_w_per_mm2": 0.2}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "search": search})
+    r = run_study(cfg, out=tmp_path / "r", progress=False)
+    s = r.best_scored
+    assert s.power_density_w_per_mm2[0] == pytest.approx(s.power_w[0] / area(r.best).footprint_mm2[0])
+    assert s.power_density_w_per_mm2[0] <= 0.2
+    df = pd.DataFrame([t.user_attrs["metrics"] for t in _trials(r.folder)])
+    assert df["power_density_w_per_mm2"].min() <= 0.2 < df["power_density_w_per_mm2"].max()  # the budget binds
+    over = df[df["power_density_w_per_mm2"] > 0.2]
+    assert over["infeasible_reason"].str.contains(r"power density [\d.]+ W/mm2 > power-density budget 0.2 W/mm2").all()
+    assert (df.loc[df["infeasible_reason"] == "", "power_density_w_per_mm2"] <= 0.2).all()
+
+
 def test_area_budget_below_the_fixed_area_is_refused(tmp_path: Path, capsys) -> None:
     cfg = write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "area_budget_mm2": 30}})
     assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 2
