@@ -83,7 +83,7 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     npu = t[t.model.str.startswith("npu")]
     assert abs(npu.loc["gc200", "loo_err_pct"]) < 20
     assert abs(npu.loc["groq-tsp", "loo_err_pct"]) < 20
-    # Wormhole priced at its own 12 nm node (GF 12LP; it was at 16 nm and +40.7 %): NPU calibration max 25.4 %
+    # Wormhole priced at its own 12 nm node (GF 12LP; it was at 16 nm and +40.7 %): NPU calibration max 24.7 %
     assert abs(npu.loc["wormhole", "loo_err_pct"]) < 25
     hold = npu[npu.role == "holdout"]
     assert (hold.loc[["dojo-d1", "et-soc-1", "wse2-core"], "loo_err_pct"].abs() < 25).all()  # issue 14's holdouts
@@ -95,7 +95,10 @@ def test_measured_errors_stay_where_the_closing_note_reports_them() -> None:
     assert cal.loo_err_pct.abs().max() < 30 and cal.loo_err_pct.abs().median() < 20
     gpu = t[~t.model.str.startswith("npu")]
     assert gpu.loo_err_pct.abs().max() < 12  # V100 +9.2, H100 +4.9 % (+39.2 % carried by density alone, registers inside)
-    assert t[t.role == "calibration"].loo_err_pct.abs().max() < 30  # issue 32's bar (median 12 % not met)
+    cal_all = t[t.role == "calibration"].loo_err_pct.abs()
+    # issue 32's bar: median <= 12 %, max <= 30 % (10.0 / 24.7 % since Groq's TSP is priced at its GF 14LPP bitcell;
+    # 13.4 / 25.4 % at the 16 nm file's)
+    assert cal_all.max() <= 30 and cal_all.median() <= 12
     assert npu.loo_err_pct.abs().median() < 25
 
 
@@ -112,3 +115,19 @@ def test_the_calibration_table_of_the_doc_is_what_the_fit_prints() -> None:
         assert float(loo) == pytest.approx(t.loc[die, "loo_err_pct"], abs=0.051)
     theta = dies.fitted_reference()
     assert f"**{theta['pe']:.0f} µm² per bf16" in doc and f"**{theta['scratchpad']:.3f} mm²/MiB of scratchpad**" in doc
+
+
+def test_groqs_tsp_is_priced_at_its_own_gf_14lpp_bitcell_and_nothing_else_differs_from_16nm() -> None:
+    """GlobalFoundries 14LPP's HD bitcell is 0.064 um2 against TSMC 16FF+'s 0.07 (WikiChip); the density table has one
+    16/14 nm row, so the gf14 file is the 16 nm file but for the bitcell and the scratchpad density it carries."""
+    import dse
+    from dse.hardware.schema import Coefficient
+
+    gf, n16 = load_node("gf14"), load_node("16nm")
+    assert gf.sram_bitcell_um2.value == 0.064 and n16.sram_bitcell_um2.value == 0.07
+    assert gf.scratchpad_mm2_per_mib.value == pytest.approx(n16.scratchpad_mm2_per_mib.value * 0.064 / 0.07, rel=2e-3)
+    differ = {name for name in type(gf).model_fields if isinstance(getattr(gf, name), Coefficient)
+              and getattr(gf, name).value != getattr(n16, name).value}
+    assert differ == {"sram_bitcell_um2", "scratchpad_mm2_per_mib"}
+    assert {d.name: d.node for d in dies.load_dies()}["groq-tsp"] == "gf14"
+    assert dse.hardware("groq-tsp").process_node == "gf14"

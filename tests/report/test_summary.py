@@ -38,7 +38,7 @@ def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) 
     assert "warning: best peak_tflops" in out and "upper bound 300" in out
     md = (tmp_path / "tiny" / "summary.md").read_text()
     assert "**Bound:** best peak_tflops" in md
-    assert "is a **scratchpad** at 0.602 mm²/MiB (7nm)" in md
+    assert "is a **scratchpad** at 0.619 mm²/MiB (7nm)" in md
     assert "With it halved" in md and "With it doubled" in md and "put into whole cores" in md
     assert "HBM stacks of at most 6" in md or "HBM stacks of at most" in md
     assert "| nan |" not in md and "| area: d2d (mm²) | 0 | 0 | 0 |" in md  # a part neither design has: 0 %, not nan
