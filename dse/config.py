@@ -248,6 +248,12 @@ class Search(Strict):
     def objective_names(self) -> list[str]:
         return list(self.objectives) if self.objectives else [self.objective]
 
+    def budgets(self) -> dict[str, float]:
+        """The budgets this search sets, by constraint name (``dse.score.LIMITS``: the resource each bounds)."""
+        named = {"area": self.area_budget_mm2, "cost": self.cost_budget_usd, "power": self.power_budget_w,
+                 "power_density": self.power_density_budget_w_per_mm2}
+        return {k: v for k, v in named.items() if v is not None}
+
 
 class Output(Strict):
     dir: str = Field("results", description="Parent folder of results/<study-name>/")

@@ -204,12 +204,7 @@ def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
     if s.area_budget_mm2 is not None and s.area_budget_mm2 <= fixed:
         raise DseError(f"got {s.area_budget_mm2:g}; accepted: more than the fixed area of node {node.name} "
                        f"({fixed:g} mm2)", field="search.area_budget_mm2")
-    limits = {"reticle": node.reticle_limit_mm2.value}
-    for name, value in (("area", s.area_budget_mm2), ("cost", s.cost_budget_usd), ("power", s.power_budget_w),
-                        ("power_density", s.power_density_budget_w_per_mm2)):
-        if value is not None:
-            limits[name] = value
-    return limits
+    return {"reticle": node.reticle_limit_mm2.value, **s.budgets()}
 
 
 def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Context:

@@ -388,16 +388,14 @@ class MemoryLevel(Strict):
 
     def _known_generation(self) -> None:
         """A level's ``generation`` is a registered DRAM part of the level's own kind (``dse.hardware.dram_parts``)."""
-        if self.generation is None:
-            return
         accepted = generation_names(self.kind)
-        if self.generation not in accepted:
-            if not accepted:
-                raise ValueError(f"@generation@got {self.generation!r}; accepted: none (kind {self.kind} is not DRAM)")
-            known = GENERATION.get(self.generation)
-            why = f" (a part of kind {known.kind}, not {self.kind})" if known else ""
-            listed = f"one of {', '.join(accepted)}"
-            raise ValueError(f"@generation@got {self.generation!r}{why}; accepted: {listed}")
+        if self.generation is None or self.generation in accepted:
+            return
+        if not accepted:
+            raise ValueError(f"@generation@got {self.generation!r}; accepted: none (kind {self.kind} is not DRAM)")
+        known = GENERATION.get(self.generation)
+        why = f" (a part of kind {known.kind}, not {self.kind})" if known else ""
+        raise ValueError(f"@generation@got {self.generation!r}{why}; accepted: one of {', '.join(accepted)}")
 
     def _buyable_stacks(self) -> None:
         """A level bought in stacks (or channels) names a part one could buy (the kind's ``max_stack_gbps`` and

@@ -9,6 +9,7 @@ from dse.cost.power import stress_power
 from dse.hardware.fields import bandwidth_label
 from dse.predict import Prediction
 from dse.report.residency import residency_lines
+from dse.score import LIMITS, word
 from dse.search.space import base_knobs
 from dse.units import TERA, watts
 
@@ -140,11 +141,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
     ridge = float(result.best.ridge[0])
     s = result.best_scored
     sr = cfg.search
-    budgets = [f"area {sr.area_budget_mm2:g} mm²" if sr.area_budget_mm2 else "",
-               f"cost {sr.cost_budget_usd:g} USD" if sr.cost_budget_usd else "",
-               f"power {sr.power_budget_w:g} W" if sr.power_budget_w else "",
-               f"power density {sr.power_density_budget_w_per_mm2:g} W/mm²" if sr.power_density_budget_w_per_mm2 else ""]
-    budget = ", ".join(b for b in budgets if b) or "none"
+    budget = ", ".join(f"{word(LIMITS[k][0])} {v:g} {LIMITS[k][2].replace('mm2', 'mm²')}"
+                       for k, v in sr.budgets().items()) or "none"
     budget += f" (reticle limit {ctx.limits['reticle']:g} mm² always)"
     lines = [
         f"# Study `{cfg.name}`",
