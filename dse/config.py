@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from dse.errors import DseError, from_validation_error
-from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, zero_ok
+from dse.hardware.dram_parts import searchable_names
+from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, is_part_field, zero_ok
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
@@ -149,14 +150,25 @@ class Param(Strict):
     high: float | None = Field(None, gt=0)
     log: bool = True
     type: Literal["float", "int"] = "float"
-    choices: list[float] | None = Field(None, min_length=1, description="Categorical values instead of a range")
+    choices: list[float] | list[str] | None = Field(
+        None, min_length=1, description="Categorical values instead of a range: numbers, or DRAM part names for a "
+        "main memory's generation (memory.<main>.generation: [hbm3, hbm3e, hbm4])")
 
     @model_validator(mode="after")
     def _range_or_choices(self) -> Param:
+        if is_part_field(self.field):
+            if self.choices is None or not all(isinstance(c, str) for c in self.choices):
+                raise ValueError(f"@choices@got {self.choices if self.choices is not None else 'a range'} for "
+                                 f"{self.field}; accepted: a list of DRAM parts ({', '.join(searchable_names())})")
+            bad = [c for c in self.choices if c not in searchable_names()]
+            if bad or self.low is not None or self.high is not None:
+                raise ValueError(f"@choices@got {bad or 'low/high beside choices'} for {self.field}; accepted: "
+                                 f"parts {', '.join(searchable_names())}")
+            return self
         if self.choices is not None:
             if self.low is not None or self.high is not None:
                 raise ValueError("give either choices or low/high, not both")
-            if not all(in_domain(self.field, c) for c in self.choices):
+            if not all(isinstance(c, float | int) and in_domain(self.field, c) for c in self.choices):
                 raise ValueError(f"@choices@got {self.choices}; accepted: numbers {domain_text(self.field)}")
         elif self.low is None or self.high is None:
             raise ValueError("give low and high (a range) or choices (a list)")

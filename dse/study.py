@@ -30,7 +30,7 @@ from dse.cost.cost import CostBreakdown, unit_cost
 from dse.cost.power import MixEnergy, mix_energy
 from dse.errors import DseError, DseMultiError, InfeasibleError
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import built_values
+from dse.hardware.fields import built_values, is_part_field, part_codes
 from dse.hardware.schema import Hardware, Node
 from dse.hardware.system import System, default_system, load_system
 from dse.hardware.templates import load_hardware, load_node
@@ -221,7 +221,7 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
     mix = with_choice(mix, base)  # an auto entry's workload: the base design's best plan
     for i, prm in enumerate(cfg.search.space.params):
         try:
-            base.with_field(prm.field, np.ones(1))
+            base.with_field(prm.field, part_codes(prm.choices[:1]) if is_part_field(prm.field) else np.ones(1))
         except ValueError as exc:
             accepted = str(exc).split("; ", 1)[1]
             raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
@@ -254,6 +254,9 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
     written back as a template; one line naming the end and the field's limit otherwise."""
     from dse.hardware.fields import whole_numbered
 
+    if is_part_field(prm.field):
+        check_part_choices(base, prm, i)
+        return
     if prm.choices is not None and whole_numbered(prm.field):
         bad = next((c for c in prm.choices if float(c) != round(float(c))), None)
         if bad is not None:
@@ -280,6 +283,18 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
                                f"{accepted or 'accepted: a value whose design stays within the limits'}",
                                field=where) from None
             raise DseError(f"got {value:g} for {prm.field}; {accepted or exc.message}", field=where) from None
+
+
+def check_part_choices(base: DesignBatch, prm, i: int) -> None:  # noqa: ANN001 - a dse.config.Param
+    """Every DRAM part a study searches must be one the main memory's kind takes, and the design it builds (the
+    base's stacks of that part) one the schema accepts: one line naming the part otherwise."""
+    for c in prm.choices:
+        try:
+            base.with_field(prm.field, part_codes([c])).to_hardware(0, "probe", prefer=prm.field)
+        except ValueError as exc:
+            raise DseError(f"got {c!r}; {str(exc).split('; ', 1)[-1]}", field=f"search.space.params.{i}.choices") from None
+        except DseError as exc:
+            raise DseError(f"got {c!r} for {prm.field}: {exc.message}", field=f"search.space.params.{i}.choices") from None
 
 
 def auto_system(cfg: StudyConfig, cfg_dir: Path, hw: Hardware) -> System | None:

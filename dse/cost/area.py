@@ -141,16 +141,18 @@ def level_stacks(d: DesignBatch, j: int) -> np.ndarray:
     level = d.base.memory[j]
     if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
         return np.zeros(d.n)
-    per_stack = level.stack_bandwidth_gbps * 1e9
+    per_stack = d.main_stack_bps() if j == d.offchip_index else level.stack_bandwidth_gbps * 1e9
     return np.ceil(d.bandwidth[:, j] / per_stack - 1e-9)
 
 
-def dram_stacks(d: DesignBatch) -> np.ndarray:
-    """[D] HBM stacks of the die: :func:`level_stacks` summed over its levels."""
+def dram_stacks(d: DesignBatch, phy: bool = False) -> np.ndarray:
+    """[D] HBM stacks of the die: :func:`level_stacks` summed over its levels; with ``phy``, in PHY-and-controller
+    units of the 1024-bit stack the node files price (the main memory's stacks x its part's interface width / 1024,
+    ``DesignBatch.dram_io_factor``: an HBM4 stack's 2048-bit PHY counts 2)."""
     out = np.zeros(d.n)
     for j in range(len(d.base.memory)):
         if d.base.memory[j].spec.area == "dram_phy":
-            out = out + level_stacks(d, j)
+            out = out + level_stacks(d, j) * (d.dram_io_factor if phy and j == d.offchip_index else 1.0)
     return out
 
 
@@ -242,6 +244,7 @@ class Inventory:
     noc_buffer_bits: np.ndarray  # router input-buffer bits
     dram_stacks: np.ndarray
     serdes_links: np.ndarray  # link equivalents (links x lane factor)
+    dram_phy_stacks: np.ndarray | None = None  # PHY and controller units of 1024 bits (None: one per stack)
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
     register_mib: np.ndarray | None = None  # simt register files on the die (None: none; :func:`register_mib`)
@@ -285,6 +288,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         noc_crosspoint_bits=net.crosspoint_bits,
         noc_buffer_bits=net.buffer_bits,
         dram_stacks=dram_stacks(d),
+        dram_phy_stacks=dram_stacks(d, phy=True),
         serdes_links=d.links * link_lane_factor(d),
         ddr_channels=ddr_channels(d),
         register_mib=zero if systolic else regs,
@@ -294,6 +298,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
 
 def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
     """mm^2 per component of every inventory at ``node`` (the module docstring's formulas)."""
+    phy = inv.dram_stacks if inv.dram_phy_stacks is None else inv.dram_phy_stacks
     return {
         "matrix": inv.simt_tflops * node.matrix_mm2_per_tflops.value
         + (0.0 if inv.register_mib is None else inv.register_mib * node.cache_mm2_per_mib.value)
@@ -302,8 +307,8 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
         "vector": inv.vector_tflops * node.vector_mm2_per_tflops.value,
         "sram": inv.scratchpad_mib * node.scratchpad_mm2_per_mib.value + inv.cache_mib * node.cache_mm2_per_mib.value,
         "noc": noc_mm2(inv.noc_crosspoint_bits, inv.noc_buffer_bits, node),
-        "dram_phy": inv.dram_stacks * node.dram_phy_mm2_per_stack.value,
-        "dram_controller": inv.dram_stacks * node.dram_controller_mm2_per_stack.value
+        "dram_phy": phy * node.dram_phy_mm2_per_stack.value,
+        "dram_controller": phy * node.dram_controller_mm2_per_stack.value
         + (0.0 if inv.ddr_channels is None else inv.ddr_channels * node.ddr_phy_mm2_per_channel.value),
         "serdes": inv.serdes_links * node.serdes_mm2_per_link.value,
         "fixed": np.full(inv.dram_stacks.shape, node.fixed_mm2.value)

@@ -17,7 +17,8 @@
       Y = E_lambda[ exp(-lambda A_rest) x P(Binomial(M, 1 - exp(-lambda A_tile)) <= S) ]     (:func:`harvested_yield`)
 
 * Die cost = wafer cost / (DPW * Y); unit cost = die cost + DRAM (USD per GB x capacity, at the price of each
-  level's kind: ``dram_usd_per_gb`` for HBM, ``ddr_usd_per_gb`` for board GDDR/LPDDR/DDR)
+  level's kind: ``dram_usd_per_gb`` for HBM, ``ddr_usd_per_gb`` for board GDDR/LPDDR/DDR; the main memory's times
+  its DRAM part's premium over HBM3, ``dse.hardware.dram_parts.StackPart.price_factor``)
   + package + interposer (USD per mm^2 of die plus DRAM-stack footprints, for HBM parts).
 * A multi-die package (``package.dies``) buys every die kind's known-good dies at that kind's area and
   node, and divides dies and interposer by the assembly yield, prod over dies of the link's bond yield
@@ -180,10 +181,11 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
             yields[g.name] = y_g
             footprint = footprint + g.footprint
         y, dpw = yields[dies[0].name], dies_per_wafer(dies[0].mm2)
-    dram_usd = np.zeros(d.n)  # each level bought per GB at its kind's price (HBM, board DRAM)
-    for j, m in enumerate(d.base.memory):
+    dram_usd = np.zeros(d.n)  # each level bought per GB at its kind's price (HBM, board DRAM), the main memory's
+    for j, m in enumerate(d.base.memory):  # times its part's premium (``DesignBatch.dram_price_factor``)
         if m.spec.usd_per_gb is not None:
-            dram_usd = dram_usd + d.capacity[:, j] / 1e9 * getattr(node, m.spec.usd_per_gb).value
+            premium = d.dram_price_factor if j == d.offchip_index else 1.0
+            dram_usd = dram_usd + d.capacity[:, j] / 1e9 * getattr(node, m.spec.usd_per_gb).value * premium
     on_silicon = (ar.dram_stacks > 0) | ((ar.die_total > 1) & any(
         g.link is not None and g.link.integration != "organic" for g in dies))
     parts = {

@@ -39,6 +39,7 @@ from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import (
     PJ,
+    design_level_energy,
     dvfs_factor,
     flop_energy,
     is_systolic,
@@ -122,7 +123,7 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
     a = arrays or mix_arrays(mix)
     o, member = a.o, a.counts
     t = mix_times(d, mix, arrays=a) if times is None else times
-    e_level = level_energy_per_byte(d, node)
+    e_level = design_level_energy(d, node)  # [1 or D, L]
     e_reg = node.energy_pj_per_byte_register.value * PJ
     # ops on a systolic design's arrays pay the PE energy, the rest the whole-chip figure
     per_flop = op_flop_energy(d, o, on_matrix(o, d)[:1], node)
@@ -139,7 +140,7 @@ def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: 
         if lv == 0:
             parts["register"] = np.broadcast_to(per_wl * e_reg, (d.n, member.shape[1])) * vf
         scale = 1.0 if d.offchip[lv] else vf
-        parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[lv], (d.n, member.shape[1])) * scale
+        parts[d.level_names[lv]] = np.broadcast_to(per_wl * e_level[:, lv:lv + 1], (d.n, member.shape[1])) * scale
     if e_d2d.any():
         parts["d2d"] = d2d
     if o.coll_idx.size and d.system is not None:  # chip-to-chip bytes through the SerDes
@@ -197,10 +198,11 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
     matrix = np.nanmax(d.matrix_peak * matrix_flop_energy(d, node)[None, :], axis=1)
     vector = np.nanmax(np.nan_to_num(d.vector_peak) * flop_energy(node)[None, :], axis=1)
     compute = matrix + vector if systolic else np.maximum(matrix, vector)
-    e_level = level_energy_per_byte(d, node)
+    e_level = design_level_energy(d, node)  # [1 or D, L]
     onchip = ~d.offchip
-    memory_core = d.bandwidth[:, onchip] @ e_level[onchip] + d.bandwidth[:, 0] * node.energy_pj_per_byte_register.value * PJ
-    memory_io = d.bandwidth[:, ~onchip] @ e_level[~onchip]
+    memory_core = ((d.bandwidth * e_level)[:, onchip].sum(axis=1)
+                   + d.bandwidth[:, 0] * node.energy_pj_per_byte_register.value * PJ)
+    memory_io = (d.bandwidth * e_level)[:, ~onchip].sum(axis=1)
     net = d.base.network
     links = d.links * (net.link_bandwidth_gbps * 1e9 if net is not None else 0.0) * 2.0
     serdes = links * node.energy_pj_per_byte_serdes.value * PJ

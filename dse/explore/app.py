@@ -84,7 +84,8 @@ def knob_control(spec: KnobSpec) -> Any:
 
     if spec.choices is not None:
         ctl = [dcc.Dropdown(id={"k": "input", "n": spec.name}, value=spec.base, clearable=False,
-                            options=[{"label": _fmt(c), "value": c} for c in spec.choices])]
+                            options=[{"label": spec.choice_labels[i] if spec.choice_labels else _fmt(c), "value": c}
+                                     for i, c in enumerate(spec.choices)])]
     else:
         lo, hi = slider_of(spec, spec.low), slider_of(spec, spec.high)
         step = 1 if spec.integer and not spec.log else (hi - lo) / SLIDER_STEPS

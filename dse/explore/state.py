@@ -43,6 +43,7 @@ class KnobSpec:
     base: float  # value on the base design (a split weight: the middle of its range)
     integer: bool = False
     choices: tuple[float, ...] | None = None
+    choice_labels: tuple[str, ...] | None = None  # what the dropdown shows for each choice (DRAM part names)
 
     def check(self, value: Any) -> float:
         """``value`` as a float inside the range (or one of the choices); else a :class:`DseError` naming the knob."""
@@ -89,7 +90,7 @@ def knob_specs(ctx: Context) -> list[KnobSpec]:
     the ratio 1:x where the base has an off-chip memory and bandwidth is a knob."""
     import optuna
 
-    from dse.hardware.fields import field_unit
+    from dse.hardware.fields import field_unit, is_part_field, part_codes
     from dse.search.space import base_knobs, distributions
 
     kb = base_knobs(ctx.base)
@@ -103,10 +104,13 @@ def knob_specs(ctx: Context) -> list[KnobSpec]:
             unit = field_unit(name)
             label = f"{name} ({unit})" if unit else name
         if isinstance(dist, optuna.distributions.CategoricalDistribution):
-            choices = tuple(float(c) for c in dist.choices)
-            base = field_value(ctx.base_hw, name)
+            part = is_part_field(name)  # DRAM parts by name, carried as their codes
+            choices = tuple(float(c) for c in (part_codes(dist.choices) if part else dist.choices))
+            own = ctx.base_hw.offchip_level.generation
+            base = (float(part_codes([own])[0]) if own else None) if part else field_value(ctx.base_hw, name)
             specs.append(KnobSpec(name, label, min(choices), max(choices), False,
-                                  base if base in choices else choices[0], choices=choices))
+                                  base if base in choices else choices[0], choices=choices,
+                                  choice_labels=tuple(dist.choices) if part else None))
             continue
         integer = isinstance(dist, optuna.distributions.IntDistribution)
         base = kb.get(name, field_value(ctx.base_hw, name))

@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from dse.errors import from_validation_error
-from dse.hardware import fields
+from dse.hardware import dram_parts, fields
 from dse.hardware.noc import NocGeometry, geometry
 from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
@@ -133,6 +133,9 @@ class DesignBatch:
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
     noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
     spare_cores: np.ndarray | None = None  # [D] cores fused off for yield (compute.spare_cores): area and yield only
+    # [D] the main memory's DRAM part chosen for the design (its code in dse.hardware.dram_parts.GENERATIONS; -1: the
+    # template's own part and stack figures)
+    dram_part: np.ndarray | None = None
 
     STATIC = ("base", "instances", "reuse_group", "offchip", "net_chip_linked", "system", "per_core",
               "resident_share", "resident_cache", "resident_steps")
@@ -180,6 +183,7 @@ class DesignBatch:
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
             noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
             spare_cores=rep(c.spare_cores),
+            dram_part=rep(-1),
         )
 
     def with_system(self, system: System | None) -> DesignBatch:
@@ -299,10 +303,88 @@ class DesignBatch:
     def dram_stacks(self) -> np.ndarray:
         """[D] whole DRAM stacks (or channels) of the main memory level: ``ceil(BW / stack BW)``; 0 where the level
         names no ``stack_bandwidth_gbps``."""
-        per = stack_bandwidth(self.base)
+        per = self.main_stack_bps()
         if per is None:
             return np.zeros(self.n)
         return np.ceil(self.dram_bandwidth / per - 1e-9)
+
+    # ---------------------------------------------------------------- the main memory's DRAM part
+    @property
+    def chosen_part(self) -> np.ndarray:
+        """[D] bool: the design's main memory is a part chosen for it (:meth:`with_part`), not the template's."""
+        return np.zeros(self.n, dtype=bool) if self.dram_part is None else self.dram_part >= 0
+
+    def _part_figure(self, attr: str, template: float) -> np.ndarray:
+        """[D] figure ``attr`` of :func:`dse.hardware.dram_parts.part_table` for a chosen part, else ``template``."""
+        chosen = self.chosen_part
+        if not chosen.any():
+            return np.full(self.n, template)
+        table = dram_parts.part_table(attr)
+        return np.where(chosen, table[np.maximum(self.dram_part, 0).astype(int)], template)
+
+    def main_stack_bps(self) -> np.ndarray | None:
+        """[D] byte/s of one stack (or channel) of the main memory: the chosen part's rated stack, else the template's
+        ``stack_bandwidth_gbps``; None when the level is not bought in stacks."""
+        per = stack_bandwidth(self.base)
+        return None if per is None else self._part_figure("stack_bps", per)
+
+    def main_stack_bytes(self) -> np.ndarray:
+        """[D] bytes of one stack of the main memory: the chosen part's, else :func:`stack_capacity_bytes`."""
+        return self._part_figure("stack_bytes", stack_capacity_bytes(self.base))
+
+    def _template_part(self, attr: str) -> float:
+        """The template's own part's ``attr`` (1 where it names none or the part has no stack figures)."""
+        name = self.base.offchip_level.generation
+        if name is None:
+            return 1.0
+        v = float(dram_parts.part_table(attr)[dram_parts.code_of(name)])
+        return 1.0 if np.isnan(v) else v
+
+    @property
+    def dram_io_factor(self) -> np.ndarray:
+        """[D] interface bits of a main-memory stack over the 1024 the node files' PHY and controller areas are for
+        (HBM4: 2; ``dse.hardware.dram_parts.StackPart.io_bits``)."""
+        return self._part_figure("io_factor", self._template_part("io_factor"))
+
+    @property
+    def dram_price_factor(self) -> np.ndarray:
+        """[D] price per GB of the main memory's part relative to the node file's ``dram_usd_per_gb`` (HBM3E 1.2,
+        HBM4 1.56; 1 for a part without a figure or a level that names none)."""
+        return self._part_figure("price_factor", self._template_part("price_factor"))
+
+    def with_part(self, codes: np.ndarray) -> DesignBatch:
+        """The designs with their main memory built from DRAM part ``codes`` [D] (``dram_parts.code_of``; a part
+        equal to the template's own keeps the template's stack figures). The stack count stays: each stack becomes
+        one of the part's, so bandwidth = stacks x the part's rated stack bandwidth and capacity = stacks x its
+        stack capacity (a ``dram_bandwidth`` knob applied after this buys whole stacks of the part)."""
+        level = self.base.offchip_level
+        allowed = dram_parts.searchable_names(level.kind)
+        name = f"memory.{level.name}.generation"
+        if stack_bandwidth(self.base) is None or not allowed:
+            raise ValueError(f"cannot search {name}: level {level.name!r} is not bought in stacks of a part with "
+                             f"stack figures; accepted: a {'/'.join(dram_parts.searchable_names())} level with "
+                             "stack_bandwidth_gbps")
+        codes = np.asarray(codes, dtype=float)
+        names = [g.name for g in dram_parts.GENERATIONS]
+        bad = [names[int(c)] if 0 <= c < len(names) else f"code {c:g}" for c in np.unique(codes)
+               if not (0 <= c < len(names) and names[int(c)] in allowed)]
+        if bad:
+            raise ValueError(f"{name}: got {', '.join(bad)} for a level of kind {level.kind}; accepted: "
+                             f"{', '.join(allowed)}")
+        own = -1.0 if level.generation is None else float(dram_parts.code_of(level.generation))
+        stacks = np.maximum(self.dram_stacks, 1.0)
+        out = replace(self, dram_part=np.where(codes == own, -1.0, codes))
+        j = self.offchip_index
+        bw, cap = out.bandwidth.copy(), out.capacity.copy()
+        bw[:, j] = stacks * out.main_stack_bps()
+        cap[:, j] = stacks * out.main_stack_bytes()
+        return replace(out, bandwidth=bw, capacity=cap)
+
+    def part_name(self, i: int) -> str | None:
+        """The DRAM part of design ``i``'s main memory (the chosen one, else the template's; None: none named)."""
+        if self.chosen_part[i]:
+            return dram_parts.GENERATIONS[int(self.dram_part[i])].name
+        return self.base.offchip_level.generation
 
     # ---------------------------------------------------------------- the on-chip network
     @property
@@ -400,7 +482,7 @@ class DesignBatch:
         if dram_bandwidth is not None:
             j = self.offchip_index
             bw = out.bandwidth.copy()
-            per = stack_bandwidth(self.base)
+            per = out.main_stack_bps()
             target = np.asarray(dram_bandwidth, float)
             if per is None:
                 bw[:, j] = target
@@ -409,7 +491,7 @@ class DesignBatch:
                 stacks = np.maximum(np.ceil(target / per - 1e-9), 1.0)
                 bw[:, j] = stacks * per
                 cap = out.capacity.copy()
-                cap[:, j] = stacks * stack_capacity_bytes(self.base)
+                cap[:, j] = stacks * out.main_stack_bytes()
                 out = replace(out, bandwidth=bw, capacity=cap)
         if sram_bytes is not None:
             j = self.sram_level
@@ -452,6 +534,8 @@ class DesignBatch:
             bw[:, self.net_chip_linked] = v[:, None] * 1e9
             return replace(self, net_link_bw=bw)
         parts0 = field.split(".")
+        if field == f"memory.{self.offchip_name}.generation":
+            return self.with_part(v)
         kinds = self.die_kinds
         if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "count" and parts0[2] in kinds:
             counts = self.die_counts.copy()
@@ -486,6 +570,8 @@ class DesignBatch:
         """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
         out = ["compute.cores", "compute.clock_ghz", *fields.COMPUTE, "network.links"]
         out += [f"package.dies.{name}.count" for name in self.die_kinds]
+        if stack_bandwidth(self.base) is not None and dram_parts.searchable_names(self.base.offchip_level.kind):
+            out.append(f"memory.{self.offchip_name}.generation")
         for name in self.level_names:
             out += [f.path.format(level=name) for f in fields.LEVEL_FIELDS]
         if self.system is not None:
@@ -515,11 +601,12 @@ class DesignBatch:
         spare = 0.0 if self.spare_cores is None else float(self.spare_cores[i])
         if spare:  # cores on the die for yield, in no peak
             text += f" (+{spare:.0f} spare cores fused off for yield)"
-        per = stack_bandwidth(b)
+        per = self.main_stack_bps()
         if per is not None:
             tbps = float(fields.knob_values(self.take([i]))["dram_bandwidth_tbps"][0])
             unit = "channels" if b.offchip_level.spec.area == "ddr_phy" else "stacks"
-            text += (f"; {self.dram_stacks[i]:.0f} x {per / 1e9:.4g} GB/s {self.offchip_name} {unit} = "
+            part = f" of {self.part_name(i)}" if self.chosen_part[i] else ""
+            text += (f"; {self.dram_stacks[i]:.0f} x {per[i] / 1e9:.4g} GB/s {self.offchip_name} {unit}{part} = "
                      f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
         return text
 
@@ -575,6 +662,11 @@ class DesignBatch:
             if level.get("write_bandwidth_tbps") is not None:  # resized with the level: the same ratio
                 level["write_bandwidth_tbps"] = _written(level["bandwidth_tbps"] / base.memory[j].write_ratio, "sig")
             orig = base.memory[j]
+            if j == self.offchip_index and self.chosen_part[i]:  # the part the study chose, with its stack figures
+                g = dram_parts.GENERATIONS[int(self.dram_part[i])]
+                level.update(generation=g.name, stack_bandwidth_gbps=g.stack.stack_gbps,
+                             stack_capacity_gb=g.stack.stack_gb)
+                level["source"] += f"; part {g.name} chosen by dse ({note or 'derived'}): {g.stack.source}"
             if (
                 abs(level["capacity_mib"] * 1024**2 - orig.capacity_bytes) > 1
                 or abs(level["bandwidth_tbps"] * TERA - orig.bandwidth_bps) > 1e6

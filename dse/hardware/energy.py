@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.dram_parts import energy_per_byte
+from dse.hardware.dram_parts import energy_per_byte, part_table
 from dse.hardware.schema import Node
 from dse.units import DTYPE_BYTES, DTYPES, element_of, fallback_dtype
 
@@ -60,6 +60,19 @@ def level_energy_per_byte(d: DesignBatch, node: Node) -> np.ndarray:
         k = level.spec
         out.append(getattr(node, k.energy_private if level.instances > 1 else k.energy_shared).value * PJ)
     return np.asarray(out)
+
+
+def design_level_energy(d: DesignBatch, node: Node) -> np.ndarray:
+    """[1 or D, L] joules per byte crossing each level of each design: :func:`level_energy_per_byte`, with the main
+    memory of a design built on a chosen DRAM part (``DesignBatch.with_part``) at that part's energy. One shared row
+    when no design chose a part."""
+    e = level_energy_per_byte(d, node)[None, :]
+    if not d.chosen_part.any():
+        return e
+    out = np.repeat(e, d.n, axis=0)
+    j = d.offchip_index
+    out[:, j] = np.where(d.chosen_part, part_table("energy")[np.maximum(d.dram_part, 0).astype(int)], out[:, j])
+    return out
 
 
 def flop_energy(node: Node, systolic: bool = False, dataflow: str = "output_stationary") -> np.ndarray:
@@ -99,5 +112,5 @@ def static_power(d: DesignBatch, node: Node) -> np.ndarray:
     """[D] watts of leakage: f/(1-f) x dynamic power with every unit and level at its peak rate."""
     f = node.leakage_fraction.value
     peak_dyn = (d.peak_flops * matrix_flop_energy(d, node)[d.ref_index]
-                + d.bandwidth @ level_energy_per_byte(d, node))
+                + (d.bandwidth * design_level_energy(d, node)).sum(axis=1))
     return f / (1.0 - f) * peak_dyn

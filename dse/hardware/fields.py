@@ -159,6 +159,23 @@ def field_at(path: str) -> Field | None:
     return None
 
 
+def is_part_field(path: str) -> bool:
+    """Whether a searched field names the main memory's DRAM part (``memory.<level>.generation``: categorical, by
+    part name; ``DesignBatch.with_part``)."""
+    parts = path.split(".")
+    return len(parts) == 3 and parts[0] == "memory" and parts[2] == "generation"
+
+
+def part_codes(values: Any) -> np.ndarray:
+    """[D] part codes (``dse.hardware.dram_parts.code_of``) of searched ``values``: part names or codes."""
+    from dse.hardware.dram_parts import code_of
+
+    arr = np.asarray(values)
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        return np.asarray([float(code_of(str(v))) for v in arr.ravel()], dtype=float)
+    return arr.astype(float)
+
+
 def zero_ok(path: str) -> bool:
     """Whether a searched field may take 0 (``compute.spare_cores``: none fused off); the rest must be > 0."""
     f = field_at(path)

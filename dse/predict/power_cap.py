@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.energy import PJ, dvfs_factor, flop_energy, level_energy_per_byte, matrix_flop_energy, static_power
+from dse.hardware.energy import PJ, design_level_energy, dvfs_factor, flop_energy, matrix_flop_energy, static_power
 from dse.hardware.schema import Node
 from dse.hardware.templates import load_node
 from dse.predict.traffic import OpArrays, masked_work
@@ -45,13 +45,13 @@ def op_energies(d: DesignBatch, o: OpArrays, matrix: np.ndarray, levels) -> tupl
     node = load_node(d.base.process_node)
     core = o.flops[None, :] * op_flop_energy(d, o, matrix, node)
     io = np.zeros((d.n, o.n))
-    e_level = level_energy_per_byte(d, node)
+    e_level = design_level_energy(d, node)  # [1 or D, L]
     e_reg = node.energy_pj_per_byte_register.value * PJ
     for lv, tr in levels:
         if d.offchip[lv]:
-            io = io + tr * e_level[lv]
+            io = io + tr * e_level[:, lv:lv + 1]
         else:
-            core = core + tr * (e_level[lv] + (e_reg if lv == 0 else 0.0))
+            core = core + tr * (e_level[:, lv:lv + 1] + (e_reg if lv == 0 else 0.0))
     return np.broadcast_to(core, (d.n, o.n)) * dvfs_factor(d)[:, None], np.broadcast_to(io, (d.n, o.n))
 
 

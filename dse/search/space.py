@@ -15,7 +15,7 @@ import optuna
 from dse.config import Space
 from dse.cost.area import area, level_mm2_per_mib, level_stacks
 from dse.hardware.designs import DesignBatch, stack_bandwidth, stack_capacity_bytes
-from dse.hardware.fields import BUILD_FIELDS, knob_args, knob_values
+from dse.hardware.fields import BUILD_FIELDS, is_part_field, knob_args, knob_values, part_codes
 from dse.hardware.fields import KNOB_SI as KNOB_SI  # knob name -> factor from the config unit to SI
 from dse.units import MIB
 
@@ -89,7 +89,8 @@ def split_designs(batch: DesignBatch, cols: Mapping[str, np.ndarray], total_mm2:
     peak = batch.core_peak_flops * (f[:, 0] * avail) / core_mm2
     sram_mib = np.maximum(f[:, 1] * avail / per_mib, 1.0)
     per_stack_mm2 = (node.ddr_phy_mm2_per_channel.value if batch.base.offchip_level.spec.area == "ddr_phy"
-                     else node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value)
+                     else (node.dram_phy_mm2_per_stack.value + node.dram_controller_mm2_per_stack.value)
+                     * batch.dram_io_factor)  # an HBM4 stack's 2048-bit PHY is two 1024-bit ones
     stacks = np.maximum(np.floor(f[:, 2] * avail / per_stack_mm2), 1.0)
     per_stack_bw = batch.dram_bandwidth / np.maximum(level_stacks(batch, batch.offchip_index), 1.0)
     return batch.with_knobs(peak_flops=peak, dram_bandwidth=stacks * per_stack_bw, sram_bytes=sram_mib * MIB)
@@ -99,9 +100,10 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
                         space: Space | None = None) -> DesignBatch:
     """A batch with one design per parameter set (anything a set does not give keeps the base value).
 
-    The build fields (``dse.hardware.fields.BUILD_FIELDS``: cores, array, clock) apply first, then the three knobs
-    are realized as buildable designs at them (:meth:`DesignBatch.with_knobs`: whole cores, whole DRAM stacks, whole
-    SRAM macros), then every other field, then a budget split."""
+    The build fields (``dse.hardware.fields.BUILD_FIELDS``: cores, array, clock) and the main memory's DRAM part
+    (``memory.<main>.generation``) apply first, then the three knobs are realized as buildable designs at them
+    (:meth:`DesignBatch.with_knobs`: whole cores, whole DRAM stacks of the part, whole SRAM macros), then every other
+    field, then a budget split."""
     if isinstance(params, Mapping):
         cols = {k: np.asarray(v) for k, v in params.items()}
         n = len(next(iter(cols.values())))
@@ -113,9 +115,12 @@ def designs_from_params(base: DesignBatch, params: list[Mapping[str, float]] | M
     for name in BUILD_FIELDS:
         if name in cols:
             batch = batch.with_field(name, cols[name].astype(float))
+    parts = [name for name in cols if is_part_field(name)]
+    for name in parts:  # the DRAM part before the knobs: dram_bandwidth_tbps buys whole stacks of it
+        batch = batch.with_field(name, part_codes(cols[name]))
     batch = batch.with_knobs(**knob_args(cols))
     for name, values in cols.items():
-        if name in KNOB_SI or name in SPLIT or name in BUILD_FIELDS:
+        if name in KNOB_SI or name in SPLIT or name in BUILD_FIELDS or name in parts:
             continue
         batch = batch.with_field(name, values.astype(float))
     if all(k in cols for k in SPLIT):
@@ -145,7 +150,11 @@ def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float
             return float(high) * MIB, f"the upper bound of memory.{name}.capacity_mib"
     if space.sram_mib is not None and base.sram_level == base.offchip_index:
         return float(space.sram_mib.high) * MIB, "the upper bound of sram_mib"
-    per = stack_bandwidth(hw)
+    per, per_gb = stack_bandwidth(hw), stack_capacity_bytes(hw)
+    for p in space.params:  # a searched DRAM part: its slowest stack (the most stacks) of its largest capacity
+        if p.field == f"memory.{name}.generation" and per is not None:
+            probe = base.take(np.zeros(len(p.choices), dtype=int)).with_part(part_codes(p.choices))
+            per, per_gb = float(probe.main_stack_bps().min()), float(probe.main_stack_bytes().max())
     limit = float(hw.package.max_dram_stacks) if hw.package and hw.package.max_dram_stacks else float(node_max_stacks)
     high_bw = None
     if space.dram_bandwidth_tbps is not None:
@@ -155,6 +164,6 @@ def max_offchip_capacity(space: Space, base: DesignBatch, node_max_stacks: float
             high_bw = float(max(p.choices) if p.choices is not None else p.high) * 1e12
     if per is not None and (high_bw is not None or space.split is not None):
         stacks = limit if high_bw is None else min(max(np.ceil(high_bw / per - 1e-9), 1.0), limit)
-        cap = stacks * stack_capacity_bytes(hw)
-        return cap, f"{stacks:.0f} {name} stacks x {stack_capacity_bytes(hw) / 1e9:.4g} GB (package limit {limit:.0f})"
+        cap = stacks * per_gb
+        return cap, f"{stacks:.0f} {name} stacks x {per_gb / 1e9:.4g} GB (package limit {limit:.0f})"
     return float(base.offchip_capacity[0]), f"the base design's {name} (not searched)"

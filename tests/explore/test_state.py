@@ -173,3 +173,19 @@ def test_the_shipped_configs_open_at_their_base_design(config):
     assert v.built["dram_bandwidth_tbps_built"] == pytest.approx(float(ctx.base.dram_bandwidth[0]) / 1e12)
     for s in specs:
         assert "(" in s.label, s.label  # every knob says its unit
+
+
+def test_a_searched_dram_part_is_a_dropdown_of_part_names(tmp_path):
+    """memory.hbm.generation in the space: a knob of part codes shown by name, the base on npu-7nm's own HBM2E; a
+    design on HBM4 is built of HBM4 stacks (the bandwidth knob buys whole ones of it)."""
+    from dse.hardware.fields import part_codes
+
+    space = {**SMALL_STUDY["search"]["space"], "params": [
+        {"field": "memory.hbm.generation", "choices": ["hbm2e", "hbm3", "hbm4"]}]}
+    ctx = load_context(write_config(tmp_path, {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "space": space}}))[1]
+    specs = {s.name: s for s in state.knob_specs(ctx)}
+    part = specs["memory.hbm.generation"]
+    assert part.choice_labels == ("hbm2e", "hbm3", "hbm4")
+    assert part.choices == tuple(part_codes(["hbm2e", "hbm3", "hbm4"])) and part.base == part.choices[0]
+    v = state.evaluate(ctx, list(specs.values()), {"memory.hbm.generation": part.choices[2], "dram_bandwidth_tbps": 3.0})
+    assert v.built["dram_stacks"] == 2 and v.built["dram_bandwidth_tbps_built"] == pytest.approx(4.096)

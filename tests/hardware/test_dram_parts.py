@@ -10,10 +10,12 @@ import yaml
 
 import dse
 from dse.cli import main
+from dse.cost.cost import unit_cost
 from dse.cost.power import gemm_mode_power, mix_energy
 from dse.hardware.designs import DesignBatch
-from dse.hardware.dram_parts import GENERATION, GENERATIONS, energy_per_byte, generation_names
-from dse.hardware.energy import PJ, level_energy_per_byte
+from dse.hardware.dram_parts import GENERATION, GENERATIONS, code_of, energy_per_byte, generation_names, searchable_names
+from dse.hardware.energy import PJ, level_energy_per_byte, static_power
+from dse.hardware.fields import part_codes
 from dse.hardware.memory_kinds import KIND
 from dse.hardware.templates import hardware_from_mapping, list_templates, load_hardware, load_node
 from dse.workloads.library import gemm
@@ -92,3 +94,103 @@ def test_a_wrong_generation_is_one_line_naming_file_and_field(tmp_path: Path, ca
     path.write_text(yaml.safe_dump(data))
     assert main(["hardware", str(path)]) == 2
     assert capsys.readouterr().err.strip() == f"error: {path}: memory.{level}.generation: {message}"
+
+
+# ---------------------------------------------------------------- the part as a design parameter
+def _codes(*names: str) -> np.ndarray:
+    return part_codes(list(names))
+
+
+def test_every_searchable_part_is_one_its_kind_accepts_with_sourced_stack_figures() -> None:
+    """A part a study can search is a stack one could buy: within its kind's limits (``memory_kinds``), its
+    interface a whole number of 1024-bit PHYs, its price a premium over the node's HBM3-era price, each sourced."""
+    assert searchable_names("dram") == ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4") and searchable_names("ddr") == ()
+    for name in searchable_names():
+        g = GENERATION[name]
+        spec = KIND[g.kind]
+        assert 0 < g.stack.stack_gbps <= spec.max_stack_gbps, name
+        assert spec.stack_gb[0] <= g.stack.stack_gb <= spec.stack_gb[1], name
+        assert g.stack.io_bits % 1024 == 0 and g.stack.price_factor >= 1.0 and len(g.stack.source) > 40, name
+    rates = [GENERATION[n].stack.stack_gbps for n in searchable_names()]
+    assert rates == sorted(rates)  # each generation's rated stack is faster than the last
+    assert GENERATION["hbm4"].stack.io_bits == 2048 and GENERATION["hbm3e"].stack.io_bits == 1024
+
+
+def test_a_part_keeps_the_stack_count_and_brings_its_own_stack_bandwidth_and_capacity() -> None:
+    """npu-7nm's 4 HBM2E stacks (409.6 GB/s, 16 GB each) rebuilt as 4 stacks of each part: bandwidth and capacity
+    are 4 x the part's rated stack; naming the template's own part keeps the template's figures (code -1)."""
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 4).with_part(_codes("hbm2e", "hbm3", "hbm3e", "hbm4"))
+    assert list(d.dram_stacks) == [4, 4, 4, 4]
+    assert list(d.dram_part) == [-1, code_of("hbm3"), code_of("hbm3e"), code_of("hbm4")]
+    assert d.dram_bandwidth / 1e9 == pytest.approx([1638.4, 4 * 819.2, 4 * 1228.8, 4 * 2048.0])
+    assert d.offchip_capacity / 1e9 == pytest.approx([64.0, 96.0, 144.0, 144.0])
+    assert [d.part_name(i) for i in range(4)] == ["hbm2e", "hbm3", "hbm3e", "hbm4"]
+
+
+def test_the_bandwidth_knob_after_a_part_buys_whole_stacks_of_that_part() -> None:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 3).with_part(_codes("hbm2e", "hbm3", "hbm4"))
+    d = d.with_knobs(dram_bandwidth=np.full(3, 3.0e12))
+    assert list(d.dram_stacks) == [8, 4, 2]  # ceil(3 TB/s / 409.6, 819.2, 2048 GB/s)
+    assert d.dram_bandwidth / 1e9 == pytest.approx([3276.8, 3276.8, 4096.0])
+    assert d.offchip_capacity / 1e9 == pytest.approx([128.0, 96.0, 72.0])
+    assert "2 x 2048 GB/s hbm stacks of hbm4 = 4.096 TB/s, 72 GB" in d.build_text(2)
+
+
+def test_an_hbm4_stack_prices_two_phys_and_controllers_and_its_premium() -> None:
+    """At equal stack counts, HBM4's 2048-bit interface doubles the PHY and controller area of HBM3's (JESD270-4:
+    32 channels from 16); the interposer holds the same stacks; its gigabytes cost 1.56 x (TrendForce premiums)."""
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 2).with_part(_codes("hbm3", "hbm4"))
+    a = dse.area(d)
+    for part in ("dram_phy", "dram_controller"):
+        assert a.parts[part][1] == pytest.approx(2 * a.parts[part][0])
+    assert list(a.dram_stacks) == [4, 4]
+    c = unit_cost(d, dse.area(d))
+    node = load_node("7nm")
+    assert c.parts["dram"] == pytest.approx([96 * node.dram_usd_per_gb.value, 144 * node.dram_usd_per_gb.value * 1.56])
+
+
+def test_a_template_that_names_hbm3e_pays_its_premium_per_gb() -> None:
+    """The premium follows the part the level has, named by the template or chosen by a study (one rule): h200 on
+    HBM3E pays 1.2 x the node's price per GB, the same die with no part named the node's."""
+    price = load_node("5nm").dram_usd_per_gb.value
+    named, unnamed = _with_generation("h200", "hbm3e"), _with_generation("h200", None)
+    gb = float(named.offchip_capacity[0]) / 1e9
+    assert unit_cost(named, dse.area(named)).parts["dram"][0] == pytest.approx(gb * price * 1.2)
+    assert unit_cost(unnamed, dse.area(unnamed)).parts["dram"][0] == pytest.approx(gb * price)
+
+
+def test_each_design_pays_its_own_parts_energy_in_one_batch() -> None:
+    """A batch of designs on different parts: each row's main-memory joules are its bytes at its part's pJ/bit,
+    the same as that design priced alone (the batch does not mix their parts)."""
+    mix = Mix.of([gemm(1, 8192, 8192, dtype="bf16")])  # a GEMV: main-memory bound, the DRAM bytes dominate
+    base = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    both = DesignBatch.stack([base.with_part(_codes("hbm3")), base.with_part(_codes("hbm4"))])
+    e = mix_energy(both, mix)
+    for i, name in enumerate(("hbm3", "hbm4")):
+        alone = mix_energy(base.with_part(_codes(name)), mix)
+        assert e.parts_j["hbm"][i] == pytest.approx(alone.parts_j["hbm"][0])
+    bytes_ = e.parts_j["hbm"][0, 0] / energy_per_byte("hbm3")
+    assert e.parts_j["hbm"][1, 0] == pytest.approx(bytes_ * energy_per_byte("hbm4"), rel=0.02)
+    assert static_power(both, load_node("7nm"))[1] != static_power(both, load_node("7nm"))[0]
+
+
+def test_the_chosen_part_is_written_into_the_design_template_and_reloads_the_same() -> None:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm")).with_part(_codes("hbm4"))
+    hw = d.to_hardware(0, "npu-hbm4", note="test")
+    level = hw.offchip_level
+    assert (level.generation, level.stack_bandwidth_gbps, level.stack_capacity_gb) == ("hbm4", 2048.0, 36.0)
+    again = DesignBatch.from_hardware(hw)
+    assert again.dram_bandwidth == pytest.approx(d.dram_bandwidth)
+    assert again.offchip_capacity == pytest.approx(d.offchip_capacity)
+    assert dse.area(again).total == pytest.approx(dse.area(d).total)
+    assert unit_cost(again, dse.area(again)).total == pytest.approx(unit_cost(d, dse.area(d)).total)
+
+
+def test_a_part_of_another_kind_or_a_level_not_bought_in_stacks_is_refused() -> None:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    with pytest.raises(ValueError, match="got gddr6 for a level of kind dram; accepted: hbm2, hbm2e"):
+        d.with_part(_codes("gddr6"))
+    with pytest.raises(ValueError, match="cannot search memory.gddr6.generation"):
+        DesignBatch.from_hardware(dse.hardware("tt-n150")).with_part(_codes("hbm3"))
+    assert "memory.hbm.generation" in d.searchable_fields()
+    assert not any(f.endswith(".generation") for f in DesignBatch.from_hardware(dse.hardware("tt-n150")).searchable_fields())

@@ -139,3 +139,23 @@ def test_a_bandwidth_range_with_no_whole_stack_is_one_line(tmp_path, capsys, low
         return
     assert rc == 2 and err.count("\n") == 1 and "search.space.dram_bandwidth_tbps: got" in err
     assert "holds no whole number of hbm stacks of 0.4096 TB/s" in err
+
+
+def test_a_searched_dram_part_widens_the_capacity_a_study_can_reach() -> None:
+    """The pre-trial "can never fit" bound: without a part search, npu-7nm's 4 TB/s reach is 8 HBM2E stacks of 16 GB
+    (its package holds 8); with HBM4 among the parts, the same 8 stacks can hold 36 GB each."""
+    from dse.search.space import max_offchip_capacity
+
+    knob = {"dram_bandwidth_tbps": {"low": 0.4, "high": 4.0}}
+    alone, _ = max_offchip_capacity(Space.model_validate(knob), BASE, 8)
+    parts = Space.model_validate({**knob, "params": [{"field": "memory.hbm.generation", "choices": ["hbm2e", "hbm4"]}]})
+    wide, how = max_offchip_capacity(parts, BASE, 8)
+    assert alone / 1e9 == pytest.approx(8 * 16.0) and wide / 1e9 == pytest.approx(8 * 36.0)
+    assert "8 hbm stacks x 36 GB" in how
+
+
+def test_the_part_applies_before_the_bandwidth_knob_in_a_trial() -> None:
+    """designs_from_params: a trial's part first, then its bandwidth target bought in whole stacks of that part."""
+    d = designs_from_params(BASE, [{"dram_bandwidth_tbps": 3.0, "memory.hbm.generation": "hbm4"},
+                                   {"dram_bandwidth_tbps": 3.0, "memory.hbm.generation": "hbm2e"}])
+    assert list(d.dram_stacks) == [2, 8] and d.dram_bandwidth / 1e12 == pytest.approx([4.096, 3.2768])

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pandas as pd
 import pytest
@@ -697,3 +698,40 @@ def test_spare_cores_searched_on_a_die_that_fuses_groups_take_whole_groups(tmp_p
     assert err.count("\n") == 1 and ("search.space.params.0.choices: got 1 for compute.spare_cores on a die that fuses "
                                      "off 2 cores together") in err, err
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("study.db"))
+
+
+def _part_study(tmp_path: Path, choices: list, base: str = "npu-7nm") -> Path:
+    data = copy.deepcopy(SMALL_STUDY)
+    data["base"] = base
+    data["search"]["n_trials"] = 16
+    level = dse.hardware(base).offchip_level.name
+    data["search"]["space"]["params"] = [{"field": f"memory.{level}.generation", "choices": choices}]
+    return write_config(tmp_path, data)
+
+
+def test_a_study_searches_the_dram_part_and_its_best_design_names_it(tmp_path: Path) -> None:
+    """``memory.hbm.generation`` as a categorical: trials.csv records each trial's part by name, the bandwidth knob
+    buys whole stacks of that part, and the best design's template names its part with the part's stack figures."""
+    r = run_study(_part_study(tmp_path, ["hbm2e", "hbm3", "hbm4"]), out=tmp_path / "r", progress=False)
+    write_results(r, plots_on=False)
+    trials = pd.read_csv(r.folder / "trials.csv")
+    assert set(trials["memory.hbm.generation"]) <= {"hbm2e", "hbm3", "hbm4"}
+    assert trials["memory.hbm.generation"].nunique() > 1
+    per_stack = {"hbm2e": 409.6, "hbm3": 819.2, "hbm4": 2048.0}  # npu-7nm's own HBM2E stack, the parts' rated ones
+    built = trials["dram_bandwidth_tbps_built"] * 1e3 / trials["memory.hbm.generation"].map(per_stack)
+    assert np.allclose(built, built.round()) and (built.round() == trials["dram_stacks"]).all()
+    best = trials.loc[trials["score"][trials["feasible"]].idxmax()]
+    hw = dse.hardware(r.folder / "best_design.yaml")
+    assert (hw.offchip_level.generation or "hbm2e") == best["memory.hbm.generation"]
+    assert hw.offchip_level.bandwidth_bps / 1e12 == pytest.approx(best["dram_bandwidth_tbps_built"])
+
+
+@pytest.mark.parametrize(("base", "choices", "says"), [
+    ("npu-7nm", ["hbm3", "hbm9"], "search.space.params.0.choices: got ['hbm9']"),
+    ("npu-7nm", [1.0, 2.0], "search.space.params.0.choices: got [1.0, 2.0] for memory.hbm.generation"),
+    ("tt-n150", ["hbm3"], "got 'memory.gddr6.generation'; accepted: a hbm2/hbm2e/hbm3/hbm3e/hbm4 level"),
+])
+def test_a_bad_dram_part_search_is_one_line(tmp_path: Path, capsys, base: str, choices: list, says: str) -> None:
+    rc = main(["run", str(_part_study(tmp_path, choices, base)), "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and says in err, err
