@@ -735,3 +735,12 @@ def test_a_bad_dram_part_search_is_one_line(tmp_path: Path, capsys, base: str, c
     rc = main(["run", str(_part_study(tmp_path, choices, base)), "--out", str(tmp_path / "r"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and says in err, err
+
+
+def test_the_dram_part_study_quoted_in_the_user_guide(tmp_path: Path) -> None:
+    """experiments/npu_dram_parts.yaml as docs/user_guide.md quotes it: the best design's build line and score."""
+    r = run_study(ROOT / "experiments" / "npu_dram_parts.yaml", out=tmp_path / "r", progress=False)
+    guide = " ".join((ROOT / "docs" / "user_guide.md").read_text().split())
+    line = r.best.build_text(0)
+    assert f"is built as {line}, score {r.best_scored.score[0]:.4f}x" in guide, line
+    assert r.best.part_name(0) == "hbm3" and r.best_scored.cost_usd[0] <= 900
