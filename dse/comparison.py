@@ -34,7 +34,7 @@ from dse.cost.power import mix_energy
 from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import knob_values
+from dse.hardware.fields import is_part_field, knob_values, part_codes
 from dse.predict import mix_times
 from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params, knob_range
@@ -168,14 +168,15 @@ def build_candidate(ctx: Context, cand: Candidate, hold: Hold, field: str,
                        field=f"{field}.dram_bandwidth_tbps")
     for name, value in cand.fields.items():
         try:
-            d = d.with_field(name, np.array([value], dtype=float))
+            d = d.with_field(name, part_codes([value]) if is_part_field(name) else np.array([value], dtype=float))
         except ValueError as exc:
             raise DseError(f"got {name!r}; {str(exc).split('; ', 1)[-1]}", field=f"{field}.fields") from None
         try:  # the schema's physical limits, as a study's searched field (a 50 GHz clock was built and compared)
             d.to_hardware(0, "probe")
         except DseError as exc:
             accepted = exc.message.split("; ", 1)[1] if "; " in exc.message else exc.message
-            raise DseError(f"got {value:g} for {name}; {accepted}", field=f"{field}.fields.{name}") from None
+            shown = value if isinstance(value, str) else f"{value:g}"
+            raise DseError(f"got {shown} for {name}; {accepted}", field=f"{field}.fields.{name}") from None
     if not cand.relative:  # the one parameter rule of a study: build fields, knobs, then the other fields
         return designs_from_params(ctx.base, [{**cand.fields, **cand.knobs}]) if cand.knobs else d
     x = ratio_of(ctx, cand, field)

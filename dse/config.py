@@ -323,8 +323,9 @@ class Candidate(Strict):
     peak_tflops: float | None = Field(None, gt=0, description=KNOB["peak_tflops"].description)
     dram_bandwidth_tbps: float | None = Field(None, gt=0, description=KNOB["dram_bandwidth_tbps"].description)
     sram_mib: float | None = Field(None, gt=0, description=KNOB["sram_mib"].description)
-    fields: dict[str, float] = Field(default_factory=dict, description="Other hardware fields, e.g. "
-                                     "{memory.local.capacity_mib: 24} (see `DesignBatch.with_field`)")
+    fields: dict[str, float | str] = Field(default_factory=dict, description="Other hardware fields, e.g. "
+                                           "{memory.local.capacity_mib: 24} (see `DesignBatch.with_field`), or the "
+                                           "main memory's DRAM part by name ({memory.hbm.generation: hbm4})")
 
     @field_validator("ratio", mode="before")
     @classmethod
@@ -352,8 +353,14 @@ class Candidate(Strict):
 
     @field_validator("fields")
     @classmethod
-    def _physical_fields(cls, v: dict[str, float]) -> dict[str, float]:
+    def _physical_fields(cls, v: dict[str, float | str]) -> dict[str, float | str]:
         for name, value in v.items():
+            if is_part_field(name) or isinstance(value, str):
+                if not (is_part_field(name) and value in searchable_names()):
+                    raise ValueError(f"fields.{name} = {value!r}; accepted: "
+                                     + (f"a DRAM part ({', '.join(searchable_names())})" if is_part_field(name)
+                                        else "a number"))
+                continue
             if not in_domain(name, value):
                 raise ValueError(f"fields.{name} = {value}; accepted: a number {domain_text(name)}"
                                  + ("" if zero_ok(name) else " (every hardware field but compute.spare_cores is "

@@ -422,3 +422,28 @@ def test_candidates_may_differ_in_spare_cores_alone(tmp_path: Path) -> None:
     t = cmp.designs_table.set_index("candidate")
     assert t.loc["one", "score_vs_base"] == pytest.approx(t.loc["none", "score_vs_base"], rel=1e-12)
     assert t.loc["one", "area_mm2"] > t.loc["none", "area_mm2"]
+
+
+def test_candidates_can_name_the_dram_part(tmp_path: Path) -> None:
+    """fields: {memory.hbm.generation: PART}: an absolute candidate keeps npu-7nm's 4 stacks, each of the part's; a
+    bandwidth target or a ratio buys whole stacks of the part (1:2 of HBM4 rounds up to 2 stacks, 1:2.5)."""
+    section = {"candidates": [{"name": "hbm2e", "ratio": "1:1"},
+                              {"name": "hbm3", "fields": {"memory.hbm.generation": "hbm3"}},
+                              {"name": "hbm4 2 TB/s", "dram_bandwidth_tbps": 2.0,
+                               "fields": {"memory.hbm.generation": "hbm4"}},
+                              {"name": "1:2 hbm4", "ratio": "1:2", "fields": {"memory.hbm.generation": "hbm4"}}]}
+    c, d = load_study(write_config(tmp_path, {**SMALL_STUDY, "compare": section}))
+    cmp = compare(prepare(c, d), list(c.compare.candidates))
+    built = dict(zip(cmp.names, cmp.designs, strict=True))
+    assert [float(built[n].dram_stacks[0]) for n in cmp.names] == [4, 4, 1, 2]
+    assert [built[n].part_name(0) for n in cmp.names] == ["hbm2e", "hbm3", "hbm4", "hbm4"]
+    assert float(built["hbm3"].dram_bandwidth[0]) == pytest.approx(4 * 819.2e9)
+    assert float(built["1:2 hbm4"].dram_bandwidth[0]) == pytest.approx(2 * 2048e9)
+
+
+def test_a_bad_part_in_a_candidate_is_one_line(tmp_path: Path, capsys) -> None:
+    section = {"candidates": [{"name": "a", "ratio": "1:1"}, {"name": "b", "fields": {"memory.hbm.generation": "hbm9"}}]}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "compare": section})
+    assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "fields.memory.hbm.generation = 'hbm9'; accepted: a DRAM part (hbm2, hbm2e" in err and err.count("\n") == 1
