@@ -276,7 +276,29 @@ def reference() -> str:
             where = ", ".join(["the file itself"] * ("" in b.paths) + [f"`{p}`" for p in b.paths if p])
             out += [f"### {name}", "", f"Where: {where}." + (f" {_doc(b.model)}" if _doc(b.model) else ""), ""]
             out += [*block_table(b.model, described), ""]
+    out += dram_part_table()
     return "\n".join(out).rstrip() + "\n"
+
+
+def dram_part_table() -> list[str]:
+    """The DRAM parts a main-memory level names (``memory[].generation``) and a study searches
+    (``memory.<main>.generation``), from ``dse.hardware.dram_parts.GENERATIONS``."""
+    from dse.hardware.dram_parts import GENERATIONS
+
+    out = ["## DRAM parts", "",
+           "The values of `memory[].generation` and of a searched `memory.<main>.generation` "
+           "(`dse/hardware/dram_parts.py`): the energy a byte of the part costs; for a part a study can search, one "
+           "stack as a design buys it (rated bandwidth, capacity, interface width: PHY and controller area x bits / "
+           "1024, price per GB over the node file's `dram_usd_per_gb`).", "",
+           "| part | kind | energy (pJ/bit) | stack bandwidth (GB/s) | stack capacity (GB) | interface (bits) | "
+           "price (x node) | source |", "|---|---|---|---|---|---|---|---|"]
+    for g in GENERATIONS:
+        st = g.stack
+        cells = ["—"] * 4 if st is None else [f"{st.stack_gbps:g}", f"{st.stack_gb:g}", str(st.io_bits),
+                                             f"{st.price_factor:g}"]
+        src = g.source + ("" if st is None else f"; stack: {st.source}")
+        out.append(f"| `{g.name}` | {g.kind} | {g.pj_per_bit:g} | " + " | ".join(cells) + f" | {_cell(src)} |")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

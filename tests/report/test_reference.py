@@ -39,6 +39,8 @@ def _documented() -> dict[str, set[str]]:
         if line.startswith("### "):
             block = line[4:].strip()
             out[block] = set()
+        elif line.startswith("## "):  # a new section (a root's, or the DRAM parts table): no block's rows
+            block = None
         m = re.match(r"\| `([^`]+)` \|", line)
         if m and block:
             out[block].add(m.group(1))
@@ -167,3 +169,12 @@ def test_a_field_borrows_a_description_only_from_one_of_its_name_and_type() -> N
             if not info.description and key in described:
                 lender = found[described[key][1]].model.model_fields[field]
                 assert type_text(lender.annotation) == key[1] and field not in ("name", "count", "kind", "compute")
+
+
+def test_the_dram_parts_table_lists_every_part_with_its_stack_figures() -> None:
+    from dse.hardware.dram_parts import GENERATIONS
+
+    text = DOC.read_text(encoding="utf-8").split("## DRAM parts", 1)[1]
+    rows = {m.group(1): line for line in text.splitlines() if (m := re.match(r"\| `([^`]+)` \|", line))}
+    assert list(rows) == [g.name for g in GENERATIONS]
+    assert "| 2048 | 36 | 2048 | 1.56 |" in rows["hbm4"] and "| — | — | — | — |" in rows["gddr6"]
