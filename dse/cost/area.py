@@ -165,6 +165,8 @@ def ddr_channels(d: DesignBatch) -> np.ndarray:
     for j, level in enumerate(d.base.memory):
         if level.spec.area == "ddr_phy":  # without stack_bandwidth_gbps, the template's bandwidth is one channel
             per = level.stack_bandwidth_gbps * 1e9 if level.stack_bandwidth_gbps else level.bandwidth_bps
+            if j == d.offchip_index and level.stack_bandwidth_gbps:  # the design's part's channel
+                per = d.main_stack_bps()
             out = out + np.maximum(np.ceil(d.bandwidth[:, j] / per - 1e-9), 1.0)
     return out
 

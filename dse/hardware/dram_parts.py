@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 PJ_PER_BIT_TO_J_PER_BYTE = 8.0e-12
-#: interface bits of the stack the node files' PHY and controller areas are for (an HBM2E/HBM3 stack: 1024 bits)
-PHY_REFERENCE_BITS = 1024
+#: interface bits of the unit the node files' PHY and controller areas are for, by memory kind: an HBM2E/HBM3 stack
+#: (``dram_phy_mm2_per_stack``: 1024 bits) and a board-DRAM channel (``ddr_phy_mm2_per_channel``: 32 bits)
+PHY_REFERENCE_BITS = {"dram": 1024, "ddr": 32}
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,24 @@ GENERATIONS: tuple[DramGeneration, ...] = (
                              "(TrendForce, 2025-05-22), 1.2 x 1.3 = 1.56 x HBM3's, confidence low")),
     DramGeneration("gddr6", "ddr", 7.5,
                    "Micron 'Ultra-Bandwidth Solutions' memory comparison table (GDDR6 7.5 pJ/bit average device "
-                   "power); every node file's board-DRAM figure"),
+                   "power); every node file's board-DRAM figure",
+                   StackPart(64.0, 2.0, 32, 1.0,
+                             "JEDEC JESD250 (GDDR6: 8-16 Gb x16 dual-channel devices); Micron's GDDR5/GDDR6 table: "
+                             "x32 per placement at 16 Gb/s = 64 GB/s; a 16 Gb device holds 2 GB; price: the node "
+                             "file's board-DRAM price")),
     DramGeneration("gddr6x", "ddr", 7.25,
-                   "Micron 'Ultra-Bandwidth Solutions' memory comparison table (GDDR6X 7.25 pJ/bit)"),
+                   "Micron 'Ultra-Bandwidth Solutions' memory comparison table (GDDR6X 7.25 pJ/bit)",
+                   StackPart(84.0, 2.0, 32, 1.0,
+                             "Micron 16 Gb GDDR6X mass production (2022, GeForce RTX 3090 Ti): 21 Gb/s per pin x 32 "
+                             "= 84 GB/s and 2 GB per device; price: no figure found, the node file's board-DRAM "
+                             "price")),
+    DramGeneration("gddr7", "ddr", 6.0,
+                   "derived: GDDR6 7.5 pJ/bit (Micron) x 0.8, Samsung's GDDR7 '20 % more power efficient than GDDR6' "
+                   "(2023-07 development announcement; Micron claims > 50 %), confidence low",
+                   StackPart(128.0, 2.0, 32, 1.0,
+                             "Samsung GDDR7 (2023-07 announcement, 2024 listing): 32 Gb/s per pin (PAM3), 128 GB/s per "
+                             "x32 device, 16 Gb = 2 GB; JEDEC JESD239 allows up to 48 Gb/s; price: no figure found, "
+                             "the node file's board-DRAM price")),
 )
 GENERATION: dict[str, DramGeneration] = {g.name: g for g in GENERATIONS}
 
@@ -126,7 +142,7 @@ def code_of(name: str) -> int:
 
 def part_table(attr: str, missing: float = np.nan) -> np.ndarray:
     """[P] one figure of every record by code: ``energy`` (J/byte) or a :class:`StackPart` field (``stack_bps``,
-    ``stack_bytes``, ``io_factor`` = interface bits / :data:`PHY_REFERENCE_BITS`, ``price_factor``); ``missing``
+    ``stack_bytes``, ``io_factor`` = interface bits / :data:`PHY_REFERENCE_BITS` of its kind, ``price_factor``); ``missing``
     where a record has no stack figures."""
     def one(g: DramGeneration) -> float:
         if attr == "energy":
@@ -134,5 +150,5 @@ def part_table(attr: str, missing: float = np.nan) -> np.ndarray:
         if g.stack is None:
             return missing
         return {"stack_bps": g.stack.stack_gbps * 1e9, "stack_bytes": g.stack.stack_gb * 1e9,
-                "io_factor": g.stack.io_bits / PHY_REFERENCE_BITS, "price_factor": g.stack.price_factor}[attr]
+                "io_factor": g.stack.io_bits / PHY_REFERENCE_BITS[g.kind], "price_factor": g.stack.price_factor}[attr]
     return np.asarray([one(g) for g in GENERATIONS], dtype=float)

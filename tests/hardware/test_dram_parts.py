@@ -13,8 +13,16 @@ from dse.cli import main
 from dse.cost.cost import unit_cost
 from dse.cost.power import gemm_mode_power, mix_energy
 from dse.hardware.designs import DesignBatch
-from dse.hardware.dram_parts import GENERATION, GENERATIONS, code_of, energy_per_byte, generation_names, searchable_names
-from dse.hardware.energy import PJ, level_energy_per_byte, static_power
+from dse.hardware.dram_parts import (
+    GENERATION,
+    GENERATIONS,
+    PHY_REFERENCE_BITS,
+    code_of,
+    energy_per_byte,
+    generation_names,
+    searchable_names,
+)
+from dse.hardware.energy import PJ, design_level_energy, level_energy_per_byte, static_power
 from dse.hardware.fields import part_codes
 from dse.hardware.memory_kinds import KIND
 from dse.hardware.templates import hardware_from_mapping, list_templates, load_hardware, load_node
@@ -104,16 +112,20 @@ def _codes(*names: str) -> np.ndarray:
 def test_every_searchable_part_is_one_its_kind_accepts_with_sourced_stack_figures() -> None:
     """A part a study can search is a stack one could buy: within its kind's limits (``memory_kinds``), its
     interface a whole number of 1024-bit PHYs, its price a premium over the node's HBM3-era price, each sourced."""
-    assert searchable_names("dram") == ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4") and searchable_names("ddr") == ()
+    assert searchable_names("dram") == ("hbm2", "hbm2e", "hbm3", "hbm3e", "hbm4")
+    assert searchable_names("ddr") == ("gddr6", "gddr6x", "gddr7")
     for name in searchable_names():
         g = GENERATION[name]
         spec = KIND[g.kind]
         assert 0 < g.stack.stack_gbps <= spec.max_stack_gbps, name
         assert spec.stack_gb[0] <= g.stack.stack_gb <= spec.stack_gb[1], name
-        assert g.stack.io_bits % 1024 == 0 and g.stack.price_factor >= 1.0 and len(g.stack.source) > 40, name
-    rates = [GENERATION[n].stack.stack_gbps for n in searchable_names()]
-    assert rates == sorted(rates)  # each generation's rated stack is faster than the last
+        assert g.stack.io_bits % PHY_REFERENCE_BITS[g.kind] == 0, name
+        assert g.stack.price_factor >= 1.0 and len(g.stack.source) > 40, name
+    for kind in ("dram", "ddr"):
+        rates = [GENERATION[n].stack.stack_gbps for n in searchable_names(kind)]
+        assert rates == sorted(rates)  # each generation's rated stack (or channel) is faster than the last
     assert GENERATION["hbm4"].stack.io_bits == 2048 and GENERATION["hbm3e"].stack.io_bits == 1024
+    assert GENERATION["gddr7"].pj_per_bit < GENERATION["gddr6"].pj_per_bit
 
 
 def test_a_part_keeps_the_stack_count_and_brings_its_own_stack_bandwidth_and_capacity() -> None:
@@ -190,7 +202,22 @@ def test_a_part_of_another_kind_or_a_level_not_bought_in_stacks_is_refused() -> 
     d = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
     with pytest.raises(ValueError, match="got gddr6 for a level of kind dram; accepted: hbm2, hbm2e"):
         d.with_part(_codes("gddr6"))
-    with pytest.raises(ValueError, match="cannot search memory.gddr6.generation"):
+    with pytest.raises(ValueError, match="got hbm3 for a level of kind ddr; accepted: gddr6, gddr6x, gddr7"):
         DesignBatch.from_hardware(dse.hardware("tt-n150")).with_part(_codes("hbm3"))
+    with pytest.raises(ValueError, match="cannot search memory.sram.generation"):
+        DesignBatch.from_hardware(dse.hardware("groq-tsp")).with_part(_codes("hbm3"))
     assert "memory.hbm.generation" in d.searchable_fields()
-    assert not any(f.endswith(".generation") for f in DesignBatch.from_hardware(dse.hardware("tt-n150")).searchable_fields())
+    assert "memory.gddr6.generation" in DesignBatch.from_hardware(dse.hardware("tt-n150")).searchable_fields()
+
+
+def test_a_board_dram_part_buys_its_own_channels() -> None:
+    """tt-n150's 6 GDDR6 channels (48 GB/s, 2 GB each) as GDDR7: 6 x 128 GB/s and 2 GB, the same 6 channel PHYs
+    (a 32-bit channel either way), GDDR7's energy per byte; a bandwidth target buys whole GDDR7 channels."""
+    base = DesignBatch.from_hardware(dse.hardware("tt-n150"))
+    d = base.with_part(_codes("gddr7"))
+    assert float(d.dram_stacks[0]) == 6 and float(d.dram_bandwidth[0]) == pytest.approx(6 * 128e9)
+    assert float(d.offchip_capacity[0]) == pytest.approx(12e9)
+    assert dse.area(d).parts["dram_controller"] == pytest.approx(dse.area(base).parts["dram_controller"])
+    e = design_level_energy(d, load_node(d.base.process_node))
+    assert e[0, d.offchip_index] == pytest.approx(energy_per_byte("gddr7"))
+    assert list(d.with_knobs(dram_bandwidth=np.array([1.0e12])).dram_stacks) == [8]

@@ -177,4 +177,4 @@ def test_the_dram_parts_table_lists_every_part_with_its_stack_figures() -> None:
     text = DOC.read_text(encoding="utf-8").split("## DRAM parts", 1)[1]
     rows = {m.group(1): line for line in text.splitlines() if (m := re.match(r"\| `([^`]+)` \|", line))}
     assert list(rows) == [g.name for g in GENERATIONS]
-    assert "| 2048 | 36 | 2048 | 1.56 |" in rows["hbm4"] and "| — | — | — | — |" in rows["gddr6"]
+    assert "| 2048 | 36 | 2048 | 1.56 |" in rows["hbm4"] and "| 128 | 2 | 32 | 1 |" in rows["gddr7"]

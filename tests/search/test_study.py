@@ -704,7 +704,10 @@ def _part_study(tmp_path: Path, choices: list, base: str = "npu-7nm") -> Path:
     data = copy.deepcopy(SMALL_STUDY)
     data["base"] = base
     data["search"]["n_trials"] = 16
-    level = dse.hardware(base).offchip_level.name
+    hw = dse.hardware(base)
+    level = hw.offchip_level.name
+    if not any(m.off_chip for m in hw.memory):  # an all-SRAM chip: no bandwidth knob
+        del data["search"]["space"]["dram_bandwidth_tbps"]
     data["search"]["space"]["params"] = [{"field": f"memory.{level}.generation", "choices": choices}]
     return write_config(tmp_path, data)
 
@@ -729,7 +732,8 @@ def test_a_study_searches_the_dram_part_and_its_best_design_names_it(tmp_path: P
 @pytest.mark.parametrize(("base", "choices", "says"), [
     ("npu-7nm", ["hbm3", "hbm9"], "search.space.params.0.choices: got ['hbm9']"),
     ("npu-7nm", [1.0, 2.0], "search.space.params.0.choices: got [1.0, 2.0] for memory.hbm.generation"),
-    ("tt-n150", ["hbm3"], "got 'memory.gddr6.generation'; accepted: a hbm2/hbm2e/hbm3/hbm3e/hbm4 level"),
+    ("tt-n150", ["gddr7", "hbm3"], "search.space.params.0.choices: got 'hbm3'; accepted: gddr6, gddr6x, gddr7"),
+    ("groq-tsp", ["hbm3"], "got 'memory.sram.generation'; accepted: a hbm2/hbm2e/hbm3/hbm3e/hbm4/gddr6/gddr6x/gddr7"),
 ])
 def test_a_bad_dram_part_search_is_one_line(tmp_path: Path, capsys, base: str, choices: list, says: str) -> None:
     rc = main(["run", str(_part_study(tmp_path, choices, base)), "--out", str(tmp_path / "r"), "--quiet"])
