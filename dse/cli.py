@@ -577,6 +577,13 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         """``1`` for one die, else the package's dies (``8 xcd + 4 iod``)."""
         return " + ".join(f"{g.count} {g.name}" for g in hw.die_groups) or "1"
 
+    def memory(hw) -> str:
+        """The main memory as bought: ``8 x hbm3e``, ``6 x gddr6``, ``5 x hbm`` (no part named), ``-`` (no DRAM)."""
+        level = hw.offchip_level
+        if not level.off_chip:
+            return "-"
+        return f"{level.stacks} x {level.generation or level.kind}"
+
     names = args.templates or list_templates()
     hws = [load_hardware(n) for n in names]  # every name checked before any output
     labels = [_template_label(n, hw) for n, hw in zip(names, hws, strict=True)]
@@ -590,21 +597,23 @@ def cmd_hardware(args: argparse.Namespace) -> int:
                       "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
                       "area_mm2": area(hw).total_mm2,
-                      "dies": {g.name: int(g.count) for g in hw.die_groups} or {"die": 1}}
+                      "dies": {g.name: int(g.count) for g in hw.die_groups} or {"die": 1},
+                      "dram_part": hw.offchip_level.generation, "dram_stacks": hw.offchip_level.stacks
+                      if hw.offchip_level.off_chip else 0}
                      for lb, hw in zip(labels, hws, strict=True)])
         return 0
     w = max(12, *(len(lb) for lb in labels))
     # the peak (and the ridge from it) is each template's reference dtype: bf16 on most, int8 on the Groq TSP, fp8
     # on Blackhole, fp16 on Wormhole and V100, so the column says which
     print(f"{'template':<{w}} {'node':<6} {'dtype':<5} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} "
-          f"{'area mm2':>9}  dies")
+          f"{'area mm2':>9}  {'DRAM':<11} dies")
     sram_only = False
     for lb, hw in zip(labels, hws, strict=True):
         mark = " " if any(m.off_chip for m in hw.memory) else "*"  # an all-SRAM chip: its outermost on-chip level
         sram_only |= mark == "*"
         print(f"{lb:<{w}} {hw.process_node:<6} {hw.reference_dtype:<5} {hw.peak_flops / 1e12:>12.1f} "
               f"{hw.dram.bandwidth_bps / 1e12:>9.3f}"
-              f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {dies(hw)}")
+              f"{mark} {hw.ridge_flop_per_byte:>13.1f} {area(hw).total_mm2:>9.1f}  {memory(hw):<11} {dies(hw)}")
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
     _build_warnings(hws, labels)

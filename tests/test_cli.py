@@ -678,3 +678,16 @@ def test_workloads_list_prints_plain_numbers(capsys) -> None:
     assert main(["workloads", "list"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["deepseek-v3"])
     assert "671,026" in row and "e+0" not in row
+
+
+def test_hardware_lists_each_templates_main_memory_as_bought(capsys) -> None:
+    """The DRAM column: whole stacks (or channels) and the part the template names (its kind where it names none)."""
+    import json
+
+    assert main(["hardware", "b200", "tt-n150", "groq-tsp", "trainium1"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:5]}
+    assert "8 x hbm3e" in rows["b200"] and "6 x gddr6" in rows["tt-n150"]
+    assert "  -  " in rows["groq-tsp"] and "2 x dram" in rows["trainium1"]
+    assert main(["hardware", "h200", "groq-tsp", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(d["dram_part"], d["dram_stacks"]) for d in data] == [("hbm3e", 6), (None, 0)]
