@@ -342,7 +342,9 @@ def _check_whole_stacks(cfg: StudyConfig, hw: Hardware) -> None:
     if r is None or not level.stack_bandwidth_gbps or level.spec.area not in ("dram_phy", "ddr_phy"):
         return
     per = level.stack_bandwidth_gbps / 1e3  # TB/s of one stack
-    lo_n, hi_n = math.ceil(r.low / per - 1e-9), math.floor(r.high / per + 1e-9)
+    # counts past 2^53 are not whole numbers a float holds (a high of 1e308 TB/s is inf stacks): capped, the range
+    # holds stacks and the knob's physical limit (dse.limits) speaks for it
+    lo_n, hi_n = (math.ceil(min(r.low / per, 2.0**53) - 1e-9), math.floor(min(r.high / per, 2.0**53) + 1e-9))
     if hi_n >= max(lo_n, 1):
         return
     unit = "channels" if level.spec.area == "ddr_phy" else "stacks"

@@ -748,3 +748,13 @@ def test_the_dram_part_study_quoted_in_the_user_guide(tmp_path: Path) -> None:
     line = r.best.build_text(0)
     assert f"is built as {line}, score {r.best_scored.score[0]:.4f}x" in guide, line
     assert r.best.part_name(0) == "hbm3" and r.best_scored.cost_usd[0] <= 900
+
+
+def test_a_bandwidth_range_to_1e308_is_one_line_not_an_overflow(tmp_path: Path, capsys) -> None:
+    """The whole-stack check divided 1e308 TB/s by a stack's bandwidth (inf stacks) and raised OverflowError (found by
+    tests/test_fuzz.py): now the range holds stacks, the search builds what it can, and no design is one line."""
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"]["space"]["dram_bandwidth_tbps"]["high"] = 1e308
+    rc = main(["run", str(write_config(tmp_path, data)), "--out", str(tmp_path / "r"), "--quiet", "--trials", "4"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("error: ")
