@@ -509,8 +509,11 @@ class DesignBatch:
         build: peaks follow, :meth:`with_cores`, :meth:`with_array`), ``compute.register_kib_per_core``,
         ``compute.launch_overhead_us``, ``compute.matrix.efficiency``, ``compute.vector.efficiency``,
         ``network.links``, and per memory level ``memory.<name>.capacity_mib``, ``.bandwidth_tbps`` (the main
-        memory's in whole stacks, as :meth:`with_knobs`), ``.efficiency``.
+        memory's in whole stacks, as :meth:`with_knobs`), ``.efficiency``; the main memory's DRAM part
+        ``memory.<main>.generation`` by name or code (:meth:`with_part`).
         """
+        if field == f"memory.{self.offchip_name}.generation":
+            return self.with_part(fields.part_codes(values))
         v = np.asarray(values, dtype=float)
         c = self.base.compute
         if field == "compute.cores":
@@ -534,8 +537,6 @@ class DesignBatch:
             bw[:, self.net_chip_linked] = v[:, None] * 1e9
             return replace(self, net_link_bw=bw)
         parts0 = field.split(".")
-        if field == f"memory.{self.offchip_name}.generation":
-            return self.with_part(v)
         kinds = self.die_kinds
         if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "count" and parts0[2] in kinds:
             counts = self.die_counts.copy()

@@ -139,6 +139,13 @@ def test_a_part_keeps_the_stack_count_and_brings_its_own_stack_bandwidth_and_cap
     assert [d.part_name(i) for i in range(4)] == ["hbm2e", "hbm3", "hbm3e", "hbm4"]
 
 
+def test_with_field_takes_the_part_by_name_as_a_study_and_the_api_give_it() -> None:
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 2)
+    a = d.with_field("memory.hbm.generation", ["hbm3", "hbm4"])
+    b = d.with_part(_codes("hbm3", "hbm4"))
+    assert list(a.dram_part) == list(b.dram_part) and np.array_equal(a.bandwidth, b.bandwidth)
+
+
 def test_the_bandwidth_knob_after_a_part_buys_whole_stacks_of_that_part() -> None:
     d = DesignBatch.from_hardware(dse.hardware("npu-7nm"), 3).with_part(_codes("hbm2e", "hbm3", "hbm4"))
     d = d.with_knobs(dram_bandwidth=np.full(3, 3.0e12))
