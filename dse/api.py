@@ -23,7 +23,8 @@ from typing import Any
 from dse.cost.area import AreaBreakdown
 from dse.cost.area import area as _area
 from dse.hardware.designs import DesignBatch
-from dse.hardware.fields import KNOBS, domain_text, in_domain, knob_values
+from dse.hardware.dram_parts import searchable_names
+from dse.hardware.fields import KNOBS, domain_text, in_domain, is_part_field, knob_values, part_codes
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, is_system, load_system
 from dse.hardware.templates import list_templates, load_hardware
@@ -121,6 +122,13 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
             if name not in KNOBS and name not in fields_ok:
                 raise DseError(f"got column {name!r}; accepted: {', '.join(KNOBS)}, {', '.join(fields_ok)}",
                                field="designs")
+            if is_part_field(name):  # the main memory's DRAM part, by name (with_part checks its kind)
+                try:
+                    col[name] = part_codes(knobs[name].astype(str).to_numpy())
+                except ValueError:
+                    raise DseError(f"got {sorted(set(knobs[name].astype(str)))}; accepted: DRAM parts "
+                                   f"{', '.join(searchable_names())}", field=f"designs.{name}") from None
+                continue
             try:
                 col[name] = knobs[name].to_numpy(dtype=float)
             except (TypeError, ValueError):
@@ -131,13 +139,18 @@ def predict_many(workloads: Workload | list[Workload], designs: DesignBatch | An
                                f"number {domain_text(name)}", field=f"designs.{name}")
         from dse.search.space import designs_from_params  # optuna loads on first use, not on import dse
 
-        d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)
+        try:
+            d = designs_from_params(d, col)  # the study's one parameter rule (build fields, knobs, other fields)
+        except ValueError as exc:  # a DRAM part of another kind than the base's main memory
+            field, _, message = str(exc).partition(": ")
+            raise DseError(message, field=f"designs.{field}") from None
         for name, values in col.items():  # each column's ends build designs the schema accepts (a study's range does)
             for i in dict.fromkeys((int(np.argmin(values)), int(np.argmax(values)))):
                 try:
                     d.to_hardware(i, "probe", prefer=name if "." in name else None)
                 except DseError as exc:
-                    raise DseError(f"got {values[i]:g} in row {i}: the design it builds has {exc.field or 'a field'} "
+                    shown = knobs[name][i] if is_part_field(name) else f"{values[i]:g}"
+                    raise DseError(f"got {shown} in row {i}: the design it builds has {exc.field or 'a field'} "
                                    f"{exc.message}", field=f"designs.{name}") from None
     else:
         raise DseError(f"got {type(designs).__name__}; accepted: a DesignBatch or a pandas DataFrame of knobs",

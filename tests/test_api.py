@@ -320,3 +320,18 @@ def test_compare_takes_the_clis_comma_spelling_of_ratios(tmp_path: Path) -> None
     a = dse.compare(cfg, ratios="1:2,1:1", samples=0)
     b = dse.compare(cfg, ratios=["1:2", "1:1"], samples=0)
     assert list(a.designs_table["candidate"]) == list(b.designs_table["candidate"]) == ["1:2", "1:1"]
+
+
+def test_predict_many_takes_a_dram_part_column_by_name() -> None:
+    """A knobs DataFrame may name the main memory's part: the bandwidth target is then whole stacks of the part
+    (3.2 TB/s: 4 HBM3 stacks = 3.2768, 2 HBM4 stacks = 4.096 TB/s) and a decode step follows the bandwidth."""
+    wl = dse.workload("llama2-7b", phase="decode", batch=1, context=1024, dtype="bf16")
+    knobs = pd.DataFrame({"dram_bandwidth_tbps": [3.2, 3.2], "memory.hbm.generation": ["hbm3", "hbm4"]})
+    r = dse.predict_many([wl], knobs, base="npu-7nm")
+    assert list(r["dram_bandwidth_tbps_built"]) == pytest.approx([3.2768, 4.096])
+    t = r[f"time_s.{wl.label()}"]
+    assert t[1] < t[0]
+    with pytest.raises(DseError, match="got gddr6 for a level of kind dram; accepted: hbm2"):
+        dse.predict_many([wl], knobs.assign(**{"memory.hbm.generation": ["hbm3", "gddr6"]}), base="npu-7nm")
+    with pytest.raises(DseError, match=r"designs.memory.hbm.generation: got \['hbm3', 'hbm9'\]; accepted: DRAM parts"):
+        dse.predict_many([wl], knobs.assign(**{"memory.hbm.generation": ["hbm3", "hbm9"]}), base="npu-7nm")
