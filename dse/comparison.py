@@ -353,6 +353,7 @@ def compare(ctx: Context, candidates: list[str | Candidate], hold: Hold = "compu
                      "cores": int(d.cores[0]), "array": f"{d.array_rows[0]:.0f}x{d.array_cols[0]:.0f}",
                      "clock_ghz": float(d.base.compute.clock_ghz * d.clock_scale[0]),
                      "dram_stacks": int(d.dram_stacks[0]), "dram_capacity_gb": float(d.offchip_capacity[0]) / 1e9,
+                     "dram_part": d.part_name(0) or "",
                      "hold_note": "; ".join(notes[c.name]),
                      "ridge_flop_per_byte": float(d.ridge[0]),
                      "bw_per_flop_vs_base": f"1:{base_ridge / float(d.ridge[0]):.3g}",

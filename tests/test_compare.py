@@ -439,6 +439,7 @@ def test_candidates_can_name_the_dram_part(tmp_path: Path) -> None:
     assert [built[n].part_name(0) for n in cmp.names] == ["hbm2e", "hbm3", "hbm4", "hbm4"]
     assert float(built["hbm3"].dram_bandwidth[0]) == pytest.approx(4 * 819.2e9)
     assert float(built["1:2 hbm4"].dram_bandwidth[0]) == pytest.approx(2 * 2048e9)
+    assert list(cmp.designs_table["dram_part"]) == ["hbm2e", "hbm3", "hbm4", "hbm4"]
 
 
 def test_a_bad_part_in_a_candidate_is_one_line(tmp_path: Path, capsys) -> None:
