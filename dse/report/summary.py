@@ -189,6 +189,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
                                             if trials is not None and infeasible_counts(trials) else "none"),
         *([f"- **Bound:** {w}" for w in bound_warnings(cfg.search.space, result.best_params)]
           or ["- No searched knob sits on a bound of its range"]),
+        *choice_lines(cfg.search.space, trials, cfg.search.objective),
         "",
         "## Per-workload results on the best design",
         "",
@@ -257,6 +258,32 @@ def bound_warnings(space, params: dict[str, float]) -> list[str]:
         elif f >= 1 - BOUND_TOL:
             out.append(f"best {name} = {v:.4g} sits on its upper bound {hi:g}: the optimum may lie above; "
                        f"try high: {hi * 2:g}")
+    return out
+
+
+def choice_lines(space, trials: pd.DataFrame | None, objective: str) -> list[str]:
+    """One line per categorical searched field (a DRAM part, array sides, spare cores): for each of its choices the
+    best feasible objective the trials reached and how many trials (feasible / all) tried it, best first. A choice
+    the sampler tried a few times has not had its own optimum searched, and the line says so."""
+    col = f"objective_{objective}"
+    if trials is None or col not in trials or "feasible" not in trials:
+        return []
+    done = trials[trials["state"] == "COMPLETE"] if "state" in trials else trials
+    out = []
+    for p in space.params:
+        if p.choices is None or p.field not in done:
+            continue
+        parts = []
+        for choice in p.choices:
+            sel = done[done[p.field].astype(str) == str(choice)]
+            ok = sel[sel["feasible"].astype(bool)]
+            best = float(ok[col].max()) if len(ok) else float("nan")
+            parts.append((best, f"{choice} {best:.4g}" if len(ok) else f"{choice} none feasible",
+                          f"({len(ok)} of {len(sel)})"))
+        parts.sort(key=lambda t: -t[0] if t[0] == t[0] else np.inf)
+        out.append(f"- `{p.field}`, best feasible `{objective}` per choice (trials feasible of tried): "
+                   + ", ".join(f"{text} {n}" for _, text, n in parts)
+                   + "; a choice tried a few times is not searched to its own optimum")
     return out
 
 

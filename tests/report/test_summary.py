@@ -10,7 +10,7 @@ import dse
 import dse.cost.power
 from dse.cli import main
 from dse.config import Param, Range, Space
-from dse.report.summary import bound_warnings
+from dse.report.summary import bound_warnings, choice_lines
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -24,6 +24,19 @@ def test_bound_warnings_name_the_knob_and_the_bound() -> None:
     assert lines[0].startswith("best peak_tflops = 1020 sits on its upper bound 1024") and "high: 2048" in lines[0]
     assert lines[1].startswith("best sram_mib = 8.5 sits on its lower bound 8") and "low: 4" in lines[1]
     assert bound_warnings(space, {"peak_tflops": 300.0, "sram_mib": 100.0}) == []
+
+
+def test_choice_lines_give_each_choices_best_feasible_objective_best_first() -> None:
+    space = Space(params=[Param(field="memory.hbm.generation", choices=["hbm3", "hbm4", "hbm2e"]),
+                          Param(field="compute.clock_ghz", low=0.8, high=2.0)])
+    trials = pd.DataFrame({"state": ["COMPLETE"] * 5 + ["FAIL"],
+                           "memory.hbm.generation": ["hbm3", "hbm3", "hbm4", "hbm2e", "hbm4", "hbm2e"],
+                           "compute.clock_ghz": [1.0] * 6, "objective_score": [1.2, 1.5, 1.4, 2.0, 9.0, 3.0],
+                           "feasible": [True, True, True, False, False, True]})
+    (line,) = choice_lines(space, trials, "score")
+    assert line.startswith("- `memory.hbm.generation`, best feasible `score` per choice")
+    assert "hbm3 1.5 (2 of 2), hbm4 1.4 (1 of 2), hbm2e none feasible (0 of 1)" in line  # the FAIL trial not counted
+    assert choice_lines(space, None, "score") == []
 
 
 def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) -> None:
