@@ -428,9 +428,11 @@ class Compare(Strict):
 TRANSFORMS: dict[str, str | None] = {
     "fuse_elementwise": None, "flash_attention": None, "winograd": None,
     "dtype": "a dtype", "weight_dtype": "a dtype", "kv_dtype": "a dtype", "sram_mib": "MiB > 0",
+    "dram_part": "a DRAM part",
 }
 TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names); dtype, weight_dtype, kv_dtype "
-                       f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); a stage may also set label")
+                       f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); dram_part "
+                       f"({'|'.join(searchable_names())}); a stage may also set label")
 
 
 def _stage(item: Any) -> dict[str, Any]:
@@ -456,6 +458,8 @@ def _stage(item: Any) -> dict[str, Any]:
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(get_args(Dtype))}")
         if kind == "MiB > 0" and not (isinstance(value, int | float) and not isinstance(value, bool) and value > 0):
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
+        if kind == "a DRAM part" and value not in searchable_names():
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(searchable_names())}")
         out[key] = value
     if not out:
         raise ValueError(f"a stage without a transform; accepted: {TRANSFORMS_ACCEPTED}")

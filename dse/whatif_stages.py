@@ -9,6 +9,8 @@ transforms on top of the previous ones:
 * ``dtype`` / ``weight_dtype`` / ``kv_dtype``: lower precision (weight-only when only the weights
   narrow; the dequantization is counted by the builders);
 * ``sram_mib``: a larger (or smaller) outermost on-chip level on the design;
+* ``dram_part``: the design's main memory rebuilt on another DRAM part, its stacks each one of the part's
+  (``DesignBatch.with_part``: the part's stack bandwidth and capacity);
 * ``winograd``: 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) (:func:`winograd`).
 
 Every stage is predicted with :func:`dse.predict.predict` on the transformed workload and design. A
@@ -137,16 +139,20 @@ class State:
     sram_mib: float | None = None
     winograd: bool = False
     notes: list[str] = field(default_factory=list)
+    dram_part: str | None = None
 
 
 def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
     """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
-    new = State(dict(state.scenario), state.sram_mib, state.winograd, [])
+    new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part)
     for key, value in stage.items():
         if key == "label":
             continue
         if key == "sram_mib":
             new.sram_mib = float(value)
+            continue
+        if key == "dram_part":
+            new.dram_part = str(value)
             continue
         if key == "winograd":
             new.winograd = True  # whether any conv qualifies is known once the workload is built
@@ -226,6 +232,12 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
             if "winograd" in stage and n == 0:
                 notes.append(f"winograd does not apply: {subject.label} has no 3x3 stride-1 convolution")
         d = base if state.sram_mib is None else base.with_knobs(sram_bytes=np.array([state.sram_mib * MIB]))
+        if state.dram_part is not None:
+            try:
+                d = d.with_field(f"memory.{d.offchip_name}.generation", [state.dram_part])
+            except ValueError as exc:  # a part of another kind, or a main memory not bought in stacks
+                raise DseError(f"{stage['label']}: {str(exc).split(': ', 1)[-1]}",
+                               field=f"whatif.stages.{k - 1}") from None
         try:
             p = predict(wl, d)
         except DseError as exc:

@@ -114,6 +114,8 @@ def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
     ({"dtype": "fp7"}, "whatif.stages.1: got {'dtype': 'fp7'} (dtype 'fp7'); accepted: dtype: fp64, fp32"),
     ("dtype", "got 'dtype', an unknown transform (give it a value: {dtype: ...})"),
     ({"sram_mib": -1}, "whatif.stages.1: got {'sram_mib': -1} (sram_mib -1); accepted: sram_mib: a number of MiB > 0"),
+    ({"dram_part": "hbm9"}, "whatif.stages.1: got {'dram_part': 'hbm9'} (dram_part 'hbm9'); accepted: dram_part: hbm2"),
+    ({"dram_part": "gddr7"}, "whatif.stages.1: dram_part gddr7: got gddr7 for a level of kind dram; accepted: hbm2"),
 ])
 def test_bad_stages_are_one_line_errors(tmp_path: Path, capsys, stage, expect: str) -> None:
     cfg = write_config(tmp_path, {**SMALL_STUDY, "whatif": {"workload": {"name": "gpt2"},
@@ -202,3 +204,17 @@ def test_whatif_takes_a_model_yaml_path_on_the_command_line(tmp_path: Path) -> N
     assert main(["whatif", "--workload", str(path), "--phase", "decode", "--stages", "fuse_elementwise", "--out",
                  str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "my-llm-whatif" / "whatif.csv").is_file()
+
+
+def test_a_dram_part_stage_rebuilds_the_main_memory_and_equals_predict_on_that_design(tmp_path: Path, capsys) -> None:
+    """dram_part=hbm4: npu-7nm's 4 stacks become 4 HBM4 stacks (8.192 TB/s); the stage's time is dse.predict's on the
+    design built by DesignBatch.with_field, and a bandwidth-bound decode step speeds up by the bandwidth ratio."""
+    from dse.hardware.designs import DesignBatch
+
+    assert main(["whatif", "--workload", "llama2-7b", "--phase", "decode", "--context", "1024", "--stages",
+                 "dram_part=hbm3", "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "llama2-7b-whatif" / "whatif.csv")
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm")).with_field("memory.hbm.generation", ["hbm3"])
+    wl = dse.workload("llama2-7b", phase="decode", context=1024, fused_attention=False, fuse_elementwise=False)
+    assert t["time_ms"].iloc[1] == pytest.approx(dse.predict(wl, d).time_s * 1e3, rel=1e-9)
+    assert t["time_ms"].iloc[0] / t["time_ms"].iloc[1] == pytest.approx(2.0, rel=0.1)  # 819.2 / 409.6 GB/s a stack
