@@ -13,10 +13,16 @@ Inputs sampled (uniform, seeded with ``numpy.random.default_rng(seed)``):
   means the true rate is ``(1 + e)`` times the modelled one. Efficiencies are capped at 1. One draw
   applies to every candidate and to the base (they share the silicon's efficiencies).
 
+* where the objective reads the unit cost (``score_per_usd``, ``cost_usd``), the cost coefficients that enter it
+  linearly and carry a sourced range (:data:`COSTED`: the HBM price per GB, 7-18 USD, and the interposer price per
+  mm^2); each sample rescales every candidate's (and the base's) DRAM and interposer cost by the drawn price over the
+  nominal one (:func:`sampled_costs`). They are drawn after the inputs above, so a score-objective comparison draws
+  exactly what it drew before.
+
 Each sample re-predicts every candidate and the base design (the samples are rows of one design batch),
 so a candidate's objective (``search.objective``) has a distribution: ``p_beats_first`` is the share of
 samples in which it beats the first candidate's, ``objective_p10``/``objective_p90`` its percentiles.
-Energy and cost coefficients are not sampled (they move power and cost, not score or area).
+Energy coefficients, and cost ones that enter the cost non-linearly (yield), are not sampled.
 
 Sensitivity: the first-order variance-based (Sobol) index of each input for the decision quantity
 ``Y = log(objective_c / objective_first)`` is estimated from the same samples by the given-data
@@ -33,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from dse.cost.area import COMPONENTS, area, inventory, price
+from dse.cost.cost import unit_cost
 from dse.hardware.designs import DesignBatch
 from dse.hardware.schema import Coefficient, Node
 from dse.predict import mix_times
@@ -43,6 +50,39 @@ from dse.study import Context, score_designs
 PRICED = ("matrix_mm2_per_tflops", "systolic_control_fraction", "vector_mm2_per_tflops", "scratchpad_mm2_per_mib",
           "cache_mm2_per_mib", "dram_phy_mm2_per_stack", "dram_controller_mm2_per_stack",
           "ddr_phy_mm2_per_channel", "serdes_mm2_per_link", "fixed_mm2")
+
+
+#: node coefficients the unit cost is linear in (``dse.cost.cost.unit_cost``), by the cost part each prices; sampled
+#: when the objective reads the cost and the coefficient carries a range
+COSTED = {"dram_usd_per_gb": "dram", "interposer_usd_per_mm2": "interposer"}
+
+
+def cost_ranges(node: Node, objective: str) -> dict[str, tuple[float, float]]:
+    """The :data:`COSTED` coefficients with a sourced range, name -> (low, high), where ``objective`` reads the unit
+    cost (``dse.score.OBJECTIVES``: ``per`` or ``resource`` ``cost_usd``); else none."""
+    from dse.score import OBJECTIVES
+
+    o = OBJECTIVES[objective]
+    if "cost_usd" not in (o.per, o.resource):
+        return {}
+    out = {}
+    for name in COSTED:
+        c = getattr(node, name)
+        if isinstance(c, Coefficient) and c.range is not None and c.range[1] > c.range[0]:
+            out[name] = (float(c.range[0]), float(c.range[1]))
+    return out
+
+
+def sampled_costs(d: DesignBatch, node: Node, draws: dict[str, np.ndarray]) -> np.ndarray:
+    """[S] unit cost of design 0 of ``d`` under each draw of the :data:`COSTED` prices: the nominal cost with each
+    priced part scaled by drawn / nominal price (the part is that price times a quantity: GB, mm^2)."""
+    parts = unit_cost(d, area(d)).parts
+    total = sum(float(np.asarray(v)[0]) for v in parts.values())
+    out = np.full(len(next(iter(draws.values()))) if draws else 1, total)
+    for name, x in draws.items():
+        part = float(np.asarray(parts[COSTED[name]])[0])
+        out = out + part * (x / getattr(node, name).value - 1.0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -132,6 +172,8 @@ def robustness(ctx: Context, names: list[str], designs: list[DesignBatch], sampl
                 X[f"{lv} efficiency scale"] = rng.uniform(1 + lo, 1 + hi, samples)
         else:
             X[f"{f.removesuffix('_eff')} efficiency scale"] = rng.uniform(1 + lo, 1 + hi, samples)
+    costed = cost_ranges(node, ctx.cfg.search.objective)  # drawn last: the streams above are unchanged
+    X |= {k: rng.uniform(lo, hi, samples) for k, (lo, hi) in costed.items()}
     scale_m, scale_v = X["matrix efficiency scale"], X["vector efficiency scale"]
     scale_bw = np.stack([X[f"{lv} efficiency scale"] for lv in ctx.base.level_names], axis=1)  # [S, L]
 
@@ -151,16 +193,20 @@ def robustness(ctx: Context, names: list[str], designs: list[DesignBatch], sampl
         return np.sum([np.broadcast_to(parts[c], (samples,)) for c in COMPONENTS], axis=0)
 
     base_area = area_of(ctx.base)
+    base_cost = sampled_costs(ctx.base, node, {k: X[k] for k in costed}) if costed else None
     kind = ctx.cfg.search.objective
     out = pd.DataFrame(X)
     objs = {}
     for k, (n, d) in enumerate(zip(names, designs, strict=True)):
         score = np.exp(np.log(times[0] / times[k + 1]) @ w)  # vs the base under the same draw
         a = area_of(d)
-        nominal, _ = score_designs(ctx, d)  # cost and power are not sampled: their nominal values
-        res = {"area_mm2": a, "cost_usd": np.full(samples, nominal.cost_usd[0]),
-               "power_w": np.full(samples, nominal.power_w[0])}
+        nominal, _ = score_designs(ctx, d)  # power is not sampled, cost where the objective reads it
+        cost = (sampled_costs(d, node, {k: X[k] for k in costed}) if costed
+                else np.full(samples, nominal.cost_usd[0]))
+        res = {"area_mm2": a, "cost_usd": cost, "power_w": np.full(samples, nominal.power_w[0])}
         base = {**ctx.base_resources, "area_mm2": base_area}
+        if costed:
+            base["cost_usd"] = base_cost
         obj = objective_value(kind, score, res, base)
         objs[n] = obj
         out[f"score_{n}"], out[f"area_mm2_{n}"], out[f"objective_{n}"] = score, a, obj

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dse.comparison import compare
-from dse.config import load_study
+from dse.config import Candidate, load_study
 from dse.cost.area import area, inventory, price
 from dse.robustness import first_order_indices, node_ranges, sampled_node
 from dse.study import prepare
@@ -97,3 +97,38 @@ def test_compare_writes_robustness_outputs_and_a_memo(tmp_path: Path, capsys) ->
     assert "P(2:1 beats 1:1 on score) = 0%" in md
     assert main(["compare", str(cfg), "--samples", "-1", "--out", str(tmp_path)]) == 2
     assert "--samples: got -1" in capsys.readouterr().err
+
+
+def test_a_cost_objective_samples_the_dram_and_interposer_prices_and_a_score_one_does_not(tmp_path: Path) -> None:
+    """score_per_usd between npu-7nm on 4 HBM2E stacks and on 4 HBM3 stacks (2x the bandwidth, 1.5x the GB): the HBM
+    price per GB (7-18 USD) and the interposer's (node ranges) join the draws, each sample's cost is the nominal one
+    with those parts rescaled (a draw at the nominal prices gives the nominal cost), and the HBM price decides more of
+    cost-per-score than any efficiency (with the interposer's wide 0.03-1 USD/mm2 range first: a common cost that
+    dilutes HBM3's extra GB). With objective score the draws are the ones a score study always made."""
+    from dse.cost.cost import unit_cost
+    from dse.hardware.templates import load_node
+    from dse.robustness import COSTED, cost_ranges, sampled_costs
+
+    cands = [Candidate(name="hbm2e", ratio="1:1"),
+             Candidate(name="hbm3", fields={"memory.hbm.generation": "hbm3"})]
+    data = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"], "objective": "score_per_usd"}}
+    c, d = load_study(write_config(tmp_path, data))
+    ctx = prepare(c, d)
+    node = load_node("7nm")
+    assert set(cost_ranges(node, "score_per_usd")) == set(COSTED) and cost_ranges(node, "score") == {}
+    cmp = compare(ctx, cands, samples=256, seed=3)
+    s = cmp.robust.samples
+    assert {"dram_usd_per_gb", "interposer_usd_per_mm2"} <= set(s.columns)
+    assert s["dram_usd_per_gb"].between(7.0, 18.0).all()
+    hbm3 = cmp.designs[1]
+    nominal = {k: np.array([getattr(node, k).value]) for k in COSTED}
+    parts = unit_cost(hbm3, area(hbm3)).parts
+    assert sampled_costs(hbm3, node, nominal)[0] == pytest.approx(sum(float(v[0]) for v in parts.values()))
+    sens = cmp.robust.sensitivity.set_index("input")
+    top2 = set(sens["first_order_index"].sort_values(ascending=False).index[:2])
+    assert top2 == set(COSTED) and sens.loc[list(COSTED), "above_noise"].all()
+    t = cmp.designs_table.set_index("candidate")
+    assert 0.0 < t.loc["hbm3", "p_beats_first"] <= 1.0
+    plain = load_study(write_config(tmp_path, SMALL_STUDY, "plain.yaml"))
+    r = compare(prepare(*plain), ["1:1", "1:2"], samples=64, seed=3).robust
+    assert not {"dram_usd_per_gb", "interposer_usd_per_mm2"} & set(r.inputs)
