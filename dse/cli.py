@@ -1231,7 +1231,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         plan["overlap"] = overlap_flag(args.overlap)
     # the plan applied once, when the workload is built
     wl = workload(args.workload, plan=plan_for(args.chips, **plan) if args.chips is not None or plan else None, **scen)
-    p = predict(wl, args.hardware, system=args.system)
+    hw = args.hardware if args.dram_part is None else with_dram_part(args.hardware, args.dram_part)
+    p = predict(wl, hw, system=args.system)
     cols = ["name", "kind", "ran_on", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization",
             "region"]
     if args.format == "json":
@@ -1498,6 +1499,20 @@ def _add_sweep_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
+def with_dram_part(hardware: str, part: str):  # noqa: ANN201 - a dse.hardware.schema.Hardware
+    """``--dram-part``: the template with its main memory rebuilt on ``part`` (``DesignBatch.with_part``: its stacks
+    each one of the part's), under the template's own name; a part the level does not take is one line."""
+    from dse.hardware.designs import DesignBatch
+    from dse.hardware.templates import load_hardware
+
+    hw = load_hardware(hardware)
+    try:
+        d = DesignBatch.from_hardware(hw).with_field(f"memory.{hw.offchip_level.name}.generation", [part])
+    except ValueError as exc:
+        raise DseError(f"got {part!r}; {str(exc).split('; ', 1)[-1]}", field="--dram-part") from None
+    return d.to_hardware(0, hw.name, note=f"main memory on {part} (--dram-part)")
+
+
 def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     """The arguments of the ``predict`` subcommand: scenario, serving, parallelism plan and output flags."""
     pp.add_argument("workload", help="a library model (dse workloads list), a description YAML, or one operator: "
@@ -1506,6 +1521,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     _add_scenario_args(pp)
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")
+    pp.add_argument("--dram-part", help="rebuild the chip's main memory on this DRAM part, each stack one of the "
+                    "part's (hbm2, hbm2e, hbm3, hbm3e, hbm4; gddr6, gddr6x, gddr7 for board DRAM)")
     for flag in ("--tp", "--pp", "--dp", "--ep", "--microbatches", "--zero", "--interleave", "--fsdp"):
         pp.add_argument(flag, type=int)
     pp.add_argument("--sp", nargs="?", const="on", choices=["on", "off"],

@@ -1,6 +1,7 @@
 """Bad input: one line naming file, field, value and what is accepted; exit 2; no traceback."""
 
 import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -691,3 +692,16 @@ def test_hardware_lists_each_templates_main_memory_as_bought(capsys) -> None:
     assert main(["hardware", "h200", "groq-tsp", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [(d["dram_part"], d["dram_stacks"]) for d in data] == [("hbm3e", 6), (None, 0)]
+
+
+def test_predict_on_another_dram_part(capsys) -> None:
+    """--dram-part hbm3: npu-7nm's 4 stacks as HBM3 (96 GB, 3.277 TB/s): a bandwidth-bound decode step runs about
+    2x faster, the memory check reads the part's capacity; a part of another kind is one line."""
+    assert main(["predict", "llama2-7b", "npu-7nm", "--phase", "decode"]) == 0
+    base = capsys.readouterr().out
+    assert main(["predict", "llama2-7b", "npu-7nm", "--phase", "decode", "--dram-part", "hbm3"]) == 0
+    out = capsys.readouterr().out
+    t0, t1 = (float(re.search(r"on npu-7nm: ([\d.]+) ms per step", o).group(1)) for o in (base, out))
+    assert t0 / t1 == pytest.approx(2.0, rel=0.1) and "of 96.0 GB: fits" in out
+    assert main(["predict", "llama2-7b", "npu-7nm", "--dram-part", "gddr7"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --dram-part: got 'gddr7'; accepted: hbm2, hbm2e, hbm3, hbm3e, hbm4"
