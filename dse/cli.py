@@ -707,8 +707,11 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.hardware.templates import list_templates, load_hardware
 
     rows, die_rows, noc_rows = [], [], []
+    if args.dram_part is not None and not args.templates:
+        raise DseError(f"got --dram-part {args.dram_part} without a template; accepted: one or more template names "
+                       "or YAML paths (dse area npu-7nm --dram-part hbm4)", field="--dram-part")
     for arg in args.templates or list_templates():
-        hw = load_hardware(arg)
+        hw = load_hardware(arg) if args.dram_part is None else with_dram_part(arg, args.dram_part)
         name = _template_label(arg, hw)
         d = DesignBatch.from_hardware(hw)
         ar = area(d)
@@ -1644,6 +1647,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "die-area calibration table")
     arp.add_argument("templates", nargs="*", help="template names or YAML paths (default: every shipped one)")
     arp.add_argument("--format", choices=["table", "json"], default="table")
+    arp.add_argument("--dram-part", help="price each named template with its main memory rebuilt on this DRAM part "
+                     "(its stacks each one of the part's: PHY and controller by interface width, price per GB)")
     vp = sub.add_parser("validate", help="predicted vs published measurements (validation/measurements.csv)")
     vp.add_argument("--measurements", help="measurements CSV (default: validation/measurements.csv)")
     vp.add_argument("--template", action="append", help="use another template for a name: NAME=TEMPLATE")

@@ -705,3 +705,19 @@ def test_predict_on_another_dram_part(capsys) -> None:
     assert t0 / t1 == pytest.approx(2.0, rel=0.1) and "of 96.0 GB: fits" in out
     assert main(["predict", "llama2-7b", "npu-7nm", "--dram-part", "gddr7"]) == 2
     assert capsys.readouterr().err.strip() == "error: --dram-part: got 'gddr7'; accepted: hbm2, hbm2e, hbm3, hbm3e, hbm4"
+
+
+def test_area_on_another_dram_part(capsys) -> None:
+    """dse area npu-7nm --dram-part hbm4: the same 4 stacks, each a 2048-bit HBM4 PHY and controller (2x their area);
+    without a template the flag is one line."""
+    import json
+
+    assert main(["area", "npu-7nm", "--format", "json"]) == 0
+    base = json.loads(capsys.readouterr().out)["templates"][0]
+    assert main(["area", "npu-7nm", "--dram-part", "hbm4", "--format", "json"]) == 0
+    hbm4 = json.loads(capsys.readouterr().out)["templates"][0]
+    for part in ("dram_phy_mm2", "dram_controller_mm2"):
+        assert hbm4[part] == pytest.approx(2 * base[part])
+    assert hbm4["unit_cost_usd"] > base["unit_cost_usd"]
+    assert main(["area", "--dram-part", "hbm4"]) == 2
+    assert "error: --dram-part: got --dram-part hbm4 without a template" in capsys.readouterr().err
