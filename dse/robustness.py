@@ -63,14 +63,7 @@ def cost_ranges(node: Node, objective: str) -> dict[str, tuple[float, float]]:
     from dse.score import OBJECTIVES
 
     o = OBJECTIVES[objective]
-    if "cost_usd" not in (o.per, o.resource):
-        return {}
-    out = {}
-    for name in COSTED:
-        c = getattr(node, name)
-        if isinstance(c, Coefficient) and c.range is not None and c.range[1] > c.range[0]:
-            out[name] = (float(c.range[0]), float(c.range[1]))
-    return out
+    return ranged(node, tuple(COSTED)) if "cost_usd" in (o.per, o.resource) else {}
 
 
 def sampled_costs(d: DesignBatch, node: Node, draws: dict[str, np.ndarray]) -> np.ndarray:
@@ -93,14 +86,19 @@ class Robustness:
     inputs: list[str]  # sampled input names (in ``samples``)
 
 
-def node_ranges(node: Node) -> dict[str, tuple[float, float]]:
-    """Priced area coefficients that carry a sourced range, name -> (low, high)."""
+def ranged(node: Node, names: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """The coefficients ``names`` of ``node`` that carry a sourced range, name -> (low, high)."""
     out = {}
-    for name in PRICED:
+    for name in names:
         c = getattr(node, name)
         if isinstance(c, Coefficient) and c.range is not None and c.range[1] > c.range[0]:
             out[name] = (float(c.range[0]), float(c.range[1]))
     return out
+
+
+def node_ranges(node: Node) -> dict[str, tuple[float, float]]:
+    """Priced area coefficients that carry a sourced range, name -> (low, high)."""
+    return ranged(node, PRICED)
 
 
 def efficiency_bands() -> dict[str, tuple[float, float, str]]:
