@@ -592,7 +592,8 @@ class DesignBatch:
 
     def build_text(self, i: int) -> str:
         """How design ``i`` is built, e.g. ``48 cores x 64x64 MACs x 2 FLOP x 1.4 GHz = 550.5 TFLOP/s bf16; 8 x
-        409.6 GB/s HBM stacks = 3.28 TB/s, 128 GB``."""
+        409.6 GB/s hbm stacks of hbm2e = 3.28 TB/s, 128 GB`` (the DRAM part where the level names one or a study
+        chose one)."""
         b = self.base
         clock = b.compute.clock_ghz * float(self.clock_scale[i])
         apc = float(self.core_peak_flops[i]) / (2.0 * clock * 1e9 * float(self.array_rows[i] * self.array_cols[i]))
@@ -606,7 +607,7 @@ class DesignBatch:
         if per is not None:
             tbps = float(fields.knob_values(self.take([i]))["dram_bandwidth_tbps"][0])
             unit = "channels" if b.offchip_level.spec.area == "ddr_phy" else "stacks"
-            part = f" of {self.part_name(i)}" if self.chosen_part[i] else ""
+            part = f" of {self.part_name(i)}" if self.part_name(i) else ""  # the part named or chosen
             text += (f"; {self.dram_stacks[i]:.0f} x {per[i] / 1e9:.4g} GB/s {self.offchip_name} {unit}{part} = "
                      f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
         return text

@@ -153,6 +153,9 @@ def test_the_bandwidth_knob_after_a_part_buys_whole_stacks_of_that_part() -> Non
     assert d.dram_bandwidth / 1e9 == pytest.approx([3276.8, 3276.8, 4096.0])
     assert d.offchip_capacity / 1e9 == pytest.approx([128.0, 96.0, 72.0])
     assert "2 x 2048 GB/s hbm stacks of hbm4 = 4.096 TB/s, 72 GB" in d.build_text(2)
+    assert "8 x 409.6 GB/s hbm stacks of hbm2e = 3.277 TB/s, 128 GB" in d.build_text(0)  # the template's own part
+    trn = DesignBatch.from_hardware(dse.hardware("trainium1"))  # names no part: none said
+    assert " stacks = " in trn.build_text(0) and " of " not in trn.build_text(0).split(";")[-1]
 
 
 def test_an_hbm4_stack_prices_two_phys_and_controllers_and_its_premium() -> None:
