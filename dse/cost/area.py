@@ -135,14 +135,22 @@ class AreaBreakdown:
         return {c: float(self.parts[c][0]) for c in COMPONENTS}
 
 
+def stack_bps(d: DesignBatch, j: int) -> np.ndarray | float | None:
+    """Byte/s of one stack (or channel) of level ``j``: [D] the design's part's for the main memory
+    (``DesignBatch.main_stack_bps``), else the template's ``stack_bandwidth_gbps``; None where it names none."""
+    if j == d.offchip_index:
+        return d.main_stack_bps()
+    gbps = d.base.memory[j].stack_bandwidth_gbps
+    return None if gbps is None else gbps * 1e9
+
+
 def level_stacks(d: DesignBatch, j: int) -> np.ndarray:
     """[D] stacks (or channels) level ``j`` needs for its bandwidth, ceil(BW / per-stack BW), when its kind
     is priced by PHY stacks (``area == "dram_phy"``) and it names ``stack_bandwidth_gbps``; else 0."""
     level = d.base.memory[j]
     if level.spec.area != "dram_phy" or level.stack_bandwidth_gbps is None:
         return np.zeros(d.n)
-    per_stack = d.main_stack_bps() if j == d.offchip_index else level.stack_bandwidth_gbps * 1e9
-    return np.ceil(d.bandwidth[:, j] / per_stack - 1e-9)
+    return np.ceil(d.bandwidth[:, j] / stack_bps(d, j) - 1e-9)
 
 
 def dram_stacks(d: DesignBatch, phy: bool = False) -> np.ndarray:
@@ -164,9 +172,7 @@ def ddr_channels(d: DesignBatch) -> np.ndarray:
     out = np.zeros(d.n)
     for j, level in enumerate(d.base.memory):
         if level.spec.area == "ddr_phy":  # without stack_bandwidth_gbps, the template's bandwidth is one channel
-            per = level.stack_bandwidth_gbps * 1e9 if level.stack_bandwidth_gbps else level.bandwidth_bps
-            if j == d.offchip_index and level.stack_bandwidth_gbps:  # the design's part's channel
-                per = d.main_stack_bps()
+            per = stack_bps(d, j) if level.stack_bandwidth_gbps else level.bandwidth_bps
             out = out + np.maximum(np.ceil(d.bandwidth[:, j] / per - 1e-9), 1.0)
     return out
 

@@ -314,8 +314,9 @@ class DesignBatch:
         """[D] bool: the design's main memory is a part chosen for it (:meth:`with_part`), not the template's."""
         return np.zeros(self.n, dtype=bool) if self.dram_part is None else self.dram_part >= 0
 
-    def _part_figure(self, attr: str, template: float) -> np.ndarray:
-        """[D] figure ``attr`` of :func:`dse.hardware.dram_parts.part_table` for a chosen part, else ``template``."""
+    def part_figure(self, attr: str, template: float) -> np.ndarray:
+        """[D] figure ``attr`` of :func:`dse.hardware.dram_parts.part_table` for a chosen part, else ``template``
+        (the template's own figure)."""
         chosen = self.chosen_part
         if not chosen.any():
             return np.full(self.n, template)
@@ -326,11 +327,11 @@ class DesignBatch:
         """[D] byte/s of one stack (or channel) of the main memory: the chosen part's rated stack, else the template's
         ``stack_bandwidth_gbps``; None when the level is not bought in stacks."""
         per = stack_bandwidth(self.base)
-        return None if per is None else self._part_figure("stack_bps", per)
+        return None if per is None else self.part_figure("stack_bps", per)
 
     def main_stack_bytes(self) -> np.ndarray:
         """[D] bytes of one stack of the main memory: the chosen part's, else :func:`stack_capacity_bytes`."""
-        return self._part_figure("stack_bytes", stack_capacity_bytes(self.base))
+        return self.part_figure("stack_bytes", stack_capacity_bytes(self.base))
 
     def _template_part(self, attr: str) -> float:
         """The template's own part's ``attr`` (1 where it names none or the part has no stack figures)."""
@@ -344,13 +345,13 @@ class DesignBatch:
     def dram_io_factor(self) -> np.ndarray:
         """[D] interface bits of a main-memory stack over the 1024 the node files' PHY and controller areas are for
         (HBM4: 2; ``dse.hardware.dram_parts.StackPart.io_bits``)."""
-        return self._part_figure("io_factor", self._template_part("io_factor"))
+        return self.part_figure("io_factor", self._template_part("io_factor"))
 
     @property
     def dram_price_factor(self) -> np.ndarray:
         """[D] price per GB of the main memory's part relative to the node file's ``dram_usd_per_gb`` (HBM3E 1.2,
         HBM4 1.56; 1 for a part without a figure or a level that names none)."""
-        return self._part_figure("price_factor", self._template_part("price_factor"))
+        return self.part_figure("price_factor", self._template_part("price_factor"))
 
     def with_part(self, codes: np.ndarray) -> DesignBatch:
         """The designs with their main memory built from DRAM part ``codes`` [D] (``dram_parts.code_of``; a part

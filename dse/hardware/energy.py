@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.hardware.dram_parts import energy_per_byte, part_table
+from dse.hardware.dram_parts import energy_per_byte
 from dse.hardware.schema import Node
 from dse.units import DTYPE_BYTES, DTYPES, element_of, fallback_dtype
 
@@ -71,7 +71,7 @@ def design_level_energy(d: DesignBatch, node: Node) -> np.ndarray:
         return e
     out = np.repeat(e, d.n, axis=0)
     j = d.offchip_index
-    out[:, j] = np.where(d.chosen_part, part_table("energy")[np.maximum(d.dram_part, 0).astype(int)], out[:, j])
+    out[:, j] = d.part_figure("energy", float(e[0, j]))
     return out
 
 
