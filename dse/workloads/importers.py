@@ -1,7 +1,8 @@
 """Bring your own model: Hugging Face ``config.json``, ONNX files and torch modules.
 
-* :func:`from_hf_config` maps a transformers config (llama, mistral, qwen2, gemma, gpt2, bert,
-  mixtral, qwen2_moe, deepseek_v2/v3) to a transformer description without downloading weights.
+* :func:`from_hf_config` maps a transformers config (llama, mistral, qwen2/3, gemma 1-3, gpt2, bert,
+  mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v2/v3) to a transformer description without downloading
+  weights, sliding-window layers included (``sliding_window`` with ``layer_types`` or a pattern).
 * :func:`from_onnx` runs ONNX shape inference and turns MatMul/Gemm/Conv into GEMM rows and
   elementwise, normalisation, softmax and reduction nodes into streaming rows; any other operator is
   counted as bytes only and listed, never dropped.
@@ -21,14 +22,15 @@ from typing import Any
 
 from dse.errors import DseError
 
-HF_TYPES = ("llama", "mistral", "qwen2", "gemma", "gpt2", "gptj", "gpt_neox", "bert", "roberta", "mixtral", "qwen2_moe",
-            "deepseek_v2", "deepseek_v3", "phi3")
+HF_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gptj", "gpt_neox",
+            "bert", "roberta", "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3")
 
 
 #: model types whose transformers config class ties the input and output embeddings when config.json leaves
-#: ``tie_word_embeddings`` out (GemmaConfig, Gemma2Config: ``tie_word_embeddings=True``; LlamaConfig, MistralConfig,
-#: MixtralConfig, Qwen2Config, Qwen2MoeConfig, Phi3Config and the DeepSeek configs default to False)
-TIED_BY_DEFAULT = {"gemma": True, "gemma2": True}
+#: ``tie_word_embeddings`` out (GemmaConfig, Gemma2Config, Gemma3TextConfig: ``tie_word_embeddings=True``; LlamaConfig,
+#: MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, the MoE configs, GptOssConfig, Phi3Config and the DeepSeek
+#: configs default to False)
+TIED_BY_DEFAULT = {"gemma": True, "gemma2": True, "gemma3_text": True}
 
 
 def _load_json(src: str | Path | dict) -> tuple[dict, str]:
@@ -68,6 +70,9 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
     """A library description (mapping) from a Hugging Face config."""
     cfg, where = _load_json(src)
     mt = cfg.get("model_type")
+    if mt == "gemma3" and isinstance(cfg.get("text_config"), dict):  # a multimodal Gemma 3: its language model
+        cfg = {**cfg["text_config"], "_name_or_path": cfg.get("_name_or_path")}
+        mt = "gemma3_text"
     if not isinstance(mt, str) or mt not in HF_TYPES:
         raise DseError(f"unsupported model_type {mt!r:.60}; accepted: {', '.join(HF_TYPES)}", file=where,
                        field="model_type")
@@ -130,10 +135,10 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
                 "default_seq": min(2048, need("max_position_embeddings"))}
         if cfg.get("head_dim") is not None:
             arch["head_dim"] = opt("head_dim", None)
-        if mt == "mixtral":
+        if mt in ("mixtral", "gpt_oss"):
             arch["moe"] = {"experts": need("num_local_experts"), "active": need("num_experts_per_tok"),
                            "expert_ffn": need("intermediate_size")}
-        elif mt == "qwen2_moe":
+        elif mt in ("qwen2_moe", "qwen3_moe"):
             shared = opt("shared_expert_intermediate_size", 0, 0)
             f = need("moe_intermediate_size")
             arch["moe"] = {"experts": need("num_experts"), "active": need("num_experts_per_tok"), "expert_ffn": f,
@@ -146,6 +151,9 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
                            "expert_ffn": need("moe_intermediate_size"), "shared_experts": opt("n_shared_experts", 0, 0),
                            "dense_layers": opt("first_k_dense_replace", 0, 0)}
             arch.pop("kv_heads", None)
+        window = _window(cfg, mt, arch["layers"], where)
+        if window is not None:
+            arch["window"] = window
     phase = "forward" if arch["kind"] == "encoder" else "decode"
     defaults = {"phase": phase, "batch": 1, "dtype": "bf16"}
     if phase == "decode":
@@ -155,6 +163,38 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
             "arch": arch, "defaults": defaults}
     _validate(desc, where, cfg)
     return desc
+
+
+def _window(cfg: dict, mt: str, layers: int, where: str) -> dict[str, int] | None:
+    """``arch.window`` from a config's ``sliding_window`` (None where it is null, or where ``use_sliding_window`` is
+    false: Qwen2/Qwen3 carry a window they do not use): which layers are local comes from ``layer_types``
+    (transformers >= 4.53: ``sliding_attention`` / ``full_attention`` per layer), else Gemma 3's
+    ``sliding_window_pattern`` (every n-th layer global), else Gemma 2's alternation (even layers local), else every
+    layer (Mistral v0.1, Phi-3). A pattern whose global layers are not every n-th is refused in one line."""
+    w = cfg.get("sliding_window")
+    if w is None or cfg.get("use_sliding_window") is False:
+        return None
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise DseError(f"got {w!r:.60}; accepted: an integer >= 1 or null", file=where, field="sliding_window")
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        glob = [i for i, t in enumerate(types) if t != "sliding_attention"]
+        if len(types) != layers or not all(t in ("sliding_attention", "full_attention") for t in types):
+            raise DseError(f"got {len(types)} entries; accepted: {layers} of 'sliding_attention' or 'full_attention'",
+                           file=where, field="layer_types")
+        if len(glob) == layers:
+            return None
+        every = glob[0] + 1 if glob else 0
+        if every and glob != list(range(every - 1, layers, every)):
+            raise DseError(f"global layers at {glob[:6]}; accepted: every n-th layer global (a window's "
+                           "global_every)", file=where, field="layer_types")
+    elif "sliding_window_pattern" in cfg:
+        every = cfg["sliding_window_pattern"]
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise DseError(f"got {every!r:.60}; accepted: an integer >= 1", file=where, field="sliding_window_pattern")
+    else:
+        every = 2 if mt == "gemma2" else 0
+    return {"tokens": w, "global_every": every}
 
 
 #: the Hugging Face config keys an ``arch`` field is read from (any model_type), for naming the key in an error; a

@@ -609,7 +609,9 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
     dec = local.model_copy(update={"phase": "decode", "context": serving.mean_read_context(i, o, local.kv_block),
                                    "kv_block": None})
     rows_p, facts_p = transformer.build(arch_l, pre, name)
-    rows_d, facts_d = transformer.build(arch_l, dec, name)
+    local_kv = (serving.mean_read_context(i, o, local.kv_block, arch_l.window.tokens)
+                if arch_l.window is not None else None)  # a local layer's steps read at most its window
+    rows_d, facts_d = transformer.build(arch_l, dec, name, local_kv)
     if not plan.trivial:
         rows_p = parallel.per_microbatch(rows_p, plan) + parallel.collectives(arch_l, plan, facts_p, pre, False)
         rows_d = parallel.per_microbatch(rows_d, plan) + parallel.collectives(arch_l, plan, facts_d, dec, False)

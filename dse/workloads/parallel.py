@@ -647,7 +647,9 @@ def transformer_memory(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenari
                 per = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * kvb
             else:
                 per = 2 * (arch.kv_heads or arch.heads) * (arch.head_dim or h // arch.heads) * kvb
-            mem["kv_cache"] = float(L * tokens * batch * per)
+            n_global, n_local = arch.layer_split()  # a local layer's cache is a rolling buffer of its window
+            held = n_global * tokens + (n_local * min(tokens, arch.window.tokens) if n_local else 0)
+            mem["kv_cache"] = float(held * batch * per)
     return mem
 
 

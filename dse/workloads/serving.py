@@ -152,14 +152,20 @@ def read_context(context: int, block: int | None) -> int:
     return context if not block else block * -(-context // block)  # also elementwise over an array of contexts
 
 
-def mean_read_context(input_len: int, output_len: int, block: int | None) -> int:
+def mean_read_context(input_len: int, output_len: int, block: int | None, window: int | None = None) -> int:
     """The mean of :func:`read_context` over a sequence's decode steps, the ``t``-th of which attends to
-    ``input_len + t`` tokens (``t = 1 .. output_len``); :func:`mean_context` without ``kv_block``. Rounded, at
-    least 1: the attention's reads and FLOPs are linear in the length, so the mean step gives their total."""
-    if not block:
+    ``input_len + t`` tokens (``t = 1 .. output_len``), each at most ``window`` keys where a local layer's rolling
+    buffer holds that many (``dse.workloads.transformer.AttentionWindow``): ``mean_t min(read_context(input_len + t),
+    window)``; :func:`mean_context` without ``kv_block`` and window. Rounded, at least 1: the attention's reads and
+    FLOPs are linear in the keys, so the mean step gives their total."""
+    if window is not None and window >= input_len + output_len:
+        window = None  # never binds: the global layers' mean, not a rounding of its own
+    if not block and window is None:
         return mean_context(input_len, output_len)
-    t = np.arange(input_len + 1, input_len + output_len + 1)
-    return max(1, int(round(float(np.mean(read_context(t, block))))))
+    t = read_context(np.arange(input_len + 1, input_len + output_len + 1), block)
+    if window is not None:
+        t = np.minimum(t, window)
+    return max(1, int(round(float(np.mean(t)))))
 
 
 def metrics(ops: pd.DataFrame, facts: dict[str, Any], replicas: int = 1) -> dict[str, float]:

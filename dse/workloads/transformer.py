@@ -164,6 +164,42 @@ class MLA(Strict):
 Side = Annotated[int, Field(gt=0, le=MAX_KERNEL)]
 
 
+class AttentionWindow(Strict):
+    """Sliding-window (local) attention: a query attends to itself and the ``tokens - 1`` keys before it, in every
+    layer or in all but every ``global_every``-th, which attends to all keys. Mistral 7B: 4096 in every layer (Jiang
+    et al. 2023, Sec. 2); Gemma 2: 4096, alternating with global layers (Gemma Team 2024, Sec. 2); Gemma 3: 1024, five
+    local layers to one global (Gemma Team 2025, Sec. 2.2, ``sliding_window_pattern: 6``); gpt-oss: 128, alternating
+    (OpenAI 2025, model card Sec. 2.1; ``layer_types``). A local layer's KV cache is a rolling buffer of ``tokens``
+    entries (Mistral 7B, Sec. 2 'Rolling Buffer Cache'), so its decode reads and its cache hold at most that many."""
+
+    tokens: int = Field(gt=0, le=MAX_TOKENS, description="Keys a query of a local layer attends to, itself included")
+    global_every: int = Field(0, ge=0, le=MAX_LAYERS, description="Every n-th layer attends to all keys (Gemma 3: "
+                              "6, gpt-oss and Gemma 2: 2); 0: every layer is local")
+
+    def local_layers(self, layers: int) -> int:
+        """Local layers among ``layers``: ``layers - floor(layers / global_every)`` (all with ``global_every: 0``)."""
+        return layers - (layers // self.global_every if self.global_every else 0)
+
+
+def window_blocks(q_len: int, kv_len: int, window: int) -> list[tuple[int, int, bool]]:
+    """The attention blocks ``(queries, keys, causal)`` of a local layer whose ``q_len`` queries are the last of
+    ``kv_len`` positions: query ``i`` sits at ``p = kv_len - q_len + i`` and attends ``min(p + 1, window)`` keys.
+    The first ``q1 = min(q_len, max(0, window - (kv_len - q_len)))`` queries still see every key before them, a causal
+    block of ``q1`` queries over ``kv_len - q_len + q1`` keys; each of the other ``q_len - q1`` attends exactly
+    ``window`` keys, a non-causal block of them over ``window`` keys. Their pairs sum to ``sum_i min(p_i + 1,
+    window)`` (the causal block's by :func:`dse.workloads.ops.causal_pairs`); the second block reads ``window`` keys
+    once per query tile, as FlashAttention's local kernels bound their key loop by the window (Dao, flash-attention
+    ``window_size``, ``n_block_min``), but counts only one window of K and V as its compulsory read where the real
+    kernel reads each key once (``kv_len`` of them)."""
+    q1 = min(q_len, max(0, window - (kv_len - q_len)))
+    blocks = []
+    if q1:
+        blocks.append((q1, kv_len - q_len + q1, True))
+    if q_len > q1:
+        blocks.append((q_len - q1, window, False))
+    return blocks
+
+
 class ConvFrontEnd(Strict):
     """wav2vec 2.0's raw-waveform feature encoder (Baevski et al., NeurIPS 2020, Sec. 2 and App. B):
     1-D convolutions over the samples, a projection to the model width and a grouped positional conv."""
@@ -206,6 +242,7 @@ class TransformerArch(Strict):
     mla: MLA | None = None
     conv_frontend: ConvFrontEnd | None = None
     conformer: Conformer | None = None
+    window: AttentionWindow | None = Field(None, description="Sliding-window attention in all or most layers")
     parallel_block: bool = Field(
         False, description="Attention and MLP read the same normed input and one residual add sums both (GPT-J, "
         "GPT-NeoX, PaLM, Falcon, Phi-2): one norm and one add per layer instead of two each (Wang & Komatsuzaki "
@@ -242,10 +279,28 @@ class TransformerArch(Strict):
         if self.moe is not None and self.moe.dense_layers >= self.layers:
             raise ValueError(f"@moe.dense_layers@got {self.moe.dense_layers} with {self.layers} layers; accepted: an "
                              "integer from 0 to layers - 1 (at least one MoE layer)")
+        if self.window is not None:
+            self._check_window(self.window)
         if self.parallel_block and self.conformer is not None:
             raise ValueError("parallel_block: got true with a conformer block; accepted: false (a Conformer block "
                              "is sequential)")
         return self
+
+    def _check_window(self, w: AttentionWindow) -> None:
+        """A window needs causal attention without MLA and a ``global_every`` of at most ``layers``."""
+        if not self.is_causal:
+            raise ValueError(f"@window@got a window of {w.tokens} tokens for a non-causal model; accepted: a causal "
+                             "decoder (a query attends to the tokens before it)")
+        if self.mla is not None:
+            raise ValueError("@window@got a window with mla; accepted: no window (no published MLA model has one)")
+        if w.global_every > self.layers:
+            raise ValueError(f"@window.global_every@got {w.global_every} with {self.layers} layers; accepted: 0 (every "
+                             f"layer local) or 1 to {self.layers}")
+
+    def layer_split(self) -> tuple[int, int]:
+        """(global layers, local layers): every layer global without a window (:class:`AttentionWindow`)."""
+        local = self.window.local_layers(self.layers) if self.window is not None else 0
+        return self.layers - local, local
 
 
 def moe_rows(arch: TransformerArch, T: int, dt: str, w_up: str, w_down: str, gated: bool, act: str, fe: bool,
@@ -335,6 +390,38 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
     return rows
 
 
+def attention_rows(arch: TransformerArch, sc: Scenario, B: int, q_len: int, kv_len: int,
+                   local_kv: int | None = None) -> list[dict[str, Any]]:
+    """The attention kernels of a layer stack: ``layer.attention`` over ``kv_len`` keys in the global layers and, in
+    the local ones (``arch.window``, :meth:`TransformerArch.layer_split`), the blocks of :func:`window_blocks`
+    (``layer.attention_local``, the causal block, and ``layer.attention_band``, the queries that see a whole
+    window). A decode step's local layers read their rolling buffer, ``min(kv_len, tokens)`` keys, or ``local_kv``
+    where the caller gives the mean over a sequence's steps (serving, :func:`dse.workloads.serving.mean_read_context`).
+    An unfused prefill computes every score and masks it, so its local layers cost what global ones do."""
+    dt = sc.dtype
+    H = arch.heads
+    kw = {"batch": B, "heads": H, "kv_heads": arch.kv_heads or H, "head_dim": arch.head_dim or arch.hidden // H,
+          "dtype": sc.attention_dtype or dt, "kv_dtype": sc.kv_dtype or dt, "fused": sc.fused_attention,
+          "fuse_elementwise": sc.fuse_elementwise, "kernel": sc.attention_kernel, "gqa": sc.attention_gqa}
+    n_global, n_local = arch.layer_split()
+    if n_local and q_len > 1 and not sc.fused_attention:
+        n_global, n_local = arch.layers, 0
+    rows: list[dict[str, Any]] = []
+    if n_global:
+        rows += ops.attention("layer.attention", q_len=q_len, kv_len=kv_len, causal=arch.is_causal, count=n_global,
+                              **kw)
+    if n_local:
+        w = arch.window.tokens
+        if q_len == 1:
+            blocks = [(1, min(kv_len, w) if local_kv is None else min(local_kv, w), True)]
+        else:
+            blocks = window_blocks(q_len, kv_len, w)
+        for q, k, causal in blocks:
+            name = "layer.attention_local" if causal else "layer.attention_band"
+            rows += ops.attention(name, q_len=q, kv_len=k, causal=causal, count=n_local, **kw)
+    return rows
+
+
 def dropout_row(name: str, elems: float, dt: str, count: int, fused: bool, into_add: bool = False) -> dict[str, Any]:
     """Training dropout over ``elems`` activations with a one-byte keep-mask (PyTorch's dropout mask
     is bool; the ``s*b*h`` / ``a*s^2*b`` mask terms of Korthikanti et al. 2022, Sec. 4.1). Megatron-LM
@@ -358,10 +445,12 @@ def default_phase(arch: TransformerArch) -> str:
     return "decode" if arch.kind == "decoder" else "forward"
 
 
-def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def build(arch: TransformerArch, sc: Scenario, name: str, local_kv: int | None = None
+          ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Operator rows and resolved scenario facts for one transformer scenario: the input rows
     (:func:`_input_rows`), one layer's rows counted ``layers`` times (:func:`_layer_rows`), the output
-    rows (:func:`_output_rows`) and, in training, the loss and the training step."""
+    rows (:func:`_output_rows`) and, in training, the loss and the training step. ``local_kv``: the keys a decode
+    step's local layers read (:func:`attention_rows`), where not ``min(context, window)``."""
     phase, training = _phase(arch, sc, name)
     check_input_quant(sc)
     dt = sc.dtype
@@ -376,7 +465,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str) -> tuple[list[dict[str
     T = B * q_len
     rows: list[dict[str, Any]] = []
     rows += _input_rows(arch, sc, B, T, res)
-    rows += _layer_rows(arch, sc, B, T, q_len, read_context(kv_len, sc.kv_block), training)
+    rows += _layer_rows(arch, sc, B, T, q_len, read_context(kv_len, sc.kv_block), training, local_kv)
     rows += _output_rows(arch, sc, phase, B, T)
     if sc.input_quant == "kernel":
         rows = ops.quantize_inputs(rows, dt, sc.activation_dtype or dt)
@@ -494,8 +583,8 @@ def _input_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, res: int | 
     return rows
 
 
-def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv_len: int, training: bool
-                ) -> list[dict[str, Any]]:
+def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv_len: int, training: bool,
+                local_kv: int | None = None) -> list[dict[str, Any]]:
     """One layer's rows with ``count = layers``: norm, attention (QKV, RoPE, KV-cache write, attention,
     output projection; or MLA, :func:`mla_rows`), residual, norm, the Conformer conv module, the FFN
     (or MoE, :func:`moe_rows`), residual; dropout rows in training when ``dropout > 0``. A ``parallel_block``
@@ -531,11 +620,7 @@ def _layer_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int,
             rows.append(vec("rope", "elementwise", T * (H + Hkv) * d, "rope"))
         if arch.kind == "decoder" and not training:
             rows.append(ops.cache_write("layer.kv_cache_write", elems=T * 2 * Hkv * d, dtype=kvdt, count=L))
-        rows.extend(ops.attention("layer.attention", batch=B, heads=H, kv_heads=Hkv, q_len=q_len,
-                                  kv_len=kv_len, head_dim=d, causal=arch.is_causal,
-                                  dtype=sc.attention_dtype or dt,
-                                  kv_dtype=kvdt, fused=sc.fused_attention, count=L, fuse_elementwise=fe,
-                                  kernel=sc.attention_kernel, gqa=sc.attention_gqa))
+        rows.extend(attention_rows(arch, sc, B, q_len, kv_len, local_kv))
         if training and sc.dropout > 0 and not sc.fused_attention:
             rows.append(dropout_row("layer.attention.dropout", B * H * q_len * kv_len, dt, L, fe))
         rows.extend(ops.weight_gemm("layer.out_proj", T, h, H * d, dtype=dt, weight_dtype=weight_dtype_of(sc, "out_proj"),

@@ -349,3 +349,61 @@ def test_a_gemma_config_without_tie_word_embeddings_ties_them_as_transformers_do
     assert wl.scenario["params"] == dse.workload("gemma-7b").scenario["params"]
     llama = {k: v for k, v in LLAMA3_8B.items() if k != "tie_word_embeddings"}  # LlamaConfig defaults to untied
     assert workload_from_description(from_hf_config(llama)).scenario["params"] == 8_030_261_248
+
+
+# the models of 2025 and their sliding windows (config.json values as published on the Hugging Face hub)
+GPT_OSS_20B = {"model_type": "gpt_oss", "_name_or_path": "openai/gpt-oss-20b", "num_hidden_layers": 24,
+               "hidden_size": 2880, "intermediate_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+               "num_key_value_heads": 8, "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088,
+               "max_position_embeddings": 131072, "sliding_window": 128, "tie_word_embeddings": False,
+               "hidden_act": "silu", "layer_types": ["sliding_attention", "full_attention"] * 12}
+GEMMA3_27B = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-27b-it", "text_config": {
+    "model_type": "gemma3_text", "num_hidden_layers": 62, "hidden_size": 5376, "intermediate_size": 21504,
+    "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "vocab_size": 262208,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "sliding_window": 1024,
+    "sliding_window_pattern": 6}}
+QWEN3_30B_A3B = {"model_type": "qwen3_moe", "_name_or_path": "Qwen/Qwen3-30B-A3B", "num_hidden_layers": 48,
+                 "hidden_size": 2048, "head_dim": 128, "num_attention_heads": 32, "num_key_value_heads": 4,
+                 "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+                 "num_experts_per_tok": 8, "vocab_size": 151936, "max_position_embeddings": 40960,
+                 "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": None,
+                 "hidden_act": "silu"}
+GEMMA2_9B = {"model_type": "gemma2", "_name_or_path": "google/gemma-2-9b", "num_hidden_layers": 42,
+             "hidden_size": 3584, "intermediate_size": 14336, "num_attention_heads": 16, "num_key_value_heads": 8,
+             "head_dim": 256, "vocab_size": 256000, "hidden_activation": "gelu_pytorch_tanh",
+             "max_position_embeddings": 8192, "sliding_window": 4096}
+
+
+@pytest.mark.parametrize(("cfg", "lib", "window"), [
+    (GPT_OSS_20B, "gpt-oss-20b", {"tokens": 128, "global_every": 2}),
+    (GEMMA3_27B, "gemma3-27b", {"tokens": 1024, "global_every": 6}),
+    (QWEN3_30B_A3B, "qwen3-30b-a3b", None),
+    (GEMMA2_9B, "gemma2-9b", {"tokens": 4096, "global_every": 2}),
+])
+def test_a_2025_config_imports_as_the_library_model_with_its_window(tmp_path: Path, cfg: dict, lib: str,
+                                                                   window: dict | None) -> None:
+    import yaml
+
+    desc = from_hf_config(cfg)
+    assert desc["arch"].get("window") == window
+    path = tmp_path / f"{desc['name']}.yaml"
+    path.write_text(yaml.safe_dump(desc))  # as `dse workloads import` writes it
+    kw = {"phase": "decode", "batch": 4, "context": 8192}
+    wl, ref = dse.workload(str(path), **kw), dse.workload(lib, **kw)
+    assert wl.scenario["params"] == ref.scenario["params"]  # the library's gpt-oss keeps its experts in mxfp4
+    assert wl.matrix_flops == pytest.approx(ref.matrix_flops) and wl.memory["kv_cache"] == ref.memory["kv_cache"]
+
+
+def test_a_window_from_a_config_is_checked_in_one_line() -> None:
+    with pytest.raises(DseError) as exc:  # global layers that are not every n-th
+        from_hf_config({**GPT_OSS_20B, "layer_types": ["sliding_attention"] * 20 + ["full_attention"] * 4})
+    assert exc.value.field == "layer_types" and "accepted: every n-th layer global" in str(exc.value)
+    with pytest.raises(DseError) as exc:
+        from_hf_config({**GPT_OSS_20B, "layer_types": ["sliding_attention"] * 3})
+    assert exc.value.field == "layer_types" and "accepted: 24 of" in str(exc.value)
+    with pytest.raises(DseError) as exc:
+        from_hf_config({**GPT_OSS_20B, "sliding_window": "128"})
+    assert exc.value.field == "sliding_window"
+    assert "window" not in from_hf_config({**GPT_OSS_20B, "layer_types": ["full_attention"] * 24})["arch"]
+    mistral = {**LLAMA3_8B, "model_type": "mistral", "sliding_window": 4096, "vocab_size": 32000}
+    assert from_hf_config(mistral)["arch"]["window"] == {"tokens": 4096, "global_every": 0}

@@ -172,10 +172,23 @@ def test_more_published_flop_counts(name: str, scenario: dict, per: int, gflops_
 @pytest.mark.parametrize(("name", "params"), [("llama2-13b", 13_015_864_320), ("llama3-8b", 8_030_261_248),
                                               ("vgg16", 138_357_544), ("resnet18", 11_689_512),
                                               ("mixtral-8x7b", 46_702_792_704), ("deepseek-v3", 671_026_419_200),
-                                              ("gpt-j-6b", 6_053_381_344)])  # EleutherAI/gpt-j-6b card
+                                              ("gpt-j-6b", 6_053_381_344),  # EleutherAI/gpt-j-6b card
+                                              ("llama3.1-8b", 8_030_261_248), ("qwen3-8b", 8.2e9),  # model cards
+                                              ("qwen3-32b", 32.8e9), ("qwen3-30b-a3b", 30_532_122_624),  # keras-hub
+                                              ("qwen3-235b-a22b", 235e9),  # Qwen3 report, Table 2
+                                              ("gpt-oss-20b", 20.91e9), ("gpt-oss-120b", 116.83e9),  # model card
+                                              ("gemma3-27b", 25_600e6 + 1_416e6),  # Gemma 3 report, Table 1
+                                              ("gemma2-9b", 9.24e9), ("gemma2-27b", 27.2e9)])
 def test_more_parameter_counts(name: str, params: int) -> None:
     # published totals (model_flops.csv, model cards); biases are not counted (VGG: -0.003 %)
     assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=0.005)
+
+
+@pytest.mark.parametrize(("name", "active"), [("gpt-oss-20b", 3.61e9), ("gpt-oss-120b", 5.13e9)])
+def test_a_decode_token_of_gpt_oss_multiplies_its_published_active_parameters(name: str, active: float) -> None:
+    """OpenAI's model card, Table 1: active parameters per token, the unembedding counted and the embedding (a
+    lookup) not; a decode token at context 1 does 2 FLOPs per active weight (its attention is one key)."""
+    assert dse.workload(name, phase="decode", batch=1, context=1).matrix_flops / 2 == pytest.approx(active, rel=0.005)
 
 
 def test_scenario_keyword_a_model_does_not_use_is_an_error() -> None:

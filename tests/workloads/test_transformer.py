@@ -2,6 +2,8 @@
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dse
 from dse.errors import DseError
@@ -328,3 +330,84 @@ def test_heads_that_split_no_hidden_are_named_before_the_kv_heads_they_misfit() 
     with pytest.raises(ValidationError, match=r"got 15 with hidden 2048"):
         TransformerArch(kind="decoder", layers=2, hidden=2048, heads=15, kv_heads=4, ffn=8192, vocab=32000,
                         activation="swiglu", norm="rmsnorm")
+
+
+# sliding-window (local) attention: ``arch.window``
+
+def _attention_work(o: pd.DataFrame) -> float:
+    att = o["kind"] == "attention"
+    return float((o.loc[att, "flops"] * o.loc[att, "count"]).sum())
+
+
+@given(q=st.integers(1, 300), past=st.integers(0, 300), w=st.integers(1, 400))
+@settings(max_examples=200, deadline=None)
+def test_window_blocks_compute_exactly_the_pairs_of_a_sliding_window(q: int, past: int, w: int) -> None:
+    from dse.workloads.ops import causal_pairs
+    from dse.workloads.transformer import window_blocks
+
+    kv = q + past
+    blocks = window_blocks(q, kv, w)
+    exact = sum(min(kv - q + i + 1, w) for i in range(q))
+    got = sum(causal_pairs(a, b, 64, "whole_row") if causal else a * b for a, b, causal in blocks)
+    assert got == exact and sum(a for a, _, _ in blocks) == q and all(b <= max(w, kv) for _, b, _ in blocks)
+
+
+def test_a_window_longer_than_the_context_changes_nothing(tmp_path) -> None:
+    wide = _with_arch(tmp_path, "gemma3-27b", "wide", window={"tokens": 1 << 20, "global_every": 6})
+    for kw in ({"phase": "decode", "batch": 4, "context": 4096}, {"phase": "prefill", "seq": 4096}):
+        a, b = dse.workload(wide, **kw), dse.workload(_with_arch(tmp_path, "gemma3-27b", "none", window=None), **kw)
+        assert _attention_work(a.ops) == _attention_work(b.ops) and a.memory == b.memory
+
+
+def test_local_layers_read_their_window_and_hold_a_rolling_buffer(tmp_path) -> None:
+    """Gemma 3 27B at a 32K context: 52 of 62 layers read 1024 keys, 10 read all; its KV cache holds 32K tokens in 10
+    layers and 1024 in 52 (16 kv heads x 128 x 2 bytes, K and V): 5.3x less than with every layer global (the user
+    guide's figure)."""
+    wl = dse.workload("gemma3-27b", phase="decode", batch=2, context=32768)
+    full = dse.workload(_with_arch(tmp_path, "gemma3-27b", "full", window=None), phase="decode", batch=2, context=32768)
+    assert round(full.memory["kv_cache"] / wl.memory["kv_cache"], 1) == 5.3
+    o = wl.ops.set_index("name")
+    assert (o.loc["layer.attention", "count"], o.loc["layer.attention_local", "count"]) == (10, 52)
+    assert (o.loc["layer.attention", "K"], o.loc["layer.attention_local", "K"]) == (32768, 1024)
+    per = 2 * 16 * 128 * 2
+    assert wl.memory["kv_cache"] == 2 * per * (10 * 32768 + 52 * 1024)
+
+
+def test_a_fused_windowed_prefill_computes_its_band_and_an_unfused_one_masks_whole_scores() -> None:
+    """gpt-oss-20b at an 8192-token prompt: 12 global layers (the causal triangle) and 12 local ones (the first 128
+    queries' triangle, then 128 keys each): 4 head_dim FLOPs a pair, 64 heads of 64."""
+    kw = {"phase": "prefill", "seq": 8192}
+    s, w = 8192, 128
+    per_layer = lambda pairs: 4.0 * 64 * 64 * pairs  # noqa: E731
+    local = w * (w + 1) / 2 + (s - w) * w
+    fused = dse.workload("gpt-oss-20b", attention_kernel="whole_row", **kw)
+    assert _attention_work(fused.ops) == pytest.approx(12 * per_layer(s * (s + 1) / 2) + 12 * per_layer(local))
+    unfused = dse.workload("gpt-oss-20b", fused_attention=False, **kw)
+    qk = unfused.ops[unfused.ops["name"] == "layer.attention.qk"].iloc[0]
+    assert qk["count"] == 24 and qk["K"] == 64 and qk["N"] == s  # every layer's whole score matrix
+
+
+def test_serving_local_layers_read_the_mean_of_their_window_over_a_sequence() -> None:
+    from dse.workloads.serving import mean_read_context
+
+    i, o, w = 2048, 4096, 4096
+    assert mean_read_context(i, o, None, w) == round(sum(min(i + t, w) for t in range(1, o + 1)) / o)
+    assert mean_read_context(i, o, None, w) < min(i + o // 2, w)  # the mean of the min, not the min of the mean
+    sv = dse.workload("gemma2-9b", phase="serving", batch=8, input_len=i, output_len=o)
+    rows = sv.ops.set_index("name")
+    assert rows.loc["decode.layer.attention_local", "K"] == mean_read_context(i, o, None, w)
+    assert rows.loc["decode.layer.attention", "K"] == i + o // 2
+
+
+@pytest.mark.parametrize(("base", "arch", "field", "says"), [
+    ("bert-base", {"window": {"tokens": 128}}, "arch.window", "accepted: a causal decoder"),
+    ("deepseek-v3", {"window": {"tokens": 128}}, "arch.window", "with mla"),
+    ("llama3-8b", {"window": {"tokens": 128, "global_every": 33}}, "arch.window.global_every",
+     "accepted: 0 (every layer local) or 1 to 32"),
+    ("llama3-8b", {"window": {"tokens": 0}}, "arch.window.tokens", "got 0"),
+])
+def test_a_window_the_model_cannot_have_is_one_line_naming_the_field(tmp_path, base, arch, field, says) -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload(_with_arch(tmp_path, base, "bad", **arch))
+    msg = str(exc.value)
+    assert "\n" not in msg and f"{field}: " in msg and says in msg
