@@ -609,8 +609,8 @@ def build_serving(family: str, arch: Any, local: Scenario, name: str, plan: Plan
     dec = local.model_copy(update={"phase": "decode", "context": serving.mean_read_context(i, o, local.kv_block),
                                    "kv_block": None})
     rows_p, facts_p = transformer.build(arch_l, pre, name)
-    local_kv = (serving.mean_read_context(i, o, local.kv_block, arch_l.window.tokens)
-                if arch_l.window is not None else None)  # a local layer's steps read at most its window
+    win = arch_l.window  # a local layer's steps read their window's keys, where it binds within the sequence
+    local_kv = serving.mean_read_context(i, o, local.kv_block, win.keys) if win and win.tokens < i + o else None
     rows_d, facts_d = transformer.build(arch_l, dec, name, local_kv)
     if not plan.trivial:
         rows_p = parallel.per_microbatch(rows_p, plan) + parallel.collectives(arch_l, plan, facts_p, pre, False)

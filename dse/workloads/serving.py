@@ -57,6 +57,7 @@ step's table ``count`` times (:func:`operators`); its decode steps replay captur
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -152,19 +153,18 @@ def read_context(context: int, block: int | None) -> int:
     return context if not block else block * -(-context // block)  # also elementwise over an array of contexts
 
 
-def mean_read_context(input_len: int, output_len: int, block: int | None, window: int | None = None) -> int:
+def mean_read_context(input_len: int, output_len: int, block: int | None,
+                      keys: Callable[[np.ndarray], np.ndarray] | None = None) -> int:
     """The mean of :func:`read_context` over a sequence's decode steps, the ``t``-th of which attends to
-    ``input_len + t`` tokens (``t = 1 .. output_len``), each at most ``window`` keys where a local layer's rolling
-    buffer holds that many (``dse.workloads.transformer.AttentionWindow``): ``mean_t min(read_context(input_len + t),
-    window)``; :func:`mean_context` without ``kv_block`` and window. Rounded, at least 1: the attention's reads and
-    FLOPs are linear in the keys, so the mean step gives their total."""
-    if window is not None and window >= input_len + output_len:
-        window = None  # never binds: the global layers' mean, not a rounding of its own
-    if not block and window is None:
+    ``input_len + t`` tokens (``t = 1 .. output_len``), each mapped by ``keys`` where a local layer reads only part of
+    them (``dse.workloads.transformer.AttentionWindow.keys``: its window, or its chunk so far); :func:`mean_context`
+    with neither. Rounded, at least 1: the attention's reads and FLOPs are linear in the keys, so the mean step gives
+    their total."""
+    if not block and keys is None:
         return mean_context(input_len, output_len)
     t = read_context(np.arange(input_len + 1, input_len + output_len + 1), block)
-    if window is not None:
-        t = np.minimum(t, window)
+    if keys is not None:
+        t = keys(t)
     return max(1, int(round(float(np.mean(t)))))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from dse.limits import (
@@ -165,38 +166,73 @@ Side = Annotated[int, Field(gt=0, le=MAX_KERNEL)]
 
 
 class AttentionWindow(Strict):
-    """Sliding-window (local) attention: a query attends to itself and the ``tokens - 1`` keys before it, in every
-    layer or in all but every ``global_every``-th, which attends to all keys. Mistral 7B: 4096 in every layer (Jiang
-    et al. 2023, Sec. 2); Gemma 2: 4096, alternating with global layers (Gemma Team 2024, Sec. 2); Gemma 3: 1024, five
-    local layers to one global (Gemma Team 2025, Sec. 2.2, ``sliding_window_pattern: 6``); gpt-oss: 128, alternating
-    (OpenAI 2025, model card Sec. 2.1; ``layer_types``). A local layer's KV cache is a rolling buffer of ``tokens``
-    entries (Mistral 7B, Sec. 2 'Rolling Buffer Cache'), so its decode reads and its cache hold at most that many."""
+    """Local attention in all layers or in all but every ``global_every``-th, which attends to all keys.
 
-    tokens: int = Field(gt=0, le=MAX_TOKENS, description="Keys a query of a local layer attends to, itself included")
+    ``sliding``: a query attends to itself and the ``tokens - 1`` keys before it. Mistral 7B: 4096 in every layer
+    (Jiang et al. 2023, Sec. 2); Gemma 2: 4096, alternating with global layers (Gemma Team 2024, Sec. 2); Gemma 3:
+    1024, five local layers to one global (Gemma Team 2025, Sec. 2.2, ``sliding_window_pattern: 6``); gpt-oss: 128,
+    alternating (OpenAI 2025, model card Sec. 2.1; ``layer_types``). ``chunked``: a query attends to the keys of its
+    own aligned chunk of ``tokens`` up to itself (Llama 4: 8192 on the RoPE layers, every fourth layer global;
+    transformers ``attention_chunk_size``, AI-Hypercomputer/maxtext ``chunk_attn_window_size``). A local layer's KV
+    cache holds at most ``tokens`` entries (a rolling buffer, Mistral 7B Sec. 2; the current chunk), so its decode
+    reads and its cache are bounded by the window."""
+
+    tokens: int = Field(gt=0, le=MAX_TOKENS, description="Keys a query of a local layer may attend to, itself included")
     global_every: int = Field(0, ge=0, le=MAX_LAYERS, description="Every n-th layer attends to all keys (Gemma 3: "
-                              "6, gpt-oss and Gemma 2: 2); 0: every layer is local")
+                              "6, Llama 4: 4, gpt-oss and Gemma 2: 2); 0: every layer is local")
+    kind: Literal["sliding", "chunked"] = Field("sliding", description="sliding: the last `tokens` keys; chunked: "
+                                                "the keys of the query's own aligned chunk of `tokens` (Llama 4)")
 
     def local_layers(self, layers: int) -> int:
         """Local layers among ``layers``: ``layers - floor(layers / global_every)`` (all with ``global_every: 0``)."""
         return layers - (layers // self.global_every if self.global_every else 0)
 
+    def keys(self, context: Any) -> Any:
+        """Keys a decode query at KV length ``context`` reads in a local layer: ``min(context, tokens)`` sliding,
+        ``(context - 1) mod tokens + 1`` chunked (its chunk so far). Works on arrays."""
+        if self.kind == "chunked":
+            return (np.asarray(context) - 1) % self.tokens + 1
+        return np.minimum(context, self.tokens)
 
-def window_blocks(q_len: int, kv_len: int, window: int) -> list[tuple[int, int, bool]]:
-    """The attention blocks ``(queries, keys, causal)`` of a local layer whose ``q_len`` queries are the last of
-    ``kv_len`` positions: query ``i`` sits at ``p = kv_len - q_len + i`` and attends ``min(p + 1, window)`` keys.
-    The first ``q1 = min(q_len, max(0, window - (kv_len - q_len)))`` queries still see every key before them, a causal
-    block of ``q1`` queries over ``kv_len - q_len + q1`` keys; each of the other ``q_len - q1`` attends exactly
-    ``window`` keys, a non-causal block of them over ``window`` keys. Their pairs sum to ``sum_i min(p_i + 1,
-    window)`` (the causal block's by :func:`dse.workloads.ops.causal_pairs`); the second block reads ``window`` keys
-    once per query tile, as FlashAttention's local kernels bound their key loop by the window (Dao, flash-attention
-    ``window_size``, ``n_block_min``), but counts only one window of K and V as its compulsory read where the real
-    kernel reads each key once (``kv_len`` of them)."""
+    def blocks(self, q_len: int, kv_len: int) -> list[tuple[int, int, bool, int]]:
+        """The attention blocks of a local layer: :func:`window_blocks` or :func:`chunk_blocks`."""
+        return (chunk_blocks if self.kind == "chunked" else window_blocks)(q_len, kv_len, self.tokens)
+
+
+def window_blocks(q_len: int, kv_len: int, window: int) -> list[tuple[int, int, bool, int]]:
+    """The attention blocks ``(queries, keys, causal, times)`` of a sliding-window layer whose ``q_len`` queries are
+    the last of ``kv_len`` positions: query ``i`` sits at ``p = kv_len - q_len + i`` and attends ``min(p + 1,
+    window)`` keys. The first ``q1 = min(q_len, max(0, window - (kv_len - q_len)))`` queries still see every key
+    before them, a causal block of ``q1`` queries over ``kv_len - q_len + q1`` keys; each of the other ``q_len - q1``
+    attends exactly ``window`` keys, a non-causal block of them over ``window`` keys. Their pairs sum to ``sum_i
+    min(p_i + 1, window)`` (the causal block's by :func:`dse.workloads.ops.causal_pairs`); the second block reads
+    ``window`` keys once per query tile, as FlashAttention's local kernels bound their key loop by the window (Dao,
+    flash-attention ``window_size``, ``n_block_min``), but counts only one window of K and V as its compulsory read
+    where the real kernel reads each key once (``kv_len`` of them)."""
     q1 = min(q_len, max(0, window - (kv_len - q_len)))
     blocks = []
     if q1:
-        blocks.append((q1, kv_len - q_len + q1, True))
+        blocks.append((q1, kv_len - q_len + q1, True, 1))
     if q_len > q1:
-        blocks.append((q_len - q1, window, False))
+        blocks.append((q_len - q1, window, False, 1))
+    return blocks
+
+
+def chunk_blocks(q_len: int, kv_len: int, chunk: int) -> list[tuple[int, int, bool, int]]:
+    """The attention blocks ``(queries, keys, causal, times)`` of a chunked layer whose ``q_len`` queries are the
+    last of ``kv_len`` positions: the query at ``p`` attends the keys from ``chunk x floor(p / chunk)`` to ``p``, so
+    the queries of each chunk form a causal block over that chunk's keys up to its last query: the first chunk's
+    (perhaps entered mid-way: its queries aligned to the end of its keys), ``times`` whole chunks of ``chunk`` x
+    ``chunk``, and the last one's. Their pairs sum to ``sum_i (p_i mod chunk + 1)``."""
+    first, last = kv_len - q_len, kv_len - 1
+    c0, c1 = first // chunk, last // chunk
+    if c0 == c1:
+        return [(q_len, last - c0 * chunk + 1, True, 1)]
+    blocks = [((c0 + 1) * chunk - first, chunk, True, 1)]
+    if c1 - c0 > 1:
+        blocks.append((chunk, chunk, True, c1 - c0 - 1))
+    tail = last - c1 * chunk + 1
+    blocks.append((tail, tail, True, 1))
     return blocks
 
 
@@ -393,10 +429,10 @@ def mla_rows(arch: TransformerArch, sc: Scenario, B: int, T: int, q_len: int, kv
 def attention_rows(arch: TransformerArch, sc: Scenario, B: int, q_len: int, kv_len: int,
                    local_kv: int | None = None) -> list[dict[str, Any]]:
     """The attention kernels of a layer stack: ``layer.attention`` over ``kv_len`` keys in the global layers and, in
-    the local ones (``arch.window``, :meth:`TransformerArch.layer_split`), the blocks of :func:`window_blocks`
-    (``layer.attention_local``, the causal block, and ``layer.attention_band``, the queries that see a whole
-    window). A decode step's local layers read their rolling buffer, ``min(kv_len, tokens)`` keys, or ``local_kv``
-    where the caller gives the mean over a sequence's steps (serving, :func:`dse.workloads.serving.mean_read_context`).
+    the local ones (``arch.window``, :meth:`TransformerArch.layer_split`), the blocks of :meth:`AttentionWindow.blocks`
+    (``layer.attention_local``, causal blocks, and ``layer.attention_band``, the queries that see a whole sliding
+    window). A decode step's local layers read :meth:`AttentionWindow.keys` of ``kv_len``, or ``local_kv`` where the
+    caller gives the mean over a sequence's steps (serving, :func:`dse.workloads.serving.mean_read_context`).
     An unfused prefill computes every score and masks it, so its local layers cost what global ones do."""
     dt = sc.dtype
     H = arch.heads
@@ -411,14 +447,14 @@ def attention_rows(arch: TransformerArch, sc: Scenario, B: int, q_len: int, kv_l
         rows += ops.attention("layer.attention", q_len=q_len, kv_len=kv_len, causal=arch.is_causal, count=n_global,
                               **kw)
     if n_local:
-        w = arch.window.tokens
+        win = arch.window
         if q_len == 1:
-            blocks = [(1, min(kv_len, w) if local_kv is None else min(local_kv, w), True)]
+            blocks = [(1, int(win.keys(kv_len)) if local_kv is None else local_kv, True, 1)]
         else:
-            blocks = window_blocks(q_len, kv_len, w)
-        for q, k, causal in blocks:
+            blocks = win.blocks(q_len, kv_len)
+        for q, k, causal, times in blocks:
             name = "layer.attention_local" if causal else "layer.attention_band"
-            rows += ops.attention(name, q_len=q, kv_len=k, causal=causal, count=n_local, **kw)
+            rows += ops.attention(name, q_len=q, kv_len=k, causal=causal, count=n_local, **{**kw, "batch": B * times})
     return rows
 
 
@@ -450,7 +486,7 @@ def build(arch: TransformerArch, sc: Scenario, name: str, local_kv: int | None =
     """Operator rows and resolved scenario facts for one transformer scenario: the input rows
     (:func:`_input_rows`), one layer's rows counted ``layers`` times (:func:`_layer_rows`), the output
     rows (:func:`_output_rows`) and, in training, the loss and the training step. ``local_kv``: the keys a decode
-    step's local layers read (:func:`attention_rows`), where not ``min(context, window)``."""
+    step's local layers read (:func:`attention_rows`), where not their window's keys at ``context``."""
     phase, training = _phase(arch, sc, name)
     check_input_quant(sc)
     dt = sc.dtype

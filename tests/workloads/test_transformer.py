@@ -1,5 +1,6 @@
 """Transformer rows: dropout, activation dtype (dse.workloads.transformer)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -348,8 +349,21 @@ def test_window_blocks_compute_exactly_the_pairs_of_a_sliding_window(q: int, pas
     kv = q + past
     blocks = window_blocks(q, kv, w)
     exact = sum(min(kv - q + i + 1, w) for i in range(q))
-    got = sum(causal_pairs(a, b, 64, "whole_row") if causal else a * b for a, b, causal in blocks)
-    assert got == exact and sum(a for a, _, _ in blocks) == q and all(b <= max(w, kv) for _, b, _ in blocks)
+    got = sum(t * (causal_pairs(a, b, 64, "whole_row") if causal else a * b) for a, b, causal, t in blocks)
+    assert got == exact and sum(a for a, _, _, _ in blocks) == q and all(b <= max(w, kv) for _, b, _, _ in blocks)
+
+
+@given(q=st.integers(1, 3000), past=st.integers(0, 3000), c=st.integers(1, 700))
+@settings(max_examples=200, deadline=None)
+def test_chunk_blocks_compute_exactly_the_pairs_of_chunked_attention(q: int, past: int, c: int) -> None:
+    from dse.workloads.ops import causal_pairs
+    from dse.workloads.transformer import chunk_blocks
+
+    kv = q + past
+    blocks = chunk_blocks(q, kv, c)
+    exact = sum((kv - q + i) % c + 1 for i in range(q))
+    got = sum(t * causal_pairs(a, b, 64, "whole_row") for a, b, _, t in blocks)
+    assert got == exact and sum(a * t for a, _, _, t in blocks) == q and all(b <= c for _, b, _, _ in blocks)
 
 
 def test_a_window_longer_than_the_context_changes_nothing(tmp_path) -> None:
@@ -391,11 +405,12 @@ def test_serving_local_layers_read_the_mean_of_their_window_over_a_sequence() ->
     from dse.workloads.serving import mean_read_context
 
     i, o, w = 2048, 4096, 4096
-    assert mean_read_context(i, o, None, w) == round(sum(min(i + t, w) for t in range(1, o + 1)) / o)
-    assert mean_read_context(i, o, None, w) < min(i + o // 2, w)  # the mean of the min, not the min of the mean
+    cap = lambda t: np.minimum(t, w)  # noqa: E731
+    assert mean_read_context(i, o, None, cap) == round(sum(min(i + t, w) for t in range(1, o + 1)) / o)
+    assert mean_read_context(i, o, None, cap) < min(i + o // 2, w)  # the mean of the min, not the min of the mean
     sv = dse.workload("gemma2-9b", phase="serving", batch=8, input_len=i, output_len=o)
     rows = sv.ops.set_index("name")
-    assert rows.loc["decode.layer.attention_local", "K"] == mean_read_context(i, o, None, w)
+    assert rows.loc["decode.layer.attention_local", "K"] == mean_read_context(i, o, None, cap)
     assert rows.loc["decode.layer.attention", "K"] == i + o // 2
 
 
@@ -411,3 +426,24 @@ def test_a_window_the_model_cannot_have_is_one_line_naming_the_field(tmp_path, b
         dse.workload(_with_arch(tmp_path, base, "bad", **arch))
     msg = str(exc.value)
     assert "\n" not in msg and f"{field}: " in msg and says in msg
+
+
+def test_a_chunked_layer_attends_within_its_chunk() -> None:
+    """Llama 4 Scout: 36 of 48 layers attend within aligned chunks of 8192 tokens, 12 globally. A 20000-token prompt
+    is two whole chunks and one of 3616 in the local layers; a decode step at KV length 8193 opens a new chunk and
+    reads one key there, while the cache holds at most a chunk per local layer."""
+    pre = dse.workload("llama4-scout", phase="prefill", seq=20000, attention_kernel="whole_row")
+    per_pair = 4.0 * 40 * 128  # 40 query heads of 128
+    tri = lambda n: n * (n + 1) / 2  # noqa: E731
+    assert _attention_work(pre.ops) == pytest.approx(per_pair * (12 * tri(20000) + 36 * (2 * tri(8192) + tri(3616))))
+    dec = dse.workload("llama4-scout", phase="decode", batch=2, context=8193).ops.set_index("name")
+    assert (dec.loc["layer.attention", "K"], dec.loc["layer.attention_local", "K"]) == (8193, 1)
+    mem = dse.workload("llama4-scout", phase="decode", batch=2, context=8193).memory["kv_cache"]
+    assert mem == 2 * (2 * 8 * 128 * 2) * (12 * 8193 + 36 * 8192)
+
+
+def test_llama4_scout_reads_its_published_active_parameters() -> None:
+    """Meta's model card: 17 B active parameters (rounded to a billion), the embedding counted: a decode token's
+    matrix work over 2 plus the embedding's 202048 x 5120."""
+    active = dse.workload("llama4-scout", phase="decode", context=1).matrix_flops / 2 + 202048 * 5120
+    assert active == pytest.approx(17e9, rel=0.03)
