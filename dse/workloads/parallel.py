@@ -495,7 +495,7 @@ def collectives(arch: Any, plan: Plan, facts: dict[str, Any], sc: Scenario, trai
         if plan.tp > 1 and not plan.sp:
             rows.append(collective("pp.gather_activations", "all_gather", act, "tp", plan, sends, bs))
     if plan.ep > 1 and arch.moe is not None:
-        moe_layers = L - arch.moe.dense_layers
+        moe_layers = arch.moe.moe_layers(L)
         a2a = T * arch.moe.active * h * b
         rows.append(collective("ep.all_to_all", "all_to_all", a2a, "ep", plan, 2 * moe_layers * passes * m, bs))
     return rows + gradient_rows(plan, facts, sc, training)

@@ -142,6 +142,12 @@ class MoE(Strict):
     shared_experts: int = Field(0, ge=0, le=MAX_EXPERTS, description="Always-active experts (DeepSeek), same width")
     dense_layers: int = Field(0, ge=0, le=MAX_LAYERS, description="Leading layers with a dense FFN of width `ffn` "
                               "(DeepSeek-V3: 3), fewer than the model's layers")
+    every: int = Field(1, ge=1, le=MAX_LAYERS, description="After the dense_layers, every n-th layer is MoE and the "
+                       "others have a dense FFN of width `ffn` (Llama 4 Maverick: 2, interleave_moe_layer_step)")
+
+    def moe_layers(self, layers: int) -> int:
+        """MoE layers among ``layers``: ``floor((layers - dense_layers) / every)``; the rest have a dense FFN."""
+        return max(layers - self.dense_layers, 0) // self.every
 
     @model_validator(mode="after")
     def _routable(self) -> MoE:
@@ -315,6 +321,10 @@ class TransformerArch(Strict):
         if self.moe is not None and self.moe.dense_layers >= self.layers:
             raise ValueError(f"@moe.dense_layers@got {self.moe.dense_layers} with {self.layers} layers; accepted: an "
                              "integer from 0 to layers - 1 (at least one MoE layer)")
+        if self.moe is not None and self.moe.moe_layers(self.layers) < 1:
+            raise ValueError(f"@moe.every@got {self.moe.every} with {self.layers - self.moe.dense_layers} layers after "
+                             f"the dense ones; accepted: 1 to {self.layers - self.moe.dense_layers} (at least one MoE "
+                             "layer)")
         if self.window is not None:
             self._check_window(self.window)
         if self.parallel_block and self.conformer is not None:
@@ -353,18 +363,19 @@ def moe_rows(arch: TransformerArch, T: int, dt: str, w_up: str, w_down: str, gat
     qdt = qdt or dt
     m = arch.moe
     h = arch.hidden
-    L_moe = arch.layers - m.dense_layers
+    L_moe = m.moe_layers(arch.layers)
+    L_dense = arch.layers - L_moe  # the leading dense layers and, with every > 1, those between MoE layers
     up = 2 if gated else 1
     rows: list[dict[str, Any]] = []
-    if m.dense_layers:
+    if L_dense:
         rows.extend(ops.weight_gemm("dense.ffn_up", T, up * arch.ffn, h, dtype=dt, weight_dtype=w_up, out_dtype=adt,
-                                    count=m.dense_layers))
+                                    count=L_dense))
         rows.append(ops.streaming("dense.ffn_act", kind="elementwise", elems=T * arch.ffn, inputs=up,
-                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=m.dense_layers,
+                                  flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM[act], dtype=adt, count=L_dense,
                                   fused=fe,
                                   write_bytes=quantized_write(T * arch.ffn, qdt)))
         rows.extend(ops.weight_gemm("dense.ffn_down", T, h, arch.ffn, dtype=dt, weight_dtype=w_down, out_dtype=adt,
-                                    count=m.dense_layers))
+                                    count=L_dense))
     rows.append(ops.gemm("moe.router", T, m.experts, h, dtype=dt, out_dtype=adt, count=L_moe))
     rows.append(ops.streaming("moe.router_softmax_topk", kind="softmax", elems=T * m.experts,
                               flops_per_elem=ops.VECTOR_FLOPS_PER_ELEM["softmax"], dtype="fp32", count=L_moe))
@@ -752,8 +763,9 @@ def _params(arch: TransformerArch, H: int, Hkv: int, d: int) -> int:
     else:
         m = arch.moe
         shared_and_router = m.shared_experts * mats * h * m.expert_ffn + h * m.experts  # per MoE layer
-        total = (arch.layers * attn + m.dense_layers * mats * h * arch.ffn
-                 + (arch.layers - m.dense_layers) * shared_and_router + _expert_params(arch) + h)
+        L_moe = m.moe_layers(arch.layers)
+        total = (arch.layers * attn + (arch.layers - L_moe) * mats * h * arch.ffn
+                 + L_moe * shared_and_router + _expert_params(arch) + h)
     return int(total + vocab_params(arch))
 
 
@@ -765,7 +777,7 @@ def _expert_params(arch: TransformerArch) -> int:
         return 0
     m = arch.moe
     mats = 3 if arch.activation in ("swiglu", "geglu") else 2
-    return int((arch.layers - m.dense_layers) * m.experts * mats * arch.hidden * m.expert_ffn)
+    return int(m.moe_layers(arch.layers) * m.experts * mats * arch.hidden * m.expert_ffn)
 
 
 def vocab_params(arch: TransformerArch) -> int:

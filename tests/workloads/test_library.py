@@ -178,7 +178,8 @@ def test_more_published_flop_counts(name: str, scenario: dict, per: int, gflops_
                                               ("qwen3-235b-a22b", 235e9),  # Qwen3 report, Table 2
                                               ("gpt-oss-20b", 20.91e9), ("gpt-oss-120b", 116.83e9),  # model card
                                               ("gemma3-27b", 25_600e6 + 1_416e6),  # Gemma 3 report, Table 1
-                                              ("gemma2-9b", 9.24e9), ("gemma2-27b", 27.2e9)])
+                                              ("gemma2-9b", 9.24e9), ("gemma2-27b", 27.2e9),
+                                              ("llama4-maverick", 400e9)])  # Meta's model card
 def test_more_parameter_counts(name: str, params: int) -> None:
     # published totals (model_flops.csv, model cards); biases are not counted (VGG: -0.003 %)
     assert dse.workload(name).scenario["params"] == pytest.approx(params, rel=0.005)

@@ -442,8 +442,20 @@ def test_a_chunked_layer_attends_within_its_chunk() -> None:
     assert mem == 2 * (2 * 8 * 128 * 2) * (12 * 8193 + 36 * 8192)
 
 
-def test_llama4_scout_reads_its_published_active_parameters() -> None:
-    """Meta's model card: 17 B active parameters (rounded to a billion), the embedding counted: a decode token's
-    matrix work over 2 plus the embedding's 202048 x 5120."""
-    active = dse.workload("llama4-scout", phase="decode", context=1).matrix_flops / 2 + 202048 * 5120
+@pytest.mark.parametrize("name", ["llama4-scout", "llama4-maverick"])
+def test_llama4_reads_its_published_active_parameters(name: str) -> None:
+    """Meta's model cards: 17 B active parameters (rounded to a billion), the embedding counted: a decode token's
+    matrix work over 2 plus the embedding's 202048 x 5120. Maverick's MoE layers alternate with dense ones
+    (``moe.every: 2``): 24 dense FFNs of 16384 and 24 of one routed and one shared expert of 8192."""
+    active = dse.workload(name, phase="decode", context=1).matrix_flops / 2 + 202048 * 5120
     assert active == pytest.approx(17e9, rel=0.03)
+    ops = dse.workload(name, phase="decode", context=1).ops.set_index("name")
+    assert ops.loc["moe.router", "count"] == (48 if name == "llama4-scout" else 24)
+    assert ("dense.ffn_up" in ops.index) == (name == "llama4-maverick")
+
+
+def test_moe_every_that_leaves_no_moe_layer_is_one_line(tmp_path) -> None:
+    with pytest.raises(DseError) as exc:
+        dse.workload(_with_arch(tmp_path, "mixtral-8x7b", "sparse", moe={"experts": 8, "active": 2,
+                                                                         "expert_ffn": 14336, "every": 33}))
+    assert "arch.moe.every: got 33 with 32 layers" in str(exc.value) and "\n" not in str(exc.value)
