@@ -1,7 +1,7 @@
 """Bring your own model: Hugging Face ``config.json``, ONNX files and torch modules.
 
 * :func:`from_hf_config` maps a transformers config (llama, mistral, qwen2/3, gemma 1-3, gpt2, bert,
-  mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v2/v3) to a transformer description without downloading
+  mixtral, qwen2_moe, qwen3_moe, gpt_oss, llama4, deepseek_v2/v3) to a transformer description without downloading
   weights, sliding-window layers included (``sliding_window`` with ``layer_types`` or a pattern).
 * :func:`from_onnx` runs ONNX shape inference and turns MatMul/Gemm/Conv into GEMM rows and
   elementwise, normalisation, softmax and reduction nodes into streaming rows; any other operator is
@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dse.errors import DseError
 
 HF_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gptj", "gpt_neox",
-            "bert", "roberta", "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", "phi3")
+            "bert", "roberta", "mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "llama4", "llama4_text", "deepseek_v2",
+            "deepseek_v3", "phi3")
 
 
 #: model types whose transformers config class ties the input and output embeddings when config.json leaves
@@ -70,9 +72,9 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
     """A library description (mapping) from a Hugging Face config."""
     cfg, where = _load_json(src)
     mt = cfg.get("model_type")
-    if mt == "gemma3" and isinstance(cfg.get("text_config"), dict):  # a multimodal Gemma 3: its language model
+    if mt in ("gemma3", "llama4") and isinstance(cfg.get("text_config"), dict):  # multimodal: its language model
         cfg = {**cfg["text_config"], "_name_or_path": cfg.get("_name_or_path")}
-        mt = "gemma3_text"
+        mt = f"{mt}_text"
     if not isinstance(mt, str) or mt not in HF_TYPES:
         raise DseError(f"unsupported model_type {mt!r:.60}; accepted: {', '.join(HF_TYPES)}", file=where,
                        field="model_type")
@@ -143,6 +145,8 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
             f = need("moe_intermediate_size")
             arch["moe"] = {"experts": need("num_experts"), "active": need("num_experts_per_tok"), "expert_ffn": f,
                            "shared_experts": math.ceil(shared / f) if shared else 0}
+        elif mt == "llama4_text":
+            arch.update(_llama4(cfg, need, opt, arch["layers"], where))
         elif mt in ("deepseek_v2", "deepseek_v3"):
             arch["mla"] = {"q_lora_rank": need("q_lora_rank"), "kv_lora_rank": need("kv_lora_rank"),
                            "qk_nope_head_dim": need("qk_nope_head_dim"), "qk_rope_head_dim": need("qk_rope_head_dim"),
@@ -163,6 +167,30 @@ def from_hf_config(src: str | Path | dict, name: str | None = None) -> dict[str,
             "arch": arch, "defaults": defaults}
     _validate(desc, where, cfg)
     return desc
+
+
+def _llama4(cfg: dict, need: Callable[..., Any], opt: Callable[..., Any], layers: int, where: str) -> dict[str, Any]:
+    """Llama 4's text model (transformers ``Llama4TextConfig``): ``intermediate_size_mlp`` wide dense FFNs, MoE of
+    ``num_local_experts`` experts of ``intermediate_size`` with one shared expert in every
+    ``interleave_moe_layer_step``-th layer (``moe_layers``), and chunked attention of ``attention_chunk_size`` on the
+    RoPE layers, the NoPE ones (``no_rope_layers`` entries 0, default every fourth) global."""
+    out: dict[str, Any] = {"ffn": need("intermediate_size_mlp"),
+                           "moe": {"experts": need("num_local_experts"), "active": need("num_experts_per_tok"),
+                                   "expert_ffn": need("intermediate_size"), "shared_experts": 1,
+                                   "every": opt("interleave_moe_layer_step", 1)}}
+    chunk = opt("attention_chunk_size", None)
+    if chunk:
+        nope = cfg.get("no_rope_layers")
+        if isinstance(nope, list) and nope:
+            glob = [i for i, v in enumerate(nope) if v == 0]
+            every = glob[0] + 1 if glob else 0
+            if len(nope) != layers or (every and glob != list(range(every - 1, layers, every))):
+                raise DseError(f"got {len(nope)} entries, global at {glob[:6]}; accepted: {layers} entries with every "
+                               "n-th 0 (a window's global_every)", file=where, field="no_rope_layers")
+        else:
+            every = opt("no_rope_layer_interval", 4)
+        out["window"] = {"tokens": chunk, "global_every": every, "kind": "chunked"}
+    return out
 
 
 def _window(cfg: dict, mt: str, layers: int, where: str) -> dict[str, int] | None:

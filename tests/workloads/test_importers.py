@@ -407,3 +407,36 @@ def test_a_window_from_a_config_is_checked_in_one_line() -> None:
     assert "window" not in from_hf_config({**GPT_OSS_20B, "layer_types": ["full_attention"] * 24})["arch"]
     mistral = {**LLAMA3_8B, "model_type": "mistral", "sliding_window": 4096, "vocab_size": 32000}
     assert from_hf_config(mistral)["arch"]["window"] == {"tokens": 4096, "global_every": 0}
+
+
+LLAMA4_SCOUT = {"model_type": "llama4", "_name_or_path": "meta-llama/Llama-4-Scout-17B-16E", "text_config": {
+    "model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120, "intermediate_size": 8192,
+    "intermediate_size_mlp": 16384, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+    "vocab_size": 202048, "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
+    "attention_chunk_size": 8192, "max_position_embeddings": 10485760, "hidden_act": "silu",
+    "tie_word_embeddings": False}}
+
+
+@pytest.mark.parametrize(("cfg", "lib"), [
+    (LLAMA4_SCOUT, "llama4-scout"),
+    ({**LLAMA4_SCOUT, "text_config": {**LLAMA4_SCOUT["text_config"], "num_local_experts": 128,
+                                      "interleave_moe_layer_step": 2, "max_position_embeddings": 1048576,
+                                      "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(48)]}},
+     "llama4-maverick"),
+])
+def test_a_llama4_config_imports_as_the_library_model(tmp_path: Path, cfg: dict, lib: str) -> None:
+    import yaml
+
+    desc = from_hf_config(cfg)
+    assert desc["arch"]["window"] == {"tokens": 8192, "global_every": 4, "kind": "chunked"}
+    path = tmp_path / f"{desc['name']}.yaml"
+    path.write_text(yaml.safe_dump(desc))
+    kw = {"phase": "decode", "batch": 4, "context": 10000}
+    wl, ref = dse.workload(str(path), **kw), dse.workload(lib, **kw)
+    assert wl.scenario["params"] == ref.scenario["params"]
+    assert wl.matrix_flops == pytest.approx(ref.matrix_flops) and wl.memory["kv_cache"] == ref.memory["kv_cache"]
+    bad = {**cfg["text_config"], "model_type": "llama4_text", "no_rope_layers": [1, 0] * 24, "_name_or_path": "x"}
+    bad["no_rope_layers"][4] = 0  # global at 1, 3, 4, 5, ...: not every n-th
+    with pytest.raises(DseError) as exc:
+        from_hf_config(bad)
+    assert exc.value.field == "no_rope_layers"
