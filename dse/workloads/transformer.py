@@ -284,7 +284,8 @@ class TransformerArch(Strict):
     mla: MLA | None = None
     conv_frontend: ConvFrontEnd | None = None
     conformer: Conformer | None = None
-    window: AttentionWindow | None = Field(None, description="Sliding-window attention in all or most layers")
+    window: AttentionWindow | None = Field(None, description="Local (sliding or chunked) attention in all or most "
+                                           "layers")
     parallel_block: bool = Field(
         False, description="Attention and MLP read the same normed input and one residual add sums both (GPT-J, "
         "GPT-NeoX, PaLM, Falcon, Phi-2): one norm and one add per layer instead of two each (Wang & Komatsuzaki "
