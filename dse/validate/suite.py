@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,19 +288,77 @@ def chip_style(hw: Hardware) -> str:
     return "npu" if hw.compute.matrix.style == "systolic" else "gpu"
 
 
-def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None) -> pd.DataFrame:
+def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None,
+              families: Collection[str] | None = None, prepared: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One result row per measurement: status (covered / not covered / error), predicted, error %.
 
     Isolated rows (one host-synchronised call) on a template without ``sync_overhead_us`` get the
     harness time estimated leave-one-out from the other isolated rows of the same template and the same
-    harness (:func:`harness_of`; :func:`harness_sync_us`, column ``sync_us_loo``): never from the row itself."""
+    harness (:func:`harness_of`; :func:`harness_sync_us`, column ``sync_us_loo``): never from the row itself.
+    ``families``: only the rows of these families are predicted and returned (the leave-one-out harness times still
+    come from every isolated row, so a kept row's prediction is the whole run's); a name no row has is one
+    :class:`DseError` (field ``--family``) listing the families that have rows, raised before any row is predicted.
+    ``prepared``: the rows' cases by id as :func:`check_measurements` left them (each row prepared once)."""
+    recs, cases = [], []
+    for _, row in df.iterrows():
+        rec = {"id": row["id"], "workload": row["workload"], "hardware": row["hardware"], "metric": row["metric"],
+               "scenario": str(row.get("scenario") or ""), "n_chips": str(row.get("n_chips") or ""), "style": "",
+               "family": "", "fitted_into": (row.get("fitted_into") or "").strip(),
+               "measured": pd.to_numeric(row["value"], errors="coerce"), "predicted": np.nan, "error_pct": np.nan,
+               "time_error_pct": np.nan, "status": "covered", "reason": ""}
+        case = None
+        try:
+            case = _prepared(row, templates, prepared)
+            if not rec["fitted_into"] and str(row["id"]) in case.hardware.calibrated_on:  # a dse calibrate template
+                rec["fitted_into"] = f"dse calibrate ({case.hardware.name})"
+            rec["style"] = chip_style(case.hardware)
+            rec["family"] = family_of(case.workload)
+        except NotCoveredError as exc:
+            rec["status"], rec["reason"] = "not covered", str(exc)
+        except DseError as exc:
+            rec["status"], rec["reason"] = "error", str(exc)
+        recs.append(rec)
+        cases.append(case)
+    if families is not None:
+        have = sorted({r["family"] for r in recs if r["family"]})
+        if not families or any(f not in have for f in families):
+            raise DseError(f"got {','.join(families)!r}; accepted: comma-separated names that have rows "
+                           f"({', '.join(have)})", field="--family")
+    loo_sync = _loo_sync(df, cases)
     out = []
+    for k, (rec, case) in enumerate(zip(recs, cases, strict=True)):
+        if families is not None and rec["family"] not in families:
+            continue
+        if case is not None and rec["status"] == "covered":
+            try:
+                rec["predicted"] = predict_case(case, sync_overhead_us=loo_sync.get(k))
+                rec["sync_us_loo"] = loo_sync.get(k, np.nan)
+                rec["error_pct"] = (rec["predicted"] / case.measured - 1) * 100
+                rec["time_error_pct"] = float(time_error_pct(rec["predicted"], case.measured, case.metric == "time_s"))
+            except NotCoveredError as exc:
+                rec["status"], rec["reason"] = "not covered", str(exc)
+            except DseError as exc:
+                rec["status"], rec["reason"] = "error", str(exc)
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def _prepared(row: Any, templates: Mapping[str, Hardware] | None, prepared: Mapping[str, Any] | None) -> Any:
+    """``row``'s case: the one ``prepared`` holds by its id (raising the error kept there), else :func:`prepare_row`."""
+    got = prepared.get(str(row["id"])) if prepared else None
+    if isinstance(got, Exception):
+        raise got
+    return got if got is not None else prepare_row(row, templates)
+
+
+def _loo_sync(df: pd.DataFrame, cases: list[Any]) -> dict[int, float]:
+    """Row position -> the harness time of an isolated row, estimated from the other isolated rows of its template
+    and harness (:func:`harness_sync_us`); rows with no such peers are absent. ``cases``: each row's
+    :func:`prepare_row`, None where it is not covered."""
     loo_sync: dict[int, float] = {}
     isolated: dict[str, list[tuple[int, float, float]]] = {}
-    for k, (_, row) in enumerate(df.iterrows()):
-        try:
-            case = prepare_row(row, templates)
-        except (NotCoveredError, DseError):
+    for k, ((_, row), case) in enumerate(zip(df.iterrows(), cases, strict=True)):
+        if case is None:
             continue
         if case.isolated and case.metric == "time_s" and case.hardware.compute.sync_overhead_us == 0:
             key = f"{case.hardware.name} {harness_of(row)}"
@@ -309,28 +367,7 @@ def run_suite(df: pd.DataFrame, templates: Mapping[str, Hardware] | None = None)
         if len(rows) > 1:
             s = harness_sync_us(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
             loo_sync.update({r[0]: float(v) for r, v in zip(rows, s, strict=True)})
-    for k, (_, row) in enumerate(df.iterrows()):
-        rec = {"id": row["id"], "workload": row["workload"], "hardware": row["hardware"], "metric": row["metric"],
-               "scenario": str(row.get("scenario") or ""), "n_chips": str(row.get("n_chips") or ""), "style": "",
-               "family": "", "fitted_into": (row.get("fitted_into") or "").strip(),
-               "measured": pd.to_numeric(row["value"], errors="coerce"), "predicted": np.nan, "error_pct": np.nan,
-               "time_error_pct": np.nan, "status": "covered", "reason": ""}
-        try:
-            case = prepare_row(row, templates)
-            if not rec["fitted_into"] and str(row["id"]) in case.hardware.calibrated_on:  # a dse calibrate template
-                rec["fitted_into"] = f"dse calibrate ({case.hardware.name})"
-            rec["style"] = chip_style(case.hardware)
-            rec["family"] = family_of(case.workload)
-            rec["predicted"] = predict_case(case, sync_overhead_us=loo_sync.get(k))
-            rec["sync_us_loo"] = loo_sync.get(k, np.nan)
-            rec["error_pct"] = (rec["predicted"] / case.measured - 1) * 100
-            rec["time_error_pct"] = float(time_error_pct(rec["predicted"], case.measured, case.metric == "time_s"))
-        except NotCoveredError as exc:
-            rec["status"], rec["reason"] = "not covered", str(exc)
-        except DseError as exc:
-            rec["status"], rec["reason"] = "error", str(exc)
-        out.append(rec)
-    return pd.DataFrame(out)
+    return loo_sync
 
 
 def error_stats(results: pd.DataFrame) -> dict[str, float]:
@@ -618,26 +655,35 @@ def roof_warning(case: RowCase) -> str | None:
 
 
 def roof_warnings(header: list[str], records: list[Record], templates: Mapping[str, Hardware] | None,
-                  file: str) -> list[str]:
+                  file: str, prepared: dict[str, Any] | None = None) -> list[str]:
     """One line per row measured faster than its roof, ``FILE: line N (ID): ...``; rows the model cannot cover
-    are not judged."""
+    are not judged. ``prepared``, where given, receives each row's :func:`prepare_row` (or the error it raised) by
+    id, for :func:`run_suite` to reuse."""
     out = []
     for rec in records:
+        row = dict(zip(header, rec.cells, strict=True))
         try:
-            case = prepare_row(dict(zip(header, rec.cells, strict=True)), templates)
-        except (NotCoveredError, DseError):
+            case = prepare_row(row, templates)
+        except (NotCoveredError, DseError) as exc:
+            if prepared is not None:
+                prepared[str(row.get("id"))] = exc
             continue
+        if prepared is not None:
+            prepared[str(row.get("id"))] = case
         if (why := roof_warning(case)):
             out.append(f"{file}: {rec.where(header)}: {why}")
     return out
 
 
-def check_measurements(path: str | Path | None = None, templates: Mapping[str, Hardware] | None = None
+def check_measurements(path: str | Path | None = None, templates: Mapping[str, Hardware] | None = None,
+                       prepared: dict[str, Any] | None = None, chips: Collection[str] | None = None
                        ) -> tuple[pd.DataFrame, list[str]]:
     """A measurements file checked whole before anything is predicted: the frame :func:`run_suite` takes and
     the roof warnings (:func:`roof_warnings`). Raises :class:`DseMultiError` with one line per bad cell, ragged row
     or repeated id (:func:`row_errors`); the file-level lines (missing, empty, no rows, a missing column) are
-    :func:`load_measurements`'s. ``templates``: names given with ``--template`` besides the shipped ones."""
+    :func:`load_measurements`'s. ``templates``: names given with ``--template`` besides the shipped ones;
+    ``prepared``: filled with each row's prepared case by id (:func:`roof_warnings`), for :func:`run_suite`;
+    ``chips``: only these chips' rows are judged against their roofs (every cell is still checked)."""
     path = Path(path) if path else default_path()
     file = str(path)
     header, records = read_records(path)
@@ -647,4 +693,7 @@ def check_measurements(path: str | Path | None = None, templates: Mapping[str, H
     errors = header_errors(header, file) or row_errors(header, records, hardware, file)
     if errors:
         raise DseMultiError(capped(errors, file))
-    return load_measurements(path), roof_warnings(header, records, templates, file)
+    if chips is not None and "hardware" in header:
+        at = header.index("hardware")
+        records = [r for r in records if r.cells[at].strip() in chips]
+    return load_measurements(path), roof_warnings(header, records, templates, file, prepared)

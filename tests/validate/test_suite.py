@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import dse
 from dse.cli import main
+from dse.errors import DseError
 from dse.validate.calibrate import calibrate, calibrated_template, initial, parameter_names, template_with
 from dse.validate.suite import (
     MAX_HARNESS_US,
@@ -1101,3 +1102,25 @@ def test_the_trn1_bert_pretraining_row_runs_bertforpretraining_with_its_dropout(
     bare = df[df["id"] == "neuron-trn1-train-bert-large-ph1-1node"].assign(
         workload="bert-large", scenario=row["scenario"].replace("dropout=0.1;", ""))
     assert run_suite(bare)["time_error_pct"].iloc[0] == pytest.approx(-37.6, abs=0.05)
+
+
+def test_a_family_filter_predicts_only_its_rows_as_the_whole_run_does(tmp_path: Path) -> None:
+    """``run_suite(families=...)`` predicts the rows of those families only, each as the whole run predicts it (the
+    isolated rows' leave-one-out harness times still come from every isolated row); the cases ``check_measurements``
+    prepared give the same predictions as preparing again. On the shipped Trainium 1 rows (encoder and multi-chip)."""
+    from dse.validate.suite import check_measurements
+
+    header, *rows = csv.reader(default_path().open(encoding="utf-8", newline=""))
+    path = tmp_path / "trn1.csv"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows([header, *(r for r in rows if r[header.index("hardware")] == "trainium1")])
+    prepared: dict = {}
+    df, _ = check_measurements(path, None, prepared)
+    assert len(prepared) == len(df) and set(df["hardware"]) == {"trainium1"}
+    whole = run_suite(load_measurements(path)).set_index("id")
+    part = run_suite(df, families=["encoder"], prepared=prepared).set_index("id")
+    assert set(part["family"]) == {"encoder"} and len(part) == (whole["family"] == "encoder").sum() > 0
+    pd.testing.assert_series_equal(part["predicted"], whole.loc[part.index, "predicted"])
+    with pytest.raises(DseError) as exc:
+        run_suite(df, families=["encoder", "nope"], prepared=prepared)
+    assert exc.value.field == "--family" and "accepted: comma-separated names that have rows (encoder" in str(exc.value)
