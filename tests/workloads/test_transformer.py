@@ -380,6 +380,12 @@ def test_local_layers_read_their_window_and_hold_a_rolling_buffer(tmp_path) -> N
     wl = dse.workload("gemma3-27b", phase="decode", batch=2, context=32768)
     full = dse.workload(_with_arch(tmp_path, "gemma3-27b", "full", window=None), phase="decode", batch=2, context=32768)
     assert round(full.memory["kv_cache"] / wl.memory["kv_cache"], 1) == 5.3
+    kw = {"phase": "decode", "batch": 4, "context": 32768}  # the user guide's h200 step, with and without windows
+    local = dse.predict(dse.workload("gemma3-27b", **kw), "h200")
+    glob = dse.predict(dse.workload(_with_arch(tmp_path, "gemma3-27b", "full4", window=None), **kw), "h200")
+    assert (round(local.time_s * 1e3, 1), round(glob.time_s * 1e3, 1)) == (19.6, 32.7)
+    assert round(glob.time_s / local.time_s, 2) == 1.67
+    assert (round(local.memory["kv_cache"] / 1e9, 1), round(glob.memory["kv_cache"] / 1e9, 1)) == (12.5, 66.6)
     o = wl.ops.set_index("name")
     assert (o.loc["layer.attention", "count"], o.loc["layer.attention_local", "count"]) == (10, 52)
     assert (o.loc["layer.attention", "K"], o.loc["layer.attention_local", "K"]) == (32768, 1024)
