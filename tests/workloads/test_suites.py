@@ -21,7 +21,7 @@ def test_shipped_suites_list_and_load_with_default_weight_one() -> None:
     assert all(e["name"] in available() for e in edge)
 
 
-@pytest.mark.parametrize("name", ["edge-vision", "llm-serving", "mlperf-inference", "training"])
+@pytest.mark.parametrize("name", ["edge-vision", "llm-serving", "llm-2025", "mlperf-inference", "training"])
 def test_every_entry_of_a_shipped_suite_builds(name: str) -> None:
     for e in suites.load_suite(name):
         spec = {k: v for k, v in e.items() if k not in ("name", "weight")}
