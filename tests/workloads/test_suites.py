@@ -46,3 +46,15 @@ def test_unknown_and_malformed_suites_are_one_line_errors(monkeypatch, tmp_path:
     with pytest.raises(DseError) as ei:
         suites.load_suite("bad")
     assert str(ei.value) == f"{tmp_path / 'bad.yaml'}: workloads.0: entry 0 needs a name"
+
+
+def test_the_2025_suite_puts_two_fifths_of_its_flops_at_4_to_16_flop_per_byte() -> None:
+    """The user guide's figure: 40 % of llm-2025's FLOPs (compulsory bytes, at mix weight) fall at 4-16 FLOP/byte,
+    its median 16: long-context batched decode of GQA and MoE models (`dse workloads ai llm-2025`)."""
+    from dse.workloads.intensity import compulsory_intensity, summary
+    from dse.workloads.mix import Mix
+
+    es = suites.load_suite("llm-2025")
+    wls = [dse.workload(e["name"], **{k: v for k, v in e.items() if k not in ("name", "weight")}) for e in es]
+    st = summary(compulsory_intensity(Mix.of(wls, [e["weight"] for e in es])))
+    assert round(st["share_4_16"], 2) == 0.40 and round(st["p50"]) == 16
