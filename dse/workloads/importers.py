@@ -182,11 +182,10 @@ def _llama4(cfg: dict, need: Callable[..., Any], opt: Callable[..., Any], layers
     if chunk:
         nope = cfg.get("no_rope_layers")
         if isinstance(nope, list) and nope:
-            glob = [i for i, v in enumerate(nope) if v == 0]
-            every = glob[0] + 1 if glob else 0
-            if len(nope) != layers or (every and glob != list(range(every - 1, layers, every))):
-                raise DseError(f"got {len(nope)} entries, global at {glob[:6]}; accepted: {layers} entries with every "
-                               "n-th 0 (a window's global_every)", file=where, field="no_rope_layers")
+            if len(nope) != layers:
+                raise DseError(f"got {len(nope)} entries; accepted: {layers} entries, every n-th 0 (a window's "
+                               "global_every)", file=where, field="no_rope_layers")
+            every = _global_every([v == 0 for v in nope], where, "no_rope_layers")
         else:
             every = opt("no_rope_layer_interval", 4)
         out["window"] = {"tokens": chunk, "global_every": every, "kind": "chunked"}
@@ -206,16 +205,12 @@ def _window(cfg: dict, mt: str, layers: int, where: str) -> dict[str, int] | Non
         raise DseError(f"got {w!r:.60}; accepted: an integer >= 1 or null", file=where, field="sliding_window")
     types = cfg.get("layer_types")
     if isinstance(types, list) and types:
-        glob = [i for i, t in enumerate(types) if t != "sliding_attention"]
         if len(types) != layers or not all(t in ("sliding_attention", "full_attention") for t in types):
             raise DseError(f"got {len(types)} entries; accepted: {layers} of 'sliding_attention' or 'full_attention'",
                            file=where, field="layer_types")
-        if len(glob) == layers:
+        if "sliding_attention" not in types:
             return None
-        every = glob[0] + 1 if glob else 0
-        if every and glob != list(range(every - 1, layers, every)):
-            raise DseError(f"global layers at {glob[:6]}; accepted: every n-th layer global (a window's "
-                           "global_every)", file=where, field="layer_types")
+        every = _global_every([t == "full_attention" for t in types], where, "layer_types")
     elif "sliding_window_pattern" in cfg:
         every = cfg["sliding_window_pattern"]
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
@@ -223,6 +218,18 @@ def _window(cfg: dict, mt: str, layers: int, where: str) -> dict[str, int] | Non
     else:
         every = 2 if mt == "gemma2" else 0
     return {"tokens": w, "global_every": every}
+
+
+def _global_every(is_global: list[bool], where: str, key: str) -> int:
+    """The ``global_every`` of a per-layer pattern (``layer_types``, ``no_rope_layers``): ``n`` where exactly every
+    ``n``-th layer is global (layers ``n - 1, 2n - 1, ...``), 0 where none is; any other pattern is one line naming
+    ``key``."""
+    glob = [i for i, g in enumerate(is_global) if g]
+    every = glob[0] + 1 if glob else 0
+    if every and glob != list(range(every - 1, len(is_global), every)):
+        raise DseError(f"global layers at {glob[:6]}; accepted: every n-th layer global (a window's global_every)",
+                       file=where, field=key)
+    return every
 
 
 #: the Hugging Face config keys an ``arch`` field is read from (any model_type), for naming the key in an error; a
