@@ -659,6 +659,19 @@ def _noc_row(name: str, d) -> dict:
             "carries_tbps": d.noc_demand[0] / 1e12, "delivers_tbps": g.delivered_bps[0] / 1e12}
 
 
+def _d2d_rows(name: str, d) -> list[dict]:
+    """A multi-die template's levels whose bytes cross die-to-die links, for ``dse area``: the share crossing each
+    die kind's links, the level's own bandwidth, the ceiling the links put on it and what it delivers
+    (``dse.hardware.designs.DesignBatch.d2d_crossings`` and ``d2d_ceiling``)."""
+    kinds = d.die_kinds
+    cap, own, got = d.d2d_ceiling[0], d.bandwidth[0], d.delivered_bandwidth[0]
+    return [{"template": name, "level": lv,
+             "crosses": ", ".join(f"{kinds[g]} {f[0] * 100:.0f} %" for g, f in path if f[0] > 0),
+             "level_tbps": own[j] / 1e12, "d2d_ceiling_tbps": cap[j] / 1e12, "delivers_tbps": got[j] / 1e12}
+            for j, (lv, path) in enumerate(zip(d.level_names, d.d2d_crossings(), strict=True))
+            if any(f[0] > 0 for _, f in path)]
+
+
 def _power_row(hw, d, node) -> dict:
     """One template's power columns for ``dse area``: the 8192^3 GEMM in bf16 and in its hungriest mode, every
     unit at once (``dse.cost.power.stress_power``), the published limit, the GEMM's error against it and where the
@@ -706,7 +719,7 @@ def cmd_area(args: argparse.Namespace) -> int:
     from dse.hardware.designs import DesignBatch
     from dse.hardware.templates import list_templates, load_hardware
 
-    rows, die_rows, noc_rows = [], [], []
+    rows, die_rows, noc_rows, d2d_rows = [], [], [], []
     if args.dram_part is not None and not args.templates:
         raise DseError(f"got --dram-part {args.dram_part} without a template; accepted: one or more template names "
                        "or YAML paths (dse area npu-7nm --dram-part hbm4)", field="--dram-part")
@@ -720,8 +733,10 @@ def cmd_area(args: argparse.Namespace) -> int:
         _build_warnings([hw], [name])
         c = unit_cost(d, ar)
         if ar.multi_die:
+            d2d_rows += _d2d_rows(name, d)
             die_rows += [{"template": name, "die": g.name, "count": int(g.count[0]), "node": g.node.name,
-                          "on": g.stacked_on or "", "model_mm2": g.mm2[0], "d2d_mm2": g.parts["d2d"][0],
+                          "on": g.stacked_on or "", "model_mm2": g.mm2[0], "d2d_tbps": g.d2d_tbps[0],
+                          "d2d_mm2": g.parts["d2d"][0],
                           "published_mm2": g.published_mm2 or float("nan"),
                           "err_pct": (g.mm2[0] / g.published_mm2 - 1) * 100 if g.published_mm2 else float("nan"),
                           "yield_pct": c.die_yields[g.name][0] * 100,
@@ -743,7 +758,7 @@ def cmd_area(args: argparse.Namespace) -> int:
     if args.format == "json":
         theta = fitted_reference()
         _print_json({"templates": _records(pd.DataFrame(rows)), "package_dies": _records(pd.DataFrame(die_rows)),
-                     "networks": _records(pd.DataFrame(noc_rows)),
+                     "networks": _records(pd.DataFrame(noc_rows)), "d2d_ceilings": _records(pd.DataFrame(d2d_rows)),
                      "dies": _records(calibration_table()),
                      "fit_7nm": {"systolic_pe_um2_bf16": theta["pe"], "scratchpad_mm2_per_mib": theta["scratchpad"]}})
         return 0
@@ -761,6 +776,11 @@ def cmd_area(args: argparse.Namespace) -> int:
             print("\nmulti-die packages: each die kind (area per die; published where public; yields of one die and "
                   "of bonding every die)")
             print(pd.DataFrame(die_rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        if d2d_rows:
+            print("\ndie-to-die links (dse.hardware.designs.DesignBatch.d2d_ceiling): the share of each level's bytes "
+                  "that crosses each die kind's links; a level delivers no more than n dies x half their d2d bandwidth "
+                  "/ that share (inf: a link of no given bandwidth)")
+            print(pd.DataFrame(d2d_rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
               "(holdout dies are in no fit)")
         t = calibration_table()

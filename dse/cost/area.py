@@ -77,7 +77,7 @@ class DieArea:
     link: D2DLink | None  # None: a template without package.dies
     stacked_on: str | None
     published_mm2: float | None
-    d2d_tbps: float = 0.0  # die-to-die bandwidth of one die, both directions (TB/s)
+    d2d_tbps: np.ndarray  # [D] die-to-die bandwidth of one die, both directions (TB/s)
     tiles: np.ndarray | None = None  # [D] core tiles on one die, spares included (None: a die with no cores)
     spare: np.ndarray | None = None  # [D] spare (fused-off) cores of one die
     tile_mm2: np.ndarray | None = None  # [D] one core tile: its matrix, vector and per-core memory share
@@ -337,18 +337,6 @@ def area(d: DesignBatch | Hardware, node: Node | None = None) -> AreaBreakdown:
     return AreaBreakdown(node=node, parts=parts, dram_stacks=inv.dram_stacks, dies=dies)
 
 
-def die_holdings(hw: Hardware) -> list[frozenset[str]]:
-    """The parts each die kind holds (``DIE_PARTS`` and SRAM level names); what no die names goes to the
-    first kind. A single-die template: one kind holding everything."""
-    every = [*DIE_PARTS, *(m.name for m in hw.memory if m.spec.area == "sram")]
-    dies = hw.die_groups
-    if not dies:
-        return [frozenset(every)]
-    named = {p for g in dies for p in g.holds}
-    return [frozenset(g.holds) | (frozenset(p for p in every if p not in named) if i == 0 else frozenset())
-            for i, g in enumerate(dies)]
-
-
 def level_sram_mm2(d: DesignBatch, node: Node) -> dict[str, np.ndarray]:
     """[D] mm^2 of each SRAM level at ``node`` (capacity on the die, :func:`physical_capacity`, x the node's
     scratchpad or cache density)."""
@@ -379,7 +367,7 @@ PART_OF = {"matrix": "matrix", "vector": "vector", "noc": "noc", "dram_phy": "dr
 def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None = None) -> tuple[DieArea, ...]:
     """Every die kind's parts per die: the parts it holds, priced at its node (``price``; ``priced`` is the
     template node's, when the caller has it) and shared equally by its ``count`` dies, plus its die-to-die PHY
-    (``d2d_bandwidth_tbps`` / the link's GB/s per mm^2)::
+    (``d2d_bandwidth_tbps``, :attr:`DesignBatch.die_d2d_bps`, / the link's GB/s per mm^2)::
 
         A_die = sum_{parts held} part(node_die) / count + D2D_bandwidth / link density
     """
@@ -388,7 +376,7 @@ def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None =
     total_dies = d.die_counts.sum(axis=1)
     full_at = {node.name: priced} if priced is not None else {}
     out = []
-    for g, (held, spec) in enumerate(zip(die_holdings(hw), specs, strict=True)):
+    for g, (held, spec) in enumerate(zip(hw.die_holdings, specs, strict=True)):
         nd = node if spec is None or spec.node is None else load_node(spec.node, field=f"package.dies.{g}.node")
         if nd.name not in full_at:
             full_at[nd.name] = price(inventory(d, nd), nd)
@@ -403,13 +391,14 @@ def die_areas(d: DesignBatch, node: Node, priced: dict[str, np.ndarray] | None =
         if spec is not None:
             multi = total_dies > 1  # [D] a die of one kind in a package of several dies
             per["noc"] = np.where(multi, die_noc_mm2(d, nd, held, count, per["noc"]), per["noc"])
-            per["d2d"] = np.where(multi, spec.d2d_bandwidth_tbps * 1e3 / link.gbps_per_mm2, 0.0)
+            per["d2d"] = np.where(multi, d.die_d2d_bps[:, g] / 1e9 / link.gbps_per_mm2, 0.0)
         tiles, spare, tile = core_tiles(d, held, count, per, sram)
         out.append(DieArea(name=spec.name if spec else "die", count=count,
                            mm2=np.sum([per[c] for c in COMPONENTS], axis=0), parts=per, node=nd, holds=held, link=link,
                            stacked_on=spec.stacked_on if spec else None,
                            published_mm2=spec.published_area_mm2 if spec else None,
-                           d2d_tbps=spec.d2d_bandwidth_tbps if spec else 0.0, tiles=tiles, spare=spare, tile_mm2=tile))
+                           d2d_tbps=d.die_d2d_bps[:, g] / 1e12 if spec else np.zeros(d.n), tiles=tiles, spare=spare,
+                           tile_mm2=tile))
     return tuple(out)
 
 
@@ -519,7 +508,8 @@ def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
     aspect = pkg.aspect_ratio if pkg else 1.0
     e_hbm = node.hbm_edge_mm_per_stack.value
     limit = float(pkg.max_dram_stacks) if pkg and pkg.max_dram_stacks else node.max_dram_stacks.value
-    dies = ar.dies or (DieArea("die", np.ones(d.n), ar.total, ar.parts, node, frozenset(DIE_PARTS), None, None, None),)
+    dies = ar.dies or (DieArea("die", np.ones(d.n), ar.total, ar.parts, node, frozenset(DIE_PARTS), None, None, None,
+                              np.zeros(d.n)),)
     needs, perims, beside = [], [], np.zeros(d.n)
     for die in dies:
         long, short = die_sides_mm(die.mm2, aspect)

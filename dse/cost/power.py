@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dse.cost.area import die_holdings
 from dse.hardware.d2d import D2D
 from dse.hardware.designs import DesignBatch
 from dse.hardware.energy import (
@@ -91,28 +90,15 @@ class MixEnergy:
 
 def d2d_energy_per_byte(d: DesignBatch) -> np.ndarray:
     """[D, L] joules per byte of each memory level's traffic that crosses die-to-die links in a multi-die
-    package (``dse.hardware.d2d`` pJ/bit x 8). Bytes are interleaved over the dies that hold a level, so
-    with the compute on kind c (``count`` n_c) and level j (``instances`` k_j copies) on kind g::
-
-        g == c:  max(0, 1 - k_j / n_c) x e_c           (a remote die's share, over c's links; 0 for a
-                                                        per-die or per-core level)
-        g != c:  e_c + max(0, 1 - k_j / n_g) x e_g     (off the compute die, then to a remote g die)
-
-    0 for a single die."""
+    package: sum over the links it crosses of the fraction crossing x the link's ``dse.hardware.d2d`` pJ/bit x 8
+    (:meth:`DesignBatch.d2d_crossings`: a remote die's share over the compute dies' links when the compute's kind
+    holds the level, ``e_c + (1 - k_j / n_g) e_g`` when another kind does). 0 for a single die."""
     out = np.zeros((d.n, len(d.base.memory)))
-    if not d.die_kinds:
-        return out
-    holds = die_holdings(d.base)
     links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
-    c = next(i for i, h in enumerate(holds) if "matrix" in h)
-    n = d.die_counts
-    for j, m in enumerate(d.base.memory):
-        part = m.name if m.spec.area == "sram" else "dram_phy"
-        g = next((i for i, h in enumerate(holds) if part in h), c)
-        copies = d.level_instances[:, j]
-        remote = np.clip(1.0 - copies / n[:, g], 0.0, None)
-        out[:, j] = remote * links[c] if g == c else links[c] + remote * links[g]
-    return np.where(n.sum(axis=1, keepdims=True) > 1, out, 0.0)
+    for j, path in enumerate(d.d2d_crossings()):
+        for g, f in path:
+            out[:, j] += f * links[g]
+    return np.where(d.die_counts.sum(axis=1, keepdims=True) > 1, out, 0.0)
 
 
 def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None,
@@ -208,6 +194,6 @@ def stress_power(d: DesignBatch, node: Node | None = None) -> np.ndarray:
     serdes = links * node.energy_pj_per_byte_serdes.value * PJ
     d2d = np.zeros(d.n)
     if d.die_kinds:
-        per_die = [g.d2d_bandwidth_tbps * 1e12 / 2.0 * D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
-        d2d = d.die_counts @ np.asarray(per_die)
+        per_byte = np.asarray([D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups])
+        d2d = (d.die_counts * d.die_d2d_bps / 2.0) @ per_byte
     return static_power(d, node) + dvfs_factor(d) * (compute + memory_core) + memory_io + serdes + d2d

@@ -131,6 +131,8 @@ class DesignBatch:
     resident_cache: np.ndarray | None = None
     resident_steps: np.ndarray | None = None  # [L] bool: the level keeps tensors across steps
     die_counts: np.ndarray | None = None  # [D, G] dies of each kind of package.dies ([D, 1] of 1: one die)
+    # [D, G] die-to-die bandwidth of one die of each kind, both directions together, byte/s (0: not given)
+    die_d2d_bps: np.ndarray | None = None
     noc_link_bytes: np.ndarray | None = None  # [D] on-chip network link width (compute.noc.link_bytes; NaN: auto)
     spare_cores: np.ndarray | None = None  # [D] cores fused off for yield (compute.spare_cores): area and yield only
     # [D] the main memory's DRAM part chosen for the design (its code in dse.hardware.dram_parts.GENERATIONS; -1: the
@@ -181,6 +183,7 @@ class DesignBatch:
             resident_cache=np.asarray([m.organization == "cache" for m in mem], dtype=bool),
             resident_steps=np.asarray([m.keeps_across_steps for m in mem], dtype=bool),
             die_counts=np.tile(np.asarray([g.count for g in hw.die_groups] or [1], dtype=float), (n, 1)),
+            die_d2d_bps=np.tile(np.asarray([g.d2d_bandwidth_tbps * TERA for g in hw.die_groups] or [0.0]), (n, 1)),
             noc_link_bytes=rep(np.nan if c.noc.link_bytes is None else c.noc.link_bytes),
             spare_cores=rep(c.spare_cores),
             dram_part=rep(-1),
@@ -413,14 +416,60 @@ class DesignBatch:
         """[D, L] byte/s each level delivers to the cores (before its ``efficiency``): its own bandwidth, except that
         the level the on-chip network carries gets through no faster than the network delivers under its traffic,
         ``min(BW, delivered)`` (``dse.hardware.noc``: local traffic N W f per network over N cores; uniform mesh
-        4 min(x, y) W f, torus 8 min(x, y) W f, ring 8 W f, crossbar N W f). Links sized by default (``link_bytes``
-        unset) carry the level in full, so only a given link width can bind; a single core has no network."""
+        4 min(x, y) W f, torus 8 min(x, y) W f, ring 8 W f, crossbar N W f), and a level whose bytes cross
+        die-to-die links no faster than the links carry them (:attr:`d2d_ceiling`). Links sized by default
+        (``link_bytes`` unset) carry the level in full, so only a given link width can bind; a single core has no
+        network."""
+        out = np.minimum(self.bandwidth, self.d2d_ceiling) if self.die_kinds else self.bandwidth
         given = ~np.isnan(self.noc_link_bytes)
         if not given.any():
-            return self.bandwidth
+            return out
         j = self.noc_level
-        out = self.bandwidth.copy()
+        out = out.copy()
         out[:, j] = np.where(given & (self.cores > 1), np.minimum(out[:, j], self.noc().delivered_bps), out[:, j])
+        return out
+
+    def d2d_crossings(self) -> list[list[tuple[int, np.ndarray]]]:
+        """For each memory level, the die kinds whose die-to-die links its bytes cross and the fraction [D] of the
+        level's bytes crossing each. A level's copies are interleaved over the dies that hold it, so with the
+        compute on kind c (``count`` n_c) and level j (``k_j`` copies, :attr:`level_instances`) on kind g::
+
+            g == c:  [(c, max(0, 1 - k_j / n_c))]                (a remote die's share; none for a per-die or
+                                                                   per-core level)
+            g != c:  [(c, 1), (g, max(0, 1 - k_j / n_g))]        (every byte leaves g for the compute die, a
+                                                                   remote g die's share also crosses g's links)
+
+        Empty lists for a single die. The parts each kind holds: ``Hardware.die_holdings`` (main memory sits with
+        the die holding ``dram_phy``)."""
+        if not self.die_kinds:
+            return [[] for _ in self.base.memory]
+        holds = self.base.die_holdings
+        c = next(i for i, h in enumerate(holds) if "matrix" in h)
+        n = self.die_counts
+        out = []
+        for j, m in enumerate(self.base.memory):
+            part = m.name if m.spec.area == "sram" else "dram_phy"
+            g = next((i for i, h in enumerate(holds) if part in h), c)
+            remote = np.clip(1.0 - self.level_instances[:, j] / n[:, g], 0.0, None)
+            out.append([(c, remote)] if g == c else [(c, np.ones(self.n)), (g, remote)])
+        return out
+
+    @property
+    def d2d_ceiling(self) -> np.ndarray:
+        """[D, L] byte/s a level's traffic can reach the compute through the package's die-to-die links: each of a
+        kind's n dies has ``d2d_bandwidth_tbps`` B both directions together (:attr:`die_d2d_bps`, searchable as
+        ``package.dies.<name>.d2d_bandwidth_tbps``), B / 2 each way, and a fraction f of
+        the level's bytes crosses them (:meth:`d2d_crossings`; interleaving spreads the crossing bytes evenly, each
+        die receiving and sending its share), so the level delivers at most ``min over kinds of n B / (2 f)``.
+        A kind with no bandwidth given (0) and f = 0 bind nothing (inf); hops between non-adjacent dies are not
+        counted (every remote die taken as one link away). Single die: inf."""
+        out = np.full((self.n, len(self.base.memory)), np.inf)
+        each_way = self.die_counts * self.die_d2d_bps / 2.0  # [D, G] byte/s into (and out of) a kind's dies
+        for j, path in enumerate(self.d2d_crossings()):
+            for g, f in path:
+                bound = (f > 0) & (each_way[:, g] > 0)
+                cap = np.divide(each_way[:, g], f, out=np.full(self.n, np.inf), where=bound)
+                out[:, j] = np.minimum(out[:, j], cap)
         return out
 
     def with_cores(self, cores: np.ndarray) -> DesignBatch:
@@ -543,6 +592,11 @@ class DesignBatch:
             counts = self.die_counts.copy()
             counts[:, kinds.index(parts0[2])] = np.maximum(np.round(v), 1.0)
             return replace(self, die_counts=counts)
+        if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "d2d_bandwidth_tbps" \
+                and parts0[2] in kinds:
+            bw = self.die_d2d_bps.copy()
+            bw[:, kinds.index(parts0[2])] = np.maximum(v, 0.0) * TERA
+            return replace(self, die_d2d_bps=bw)
         if len(parts0) == 3 and parts0[0] == "system" and self.system is not None:
             names = [lv.name for lv in self.system.network]
             if parts0[1] in names and parts0[2] in fields.NETWORK:
@@ -571,7 +625,7 @@ class DesignBatch:
     def searchable_fields(self) -> list[str]:
         """The fields :meth:`with_field` sets on this template, from the tables of :mod:`dse.hardware.fields`."""
         out = ["compute.cores", "compute.clock_ghz", *fields.COMPUTE, "network.links"]
-        out += [f"package.dies.{name}.count" for name in self.die_kinds]
+        out += [f"package.dies.{name}.{key}" for name in self.die_kinds for key in ("count", "d2d_bandwidth_tbps")]
         if stack_bandwidth(self.base) is not None and dram_parts.searchable_names(self.base.offchip_level.kind):
             out.append(f"memory.{self.offchip_name}.generation")
         for name in self.level_names:
@@ -655,6 +709,10 @@ class DesignBatch:
             if count != die["count"]:
                 die["source"] += f"; {die['count']} -> {count} dies by dse ({note or 'derived'})"
                 die["count"] = count
+            tbps = round(float(self.die_d2d_bps[i, g]) / TERA, 6)
+            if tbps != die.get("d2d_bandwidth_tbps", 0.0):
+                die["source"] += f"; d2d {die.get('d2d_bandwidth_tbps', 0.0)} -> {tbps} TB/s by dse ({note or 'derived'})"
+                die["d2d_bandwidth_tbps"] = tbps
         for j, level in enumerate(data["memory"]):
             if self.per_core is not None and self.per_core[j]:
                 level["instances"] = comp["cores"]

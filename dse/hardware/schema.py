@@ -544,7 +544,9 @@ class DieGroup(Strict):
     d2d_link: str = Field("ucie-advanced", description="Die-to-die link kind of this die (dse.hardware.d2d: "
                           "ucie-standard, ucie-advanced, hybrid-bond)")
     d2d_bandwidth_tbps: float = Field(0.0, ge=0, le=MAX_BANDWIDTH_TBPS, description="Die-to-die bandwidth of "
-                                      "each die, both directions together (TB/s): sets its D2D PHY area and edge")
+                                      "each die, both directions together (TB/s): sets its D2D PHY area and edge, and "
+                                      "caps the levels whose bytes cross it (DesignBatch.d2d_ceiling); 0: not given, "
+                                      "no PHY priced and no cap (searchable: ``package.dies.<name>.d2d_bandwidth_tbps``)")
     stacked_on: str | None = Field(None, description="The die kind this one is bonded on top of (a hybrid-bond "
                                    "link): it takes no interposer area of its own")
     published_area_mm2: float | None = Field(None, gt=0, le=MAX_DIE_AREA_MM2,
@@ -715,6 +717,18 @@ class Hardware(Strict):
     def die_groups(self) -> list[DieGroup]:
         """The package's die kinds (``package.dies``); ``[]`` for a single die."""
         return list(self.package.dies) if self.package is not None and self.package.dies else []
+
+    @property
+    def die_holdings(self) -> list[frozenset[str]]:
+        """The parts each die kind holds (``DIE_PARTS`` and SRAM level names); what no die names goes to the
+        first kind. A single-die template: one kind holding everything."""
+        every = [*DIE_PARTS, *(m.name for m in self.memory if m.spec.area == "sram")]
+        dies = self.die_groups
+        if not dies:
+            return [frozenset(every)]
+        named = {p for g in dies for p in g.holds}
+        return [frozenset(g.holds) | (frozenset(p for p in every if p not in named) if i == 0 else frozenset())
+                for i, g in enumerate(dies)]
 
     @property
     def peak_flops(self) -> float:

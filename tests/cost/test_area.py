@@ -353,6 +353,26 @@ def test_a_searched_die_count_splits_the_same_parts_over_more_dies() -> None:
     assert dse.area(d.to_hardware(2, "sixteen")).dies[0].count[0] == 16
 
 
+def test_a_searched_d2d_bandwidth_sizes_the_phys_the_power_and_the_ceiling_together() -> None:
+    from dse.cost.power import stress_power
+
+    base = DesignBatch.stack([DesignBatch.from_hardware(dse.hardware("b200"))] * 3)
+    assert "package.dies.gpu.d2d_bandwidth_tbps" in base.searchable_fields()
+    d = base.with_field("package.dies.gpu.d2d_bandwidth_tbps", np.array([2.0, 10.0, 20.0]))
+    gpu = area(d).dies[0]
+    assert gpu.d2d_tbps.tolist() == [2.0, 10.0, 20.0]
+    assert gpu.parts["d2d"] == pytest.approx(np.array([2.0, 10.0, 20.0]) * 1e3 / 1350.0)  # ucie-advanced GB/s/mm2
+    # each die's link at line rate, half each way, at 0.3 pJ/bit: 2 dies x B / 2 x 2.4 pJ/B
+    watts = stress_power(d)
+    assert watts[2] - watts[0] == pytest.approx(2 * 18e12 / 2 * 0.3 * 8 * 1e-12)
+    # the ceiling: 2 dies x B / 2 / 0.5 crossing = 2 B on L2 and HBM
+    assert d.d2d_ceiling[:, 2].tolist() == pytest.approx([4e12, 20e12, 40e12])
+    assert d.delivered_bandwidth[0, 2] == pytest.approx(4e12) and d.delivered_bandwidth[1, 2] == pytest.approx(8e12)
+    back = d.to_hardware(0, "slow-link", note="test")
+    assert back.package.dies[0].d2d_bandwidth_tbps == 2.0 and "d2d 10.0 -> 2.0 TB/s by dse (test)" in \
+        back.package.dies[0].source
+
+
 def test_a_block_scaled_mode_is_priced_as_its_element_type() -> None:
     """Listing BLOCKFP8 (bfp8) beside a chip's fp8 mode adds no MACs: a bfp8 PE is an int8-class PE, and n150's 148
     TFLOP/s of it need fewer PEs than its 262 of fp8."""

@@ -301,3 +301,83 @@ def test_the_build_text_names_spare_cores_and_a_written_design_keeps_them() -> N
     assert "24 cores x 64x64 MACs x 2 FLOP x 1.4 GHz = 275.3 TFLOP/s bf16 (+2 spare cores fused off for yield)" \
         in d.build_text(1)
     assert d.to_hardware(1, "x").compute.spare_cores == 2 and d.to_hardware(0, "x").compute.spare_cores == 0
+
+
+# ---------------------------------------------------------------- die-to-die links (package.dies)
+
+def _split(name: str, dies: list[dict]) -> DesignBatch:
+    """Template ``name`` with its package's die list replaced by ``dies``, as a batch of one."""
+    data = dse.hardware(name).model_dump(mode="python", exclude_none=True)
+    data["package"] = {**data.get("package", {"source": "test"}), "dies": dies}
+    return DesignBatch.from_hardware(dse.hardware(data))
+
+
+def test_d2d_ceilings_by_hand_on_the_shipped_packages() -> None:
+    # b200: two dies of 10 TB/s (both directions) hold everything; half of the shared levels' bytes are on the
+    # other die: 2 dies x 5 TB/s each way / 0.5 = 20 TB/s; per-SM shared memory never crosses
+    b = DesignBatch.from_hardware(dse.hardware("b200"))
+    assert b.d2d_ceiling[0].tolist() == pytest.approx([np.inf, 20e12, 20e12])
+    assert np.array_equal(b.delivered_bandwidth, b.bandwidth)  # neither binds
+    # mi300x: the XCD's hybrid bond has no bandwidth given (no ceiling); the IODs' 5.4 TB/s links carry the 3 in 4
+    # bytes of the Infinity Cache and HBM that sit on another IOD: 4 x 2.7 / 0.75 = 14.4 TB/s, under the cache's 17.2
+    m = DesignBatch.from_hardware(dse.hardware("mi300x"))
+    cap = dict(zip(m.level_names, m.d2d_ceiling[0], strict=True))
+    assert cap["lds"] == cap["l2"] == np.inf and cap["hbm"] == pytest.approx(14.4e12)
+    assert m.delivered_bandwidth[0].tolist() == pytest.approx([81.7e12, 34.4e12, 14.4e12, 5.3e12])
+    # gaudi3: its L2 is one per DCORE, two per die: nothing crosses; HBM half remote over 1.84 TB/s: 3.68 TB/s
+    g = DesignBatch.from_hardware(dse.hardware("gaudi3"))
+    assert g.d2d_ceiling[0].tolist() == pytest.approx([np.inf, 3.68e12])
+    assert np.all(np.isinf(DesignBatch.from_hardware(NPU).d2d_ceiling))  # one die: no link
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=8), st.floats(min_value=0.1, max_value=20.0))
+def test_a_split_die_delivers_its_shared_levels_no_faster_than_its_links(n: int, tbps: float) -> None:
+    d = _split("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": tbps, "source": "test"}])
+    # local SRAM: one copy per core, on its core's die; global SRAM and HBM: one copy, (n - 1) / n of it remote
+    remote = 1 - 1 / n
+    expect = np.inf if n == 1 else n * tbps * 1e12 / 2 / remote
+    assert d.d2d_ceiling[0].tolist() == pytest.approx([np.inf, expect, expect])
+    cap = np.array([np.inf, expect, expect])
+    assert d.delivered_bandwidth[0].tolist() == pytest.approx(np.minimum(d.bandwidth[0], cap).tolist())
+    # the energy of a crossing byte follows the same shares (dse.cost.power)
+    from dse.cost.power import PJ, d2d_energy_per_byte
+    from dse.hardware.d2d import D2D
+
+    e = 0.0 if n == 1 else remote * D2D["ucie-advanced"].pj_per_bit * 8 * PJ
+    assert d2d_energy_per_byte(d)[0].tolist() == pytest.approx([0.0, e, e])
+
+
+def test_a_slow_die_to_die_link_slows_what_crosses_it_and_nothing_else() -> None:
+    # npu-7nm as two dies: at 4 TB/s per die nothing binds (2 x 2 / 0.5 = 8 TB/s over its 4 TB/s global SRAM and
+    # 1.64 TB/s HBM), so every operator keeps the monolithic time; at 0.4 TB/s both deliver 0.8 TB/s: a stream
+    # through HBM takes about 1.64 / 0.8 as long, and a GEMM whose tiles come through the global SRAM slows too
+    def time(hw, wl) -> float:
+        return float(dse.predict(wl, hw).time_s)
+
+    def split(tbps: float):
+        return _split("npu-7nm", [{"name": "c", "count": 2, "d2d_bandwidth_tbps": tbps, "source": "test"}]).base
+
+    stream = dse.elementwise(1 << 30, dtype="bf16")
+    for wl in (stream, dse.gemm(8192, 8192, 8192, dtype="bf16"), dse.gemm(64, 8192, 8192, dtype="bf16")):
+        assert time(split(4.0), wl) == pytest.approx(time(NPU, wl), rel=1e-9)
+        assert time(split(0.4), wl) > time(NPU, wl)
+    assert time(split(0.4), stream) / time(NPU, stream) == pytest.approx(1.6384 / 0.8, rel=0.02)
+
+
+def test_the_user_guides_split_npu_figures_are_what_the_model_gives() -> None:
+    from pathlib import Path
+
+    def split(tbps: float):
+        return _split("npu-7nm", [{"name": "c", "count": 2, "d2d_bandwidth_tbps": tbps, "d2d_link": "ucie-standard",
+                                   "source": "test"}]).base
+
+    decode = dse.workload("llama3-8b", phase="decode", batch=1, context=4096)
+    prefill = dse.workload("llama3-8b", phase="prefill", batch=1, seq=2048)
+    doc = (Path(__file__).parents[2] / "docs" / "user_guide.md").read_text()
+    mono, fast, slow = (float(dse.predict(decode, hw).time_s) * 1e3 for hw in (NPU, split(1.0), split(0.5)))
+    assert fast == pytest.approx(mono, rel=1e-3) and slow > 1.5 * mono
+    pre_mono, pre_slow = (float(dse.predict(prefill, hw).time_s) * 1e3 for hw in (NPU, split(0.5)))
+    for quoted in (f"keeps its {mono:.2f} ms", f"the step takes {slow:.2f} ms",
+                   f"prefill {pre_slow:.1f} ms instead of {pre_mono:.1f} ms"):
+        assert quoted in doc.replace("\n", " "), quoted

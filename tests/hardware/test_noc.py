@@ -125,7 +125,8 @@ def test_default_links_carry_their_level_so_the_predictor_reads_it_in_full() -> 
     for name in dse.list_hardware():
         d = DesignBatch.from_hardware(load_hardware(name))
         assert np.all(d.noc().delivered_bps >= d.noc_demand * (1 - 1e-12)), name
-        assert np.array_equal(d.delivered_bandwidth, d.bandwidth), name
+        # only a die-to-die link can bind (mi300x's Infinity Cache; tests/hardware/test_designs.py)
+        assert np.array_equal(d.delivered_bandwidth, np.minimum(d.bandwidth, d.d2d_ceiling)), name
 
 
 @settings(max_examples=40, deadline=None)

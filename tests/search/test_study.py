@@ -641,6 +641,28 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
     assert best.package.dies[0].count > 1
 
 
+def test_a_study_searches_the_die_to_die_link_and_a_link_slower_than_memory_loses(tmp_path: Path) -> None:
+    # b200's two dies at 1-16 TB/s each: below 4 TB/s the link holds its 8 TB/s HBM to 2 x B (half the bytes are on
+    # the other die), so a decode step slows; the PHY costs ~0.7 mm2 per TB/s, so the best design keeps a fast link
+    data = copy.deepcopy(SMALL_STUDY)
+    data.update(name="d2d", base="b200", workloads=[{"name": "llama2-7b", "phase": "decode", "batch": 8,
+                                                      "context": 512}])
+    data["search"].pop("area_budget_mm2")
+    data["search"].update(n_trials=8, batch_size=8)
+    data["search"]["space"] = {"params": [{"field": "package.dies.gpu.d2d_bandwidth_tbps", "low": 1.0, "high": 16.0}]}
+    result = run_study(write_config(tmp_path, data), out=tmp_path / "res", progress=False)
+    write_results(result, plots_on=False)
+    trials = pd.read_csv(result.folder / "trials.csv")
+    link = trials["package.dies.gpu.d2d_bandwidth_tbps"]
+    assert (link < 3.5).any() and (link > 4.5).any()
+    score = trials.set_index("package.dies.gpu.d2d_bandwidth_tbps")["score"]  # throughput vs b200's own
+    slow, fast = score[score.index < 4.0], score[score.index >= 4.0]
+    assert fast.to_numpy() == pytest.approx(1.0, rel=1e-6)  # the link binds nothing: b200's own time
+    slow = slow.sort_index()  # HBM (and L2) at 2 x B: the slower the link, the slower the step
+    assert (slow < 0.99).all() and slow.is_monotonic_increasing
+    assert result.best.to_hardware(0, "best").package.dies[0].d2d_bandwidth_tbps >= 4.0
+
+
 @pytest.mark.parametrize(("param", "expected"), [
     ({"field": "compute.clock_ghz", "low": 1.0, "high": 1000.0},
      "search.space.params.0.high: got 1000 for compute.clock_ghz; accepted: a number <= 10"),
