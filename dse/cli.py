@@ -660,13 +660,13 @@ def _noc_row(name: str, d) -> dict:
 
 
 def _d2d_rows(name: str, d) -> list[dict]:
-    """A multi-die template's levels whose bytes cross die-to-die links, for ``dse area``: the share crossing each
-    die kind's links, the level's own bandwidth, the ceiling the links put on it and what it delivers
-    (``dse.hardware.designs.DesignBatch.d2d_crossings`` and ``d2d_ceiling``)."""
+    """A multi-die template's levels whose bytes cross die-to-die links, for ``dse area``: the links each byte
+    crosses over each die kind's network, the level's own bandwidth, the ceiling the links put on it and what it
+    delivers (``dse.hardware.designs.DesignBatch.d2d_crossings`` and ``d2d_ceiling``)."""
     kinds = d.die_kinds
     cap, own, got = d.d2d_ceiling[0], d.bandwidth[0], d.delivered_bandwidth[0]
     return [{"template": name, "level": lv,
-             "crosses": ", ".join(f"{kinds[g]} {f[0] * 100:.0f} %" for g, f in path if f[0] > 0),
+             "links_per_byte": ", ".join(f"{kinds[g]} {f[0]:.2f}" for g, f in path if f[0] > 0),
              "level_tbps": own[j] / 1e12, "d2d_ceiling_tbps": cap[j] / 1e12, "delivers_tbps": got[j] / 1e12}
             for j, (lv, path) in enumerate(zip(d.level_names, d.d2d_crossings(), strict=True))
             if any(f[0] > 0 for _, f in path)]
@@ -777,9 +777,9 @@ def cmd_area(args: argparse.Namespace) -> int:
                   "of bonding every die)")
             print(pd.DataFrame(die_rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
         if d2d_rows:
-            print("\ndie-to-die links (dse.hardware.designs.DesignBatch.d2d_ceiling): the share of each level's bytes "
-                  "that crosses each die kind's links; a level delivers no more than n dies x half their d2d bandwidth "
-                  "/ that share (inf: a link of no given bandwidth)")
+            print("\ndie-to-die links (dse.hardware.designs.DesignBatch.d2d_ceiling): the links a byte of each level "
+                  "crosses on each die kind's network (its remote share x the mean hops of the kind's d2d_topology); a "
+                  "level delivers no more than n dies x half their d2d bandwidth / those links (inf: no bandwidth given)")
             print(pd.DataFrame(d2d_rows).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         print("\ndie area: published vs the shipped model, the fit on all calibration dies and leave-one-out "
               "(holdout dies are in no fit)")

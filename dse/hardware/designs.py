@@ -17,6 +17,7 @@ from dse.hardware import dram_parts, fields
 from dse.hardware.noc import NocGeometry, geometry
 from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
+from dse.hardware.topologies import traversals
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
 
@@ -430,43 +431,46 @@ class DesignBatch:
         return out
 
     def d2d_crossings(self) -> list[list[tuple[int, np.ndarray]]]:
-        """For each memory level, the die kinds whose die-to-die links its bytes cross and the fraction [D] of the
-        level's bytes crossing each. A level's copies are interleaved over the dies that hold it, so with the
-        compute on kind c (``count`` n_c) and level j (``k_j`` copies, :attr:`level_instances`) on kind g::
+        """For each memory level, the die kinds whose die-to-die links its bytes cross and the link traversals [D]
+        per byte of the level over each. A level's ``k_j`` copies (:attr:`level_instances`) are interleaved over the
+        dies that hold it, each copy over a group of ``m = n / k_j`` dies, so with the compute on kind c (``count``
+        n_c) and level j on kind g::
 
-            g == c:  [(c, max(0, 1 - k_j / n_c))]                (a remote die's share; none for a per-die or
-                                                                   per-core level)
-            g != c:  [(c, 1), (g, max(0, 1 - k_j / n_g))]        (every byte leaves g for the compute die, a
-                                                                   remote g die's share also crosses g's links)
+            g == c:  [(c, t_c(n_c / k_j))]             (none for a per-die or per-core level: m <= 1)
+            g != c:  [(c, 1), (g, t_g(n_g / k_j))]     (every byte leaves g for the compute die once; the bytes on
+                                                         another g die cross g's links too)
 
-        Empty lists for a single die. The parts each kind holds: ``Hardware.die_holdings`` (main memory sits with
-        the die holding ``dram_phy``)."""
+        with ``t(m)`` the traversals of uniform traffic over m dies joined in the kind's ``d2d_topology``
+        (:func:`dse.hardware.topologies.traversals`: links / uniform throughput, the remote share (1 - 1/m) times
+        the mean hops on a ring; 1/2 for two dies). Empty lists for a single die. The parts each kind holds:
+        ``Hardware.die_holdings`` (main memory sits with the die holding ``dram_phy``)."""
         if not self.die_kinds:
             return [[] for _ in self.base.memory]
         holds = self.base.die_holdings
         c = next(i for i, h in enumerate(holds) if "matrix" in h)
         n = self.die_counts
+        topo = [g.d2d_topology for g in self.base.die_groups]
         out = []
         for j, m in enumerate(self.base.memory):
             part = m.name if m.spec.area == "sram" else "dram_phy"
             g = next((i for i, h in enumerate(holds) if part in h), c)
-            remote = np.clip(1.0 - self.level_instances[:, j] / n[:, g], 0.0, None)
-            out.append([(c, remote)] if g == c else [(c, np.ones(self.n)), (g, remote)])
+            group = np.maximum(n[:, g] / self.level_instances[:, j], 1.0)
+            t = traversals(topo[g], np.round(group))
+            out.append([(c, t)] if g == c else [(c, np.ones(self.n)), (g, t)])
         return out
 
     @property
     def d2d_ceiling(self) -> np.ndarray:
         """[D, L] byte/s a level's traffic can reach the compute through the package's die-to-die links: each of a
         kind's n dies has ``d2d_bandwidth_tbps`` B both directions together (:attr:`die_d2d_bps`, searchable as
-        ``package.dies.<name>.d2d_bandwidth_tbps``), B / 2 each way, and a fraction f of
-        the level's bytes crosses them (:meth:`d2d_crossings`; interleaving spreads the crossing bytes evenly, each
-        die receiving and sending its share), so the level delivers at most ``min over kinds of n B / (2 f)``.
-        A kind with no bandwidth given (0) and f = 0 bind nothing (inf); hops between non-adjacent dies are not
-        counted (every remote die taken as one link away). Single die: inf."""
+        ``package.dies.<name>.d2d_bandwidth_tbps``), B / 2 each way, and each byte of the level makes t traversals
+        of them (:meth:`d2d_crossings`; interleaving spreads the bytes evenly over the links), so the level delivers
+        at most ``min over kinds of n B / (2 t)``: two dies, t = 1/2, 2 B; a 2 x 2 mesh, t = 1, 2 B over twice the
+        dies. A kind with no bandwidth given (0) and t = 0 bind nothing (inf). Single die: inf."""
         out = np.full((self.n, len(self.base.memory)), np.inf)
         each_way = self.die_counts * self.die_d2d_bps / 2.0  # [D, G] byte/s into (and out of) a kind's dies
         for j, path in enumerate(self.d2d_crossings()):
-            for g, f in path:
+            for g, f in path:  # f: link traversals per byte
                 bound = (f > 0) & (each_way[:, g] > 0)
                 cap = np.divide(each_way[:, g], f, out=np.full(self.n, np.inf), where=bound)
                 out[:, j] = np.minimum(out[:, j], cap)

@@ -17,6 +17,7 @@ from dse.hardware.collectives import LIBRARIES
 from dse.hardware.d2d import D2D, D2D_NAMES
 from dse.hardware.dram_parts import GENERATION, generation_names
 from dse.hardware.memory_kinds import KIND, STACK_SOURCES, MemoryKind, infer_kind, kind_of
+from dse.hardware.topologies import DIE_NAMES as DIE_TOPOLOGIES
 from dse.hardware.topologies import GRID_NAMES as GRID_TOPOLOGIES
 from dse.hardware.topologies import NAMES as TOPOLOGY_NAMES
 from dse.hardware.topologies import TOPOLOGIES, near_square
@@ -543,6 +544,10 @@ class DieGroup(Strict):
                              "SRAM); a part no die names goes to the first die kind")
     d2d_link: str = Field("ucie-advanced", description="Die-to-die link kind of this die (dse.hardware.d2d: "
                           "ucie-standard, ucie-advanced, hybrid-bond)")
+    d2d_topology: str = Field("mesh", description="How the dies of this kind are joined to each other: mesh (on a "
+                              "near-square grid; 2 dies: one link, 4: a 2 x 2 square) or ring (dse.hardware.topologies."
+                              "DIE_NAMES); bytes between dies that are not neighbours cross several links "
+                              "(dse.hardware.topologies.traversals)")
     d2d_bandwidth_tbps: float = Field(0.0, ge=0, le=MAX_BANDWIDTH_TBPS, description="Die-to-die bandwidth of "
                                       "each die, both directions together (TB/s): sets its D2D PHY area and edge, and "
                                       "caps the levels whose bytes cross it (DesignBatch.d2d_ceiling); 0: not given, "
@@ -579,6 +584,8 @@ class Package(Strict):
             link = D2D.get(g.d2d_link)
             if link is None:
                 raise ValueError(f"@dies.{i}.d2d_link@got {g.d2d_link!r}; accepted: {', '.join(D2D_NAMES)}")
+            if g.d2d_topology not in DIE_TOPOLOGIES:
+                raise ValueError(f"@dies.{i}.d2d_topology@got {g.d2d_topology!r}; accepted: {', '.join(DIE_TOPOLOGIES)}")
             stacked = link.integration == "stacked"
             if stacked and g.stacked_on not in names:
                 raise ValueError(f"@dies.{i}.stacked_on@got {g.stacked_on!r}; accepted: the name of another die "

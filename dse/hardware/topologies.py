@@ -74,3 +74,29 @@ TOPOLOGIES: dict[str, Topology] = {t.name: t for t in (
 NAMES: tuple[str, ...] = tuple(TOPOLOGIES)
 #: the topologies that take a grid
 GRID_NAMES: tuple[str, ...] = tuple(n for n, t in TOPOLOGIES.items() if t.grid)
+
+#: topologies a package's dies of one kind may be joined in (``package.dies[].d2d_topology``): the mesh and the ring,
+#: whose uniform throughput is bisection-bound (a die's own bytes cross no link, as they cross no bisection; a
+#: torus of dies has no package layout, a crossbar counts a node's own bytes through its switch)
+DIE_NAMES: tuple[str, ...] = ("mesh", "ring")
+
+
+def traversals(name: str, n: Arr) -> Arr:
+    """[D] link traversals per byte of uniform traffic over ``n`` nodes joined in topology ``name``: its directed
+    links over the links' worth uniform traffic gets through, ``links(n, x, y) / uniform(n, x, y)`` on the
+    near-square grid. On a ring or torus every link carries the same load, so this is the remote share times the
+    mean hops (2 x 2 mesh: 8 / 8 = 1 = 3/4 x 4/3); on a larger mesh the bisection binds first and it counts a
+    little more than the mean hops (4 x 4: 3 against 2.5). 0 for one node; a ring of fewer than 3 nodes is the mesh
+    (a line of 2)."""
+    n = np.asarray(n, dtype=float)
+    x, y = near_square(n)
+    ring = name == "ring" and bool(np.all(n >= TOPOLOGIES["ring"].min_cores))
+    t = TOPOLOGIES[name] if name != "ring" or ring else TOPOLOGIES["mesh"]
+    if name == "ring" and not ring:  # per design: a ring where it has 3 nodes or more
+        r = TOPOLOGIES["ring"]
+        big = n >= r.min_cores
+        links = np.where(big, r.links(n, x, y), t.links(n, x, y))
+        uni = np.where(big, r.uniform(n, x, y), t.uniform(n, x, y))
+    else:
+        links, uni = t.links(n, x, y), t.uniform(n, x, y)
+    return np.where(n > 1, links / np.maximum(uni, 1e-30), 0.0)

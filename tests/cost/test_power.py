@@ -67,11 +67,12 @@ def test_bytes_between_dies_pay_the_d2d_link_energy_by_hand() -> None:
     assert b200.level_names == ["smem", "l2", "hbm"]  # per-SM shared memory stays on its die
     assert d2d_energy_per_byte(b200)[0] == pytest.approx([0.0, 0.5 * 0.3 * 8 * PJ, 0.5 * 0.3 * 8 * PJ])
     # mi300x: per-CU LDS and per-XCD L2 stay on their XCD; HBM and the Infinity Cache are on the IODs: up
-    # through the hybrid bond (0.05 pJ/bit), then to another IOD 3 times in 4 (0.3 pJ/bit)
+    # through the hybrid bond (0.05 pJ/bit), then to another IOD of the 2 x 2 mesh 3 times in 4, the diagonal one
+    # two links away: one IOD link per byte (0.3 pJ/bit)
     mi = DesignBatch.from_hardware(dse.hardware("mi300x"))
     e = dict(zip(mi.level_names, d2d_energy_per_byte(mi)[0], strict=True))
     assert e["lds"] == 0 and e["l2"] == 0
-    assert e["hbm"] == pytest.approx((0.05 + 0.75 * 0.3) * 8 * PJ)
+    assert e["hbm"] == pytest.approx((0.05 + 0.75 * 4 / 3 * 0.3) * 8 * PJ)
     assert e["infinity_cache"] == pytest.approx(e["hbm"])
     m = mix_energy(b200, Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")]))
     assert m.parts_j["d2d"][0, 0] > 0

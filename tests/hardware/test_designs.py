@@ -318,12 +318,13 @@ def test_d2d_ceilings_by_hand_on_the_shipped_packages() -> None:
     b = DesignBatch.from_hardware(dse.hardware("b200"))
     assert b.d2d_ceiling[0].tolist() == pytest.approx([np.inf, 20e12, 20e12])
     assert np.array_equal(b.delivered_bandwidth, b.bandwidth)  # neither binds
-    # mi300x: the XCD's hybrid bond has no bandwidth given (no ceiling); the IODs' 5.4 TB/s links carry the 3 in 4
-    # bytes of the Infinity Cache and HBM that sit on another IOD: 4 x 2.7 / 0.75 = 14.4 TB/s, under the cache's 17.2
+    # mi300x: the XCD's hybrid bond has no bandwidth given (no ceiling); the IODs' 5.4 TB/s links, a 2 x 2 mesh,
+    # carry the 3 in 4 bytes of the Infinity Cache and HBM that sit on another IOD, the diagonal one two links away:
+    # 3/4 x 4/3 = 1 link per byte, 4 x 2.7 / 1 = 10.8 TB/s, under the cache's 17.2
     m = DesignBatch.from_hardware(dse.hardware("mi300x"))
     cap = dict(zip(m.level_names, m.d2d_ceiling[0], strict=True))
-    assert cap["lds"] == cap["l2"] == np.inf and cap["hbm"] == pytest.approx(14.4e12)
-    assert m.delivered_bandwidth[0].tolist() == pytest.approx([81.7e12, 34.4e12, 14.4e12, 5.3e12])
+    assert cap["lds"] == cap["l2"] == np.inf and cap["hbm"] == pytest.approx(10.8e12)
+    assert m.delivered_bandwidth[0].tolist() == pytest.approx([81.7e12, 34.4e12, 10.8e12, 5.3e12])
     # gaudi3: its L2 is one per DCORE, two per die: nothing crosses; HBM half remote over 1.84 TB/s: 3.68 TB/s
     g = DesignBatch.from_hardware(dse.hardware("gaudi3"))
     assert g.d2d_ceiling[0].tolist() == pytest.approx([np.inf, 3.68e12])
@@ -334,8 +335,12 @@ def test_d2d_ceilings_by_hand_on_the_shipped_packages() -> None:
 @given(st.integers(min_value=1, max_value=8), st.floats(min_value=0.1, max_value=20.0))
 def test_a_split_die_delivers_its_shared_levels_no_faster_than_its_links(n: int, tbps: float) -> None:
     d = _split("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": tbps, "source": "test"}])
-    # local SRAM: one copy per core, on its core's die; global SRAM and HBM: one copy, (n - 1) / n of it remote
-    remote = 1 - 1 / n
+    # local SRAM: one copy per core, on its core's die; global SRAM and HBM: one copy over the n dies' mesh, each
+    # byte crossing t links (1/2 for two dies, 1 for 2 x 2; dse.hardware.topologies.traversals)
+    from dse.hardware.topologies import traversals
+
+    remote = float(traversals("mesh", np.array([n]))[0])
+    assert remote == {1: 0.0, 2: 0.5, 4: 1.0}.get(n, remote)
     expect = np.inf if n == 1 else n * tbps * 1e12 / 2 / remote
     assert d.d2d_ceiling[0].tolist() == pytest.approx([np.inf, expect, expect])
     cap = np.array([np.inf, expect, expect])
@@ -381,3 +386,24 @@ def test_the_user_guides_split_npu_figures_are_what_the_model_gives() -> None:
     for quoted in (f"keeps its {mono:.2f} ms", f"the step takes {slow:.2f} ms",
                    f"prefill {pre_slow:.1f} ms instead of {pre_mono:.1f} ms"):
         assert quoted in doc.replace("\n", " "), quoted
+
+
+def test_dies_in_a_ring_or_a_mesh_cross_as_many_links_as_their_mean_hops() -> None:
+    from dse.errors import DseError
+    from dse.hardware.topologies import traversals
+
+    # on a ring every link carries the same load: t = remote share x mean hops, exactly (8 dies: 7/8 x 16/7 = 2)
+    for n in (4, 6, 8, 12):
+        hops = [min(k, n - k) for k in range(1, n)]
+        assert traversals("ring", np.array([n]))[0] == pytest.approx((n - 1) / n * sum(hops) / (n - 1))
+    # a 4 x 4 mesh: the bisection binds first, 3 links per byte against a mean of 2.5
+    assert traversals("mesh", np.array([16]))[0] == pytest.approx(3.0)
+    # more dies over the same per-die link: the ceiling grows slower than the dies (16 dies: 8x the bytes of 2, not 16x)
+    caps = [_split("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": 1.0, "source": "test"}]).d2d_ceiling[0, 2]
+            for n in (2, 16)]
+    assert caps[1] / caps[0] == pytest.approx((16 / 3.0) / (2 / 0.5))
+    ring = _split("npu-7nm", [{"name": "c", "count": 8, "d2d_topology": "ring", "d2d_bandwidth_tbps": 1.0,
+                               "source": "test"}])
+    assert ring.d2d_ceiling[0, 2] == pytest.approx(8 * 0.5e12 / 2.0)
+    with pytest.raises(DseError, match=r"package\.dies\.0\.d2d_topology: got 'torus'; accepted: mesh, ring"):
+        _split("npu-7nm", [{"name": "c", "count": 8, "d2d_topology": "torus", "source": "test"}])
