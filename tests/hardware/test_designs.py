@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -398,10 +400,13 @@ def test_dies_in_a_ring_or_a_mesh_cross_as_many_links_as_their_mean_hops() -> No
         assert traversals("ring", np.array([n]))[0] == pytest.approx((n - 1) / n * sum(hops) / (n - 1))
     # a 4 x 4 mesh: the bisection binds first, 3 links per byte against a mean of 2.5
     assert traversals("mesh", np.array([16]))[0] == pytest.approx(3.0)
-    # more dies over the same per-die link: the ceiling grows slower than the dies (16 dies: 8x the bytes of 2, not 16x)
+    # more dies over the same per-die link: the ceiling grows far slower than the dies (16 dies: 1.33x that of 2, the
+    # user guide's figure; 8x the links, each byte crossing 6x as many)
     caps = [_split("npu-7nm", [{"name": "c", "count": n, "d2d_bandwidth_tbps": 1.0, "source": "test"}]).d2d_ceiling[0, 2]
             for n in (2, 16)]
     assert caps[1] / caps[0] == pytest.approx((16 / 3.0) / (2 / 0.5))
+    doc = (Path(__file__).parents[2] / "docs" / "user_guide.md").read_text().replace("\n", " ")
+    assert f"16 dies reach {caps[1] / caps[0]:.2f} times the ceiling of 2" in doc
     ring = _split("npu-7nm", [{"name": "c", "count": 8, "d2d_topology": "ring", "d2d_bandwidth_tbps": 1.0,
                                "source": "test"}])
     assert ring.d2d_ceiling[0, 2] == pytest.approx(8 * 0.5e12 / 2.0)
