@@ -373,7 +373,6 @@ def test_a_slow_die_to_die_link_slows_what_crosses_it_and_nothing_else() -> None
 
 
 def test_the_user_guides_split_npu_figures_are_what_the_model_gives() -> None:
-    from pathlib import Path
 
     def split(tbps: float):
         return _split("npu-7nm", [{"name": "c", "count": 2, "d2d_bandwidth_tbps": tbps, "d2d_link": "ucie-standard",
