@@ -1262,6 +1262,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     p = predict(wl, hw, system=args.system)
     cols = ["name", "kind", "ran_on", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization",
             "region"]
+    if (p.ops["bound_via"] != "").any():  # a level held below its bandwidth by the on-chip network or d2d links
+        cols.insert(cols.index("bound") + 1, "bound_via")
     if args.format == "json":
         from dse.validate.bands import band_for
 

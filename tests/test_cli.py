@@ -179,6 +179,23 @@ def test_predict_takes_the_quantization_flags_and_labels_show_them(capsys) -> No
     assert "llama2-7b[decode b1 ctx1024 bf16 w:int4/g128 kv:fp8 eager]" in out
 
 
+def test_predict_shows_bound_via_only_where_a_network_or_die_link_holds_a_level_down(tmp_path, capsys) -> None:
+    import yaml
+
+    import dse
+
+    data = dse.hardware("b200").model_dump(mode="json", exclude_none=True)
+    data["name"] = "b200-slow-link"
+    data["package"]["dies"][0]["d2d_bandwidth_tbps"] = 2.0
+    path = tmp_path / "b200-slow.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["predict", "llama3-8b", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "bound_via" in out and re.search(r"layer\.ffn_up .* hbm +d2d ", out)
+    assert main(["predict", "llama3-8b", "b200"]) == 0
+    assert "bound_via" not in capsys.readouterr().out
+
+
 def test_predict_serving_and_training_flags(capsys) -> None:
     assert main(["predict", "llama2-7b", "a100-80gb", "--phase", "serving", "--batch", "8", "--input-len", "256",
                  "--output-len", "64", "--chunk", "128"]) == 0

@@ -94,6 +94,10 @@ def stack_capacity_bytes(hw: Hardware) -> float:
     return level.capacity_bytes / max(template_stacks(hw), 1.0)
 
 
+#: names of :attr:`DesignBatch.level_limit`'s codes: a level's own bandwidth, the on-chip network, die-to-die links
+LEVEL_LIMITS: tuple[str, ...] = ("", "noc", "d2d")
+
+
 @dataclass(frozen=True)
 class DesignBatch:
     """Arrays of shape ``[D]`` (per design), ``[D, L]`` (per design and memory level) or ``[L]``."""
@@ -429,6 +433,18 @@ class DesignBatch:
         out = out.copy()
         out[:, j] = np.where(given & (self.cores > 1), np.minimum(out[:, j], self.noc().delivered_bps), out[:, j])
         return out
+
+    @property
+    def level_limit(self) -> np.ndarray:
+        """[D, L] int8, what sets each level's :attr:`delivered_bandwidth`: 0 the level itself, 1 the on-chip network
+        that carries it, 2 the die-to-die links its bytes cross (the tighter of the two; :data:`LEVEL_LIMITS`)."""
+        own, got = self.bandwidth, self.delivered_bandwidth
+        code = np.zeros(own.shape, dtype=np.int8)
+        lower = got < own * (1.0 - 1e-12)
+        code[lower] = 1
+        if self.die_kinds:
+            code[lower & (self.d2d_ceiling <= got * (1.0 + 1e-12))] = 2
+        return code
 
     def d2d_crossings(self) -> list[list[tuple[int, np.ndarray]]]:
         """For each memory level, the die kinds whose die-to-die links its bytes cross and the link traversals [D]

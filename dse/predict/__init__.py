@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import LEVEL_LIMITS, DesignBatch
 from dse.hardware.schema import Hardware
 from dse.hardware.system import System, default_system, load_system
 from dse.predict import fused
@@ -223,6 +223,11 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
         col["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
     bound = names[r.bound[0]]
     col["bound"] = bound
+    # a level-bound op whose level the on-chip network or die-to-die links hold below its own bandwidth says which
+    code = r.bound[0]
+    level = (code >= 1) & (code <= len(levels))
+    limit = np.array(LEVEL_LIMITS)[d.level_limit[0][np.clip(code - 1, 0, len(levels) - 1)]]
+    col["bound_via"] = np.where(level, limit, "")
     with np.errstate(divide="ignore", invalid="ignore"):  # an op decoded for free (unpacks) takes no time
         col["achieved_flops"] = np.where(t > 0, flops / t, 0.0)
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).

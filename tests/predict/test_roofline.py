@@ -605,3 +605,23 @@ def test_the_cached_fill_row_tells_the_conv_lowerings_of_one_template_name_apart
     taps = _fill_row(o, DesignBatch.from_hardware(inf2), matrix, wave=False)
     whole = _fill_row(o, DesignBatch.from_hardware(_im2col(inf2)), matrix, wave=False)
     assert taps[0, 0] == pytest.approx(3 / 128 * 64 / 128) and whole[0, 0] == pytest.approx(147 / 256 * 64 / 128)
+
+
+def test_a_level_held_down_by_the_network_or_the_die_links_says_which() -> None:
+    # b200 with a 2 TB/s NV-HBI: its HBM delivers 4 of 8 TB/s, so decode GEMMs are hbm-bound via d2d; with the
+    # shipped 10 TB/s link nothing holds a level down
+    data = dse.hardware("b200").model_dump(mode="python", exclude_none=True)
+    data["package"]["dies"][0]["d2d_bandwidth_tbps"] = 2.0
+    wl = dse.workload("llama3-8b", phase="decode", batch=1)
+    slow = dse.predict(wl, dse.hardware(data)).ops
+    gemms = slow[slow["kind"] == "gemm"]
+    assert (gemms["bound"] == "hbm").all() and (gemms["bound_via"] == "d2d").all()
+    assert (slow.loc[slow["bound"] != "hbm", "bound_via"] == "").all()
+    assert (dse.predict(wl, "b200").ops["bound_via"] == "").all()
+    # npu-7nm with 8-byte NoC links: its global SRAM gets through at what the network delivers
+    npu = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    npu["compute"]["noc"]["link_bytes"] = 8
+    d = DesignBatch.from_hardware(dse.hardware(npu))
+    assert d.level_limit[0].tolist() == [0, 1, 0]
+    ops = dse.predict(dse.gemm(8192, 8192, 8192, dtype="bf16"), dse.hardware(npu)).ops
+    assert ops["bound"].iloc[0] == "global" and ops["bound_via"].iloc[0] == "noc"
