@@ -90,9 +90,9 @@ class MixEnergy:
 
 def d2d_energy_per_byte(d: DesignBatch) -> np.ndarray:
     """[D, L] joules per byte of each memory level's traffic that crosses die-to-die links in a multi-die
-    package: sum over the links it crosses of the fraction crossing x the link's ``dse.hardware.d2d`` pJ/bit x 8
-    (:meth:`DesignBatch.d2d_crossings`: a remote die's share over the compute dies' links when the compute's kind
-    holds the level, ``e_c + (1 - k_j / n_g) e_g`` when another kind does). 0 for a single die."""
+    package: sum over the die kinds whose links it crosses of the link traversals per byte x the link's
+    ``dse.hardware.d2d`` pJ/bit x 8 (:meth:`DesignBatch.d2d_crossings`: ``t_c e_c`` when the compute's kind holds the
+    level, ``e_c + t_g e_g`` when another kind does; t the remote share x the mean hops). 0 for a single die."""
     out = np.zeros((d.n, len(d.base.memory)))
     links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
     for j, path in enumerate(d.d2d_crossings()):

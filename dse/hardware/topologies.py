@@ -90,13 +90,10 @@ def traversals(name: str, n: Arr) -> Arr:
     (a line of 2)."""
     n = np.asarray(n, dtype=float)
     x, y = near_square(n)
-    ring = name == "ring" and bool(np.all(n >= TOPOLOGIES["ring"].min_cores))
-    t = TOPOLOGIES[name] if name != "ring" or ring else TOPOLOGIES["mesh"]
-    if name == "ring" and not ring:  # per design: a ring where it has 3 nodes or more
-        r = TOPOLOGIES["ring"]
-        big = n >= r.min_cores
-        links = np.where(big, r.links(n, x, y), t.links(n, x, y))
-        uni = np.where(big, r.uniform(n, x, y), t.uniform(n, x, y))
-    else:
-        links, uni = t.links(n, x, y), t.uniform(n, x, y)
+    mesh = TOPOLOGIES["mesh"]
+    links, uni = mesh.links(n, x, y), mesh.uniform(n, x, y)
+    if name == "ring":  # per design: a ring where it has 3 nodes or more
+        ring = TOPOLOGIES["ring"]
+        big = n >= ring.min_cores
+        links, uni = np.where(big, ring.links(n, x, y), links), np.where(big, ring.uniform(n, x, y), uni)
     return np.where(n > 1, links / np.maximum(uni, 1e-30), 0.0)

@@ -84,6 +84,8 @@ def design_table(base, best, costs: dict[str, tuple]) -> pd.DataFrame:
     ]
     rows += [(f"dies: {kind}", float(base.die_counts[0, g]), float(best.die_counts[0, g]))  # a searched die count
              for g, kind in enumerate(base.die_kinds)]
+    rows += [(f"dies: {kind}: die-to-die bandwidth per die (TB/s)", float(base.die_d2d_bps[0, g]) / 1e12,
+              float(best.die_d2d_bps[0, g]) / 1e12) for g, kind in enumerate(base.die_kinds)]
     for j, lv in enumerate(base.level_names):  # every level: a searched capacity or bandwidth of any of them shows
         if bool(base.offchip[j]):  # DRAM in GB, as its parts are sold and the footprint check counts; SRAM in MiB
             rows.append((f"memory '{lv}': capacity (GB)", float(base.capacity[0, j]) / 1e9,

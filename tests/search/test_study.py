@@ -661,6 +661,7 @@ def test_a_study_searches_the_die_to_die_link_and_a_link_slower_than_memory_lose
     slow = slow.sort_index()  # HBM (and L2) at 2 x B: the slower the link, the slower the step
     assert (slow < 0.99).all() and slow.is_monotonic_increasing
     assert result.best.to_hardware(0, "best").package.dies[0].d2d_bandwidth_tbps >= 4.0
+    assert "| dies: gpu: die-to-die bandwidth per die (TB/s) | 10 |" in (result.folder / "summary.md").read_text()
 
 
 @pytest.mark.parametrize(("param", "expected"), [
