@@ -278,10 +278,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _stage_arg(text: str) -> str | dict:
-    """``--stages`` item: ``fuse_elementwise`` or ``weight_dtype=int8`` / ``sram_mib=128``."""
+    """``--stages`` item: ``fuse_elementwise`` or ``weight_dtype=int8`` / ``sram_mib=128``; ``window=TOKENS[:N]``
+    (every N-th layer global; ``window=none``: every layer global)."""
     if "=" not in text:
         return text
     key, value = (x.strip() for x in text.split("=", 1))
+    if key == "window" and value != "none":
+        tokens, _, every = value.partition(":")
+        try:
+            return {key: {"tokens": int(tokens), **({"global_every": int(every)} if every else {})}}
+        except ValueError:
+            return {key: value}  # refused by the stage's check, naming what it accepts
     try:
         number = float(value)
     except ValueError:
@@ -1472,7 +1479,7 @@ def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
         wi.add_argument(flag, type=typ)
     wi.add_argument("--hardware", default="npu-7nm", help="template (with --workload)")
     wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
-                    "sram_mib=128,winograd")
+                    "sram_mib=128,winograd,window=1024:4 (tokens:every n-th layer global; window=none)")
     wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")
     wi.add_argument("--quiet", action="store_true", help="no progress lines")
 

@@ -428,11 +428,12 @@ class Compare(Strict):
 TRANSFORMS: dict[str, str | None] = {
     "fuse_elementwise": None, "flash_attention": None, "winograd": None,
     "dtype": "a dtype", "weight_dtype": "a dtype", "kv_dtype": "a dtype", "sram_mib": "MiB > 0",
-    "dram_part": "a DRAM part",
+    "dram_part": "a DRAM part", "window": "an attention window",
 }
 TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names); dtype, weight_dtype, kv_dtype "
                        f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); dram_part "
-                       f"({'|'.join(searchable_names())}); a stage may also set label")
+                       f"({'|'.join(searchable_names())}); window ({{tokens: N, global_every: N, kind: sliding|chunked}} "
+                       "or none); a stage may also set label")
 
 
 def _stage(item: Any) -> dict[str, Any]:
@@ -460,11 +461,37 @@ def _stage(item: Any) -> dict[str, Any]:
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
         if kind == "a DRAM part" and value not in searchable_names():
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(searchable_names())}")
+        if kind == "an attention window":
+            value = _window(item, value)
         out[key] = value
     if not out:
         raise ValueError(f"a stage without a transform; accepted: {TRANSFORMS_ACCEPTED}")
-    label = item.get("label") or ", ".join(k if v is True else f"{k} {v}" for k, v in out.items())
+    label = item.get("label") or ", ".join(k if v is True else f"{k} {_value_text(v)}" for k, v in out.items())
     return {"label": str(label), **out}
+
+
+def _window(item: Any, value: Any) -> dict[str, Any] | None:
+    """A what-if stage's ``window``: ``none`` (every layer attends to all keys) or the fields of an attention window
+    (``dse.workloads.transformer.AttentionWindow``: tokens, global_every, kind), as a plain mapping."""
+    if value is None or value == "none":
+        return None
+    from pydantic import ValidationError
+
+    from dse.workloads.transformer import AttentionWindow
+
+    try:
+        return AttentionWindow.model_validate(value).model_dump()
+    except ValidationError:
+        raise ValueError(f"got {item!r} (window {value!r}); accepted: window: none or {{tokens: N > 0, global_every: "
+                         "N >= 0 (0: every layer local), kind: sliding|chunked}") from None
+
+
+def _value_text(v: Any) -> str:
+    """A stage value in its label: a window as ``4096 sliding, every 4th layer global``; others as written."""
+    if isinstance(v, dict) and "tokens" in v:
+        every = f", every {v['global_every']}th layer global" if v.get("global_every") else ", every layer local"
+        return f"{v['tokens']} {v.get('kind', 'sliding')}{every}"
+    return "none" if v is None else str(v)
 
 
 class GemmOp(Strict):

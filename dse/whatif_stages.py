@@ -11,7 +11,10 @@ transforms on top of the previous ones:
 * ``sram_mib``: a larger (or smaller) outermost on-chip level on the design;
 * ``dram_part``: the design's main memory rebuilt on another DRAM part, its stacks each one of the part's
   (``DesignBatch.with_part``: the part's stack bandwidth and capacity);
-* ``winograd``: 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) (:func:`winograd`).
+* ``winograd``: 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) (:func:`winograd`);
+* ``window``: the model's attention window replaced (``{tokens, global_every, kind}``, or ``none``: every layer
+  global), the model itself changed (``dse.workloads.library.variant``): local layers read and cache at most a
+  window of keys.
 
 Every stage is predicted with :func:`dse.predict.predict` on the transformed workload and design. A
 transform that does not apply to the subject (``winograd`` on a model without 3x3 stride-1 convs,
@@ -39,7 +42,8 @@ from dse.hardware.templates import load_hardware
 from dse.predict import Prediction, predict
 from dse.units import DTYPE_INDEX, MIB, TERA
 from dse.workloads import ops as oprows
-from dse.workloads.library import Workload, accepted_keywords, load_description, workload
+from dse.workloads.families import FAMILIES
+from dse.workloads.library import Workload, accepted_keywords, load_description, variant, workload
 from dse.yamlio import load_yaml
 
 #: Winograd F(2x2, 3x3): 36 multiplications of direct 3x3 convolution per 2x2 output tile and input
@@ -86,11 +90,29 @@ class Subject:
     base_scenario: dict[str, Any]
     model: str | None = None
     operator: Any = None  # a dse.config GemmOp | AttentionOp | ConvOp
+    window: Any = None  # the model's own attention window (a dict of AttentionWindow's fields) or None
+    no_window: str | None = None  # why a window cannot apply to the subject (None: it can)
 
-    def build(self, scenario: dict[str, Any]) -> Workload:
+    def build(self, scenario: dict[str, Any], arch: dict[str, Any] | None = None) -> Workload:
         if self.model is not None:
-            return workload(self.model, **scenario)
+            return variant(self.model, arch, **scenario) if arch else workload(self.model, **scenario)
         return operator_workload(self.operator, scenario)
+
+
+def window_of(model: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A library model's attention window (its fields, or None) and why a window cannot apply to it (None: it
+    can): a model of a family without attention windows, a non-causal one, one with MLA
+    (``dse.workloads.transformer.TransformerArch._check_window``)."""
+    desc = load_description(model)
+    arch = FAMILIES[desc.family].arch.model_validate(desc.arch)
+    if "window" not in type(arch).model_fields:
+        return None, f"{desc.name} ({desc.family}) has no attention window"
+    own = arch.window.model_dump() if arch.window is not None else None
+    if not arch.is_causal:
+        return own, f"{desc.name} is not a causal decoder"
+    if arch.mla is not None:
+        return own, f"{desc.name} uses MLA"
+    return own, None
 
 
 def operator_workload(op: Any, scenario: dict[str, Any]) -> Workload:
@@ -128,7 +150,8 @@ def subject_of(spec: WhatIf) -> Subject:
     entry = spec.workload
     keys = accepted_keywords(load_description(entry.name))
     base = {k: False for k in ("fused_attention", "fuse_elementwise") if k in keys}
-    return Subject(entry.name, keys, {**base, **entry.scenario()}, model=entry.name)
+    own, why = window_of(entry.name)
+    return Subject(entry.name, keys, {**base, **entry.scenario()}, model=entry.name, window=own, no_window=why)
 
 
 @dataclass
@@ -140,13 +163,23 @@ class State:
     winograd: bool = False
     notes: list[str] = field(default_factory=list)
     dram_part: str | None = None
+    arch: dict[str, Any] = field(default_factory=dict)  # arch fields replaced (window)
 
 
 def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
     """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
-    new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part)
+    new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part, dict(state.arch))
     for key, value in stage.items():
         if key == "label":
+            continue
+        if key == "window":
+            why = subject.no_window if subject.model is not None else f"{subject.label} is one operator"
+            if why is not None:
+                new.notes.append(f"window does not apply: {why}")
+            elif new.arch.get("window", subject.window) == value:
+                new.notes.append("window already in force")
+            else:
+                new.arch["window"] = value
             continue
         if key == "sram_mib":
             new.sram_mib = float(value)
@@ -223,7 +256,7 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
         if k:
             state = apply_stage(subject, state, stage)
         try:
-            wl = subject.build(state.scenario)
+            wl = subject.build(state.scenario, state.arch)
         except DseError as exc:
             raise DseError(exc.message, field=f"whatif.stages.{k - 1}" if k else (exc.field or "whatif")) from None
         notes = list(state.notes)

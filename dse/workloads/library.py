@@ -388,8 +388,25 @@ def _expand(name: str, *, plan: Plan | dict[str, Any] | None = None, **scenario:
                               activation_dtype=kw["activation_dtype"]), kw)
     if name.startswith("attention:"):
         return _attention_from_name(name, scenario)
+    return _expand_model(load_description(name), name, plan, scenario)
+
+
+def variant(name: str, arch: Mapping[str, Any], **scenario: Any) -> Workload:
+    """A library model with some of its ``arch`` fields replaced (``variant("gemma3-27b", {"window": None})``: every
+    layer global), expanded at ``scenario`` as :func:`workload` would (no plan; not cached). For what-if stages that
+    change the model itself; a bad field is one line naming ``arch.FIELD``."""
     desc = load_description(name)
-    origin, name = name, desc.name  # a path names its model by the description's name
+    try:
+        new = FAMILIES[desc.family].arch.model_validate({**desc.arch, **arch})
+    except ValidationError as exc:
+        raise from_validation_error(exc, file=None, model=FAMILIES[desc.family].arch, prefix="arch") from None
+    changed = desc.model_copy(update={"arch": new.model_dump(mode="python", exclude_none=False)})
+    return _expand_model(changed, name, None, scenario)
+
+
+def _expand_model(desc: ModelDescription, origin: str, plan: Plan | None, scenario: dict[str, Any]) -> Workload:
+    """A library model's description expanded at ``scenario`` under ``plan`` (:func:`workload`'s model branch)."""
+    name = desc.name  # a path names its model by the description's name
     given = {k: v for k, v in scenario.items() if v is not None}
     if given.get("phase") == "inference":
         given["phase"] = "prefill" if family_of(desc.family).is_language_model(desc.arch) else "forward"

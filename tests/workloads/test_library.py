@@ -603,3 +603,16 @@ def test_weight_only_group_scales_are_held_beside_the_weights() -> None:
     moe = dse.workload("mixtral-8x7b", phase="decode", weight_dtype="int4", weight_group=128).memory["weights"]
     moe0 = dse.workload("mixtral-8x7b", phase="decode", weight_dtype="int4").memory["weights"]
     assert moe - moe0 == pytest.approx(46.7e9 / 128 * 4, rel=0.05)
+
+
+def test_a_variant_is_the_model_with_its_arch_fields_replaced() -> None:
+    from dse.errors import DseError
+    from dse.workloads.library import variant
+
+    own = dse.workload("gemma3-27b", phase="decode", batch=2, context=16384)
+    same = variant("gemma3-27b", {}, phase="decode", batch=2, context=16384)
+    assert same.ops.equals(own.ops) and same.memory == own.memory
+    every = variant("gemma3-27b", {"window": None}, phase="decode", batch=2, context=16384)
+    assert every.memory["kv_cache"] > 4 * own.memory["kv_cache"]  # 62 layers' KV at 16K against 10 + 52 x 1024
+    with pytest.raises(DseError, match=r"^arch\.window\.tokens: got 0; accepted: a number > 0"):
+        variant("gemma3-27b", {"window": {"tokens": 0}}, phase="decode")
