@@ -620,18 +620,25 @@ def test_a_hardware_template_given_as_a_study_is_named_as_one(capsys) -> None:
                   "(shipped ones live in hw_templates/)\n"
 
 
+def _b200_package_study(tmp_path: Path, name: str, param: dict) -> tuple:
+    """8 trials of llama2-7b decode (batch 8, 512 tokens) on b200 with one package field searched, no area budget:
+    (the result with its files written, its trials.csv)."""
+    data = copy.deepcopy(SMALL_STUDY)
+    data.update(name=name, base="b200", workloads=[{"name": "llama2-7b", "phase": "decode", "batch": 8,
+                                                     "context": 512}])
+    data["search"].pop("area_budget_mm2")
+    data["search"].update(n_trials=8, batch_size=8)
+    data["search"]["space"] = {"params": [param]}
+    result = run_study(write_config(tmp_path, data), out=tmp_path / "res", progress=False)
+    write_results(result, plots_on=False)
+    return result, pd.read_csv(result.folder / "trials.csv")
+
+
 def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each_die(tmp_path: Path) -> None:
     # b200's parts on 1-4 dies: one die breaks the reticle (858 mm2) while the package's total area is over it
     # at every count, so the reticle reads the largest die; the best design is built on its searched count
-    data = copy.deepcopy(SMALL_STUDY)
-    data.update(name="dies", base="b200", workloads=[{"name": "llama2-7b", "phase": "decode", "batch": 8,
-                                                       "context": 512}])
-    data["search"].pop("area_budget_mm2")
-    data["search"].update(n_trials=8, batch_size=8)
-    data["search"]["space"] = {"params": [{"field": "package.dies.gpu.count", "low": 1, "high": 4, "type": "int"}]}
-    result = run_study(write_config(tmp_path, data), out=tmp_path / "res", progress=False)
-    write_results(result, plots_on=False)
-    trials = pd.read_csv(result.folder / "trials.csv")
+    result, trials = _b200_package_study(tmp_path, "dies", {"field": "package.dies.gpu.count", "low": 1, "high": 4,
+                                                            "type": "int"})
     one = trials[trials["package.dies.gpu.count"] == 1]
     many = trials[trials["package.dies.gpu.count"] > 1]
     assert len(one) and len(many)
@@ -644,15 +651,8 @@ def test_a_study_searches_the_number_of_compute_dies_and_the_reticle_limits_each
 def test_a_study_searches_the_die_to_die_link_and_a_link_slower_than_memory_loses(tmp_path: Path) -> None:
     # b200's two dies at 1-16 TB/s each: below 4 TB/s the link holds its 8 TB/s HBM to 2 x B (half the bytes are on
     # the other die), so a decode step slows; the PHY costs ~0.7 mm2 per TB/s, so the best design keeps a fast link
-    data = copy.deepcopy(SMALL_STUDY)
-    data.update(name="d2d", base="b200", workloads=[{"name": "llama2-7b", "phase": "decode", "batch": 8,
-                                                      "context": 512}])
-    data["search"].pop("area_budget_mm2")
-    data["search"].update(n_trials=8, batch_size=8)
-    data["search"]["space"] = {"params": [{"field": "package.dies.gpu.d2d_bandwidth_tbps", "low": 1.0, "high": 16.0}]}
-    result = run_study(write_config(tmp_path, data), out=tmp_path / "res", progress=False)
-    write_results(result, plots_on=False)
-    trials = pd.read_csv(result.folder / "trials.csv")
+    result, trials = _b200_package_study(tmp_path, "d2d", {"field": "package.dies.gpu.d2d_bandwidth_tbps", "low": 1.0,
+                                                           "high": 16.0})
     link = trials["package.dies.gpu.d2d_bandwidth_tbps"]
     assert (link < 3.5).any() and (link > 4.5).any()
     score = trials.set_index("package.dies.gpu.d2d_bandwidth_tbps")["score"]  # throughput vs b200's own
