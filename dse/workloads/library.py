@@ -348,6 +348,9 @@ def with_plan(wl: Workload, *, chips: int | None = None, **keys: Any) -> Workloa
         raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="plan")
     if not wl.spec and wl.name.startswith((*SINGLE_OPS, "elementwise:")):
         raise DseError(f"{wl.name} is a single operator; accepted: a library model for a plan", field="plan")
+    if wl.spec and not wl.origin:  # dse.workloads.library.variant: its own name would rebuild the unchanged model
+        raise DseError(f"{wl.label()} is a variant of its model (arch fields replaced); accepted: a library model or "
+                       "a model file for a plan (write the changed arch into a model file)", field="plan")
     return workload(wl.origin or wl.name, plan=p, **wl.spec)
 
 
@@ -401,7 +404,7 @@ def variant(name: str, arch: Mapping[str, Any], **scenario: Any) -> Workload:
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=FAMILIES[desc.family].arch, prefix="arch") from None
     changed = desc.model_copy(update={"arch": new.model_dump(mode="python", exclude_none=False)})
-    return _expand_model(changed, name, None, scenario)
+    return replace(_expand_model(changed, name, None, scenario), origin="")  # no name rebuilds it (with_plan)
 
 
 def _expand_model(desc: ModelDescription, origin: str, plan: Plan | None, scenario: dict[str, Any]) -> Workload:

@@ -616,3 +616,6 @@ def test_a_variant_is_the_model_with_its_arch_fields_replaced() -> None:
     assert every.memory["kv_cache"] > 4 * own.memory["kv_cache"]  # 62 layers' KV at 16K against 10 + 52 x 1024
     with pytest.raises(DseError, match=r"^arch\.window\.tokens: got 0; accepted: a number > 0"):
         variant("gemma3-27b", {"window": {"tokens": 0}}, phase="decode")
+    # a plan rebuilds a workload from its name, which would drop the change: refused
+    with pytest.raises(DseError, match=r"^plan: .* is a variant of its model"):
+        dse.predict(every, "h100-sxm", chips=2)
