@@ -41,12 +41,6 @@ def test_statistics_over_covered_out_of_sample_rows_only() -> None:
     assert st == {"rows": 6, "covered": 3, "median_abs_error_pct": 5.0, "max_abs_error_pct": 20.0}
 
 
-@pytest.fixture(scope="module")
-def shipped_results() -> pd.DataFrame:
-    """``run_suite`` over the shipped measurements and templates, once per module (each test takes a copy)."""
-    return run_suite(load_measurements())
-
-
 def test_isolated_rows_get_the_harness_time_of_the_other_isolated_rows_only(shipped_results: pd.DataFrame) -> None:
     from dse.validate.suite import harness_sync_us
 
