@@ -24,6 +24,7 @@ from dse.workloads.ops import AttentionGqa, AttentionKernel, InputQuant, Residen
 from dse.workloads.parallel import Plan
 from dse.workloads.scenario import MAX_BATCH, MAX_RESOLUTION, MAX_TOKENS, WeightRole, weight_roles
 from dse.workloads.training import GradDtype, OptimizerDtype, OptimizerKernel, WeightCast, ZeroGrad
+from dse.workloads.transformer import AttentionWindow
 from dse.yamlio import load_yaml
 
 #: a results-folder name: a slug that cannot be '.', '..' or hidden, and cannot leave its folder
@@ -475,10 +476,6 @@ def _window(item: Any, value: Any) -> dict[str, Any] | None:
     (``dse.workloads.transformer.AttentionWindow``: tokens, global_every, kind), as a plain mapping."""
     if value is None or value == "none":
         return None
-    from pydantic import ValidationError
-
-    from dse.workloads.transformer import AttentionWindow
-
     try:
         return AttentionWindow.model_validate(value).model_dump()
     except ValidationError:

@@ -92,13 +92,14 @@ def d2d_energy_per_byte(d: DesignBatch) -> np.ndarray:
     """[D, L] joules per byte of each memory level's traffic that crosses die-to-die links in a multi-die
     package: sum over the die kinds whose links it crosses of the link traversals per byte x the link's
     ``dse.hardware.d2d`` pJ/bit x 8 (:meth:`DesignBatch.d2d_crossings`: ``t_c e_c`` when the compute's kind holds the
-    level, ``e_c + t_g e_g`` when another kind does; t the remote share x the mean hops). 0 for a single die."""
+    level, ``e_c + t_g e_g`` when another kind does; t the remote share x the mean hops). 0 for a single die (no
+    crossings: one kind of one die crosses no link, t(1) = 0)."""
     out = np.zeros((d.n, len(d.base.memory)))
     links = [D2D[g.d2d_link].pj_per_bit * 8.0 * PJ for g in d.base.die_groups]
     for j, path in enumerate(d.d2d_crossings()):
         for g, f in path:
             out[:, j] += f * links[g]
-    return np.where(d.die_counts.sum(axis=1, keepdims=True) > 1, out, 0.0)
+    return out
 
 
 def mix_energy(d: DesignBatch, mix: Mix, times: np.ndarray | None = None, node: Node | None = None,

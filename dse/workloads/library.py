@@ -399,11 +399,12 @@ def variant(name: str, arch: Mapping[str, Any], **scenario: Any) -> Workload:
     layer global), expanded at ``scenario`` as :func:`workload` would (no plan; not cached). For what-if stages that
     change the model itself; a bad field is one line naming ``arch.FIELD``."""
     desc = load_description(name)
-    try:
-        new = FAMILIES[desc.family].arch.model_validate({**desc.arch, **arch})
+    merged = {**desc.arch, **arch}
+    try:  # checked here so that a bad field names arch.FIELD (the expansion would name the workload)
+        FAMILIES[desc.family].arch.model_validate(merged)
     except ValidationError as exc:
         raise from_validation_error(exc, file=None, model=FAMILIES[desc.family].arch, prefix="arch") from None
-    changed = desc.model_copy(update={"arch": new.model_dump(mode="python", exclude_none=False)})
+    changed = desc.model_copy(update={"arch": merged})
     return replace(_expand_model(changed, name, None, scenario), origin="")  # no name rebuilds it (with_plan)
 
 
