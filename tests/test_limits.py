@@ -25,7 +25,6 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "limits.md"
 ROOTS: tuple[type[BaseModel], ...] = (*(f.arch for f in FAMILIES.values()), Scenario, Hardware)
 #: numeric fields without an upper bound of their own, and why
 UNBOUNDED = {
-    "Compute.graph_kernel_us": "its owner's field, bound pending (docs/limits.md, 'Checked elsewhere')",
     "ComputeUnit.dtype_efficiency": "each entry in (0, 1] by the unit's validator",
 }
 

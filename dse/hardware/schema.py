@@ -229,9 +229,10 @@ class Compute(Strict):
         "ISCA 2020, and launch_overhead_us is the pipeline fill of its instruction stream). A calibration shared by "
         "several chips (dse calibrate's leave-one-chip-out) pools the launch overhead only among chips of one dispatch")
     graph_kernel_us: float | None = Field(
-        None, ge=0, description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on "
-        "chip (us): the launch, ramp and drain of its grid. A kernel that streams main memory pays launch_overhead_us, "
-        "the difference being its memory pipeline's ramp and drain, in proportion to the share of its bytes that "
+        None, ge=0, le=MAX_OVERHEAD_US,
+        description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on chip (us): "
+        "the launch, ramp and drain of its grid. A kernel that streams main memory pays launch_overhead_us, the "
+        "difference being its memory pipeline's ramp and drain, in proportion to the share of its bytes that "
         "cross the main memory (dse.predict.roofline.overhead_times). Default: launch_overhead_us for every kernel")
     eager_overhead_us: float = Field(
         10.0, ge=0, le=MAX_OVERHEAD_US,
