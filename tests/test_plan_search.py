@@ -211,7 +211,7 @@ def test_a_torus_pod_searches_past_the_plans_it_cannot_place() -> None:
     """On a 4x8 slice of a TPU v5e pod a group of 2 fills no whole dimension (a group of 4 takes the 4-long one):
     those candidates are rows with their reason, and the search still returns the fastest plan it can place."""
     wl = dse.workload("llama2-7b", phase="training", batch=32, seq=512)
-    r = best_plan(wl, "tpu-v5e-pod", 32)
+    r = best_plan(wl, "tpu-v5e-pod", 32, recompute="none", zero=1)  # 65 candidates of the 1444 (15 s -> 0.3 s)
     unplaced = r.table[r.table["error"].str.contains("whole dimensions of the torus")]
     assert len(unplaced) and (unplaced["tp"] == 2).any() and not unplaced["fits"].any()
     assert ((r.table["tp"] == 4) & (r.table["error"] == "")).any()  # tp 4 on the 4-long axis is placed
@@ -262,6 +262,6 @@ def test_the_table_shows_an_error_column_only_when_a_shown_row_has_one(capsys):
     """On a v5e slice some candidates cannot be placed, so the whole table has errors, but the fastest rows shown
     built: their table had an empty error column (and trailing spaces)."""
     assert main(["plan", "llama2-7b", "tpu-v5e-pod", "--chips", "32", "--phase", "training", "--batch", "32", "--seq",
-                 "512", "--top", "2", "--quiet"]) == 0
+                 "512", "--recompute", "none", "--zero", "1", "--top", "2", "--quiet"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert "error" not in header.split() and header == header.rstrip()
