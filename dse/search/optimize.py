@@ -5,11 +5,13 @@ the whole mix on all of them in one call and tells the results back; the sampler
 not the model, set the pace. Several workers (processes or machines) may run :func:`run` on one
 study in a shared storage: each round asks only for what the study still lacks, counting every
 worker's complete and running trials (optuna's own distributed mode). Infeasible designs are kept,
-with their constraints (optuna's constraint attribute, read by TPE and NSGA-II) and reason.
+with their constraints (optuna's constraint attribute, read by TPE and NSGA-II) and reason; a sampler that reads no
+constraints (CMA-ES) is told them in its values instead (:func:`ranked_values`).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from collections.abc import Callable
@@ -205,6 +207,36 @@ def _finite(values: np.ndarray, constraints: list[float]) -> bool:
 FLUSH_S = 2.0
 
 
+#: how far on the wrong side a constraint-blind sampler is told an infeasible trial: beyond every feasible objective
+#: value (a score, a score per resource, or an area, cost or power, all below 1e9 in their units)
+INFEASIBLE_RANK = 1e9
+
+
+def ranked_values(values: float | list[float], constraints: list[float],
+                  directions: list[optuna.study.StudyDirection]) -> float | list[float]:
+    """Deb's feasibility rule as objective values (Deb, "An efficient constraint handling method for genetic
+    algorithms", Comput. Methods Appl. Mech. Eng. 186, 2000): a feasible trial (every constraint <= 0) keeps
+    ``values``; an infeasible one is ``INFEASIBLE_RANK x (1 + V)`` on the wrong side of each objective, ``V`` the sum of
+    its positive constraint values (the violation by which optuna's NSGA-II ranks infeasible trials). A sampler that
+    ranks a generation by value alone (CMA-ES: Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772)
+    then puts every feasible design before every infeasible one, and the less infeasible first; told the designs'
+    own values it climbs past a budget that the score rewards breaking."""
+    v = sum(max(c, 0.0) for c in constraints)
+    if v <= 0:
+        return values
+    told = [(-INFEASIBLE_RANK if d == optuna.study.StudyDirection.MAXIMIZE else INFEASIBLE_RANK) * (1.0 + v)
+            for d in directions]
+    return told if isinstance(values, list) else told[0]
+
+
+def _blind_view(ft: optuna.trial.FrozenTrial, directions: list) -> optuna.trial.FrozenTrial:
+    """A complete trial as a constraint-blind sampler's twin holds it: :func:`ranked_values`, no constraints."""
+    out = copy.copy(ft)
+    out.values = list(np.atleast_1d(ranked_values(list(ft.values), list(ft.constraints.values()), directions)))
+    out.system_attrs = {k: x for k, x in ft.system_attrs.items() if not k.startswith(_CONSTRAINTS_KEY)}
+    return out
+
+
 def _memory_study(study: optuna.Study) -> optuna.Study:
     """An in-memory twin of ``study`` (same directions, same sampler) that the sampler reads and writes:
     optuna's RDB storages cost ~15x the model per trial when every ask and tell goes through them."""
@@ -212,21 +244,29 @@ def _memory_study(study: optuna.Study) -> optuna.Study:
                                sampler=study.sampler)
 
 
-def _pull(disk: optuna.Study, mem: optuna.Study, seen: set[int]) -> None:
-    """Copy the storage's complete trials that ``mem`` does not hold yet (resumed ones, other workers')."""
+def _pull(disk: optuna.Study, mem: optuna.Study, seen: set[int], blind: bool = False) -> None:
+    """Copy the storage's complete trials that ``mem`` does not hold yet (resumed ones, other workers'); for a
+    constraint-blind sampler as :func:`_blind_view` shows them."""
     new = [t for t in disk.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t._trial_id not in seen]
     for t in new:
         seen.add(t._trial_id)
     if new:
-        mem.add_trials(new)
+        mem.add_trials([_blind_view(t, disk.directions) for t in new] if blind else new)
 
 
-def _flush(disk: optuna.Study, mem: optuna.Study, pending: list[int], seen: set[int]) -> None:
+def _flush(disk: optuna.Study, mem: optuna.Study, pending: list[int], seen: set[int],
+           truth: dict[int, tuple] | None = None) -> None:
     """Write the finished ``mem`` trials (ids ``pending``) to the storage in order: into an RDB storage
-    (SQLite, PostgreSQL) as one transaction of bulk inserts, elsewhere one ``create_new_trial`` each."""
+    (SQLite, PostgreSQL) as one transaction of bulk inserts, elsewhere one ``create_new_trial`` each. ``truth``:
+    the values and constraint attributes of the trials whose twin a constraint-blind sampler was told otherwise."""
     if not pending:
         return
     trials = [mem._storage.get_trial(tid) for tid in pending]
+    for i, ft in enumerate(trials):
+        if truth and ft._trial_id in truth:
+            values, system = truth.pop(ft._trial_id)
+            trials[i] = ft = copy.copy(ft)
+            ft.values, ft.system_attrs = list(np.atleast_1d(values)), {**ft.system_attrs, **system}
     backend = getattr(disk._storage, "_backend", disk._storage)
     if isinstance(backend, optuna.storages.RDBStorage):
         seen.update(_bulk_insert(backend, disk._study_id, trials))
@@ -311,7 +351,9 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     if search.sampler == "grid":
         target = min(target, int(np.prod([len(v) for v in grid(search.space, search.grid_points).values()])))
     mem, seen, pending = _memory_study(study), set(), []
-    _pull(study, mem, seen)
+    spec = SAMPLERS.get(str(search.sampler))
+    blind, truth = spec is not None and spec.constraint_blind, {}
+    _pull(study, mem, seen, blind)
     complete, _ = _counts(study)
     bar = tqdm(total=target, initial=complete, desc="search", unit="trial", disable=not progress, leave=False)
     new = 0
@@ -322,7 +364,7 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
             if exclusive:
                 complete, running = len(mem.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))), 0
             else:
-                _pull(study, mem, seen)
+                _pull(study, mem, seen, blind)
                 complete, running = _counts(study)
             k = min(search.batch_size, target - complete - running)
             if k <= 0:
@@ -342,8 +384,13 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
             for i, (trial, disk_id) in enumerate(zip(trials, claims, strict=True)):
                 state, v, m, cons, why = _outcome(values, attrs, constraints, i)
                 user, system = trial_attrs(m), constraint_attrs(cons, list(constraints))
-                store_attrs(mem._storage, trial._trial_id, user, system)
-                mem.tell(trial, v, state=state) if v is not None else mem.tell(trial, state=state)
+                told, twin_system = v, system
+                if blind:  # the twin holds what the sampler may read; the storage the trial's own numbers
+                    told, twin_system = (None if v is None else ranked_values(v, cons, mem.directions)), {}
+                    if exclusive and v is not None:
+                        truth[trial._trial_id] = (v, system)
+                store_attrs(mem._storage, trial._trial_id, user, twin_system)
+                mem.tell(trial, told, state=state) if v is not None else mem.tell(trial, state=state)
                 if disk_id is not None:
                     store_attrs(study._storage, disk_id, user, system)
                     study._storage.set_trial_state_values(disk_id, state, None if v is None else
@@ -356,7 +403,7 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
                 new += 1
                 bar.update(1)
             if exclusive and time.monotonic() - last >= flush_s:
-                _flush(study, mem, pending, seen)
+                _flush(study, mem, pending, seen, truth)
                 last = time.monotonic()
             if len(failures) >= MAX_CONSECUTIVE_FAILURES:
                 common = max(set(failures), key=failures.count)
@@ -368,7 +415,7 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
         if claimed is not None:  # nothing was left to claim: do not keep the other workers waiting
             claimed()
         if exclusive:
-            _flush(study, mem, pending, seen)  # also on an error or Ctrl-C: what finished is kept
+            _flush(study, mem, pending, seen, truth)  # also on an error or Ctrl-C: what finished is kept
     return new
 
 

@@ -18,12 +18,15 @@ class Sampler:
     """One sampler: ``factory(search, seed, grid)`` returns an optuna sampler seeded with ``seed``
     (``search.seed + worker``; ``search`` is the config's ``Search`` block; ``grid()`` builds the grid
     sampler of the searched parameters, for grid-type samplers); ``multi_objective`` says whether it
-    handles several objectives. The module imports nothing of dse, so the config can read it."""
+    handles several objectives; ``constraint_blind`` that it learns from objective values alone and ignores
+    optuna's constraints (CMA-ES), so the search tells it each infeasible trial as worse than every feasible one
+    (:func:`dse.search.optimize.ranked_values`). The module imports nothing of dse, so the config can read it."""
 
     name: str
     factory: Callable[[Any, int, Callable[[], Any]], Any]
     multi_objective: bool = True
     description: str = ""
+    constraint_blind: bool = False
 
 
 def _tpe(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
@@ -59,7 +62,7 @@ def _grid(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
 SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("tpe", _tpe, description="tree-structured Parzen estimator (default for one objective)"),
     Sampler("nsga2", _nsga2, description="NSGA-II genetic algorithm (default for several objectives)"),
-    Sampler("cmaes", _cmaes, multi_objective=False, description="CMA evolution strategy"),
+    Sampler("cmaes", _cmaes, multi_objective=False, description="CMA evolution strategy", constraint_blind=True),
     Sampler("random", _random, description="independent uniform draws"),
     Sampler("qmc", _qmc, description="scrambled Sobol quasi-Monte-Carlo sequence"),
     Sampler("grid", _grid, description="search.grid_points values per searched parameter"),
