@@ -46,8 +46,12 @@ def _random(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
 
 
 def _qmc(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
+    import warnings
+
     import optuna
-    return optuna.samplers.QMCSampler(seed=search.seed, scramble=True)  # one sequence shared by the workers
+    with warnings.catch_warnings():  # optuna marks it experimental since 3.0; the user chose it by name
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.QMCSampler(seed=search.seed, scramble=True)  # one sequence shared by the workers
 
 
 def _cmaes(search: Any, seed: int, grid: Callable[[], Any]) -> Any:
