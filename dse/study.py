@@ -682,7 +682,7 @@ class StudyResult:
     best_scored: Scored
     best_times: np.ndarray  # [W]
     study: object  # optuna.Study
-    n_trials: int
+    n_trials: int  # complete trials in the study (a worker's claims past the target are pruned, failures failed)
     new_trials: int
     recovered: int
     storage: str
@@ -784,6 +784,7 @@ def worker_main(config: str, url: str, n_trials: int | None, worker: int, mix: s
     """One extra worker process: load the existing study, claim a first batch, wait at ``start`` (a barrier
     shared with the other workers, so each holds a batch before any evaluates) and run until the study holds
     n_trials."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # a spawned process: its own optuna logs INFO lines
     cfg, ctx = load_context(config, n_trials, mix)
     search = cfg.search.model_copy(update={"seed": cfg.search.seed + worker})
     study = optuna.load_study(study_name=cfg.name, storage=make_storage(url), sampler=optimize.make_sampler(search))
@@ -846,7 +847,7 @@ def run_study(
         write_inputs(snap, folder, top)
     write_text(folder / "metadata.json", json.dumps({**study.user_attrs.get(optimize.META_ATTR, meta),
                                                      "storage": url, "workers": workers}, indent=2) + "\n")
-    procs, start = [], None
+    procs, start, before = [], None, optimize.complete_count(study)
     if workers > 1:
         mp = multiprocessing.get_context("spawn")
         start = mp.Barrier(workers)
@@ -868,8 +869,10 @@ def run_study(
     best_trial = optimize.best_feasible(study)
     best = designs_from_params(ctx.base, [best_trial.params], cfg.search.space)
     scored, times = score_designs(ctx, best)
+    complete = optimize.complete_count(study)
+    new = max(new, complete - before) if procs else new  # every worker's trials, not this process's alone
     return evaluated(StudyResult(folder, ctx, dict(best_trial.params), best, scored, times[0], study,
-                                 len(study.trials), new, recovered, url, meta, workers))
+                                 complete, new, recovered, url, meta, workers))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dse.hardware.fields import bandwidth_label
 from dse.predict import Prediction
 from dse.report.residency import residency_lines
 from dse.score import LIMITS, word
+from dse.search.optimize import other_count
 from dse.search.space import base_knobs
 from dse.units import TERA, watts
 
@@ -158,8 +159,9 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node});"
         f" objective(s): `{', '.join(cfg.search.objective_names)}`;"
         f" budgets: {budget}",
-        f"- Trials: {result.n_trials} in the study ({result.new_trials} new this run"
+        f"- Trials: {result.n_trials} complete in the study ({result.new_trials} new this run"
         + (f", {result.recovered} interrupted trials marked failed" if result.recovered else "")
+        + (f"; {others} more pruned or failed" if (others := other_count(result.study)) else "")
         + f"); sampler `{cfg.search.sampler}`, seed {cfg.search.seed}; storage `{result.storage}`",
         "",
         "## Best design",
@@ -224,7 +226,9 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
     head = (f"best score {float(s.score[0]):.4f}x" if obj == "score" else
             f"best {obj} {float(s.objective[0]):.4f} (vs base 1.0; score {float(s.score[0]):.4f}x)")
     out = [
-        f"study {ctx.cfg.name}: {result.n_trials} trials, {head} vs {ctx.base_hw.name}",
+        f"study {ctx.cfg.name}: {result.n_trials} trials"
+        + (f" ({others} more pruned or failed)" if (others := other_count(result.study)) else "")
+        + f", {head} vs {ctx.base_hw.name}",
         f"  best: {kx['peak_tflops']:.1f} TFLOP/s, {kx['dram_bandwidth_tbps']:.3f} TB/s, {kx['sram_mib']:.1f} MiB SRAM,"
         f" area {float(s.area_mm2[0]):.0f} mm2, {float(s.cost_usd[0]):.0f} USD, {watts(float(s.power_w[0]))} W",
         f"  ratio: ridge {ridge:.1f} FLOP/byte = {ratio_label(base_ridge, ridge)} vs base ({base_ridge:.1f} FLOP/byte)",

@@ -450,6 +450,17 @@ def _json_ok(v: object) -> bool:
     return isinstance(v, str) or (isinstance(v, int | float) and np.isfinite(v))
 
 
+def complete_count(study: optuna.Study) -> int:
+    """Complete trials of ``study``: the trials a search was asked for (``len(study.trials)`` also counts the claims
+    several workers made past the target, pruned, and designs that failed)."""
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+def other_count(study: optuna.Study) -> int:
+    """Trials of ``study`` that did not complete (pruned claims, failed designs, runs interrupted)."""
+    return len(study.get_trials(deepcopy=False)) - complete_count(study)
+
+
 def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if constraint_value(t) <= 0]
 

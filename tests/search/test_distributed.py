@@ -46,6 +46,12 @@ def _distributed(tmp_path: Path, url: str, workers: int = 2) -> None:
     r = run_study(cfg, out=tmp_path / "r", progress=False, storage=url, workers=workers)
     assert r.workers == workers
     _check_every_trial_once(url, name, 160, 2, workers)
+    # the summary counts the trials asked for, all of them new (it said '176 trials' with the pruned claims, and
+    # 'N new' for the first worker's share alone)
+    assert r.n_trials == r.new_trials == 160
+    from dse.report.write import write_results
+
+    assert write_results(r, plots_on=False).startswith(f"study {name}: 160 trials")
 
 
 def test_two_workers_on_postgresql(tmp_path: Path, pg_url: str) -> None:
@@ -63,6 +69,7 @@ def test_four_workers_on_one_sqlite_study(tmp_path: Path, capfd) -> None:
     _distributed(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", workers=4)
     err = capfd.readouterr().err
     assert "locked" not in err.lower() and "Traceback" not in err, err[-2000:]
+    assert "A new study created" not in err, err[-2000:]  # the spawned workers' optuna INFO lines
 
 
 def test_unreachable_storage_is_one_line(tmp_path: Path) -> None:
