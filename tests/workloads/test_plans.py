@@ -97,7 +97,7 @@ def test_plan_auto_on_a_torus_keeps_the_plans_it_can_place(tmp_path):
     data = copy.deepcopy(SMALL_STUDY)
     data.pop("base")
     data["system"] = "tpu-v5e-pod"
-    data["workloads"] = [{"name": "llama2-7b", "phase": "training", "batch": 32, "seq": 512, "plan": "auto",
+    data["workloads"] = [{"name": "llama2-7b", "phase": "training", "batch": 8, "seq": 512, "plan": "auto",
                           "chips": 32}]
     _, c = load_context(write_config(tmp_path, data))
     (ap,) = c.mix.auto
