@@ -456,9 +456,9 @@ def complete_count(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def other_count(study: optuna.Study) -> int:
-    """Trials of ``study`` that did not complete (pruned claims, failed designs, runs interrupted)."""
-    return len(study.get_trials(deepcopy=False)) - complete_count(study)
+def other_count(study: optuna.Study | None) -> int:
+    """Trials of ``study`` that did not complete (pruned claims, failed designs, runs interrupted); 0 without one."""
+    return 0 if study is None else len(study.get_trials(deepcopy=False)) - complete_count(study)
 
 
 def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
