@@ -203,7 +203,7 @@ def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = 
     recorded with its one-line error and the batch goes on. Prints no error: the caller says each once."""
     rows, errors = [], []
     bad = check_configs(paths) if bad is None else bad
-    for path in tqdm(paths, desc="batch", unit="config", disable=not progress):
+    for path in tqdm(paths, desc="batch", unit="config", disable=None if progress else True):
         if path in bad:
             rows.append({"config": path, "status": "error", "error": bad[path]})
             errors.append(bad[path] if bad[path].startswith(f"{path}: ") else f"{path}: {bad[path]}")

@@ -538,7 +538,8 @@ def _workloads_ai(args: argparse.Namespace) -> int:
                        for ph in (phases if e.get("phase") in (None, "inference") else phases[:1])]
             over = {k: v for k, v in over.items() if k != "phase"}
         wls = [workload(e["name"], **{**{k: v for k, v in e.items() if k not in ("name", "weight")}, **over})
-               for e in tqdm(entries, desc="expanding workloads", unit="model", disable=args.quiet, leave=False)]
+               for e in tqdm(entries, desc="expanding workloads", unit="model",
+                             disable=True if args.quiet else None, leave=False)]  # None: a bar on a terminal only
         mix, what = Mix.of(wls, [float(e["weight"]) for e in entries]), f"suite {suite}"
         hw = load_hardware(args.hardware or "npu-7nm")
         d = DesignBatch.from_hardware(hw)

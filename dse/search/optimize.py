@@ -355,7 +355,8 @@ def run(study: optuna.Study, search: Search, evaluate: Evaluator, progress: bool
     blind, truth = spec is not None and spec.constraint_blind, {}
     _pull(study, mem, seen, blind)
     complete, _ = _counts(study)
-    bar = tqdm(total=target, initial=complete, desc="search", unit="trial", disable=not progress, leave=False)
+    bar = tqdm(total=target, initial=complete, desc="search", unit="trial", leave=False,
+               disable=None if progress else True)  # None: only on a terminal (no bar lines in a log)
     new = 0
     failures: list[str] = []
     last = time.monotonic()
