@@ -185,6 +185,18 @@ def check_config(path: str) -> dict[str, str]:
     return {m: str(e) for m, e in check_mixes(path, n_trials=1).items()}
 
 
+def check_trials(n: int) -> None:
+    """``--trials N`` against the bounds of ``search.n_trials`` (one line naming the flag)."""
+    from pydantic import ValidationError
+
+    from dse.config import Search
+
+    try:
+        Search.__pydantic_validator__.validate_assignment(Search.model_construct(), "n_trials", n)
+    except ValidationError as exc:
+        raise DseError(f"got {n}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
+
+
 def check_configs(paths: list[str]) -> dict[str, str]:
     """{config: its one-line error} of every config that does not check (:func:`check_config`)."""
     bad = {}
@@ -197,10 +209,12 @@ def check_configs(paths: list[str]) -> dict[str, str]:
 
 
 def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = True,
-              bad: dict[str, str] | None = None, warn: bool | None = None) -> tuple[pd.DataFrame, list[str]]:
+              bad: dict[str, str] | None = None, warn: bool | None = None, trials: int | None = None,
+              plots: bool | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Check every config first (``bad``: :func:`check_configs` already run; a typo in the last one is found before
-    anything runs), then run the good ones (under ``out``, or each under its own ``output.dir``); a failing config is
-    recorded with its one-line error and the batch goes on. Prints no error: the caller says each once."""
+    anything runs), then run the good ones (under ``out``, or each under its own ``output.dir``; ``trials``: each
+    study's ``search.n_trials``, ``plots``: draw figures, default each config's own); a failing config is recorded
+    with its one-line error and the batch goes on. Prints no error: the caller says each once."""
     rows, errors = [], []
     bad = check_configs(paths) if bad is None else bad
     for path in tqdm(paths, desc="batch", unit="config", disable=None if progress else True):
@@ -209,7 +223,9 @@ def run_batch(paths: list[str], out: str | Path | None = None, progress: bool = 
             errors.append(bad[path] if bad[path].startswith(f"{path}: ") else f"{path}: {bad[path]}")
             continue
         try:
-            res = Study.from_yaml(path).run(out=out)
+            study = Study.from_yaml(path)
+            res = (study.with_overrides({"search.n_trials": trials}) if trials is not None else study).run(out=out,
+                                                                                                       plots=plots)
             note = {"infeasible_mixes": "; ".join(f"{m}: {e}" for m, e in res.infeasible.items())} if res.infeasible \
                 else {}
             bests = res.bests if len(res.bests) else pd.DataFrame([res.best])  # every mix of a mixes: config
@@ -232,13 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("configs", nargs="+")
     ap.add_argument("--out", help="parent folder of every study (default: each config's output.dir) and of the "
                                   "batch's own batch-TIMESTAMP/ folder that holds batch.csv (default: results/)")
+    ap.add_argument("--trials", type=int, help="trials of every study (default: each config's search.n_trials)")
+    ap.add_argument("--no-plots", action="store_true", help="draw no figures (default: each config's output.plots)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.trials is not None:
+        check_trials(args.trials)
     bad = check_configs(args.configs)
     for path, msg in bad.items():  # before anything runs, once each (they were printed again at the end)
         print(f"error: {msg if msg.startswith(f'{path}: ') else f'{path}: {msg}'}", file=sys.stderr)
     progress = not args.quiet and sys.stderr.isatty()  # bars and notes on a terminal only, as every command's
-    table, errors = run_batch(args.configs, args.out, progress=progress, bad=bad, warn=not args.quiet)
+    table, errors = run_batch(args.configs, args.out, progress=progress, bad=bad, warn=not args.quiet,
+                              trials=args.trials, plots=False if args.no_plots else None)
     errors = [e for e in errors if not any(e.startswith(f"{p}: ") for p in bad)]  # said above
     folder = Path(args.out or "results") / f"batch-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     atomic_write(folder / "batch.csv", lambda p: table.to_csv(p, index=False))

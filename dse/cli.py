@@ -365,7 +365,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     from dse.batch import main as batch_main
 
-    return batch_main([*args.configs, *(["--out", args.out] if args.out else []), *(["--quiet"] if args.quiet else [])])
+    return batch_main([*args.configs, *(["--out", args.out] if args.out else []), *(["--quiet"] if args.quiet else []),
+                       *(["--trials", str(args.trials)] if args.trials is not None else []),
+                       *(["--no-plots"] if args.no_plots else [])])
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
@@ -1672,6 +1674,8 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("configs", nargs="+")
     bp.add_argument("--out", help="parent folder of every study (default: each config's output.dir) and of the batch's "
                     "own batch-TIMESTAMP/ folder that holds batch.csv (default: results/)")
+    bp.add_argument("--trials", type=int, help="trials of every study (default: each config's search.n_trials)")
+    bp.add_argument("--no-plots", action="store_true", help="draw no figures (default: each config's output.plots)")
     bp.add_argument("--quiet", action="store_true")
     _add_compare_args(sub.add_parser("compare", help="candidate compute:bandwidth ratios side by side (e.g. 1:2,1:1)"))
     _add_whatif_args(sub.add_parser("whatif", help="staged optimisations (fusion, flash attention, precision, SRAM, "

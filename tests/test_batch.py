@@ -115,3 +115,16 @@ def test_batch_keeps_a_row_per_mix(tmp_path: Path, capsys) -> None:
     table = pd.read_csv(next((tmp_path / "r").glob("batch-*/batch.csv")))
     assert list(table["mix"]) == ["decode", "vision"] and (table["status"] == "ok").all()
     assert table.loc[0, "folder"].endswith("decode") and table.loc[1, "folder"].endswith("vision")
+
+
+def test_batch_takes_the_trials_and_plots_of_dse_run(tmp_path: Path, capsys) -> None:
+    """``--trials N`` and ``--no-plots`` as ``dse run`` takes them (the batch had neither: a quick pass over many
+    configs meant editing each); a bad count is one line before anything runs."""
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "output": {"plots": True}})
+    assert main(["batch", str(cfg), "--out", str(tmp_path / "r"), "--trials", "3", "--no-plots", "--quiet"]) == 0
+    folder = tmp_path / "r" / "tiny"
+    assert len(pd.read_csv(folder / "trials.csv")) == 3 and not list(folder.glob("*.png"))
+    capsys.readouterr()
+    assert main(["batch", str(cfg), "--out", str(tmp_path / "r2"), "--trials", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --trials: got 0; accepted: input should be greater than 0"] and not (tmp_path / "r2").exists()
