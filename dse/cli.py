@@ -255,9 +255,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.strict:
         check_strict(cmp, args.config)
     folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-compare", False)
-    status(args, f"writing {folder}: tables" + (", figures" if cfg.output.plots else "") + " and report")
-    render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8"),
-                               plots=cfg.output.plots), folder)
+    plots = cfg.output.plots and not args.no_plots
+    status(args, f"writing {folder}: tables" + (", figures" if plots else "") + " and report")
+    render(comparison_document(ctx, cmp, heading, Path(args.config).read_text(encoding="utf-8"), plots=plots), folder)
     width = max(len(n) for n in cmp.names)
     if not cmp.designs_table["feasible"].astype(bool).any():  # said before any row, which would read as a ranking
         print(f"no candidate is feasible (each one's reason below and in {folder / 'summary.md'}); the rows compare "
@@ -1468,6 +1468,7 @@ def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
     cpp.add_argument("--out", help="parent folder (default: output.dir of the config)")
     cpp.add_argument("--quiet", action="store_true", help="no progress lines")
     cpp.add_argument("--strict", action="store_true", help="an infeasible candidate is an error (exit 2)")
+    cpp.add_argument("--no-plots", action="store_true", help="draw no figures (default: the config's output.plots)")
     cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
                      "config's compare.samples, else 256; 0: none)")
 

@@ -54,6 +54,10 @@ def test_compare_command_writes_tables_and_figures(tmp_path: Path, capsys) -> No
         ((t["speedup_1:1_vs_1:2"] - t["1:2_ms"] / t["1:1_ms"]).abs() < 1e-9).all()
     assert main(["compare", str(cfg), "--ratios", "1:2", "--out", str(tmp_path)]) == 2
     assert "two or more ratios" in capsys.readouterr().err
+    # --no-plots as dse run and dse sweep take it: the plotted config's tables, no figure
+    assert main(["compare", str(cfg), "--ratios", "1:2,1:1", "--out", str(tmp_path / "np"), "--no-plots"]) == 0
+    assert (tmp_path / "np" / "tiny-compare" / "compare.csv").is_file()
+    assert not list((tmp_path / "np" / "tiny-compare").glob("*.png"))
 
 
 COMPARE_SECTION = {
