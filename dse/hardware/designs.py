@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from dse.errors import from_validation_error
 from dse.hardware import dram_parts, fields
 from dse.hardware.noc import NocGeometry, geometry
+from dse.hardware.noc import grid as noc_grid
 from dse.hardware.schema import ComputeUnit, Hardware
 from dse.hardware.system import System
 from dse.hardware.topologies import traversals
@@ -492,12 +493,36 @@ class DesignBatch:
                 out[:, j] = np.minimum(out[:, j], cap)
         return out
 
+    def core_quantum(self) -> np.ndarray:
+        """[D] the step of a buildable core count, the least common multiple of what the template's rules ask
+        (``Hardware`` refused such designs after a search had scored them): ``compute.spare_granule_cores`` on a design
+        with spare cores (the die fuses off whole groups: a b200 study's best design of 65 + 12 cores was refused) and
+        the copies of every on-chip level held per group of cores (``instances`` must divide the cores: MI300X's 8
+        L2s, Gaudi 3's 4)."""
+        import math
+
+        g = int(self.base.compute.spare_granule_cores)
+        spare = self.spare_cores if self.spare_cores is not None else np.full(self.n, float(self.base.compute.spare_cores))
+        per_core = self.per_core if self.per_core is not None else np.zeros(len(self.instances), dtype=bool)
+        grouped = [int(k) for k, pc, off in zip(self.instances, per_core, self.offchip, strict=True)
+                   if k > 1 and not pc and not off]
+        levels = math.lcm(*grouped) if grouped else 1
+        return np.where((np.round(spare) > 0) & (g > 1), float(math.lcm(g, levels)), float(levels))
+
+    def fewest_cores(self) -> np.ndarray:
+        """[D] the smallest buildable core count: one :meth:`core_quantum` step above ``compute.reserved_cores`` (the
+        cores a runtime holds; a design needs at least one more to compute)."""
+        q = self.core_quantum()
+        return np.ceil((self.base.compute.reserved_cores + 1) / q) * q
+
     def with_cores(self, cores: np.ndarray) -> DesignBatch:
-        """The designs with ``cores`` [D] (rounded to integers >= 1). Each core brings its MAC arrays, its vector
-        lanes and its copy of every per-core memory level, so the matrix and vector peaks and the per-core levels'
-        capacity and bandwidth scale by ``new cores / old cores`` (peak = cores x rows x cols x arrays_per_core x 2
-        x clock)."""
-        new = np.maximum(np.round(np.asarray(cores, dtype=float)), 1.0)
+        """The designs with ``cores`` [D], rounded to the nearest whole number of :meth:`core_quantum` (at least
+        :meth:`fewest_cores`).
+        Each core brings its MAC arrays, its vector lanes and its copy of every per-core memory level, so the matrix
+        and vector peaks and the per-core levels' capacity and bandwidth scale by ``new cores / old cores`` (peak =
+        cores x rows x cols x arrays_per_core x 2 x clock)."""
+        q = self.core_quantum()
+        new = np.maximum(np.round(np.asarray(cores, dtype=float) / q) * q, self.fewest_cores())
         r = new / self.cores
         out = replace(self, cores=new, matrix_peak=self.matrix_peak * r[:, None], vector_peak=self.vector_peak * r[:, None])
         if self.per_core is not None and self.per_core.any():
@@ -594,7 +619,8 @@ class DesignBatch:
             return self.with_array(cols=v)
         if field in fields.COMPUTE:  # one array, config unit -> SI (dse.hardware.fields)
             f = fields.COMPUTE[field]
-            return replace(self, **{f.attr: v * f.si})
+            out = replace(self, **{f.attr: v * f.si})
+            return out.with_cores(out.cores) if field == "compute.spare_cores" else out  # whole groups again
         if field == "network.links":
             out = replace(self, links=v.copy())
             if out.n_net and self.net_chip_linked.any():
@@ -701,6 +727,9 @@ class DesignBatch:
         data["compute"]["matrix"]["source"] += f"; built by dse ({note or 'derived'}): {build}"
         comp = data["compute"]
         comp["cores"] = int(round(float(self.cores[i])))
+        if comp["cores"] != base.compute.cores and comp.get("noc", {}).get("grid") is not None:
+            x, y = noc_grid(np.array([float(comp["cores"])]), base.compute.noc, base.compute.cores)
+            comp["noc"]["grid"] = [int(x[0]), int(y[0])]  # the near-square grid the model priced and timed
         clock_scale = float(self.clock_scale[i])
         comp["clock_ghz"] = _sig(base.compute.clock_ghz * clock_scale)
         if clock_scale != 1.0:  # the clock its energies hold at stays the template's (dse.hardware.energy.dvfs_factor)
