@@ -635,9 +635,18 @@ class DesignBatch:
         parts0 = field.split(".")
         kinds = self.die_kinds
         if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "count" and parts0[2] in kinds:
+            g = kinds.index(parts0[2])
             counts = self.die_counts.copy()
-            counts[:, kinds.index(parts0[2])] = np.maximum(np.round(v), 1.0)
-            return replace(self, die_counts=counts)
+            counts[:, g] = np.maximum(np.round(v), 1.0)
+            out = replace(self, die_counts=counts)
+            holder = next((k for k, d in enumerate(self.base.die_groups) if "matrix" in d.holds), 0)
+            spare = (self.spare_cores if self.spare_cores is not None
+                     else np.full(self.n, float(self.base.compute.spare_cores)))
+            if g == holder and spare.any():  # the same spares spread over the dies, each its whole share of groups
+                step = np.lcm(counts[:, g].astype(int), int(self.base.compute.spare_granule_cores)).astype(float)
+                out = replace(out, spare_cores=np.where(spare > 0, np.maximum(np.round(spare / step), 1.0) * step, 0.0))
+                return out.with_cores(out.cores)  # whole groups again
+            return out
         if len(parts0) == 4 and parts0[:2] == ["package", "dies"] and parts0[3] == "d2d_bandwidth_tbps" \
                 and parts0[2] in kinds:
             bw = self.die_d2d_bps.copy()

@@ -416,21 +416,23 @@ def test_dies_in_a_ring_or_a_mesh_cross_as_many_links_as_their_mean_hops() -> No
 @settings(max_examples=80, deadline=None)
 @given(name=st.sampled_from(sorted(__import__("dse.hardware.templates", fromlist=["x"]).list_templates())),
        peak=st.floats(0.005, 3.0), bw=st.floats(0.1, 3.0), sram=st.floats(1.0, 1024.0),
-       spare=st.sampled_from([None, 0, 8, 16]))
+       spare=st.sampled_from([None, 0, 8, 16]), dies=st.sampled_from([None, 1, 3, 8]))
 def test_every_built_design_of_every_template_writes_a_template_that_loads(name: str, peak: float, bw: float,
-                                                                           sram: float, spare) -> None:
+                                                                           sram: float, spare, dies) -> None:
     """Cores come in the steps the template's rules ask (whole ``spare_granule_cores`` groups beside spare cores, a
     multiple of every level held per group of cores) and above its reserved cores, so every built design writes a
     template that loads, with the mesh grid its cores take. After a search had scored them, a b200 best design of
     65 + 12 cores was refused ('compute.spare_granule_cores: got 2 with 12 spare of 77 cores'), and so were MI300X
     designs with cores not a multiple of its 8 L2s, Gaudi 3's of its 4, tt-n150's with its 8 x 9 grid over 144 cores
-    and tt designs with no core beside the 8 its runtime holds."""
+    and tt designs with no core beside the 8 its runtime holds; a b200 over 8 dies kept 12 spare cores (now 16)."""
     base = DesignBatch.from_hardware(dse.hardware(name))
     assert base.with_cores(base.cores).cores[0] == base.cores[0]  # the template itself is one of them
     d = base.with_knobs(peak_flops=np.array([peak * base.peak_flops[0]]), sram_bytes=np.array([sram * MIB]),
                         dram_bandwidth=np.array([bw * base.dram_bandwidth[0]]) if base.offchip.any() else None)
     if spare is not None and spare % base.base.compute.spare_granule_cores == 0:  # a spare count the die can fuse off
         d = d.with_field("compute.spare_cores", np.array([float(spare)]))
+    if dies is not None and base.base.die_groups:  # the same parts over more or fewer dies: spares spread whole
+        d = d.with_field(f"package.dies.{base.base.die_groups[0].name}.count", np.array([float(dies)]))
     q = float(d.core_quantum()[0])
     assert d.cores[0] % q == 0 and d.cores[0] > base.base.compute.reserved_cores
     back = DesignBatch.from_hardware(d.to_hardware(0, "x"))  # validates every rule above
