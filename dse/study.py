@@ -263,12 +263,16 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
             raise DseError(f"got {bad:g} for {prm.field}; accepted: whole numbers (it counts cores, MACs, links or "
                            "dies)", field=f"search.space.params.{i}.choices")
     g = base.base.compute.spare_granule_cores
-    if prm.field == "compute.spare_cores" and g > 1:  # whole groups of the cores the die fuses off together
-        odd = None if prm.choices is None else next((c for c in prm.choices if float(c) % g), None)
+    dies = next((d.count for d in base.base.die_groups if "matrix" in d.holds),
+                base.base.die_groups[0].count if base.base.die_groups else 1)
+    step = math.lcm(g, dies)  # whole groups, and each die that holds the matrix units its own share of them
+    if prm.field == "compute.spare_cores" and step > 1:
+        odd = None if prm.choices is None else next((c for c in prm.choices if float(c) % step), None)
         if prm.choices is None or odd is not None:
-            raise DseError(f"got {'a range' if prm.choices is None else f'{odd:g}'} for compute.spare_cores on a die "
-                           f"that fuses off {g} cores together (compute.spare_granule_cores); accepted: choices that "
-                           f"are multiples of {g}", field=f"search.space.params.{i}."
+            why = (f"a die that fuses off {g} cores together (compute.spare_granule_cores)" if dies == 1 else
+                   f"{dies} dies that each fuse off whole groups of {g} (compute.spare_granule_cores)")
+            raise DseError(f"got {'a range' if prm.choices is None else f'{odd:g}'} for compute.spare_cores on {why}; "
+                           f"accepted: choices that are multiples of {step}", field=f"search.space.params.{i}."
                            + ("low" if prm.choices is None else "choices"))
     ends = (("low", prm.low), ("high", prm.high)) if prm.choices is None else (
         ("choices", min(prm.choices)), ("choices", max(prm.choices)))

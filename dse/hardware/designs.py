@@ -22,6 +22,24 @@ from dse.hardware.topologies import traversals
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
 
+def _rescale_array_shapes(matrix: dict, base: ComputeUnit) -> None:
+    """A written design's other array geometries (``array_shapes``) at its own array: the template's, each side by the
+    factor its array's side moved (as :func:`dse.predict.roofline.array_fill` reads them); a geometry that would not
+    be whole MACs of the new array is left out (Gaudi 2's 128x512 mode on a 128x128 array is 64x256)."""
+    rows, cols = matrix["array_rows"], matrix["array_cols"]
+    if not base.array_shapes or (rows, cols) == (base.array_rows, base.array_cols):
+        return
+    kept = []
+    for r, c in base.array_shapes:
+        r2, c2 = r * rows / base.array_rows, c * cols / base.array_cols
+        if r2 == round(r2) and c2 == round(c2) and round(r2) * round(c2) == rows * cols:
+            kept.append([int(round(r2)), int(round(c2))])
+    if kept:
+        matrix["array_shapes"] = kept
+    else:
+        matrix.pop("array_shapes", None)
+
+
 def _sig(x: float) -> float:
     """``x`` to 9 significant digits (a tiny positive value stays positive, unlike round(x, 6))."""
     return float(f"{x:.9g}")
@@ -757,6 +775,7 @@ class DesignBatch:
             if not np.isnan(val):
                 node[last] = _written(val, f.write)
         rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
+        _rescale_array_shapes(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():

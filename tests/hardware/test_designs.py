@@ -437,3 +437,19 @@ def test_every_built_design_of_every_template_writes_a_template_that_loads(name:
     assert d.cores[0] % q == 0 and d.cores[0] > base.base.compute.reserved_cores
     back = DesignBatch.from_hardware(d.to_hardware(0, "x"))  # validates every rule above
     assert back.cores[0] == d.cores[0] and back.peak_flops[0] == pytest.approx(d.peak_flops[0], rel=1e-6)
+
+
+@pytest.mark.parametrize(("rows", "cols", "shapes"), [
+    (128, 128, [(128, 128), (64, 256), (256, 64)]), (7, 256, [(7, 256), (14, 128)]), (256, 256, None)])
+def test_a_searched_array_writes_its_other_geometries_at_its_own_size(rows: int, cols: int, shapes) -> None:
+    """Gaudi 2's MME also runs as 128x512 and 512x128 (``array_shapes``); a design with a searched array wrote the
+    template's 256x256 shapes, which its own array refuses (a study on ``compute.matrix.array_rows`` failed writing
+    its best design). The predictor reads the shapes as factors of the array; the written template says the same."""
+    base = DesignBatch.from_hardware(dse.hardware("gaudi2"))
+    d = (base.with_field("compute.matrix.array_rows", np.array([float(rows)]))
+         .with_field("compute.matrix.array_cols", np.array([float(cols)])))
+    hw = d.to_hardware(0, "x")
+    want = shapes if shapes is not None else [tuple(s) for s in dse.hardware("gaudi2").compute.matrix.array_shapes]
+    assert [tuple(s) for s in hw.compute.matrix.array_shapes] == want
+    back = DesignBatch.from_hardware(hw)
+    assert back.peak_flops[0] == pytest.approx(d.peak_flops[0], rel=1e-6)

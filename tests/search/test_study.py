@@ -723,6 +723,17 @@ def test_spare_cores_searched_on_a_die_that_fuses_groups_take_whole_groups(tmp_p
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("study.db"))
 
 
+def test_spare_cores_searched_on_a_multi_die_package_take_a_whole_share_per_die(tmp_path: Path, capsys) -> None:
+    """MI300X's 8 XCDs each hold their own spare CUs: 4 spares could not be spread, and the study ran its search to
+    fail writing its best design; now one line before any trial."""
+    data = {**SMALL_STUDY, "base": "mi300x", "search": {**SMALL_STUDY["search"], "space": {
+        "params": [{"field": "compute.spare_cores", "choices": [0, 4, 8]}]}}}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "got 4 for compute.spare_cores on 8 dies" in err and "multiples of 8" in err, err
+
+
 def _part_study(tmp_path: Path, choices: list, base: str = "npu-7nm") -> Path:
     data = copy.deepcopy(SMALL_STUDY)
     data["base"] = base
