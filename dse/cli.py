@@ -352,7 +352,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or args.config, field=exc.field) from None
     folder = results_folder(Path(args.out or out_dir), f"{name}-whatif", False)
-    render(whatif_document(res, name, text), folder)
+    render(whatif_document(res, name, text, plots=not args.no_plots), folder)
     cols = ["stage", "transform", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0", "achieved_tflops",
             "dram_bw_utilization", "binding", "note"]
     with pd.option_context("display.width", 220, "display.max_colwidth", 60):
@@ -1482,6 +1482,7 @@ def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):
         wi.add_argument(flag, type=typ)
     wi.add_argument("--hardware", default="npu-7nm", help="template (with --workload)")
+    wi.add_argument("--no-plots", action="store_true", help="draw no figure (whatif.csv and the report only)")
     wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
                     "sram_mib=128,winograd,window=1024:4 (tokens:every n-th layer global; window=none)")
     wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")

@@ -335,9 +335,9 @@ def load_whatif(path: Any) -> tuple[WhatIf, str, Hardware]:
     return spec, name, hw
 
 
-def whatif_document(res: WhatIfResult, title: str, config_text: str | None = None) -> Document:
+def whatif_document(res: WhatIfResult, title: str, config_text: str | None = None, plots: bool = True) -> Document:
     """The what-if report, computed once (``dse.report.render.render`` writes it): whatif.csv, whatif.png/.svg
-    (roofline with one arrow per stage transition), the summary table of the stages."""
+    (roofline with one arrow per stage transition; ``plots=False``: none), the summary table of the stages."""
     cols = ["stage", "transform", "flops", "dram_bytes", "ai_flop_per_byte", "time_ms", "speedup_vs_stage0",
             "achieved_tflops", "dram_bw_utilization", "compute_utilization", "binding", "time_by_bound", "note"]
     t = res.table[cols].rename(columns={"flops": "FLOPs", "dram_bytes": "DRAM bytes",
@@ -355,7 +355,8 @@ def whatif_document(res: WhatIfResult, title: str, config_text: str | None = Non
             f"{k['dram_bandwidth_tbps'][0]:.2f} TB/s (ridge {d.ridge[0]:.0f} FLOP/byte). Each stage applies its "
             "transforms on top of the previous ones; stage 0 is unfused unless the workload entry says otherwise. "
             "AI and bandwidth utilization count the predicted DRAM traffic (tiling and fusion included).\n\n", t,
-            "\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n")
-    fig = Figure("whatif.png", "whatif_roofline", (res.table, d),
-                 f"{title}: {res.subject} on {res.hardware.name}, stage by stage")
-    return Document(f"dse whatif {title}", body, (Table("whatif.csv", res.table),), (fig,), config_text)
+            "\n\nFigure: `whatif.png` (arrows from each stage to the next); table: `whatif.csv`\n" if plots else
+            "\n\nTable: `whatif.csv`\n")
+    figs = (Figure("whatif.png", "whatif_roofline", (res.table, d),
+                   f"{title}: {res.subject} on {res.hardware.name}, stage by stage"),) if plots else ()
+    return Document(f"dse whatif {title}", body, (Table("whatif.csv", res.table),), figs, config_text)

@@ -135,6 +135,12 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     t = pd.read_csv(tmp_path / "gpt2-whatif" / "whatif.csv")
     # stage 0 starts unfused (it is not dse predict's default, so its label says so)
     assert list(t["transform"]) == ["as given (attention and elementwise ops unfused)", "weight_dtype int8", "sram_mib 64"]
+    assert (tmp_path / "gpt2-whatif" / "whatif.png").is_file()
+    # --no-plots as dse run, sweep and compare take it: the table and the report, no figure
+    assert main(["whatif", "--workload", "gpt2", "--phase", "decode", "--context", "256", "--stages", "sram_mib=64",
+                 "--out", str(tmp_path / "np"), "--no-plots"]) == 0
+    assert (tmp_path / "np" / "gpt2-whatif" / "whatif.csv").is_file()
+    assert not list((tmp_path / "np" / "gpt2-whatif").glob("*.png"))
     assert main(["whatif", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: CONFIG: got nothing; accepted: dse whatif CONFIG")
     assert main(["whatif", "--workload", "gpt2", "--out", str(tmp_path)]) == 2  # the stages left out
