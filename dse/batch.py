@@ -185,18 +185,6 @@ def check_config(path: str) -> dict[str, str]:
     return {m: str(e) for m, e in check_mixes(path, n_trials=1).items()}
 
 
-def check_trials(n: int) -> None:
-    """``--trials N`` against the bounds of ``search.n_trials`` (one line naming the flag)."""
-    from pydantic import ValidationError
-
-    from dse.config import Search
-
-    try:
-        Search.__pydantic_validator__.validate_assignment(Search.model_construct(), "n_trials", n)
-    except ValidationError as exc:
-        raise DseError(f"got {n}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
-
-
 def check_configs(paths: list[str]) -> dict[str, str]:
     """{config: its one-line error} of every config that does not check (:func:`check_config`)."""
     bad = {}
@@ -253,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.trials is not None:
+        from dse.study import check_trials
+
         check_trials(args.trials)
     bad = check_configs(args.configs)
     for path, msg in bad.items():  # before anything runs, once each (they were printed again at the end)

@@ -263,9 +263,8 @@ def check_param_range(base: DesignBatch, prm, i: int) -> None:
             raise DseError(f"got {bad:g} for {prm.field}; accepted: whole numbers (it counts cores, MACs, links or "
                            "dies)", field=f"search.space.params.{i}.choices")
     g = base.base.compute.spare_granule_cores
-    dies = next((d.count for d in base.base.die_groups if "matrix" in d.holds),
-                base.base.die_groups[0].count if base.base.die_groups else 1)
-    step = math.lcm(g, dies)  # whole groups, and each die that holds the matrix units its own share of them
+    dies = base.base.die_groups[base.base.matrix_die].count if base.base.die_groups else 1
+    step = int(base.base.spare_step())  # whole groups, and each die that holds the matrix units its own share of them
     if prm.field == "compute.spare_cores" and step > 1:
         odd = None if prm.choices is None else next((c for c in prm.choices if float(c) % step), None)
         if prm.choices is None or odd is not None:
@@ -719,20 +718,26 @@ def evaluated(result: StudyResult) -> StudyResult:
                    sram=sram_variants(ctx, result.best, best.area))
 
 
+def check_trials(n: int) -> None:
+    """``--trials N`` against the bounds of ``search.n_trials`` in a file (one line naming the flag)."""
+    from pydantic import ValidationError
+
+    from dse.config import Search
+
+    try:
+        Search.__pydantic_validator__.validate_assignment(Search.model_construct(), "n_trials", n)
+    except ValidationError as exc:
+        raise DseError(f"got {n}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
+
+
 def load_context(config: str | Path, n_trials: int | None = None, mix: str | None = None,
                  one_mix: str | None = None) -> tuple[StudyConfig, Context]:
     """Load, validate and prepare a config (errors name the config file); ``one_mix`` names a command
     that takes one mix only, refusing configs with ``mixes:``."""
     cfg, cfg_dir = load_study(config)
-    if n_trials is not None:  # checked against the same bounds as search.n_trials in the file
-        from pydantic import ValidationError
-
-        search = cfg.search.model_copy()
-        try:
-            type(search).__pydantic_validator__.validate_assignment(search, "n_trials", n_trials)
-        except ValidationError as exc:
-            raise DseError(f"got {n_trials}; accepted: {exc.errors()[0]['msg'].lower()}", field="--trials") from None
-        cfg = cfg.model_copy(update={"search": search})
+    if n_trials is not None:
+        check_trials(n_trials)
+        cfg = cfg.model_copy(update={"search": cfg.search.model_copy(update={"n_trials": n_trials})})
     if cfg.mixes is not None and mix is None:
         label = config_label(config)
         if one_mix:

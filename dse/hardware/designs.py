@@ -482,7 +482,7 @@ class DesignBatch:
         if not self.die_kinds:
             return [[] for _ in self.base.memory]
         holds = self.base.die_holdings
-        c = next(i for i, h in enumerate(holds) if "matrix" in h)
+        c = self.base.matrix_die
         n = self.die_counts
         topo = [g.d2d_topology for g in self.base.die_groups]
         out = []
@@ -517,20 +517,17 @@ class DesignBatch:
         with spare cores (the die fuses off whole groups: a b200 study's best design of 65 + 12 cores was refused) and
         the copies of every on-chip level held per group of cores (``instances`` must divide the cores: MI300X's 8
         L2s, Gaudi 3's 4)."""
-        import math
-
         g = int(self.base.compute.spare_granule_cores)
         spare = self.spare_cores if self.spare_cores is not None else np.full(self.n, float(self.base.compute.spare_cores))
         per_core = self.per_core if self.per_core is not None else np.zeros(len(self.instances), dtype=bool)
-        grouped = [int(k) for k, pc, off in zip(self.instances, per_core, self.offchip, strict=True)
-                   if k > 1 and not pc and not off]
-        levels = math.lcm(*grouped) if grouped else 1
-        return np.where((np.round(spare) > 0) & (g > 1), float(math.lcm(g, levels)), float(levels))
+        grouped = self.instances[(self.instances > 1) & ~per_core & ~self.offchip].astype(int)
+        levels = int(np.lcm.reduce(grouped)) if grouped.size else 1
+        return np.where((np.round(spare) > 0) & (g > 1), float(np.lcm(g, levels)), float(levels))
 
-    def fewest_cores(self) -> np.ndarray:
-        """[D] the smallest buildable core count: one :meth:`core_quantum` step above ``compute.reserved_cores`` (the
-        cores a runtime holds; a design needs at least one more to compute)."""
-        q = self.core_quantum()
+    def fewest_cores(self, q: np.ndarray | None = None) -> np.ndarray:
+        """[D] the smallest buildable core count: one step ``q`` (:meth:`core_quantum`) above
+        ``compute.reserved_cores`` (the cores a runtime holds; a design needs at least one more to compute)."""
+        q = self.core_quantum() if q is None else q
         return np.ceil((self.base.compute.reserved_cores + 1) / q) * q
 
     def with_cores(self, cores: np.ndarray) -> DesignBatch:
@@ -540,7 +537,7 @@ class DesignBatch:
         and vector peaks and the per-core levels' capacity and bandwidth scale by ``new cores / old cores`` (peak =
         cores x rows x cols x arrays_per_core x 2 x clock)."""
         q = self.core_quantum()
-        new = np.maximum(np.round(np.asarray(cores, dtype=float) / q) * q, self.fewest_cores())
+        new = np.maximum(np.round(np.asarray(cores, dtype=float) / q) * q, self.fewest_cores(q))
         r = new / self.cores
         out = replace(self, cores=new, matrix_peak=self.matrix_peak * r[:, None], vector_peak=self.vector_peak * r[:, None])
         if self.per_core is not None and self.per_core.any():
@@ -657,11 +654,10 @@ class DesignBatch:
             counts = self.die_counts.copy()
             counts[:, g] = np.maximum(np.round(v), 1.0)
             out = replace(self, die_counts=counts)
-            holder = next((k for k, d in enumerate(self.base.die_groups) if "matrix" in d.holds), 0)
             spare = (self.spare_cores if self.spare_cores is not None
                      else np.full(self.n, float(self.base.compute.spare_cores)))
-            if g == holder and spare.any():  # the same spares spread over the dies, each its whole share of groups
-                step = np.lcm(counts[:, g].astype(int), int(self.base.compute.spare_granule_cores)).astype(float)
+            if g == self.base.matrix_die and spare.any():  # the same spares spread whole over the dies
+                step = self.base.spare_step(counts[:, g]).astype(float)
                 out = replace(out, spare_cores=np.where(spare > 0, np.maximum(np.round(spare / step), 1.0) * step, 0.0))
                 return out.with_cores(out.cores)  # whole groups again
             return out

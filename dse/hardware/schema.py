@@ -697,9 +697,7 @@ class Hardware(Strict):
         if spare and (spare % group or (cores + spare) % group):
             raise ValueError(f"@compute.spare_granule_cores@got {group} with {spare} spare of {cores + spare} cores on "
                              "the die; accepted: a group size that divides both (the die fuses off whole groups)")
-        holder = next((g for g in self.die_groups if "matrix" in g.holds), None)
-        if holder is None and self.die_groups:
-            holder = self.die_groups[0]  # a part no die names goes to the first die kind
+        holder = self.die_groups[self.matrix_die] if self.die_groups else None
         if spare and holder is not None and spare % holder.count:
             raise ValueError(f"@compute.spare_cores@got {spare} over {holder.count} {holder.name!r} dies; accepted: a "
                              f"multiple of {holder.count} (each die that holds the matrix units has its own spares)")
@@ -737,6 +735,21 @@ class Hardware(Strict):
         named = {p for g in dies for p in g.holds}
         return [frozenset(g.holds) | (frozenset(p for p in every if p not in named) if i == 0 else frozenset())
                 for i, g in enumerate(dies)]
+
+    @property
+    def matrix_die(self) -> int:
+        """Index of the die kind that holds the matrix units (:attr:`die_holdings`; 0 for a single die)."""
+        return next(i for i, h in enumerate(self.die_holdings) if "matrix" in h)
+
+    def spare_step(self, dies: Any = None) -> Any:
+        """The step of a valid spare-core count: whole ``spare_granule_cores`` groups, the same share on each of the
+        ``dies`` (a count or an array of counts; default: the template's) that hold the matrix units
+        (:meth:`_spare_cores`): ``lcm(group, dies)``."""
+        import numpy as np
+
+        if dies is None:
+            dies = self.die_groups[self.matrix_die].count if self.die_groups else 1
+        return np.lcm(self.compute.spare_granule_cores, np.asarray(dies).astype(int))
 
     @property
     def peak_flops(self) -> float:

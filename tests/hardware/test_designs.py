@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import dse
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import load_system
+from dse.hardware.templates import list_templates
 from dse.units import DTYPE_INDEX, MIB, TERA
 from tests.hardware.far import with_far_level
 
@@ -414,7 +415,7 @@ def test_dies_in_a_ring_or_a_mesh_cross_as_many_links_as_their_mean_hops() -> No
 
 
 @settings(max_examples=80, deadline=None)
-@given(name=st.sampled_from(sorted(__import__("dse.hardware.templates", fromlist=["x"]).list_templates())),
+@given(name=st.sampled_from(sorted(list_templates())),
        peak=st.floats(0.005, 3.0), bw=st.floats(0.1, 3.0), sram=st.floats(1.0, 1024.0),
        spare=st.sampled_from([None, 0, 8, 16]), dies=st.sampled_from([None, 1, 3, 8]))
 def test_every_built_design_of_every_template_writes_a_template_that_loads(name: str, peak: float, bw: float,
