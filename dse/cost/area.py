@@ -29,7 +29,7 @@ prices a design is the model fitted and checked on public dies::
                         + channels x node.ddr_phy_mm2_per_channel, channels = ceil(bandwidth / channel bandwidth)
                         over levels of class ddr_phy (GDDR, LPDDR, DDR on the board: :func:`ddr_channels`)
     serdes            = chip-to-chip links x node.serdes_mm2_per_link x (link bandwidth / the template's)
-    fixed             = control, IO and the rest (node.fixed_mm2)
+    fixed             = control, IO and the rest (node.fixed_mm2; a template's package.fixed_mm2 where it says its own)
     spare cores       = the matrix, vector and per-core memory terms x (cores + compute.spare_cores) / cores: cores
                         fused off for yield (harvesting) are on the die, their peaks are not (:func:`core_area_factor`)
     d2d               = per die of a multi-die package: its die-to-die bandwidth / the link kind's GB/s per mm^2
@@ -255,6 +255,7 @@ class Inventory:
     dram_phy_stacks: np.ndarray | None = None  # PHY and controller units of 1024 bits (None: one per stack)
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
+    fixed_mm2: np.ndarray | None = None  # mm^2 of one fixed block (None: the node's fixed_mm2; package.fixed_mm2)
     register_mib: np.ndarray | None = None  # simt register files on the die (None: none; :func:`register_mib`)
     accumulator_mib: np.ndarray | None = None  # systolic accumulators on the die (None: none)
 
@@ -287,6 +288,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
     net = d.noc()
     on_die = core_area_factor(d)
     regs = register_mib(d)
+    pkg = d.base.package
     return Inventory(
         simt_tflops=zero if systolic else matrix_tflops_equivalent(d, node) * on_die,
         systolic_pes=systolic_pes(d, node) * on_die if systolic else zero,
@@ -301,6 +303,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         ddr_channels=ddr_channels(d),
         register_mib=zero if systolic else regs,
         accumulator_mib=regs if systolic else zero,
+        fixed_mm2=None if pkg is None or pkg.fixed_mm2 is None else np.full(d.n, pkg.fixed_mm2),
     )
 
 
@@ -319,7 +322,7 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
         "dram_controller": phy * node.dram_controller_mm2_per_stack.value
         + (0.0 if inv.ddr_channels is None else inv.ddr_channels * node.ddr_phy_mm2_per_channel.value),
         "serdes": inv.serdes_links * node.serdes_mm2_per_link.value,
-        "fixed": np.full(inv.dram_stacks.shape, node.fixed_mm2.value)
+        "fixed": (np.full(inv.dram_stacks.shape, node.fixed_mm2.value) if inv.fixed_mm2 is None else inv.fixed_mm2)
         * (1.0 if inv.fixed_blocks is None else inv.fixed_blocks),
         "d2d": np.zeros(inv.dram_stacks.shape),  # a die's own D2D PHY: ``die_areas``
     }

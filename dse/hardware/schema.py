@@ -396,8 +396,13 @@ class MemoryLevel(Strict):
         if not accepted:
             raise ValueError(f"@generation@got {self.generation!r}; accepted: none (kind {self.kind} is not DRAM)")
         known = GENERATION.get(self.generation)
-        why = f" (a part of kind {known.kind}, not {self.kind})" if known else ""
-        raise ValueError(f"@generation@got {self.generation!r}{why}; accepted: one of {', '.join(accepted)}")
+        if known:
+            raise ValueError(f"@generation@got {self.generation!r} (a part of kind {known.kind}, not {self.kind}); "
+                             f"accepted: one of {', '.join(accepted)}")
+        others = "; ".join(f"{', '.join(generation_names(k))} (kind {k})" for k in ("dram", "ddr") if k != self.kind)
+        raise ValueError(f"@generation@got {self.generation!r}; accepted: one of {', '.join(accepted)}; {others}; "
+                         "or none (the node file's figure for the kind: LPDDR and DDR parts have no record, so a "
+                         "level of them is kind ddr without a generation)")
 
     def _buyable_stacks(self) -> None:
         """A level bought in stacks (or channels) names a part one could buy (the kind's ``max_stack_gbps`` and
@@ -572,6 +577,11 @@ class Package(Strict):
                                         "(default: the node's max_dram_stacks)")
     dies: list[DieGroup] | None = Field(None, min_length=1, description="The package's die kinds (compute dies, "
                                         "IO dies); none: a single die")
+    fixed_mm2: float | None = Field(None, ge=0, le=MAX_DIE_AREA_MM2,
+                                    description="Die area of control, host IO and everything the model does not "
+                                    "itemise, mm2, on the die that holds the fixed block (default: the node's "
+                                    "fixed_mm2, A100's 40 mm2 'other'; an edge NPU's host interface and control "
+                                    "are a few mm2): say its source in the package's source")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")

@@ -149,6 +149,7 @@ def test_a_long_die_holds_more_stacks_and_the_package_caps_them() -> None:
     ("compute.matrix.style", "dataflow", "compute.matrix.style: got 'dataflow'; accepted: one of 'simt' or 'systolic'"),
     ("package", {"aspect_ratio": 0, "source": "x"}, "package.aspect_ratio: got 0; accepted: a number > 0"),
     ("package", {"aspect_ratio": -1.5, "source": "x"}, "package.aspect_ratio: got -1.5; accepted: a number > 0"),
+    ("package", {"fixed_mm2": -4, "source": "x"}, "package.fixed_mm2: got -4; accepted: a number >= 0"),
 ])
 def test_bad_area_fields_are_one_line_errors(path: str, value, needle: str) -> None:
     with pytest.raises(DseError) as ei:
@@ -551,3 +552,19 @@ def test_the_footprint_is_the_silicon_on_the_package_and_dse_area_prints_the_hea
               f"{rows['mi300x']['power_density_w_per_mm2']:.2f} over its four IODs, npu-7nm "
               f"{rows['npu-7nm']['power_density_w_per_mm2']:.2f} W/mm²")
     assert quoted in " ".join(guide.split())
+
+
+@pytest.mark.parametrize("template", ["npu-7nm", "gaudi3"])
+def test_a_package_s_own_fixed_block_replaces_the_node_s_and_nothing_else(template: str) -> None:
+    """The node's fixed block is A100's 40 mm2 of 'other' at every node; an edge NPU's host IO and control are a few
+    mm2. A template's package.fixed_mm2 replaces it once, on the die that holds the fixed block."""
+    hw = dse.hardware(template)
+    pkg = hw.package.model_dump(mode="python", exclude_none=True) if hw.package else {"source": "test"}
+    own = _with(hw, "package", {**pkg, "fixed_mm2": 4.0})
+    before, after = area(DesignBatch.from_hardware(hw)), area(DesignBatch.from_hardware(own))
+    node = load_node(hw.process_node).fixed_mm2.value
+    assert after.parts["fixed"][0] == pytest.approx(4.0)
+    assert before.parts["fixed"][0] == pytest.approx(node)
+    for c in COMPONENTS:
+        if c != "fixed":
+            assert after.parts[c][0] == pytest.approx(before.parts[c][0])
