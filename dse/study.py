@@ -196,13 +196,15 @@ def check_exclude(suite: str, exclude: list[str], field: str) -> None:
                            f"lists them){f'; did you mean {close[0]!r}?' if close else ''}", field=field)
 
 
-def study_limits(cfg: StudyConfig, node: Node) -> dict[str, float]:
+def study_limits(cfg: StudyConfig, node: Node, base: DesignBatch) -> dict[str, float]:
     """Constraint limits: the reticle always, and the config's budgets (a budget no design can meet,
-    one at or below the node's fixed area, is refused)."""
+    one at or below the base design's fixed area, the node's or its template's ``package.fixed_mm2``, is refused)."""
     s = cfg.search
-    fixed = node.fixed_mm2.value
+    fixed = float(area(base.take(np.zeros(1, dtype=int)), node).parts["fixed"][0])
     if s.area_budget_mm2 is not None and s.area_budget_mm2 <= fixed:
-        raise DseError(f"got {s.area_budget_mm2:g}; accepted: more than the fixed area of node {node.name} "
+        whose = f"base {base.base.name}" if base.base.package and base.base.package.fixed_mm2 is not None \
+            else f"node {node.name}"
+        raise DseError(f"got {s.area_budget_mm2:g}; accepted: more than the fixed area of {whose} "
                        f"({fixed:g} mm2)", field="search.area_budget_mm2")
     return {"reticle": node.reticle_limit_mm2.value, **s.budgets()}
 
@@ -228,7 +230,7 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
         check_param_range(base, prm, i)
         check_param_knob(cfg.search.space, base, prm.field, i)
     node = load_node(base_hw.process_node)
-    limits = study_limits(cfg, node)
+    limits = study_limits(cfg, node, base)
     arrays = mix_arrays(mix)
     base_times = mix_times(base, mix, arrays=arrays)[0]
     res = resources(base, mix, base_times[None, :], arrays)

@@ -17,9 +17,12 @@ import yaml
 
 import dse
 from dse.cli import main
+from dse.config import load_study
+from dse.hardware.designs import DesignBatch
+from dse.hardware.templates import load_node
 from dse.report.write import write_results
 from dse.search.storage import make_storage
-from dse.study import run_study
+from dse.study import run_study, study_limits
 from tests.conftest import SMALL_STUDY, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,6 +197,23 @@ def test_area_budget_below_the_fixed_area_is_refused(tmp_path: Path, capsys) -> 
     assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "search.area_budget_mm2" in err and "fixed area" in err and str(cfg) in err and err.count("\n") == 1
+
+
+def test_a_base_with_its_own_fixed_block_is_held_to_it_not_to_the_node_s(tmp_path: Path, capsys) -> None:
+    """An edge NPU that says its fixed block (package.fixed_mm2: 4 mm2) under a 30 mm2 budget was refused as below
+    the node's 40 mm2; the check reads the base design's own fixed area."""
+    hw = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    hw["package"] = {"fixed_mm2": 12.0, "source": "test: a small host interface"}
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(hw, sort_keys=False))
+    search = {**SMALL_STUDY["search"], "area_budget_mm2": 10}
+    cfg = write_config(tmp_path, {**SMALL_STUDY, "base": "small.yaml", "search": search})
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "search.area_budget_mm2: got 10; accepted: more than the fixed area of base npu-7nm (12 mm2)" in err
+    cfg, _ = load_study(write_config(tmp_path, {**SMALL_STUDY, "base": "small.yaml",
+                                                "search": {**search, "area_budget_mm2": 30}}))
+    base = DesignBatch.from_hardware(dse.hardware(hw))
+    assert study_limits(cfg, load_node("7nm"), base)["area"] == 30
 
 
 def test_two_objectives_give_a_non_dominated_feasible_front(tmp_path: Path) -> None:
