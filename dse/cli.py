@@ -325,6 +325,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from dse.whatif_stages import load_whatif, run_whatif, whatif_document
 
     out_dir = "results"
+    _whatif_positionals(args)
     if args.config:
         spec, name, hw = load_whatif(args.config)
         text = Path(args.config).read_text(encoding="utf-8")
@@ -1473,10 +1474,33 @@ def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
                      "config's compare.samples, else 256; 0: none)")
 
 
+def _whatif_positionals(args: argparse.Namespace) -> None:
+    """``dse whatif MODEL [HARDWARE] --stages ...`` as ``dse predict MODEL HARDWARE`` is written: a first positional
+    that is no file is the workload (``--workload``), a second the template (``--hardware``)."""
+    from pathlib import Path
+
+    from dse.workloads.library import is_path
+
+    first, second = args.config, args.hardware_at
+    if first and (Path(first).is_file() or is_path(first)):
+        if second:
+            raise DseError(f"got {second!r} after the file {first}; accepted: dse whatif CONFIG (its hardware is in "
+                           "the file), or dse whatif MODEL [HARDWARE] --stages T1,T2,...", field="HARDWARE")
+        return
+    if first:
+        if args.workload:
+            raise DseError(f"got {first!r} and --workload {args.workload}; accepted: one of them", field="MODEL")
+        args.workload, args.config = first, None
+    if second:
+        args.hardware = second
+
+
 def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
     """The arguments of the ``whatif`` subcommand: a file or a library model with scenario flags and stages."""
     wi.add_argument("config", nargs="?", help="a study config with whatif: or a what-if YAML (name, hardware, "
-                    "workload|operator, stages)")
+                    "workload|operator, stages); or a library model or operator, as --workload")
+    wi.add_argument("hardware_at", nargs="?", metavar="hardware",
+                    help="after a model: its template (as --hardware): dse whatif MODEL HARDWARE --stages ...")
     wi.add_argument("--workload", help="instead of a file: a library model")
     for flag, typ in (("--phase", str), ("--batch", int), ("--seq", int), ("--context", int), ("--resolution", int),
                       ("--dtype", str), ("--weight-dtype", str), ("--kv-dtype", str)):

@@ -148,6 +148,17 @@ def test_whatif_from_the_command_line(tmp_path: Path, capsys) -> None:
     cfg = write_config(tmp_path, SMALL_STUDY)
     assert main(["whatif", str(cfg), "--out", str(tmp_path)]) == 2
     assert "no whatif: section" in capsys.readouterr().err
+    # written as dse predict is: MODEL HARDWARE positionally (the same table as --workload/--hardware)
+    assert main(["whatif", "gpt2", "tpu-v5e", "--phase", "decode", "--context", "256", "--stages", "sram_mib=64",
+                 "--out", str(tmp_path / "pos"), "--no-plots"]) == 0
+    assert main(["whatif", "--workload", "gpt2", "--hardware", "tpu-v5e", "--phase", "decode", "--context", "256",
+                 "--stages", "sram_mib=64", "--out", str(tmp_path / "flag"), "--no-plots"]) == 0
+    pos, flag = (pd.read_csv(tmp_path / d / "gpt2-whatif" / "whatif.csv") for d in ("pos", "flag"))
+    pd.testing.assert_frame_equal(pos, flag)
+    assert main(["whatif", str(cfg), "tpu-v5e", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: HARDWARE: got 'tpu-v5e' after the file")
+    assert main(["whatif", "gpt2", "--workload", "bert-base", "--stages", "sram_mib=64"]) == 2
+    assert capsys.readouterr().err.startswith("error: MODEL: got 'gpt2' and --workload bert-base; accepted: one")
 
 
 def test_a_whatif_of_a_model_file_by_path_runs_and_a_plan_is_refused(tmp_path: Path, capsys) -> None:
