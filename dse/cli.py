@@ -892,7 +892,10 @@ def _calibration_rows(args: argparse.Namespace, hw) -> tuple[pd.DataFrame, list,
     from dse.validate.calibrate import chip_cases, parameter_names
     from dse.validate.suite import check_measurements
 
-    df, warnings = check_measurements(args.measurements, {hw.name: hw})
+    named = {hw.name: hw, args.template: hw}  # rows may name the template as it is given (a YAML path) or its name
+    df, warnings = check_measurements(args.measurements, named,
+                                      others=f"the calibrated template, by its name {hw.name!r} or as given")
+    df["hardware"] = df["hardware"].astype(str).str.strip().replace({args.template: hw.name})
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     cases, skipped = chip_cases(df, hw)

@@ -525,8 +525,13 @@ def scenario_keys() -> frozenset[str]:
     return frozenset({*Scenario.model_fields, *Plan.model_fields, *ATTENTION_KEYS, *COPY_KEYS, *GEMM_KEYS})
 
 
-def cell_errors(row: Mapping[str, str], hardware: set[str]) -> list[tuple[str, str]]:
-    """``(column, message)`` of every bad cell of one well-formed row; ``hardware``: the template names accepted."""
+#: how a measurements file may name a template besides the shipped ones (``dse validate``'s flag)
+OTHER_NAMES = "a name given with --template NAME=TEMPLATE"
+
+
+def cell_errors(row: Mapping[str, str], hardware: set[str], others: str = OTHER_NAMES) -> list[tuple[str, str]]:
+    """``(column, message)`` of every bad cell of one well-formed row; ``hardware``: the template names accepted,
+    ``others``: how the command names a template that is not shipped."""
     out = [(c, bad) for c, check in CELL_CHECKS.items() if (bad := check(row.get(c, "")))]
     if not row["id"].strip():
         out.append(("id", "got ''; accepted: an id unique in the file"))
@@ -539,12 +544,13 @@ def cell_errors(row: Mapping[str, str], hardware: set[str]) -> list[tuple[str, s
         out.append(("unit", bad))
     if row["hardware"].strip() not in hardware:
         out.append(("hardware", f"got {_short(row['hardware'].strip())}; accepted: a template "
-                    f"({', '.join(sorted(hardware))}) or a name given with --template NAME=TEMPLATE"))
+                    f"({', '.join(sorted(hardware))}) or {others}"))
     order = list(row)
     return sorted(out, key=lambda e: order.index(e[0].split(".")[0]) if e[0].split(".")[0] in order else len(order))
 
 
-def row_errors(header: list[str], records: list[Record], hardware: set[str], file: str) -> list[DseError]:
+def row_errors(header: list[str], records: list[Record], hardware: set[str], file: str,
+               others: str = OTHER_NAMES) -> list[DseError]:
     """One :class:`DseError` per bad cell of every row, a ragged row (too few or too many cells) and a repeated id,
     in file order; ``hardware``: the accepted template names."""
     errors, seen = [], {}
@@ -555,7 +561,7 @@ def row_errors(header: list[str], records: list[Record], hardware: set[str], fil
                                    f"column ({', '.join(header)})", file=file, field=where))
             continue
         row = dict(zip(header, rec.cells, strict=True))
-        errors += [DseError(msg, file=file, field=f"{where}.{col}") for col, msg in cell_errors(row, hardware)]
+        errors += [DseError(msg, file=file, field=f"{where}.{col}") for col, msg in cell_errors(row, hardware, others)]
         rid = row["id"].strip()
         if rid in seen:
             errors.append(DseError(f"got {_short(rid)} again (first on line {seen[rid]}); accepted: an id unique in "
@@ -676,21 +682,22 @@ def roof_warnings(header: list[str], records: list[Record], templates: Mapping[s
 
 
 def check_measurements(path: str | Path | None = None, templates: Mapping[str, Hardware] | None = None,
-                       prepared: dict[str, Any] | None = None, chips: Collection[str] | None = None
-                       ) -> tuple[pd.DataFrame, list[str]]:
+                       prepared: dict[str, Any] | None = None, chips: Collection[str] | None = None,
+                       others: str = OTHER_NAMES) -> tuple[pd.DataFrame, list[str]]:
     """A measurements file checked whole before anything is predicted: the frame :func:`run_suite` takes and
     the roof warnings (:func:`roof_warnings`). Raises :class:`DseMultiError` with one line per bad cell, ragged row
     or repeated id (:func:`row_errors`); the file-level lines (missing, empty, no rows, a missing column) are
     :func:`load_measurements`'s. ``templates``: names given with ``--template`` besides the shipped ones;
     ``prepared``: filled with each row's prepared case by id (:func:`roof_warnings`), for :func:`run_suite`;
-    ``chips``: only these chips' rows are judged against their roofs (every cell is still checked)."""
+    ``chips``: only these chips' rows are judged against their roofs (every cell is still checked); ``others``:
+    how the command names a template that is not shipped (the bad-hardware message)."""
     path = Path(path) if path else default_path()
     file = str(path)
     header, records = read_records(path)
     if not records or any(c not in header for c in REQUIRED):
         load_measurements(path)  # the file's one line (empty, header only, missing columns)
     hardware = set(list_templates()) | set(templates or {})
-    errors = header_errors(header, file) or row_errors(header, records, hardware, file)
+    errors = header_errors(header, file) or row_errors(header, records, hardware, file, others)
     if errors:
         raise DseMultiError(capped(errors, file))
     if chips is not None and "hardware" in header:

@@ -366,6 +366,33 @@ def test_calibrate_refuses_a_bad_row_as_validate_does_and_warns_on_too_few_rows(
     assert "leave-one-out n/a %" in out and "nan" not in out
 
 
+def test_a_users_template_is_calibrated_on_rows_that_name_it_by_its_path_or_its_name(tmp_path, capsys,
+                                                                                     monkeypatch) -> None:
+    """An architect's own template and bench rows: rows naming the YAML path given to dse calibrate were refused
+    ('accepted: a template (...) or a name given with --template NAME=TEMPLATE', a flag calibrate does not have)."""
+    import yaml
+
+    from dse.cli import main
+
+    hw = dse.hardware("npu-7nm").model_dump(mode="python", exclude_none=True)
+    hw["name"] = "mynpu"
+    (tmp_path / "mynpu.yaml").write_text(yaml.safe_dump(hw, sort_keys=False))
+    head = "id,workload,scenario,hardware,n_chips,metric,value,unit,source,note,timing,fitted_into"
+    rows = [f"g{i},gemm:{m}x4096x4096,dtype=bf16,{name},1,time_s,{t},s,bench,,isolated,"
+            for i, (m, t, name) in enumerate([(512, 1.5e-4, "mynpu.yaml"), (2048, 5.2e-4, "mynpu"),
+                                              (8192, 2.0e-3, "mynpu.yaml")])]
+    (tmp_path / "m.csv").write_text("\n".join([head, *rows]) + "\n")
+    args = ["calibrate", "mynpu.yaml", "--measurements", "m.csv", "--out", "cal", "--no-loo"]
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 0
+    assert "calibrating mynpu on 3 rows (0 skipped)" in capsys.readouterr().out
+    (tmp_path / "m.csv").write_text("\n".join([head, rows[0].replace("mynpu.yaml", "other.yaml")]) + "\n")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "hardware: got 'other.yaml'; accepted: a template (" in err
+    assert "or the calibrated template, by its name 'mynpu' or as given" in err and "--template" not in err
+
+
 def test_the_leave_chip_out_template_column_counts_the_rows_dse_validate_counts() -> None:
     """The 'template' baseline of the leave-one-chip-out table left the fitted rows in (Gaudi 3 6.9 % against
     validate's 8.1 %): with ``fitted`` ids it is over the out-of-sample rows only; the fit columns keep every row."""
