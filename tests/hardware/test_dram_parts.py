@@ -90,7 +90,9 @@ def test_gaudi3_pays_hbm2e_on_a_5nm_die() -> None:
 
 
 @pytest.mark.parametrize(("level", "generation", "message"), [
-    (2, "hbm5", "got 'hbm5'; accepted: one of hbm2, hbm2e, hbm3, hbm3e, hbm4"),
+    (2, "hbm5", "got 'hbm5'; accepted: one of hbm2, hbm2e, hbm3, hbm3e, hbm4; gddr6, gddr6x, gddr7 (kind ddr); or "
+                "none (the node file's figure for the kind: LPDDR and DDR parts have no record, so a level of them is "
+                "kind ddr without a generation)"),
     (2, "gddr6", "got 'gddr6' (a part of kind ddr, not dram); accepted: one of hbm2, hbm2e, hbm3, hbm3e, hbm4"),
     (1, "hbm3", "got 'hbm3'; accepted: none (kind sram is not DRAM)"),
 ])
