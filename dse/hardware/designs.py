@@ -40,6 +40,16 @@ def _rescale_array_shapes(matrix: dict, base: ComputeUnit) -> None:
         matrix.pop("array_shapes", None)
 
 
+def _rescale_stream_rows(matrix: dict, base: ComputeUnit) -> None:
+    """A written design's ``stream_rows`` at its own array: the template's share of its rows (the predictor hides a
+    weight tile's load behind ``r x stream_rows / array_rows`` streamed rows of an ``r``-row array,
+    :func:`dse.predict.roofline.array_fill`), whole and at least 1 (an 8-row design of a 128-row array with 64 kept
+    the template's 64 and predicted 3x slower once written)."""
+    if base.stream_rows is None or matrix["array_rows"] == base.array_rows:
+        return
+    matrix["stream_rows"] = max(1, int(round(base.stream_rows * matrix["array_rows"] / base.array_rows)))
+
+
 def _sig(x: float) -> float:
     """``x`` to 9 significant digits (a tiny positive value stays positive, unlike round(x, 6))."""
     return float(f"{x:.9g}")
@@ -772,6 +782,7 @@ class DesignBatch:
                 node[last] = _written(val, f.write)
         rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
         _rescale_array_shapes(comp["matrix"], base.compute.matrix)
+        _rescale_stream_rows(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():

@@ -454,3 +454,20 @@ def test_a_searched_array_writes_its_other_geometries_at_its_own_size(rows: int,
     assert [tuple(s) for s in hw.compute.matrix.array_shapes] == want
     back = DesignBatch.from_hardware(hw)
     assert back.peak_flops[0] == pytest.approx(d.peak_flops[0], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["inferentia2", "trainium1", "groq-tsp"])
+@pytest.mark.parametrize("rows", [8.0, 16.0, 64.0])
+def test_a_searched_array_writes_the_stream_rows_the_predictor_read(name: str, rows: float) -> None:
+    """A weight-stationary array hides its next tile's load behind ``rows x stream_rows / array_rows`` streamed rows;
+    a design with a searched array wrote the template's stream_rows unchanged (an 8-row Inferentia 2 design kept 64),
+    so its best_design.yaml predicted GPT-2 decode 3.2x slower than the study that chose it."""
+    from dse.predict import mix_times
+    from dse.workloads.mix import Mix
+
+    mix = Mix.of([dse.workload("gpt2", phase="decode", batch=4, context=256), dse.workload("resnet50", batch=8)])
+    d = DesignBatch.from_hardware(dse.hardware(name)).with_field("compute.matrix.array_rows", np.array([rows]))
+    hw = d.to_hardware(0, "x")
+    base = dse.hardware(name).compute.matrix
+    assert hw.compute.matrix.stream_rows == max(1, round(base.stream_rows * rows / base.array_rows))
+    np.testing.assert_allclose(mix_times(DesignBatch.from_hardware(hw), mix), mix_times(d, mix), rtol=1e-9)
