@@ -32,7 +32,15 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
-from dse.predict.tiles import attention_fill, kernel_fill, kernel_fill_sparse, template_key, tile_fill
+from dse.predict.tiles import (
+    attention_fill,
+    kernel_fill,
+    kernel_fill_sparse,
+    reads_rates,
+    template_key,
+    tile_fill,
+    tile_params,
+)
 from dse.predict.traffic import (
     OpArrays,
     level_rows,
@@ -111,8 +119,14 @@ def _fill_row(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool) -> np
     if (matrix.shape[0] != 1 or not r.size or not ((r == r[0]).all() and (c == c[0]).all())
             or (per_cores and not (n == n[0]).all())):
         return None
+    rates = None
+    if reads_rates(o, d):  # the library's tile choice reads each design's peaks and rates (dse.predict.tiles)
+        p = tile_params(d)
+        if not (p == p[:1]).all():
+            return None
+        rates = tuple(p[0].tolist())
     key = ("fill", wave, float(r[0]), float(c[0]), float(n[0]) if per_cores else None, *template_key(d), str(tiles),
-           matrix.tobytes())
+           rates, matrix.tobytes())
     row = o.cache.get(key)
     if row is None:
         row = array_fill(o, d.take([0]), matrix, wave=wave)
@@ -162,7 +176,7 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
         fill = np.where(gemm[None, :], tiles, fill)
     io = attention_fill(o, d)
     if io is not None:  # a fused attention CTA's serial Q load and O store (dse.predict.tiles.attention_fill)
-        fill = fill * io[None, :]
+        fill = fill * io
     out = np.where(matrix, fill, 1.0)
     if not wave:  # the unit choice compares the units without the wave fill and the masked blocks, which both pay
         return out

@@ -55,8 +55,11 @@ CUTLASS instantiates for sm80 and the tile sizes in cuBLAS's sm80 kernel names, 
 sm90 WGMMA tiles) and its kernel structure ``compute.matrix.gemm_kernel`` (a workload's ``gemm_kernel`` overrides
 it per GEMM); templates without tiles keep
 the MAC-array quantization of ``dse.predict.roofline.array_fill``. The fix-up of split-K's fp32 partial
-tiles is costed as above. Computed from the template (``DesignBatch.base``, not per design) once per op table,
-as one ``[O]`` row.
+tiles is costed as above. Each design's rates are its own (:func:`tile_params`: its cores, its achievable peaks, its
+shared level's and main memory's rates and its last on-chip level's bytes), one ``[O]`` row per distinct set of them
+kept per op table: a design written out as a template and loaded again (``best_design.yaml``) predicts what the study
+that chose it did (an H200 design with its L2 at 0.08 TB/s was timed at the template's 11.5 TB/s and ran 2x slower
+once written).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ import numpy as np
 from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio, peak_vector
 from dse.hardware.schema import Hardware, MemoryLevel
 from dse.predict.traffic import GEMM_KERNEL_CODES, OpArrays, masked_work
+from dse.units import DTYPES
 from dse.workloads.ops import FLASH_Q_TILE
 
 SPLITS = (1, 2, 4, 8, 16)
@@ -113,6 +117,59 @@ def _drain(d: DesignBatch) -> tuple[float, float]:
     sram, dram = _on_chip(hw), hw.offchip_level
     cache = sram[-1].capacity_bytes if sram else 0.0
     return dram.bandwidth_bps * float(dram.efficiency), float(cache)
+
+
+#: columns of :func:`tile_params`
+PARAMS = ("cores", "peak_factor", "shared_rate", "drain_rate", "cache_bytes")
+
+
+def tile_params(d: DesignBatch) -> np.ndarray:
+    """[D, 5] what the tile model reads of each design (:data:`PARAMS`): its cores ``C``, its achievable matrix
+    peaks as a factor of the template's (:func:`_achievable_peaks`; every mode scales together: cores, clock, array
+    and ``matrix_eff`` multiply all), the bytes/s of its outermost on-chip level and of its main memory after their
+    efficiencies (:func:`_shared_rate`, :func:`_drain`) and the bytes of that on-chip level. The template's own design
+    gives exactly the template's figures; a template without ``cta_tiles`` reads the cores alone (the rest 0)."""
+    C = np.asarray(d.cores, dtype=float)
+    if not d.base.compute.matrix.cta_tiles:
+        return np.column_stack([C, np.zeros((C.size, len(PARAMS) - 1))])
+    hw = d.base
+    unit = hw.compute.matrix
+    on_chip = _on_chip(hw)
+    j = hw.memory.index(on_chip[-1]) if on_chip else None
+    ref = DTYPES.index(hw.reference_dtype)
+    f = d.matrix_peak[:, ref] * d.matrix_eff / (peak_vector(unit.peak_tflops)[ref] * unit.efficiency)
+    shared = d.bandwidth[:, j] * d.bw_eff[:, j] if j is not None else np.full(C.size, np.inf)
+    drain, cache = np.full(C.size, np.inf), np.zeros(C.size)
+    if any(lv.off_chip for lv in hw.memory):
+        k = hw.offchip_index
+        drain = d.bandwidth[:, k] * d.bw_eff[:, k]
+        cache = d.capacity[:, j] if j is not None else cache
+    return np.column_stack([C, f, shared, drain, cache])
+
+
+#: ``OpArrays.cache`` key of an op table whose tile model reads the template's rates for every design
+FROZEN = "tile-rates-frozen"
+
+
+def freeze_rates(o: OpArrays) -> None:
+    """Let the tile model of op table ``o`` read the template's peaks and rates (at each design's cores) for every
+    design: a calibration's steps move efficiencies only, thousands of times, and its fit keeps the template's
+    tile choice (``dse.validate.calibrate``; docs/validation.md)."""
+    o.cache[FROZEN] = True
+
+
+def reads_rates(o: OpArrays, d: DesignBatch) -> bool:
+    """Whether the tile model reads each design's own rates (:func:`tile_params`): a template with ``cta_tiles``
+    and an op table not frozen (:func:`freeze_rates`)."""
+    return bool(d.base.compute.matrix.cta_tiles) and not o.cache.get(FROZEN)
+
+
+def _base_params(d: DesignBatch, C: float) -> tuple[float, ...]:
+    """:data:`PARAMS` of the template itself at ``C`` cores (a template without ``cta_tiles``: the cores alone)."""
+    if not d.base.compute.matrix.cta_tiles:
+        return (C, 0.0, 0.0, 0.0, 0.0)
+    rate, cache = _drain(d)
+    return (C, 1.0, _shared_rate(d), rate, cache)
 
 
 #: template_key per template object (id -> (template, key)): the key is read for every core count of every chunk,
@@ -201,11 +258,15 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
 
 
 def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
-                  row_of: Callable[[float, tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(rows [K, O], which [D]): ``row_of(C, drain)`` for each of the ``K`` distinct core counts seen so far for this
-    template (tens in a search; the sorted counts and their stacked rows kept in ``o.cache`` and grown when a batch
-    brings a new count) and each design's row. A chunk of a batch whose counts are all known costs one
-    ``searchsorted``: no ``unique`` and no re-stacking per chunk."""
+                  row_of: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [K, O], which [D]): ``row_of(p)`` for each of the ``K`` distinct :func:`tile_params` ``p`` seen so far
+    for this template and each design's row. A template without ``cta_tiles`` (or a frozen op table,
+    :func:`freeze_rates`) reads the core count alone (tens in a
+    search; the sorted counts and their stacked rows kept in ``o.cache`` and grown when a batch brings a new count): a
+    chunk of a batch whose counts are all known costs one ``searchsorted``, no ``unique`` and no re-stacking per
+    chunk. A template with them reads each design's rates too (:func:`per_design_rows`)."""
+    if reads_rates(o, d):
+        return per_design_rows(o, d, kind, row_of)
     key = (kind, *template_key(d))
     known = o.cache.get(key)
     cores = d.cores
@@ -215,11 +276,26 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
         if which is not None:
             return rows, which
     new = np.unique(cores) if known is None else np.union1d(known[0], cores)
-    drain = _drain(d)
-    rows = np.stack([row_of(float(c), drain) for c in new])
+    rows = np.stack([row_of(_base_params(d, float(c))) for c in new])
     rows.flags.writeable = False
     o.cache[key] = (new, rows)
     return rows, np.searchsorted(new, cores)
+
+
+def per_design_rows(o: OpArrays, d: DesignBatch, kind: str,
+                    row_of: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [U, O], which [D]): ``row_of(p)`` for each distinct :func:`tile_params` row ``p`` of the batch (a search's
+    batch: a handful), each computed once per op table (kept in ``o.cache`` by ``p``), and each design's row."""
+    key = (kind, "per-design", *template_key(d))
+    known = o.cache.setdefault(key, {})
+    uniq, which = np.unique(tile_params(d), axis=0, return_inverse=True)
+    rows = []
+    for p in map(tuple, uniq.tolist()):
+        row = known.get(p)
+        if row is None:
+            row = known[p] = row_of(p)
+        rows.append(row)
+    return np.stack(rows), which.reshape(-1)
 
 
 def _count_index(o: OpArrays, key: tuple, counts: np.ndarray, cores: np.ndarray) -> np.ndarray | None:
@@ -246,20 +322,15 @@ def _count_index(o: OpArrays, key: tuple, counts: np.ndarray, cores: np.ndarray)
     return which if (counts[which] == cores).all() else None
 
 
-def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[float, tuple], np.ndarray]) -> np.ndarray:
+def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[tuple], np.ndarray]) -> np.ndarray:
     """[1, O] when no op's row depends on the core count (or every design has the same), else [D, O]
     (:func:`per_core_rows` gathered per design)."""
-    rows, which = per_core_rows(o, d, kind, row_of)
-    if rows.shape[0] == 1 or (rows == rows[:1]).all():
-        return rows[:1]
-    if which.size and (which == which[0]).all():  # every design has one core count: its row alone
-        return rows[which[0] : which[0] + 1]
-    return np.take(rows, which, axis=0)
+    return _gathered(*per_core_rows(o, d, kind, row_of))
 
 
 def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
     """[1 or D, O] :func:`kernel_fill_at` each design's core count."""
-    return per_core_count(o, d, "kernel-fills", lambda C, drain: kernel_fill_at(o, d, C, drain))
+    return per_core_count(o, d, "kernel-fills", lambda p: kernel_fill_at(o, d, p))
 
 
 def kernel_fill_sparse(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -267,7 +338,7 @@ def kernel_fill_sparse(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndar
     that differ between core counts (attention kernels' CTAs: a handful) given per design. The lean path multiplies
     those columns per design instead of building a [D, O] fill (columns and values per core count kept in
     ``o.cache``)."""
-    rows, which = per_core_rows(o, d, "kernel-fills", lambda C, drain: kernel_fill_at(o, d, C, drain))
+    rows, which = per_core_rows(o, d, "kernel-fills", lambda p: kernel_fill_at(o, d, p))
     key = ("kernel-fills-sparse", id(rows))
     part = o.cache.get(key)
     if part is None or part[0] is not rows:
@@ -277,19 +348,20 @@ def kernel_fill_sparse(o: OpArrays, d: DesignBatch) -> tuple[np.ndarray, np.ndar
     return rows[0], cols, sub[which]
 
 
-def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float, drain: tuple | None = None) -> np.ndarray:
-    """[O] fraction of the ``C`` cores a kernel of ``units`` CTAs keeps busy (1 for ops without ``units``): the wave
-    fill ``u / (ceil(u/C) C)`` over the design's ``C`` cores, or, for a causal flash attention kernel whose
-    query tiles compute different numbers of keys (plus each CTA's serial Q/O keys, :func:`attention_fill`),
-    :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel takes its kernel's
-    (``OpArrays.kernel_of``)."""
-    key = ("kernel-fill", *template_key(d), C, drain or _drain(d))
+def kernel_fill_at(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
+    """[O] fraction of the ``C`` cores (``p``: :func:`tile_params`) a kernel of ``units`` CTAs keeps busy (1 for ops
+    without ``units``): the wave fill ``u / (ceil(u/C) C)`` over the design's ``C`` cores, or, for a causal flash
+    attention kernel whose query tiles compute different numbers of keys (plus each CTA's serial Q/O keys,
+    :func:`attention_fill`), :func:`list_schedule_fill` of them in launch order. The softmax row inside a kernel
+    takes its kernel's (``OpArrays.kernel_of``)."""
+    C = p[0]
+    key = ("kernel-fill", *template_key(d), p)
     row = o.cache.get(key)
     if row is not None:
         return row
     u = o.units
     row = np.where(u > 0, u / np.maximum(np.ceil(u / C) * C, 1.0), 1.0)
-    k_io = _io_keys(o, d)
+    k_io = _io_keys(o, d, p)
     for i in range(o.attn.start, o.attn.stop):  # attention rows only: a handful per table, never per design
         keys = _ramp(o, i)
         if keys is not None:
@@ -302,15 +374,15 @@ def kernel_fill_at(o: OpArrays, d: DesignBatch, C: float, drain: tuple | None = 
     return row
 
 
-def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
-    """[attention rows] ``k_io`` of :func:`attention_fill`: the serial Q load and O store of a CTA in keys of its
-    loop (zeros on a template without ``cta_tiles``)."""
+def _io_keys(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
+    """[attention rows] ``k_io`` of :func:`attention_fill` on a design of :func:`tile_params` ``p``: the serial Q load
+    and O store of a CTA in keys of its loop (zeros on a template without ``cta_tiles``)."""
     at = o.attn
     n = at.stop - at.start
     if not d.base.compute.matrix.cta_tiles or n <= 0:
         return np.zeros(max(n, 0))
-    rate, cache = _drain(d)
-    peak = _achievable_peaks(d)[o.dtype_idx[at]]
+    rate, cache = p[3], p[4]
+    peak = _achievable_peaks(d)[o.dtype_idx[at]] * p[1]
     elems = np.maximum(o.batch[at] * o.M[at] * o.N[at], 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         io_bytes = (o.a_bytes[at] + o.c_bytes[at]) * _spill(o, at, cache)
@@ -319,8 +391,26 @@ def _io_keys(o: OpArrays, d: DesignBatch) -> np.ndarray:
 
 
 def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
-    """[O] fraction of a fused attention kernel's time its tensor cores work (1 off the attention rows), or
-    None when the template names no ``cta_tiles`` (the CTA model applies to GPU-style chips only).
+    """[1 or D, O] :func:`attention_fill_at` each design's :func:`tile_params`, or None when the template names no
+    ``cta_tiles`` (the CTA model applies to GPU-style chips only)."""
+    if not d.base.compute.matrix.cta_tiles or o.attn.stop <= o.attn.start:
+        return None
+    rows, which = per_core_rows(o, d, "attention-io", lambda p: attention_fill_at(o, d, p))
+    return _gathered(rows, which)
+
+
+def _gathered(rows: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """[1, O] where every design reads one row, else [D, O]."""
+    if rows.shape[0] == 1 or (rows == rows[:1]).all():
+        return rows[:1]
+    if which.size and (which == which[0]).all():  # every design has one row: that row alone
+        return rows[which[0] : which[0] + 1]
+    return np.take(rows, which, axis=0)
+
+
+def attention_fill_at(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
+    """[O] fraction of a fused attention kernel's time its tensor cores work (1 off the attention rows) on a design
+    of :func:`tile_params` ``p``.
 
     A fused attention CTA (one per query tile, ``ctas``) loads its query tile before its key loop and writes
     its output tile after it, and its tensor cores wait meanwhile (FlashAttention-3, Shah et al. 2024,
@@ -336,21 +426,14 @@ def attention_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
 
     with ``k_mean = flops / (4 * batch * M * N)`` the keys a query row computes on average (x ``full_ratio`` where
     the kernel computes the masked blocks, ``dse.predict.traffic.masked_work``)."""
-    if not d.base.compute.matrix.cta_tiles or o.attn.stop <= o.attn.start:
-        return None
-    key = ("attention-io", *template_key(d), int(d.base.compute.cores))
-    row = o.cache.get(key)
-    if row is not None:
-        return row
     at = o.attn
-    k_io = _io_keys(o, d)
+    k_io = _io_keys(o, d, p)
     with np.errstate(invalid="ignore", divide="ignore"):
         k_mean = _keys_per_query(o, at) * masked_work(o, d)[at]  # the keys its loop runs, masked ones included
         fill = k_mean / (k_mean + k_io)
     row = np.ones(o.n)
     row[at] = np.where(np.isfinite(fill) & (fill > 0), fill, 1.0)
     row.flags.writeable = False
-    o.cache[key] = row
     return row
 
 
@@ -358,24 +441,24 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[1 or D, O] :func:`tile_fill_at` each design's core count, or None when the template names no ``cta_tiles``."""
     if not d.base.compute.matrix.cta_tiles or o.K.size != o.n:
         return None
-    return per_core_count(o, d, "tile-fills", lambda C, drain: tile_fill_at(o, d, C))
+    return per_core_count(o, d, "tile-fills", lambda p: tile_fill_at(o, d, p))
 
 
-def tile_fill_at(o: OpArrays, d: DesignBatch, C: float) -> np.ndarray:
-    """[O] best tile-and-wave efficiency ``max q * r`` of each op on ``C`` cores (1 where it does not apply: ops
-    with no ``K``)."""
+def tile_fill_at(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
+    """[O] best tile-and-wave efficiency ``max q * r`` of each op on a design of :func:`tile_params` ``p`` (its ``C``
+    cores, peaks and rates; 1 where it does not apply: ops with no ``K``)."""
     unit = d.base.compute.matrix
     tiles = unit.cta_tiles
-    key = ("cta-tiles", *template_key(d), tuple(map(tuple, tiles)), C, unit.gemm_kernel)
+    key = ("cta-tiles", *template_key(d), tuple(map(tuple, tiles)), p, unit.gemm_kernel)
     row = o.cache.get(key)
     if row is not None:
         return row
-    peak = _achievable_peaks(d)[o.dtype_idx]  # [O] achievable FLOP/s of the op's mode (NaN: no mode; fill unused)
-    bw = _shared_rate(d)
+    C, bw = p[0], p[2]
+    peak = _achievable_peaks(d)[o.dtype_idx] * p[1]  # [O] achievable FLOP/s of the op's mode (NaN: no mode)
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
     useful = b * M * N * K
-    k_epi = epilogue_k(o, peak, *_drain(d)) * serial_epilogue(o, unit.gemm_kernel)
+    k_epi = epilogue_k(o, peak, p[3], p[4]) * serial_epilogue(o, unit.gemm_kernel)
     best = np.zeros(o.n)
     with np.errstate(invalid="ignore", divide="ignore"):
         for m, n in tiles:

@@ -36,6 +36,7 @@ from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency
 from dse.hardware.schema import Hardware
 from dse.hardware.templates import list_templates, load_hardware
+from dse.predict.tiles import freeze_rates
 from dse.validate.bands import family_of
 from dse.validate.suite import (
     MAX_HARNESS_US,
@@ -147,6 +148,8 @@ class _Rows(_Predictor):
         self.cases = cases
         self.base = DesignBatch.from_hardware(hw)
         self.arrays = [case_arrays(c) for c in cases]
+        for a in self.arrays:  # the fit's steps keep the template's GEMM tile choice (docs/validation.md)
+            freeze_rates(a.o)
         self.measured = np.array([c.measured for c in cases])
         self.harnesses = harnesses(cases)
         self.n_fractions = 2 + self.base.bandwidth.shape[1]  # efficiencies; overheads (us) follow

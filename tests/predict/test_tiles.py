@@ -151,7 +151,7 @@ def _attention_io(b: int, h: int, s: int, d: int, hw: str = "a100-80gb") -> tupl
     o = OpArrays.from_table(ops.table(rows))
     dd = DesignBatch.from_hardware(dse.hardware(hw))
     io = tiles.attention_fill(o, dd)
-    return (None if io is None else float(io[o.attn][0])), o, dd
+    return (None if io is None else float(io[0, o.attn][0])), o, dd
 
 
 def test_flash_attention_pays_its_serial_q_load_and_o_store_once_they_spill_the_l2() -> None:
@@ -284,3 +284,24 @@ def test_a_per_head_decode_kernel_fills_one_row_of_the_mac_array_per_cta() -> No
     t = {g: predict(dse.workload("mistral-7b", phase="decode", batch=64, context=2048, dtype="fp8", kv_dtype="fp8",
                                  attention_dtype="fp16", attention_gqa=g), "h100-sxm").time_s for g in o}
     assert t["per_head"] > t["grouped"]
+
+
+def test_each_design_s_tiles_read_its_own_rates_and_a_frozen_table_the_template_s() -> None:
+    """A small tile is starved by its share of the L2 (``r``): a design whose L2 delivers a fiftieth of the template's
+    fills less of its cores than the template, on its own row of the batch; a calibration's frozen table
+    (:func:`tiles.freeze_rates`) keeps the template's row for every design."""
+    base = DesignBatch.from_hardware(dse.hardware("h100-sxm"))
+    j = base.level_names.index("l2")
+    bw = base.bandwidth.copy()
+    bw[0, j] /= 50.0
+    from dataclasses import replace
+
+    d = replace(base.take([0, 0]), bandwidth=np.vstack([base.bandwidth, bw]))
+    rows = ops.with_gemm_kernel([ops.gemm("g", 4096, 4096, 4096, dtype="bf16")], "auto")
+    o = OpArrays.from_table(ops.table(rows))
+    fill = tile_fill(o, d)
+    assert fill.shape == (2, 1) and fill[1, 0] < 0.5 * fill[0, 0]
+    assert fill[0, 0] == pytest.approx(float(tile_fill(OpArrays.from_table(ops.table(rows)), base)[0, 0]))
+    frozen = OpArrays.from_table(ops.table(rows))
+    tiles.freeze_rates(frozen)
+    assert (tile_fill(frozen, d) == fill[0, 0]).all()
