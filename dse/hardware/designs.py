@@ -536,9 +536,15 @@ class DesignBatch:
 
     def fewest_cores(self, q: np.ndarray | None = None) -> np.ndarray:
         """[D] the smallest buildable core count: one step ``q`` (:meth:`core_quantum`) above
-        ``compute.reserved_cores`` (the cores a runtime holds; a design needs at least one more to compute)."""
+        ``compute.reserved_cores`` (the cores a runtime holds; a design needs at least one more to compute), and at
+        least 2 where a memory level is one copy per core: one core's copy is written as ``instances: 1``, which a
+        template reads as a level all cores share (its residency and energy), so the written design would not be the
+        one the study timed."""
         q = self.core_quantum() if q is None else q
-        return np.ceil((self.base.compute.reserved_cores + 1) / q) * q
+        least = self.base.compute.reserved_cores + 1
+        if self.per_core is not None and self.per_core.any():
+            least = max(least, 2)
+        return np.ceil(least / q) * q
 
     def with_cores(self, cores: np.ndarray) -> DesignBatch:
         """The designs with ``cores`` [D], rounded to the nearest whole number of :meth:`core_quantum` (at least
