@@ -103,5 +103,8 @@ MAX_DIES = 2**8
 MAX_ASPECT_RATIO = 16.0
 #: die area, mm2: a 300 mm wafer is 70,686 mm2 (Cerebras WSE-3: 46,225)
 MAX_DIE_AREA_MM2 = 1e5
+#: one package's substrate and assembly, USD: 21 (the node files' ttm-cas starter figure); a CoWoS-L package of a
+#: B200-class part is of order 1e3; 1e5 is 100x
+MAX_PACKAGE_USD = 1e5
 #: power, W: 1,000 (B200 TDP), 23,000 (a Cerebras CS-3 system); 1e5 W is 4x a CS-3
 MAX_POWER_W = 1e5

@@ -36,7 +36,7 @@ import numpy as np
 
 from dse.cost.area import AreaBreakdown, DieArea
 from dse.hardware.designs import DesignBatch
-from dse.hardware.schema import Node
+from dse.hardware.schema import Hardware, Node
 
 WAFER_DIAMETER_MM = 300.0
 COST_COMPONENTS = ("die", "dram", "package", "interposer")
@@ -160,6 +160,13 @@ def assembly_yield(ar: AreaBreakdown) -> np.ndarray:
     return np.where(ar.die_total > 1, out, 1.0)
 
 
+def package_usd(hw: Hardware, node: Node) -> float:
+    """USD of one package's substrate and assembly: the template's ``package.package_usd`` where it says one, else the
+    node file's ``package_usd``."""
+    pkg = hw.package
+    return float(pkg.package_usd) if pkg is not None and pkg.package_usd is not None else node.package_usd.value
+
+
 def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> CostBreakdown:
     """USD per good part for every design of ``d`` with areas ``ar``: every die kind's known-good dies at its
     own node (a die kind's node, else ``node`` or the template's), over the assembly yield::
@@ -191,7 +198,7 @@ def unit_cost(d: DesignBatch, ar: AreaBreakdown, node: Node | None = None) -> Co
     parts = {
         "die": die / y_asm,
         "dram": dram_usd,
-        "package": np.full(d.n, node.package_usd.value),
+        "package": np.full(d.n, package_usd(d.base, node)),
         "interposer": np.where(on_silicon, interposer_mm2(footprint, ar.dram_stacks, node)
                                * node.interposer_usd_per_mm2.value, 0.0) / y_asm,
     }

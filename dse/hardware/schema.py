@@ -40,6 +40,7 @@ from dse.limits import (
     MAX_NOC_LINK_BYTES,
     MAX_NOC_NETWORKS,
     MAX_OVERHEAD_US,
+    MAX_PACKAGE_USD,
     MAX_PEAK_TFLOPS,
     MAX_POWER_W,
     MAX_REGISTER_KIB,
@@ -582,6 +583,10 @@ class Package(Strict):
                                     "itemise, mm2, on the die that holds the fixed block (default: the node's "
                                     "fixed_mm2, A100's 40 mm2 'other'; an edge NPU's host interface and control "
                                     "are a few mm2): say its source in the package's source")
+    package_usd: float | None = Field(None, ge=0, le=MAX_PACKAGE_USD,
+                                      description="Substrate and assembly of one package, USD (default: the node's "
+                                      "package_usd, 21 USD, ttm-cas's starter figure; an edge part's small BGA, or a "
+                                      "large flip-chip package, says its own in the package's source)")
     source: str = Field(min_length=3)
 
     @model_validator(mode="after")

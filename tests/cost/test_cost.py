@@ -208,3 +208,15 @@ def test_a_die_that_fuses_off_whole_rows_yields_less_than_one_that_fuses_single_
     assert ar_rows.total[0] == pytest.approx(ar_cores.total[0], rel=1e-12)
     assert (ar_rows.dies[0].tiles[0], ar_rows.dies[0].spare[0]) == (10, 1)
     assert unit_cost(rows, ar_rows).yield_[0] < unit_cost(cores, ar_cores).yield_[0] - 0.05
+
+
+def test_a_package_s_own_price_replaces_the_node_s_and_nothing_else() -> None:
+    """The node files price every package at ttm-cas's 21 USD starter figure; an edge NPU's small BGA or a large
+    flip-chip part says its own (``package.package_usd``), and only the package part moves."""
+    hw = dse.hardware("npu-7nm")
+    data = hw.model_dump(mode="python", exclude_none=True)
+    data["package"] = {"package_usd": 3.5, "source": "test: a small BGA"}
+    own = dse.hardware(data)
+    a, b = (unit_cost(DesignBatch.from_hardware(h), area(DesignBatch.from_hardware(h))) for h in (hw, own))
+    assert a.parts["package"][0] == load_node("7nm").package_usd.value and b.parts["package"][0] == 3.5
+    assert all(a.parts[k][0] == b.parts[k][0] for k in a.parts if k != "package")
