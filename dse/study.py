@@ -406,6 +406,26 @@ def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArra
     }
 
 
+def written_mismatch(result: StudyResult, written: Hardware, rtol: float = 1e-6) -> str | None:
+    """Why the template written for the best design (``best_design.yaml``) is not the design the study timed, or None:
+    the mix predicted on it (on the study's system, with the best design's searched system fields) against the best
+    trial's times. Every searched field is written, so a difference is a defect of the written template."""
+    back = DesignBatch.from_hardware(written)
+    best = result.best
+    if best.system is not None:
+        back = replace(back.with_system(best.system), net_links=best.net_links, net_link_bw=best.net_link_bw,
+                       net_eff=best.net_eff)
+    times = mix_times(back, result.ctx.mix, arrays=result.ctx.arrays)[0]
+    ref = np.asarray(result.best_times, dtype=float)
+    off = np.abs(times / ref - 1.0)
+    if not (off > rtol).any():
+        return None
+    k = int(np.argmax(off))
+    return (f"best_design.yaml predicts {result.ctx.mix.labels[k]} in {times[k]:.6g} s where the study timed "
+            f"its best design at {ref[k]:.6g} s ({times[k] / ref[k] - 1:+.2%}): the written template is not the design "
+            "the study chose; please report it")
+
+
 def score_designs(ctx: Context, designs: DesignBatch, times: np.ndarray | None = None) -> tuple[Scored, np.ndarray]:
     """Score, objective, resources and constraints of every design, plus its per-workload times [D, W]
     (``times`` when the caller already has them from ``mix_times``/``mix_times_bounds``)."""
@@ -698,6 +718,7 @@ class StudyResult:
     best_eval: DesignEval | None = None
     heatmap: dict[str, np.ndarray] | None = None  # heatmap_grid at output.heatmap_points
     sram: SramVariants | None = None
+    written_check: str | None = None  # :func:`written_mismatch` of the best design's template (None: it holds)
 
     def evaluations(self) -> dict[str, DesignEval]:
         """``{"base": base_eval, "best": best_eval}`` as :func:`evaluated` filled them (with the heatmap and the
@@ -710,14 +731,16 @@ class StudyResult:
 
 def evaluated(result: StudyResult) -> StudyResult:
     """``result`` with its base and best designs evaluated once (:func:`evaluate_design` at the times the
-    study already has), the score heatmap around the best design and its SRAM variants."""
+    study already has), the score heatmap around the best design, its SRAM variants and the check that its written
+    template is the design the study timed (:func:`written_mismatch`)."""
     ctx = result.ctx
     at_best = ctx if not ctx.mix.auto else replace(ctx, mix=(m := with_choice(ctx.mix, result.best)),
                                                      arrays=mix_arrays(m))  # its own plans (plan: auto)
     best = evaluate_design(at_best, result.best, result.best_times)
     return replace(result, base_eval=evaluate_design(ctx, ctx.base, ctx.base_times), best_eval=best,
                    heatmap=heatmap_grid(ctx, result.best, ctx.cfg.output.heatmap_points),
-                   sram=sram_variants(ctx, result.best, best.area))
+                   sram=sram_variants(ctx, result.best, best.area),
+                   written_check=written_mismatch(result, result.best.to_hardware(0, f"{ctx.cfg.name}-best")))
 
 
 def check_trials(n: int) -> None:

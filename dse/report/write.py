@@ -9,6 +9,7 @@ file atomic).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +189,8 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
     ctx = result.ctx
     hw = result.best.to_hardware(0, f"{ctx.cfg.name}-best", note=f"best design of study {ctx.cfg.name}")
     write_yaml(result.folder / "best_design.yaml", hw.model_dump(mode="json", exclude_none=True))
+    if result.written_check:  # the study checked the written design against its own times (dse.study.evaluated)
+        print(f"warning: {result.written_check}", file=sys.stderr)
     doc = study_document(result, plots_on)
     render(doc, result.folder)
     wl_df = next(t.frame for t in doc.tables if t.file == "workloads.csv")

@@ -812,3 +812,29 @@ def test_a_bandwidth_range_to_1e308_is_one_line_not_an_overflow(tmp_path: Path, 
     rc = main(["run", str(write_config(tmp_path, data)), "--out", str(tmp_path / "r"), "--quiet", "--trials", "4"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_a_study_checks_its_written_best_design_predicts_what_it_timed(tmp_path: Path, monkeypatch, capsys) -> None:
+    """best_design.yaml is the design the study chose: predicted again from the written template, the mix takes the
+    best trial's times (no warning); a writer that loses a field (here the matrix efficiency) is caught, one warning
+    line naming the workload and both times."""
+    from dse.hardware import designs
+
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    r = run_study(cfg, out=tmp_path / "r", progress=False, n_trials=8)
+    assert r.written_check is None
+    write_results(r, plots_on=False)
+    assert "warning" not in capsys.readouterr().err
+    real = designs.DesignBatch.to_hardware
+
+    def lossy(self, i, name, note="", prefer=None):
+        hw = real(self, i, name, note, prefer)
+        data = hw.model_dump(mode="python", exclude_none=True)
+        data["compute"]["matrix"]["efficiency"] = 0.5
+        return dse.hardware(data)
+
+    monkeypatch.setattr(designs.DesignBatch, "to_hardware", lossy)
+    r = run_study(cfg, out=tmp_path / "r2", progress=False, n_trials=8)
+    write_results(r, plots_on=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: best_design.yaml predicts ") and "please report it" in err[0]
