@@ -1571,13 +1571,19 @@ def with_dram_part(hardware: str, part: str):  # noqa: ANN201 - a dse.hardware.s
     """``--dram-part``: the template with its main memory rebuilt on ``part`` (``DesignBatch.with_part``: its stacks
     each one of the part's), under the template's own name; a part the level does not take is one line."""
     from dse.hardware.designs import DesignBatch
+    from dse.hardware.dram_parts import GENERATION, searchable_names
     from dse.hardware.templates import load_hardware
 
     hw = load_hardware(hardware)
+    if part not in GENERATION:
+        raise DseError(f"got {part!r}; accepted: one of {', '.join(searchable_names(hw.offchip_level.kind))} (a "
+                       f"part of the main memory's kind, {hw.offchip_level.kind})", field="--dram-part")
     try:
         d = DesignBatch.from_hardware(hw).with_field(f"memory.{hw.offchip_level.name}.generation", [part])
     except ValueError as exc:
-        raise DseError(f"got {part!r}; {str(exc).split('; ', 1)[-1]}", field="--dram-part") from None
+        head, _, accepted = str(exc).partition("; accepted: ")
+        why = f" ({head.split(': ', 1)[-1]})" if head.startswith("cannot search") else ""
+        raise DseError(f"got {part!r}{why}; accepted: {accepted}", field="--dram-part") from None
     return d.to_hardware(0, hw.name, note=f"main memory on {part} (--dram-part)")
 
 

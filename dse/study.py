@@ -225,8 +225,9 @@ def prepare(cfg: StudyConfig, cfg_dir: Path, mix_field: str = "workloads") -> Co
         try:
             base.with_field(prm.field, part_codes(prm.choices[:1]) if is_part_field(prm.field) else np.ones(1))
         except ValueError as exc:
-            accepted = str(exc).split("; ", 1)[1]
-            raise DseError(f"got {prm.field!r}; {accepted}", field=f"search.space.params.{i}.field") from None
+            head, _, accepted = str(exc).partition("; ")
+            why = f" ({head.split(': ', 1)[1]})" if head.startswith("cannot search") and ": " in head else ""
+            raise DseError(f"got {prm.field!r}{why}; {accepted}", field=f"search.space.params.{i}.field") from None
         check_param_range(base, prm, i)
         check_param_knob(cfg.search.space, base, prm.field, i)
     node = load_node(base_hw.process_node)

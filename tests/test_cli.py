@@ -722,6 +722,26 @@ def test_predict_on_another_dram_part(capsys) -> None:
     assert t0 / t1 == pytest.approx(2.0, rel=0.1) and "of 96.0 GB: fits" in out
     assert main(["predict", "llama2-7b", "npu-7nm", "--dram-part", "gddr7"]) == 2
     assert capsys.readouterr().err.strip() == "error: --dram-part: got 'gddr7'; accepted: hbm2, hbm2e, hbm3, hbm3e, hbm4"
+    assert main(["predict", "llama2-7b", "npu-7nm", "--dram-part", "hbm9"]) == 2  # was 'accepted: ' and nothing
+    assert capsys.readouterr().err.strip() == ("error: --dram-part: got 'hbm9'; accepted: one of hbm2, hbm2e, hbm3, "
+                                               "hbm3e, hbm4 (a part of the main memory's kind, dram)")
+
+
+def test_a_part_swap_on_a_level_without_stack_figures_says_what_is_missing(tmp_path, capsys) -> None:
+    """Board DRAM written without ``stack_bandwidth_gbps`` has no channel count to keep: --dram-part and a searched
+    part said 'accepted: a ... level with stack_bandwidth_gbps' without saying which level lacked what."""
+    import yaml
+
+    import dse
+
+    data = dse.hardware("tt-n150").model_dump(mode="python", exclude_none=True)
+    data["memory"][-1].pop("stack_bandwidth_gbps")
+    data["memory"][-1].pop("stack_capacity_gb", None)
+    (tmp_path / "chip.yaml").write_text(yaml.safe_dump(data))
+    assert main(["predict", "resnet50", str(tmp_path / "chip.yaml"), "--dram-part", "gddr7"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --dram-part: got 'gddr7' (level 'gddr6' is not bought in stacks of a part: its "
+                          "template gives no stack_bandwidth_gbps") and err.count("\n") == 0
 
 
 def test_area_on_another_dram_part(capsys) -> None:

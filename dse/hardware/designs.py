@@ -399,8 +399,11 @@ class DesignBatch:
         allowed = dram_parts.searchable_names(level.kind)
         name = f"memory.{level.name}.generation"
         if stack_bandwidth(self.base) is None or not allowed:
-            raise ValueError(f"cannot search {name}: level {level.name!r} is not bought in stacks of a part with "
-                             f"stack figures; accepted: a {'/'.join(dram_parts.searchable_names())} level with "
+            why = (f"its template gives no stack_bandwidth_gbps, one stack's or {level.kind} channel's GB/s, so it "
+                   "has no stack count to keep" if allowed and level.stack_bandwidth_gbps is None
+                   else f"a level of kind {level.kind} has no parts")
+            raise ValueError(f"cannot search {name}: level {level.name!r} is not bought in stacks of a part: {why}; "
+                             f"accepted: a {'/'.join(dram_parts.searchable_names())} level with "
                              "stack_bandwidth_gbps")
         codes = np.asarray(codes, dtype=float)
         names = [g.name for g in dram_parts.GENERATIONS]
