@@ -408,14 +408,12 @@ def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArra
 
 
 def written_mismatch(result: StudyResult, written: Hardware, rtol: float = 1e-6) -> str | None:
-    """Why the template written for the best design (``best_design.yaml``) is not the design the study timed, or None:
-    the mix predicted on it (on the study's system, with the best design's searched system fields) against the best
-    trial's times. Every searched field is written, so a difference is a defect of the written template."""
+    """Why the template written for the best design (``best_design.yaml``, on its ``best_system.yaml``) is not the
+    design the study timed, or None: the mix predicted on it against the best trial's times. Every searched field is
+    written, so a difference is a defect of the written files."""
     back = DesignBatch.from_hardware(written)
-    best = result.best
-    if best.system is not None:
-        back = replace(back.with_system(best.system), net_links=best.net_links, net_link_bw=best.net_link_bw,
-                       net_eff=best.net_eff)
+    if result.best.system is not None:  # and on the system written beside it (best_system.yaml)
+        back = back.with_system(result.best.to_system(0, written.name))
     times = mix_times(back, result.ctx.mix, arrays=result.ctx.arrays)[0]
     ref = np.asarray(result.best_times, dtype=float)
     off = np.abs(times / ref - 1.0)

@@ -755,6 +755,32 @@ class DesignBatch:
                      f"{tbps:.4g} TB/s, {self.offchip_capacity[i] / 1e9:.4g} GB")
         return text
 
+    def to_system(self, i: int, chip: str, note: str = "") -> System | None:
+        """The system design ``i`` runs on (None without one), on chip template ``chip`` (a name or YAML path), with
+        the network fields the design changed written into its levels: links per chip, GB/s per link (in the level's
+        own ``bandwidth_direction``) and efficiency. Links a level takes from the chip (``network.links``) are the
+        chip template's (:meth:`to_hardware`)."""
+        if self.system is None:
+            return None
+        links, bw, eff, linked = self.system.level_arrays(self.base)
+        data = self.system.model_dump(mode="python", exclude_none=True)
+        data["chip"] = chip
+        changed = []
+        for j, (lv, level) in enumerate(zip(self.system.network, data["network"], strict=True)):
+            if not linked[j] and float(self.net_links[i, j]) != links[j]:
+                level["links_per_chip"] = int(round(float(self.net_links[i, j])))
+                changed.append(f"{lv.name} links {level['links_per_chip']}")
+            if lv.link_bandwidth_gbps is not None and float(self.net_link_bw[i, j]) != bw[j]:
+                per_dir = float(self.net_link_bw[i, j]) / 1e9
+                level["link_bandwidth_gbps"] = _sig(per_dir * (2.0 if lv.bandwidth_direction == "bidirectional" else 1.0))
+                changed.append(f"{lv.name} {level['link_bandwidth_gbps']:g} GB/s per link")
+            if float(self.net_eff[i, j]) != eff[j]:
+                level["efficiency"] = _sig(float(self.net_eff[i, j]))
+                changed.append(f"{lv.name} efficiency {level['efficiency']:g}")
+        if changed:
+            data["source"] = f"{data.get('source', '')}; {', '.join(changed)} by dse ({note or 'derived'})".lstrip("; ")
+        return System.model_validate(data)
+
     def to_hardware(self, i: int, name: str, note: str = "", prefer: str | None = None) -> Hardware:
         """Design ``i`` as a hardware template (loadable by ``dse.hardware``): the built cores, array, clock, levels
         and stacks, with the peaks they give and source text saying what ``note`` (the study) changed. A design

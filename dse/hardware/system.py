@@ -216,6 +216,9 @@ def system_from_mapping(data: Any, *, file: str | None = None) -> System:
         raise from_validation_error(exc, file=file, model=System) from None
     from dse.hardware.templates import load_hardware
 
+    beside = Path(file).parent / sysm.chip if file and sysm.chip.endswith((".yaml", ".yml")) else None
+    if beside is not None and not Path(sysm.chip).is_absolute() and beside.is_file():
+        sysm = sysm.model_copy(update={"chip": str(beside)})  # a chip file beside the system file (a study's results)
     load_hardware(sysm.chip)  # the chip must exist
     return sysm
 

@@ -203,6 +203,8 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "",
         "- `trials.csv`: every trial (parameters in config units, score, area, ridge, feasibility)",
         "- `best_design.yaml`: the best design as a hardware template (`dse.hardware('.../best_design.yaml')`)",
+        *(["- `best_system.yaml`: the system it ran on, on `best_design.yaml`, with the network fields the study "
+           "searched (`dse predict MODEL .../best_system.yaml`)"] if result.best.system is not None else []),
         "- `config.yaml`: the config this study ran, its file paths pointing at the copies in `inputs/` (rerun it from "
         "anywhere: a new study beside this folder); `metadata.json`: the sha256 of every input; `study.db`: the optuna "
         "study (resume with `--resume`)",

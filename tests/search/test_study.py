@@ -838,3 +838,26 @@ def test_a_study_checks_its_written_best_design_predicts_what_it_timed(tmp_path:
     write_results(r, plots_on=False)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warning: best_design.yaml predicts ") and "please report it" in err[0]
+
+
+def test_a_study_on_a_system_writes_the_system_its_best_design_ran_on(tmp_path: Path, monkeypatch) -> None:
+    """A searched system field (links per chip of the board's Ethernet level) was in trials.csv alone: the best design
+    is now written with its system (best_system.yaml beside best_design.yaml, its chip read from beside it), and
+    predicting from that file anywhere gives the study's time."""
+    data = {**SMALL_STUDY, "system": "npu-board",
+            "workloads": [{"name": "llama2-7b", "phase": "decode", "batch": 8, "context": 512, "plan": {"tp": 8}},
+                          {"name": "llama2-7b", "phase": "prefill", "batch": 1, "seq": 512, "plan": {"tp": 8}}],
+            "search": {**SMALL_STUDY["search"], "space": {
+                **SMALL_STUDY["search"].get("space", {}),
+                "params": [{"field": "system.ethernet-400g.links_per_chip", "choices": [2, 4]}]}}}
+    r = run_study(write_config(tmp_path, data), out=tmp_path / "r", progress=False, n_trials=8)
+    write_results(r, plots_on=False)
+    assert r.written_check is None
+    sysm = yaml.safe_load((r.folder / "best_system.yaml").read_text())
+    assert sysm["chip"] == "best_design.yaml"
+    eth = next(lv for lv in sysm["network"] if lv["name"] == "ethernet-400g")
+    assert eth["links_per_chip"] == r.best_params["system.ethernet-400g.links_per_chip"] in (2, 4)
+    monkeypatch.chdir(tmp_path)  # the chip file is found beside the system file, not in the working folder
+    p = dse.predict(r.ctx.mix.workloads[0], str(r.folder / "best_system.yaml"))
+    assert p.time_s == pytest.approx(float(r.best_times[0]), rel=1e-9)
+    assert "best_system.yaml" in (r.folder / "summary.md").read_text()
