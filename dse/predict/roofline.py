@@ -165,10 +165,12 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     K = o.K[None, :] if unit.dataflow == "weight_stationary" else None
     if K is not None and unit.conv_lowering == "taps":  # one matmul per kernel tap: it contracts over C_in alone
         K = np.maximum(K / o.taps[None, :], 1.0)
-    s = r * (unit.stream_rows / unit.array_rows) if unit.stream_rows else r  # rows that hide a tile's load
+    # rows that hide a tile's load: the template's share of an array's rows, whole (as a written design says it)
+    s = np.maximum(np.round(r * (unit.stream_rows / unit.array_rows)), 1.0) if unit.stream_rows else r
     fill = _quantized_fill(M, N, r, c, K, s)
-    for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs)
-        fill = np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K, s * fr))
+    for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs), where it is
+        whole = (r * fr == np.round(r * fr)) & (c * fc == np.round(c * fc))  # whole MACs of this array (as written)
+        fill = np.where(whole, np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K, s * fr)), fill)
     tiles = tile_fill(o, d)
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
         gemm = np.zeros(o.n, dtype=bool)
@@ -209,7 +211,8 @@ def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
 
 def array_modes(d: DesignBatch) -> list[tuple[float, float]]:
     """The template's other array geometries (``compute.matrix.array_shapes``) as (row, column) factors of its
-    ``array_rows x array_cols``; a design batch that rescales the array keeps them (``r fr x c fc``, the same MACs).
+    ``array_rows x array_cols``; a design batch that rescales the array keeps those that are whole MACs of its own
+    array (``r fr x c fc``, the same MACs; :meth:`DesignBatch.to_hardware` writes the same ones).
 
     Gaudi 2's two logical MMEs are four physical ones that the graph compiler configures as 256x256, 128x512 or
     512x128 per GEMM (Intel staff answer, forum.habana.ai/t/about-mme-profiling-result-with-intel-gaudi-software/1272),
