@@ -787,7 +787,8 @@ def test_a_study_searches_the_dram_part_and_its_best_design_names_it(tmp_path: P
     ("npu-7nm", ["hbm3", "hbm9"], "search.space.params.0.choices: got ['hbm9']"),
     ("npu-7nm", [1.0, 2.0], "search.space.params.0.choices: got [1.0, 2.0] for memory.hbm.generation"),
     ("tt-n150", ["gddr7", "hbm3"], "search.space.params.0.choices: got 'hbm3'; accepted: gddr6, gddr6x, gddr7"),
-    ("groq-tsp", ["hbm3"], "got 'memory.sram.generation'; accepted: a hbm2/hbm2e/hbm3/hbm3e/hbm4/gddr6/gddr6x/gddr7"),
+    ("groq-tsp", ["hbm3"], "got 'memory.sram.generation' (level 'sram' is not bought in stacks of a part: a level of "
+                           "kind sram has no parts); accepted: a hbm2/hbm2e/hbm3/hbm3e/hbm4/gddr6/gddr6x/gddr7"),
 ])
 def test_a_bad_dram_part_search_is_one_line(tmp_path: Path, capsys, base: str, choices: list, says: str) -> None:
     rc = main(["run", str(_part_study(tmp_path, choices, base)), "--out", str(tmp_path / "r"), "--quiet"])
