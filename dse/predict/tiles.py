@@ -257,8 +257,8 @@ def _ramp(o: OpArrays, i: int) -> np.ndarray | None:
     return np.tile(np.linspace(k_min, K, n), reps)
 
 
-def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
-                  row_of: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def per_core_rows(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[tuple], np.ndarray],
+                  rows_of: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows [K, O], which [D]): ``row_of(p)`` for each of the ``K`` distinct :func:`tile_params` ``p`` seen so far
     for this template and each design's row. A template without ``cta_tiles`` (or a frozen op table,
     :func:`freeze_rates`) reads the core count alone (tens in a
@@ -266,7 +266,7 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
     chunk of a batch whose counts are all known costs one ``searchsorted``, no ``unique`` and no re-stacking per
     chunk. A template with them reads each design's rates too (:func:`per_design_rows`)."""
     if reads_rates(o, d):
-        return per_design_rows(o, d, kind, row_of)
+        return per_design_rows(o, d, kind, row_of, rows_of)
     key = (kind, *template_key(d))
     known = o.cache.get(key)
     cores = d.cores
@@ -282,15 +282,20 @@ def per_core_rows(o: OpArrays, d: DesignBatch, kind: str,
     return rows, np.searchsorted(new, cores)
 
 
-def per_design_rows(o: OpArrays, d: DesignBatch, kind: str,
-                    row_of: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def per_design_rows(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[tuple], np.ndarray],
+                    rows_of: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows [U, O], which [D]): ``row_of(p)`` for each distinct :func:`tile_params` row ``p`` of the batch (a search's
-    batch: a handful), each computed once per op table (kept in ``o.cache`` by ``p``), and each design's row."""
+    batch: a handful; a sweep's grid: hundreds), each computed once per op table (kept in ``o.cache`` by ``p``), the
+    new ones in one ``rows_of`` call where given, and each design's row."""
     key = (kind, "per-design", *template_key(d))
     known = o.cache.setdefault(key, {})
     uniq, which = np.unique(tile_params(d), axis=0, return_inverse=True)
+    params = list(map(tuple, uniq.tolist()))
+    missing = [p for p in params if p not in known]
+    if missing and rows_of is not None:
+        known.update(zip(missing, rows_of(np.array(missing, dtype=float)), strict=True))
     rows = []
-    for p in map(tuple, uniq.tolist()):
+    for p in params:
         row = known.get(p)
         if row is None:
             row = known[p] = row_of(p)
@@ -322,10 +327,11 @@ def _count_index(o: OpArrays, key: tuple, counts: np.ndarray, cores: np.ndarray)
     return which if (counts[which] == cores).all() else None
 
 
-def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[tuple], np.ndarray]) -> np.ndarray:
+def per_core_count(o: OpArrays, d: DesignBatch, kind: str, row_of: Callable[[tuple], np.ndarray],
+                   rows_of: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """[1, O] when no op's row depends on the core count (or every design has the same), else [D, O]
     (:func:`per_core_rows` gathered per design)."""
-    return _gathered(*per_core_rows(o, d, kind, row_of))
+    return _gathered(*per_core_rows(o, d, kind, row_of, rows_of))
 
 
 def kernel_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:
@@ -441,25 +447,32 @@ def tile_fill(o: OpArrays, d: DesignBatch) -> np.ndarray | None:
     """[1 or D, O] :func:`tile_fill_at` each design's core count, or None when the template names no ``cta_tiles``."""
     if not d.base.compute.matrix.cta_tiles or o.K.size != o.n:
         return None
-    return per_core_count(o, d, "tile-fills", lambda p: tile_fill_at(o, d, p))
+    return per_core_count(o, d, "tile-fills", lambda p: tile_fill_at(o, d, p), lambda P: tile_fill_many(o, d, P))
 
 
 def tile_fill_at(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
     """[O] best tile-and-wave efficiency ``max q * r`` of each op on a design of :func:`tile_params` ``p`` (its ``C``
-    cores, peaks and rates; 1 where it does not apply: ops with no ``K``)."""
+    cores, peaks and rates; 1 where it does not apply: ops with no ``K``): :func:`tile_fill_many` of one design."""
+    unit = d.base.compute.matrix
+    key = ("cta-tiles", *template_key(d), tuple(map(tuple, unit.cta_tiles)), p, unit.gemm_kernel)
+    row = o.cache.get(key)
+    if row is None:
+        row = o.cache[key] = tile_fill_many(o, d, np.array([p], dtype=float))[0]
+    return row
+
+
+def tile_fill_many(o: OpArrays, d: DesignBatch, P: np.ndarray) -> np.ndarray:
+    """[U, O] :func:`tile_fill_at` of ``U`` designs at once, ``P`` their :func:`tile_params` rows [U, 5] (the same
+    products in the same order: each row equals the one-design call)."""
     unit = d.base.compute.matrix
     tiles = unit.cta_tiles
-    key = ("cta-tiles", *template_key(d), tuple(map(tuple, tiles)), p, unit.gemm_kernel)
-    row = o.cache.get(key)
-    if row is not None:
-        return row
-    C, bw = p[0], p[2]
-    peak = _achievable_peaks(d)[o.dtype_idx] * p[1]  # [O] achievable FLOP/s of the op's mode (NaN: no mode)
+    C, f, bw, rate, cache = (P[:, i : i + 1] for i in range(5))
+    peak = _achievable_peaks(d)[o.dtype_idx][None, :] * f  # [U, O] achievable FLOP/s of the op's mode (NaN: none)
     M, N, K, b = o.M, o.N, o.K, o.batch
     e = np.maximum(o.elem_ab, 1e-9)
     useful = b * M * N * K
-    k_epi = epilogue_k(o, peak, p[3], p[4]) * serial_epilogue(o, unit.gemm_kernel)
-    best = np.zeros(o.n)
+    k_epi = epilogue_k(o, peak, rate, cache) * serial_epilogue(o, unit.gemm_kernel)
+    best = np.zeros((P.shape[0], o.n))
     with np.errstate(invalid="ignore", divide="ignore"):
         for m, n in tiles:
             grid = b * np.ceil(M / m) * np.ceil(N / n)
@@ -473,7 +486,6 @@ def tile_fill_at(o: OpArrays, d: DesignBatch, p: tuple) -> np.ndarray:
                 fix = 0.0 if s == 1 else MIN_K_SLICE * (FIXUP_BASE_ITERS + FIXUP_PEER_ITERS * s) * valid
                 q = useful / (waves * C * m * n * (ks + fix + k_epi))
                 best = np.where(ok, np.maximum(best, q * r), best)
-    row = np.where(K > 1, np.clip(best, 0.0, 1.0), 1.0)
-    row.flags.writeable = False
-    o.cache[key] = row
-    return row
+    rows = np.where(K > 1, np.clip(best, 0.0, 1.0), 1.0)
+    rows.flags.writeable = False
+    return rows

@@ -305,3 +305,17 @@ def test_each_design_s_tiles_read_its_own_rates_and_a_frozen_table_the_template_
     frozen = OpArrays.from_table(ops.table(rows))
     tiles.freeze_rates(frozen)
     assert (tile_fill(frozen, d) == fill[0, 0]).all()
+
+
+def test_many_designs_at_once_are_each_the_one_design_row() -> None:
+    """A sweep's grid computes its new tile rows in one vectorized call; each equals the one-design call exactly."""
+    base = DesignBatch.from_hardware(dse.hardware("a100-80gb"))
+    d = base.take([0] * 6).with_knobs(peak_flops=base.peak_flops[0] * np.array([0.5, 0.5, 1.0, 1.5, 2.0, 2.0]),
+                                      dram_bandwidth=base.dram_bandwidth[0] * np.array([0.3, 1.0, 1.0, 2.0, 0.5, 3.0]))
+    rows = ops.with_gemm_kernel([ops.gemm("a", 4096, 4096, 4096, dtype="fp16"), ops.gemm("b", 8, 12288, 4096, dtype="fp16"),
+                                 ops.gemm("c", 16384, 1024, 128, dtype="fp16", batch=64)], "one_tile")
+    o = OpArrays.from_table(ops.table(rows))
+    P = tiles.tile_params(d)
+    many = tiles.tile_fill_many(o, d, P)
+    one = np.stack([tiles.tile_fill_at(OpArrays.from_table(ops.table(rows)), d, tuple(p)) for p in P.tolist()])
+    assert np.array_equal(many, one) and len({tuple(r) for r in many.tolist()}) > 1
