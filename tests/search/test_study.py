@@ -862,3 +862,38 @@ def test_a_study_on_a_system_writes_the_system_its_best_design_ran_on(tmp_path: 
     p = dse.predict(r.ctx.mix.workloads[0], str(r.folder / "best_system.yaml"))
     assert p.time_s == pytest.approx(float(r.best_times[0]), rel=1e-9)
     assert "best_system.yaml" in (r.folder / "summary.md").read_text()
+
+
+def test_an_edge_npu_written_from_scratch_runs_a_study_under_its_own_fixed_block(tmp_path: Path) -> None:
+    """A 22 nm, 4-core, 32x32 int8 NPU on LPDDR (board DRAM: kind ddr, no part record) with its own fixed block and
+    package: a 30 mm2 budget was refused below the node's 40 mm2 fixed block; now the study runs, its best design fits
+    the budget and its written template keeps the package's own figures."""
+    edge = {
+        "name": "edge-22", "process_node": "22nm", "reference_dtype": "int8", "source": "test: an edge NPU",
+        "compute": {"cores": 4, "clock_ghz": 0.8, "register_kib_per_core": 16, "source": "test",
+                    "matrix": {"kind": "matrix", "peak_tflops": {"int8": 6.5536}, "array_rows": 32, "array_cols": 32,
+                               "style": "systolic", "efficiency": 0.9, "source": "4 x 32 x 32 x 2 x 0.8 GHz"},
+                    "vector": {"kind": "vector", "peak_tflops": {"fp32": 0.2048, "int8": 0.8192}, "efficiency": 0.9,
+                               "source": "test"}},
+        "memory": [{"name": "local", "kind": "sram", "capacity_mib": 1, "instances": 4, "organization": "scratchpad",
+                    "bandwidth_tbps": 0.4, "source": "test"},
+                   {"name": "dram", "kind": "ddr", "capacity_gb": 4, "bandwidth_gbps": 17, "stack_bandwidth_gbps": 17,
+                    "source": "one LPDDR4X-4266 x32 channel"}],
+        "package": {"fixed_mm2": 4.0, "package_usd": 3.0, "source": "test: a PCIe x4 port and a small BGA"},
+    }
+    (tmp_path / "edge.yaml").write_text(yaml.safe_dump(edge, sort_keys=False))
+    data = {"name": "edge", "base": "edge.yaml",
+            "workloads": [{"name": "mobilenet-v2", "batch": 1, "dtype": "int8", "fuse_elementwise": True},
+                          {"name": "bert-base", "batch": 1, "seq": 128, "dtype": "int8"}],
+            "search": {"n_trials": 8, "batch_size": 8, "seed": 0, "area_budget_mm2": 30,
+                       "space": {"peak_tflops": {"low": 2, "high": 32}, "dram_bandwidth_tbps": {"low": 0.008,
+                                                                                               "high": 0.1},
+                                 "sram_mib": {"low": 1, "high": 16}}},
+            "output": {"plots": False}}
+    r = run_study(write_config(tmp_path, data), out=tmp_path / "r", progress=False)
+    write_results(r, plots_on=False)
+    assert r.written_check is None
+    best = dse.hardware(r.folder / "best_design.yaml")
+    assert best.package.fixed_mm2 == 4.0 and best.package.package_usd == 3.0
+    trials = pd.read_csv(r.folder / "trials.csv")
+    assert trials["feasible"].any() and (trials.loc[trials["feasible"], "area_mm2"] <= 30).all()
