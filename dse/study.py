@@ -200,7 +200,7 @@ def study_limits(cfg: StudyConfig, node: Node, base: DesignBatch) -> dict[str, f
     """Constraint limits: the reticle always, and the config's budgets (a budget no design can meet,
     one at or below the base design's fixed area, the node's or its template's ``package.fixed_mm2``, is refused)."""
     s = cfg.search
-    fixed = float(area(base.take(np.zeros(1, dtype=int)), node).parts["fixed"][0])
+    fixed = float(area(base, node).parts["fixed"][0])  # the base design: the node's block or its template's own
     if s.area_budget_mm2 is not None and s.area_budget_mm2 <= fixed:
         whose = f"base {base.base.name}" if base.base.package and base.base.package.fixed_mm2 is not None \
             else f"node {node.name}"
@@ -407,13 +407,14 @@ def resources(designs: DesignBatch, mix: Mix, times: np.ndarray, arrays: MixArra
     }
 
 
-def written_mismatch(result: StudyResult, written: Hardware, rtol: float = 1e-6) -> str | None:
+def written_mismatch(result: StudyResult, written: Hardware, system: System | None = None,
+                     rtol: float = 1e-6) -> str | None:
     """Why the template written for the best design (``best_design.yaml``, on its ``best_system.yaml``) is not the
     design the study timed, or None: the mix predicted on it against the best trial's times. Every searched field is
     written, so a difference is a defect of the written files."""
     back = DesignBatch.from_hardware(written)
-    if result.best.system is not None:  # and on the system written beside it (best_system.yaml)
-        back = back.with_system(result.best.to_system(0, written.name))
+    if system is not None:  # on the system written beside it (best_system.yaml)
+        back = back.with_system(system)
     times = mix_times(back, result.ctx.mix, arrays=result.ctx.arrays)[0]
     ref = np.asarray(result.best_times, dtype=float)
     off = np.abs(times / ref - 1.0)
@@ -717,12 +718,15 @@ class StudyResult:
     best_eval: DesignEval | None = None
     heatmap: dict[str, np.ndarray] | None = None  # heatmap_grid at output.heatmap_points
     sram: SramVariants | None = None
-    written_check: str | None = None  # :func:`written_mismatch` of the best design's template (None: it holds)
+    best_template: Hardware | None = None  # the best design as best_design.yaml holds it
+    best_system: System | None = None  # the system it ran on as best_system.yaml holds it (None: a single chip)
+    written_check: str | None = None  # :func:`written_mismatch` of the two (None: they are the design timed)
 
     def evaluations(self) -> dict[str, DesignEval]:
         """``{"base": base_eval, "best": best_eval}`` as :func:`evaluated` filled them (with the heatmap and the
         SRAM variants); a result without them is refused, because the report predicts nothing itself."""
-        if self.base_eval is None or self.best_eval is None or self.heatmap is None or self.sram is None:
+        if (self.base_eval is None or self.best_eval is None or self.heatmap is None or self.sram is None
+                or self.best_template is None):
             raise ValueError("the study result carries no evaluations; accepted: a result of dse.study.run_study "
                              "or dse.study.evaluated(result)")
         return {"base": self.base_eval, "best": self.best_eval}
@@ -731,15 +735,18 @@ class StudyResult:
 def evaluated(result: StudyResult) -> StudyResult:
     """``result`` with its base and best designs evaluated once (:func:`evaluate_design` at the times the
     study already has), the score heatmap around the best design, its SRAM variants and the check that its written
-    template is the design the study timed (:func:`written_mismatch`)."""
+    template (and system) are the design the study timed (:func:`written_mismatch`)."""
     ctx = result.ctx
+    note = f"best design of study {ctx.cfg.name}"
+    template = result.best.to_hardware(0, f"{ctx.cfg.name}-best", note=note)
+    system = result.best.to_system(0, "best_design.yaml", note=note)  # its chip file beside it
     at_best = ctx if not ctx.mix.auto else replace(ctx, mix=(m := with_choice(ctx.mix, result.best)),
                                                      arrays=mix_arrays(m))  # its own plans (plan: auto)
     best = evaluate_design(at_best, result.best, result.best_times)
     return replace(result, base_eval=evaluate_design(ctx, ctx.base, ctx.base_times), best_eval=best,
                    heatmap=heatmap_grid(ctx, result.best, ctx.cfg.output.heatmap_points),
                    sram=sram_variants(ctx, result.best, best.area),
-                   written_check=written_mismatch(result, result.best.to_hardware(0, f"{ctx.cfg.name}-best")))
+                   best_template=template, best_system=system, written_check=written_mismatch(result, template, system))
 
 
 def check_trials(n: int) -> None:

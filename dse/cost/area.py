@@ -255,7 +255,7 @@ class Inventory:
     dram_phy_stacks: np.ndarray | None = None  # PHY and controller units of 1024 bits (None: one per stack)
     ddr_channels: np.ndarray | None = None  # 32-bit GDDR/LPDDR/DDR channels (memory kind ddr, calibration dies)
     fixed_blocks: np.ndarray | None = None  # die-level fixed area charged (None: one; 0 for a repeated tile)
-    fixed_mm2: np.ndarray | None = None  # mm^2 of one fixed block (None: the node's fixed_mm2; package.fixed_mm2)
+    fixed_mm2: float | None = None  # mm^2 of one fixed block (None: the node's fixed_mm2; package.fixed_mm2)
     register_mib: np.ndarray | None = None  # simt register files on the die (None: none; :func:`register_mib`)
     accumulator_mib: np.ndarray | None = None  # systolic accumulators on the die (None: none)
 
@@ -303,7 +303,7 @@ def inventory(d: DesignBatch, node: Node) -> Inventory:
         ddr_channels=ddr_channels(d),
         register_mib=zero if systolic else regs,
         accumulator_mib=regs if systolic else zero,
-        fixed_mm2=None if pkg is None or pkg.fixed_mm2 is None else np.full(d.n, pkg.fixed_mm2),
+        fixed_mm2=None if pkg is None else pkg.fixed_mm2,
     )
 
 
@@ -322,7 +322,7 @@ def price(inv: Inventory, node: Node) -> dict[str, np.ndarray]:
         "dram_controller": phy * node.dram_controller_mm2_per_stack.value
         + (0.0 if inv.ddr_channels is None else inv.ddr_channels * node.ddr_phy_mm2_per_channel.value),
         "serdes": inv.serdes_links * node.serdes_mm2_per_link.value,
-        "fixed": (np.full(inv.dram_stacks.shape, node.fixed_mm2.value) if inv.fixed_mm2 is None else inv.fixed_mm2)
+        "fixed": np.full(inv.dram_stacks.shape, node.fixed_mm2.value if inv.fixed_mm2 is None else inv.fixed_mm2)
         * (1.0 if inv.fixed_blocks is None else inv.fixed_blocks),
         "d2d": np.zeros(inv.dram_stacks.shape),  # a die's own D2D PHY: ``die_areas``
     }

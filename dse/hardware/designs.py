@@ -8,6 +8,7 @@ arrays, so they evaluate thousands of designs without a Python loop over designs
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -22,32 +23,50 @@ from dse.hardware.topologies import traversals
 from dse.units import DTYPES, KIB, TERA, fallback_dtype
 
 
-def _rescale_array_shapes(matrix: dict, base: ComputeUnit) -> None:
-    """A written design's other array geometries (``array_shapes``) at its own array: the template's, each side by the
-    factor its array's side moved (as :func:`dse.predict.roofline.array_fill` reads them); a geometry that would not
-    be whole MACs of the new array is left out (Gaudi 2's 128x512 mode on a 128x128 array is 64x256)."""
+def array_modes_at(unit: ComputeUnit, rows: Any, cols: Any, own: bool = False
+                   ) -> list[tuple[float, float, np.ndarray]]:
+    """The template's other array geometries (``compute.matrix.array_shapes``; with ``own`` its own one too, in the
+    list's order) on arrays of ``rows x cols``: each as
+    its (row, column) factors of the template's ``array_rows x array_cols`` (the same MACs) and where it is whole MACs
+    of that array (``rows fr`` and ``cols fc`` whole). The predictor runs a design's operators on its whole modes
+    (:func:`dse.predict.roofline.array_fill`) and :meth:`DesignBatch.to_hardware` writes the same ones (Gaudi 2's
+    128x512 mode on a 128x128 array is 64x256; on 211 rows it is none).
+
+    Gaudi 2's two logical MMEs are four physical ones that the graph compiler configures as 256x256, 128x512 or
+    512x128 per GEMM (Intel staff answer, forum.habana.ai/t/about-mme-profiling-result-with-intel-gaudi-software/1272),
+    so an M = 120 decode GEMM fills 120/128 of a 128-row geometry instead of 120/256."""
+    rows, cols = np.asarray(rows, dtype=float), np.asarray(cols, dtype=float)
+    out = []
+    for r, c in unit.array_shapes or ():
+        if own or (r, c) != (unit.array_rows, unit.array_cols):
+            fr, fc = r / unit.array_rows, c / unit.array_cols
+            out.append((fr, fc, (rows * fr == np.round(rows * fr)) & (cols * fc == np.round(cols * fc))))
+    return out
+
+
+def stream_rows_at(unit: ComputeUnit, rows: Any) -> np.ndarray:
+    """Streamed rows that hide the next weight tile's load on arrays of ``rows`` rows: the template's share of its
+    rows (``compute.matrix.stream_rows / array_rows``), whole and at least 1, read by the predictor
+    (:func:`dse.predict.roofline.array_fill`) and written by :meth:`DesignBatch.to_hardware` alike (an 8-row design of
+    Inferentia 2's 128-row array with 64 kept the template's 64 and predicted 3x slower once written)."""
+    return np.maximum(np.round(np.asarray(rows, dtype=float) * (unit.stream_rows / unit.array_rows)), 1.0)
+
+
+def _rescale_array(matrix: dict, base: ComputeUnit) -> None:
+    """A written design's other array geometries and ``stream_rows`` at its own array (:func:`array_modes_at`,
+    :func:`stream_rows_at`)."""
     rows, cols = matrix["array_rows"], matrix["array_cols"]
-    if not base.array_shapes or (rows, cols) == (base.array_rows, base.array_cols):
+    if (rows, cols) == (base.array_rows, base.array_cols):
         return
-    kept = []
-    for r, c in base.array_shapes:
-        r2, c2 = r * rows / base.array_rows, c * cols / base.array_cols
-        if r2 == round(r2) and c2 == round(c2) and round(r2) * round(c2) == rows * cols:
-            kept.append([int(round(r2)), int(round(c2))])
-    if kept:
-        matrix["array_shapes"] = kept
-    else:
-        matrix.pop("array_shapes", None)
-
-
-def _rescale_stream_rows(matrix: dict, base: ComputeUnit) -> None:
-    """A written design's ``stream_rows`` at its own array: the template's share of its rows (the predictor hides a
-    weight tile's load behind ``r x stream_rows / array_rows`` streamed rows of an ``r``-row array,
-    :func:`dse.predict.roofline.array_fill`), whole and at least 1 (an 8-row design of a 128-row array with 64 kept
-    the template's 64 and predicted 3x slower once written)."""
-    if base.stream_rows is None or matrix["array_rows"] == base.array_rows:
-        return
-    matrix["stream_rows"] = max(1, int(round(base.stream_rows * matrix["array_rows"] / base.array_rows)))
+    if base.stream_rows is not None:
+        matrix["stream_rows"] = int(stream_rows_at(base, rows))
+    if base.array_shapes:
+        kept = [[int(round(rows * fr)), int(round(cols * fc))]
+                for fr, fc, whole in array_modes_at(base, rows, cols, own=True) if whole]
+        if kept:
+            matrix["array_shapes"] = kept
+        else:
+            matrix.pop("array_shapes", None)
 
 
 def _sig(x: float) -> float:
@@ -816,8 +835,7 @@ class DesignBatch:
             if not np.isnan(val):
                 node[last] = _written(val, f.write)
         rescale_dtype_efficiency(comp["matrix"], base.compute.matrix)
-        _rescale_array_shapes(comp["matrix"], base.compute.matrix)
-        _rescale_stream_rows(comp["matrix"], base.compute.matrix)
+        _rescale_array(comp["matrix"], base.compute.matrix)
         if "network" in data:
             data["network"]["links"] = int(round(float(self.links[i])))
             if self.n_net and self.net_chip_linked.any():

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dse.errors import DseError
-from dse.hardware.designs import DesignBatch, dtype_efficiency_ratio
+from dse.hardware.designs import DesignBatch, array_modes_at, dtype_efficiency_ratio, stream_rows_at
 from dse.predict.network import network_times
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import (
@@ -165,11 +165,9 @@ def array_fill(o: OpArrays, d: DesignBatch, matrix: np.ndarray, wave: bool = Tru
     K = o.K[None, :] if unit.dataflow == "weight_stationary" else None
     if K is not None and unit.conv_lowering == "taps":  # one matmul per kernel tap: it contracts over C_in alone
         K = np.maximum(K / o.taps[None, :], 1.0)
-    # rows that hide a tile's load: the template's share of an array's rows, whole (as a written design says it)
-    s = np.maximum(np.round(r * (unit.stream_rows / unit.array_rows)), 1.0) if unit.stream_rows else r
+    s = stream_rows_at(unit, r) if unit.stream_rows else r  # rows that hide a tile's load
     fill = _quantized_fill(M, N, r, c, K, s)
-    for fr, fc in array_modes(d):  # a configurable array: the geometry that fills best (same MACs), where it is
-        whole = (r * fr == np.round(r * fr)) & (c * fc == np.round(c * fc))  # whole MACs of this array (as written)
+    for fr, fc, whole in array_modes_at(unit, r, c):  # a configurable array: the geometry that fills best
         fill = np.where(whole, np.maximum(fill, _quantized_fill(M, N, r * fr, c * fc, K, s * fr)), fill)
     tiles = tile_fill(o, d)
     if tiles is not None:  # the library's tile-and-wave choice replaces the array quantization of GEMMs/convs
@@ -207,19 +205,6 @@ def _quantized_fill(M: np.ndarray, N: np.ndarray, r: np.ndarray, c: np.ndarray,
         return (M / (np.ceil(M / r) * r)) * cols
     k = np.where(K > 0, K / (np.ceil(np.maximum(K, 1.0) / r) * r), 1.0)
     return k * cols * np.minimum(1.0, M / (r if s is None else s))
-
-
-def array_modes(d: DesignBatch) -> list[tuple[float, float]]:
-    """The template's other array geometries (``compute.matrix.array_shapes``) as (row, column) factors of its
-    ``array_rows x array_cols``; a design batch that rescales the array keeps those that are whole MACs of its own
-    array (``r fr x c fc``, the same MACs; :meth:`DesignBatch.to_hardware` writes the same ones).
-
-    Gaudi 2's two logical MMEs are four physical ones that the graph compiler configures as 256x256, 128x512 or
-    512x128 per GEMM (Intel staff answer, forum.habana.ai/t/about-mme-profiling-result-with-intel-gaudi-software/1272),
-    so an M = 120 decode GEMM fills 120/128 of a 128-row geometry instead of 120/256."""
-    m = d.base.compute.matrix
-    return [(r / m.array_rows, c / m.array_cols) for r, c in m.array_shapes or ()
-            if (r, c) != (m.array_rows, m.array_cols)]
 
 
 def wave_fill(o: OpArrays, d: DesignBatch) -> np.ndarray:

@@ -186,12 +186,10 @@ def study_document(result: StudyResult, plots_on: bool = True) -> Document:
 
 def write_results(result: StudyResult, plots_on: bool = True) -> str:
     """best_design.yaml and the study's Document (:func:`study_document`, rendered); return the terminal summary."""
-    ctx = result.ctx
-    hw = result.best.to_hardware(0, f"{ctx.cfg.name}-best", note=f"best design of study {ctx.cfg.name}")
-    write_yaml(result.folder / "best_design.yaml", hw.model_dump(mode="json", exclude_none=True))
-    sysm = result.best.to_system(0, "best_design.yaml", note=f"best design of study {ctx.cfg.name}")
-    if sysm is not None:  # the system it ran on, with the network fields it searched (beside its chip)
-        write_yaml(result.folder / "best_system.yaml", sysm.model_dump(mode="json", exclude_none=True))
+    result.evaluations()  # a result of dse.study.evaluated: the written design and system were built and checked there
+    write_yaml(result.folder / "best_design.yaml", result.best_template.model_dump(mode="json", exclude_none=True))
+    if result.best_system is not None:  # the system it ran on, with the network fields it searched (beside its chip)
+        write_yaml(result.folder / "best_system.yaml", result.best_system.model_dump(mode="json", exclude_none=True))
     if result.written_check:  # the study checked the written design against its own times (dse.study.evaluated)
         print(f"warning: {result.written_check}", file=sys.stderr)
     doc = study_document(result, plots_on)
