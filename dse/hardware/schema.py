@@ -229,6 +229,13 @@ class Compute(Strict):
         "scheduled chip that launches nothing: the compiler times every instruction, as on the Groq TSP, Abts et al., "
         "ISCA 2020, and launch_overhead_us is the pipeline fill of its instruction stream). A calibration shared by "
         "several chips (dse calibrate's leave-one-chip-out) pools the launch overhead only among chips of one dispatch")
+    op_boundaries: Literal["overlapped", "serial"] = Field(
+        "overlapped", description="What a scratchpad NPU's runtime does between two operators "
+        "(dse.predict.pipeline): overlapped (a graph compiler loads the next operator's first blocks while this one "
+        "computes and drains its last outputs behind the next one: XLA, Neuron, SynapseAI graph mode; only a lone "
+        "operator, a kernel benchmark, pays its software pipeline's fill and drain) or serial (every operator is its "
+        "own program that starts with empty buffers and ends with its last store, as tt-metal runs them: every GEMM "
+        "and convolution pays its first block's load or compute and its last block's store)")
     graph_kernel_us: float | None = Field(
         None, ge=0, le=MAX_OVERHEAD_US,
         description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on chip (us): "

@@ -13,9 +13,11 @@ The kernel repeats the per-element arithmetic of numpy's path operation for oper
 divisions in the same order), so each op's time and binding ceiling are bit for bit numpy's; the step sums differ
 from numpy's matrix product only in summation order (a few ulp). ``tests/predict/test_fused.py`` checks both on
 templates of every kind (scratchpads, caches, graph kernels, collectives, no DRAM). Without numba, under a power cap
-(its clock iteration stays in numpy), or below :data:`FUSED_MIN` elements (where preparing costs more than it saves)
-numpy's path runs. Set ``DSE_FUSED=0`` to force numpy's path. The compiled kernel is cached by numba next to
-``_fused_kernels.py`` (or in ``NUMBA_CACHE_DIR``).
+(its clock iteration stays in numpy), where a GEMM pays a scratchpad pipeline's fill and drain
+(:func:`dse.predict.pipeline.pays`: a runtime that runs each operator as its own program), or below
+:data:`FUSED_MIN` elements (where preparing costs more than it saves) numpy's path runs. Set ``DSE_FUSED=0`` to
+force numpy's path. The compiled kernel is cached by numba next to ``_fused_kernels.py`` (or in
+``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
+from dse.predict.pipeline import pays
 from dse.predict.roofline import fill_parts, on_matrix, rate_columns, rate_table
 from dse.predict.traffic import (
     OpArrays,
@@ -88,7 +91,7 @@ def applies(d: DesignBatch, o: OpArrays) -> bool:
     """Whether :func:`mix_times` / :func:`mix_times_bounds` take the compiled path for this batch (numba is imported,
     the first time, only once a batch is large enough)."""
     return (available() and d.base.power_limit_w is None and d.n * o.n >= FUSED_MIN and o.n > 0
-            and _importable())
+            and not pays(d, o) and _importable())
 
 
 @functools.cache

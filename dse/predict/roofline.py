@@ -31,6 +31,7 @@ import numpy as np
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, array_modes_at, dtype_efficiency_ratio, stream_rows_at
 from dse.predict.network import network_times
+from dse.predict.pipeline import pipeline_exposed, staging_level
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import (
     attention_fill,
@@ -377,7 +378,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
-    t_over = np.broadcast_to(overhead_times(d, o, matrix, tr), t_compute.shape)
+    t_over = np.broadcast_to(fixed_times(d, o, matrix, t_compute, tr), t_compute.shape)
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -409,7 +410,7 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     if o.coll_idx.size:
         rest = np.array(np.broadcast_to(rest, t_compute.shape))
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    return matrix, t_compute, rest, overhead_times(d, o, matrix)
+    return matrix, t_compute, rest, fixed_times(d, o, matrix, t_compute)
 
 
 def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -465,6 +466,19 @@ def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, tr: np.ndarr
     return np.where(o.fused, 0.0, np.where(streams, gs + ramp * share, d.overhead_s[:, None]))
 
 
+def fixed_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute: np.ndarray,
+                tr: np.ndarray | None = None) -> np.ndarray:
+    """[D or 1, O] time each op adds to its roofline: :func:`overhead_times` plus, on a scratchpad NPU, the
+    software pipeline's exposed fill and drain (:func:`dse.predict.pipeline.pipeline_exposed`; ``t_compute`` [D, O]
+    the ops' compute times at full clock, ``tr`` [D, O, L] the traffic where the caller has it)."""
+    over = overhead_times(d, o, matrix, tr)
+    lv = staging_level(d)
+    if lv is None:
+        return over
+    ex = pipeline_exposed(d, o, matrix, t_compute, None if tr is None else tr[:, :, lv + 1])
+    return over if ex is None else over + ex
+
+
 def _shared(x: np.ndarray) -> np.ndarray:
     """``x`` [D], or its first entry [1] when every design has the same value (one shared row)."""
     return x[:1] if x.size and (x == x[0]).all() else x
@@ -503,6 +517,7 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     rate = _unit_rate(o, d, matrix)
     fill = _lean_fill(o, d, matrix, rate, want=True)
     t_c = np.divide(o.flops, rate, out=rate)  # the compute term
+    t_over = fixed_times(d, o, matrix, t_c)  # before the roof overwrites t_c
     other, mcode = _memory_max(d, o)  # the largest memory term and the level that sets it (first on ties)
     L = d.capacity.shape[1]
     if o.coll_idx.size:  # a collective's network term joins after the memory levels (first on ties loses)
@@ -517,7 +532,6 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     roof = np.maximum(t_c, other, out=t_c)
     # where compute still binds (code 0) the running max is the compute term itself
     np.copyto(code, np.int8(L + 3), where=array_bound(code == 0, fill, roof, other, matrix))
-    t_over = overhead_times(d, o, matrix)
     time = roof + t_over
     if o.eager.any():
         t_host = np.where(o.eager, _shared(d.host_s)[:, None], 0.0)

@@ -138,7 +138,7 @@ def test_dse_area_counts_the_templates_within_25_percent_of_their_limit(capsys) 
     assert main(["area", "tpu-v4", "b200", "gaudi2", "npu-7nm"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("power:"))
     assert line == ("power: the hungriest GEMM is within 25 % of the published limit on 2 of 3 templates; "
-                    "outside: gaudi2 -55.19 %")
+                    "outside: gaudi2 -55.30 %")
     nan = float("nan")
     assert _power_summary([{"template": "x", "power_err_pct": nan}]) == ""
     assert _power_summary([{"template": "x", "power_err_pct": -24.9}]).endswith("on 1 of 1 templates")
@@ -241,7 +241,7 @@ def test_iso_peak_designs_trade_area_for_power_through_the_clock_as_the_doc_says
     e = mix_energy(d, Mix.of([dse.gemm(8192, 8192, 8192, dtype="bf16")]))
     assert d.cores.tolist() == [34, 24, 17]
     assert np.round(dse.cost.area.area(d).total).tolist() == [492, 392, 322]
-    assert np.round(e.power_w[:, 0]).tolist() == [115, 165, 278]
+    assert np.round(e.power_w[:, 0]).tolist() == [115, 165, 277]
 
 
 

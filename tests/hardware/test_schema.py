@@ -70,6 +70,8 @@ def test_blocks_are_frozen() -> None:
      "chip.yaml: compute.matrix.unpacks: got 'int4'; accepted: on the matrix unit, block-scaled formats (bfp8, bfp4"),
     (lambda d: d["compute"]["vector"].__setitem__("unpacks", ["bfp8"]),
      "chip.yaml: compute.vector.unpacks: got 'bfp8' on the vector unit; accepted: on the matrix unit"),
+    (lambda d: d["compute"].__setitem__("op_boundaries", "pipelined"),
+     "chip.yaml: compute.op_boundaries: got 'pipelined'; accepted: one of 'overlapped' or 'serial'"),
     (lambda d: d["compute"]["matrix"].__setitem__("area_modes", ["fp32"]),
      "chip.yaml: compute.matrix.area_modes: got ['fp32']; accepted: a non-empty list of the unit's peak_tflops modes"),
 ])
@@ -81,8 +83,8 @@ def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
     msg = _error(lambda d: d["compute"].__setitem__("clock_mhz", 1400))
     assert msg == ("chip.yaml: compute.clock_mhz: unknown key; accepted: one of causal_attention, clock_ghz, cores, "
                    "dispatch, eager_overhead_us, energy_clock_ghz, graph_kernel_us, launch_overhead_us, matrix, noc, "
-                   "register_kib_per_core, reserved_cores, source, spare_cores, spare_granule_cores, sync_overhead_us, "
-                   "vector")
+                   "op_boundaries, register_kib_per_core, reserved_cores, source, spare_cores, spare_granule_cores, "
+                   "sync_overhead_us, vector")
 
 
 @pytest.mark.parametrize(("mutate", "words"), [

@@ -766,7 +766,7 @@ def _tt_rows() -> list[dict]:
 
 def test_tenstorrent_cnn_rows_leave_far_more_per_operator_than_the_published_dispatch_as_the_doc_says() -> None:
     """docs/npu_validation.md, 'Tenstorrent dispatch, sourced': the time the n150/p150 CNN rows measure beyond the
-    prediction, per operator executed, is 19-24 us on n150 (42 on mobilenet-v2) and 10-13 us on p150, where tt-metal's
+    prediction, per operator executed, is 14-17 us on n150 (41 on mobilenet-v2) and 8 us on p150, where tt-metal's
     dispatch goldens (the templates' launch overhead) are 1.21 and 0.94 us."""
     gap = {}
     for r in _tt_rows():
@@ -779,17 +779,17 @@ def test_tenstorrent_cnn_rows_leave_far_more_per_operator_than_the_published_dis
     n150 = {k: v for k, v in gap.items() if "n150" in k and "mobilenet" not in k}
     p150 = {k: v for k, v in gap.items() if "p150" in k}
     assert len(n150) == 2 and len(p150) == 2
-    assert min(n150.values()) >= 19 and max(n150.values()) <= 24
-    assert 41 <= gap["ttmetal-n150-mobilenet-v2-b10"] <= 43
-    assert min(p150.values()) >= 10 and max(p150.values()) <= 13
+    assert min(n150.values()) >= 13.5 and max(n150.values()) <= 17.5
+    assert 41 <= gap["ttmetal-n150-mobilenet-v2-b10"] <= 42
+    assert min(p150.values()) >= 7.5 and max(p150.values()) <= 8.5
     assert (dse.hardware("tt-n150").compute.launch_overhead_us, dse.hardware("tt-p150").compute.launch_overhead_us) == (
         1.21, 0.94)
 
 
 def test_tenstorrent_decode_rows_miss_a_time_per_step_not_per_operator_as_the_doc_says() -> None:
     """docs/npu_validation.md, 'Tenstorrent decode rows timed per iteration': measured minus predicted step time of
-    the n150 one-user rows is 6.9 ms (Llama 3.2 1B) to 10.3 ms (8B), about constant while the model grows 6x and its
-    layers 2x; a line through them starts at 6.3 ms and rises 0.17 ms per predicted ms. Every decode row is timed per
+    the n150 one-user rows is 6.9 ms (Llama 3.2 1B) to 10.2 ms (8B), about constant while the model grows 6x and its
+    layers 2x; a line through them starts at 6.2 ms and rises 0.17 ms per predicted ms. Every decode row is timed per
     iteration by the demo's harness, so dse validate gives each the harness's host time estimated from the card's
     other rows, at or near the 10 ms cap."""
     rows = [r for r in _tt_rows() if r["metric"] == "time_s"]
@@ -803,16 +803,16 @@ def test_tenstorrent_decode_rows_miss_a_time_per_step_not_per_operator_as_the_do
     one = [k for k in resid if "n150" in k and "-b1-" in k]
     assert len(one) == 5
     assert pred["ttmetal-n150-llama32-1b-b1-decode"] == pytest.approx(4.5, abs=0.05)
-    assert pred["ttmetal-n150-llama31-8b-b1-decode"] == pytest.approx(25.0, abs=0.05)
+    assert pred["ttmetal-n150-llama31-8b-b1-decode"] == pytest.approx(25.1, abs=0.05)
     assert resid["ttmetal-n150-llama32-1b-b1-decode"] == pytest.approx(6.9, abs=0.05)
-    assert resid["ttmetal-n150-llama31-8b-b1-decode"] == pytest.approx(10.3, abs=0.05)
-    assert min(resid[k] for k in one) >= 6.9 and max(resid[k] for k in one) <= 10.35
+    assert resid["ttmetal-n150-llama31-8b-b1-decode"] == pytest.approx(10.2, abs=0.05)
+    assert min(resid[k] for k in one) >= 6.85 and max(resid[k] for k in one) <= 10.25
     slope, intercept = np.polyfit([pred[k] for k in one], [resid[k] for k in one], 1)
-    assert slope == pytest.approx(0.17, abs=0.005) and intercept == pytest.approx(6.3, abs=0.05)
+    assert slope == pytest.approx(0.17, abs=0.005) and intercept == pytest.approx(6.2, abs=0.05)
     thirty_two = [resid[k] for k in resid if "n150" in k and "-b32-" in k]
-    assert len(thirty_two) == 5 and min(thirty_two) >= 8.7 and max(thirty_two) <= 17.05
+    assert len(thirty_two) == 5 and min(thirty_two) >= 8.3 and max(thirty_two) <= 16.6
     out = run_suite(pd.DataFrame(rows).fillna(""))
-    assert (out["sync_us_loo"] >= 9000).all() and (out["sync_us_loo"] <= MAX_HARNESS_US).all()
+    assert (out["sync_us_loo"] >= 8990).all() and (out["sync_us_loo"] <= MAX_HARNESS_US).all()
 
 
 def test_an_unknown_scenario_keyword_is_a_bad_cell_not_an_uncovered_row(tmp_path: Path, capsys, monkeypatch) -> None:
@@ -925,7 +925,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
     """docs/npu_validation.md, 'Gaudi 2's scale-up collectives': dse is 26.0 % slow on hccl_demo's 8-card 32 MiB
     all-reduce (NW bandwidth 98 % of the 21 x 12.5 GB/s scale-up ports); with the hls-gaudi2 level's efficiency
     refitted to 0.984 the row comes to +3.0 %, the Gaudi 2 multi-chip rows go 8.9 / 53.1 -> 13.3 / 55.9 % and Gaudi 2
-    overall 7.2 -> 9.0 %."""
+    overall 7.1 -> 9.0 %."""
     import importlib
 
     from dse.validate.families import out_of_sample
@@ -943,7 +943,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
 
     shipped = run_suite(gaudi2)
     assert shipped.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(26.0, abs=0.05)
-    assert stats(shipped, "multi-chip") == (8.9, 53.1) and stats(shipped)[0] == 7.2
+    assert stats(shipped, "multi-chip") == (8.9, 53.1) and stats(shipped)[0] == 7.1
     shipped_system = systems.load_system("hls-gaudi2")
     up = shipped_system.network[0]  # 21 scale-up ports of 12.5 GB/s at the assumed 0.8: the row's 258.2 GB/s is 98 %
     assert (up.links_per_chip, up.link_bandwidth_gbps, up.efficiency) == (21, 12.5, 0.8)
@@ -958,9 +958,9 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
 
 def test_p150_dram_efficiency_of_its_decode_software_as_the_doc_says() -> None:
     """docs/npu_validation.md: at the 0.55 of DRAM bandwidth that tt-metal PR #54242 gives the p150's one-reader
-    decode matmuls (the validation rows' software), the p150 decode rows come to 6.4 / 6.5 % (16.0 / 17.9 % at the
-    template's 0.85), its ResNet-50 rows to +0.9 / +15.5 % (-33.4 / -23.9 %) and the ResNet-50 n150 / p150 speedup
-    from -7.9 to -39.2 %: why the template keeps 0.85."""
+    decode matmuls (the validation rows' software), the p150 decode rows come to +7.0 / -7.1 % (-13.3 / -17.7 % at
+    the template's 0.85), its ResNet-50 rows to +8.1 / +23.4 % (-25.8 / -15.9 %) and the ResNet-50 n150 / p150
+    speedup from -3.5 to -33.8 %: why the template keeps 0.85."""
     shipped = dse.hardware("tt-p150")
     levels = [m.model_copy(update={"efficiency": 0.55}) if m.name == "gddr6" else m for m in shipped.memory]
     assert [m.efficiency for m in shipped.memory if m.name == "gddr6"] == [0.85]
@@ -978,9 +978,9 @@ def test_p150_dram_efficiency_of_its_decode_software_as_the_doc_says() -> None:
     base, at55 = errors(None), errors({"tt-p150": slow})
     decode = ("ttmetal-p150-llama31-8b-b32-decode", "ttmetal-p150-llama31-8b-b1-decode")
     cnn = ("ttmetal-p150-resnet50-b16", "ttmetal-p150-resnet50-b32")
-    assert [base[k] for k in decode + cnn] == [-14.1, -17.9, -33.4, -23.9]
-    assert [at55[k] for k in decode + cnn] == [6.4, -6.5, 0.9, 15.5]
-    assert (base["pair"], at55["pair"]) == (-7.9, -39.2)
+    assert [base[k] for k in decode + cnn] == [-13.3, -17.7, -25.8, -15.9]
+    assert [at55[k] for k in decode + cnn] == [7.0, -7.1, 8.1, 23.4]
+    assert (base["pair"], at55["pair"]) == (-3.5, -33.8)
 
 
 def _first_token_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -1119,3 +1119,26 @@ def test_a_family_filter_predicts_only_its_rows_as_the_whole_run_does(tmp_path: 
     with pytest.raises(DseError) as exc:
         run_suite(df, families=["encoder", "nope"], prepared=prepared)
     assert exc.value.field == "--family" and "accepted: comma-separated names that have rows (encoder" in str(exc.value)
+
+
+def test_a_compiled_graph_hides_its_gemms_pipeline_fill_as_the_doc_says() -> None:
+    """docs/npu_validation.md, 'A lone GEMM's software pipeline': charged on every GEMM of the Neuron graphs
+    (``op_boundaries: serial``) the Inferentia2 CNNs go from 5.7 / 23.4 to 21.7 / 26.1 % (median / max), its encoders
+    from 4.4 / 5.1 to 8.5 / 13.6 % and Trainium 1's encoders from 3.7 / 5.9 to 8.3 / 16.5 %: the shipped
+    ``overlapped`` (only a lone operator pays) is what the rows say."""
+    from dse.validate.families import out_of_sample
+
+    df = load_measurements()
+    got = {}
+    for chip, fam in (("inferentia2", "cnn"), ("inferentia2", "encoder"), ("trainium1", "encoder")):
+        hw = dse.hardware(chip)
+        assert hw.compute.op_boundaries == "overlapped"
+        serial = hw.model_copy(update={"compute": hw.compute.model_copy(update={"op_boundaries": "serial"})})
+        rows = df[df["hardware"] == chip]  # every row of the chip: its harness times come from them all
+        for key, templates in (("shipped", None), ("serial", {chip: serial})):
+            res = out_of_sample(run_suite(rows, templates))
+            e = res[res["family"] == fam]["time_error_pct"].abs()
+            got[chip, fam, key] = (round(float(e.median()), 1), round(float(e.max()), 1))
+    assert got == {("inferentia2", "cnn", "shipped"): (5.7, 23.4), ("inferentia2", "cnn", "serial"): (21.7, 26.1),
+                   ("inferentia2", "encoder", "shipped"): (4.4, 5.1), ("inferentia2", "encoder", "serial"): (8.5, 13.6),
+                   ("trainium1", "encoder", "shipped"): (3.7, 5.9), ("trainium1", "encoder", "serial"): (8.3, 16.5)}

@@ -1,0 +1,109 @@
+"""A scratchpad NPU's software pipeline: the fill and drain a GEMM cannot hide.
+
+An NPU compiler runs a GEMM or convolution on its MAC arrays as a software pipeline over blocks staged in the
+scratchpad next to the main memory (a TPU's VMEM, a Tensix core's L1, a NeuronCore's SBUF, Gaudi's SRAM): while
+the arrays compute block ``i`` the DMA engines load the operands of block ``i + 1`` and store finished outputs
+(JAX docs, "Pallas TPU: Pipelining"; tt-metal's double-buffered circular buffers; NKI's tiling guide). Over ``n``
+steps and ``n_out`` output blocks per core, with the op's main-memory input and output times ``t_in``, ``t_out``
+and its compute time ``t_c``, two chains bound the kernel: the arrays wait for the first block's load and the last
+output block waits for its store after them, and the DMA engines move every byte and wait for the last block's
+compute before its store::
+
+    T = max(t_in / n + t_c + t_out / n_out,  t_in + t_out + t_c / n)
+
+and what the roofline's ``max(t_c, t_in + t_out)`` misses, ``T - max(t_c, t_in + t_out)``, is the exposed fill
+and drain. A GEMM that fits one block (``n = n_out = 1``) loads, computes and stores in series:
+``t_in + t_c + t_out``.
+
+Between operators a graph compiler hides all of it (``compute.op_boundaries: overlapped``, the default): it issues
+the next operator's first loads while this one computes and keeps or drains its outputs behind the next one's work
+(XLA's memory-space assignment prefetches operands into VMEM ahead of their use, Jouppi et al., "TPU v4", ISCA 2023
+Sec. 3; the Neuron and SynapseAI graph compilers schedule one instruction stream for the graph), so only a lone
+operator, a kernel benchmark run once, pays it. A runtime that runs every operator as its own program
+(``serial``: tt-metal, whose op-by-op device profile times each op's kernels from their start to their end, and a
+model's device time is their sum) starts every operator with empty buffers and ends it with its last store: each
+pays.
+
+Blocks are squares of side ``b = sqrt(S / (2 (e_a + e_b + e_out)))``, ``S`` a core's share of the staging
+scratchpad (every block double-buffered), each side capped by the op's own dimension (Pallas: the largest blocks
+that fit VMEM are best). Per core ``n_out = ceil(M N / (C b_m b_n))``, ``n = n_out ceil(K / b_k)``.
+
+The measured bf16 GEMMs on one TPU7x TensorCore (accelerator-microbenchmarks, 256^3-4096^3, never fitted) take
+0.16, 0.51, 2.35, 5.8 and 8.7 us beyond the template's launch and roofline; this mechanism gives 0.04, 0.28, 1.96,
+7.8 and 10.5 us (``tests/predict/test_pipeline.py``), no coefficient fitted, where the roofline alone was 7-38 %
+fast on them. GPU-style templates (``cta_tiles``) time their tiles' prologue and epilogue in
+:mod:`dse.predict.tiles` instead, and caches stage nothing the compiler places.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dse.hardware.designs import DesignBatch
+from dse.predict.traffic import OpArrays, level_rows
+
+
+def staging_level(d: DesignBatch) -> int | None:
+    """Index of the scratchpad that stages the main memory's blocks (the level just inside the innermost off-chip
+    level), or None: no off-chip level, a cache there, or a GPU-style template (``cta_tiles``)."""
+    off = np.flatnonzero(d.offchip)
+    if not off.size or off[0] == 0 or d.base.compute.matrix.cta_tiles:
+        return None
+    lv = int(off[0]) - 1
+    return lv if d.base.memory[lv].organization == "scratchpad" else None
+
+
+def lone_op(o: OpArrays) -> bool:
+    """Whether the step is one operator run once (a kernel benchmark): nothing runs before it to hide a prefetch."""
+    return o.n == 1 and float(o.count[0]) <= 1.0
+
+
+def pays(d: DesignBatch, o: OpArrays) -> bool:
+    """Whether any op of ``o`` pays a pipeline fill and drain on ``d``'s template: a staging scratchpad, GEMMs or
+    convolutions, and every operator its own program (``op_boundaries: serial``) or one lone operator."""
+    if staging_level(d) is None or o.tiled.stop <= o.tiled.start:
+        return False
+    return d.base.compute.op_boundaries == "serial" or lone_op(o)
+
+
+def block_counts(o: OpArrays, S: np.ndarray, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([D or 1, T] pipeline steps ``n`` per core, [D or 1, T] output blocks ``n_out`` per core) of the tiled ops
+    (``o.tiled``) for a core's staging bytes ``S`` [D or 1] and ``cores`` [D or 1] (module docstring)."""
+    t = o.tiled
+    b = np.sqrt(S[:, None] / (2.0 * o.tile_elem_bytes[None, t]))
+    M, N, K = o.M[None, t], o.N[None, t], np.maximum(o.K[None, t], 1.0)
+    bm, bn, bk = np.minimum(M, b), np.minimum(N, b), np.minimum(K, b)
+    n_out = np.maximum(1.0, np.ceil(M * N / (cores[:, None] * bm * bn)))
+    return n_out * np.ceil(K / bk), n_out
+
+
+def pipelined(t_in: np.ndarray, t_out: np.ndarray, t_c: np.ndarray, n: np.ndarray, n_out: np.ndarray) -> np.ndarray:
+    """Seconds of a software-pipelined kernel of ``n`` steps and ``n_out`` output blocks (module docstring):
+    ``max(t_in / n + t_c + t_out / n_out, t_in + t_out + t_c / n)``."""
+    return np.maximum(t_in / n + t_c + t_out / n_out, t_in + t_out + t_c / n)
+
+
+def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute: np.ndarray,
+                     main: np.ndarray | None = None) -> np.ndarray | None:
+    """[D or 1, O] seconds of pipeline fill and drain each op leaves exposed (module docstring), or None where the
+    template stages nothing. Only GEMMs and convolutions on the MAC arrays (``matrix`` [D or 1, O]) pay it;
+    ``t_compute`` [D, O] is their compute time, ``main`` [D or 1, O] the main memory's traffic where the caller
+    has it."""
+    if not pays(d, o):
+        return None
+    lv = staging_level(d)
+    t = o.tiled
+    top = lv + 1
+    tr = level_rows(d, o, top) if main is None else main
+    rate = (d.delivered_bandwidth[:, top] * d.bw_eff[:, top])[:, None]
+    out_b = np.minimum(o.c_bytes[None, t], tr[:, t])  # the output's bytes that cross (0 where it stays on chip)
+    t_out = out_b * d.write_ratio[top] / rate  # written bytes cost the level's write ratio each
+    t_in = (tr[:, t] - out_b) / rate
+    workers = np.maximum(d.cores - d.base.compute.reserved_cores, 1.0)
+    S = d.capacity[:, lv] / d.cores
+    n, n_out = block_counts(o, S, workers)
+    exposed = np.zeros((max(tr.shape[0], t_compute.shape[0], matrix.shape[0]), o.n))
+    t_c = t_compute[:, t]
+    ex = np.maximum(pipelined(t_in, t_out, t_c, n, n_out) - np.maximum(t_c, t_in + t_out), 0.0)
+    exposed[:, t] = np.where(matrix[:, t] & (o.flops[None, t] > 0), ex, 0.0)
+    return exposed
