@@ -33,8 +33,9 @@ def gb(n_bytes: float) -> str:
 
 
 def bound_names(levels: list[str]) -> list[str]:
-    """Names of the bound codes: compute, one per memory level, network, overhead, array (compute bound by
-    MAC-array fill; ``dse.predict.roofline``)."""
+    """Names of the bound codes: compute, one per memory level, network, overhead (the fixed costs: launch, eager
+    dispatch, a scratchpad NPU's exposed pipeline fill and drain, ``dse.predict.roofline.fixed_times``), array
+    (compute bound by MAC-array fill; ``dse.predict.roofline``)."""
     return ["compute", *levels, "network", "overhead", "array"]
 
 
