@@ -429,12 +429,12 @@ class Compare(Strict):
 TRANSFORMS: dict[str, str | None] = {
     "fuse_elementwise": None, "flash_attention": None, "winograd": None,
     "dtype": "a dtype", "weight_dtype": "a dtype", "kv_dtype": "a dtype", "sram_mib": "MiB > 0",
-    "dram_part": "a DRAM part", "window": "an attention window",
+    "dram_part": "a DRAM part", "window": "an attention window", "op_boundaries": "a runtime",
 }
 TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names); dtype, weight_dtype, kv_dtype "
                        f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); dram_part "
                        f"({'|'.join(searchable_names())}); window ({{tokens: N, global_every: N, kind: sliding|chunked}} "
-                       "or none); a stage may also set label")
+                       "or none); op_boundaries (overlapped|serial); a stage may also set label")
 
 
 def _stage(item: Any) -> dict[str, Any]:
@@ -462,6 +462,9 @@ def _stage(item: Any) -> dict[str, Any]:
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
         if kind == "a DRAM part" and value not in searchable_names():
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(searchable_names())}")
+        if kind == "a runtime" and value not in ("overlapped", "serial"):
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: overlapped (one compiled graph) or "
+                             "serial (a program per operator)")
         if kind == "an attention window":
             value = _window(item, value)
         out[key] = value

@@ -12,6 +12,9 @@ transforms on top of the previous ones:
 * ``dram_part``: the design's main memory rebuilt on another DRAM part, its stacks each one of the part's
   (``DesignBatch.with_part``: the part's stack bandwidth and capacity);
 * ``winograd``: 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) (:func:`winograd`);
+* ``op_boundaries``: the runtime between two operators (``overlapped``: one compiled graph, which hides a GEMM's
+  software-pipeline fill and drain behind its neighbours; ``serial``: a program per operator, each paying its own;
+  ``dse.predict.pipeline``), on a design whose GEMMs stage their blocks in a scratchpad;
 * ``window``: the model's attention window replaced (``{tokens, global_every, kind}``, or ``none``: every layer
   global), the model itself changed (``dse.workloads.library.variant``): local layers read and cache at most a
   window of keys.
@@ -164,11 +167,13 @@ class State:
     notes: list[str] = field(default_factory=list)
     dram_part: str | None = None
     arch: dict[str, Any] = field(default_factory=dict)  # arch fields replaced (window)
+    op_boundaries: str | None = None  # the design's compute.op_boundaries replaced
 
 
 def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
     """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
-    new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part, dict(state.arch))
+    new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part, dict(state.arch),
+                state.op_boundaries)
     for key, value in stage.items():
         if key == "label":
             continue
@@ -186,6 +191,9 @@ def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
             continue
         if key == "dram_part":
             new.dram_part = str(value)
+            continue
+        if key == "op_boundaries":
+            new.op_boundaries = str(value)
             continue
         if key == "winograd":
             new.winograd = True  # whether any conv qualifies is known once the workload is built
@@ -242,6 +250,26 @@ class WhatIfResult:
     subject: str
 
 
+def runtime_design(base: DesignBatch, hw: Hardware, state: State, before: State, stage: dict[str, Any],
+                   notes: list[str]) -> DesignBatch:
+    """``base``, or the template rebuilt with the stages' ``op_boundaries`` (``state``'s; ``before``: the previous
+    stage's); a stage that sets it where it changes nothing adds a note (the runtime already in force, or a design
+    that stages no GEMM blocks in a scratchpad)."""
+    from dse.predict.pipeline import staging_level
+
+    want = state.op_boundaries or hw.compute.op_boundaries
+    if "op_boundaries" in stage:
+        if staging_level(base) is None:
+            notes.append(f"op_boundaries does not apply: {hw.name}'s GEMMs stage no blocks in a scratchpad "
+                         "(a cache, a GPU's tiles or no DRAM)")
+        elif want == (before.op_boundaries or hw.compute.op_boundaries):
+            notes.append("op_boundaries already in force")
+    if want == hw.compute.op_boundaries:
+        return base
+    return DesignBatch.from_hardware(hw.model_copy(update={"compute": hw.compute.model_copy(
+        update={"op_boundaries": want})}))
+
+
 def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
     """Predict stage 0 and every cumulative stage of ``spec`` on ``hw`` (and its SRAM what-ifs)."""
     subject = subject_of(spec)
@@ -253,6 +281,7 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
     stages = [{"label": "as given" + (f" ({' and '.join(off)} unfused)" if off else "")}, *spec.stages]
     rows, preds, designs = [], [], []
     for k, stage in enumerate(stages):
+        before = state
         if k:
             state = apply_stage(subject, state, stage)
         try:
@@ -264,7 +293,9 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
             wl, n = winograd(wl)
             if "winograd" in stage and n == 0:
                 notes.append(f"winograd does not apply: {subject.label} has no 3x3 stride-1 convolution")
-        d = base if state.sram_mib is None else base.with_knobs(sram_bytes=np.array([state.sram_mib * MIB]))
+        d = runtime_design(base, hw, state, before, stage, notes)
+        if state.sram_mib is not None:
+            d = d.with_knobs(sram_bytes=np.array([state.sram_mib * MIB]))
         if state.dram_part is not None:
             try:
                 d = d.with_field(f"memory.{d.offchip_name}.generation", [state.dram_part])

@@ -116,6 +116,8 @@ def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
     ({"sram_mib": -1}, "whatif.stages.1: got {'sram_mib': -1} (sram_mib -1); accepted: sram_mib: a number of MiB > 0"),
     ({"dram_part": "hbm9"}, "whatif.stages.1: got {'dram_part': 'hbm9'} (dram_part 'hbm9'); accepted: dram_part: hbm2"),
     ({"dram_part": "gddr7"}, "whatif.stages.1: dram_part gddr7: got gddr7 for a level of kind dram; accepted: hbm2"),
+    ({"op_boundaries": "fused"}, "whatif.stages.1: got {'op_boundaries': 'fused'} (op_boundaries 'fused'); accepted: "
+                                 "op_boundaries: overlapped (one compiled graph) or serial (a program per operator)"),
     ({"window": {"tokens": 0}}, "whatif.stages.1: got {'window': {'tokens': 0}} (window {'tokens': 0}); accepted: "
                                 "window: none or {tokens: N > 0"),
     ({"window": {"tokens": 64, "global_every": 99}}, "whatif.stages.1: got 99 with 12 layers; accepted: 0 (every layer "
@@ -277,3 +279,25 @@ def test_a_window_stage_from_the_command_line(tmp_path: Path, capsys) -> None:
     assert t.loc[1, "time_ms"] < t.loc[0, "time_ms"] == pytest.approx(t.loc[2, "time_ms"])
     assert main(["whatif", "--workload", "llama3.1-8b", "--stages", "window=abc", "--out", str(tmp_path)]) == 2
     assert "accepted: window: none or {tokens: N > 0" in capsys.readouterr().err
+
+
+def test_an_op_boundaries_stage_runs_the_model_as_one_graph_and_equals_predict_on_that_template(tmp_path: Path) -> None:
+    """op_boundaries=overlapped on tt-n150 (tt-metal's program per operator, shipped serial): the GEMMs and
+    convolutions no longer pay their own pipeline fill and drain; the stage's time is dse.predict's on the template
+    with that field, faster than the serial stage, and a second such stage, or one on a GPU, says why nothing moved."""
+    assert main(["whatif", "resnet50", "tt-n150", "--batch", "16", "--stages",
+                 "fuse_elementwise,op_boundaries=overlapped,op_boundaries=overlapped", "--no-plots", "--out",
+                 str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "resnet50-whatif" / "whatif.csv")
+    hw = dse.hardware("tt-n150")
+    graph = hw.model_copy(update={"compute": hw.compute.model_copy(update={"op_boundaries": "overlapped"})})
+    wl = dse.workload("resnet50", batch=16, fuse_elementwise=True)
+    assert t["time_ms"].iloc[2] == pytest.approx(dse.predict(wl, graph).time_s * 1e3, rel=1e-9)
+    assert t["time_ms"].iloc[1] == pytest.approx(dse.predict(wl, hw).time_s * 1e3, rel=1e-9)
+    assert t["time_ms"].iloc[2] < 0.9 * t["time_ms"].iloc[1]
+    assert (round(t["time_ms"].iloc[1], 2), round(t["time_ms"].iloc[2], 2)) == (5.45, 4.53)  # docs/user_guide.md
+    assert t["note"].fillna("").tolist()[3] == "op_boundaries already in force"
+    assert main(["whatif", "resnet50", "h100-sxm", "--stages", "op_boundaries=serial", "--no-plots", "--out",
+                 str(tmp_path / "gpu")]) == 0
+    note = pd.read_csv(tmp_path / "gpu" / "resnet50-whatif" / "whatif.csv")["note"].iloc[1]
+    assert note.startswith("op_boundaries does not apply: h100-sxm's GEMMs stage no blocks in a scratchpad")
