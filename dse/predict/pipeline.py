@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from dse.hardware.designs import DesignBatch
-from dse.predict.traffic import OpArrays, level_rows
+from dse.predict.traffic import OpArrays, level_rows, tiled_time, write_weighted
 
 
 def staging_level(d: DesignBatch) -> int | None:
@@ -68,42 +68,62 @@ def pays(d: DesignBatch, o: OpArrays) -> bool:
 
 def block_counts(o: OpArrays, S: np.ndarray, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """([D or 1, T] pipeline steps ``n`` per core, [D or 1, T] output blocks ``n_out`` per core) of the tiled ops
-    (``o.tiled``) for a core's staging bytes ``S`` [D or 1] and ``cores`` [D or 1] (module docstring)."""
+    (``o.tiled``) for a core's staging bytes ``S`` [D or 1] and ``cores`` [D or 1] (module docstring); in place
+    over fresh arrays (the hot path of a study on a template whose every operator pays)."""
     t = o.tiled
-    b = np.sqrt(S[:, None] / (2.0 * o.tile_elem_bytes[None, t]))
     M, N, K = o.M[None, t], o.N[None, t], np.maximum(o.K[None, t], 1.0)
-    bm, bn, bk = np.minimum(M, b), np.minimum(N, b), np.minimum(K, b)
-    n_out = np.maximum(1.0, np.ceil(M * N / (cores[:, None] * bm * bn)))
-    return n_out * np.ceil(K / bk), n_out
+    b = np.sqrt(S)[:, None] * (1.0 / np.sqrt(2.0 * o.tile_elem_bytes[t]))[None, :]  # the block side
+    n_out = np.minimum(M, b)
+    n_out *= np.minimum(N, b)
+    n_out *= cores[:, None]  # a block of every core
+    np.divide(M * N, n_out, out=n_out)
+    np.ceil(n_out, out=n_out)
+    np.maximum(n_out, 1.0, out=n_out)
+    np.minimum(K, b, out=b)
+    np.divide(K, b, out=b)
+    np.ceil(b, out=b)
+    b *= n_out
+    return b, n_out
 
 
 def pipelined(t_in: np.ndarray, t_out: np.ndarray, t_c: np.ndarray, n: np.ndarray, n_out: np.ndarray) -> np.ndarray:
     """Seconds of a software-pipelined kernel of ``n`` steps and ``n_out`` output blocks (module docstring):
     ``max(t_in / n + t_c + t_out / n_out, t_in + t_out + t_c / n)``."""
-    return np.maximum(t_in / n + t_c + t_out / n_out, t_in + t_out + t_c / n)
+    first = t_in / n
+    first += t_c
+    last = t_out / n_out
+    first += last
+    np.divide(t_c, n, out=last)
+    last += t_in
+    last += t_out
+    return np.maximum(first, last, out=first)
 
 
 def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute: np.ndarray,
-                     main: np.ndarray | None = None) -> np.ndarray | None:
-    """[D or 1, O] seconds of pipeline fill and drain each op leaves exposed (module docstring), or None where the
-    template stages nothing. Only GEMMs and convolutions on the MAC arrays (``matrix`` [D or 1, O]) pay it;
-    ``t_compute`` [D, O] is their compute time, ``main`` [D or 1, O] the main memory's traffic where the caller
-    has it."""
+                     t_main: np.ndarray | None = None) -> np.ndarray | None:
+    """[D or 1, O] seconds of pipeline fill and drain each op leaves exposed (module docstring), or None where no op
+    pays one (:func:`pays`). Only GEMMs and convolutions on the MAC arrays (``matrix`` [D or 1, O]) pay it;
+    ``t_compute`` [D, O] is their compute time, ``t_main`` [D or 1, T] the main memory's time of the tiled ops
+    (traffic / rate, ``dse.predict.traffic.tiled_time``) where the caller has it."""
     if not pays(d, o):
         return None
     lv = staging_level(d)
     t = o.tiled
     top = lv + 1
-    tr = level_rows(d, o, top) if main is None else main
     rate = (d.delivered_bandwidth[:, top] * d.bw_eff[:, top])[:, None]
-    out_b = np.minimum(o.c_bytes[None, t], tr[:, t])  # the output's bytes that cross (0 where it stays on chip)
-    t_out = out_b * d.write_ratio[top] / rate  # written bytes cost the level's write ratio each
-    t_in = (tr[:, t] - out_b) / rate
+    if t_main is None:
+        t_main = tiled_time(write_weighted(level_rows(d, o, top), o, d.write_ratio[top]), rate, o)
+    # the output's time there: its written bytes (0 where it stays on chip) at the level's write cost
+    t_out = np.minimum(o.c_bytes[None, t] * d.write_ratio[top] / rate, t_main)
+    t_in = t_main - t_out
     workers = np.maximum(d.cores - d.base.compute.reserved_cores, 1.0)
     S = d.capacity[:, lv] / d.cores
     n, n_out = block_counts(o, S, workers)
-    exposed = np.zeros((max(tr.shape[0], t_compute.shape[0], matrix.shape[0]), o.n))
     t_c = t_compute[:, t]
-    ex = np.maximum(pipelined(t_in, t_out, t_c, n, n_out) - np.maximum(t_c, t_in + t_out), 0.0)
-    exposed[:, t] = np.where(matrix[:, t] & (o.flops[None, t] > 0), ex, 0.0)
+    ex = pipelined(t_in, t_out, t_c, n, n_out)
+    ex -= np.maximum(t_c, t_in + t_out)  # the roofline's own max(t_c, t_in + t_out)
+    np.maximum(ex, 0.0, out=ex)
+    ex *= matrix[:, t] & (o.flops[None, t] > 0)
+    exposed = np.zeros((ex.shape[0], o.n))
+    exposed[:, t] = ex
     return exposed

@@ -31,7 +31,7 @@ import numpy as np
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, array_modes_at, dtype_efficiency_ratio, stream_rows_at
 from dse.predict.network import network_times
-from dse.predict.pipeline import pipeline_exposed, staging_level
+from dse.predict.pipeline import pays, pipeline_exposed, staging_level
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import (
     attention_fill,
@@ -48,6 +48,7 @@ from dse.predict.traffic import (
     masked_work,
     max_memory_time,
     per_level,
+    tiled_time,
     traffic,
     write_weighted,
 )
@@ -378,7 +379,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     t_net = np.zeros_like(t_compute)
     if o.coll_idx.size:
         t_net[:, o.coll_idx] = network_times(d, o)
-    t_over = np.broadcast_to(fixed_times(d, o, matrix, t_compute, tr), t_compute.shape)
+    main = main_level(d, o)
+    t_main = None if main is None else t_mem[:, o.tiled, main]
+    t_over = np.broadcast_to(fixed_times(d, o, matrix, t_compute, t_main, tr), t_compute.shape)
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -406,22 +409,31 @@ def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np
     rate = _unit_rate(o, d, matrix)  # ops without FLOPs read 1.0: they get 0, not 0/NaN
     _lean_fill(o, d, matrix, rate)
     t_compute = np.divide(o.flops, rate, out=rate)
-    rest = max_memory_time(d, o)  # [1, O] when no level differs between designs
+    main = main_level(d, o)  # [1, O] below when no level differs between designs
+    rest, t_main = (max_memory_time(d, o), None) if main is None else max_memory_time(d, o, keep=main)
     if o.coll_idx.size:
         rest = np.array(np.broadcast_to(rest, t_compute.shape))
         rest[:, o.coll_idx] = np.maximum(rest[:, o.coll_idx], network_times(d, o))
-    return matrix, t_compute, rest, fixed_times(d, o, matrix, t_compute)
+    return matrix, t_compute, rest, fixed_times(d, o, matrix, t_compute, t_main)
 
 
-def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
+def main_level(d: DesignBatch, o: OpArrays) -> int | None:
+    """The main memory's level whose time the software pipeline reads (:func:`dse.predict.pipeline.pays`), or
+    None where no op pays a pipeline fill and drain."""
+    return staging_level(d) + 1 if pays(d, o) else None
+
+
+def _memory_max(d: DesignBatch, o: OpArrays, keep: int | None = None) -> tuple[np.ndarray, ...]:
     """([D or 1, O] the largest memory term ``traffic_l / (BW_l * eta_l)`` over the levels, [D or 1, O] int8 the
     bound code ``l + 1`` of the level that sets it, the first (innermost) on ties, as argmax picks), folded level by
     level: leading levels the same on every design merge into one [1, O] row first, no [D, O, L] array is kept."""
     bw = d.delivered_bandwidth * d.bw_eff
-    other = code = None  # arrays of our own (each division makes a fresh one): written in place once full-shaped
+    other = code = kept = None  # arrays of our own (each division makes a fresh one): written in place once full
     for lv, tr in per_level(d, o):
         col = bw[:, lv : lv + 1]
         tr = write_weighted(tr, o, d.write_ratio[lv])
+        if lv == keep:
+            kept = tiled_time(tr, col, o)
         x = tr / (col[:1] if tr.shape[0] == 1 and bool((col == col[0]).all()) else col)
         c = np.int8(lv + 1)
         if other is None:
@@ -434,8 +446,8 @@ def _memory_max(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
         np.copyto(code, c, where=wins)
         np.maximum(other, x, out=other)
     if other is None:
-        return np.zeros((1, o.n)), np.zeros((1, o.n), dtype=np.int8)
-    return other, code
+        return np.zeros((1, o.n)), np.zeros((1, o.n), dtype=np.int8), kept
+    return other, code, kept
 
 
 def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, tr: np.ndarray | None = None) -> np.ndarray:
@@ -467,15 +479,13 @@ def overhead_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, tr: np.ndarr
 
 
 def fixed_times(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute: np.ndarray,
-                tr: np.ndarray | None = None) -> np.ndarray:
+                t_main: np.ndarray | None = None, tr: np.ndarray | None = None) -> np.ndarray:
     """[D or 1, O] time each op adds to its roofline: :func:`overhead_times` plus, on a scratchpad NPU, the
     software pipeline's exposed fill and drain (:func:`dse.predict.pipeline.pipeline_exposed`; ``t_compute`` [D, O]
-    the ops' compute times at full clock, ``tr`` [D, O, L] the traffic where the caller has it)."""
+    the ops' compute times at full clock, ``t_main`` [D or 1, T] the main memory's time of the tiled ops and ``tr``
+    [D, O, L] the traffic where the caller has them)."""
     over = overhead_times(d, o, matrix, tr)
-    lv = staging_level(d)
-    if lv is None:
-        return over
-    ex = pipeline_exposed(d, o, matrix, t_compute, None if tr is None else tr[:, :, lv + 1])
+    ex = pipeline_exposed(d, o, matrix, t_compute, t_main)
     return over if ex is None else over + ex
 
 
@@ -517,8 +527,9 @@ def evaluate_bound(d: DesignBatch, o: OpArrays, table_order: bool = True) -> tup
     rate = _unit_rate(o, d, matrix)
     fill = _lean_fill(o, d, matrix, rate, want=True)
     t_c = np.divide(o.flops, rate, out=rate)  # the compute term
-    t_over = fixed_times(d, o, matrix, t_c)  # before the roof overwrites t_c
-    other, mcode = _memory_max(d, o)  # the largest memory term and the level that sets it (first on ties)
+    # the largest memory term, the level that sets it (first on ties), the main memory's time of the tiled ops
+    other, mcode, t_main = _memory_max(d, o, main_level(d, o))
+    t_over = fixed_times(d, o, matrix, t_c, t_main)  # before the roof overwrites t_c
     L = d.capacity.shape[1]
     if o.coll_idx.size:  # a collective's network term joins after the memory levels (first on ties loses)
         x = network_times(d, o)

@@ -615,17 +615,21 @@ def write_weighted(tr: np.ndarray, o: OpArrays, ratio: float) -> np.ndarray:
     return tr + (ratio - 1.0) * np.minimum(o.written, tr)
 
 
-def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) -> np.ndarray:
+def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None, keep: int | None = None
+                    ) -> np.ndarray:
     """Max over levels of traffic / (BW * eta), no [D, O, L] temporary; ``out`` [D, O] <- max(out, that).
 
     Without ``out`` a level whose traffic and bandwidth are the same on every design is computed once
-    as a shared [1, O] row; the result is [1, O] when every level is shared, else [D, O]."""
+    as a shared [1, O] row; the result is [1, O] when every level is shared, else [D, O]. With ``keep`` (a level)
+    the result is a pair: that and level ``keep``'s time of the tiled ops, [D or 1, T] (:func:`tiled_time`)."""
     rate = d.delivered_bandwidth * d.bw_eff
-    shared = full = None
+    shared = full = kept = None
     later = []  # a shared [1, O] traffic over per-design bandwidths (a per-core level): after the fresh ones
     for lv, tr in per_level(d, o):
         tr = write_weighted(tr, o, d.write_ratio[lv])  # a fresh array where the ratio is not 1
         bw = rate[:, lv : lv + 1]
+        if lv == keep:
+            kept = tiled_time(tr, bw, o)
         if out is None and tr.shape[0] == 1 and bw.size and (bw == bw[0]).all():
             x = tr / bw[:1]
             shared = x if shared is None else np.maximum(shared, x, out=shared)
@@ -644,10 +648,19 @@ def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None) 
             scratch = o.cache[key] = np.empty(full.shape)
         np.maximum(full, np.divide(tr, bw, out=scratch), out=full)
     if out is not None:
-        return np.maximum(out, full, out=out) if full is not None else out
-    if full is None:
-        return shared if shared is not None else np.zeros((1, o.n))
-    return np.maximum(full, shared, out=full) if shared is not None else full
+        res = np.maximum(out, full, out=out) if full is not None else out
+    elif full is None:
+        res = shared if shared is not None else np.zeros((1, o.n))
+    else:
+        res = np.maximum(full, shared, out=full) if shared is not None else full
+    return res if keep is None else (res, kept)
+
+
+def tiled_time(tr: np.ndarray, bw: np.ndarray, o: OpArrays) -> np.ndarray:
+    """[D or 1, T] one level's time ``traffic / rate`` of the tiled ops (``o.tiled``) from its traffic ``tr``
+    [D or 1, O] (read-byte equivalents) and rate ``bw`` [D, 1] (one shared row where both are)."""
+    same = tr.shape[0] == 1 and bool((bw == bw[0]).all())
+    return tr[:, o.tiled] / (bw[:1] if same else bw)
 
 
 def on_chip_shares(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray]:
