@@ -136,6 +136,44 @@ def _graph_overhead(o, b0, n, comp, OV, GS, RAMP, MAT, trm, tv):
 
 
 @njit
+def _pipeline_fill(o, b0, n, pipe, MAT, tc, trm, BWm, wrt, tv):
+    """``tv`` += op ``o``'s exposed software-pipeline fill and drain where it runs on the MAC arrays
+    (``dse.predict.pipeline.pipeline_exposed``: the same operations in the same order): its main-memory time
+    ``trm / BWm`` split into input and output, its blocks, steps and output blocks per core, the two chains."""
+    PM, PN, PK, PIB, PCO, SQ, WK, rho = pipe
+    mm, nn, kk, ib, co = PM[o], PN[o], PK[o], PIB[o], PCO[o]
+    per_mat = MAT.shape[0] > 1
+    for k in range(n):
+        if not (MAT[b0 + k, o] if per_mat else MAT[0, o]):
+            continue
+        tr = trm[k]
+        if rho != 1.0:
+            tr = tr + (rho - 1.0) * (wrt if wrt < tr else tr)
+        rate = BWm[k]
+        tm = tr / rate
+        x = co / rate
+        t_out = x if x < tm else tm
+        t_in = tm - t_out
+        b = SQ[b0 + k] * ib
+        n_out = mm if mm < b else b
+        n_out *= nn if nn < b else b
+        n_out *= WK[b0 + k]
+        n_out = np.ceil((mm * nn) / n_out)
+        n_out = n_out if n_out > 1.0 else 1.0
+        steps = np.ceil(kk / (kk if kk < b else b)) * n_out
+        tck = tc[k]
+        first = t_in / steps
+        first += tck
+        first += t_out / n_out
+        last = tck / steps
+        last += t_in
+        last += t_out
+        both = t_in + t_out
+        ex = (first if first >= last else last) - (tck if tck >= both else both)
+        tv[k] += ex if ex > 0.0 else 0.0
+
+
+@njit
 def _label_fill(fl, MAT, o, b0, n):
     """``fl`` <- 1 where op ``o`` ran on the vector units (``MAT`` [1 or D, O] false): after the compute term is made,
     the fill only labels the ceiling, and the array label is the MAC array's (``dse.predict.roofline.array_bound``)."""
@@ -334,7 +372,7 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
     flops, live, grp, single, stay, isheld, fused, comp, eager, fcol, ia, ib, hidx, pin, ncol, wrt = ops
     RT, col, F, FV = unit
     lmode, XT, XX, BW, P, CA, CC, CB, lkeep, KR, KC, KX, KW, KH, RHO, kcany = lv
-    graph, lmain, OV, GS, RAMP, MAT, HOST, NET = over
+    graph, lmain, OV, GS, RAMP, MAT, HOST, NET, PT, pipe = over
     D, L = RT.shape[1], lmode.shape[0]
     tc, fl, oth, trm, tt, tv = np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK)
     rf, ka, kb, tot, best = np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK), np.zeros(BLK)
@@ -394,7 +432,7 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                 _fold_div(n, tv, bw, lvi + 1, oth, code, lvi == 0)
             if ncol[o] >= 0:  # a collective's network term
                 _fold(n, NET[ncol[o], b0 : b0 + n], L + 1, oth, code)
-            if not (fused[o] or eager[o] or graph):  # the time (and ceiling) in one loop: roof + launch overhead
+            if not (fused[o] or eager[o] or graph or PT[o]):  # the time (and ceiling) in one loop: roof + launch
                 _time_plain(n, L, want, tc, fl, oth, code, OV[b0 : b0 + n], tt, cd)
                 if want:
                     _add_bound(o, n, owner, weight, tt, cd, BL)
@@ -408,6 +446,8 @@ def kernel(ops, unit, lv, over, sums, want, n_b, owner, weight, mixw, T, OVS, WI
                 _graph_overhead(o, b0, n, comp, OV, GS, RAMP, MAT, trm, tv)
             else:
                 tv[:n] = OV[b0 : b0 + n]
+            if PT[o] and flops[o] > 0 and not fused[o]:  # a scratchpad pipeline's fill and drain
+                _pipeline_fill(o, b0, n, pipe, MAT, tc, trm, BW[lmain, b0 : b0 + n], wrt[o], tv)
             for k in range(n):
                 tt[k] = rf[k] + tv[k]
             if eager[o]:  # the host dispatches it: at least its dispatch time

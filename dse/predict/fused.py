@@ -13,11 +13,9 @@ The kernel repeats the per-element arithmetic of numpy's path operation for oper
 divisions in the same order), so each op's time and binding ceiling are bit for bit numpy's; the step sums differ
 from numpy's matrix product only in summation order (a few ulp). ``tests/predict/test_fused.py`` checks both on
 templates of every kind (scratchpads, caches, graph kernels, collectives, no DRAM). Without numba, under a power cap
-(its clock iteration stays in numpy), where a GEMM pays a scratchpad pipeline's fill and drain
-(:func:`dse.predict.pipeline.pays`: a runtime that runs each operator as its own program), or below
-:data:`FUSED_MIN` elements (where preparing costs more than it saves) numpy's path runs. Set ``DSE_FUSED=0`` to
-force numpy's path. The compiled kernel is cached by numba next to ``_fused_kernels.py`` (or in
-``NUMBA_CACHE_DIR``).
+(its clock iteration stays in numpy), or below :data:`FUSED_MIN` elements (where preparing costs more than it
+saves) numpy's path runs. Set ``DSE_FUSED=0`` to force numpy's path. The compiled kernel is cached by numba next to
+``_fused_kernels.py`` (or in ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
-from dse.predict.pipeline import pays
+from dse.predict.pipeline import pays, staging_level
 from dse.predict.roofline import fill_parts, on_matrix, rate_columns, rate_table
 from dse.predict.traffic import (
     OpArrays,
@@ -91,7 +89,7 @@ def applies(d: DesignBatch, o: OpArrays) -> bool:
     """Whether :func:`mix_times` / :func:`mix_times_bounds` take the compiled path for this batch (numba is imported,
     the first time, only once a batch is large enough)."""
     return (available() and d.base.power_limit_w is None and d.n * o.n >= FUSED_MIN and o.n > 0
-            and not pays(d, o) and _importable())
+            and _importable())
 
 
 @functools.cache
@@ -240,7 +238,9 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
     graph = g is not None and not np.isnan(g).all() and off.size > 0
     ov = np.broadcast_to(dc.overhead_s, (D,)).astype(float)
     gs = np.where(np.isnan(g), ov, g) if graph else ov
+    pt, pipe = _pipeline_rows(dc, o, D)
     return dict(
+        PT=pt, pipe=pipe,
         RT=_rows(o, "RT", table), col=np.ascontiguousarray(col, dtype=np.int64),
         F=np.ascontiguousarray(F, dtype=float), fcol=fcol, FV=_rows(o, "FV", FV),
         lmode=lmode, XT=XT, XX=XX, BW=_rows(o, "BW", bw), P=P, ia=ia, ib=ib, CA=CA, CC=CC, CB=CB,
@@ -248,6 +248,28 @@ def _prepare(dc: DesignBatch, o: OpArrays) -> dict[str, Any]:
         lkeep=lkeep, KR=KR, KC=KC, KX=KX, KW=KW, KH=KH, hidx=hidx, pin=pin, ncol=ncol, NET=NET,
         graph=bool(graph), lmain=int(off[0]) if off.size else -1, OV=ov, GS=gs, RAMP=np.maximum(ov - gs, 0.0),
         MAT=np.ascontiguousarray(matrix, dtype=np.bool_), HOST=np.broadcast_to(dc.host_s, (D,)).astype(float))
+
+
+def _pipeline_rows(dc: DesignBatch, o: OpArrays, D: int) -> tuple[np.ndarray, tuple]:
+    """([O] bool: the op pays a scratchpad pipeline's fill and drain, the kernel's per-op and per-design rows of
+    :func:`dse.predict.pipeline.block_counts` and ``pipeline_exposed``: M, N, K, 1 / sqrt(2 e), the output's
+    read-byte equivalents, sqrt of a core's staging bytes, the worker cores, the main level's write ratio)."""
+    pt = np.zeros(o.n, dtype=np.bool_)
+    zeros = np.zeros(o.n)
+    if not pays(dc, o):
+        return pt, (zeros, zeros, zeros, zeros, zeros, np.zeros(D), np.zeros(D), 1.0)
+    lv = staging_level(dc)
+    t = o.tiled
+    pt[t] = True
+    K = np.maximum(o.K, 1.0)
+    ib = np.zeros(o.n)
+    ib[t] = 1.0 / np.sqrt(2.0 * o.tile_elem_bytes[t])
+    rho = float(dc.write_ratio[lv + 1])
+    S = dc.capacity[:, lv] / dc.cores
+    workers = np.maximum(dc.cores - dc.base.compute.reserved_cores, 1.0)
+    return pt, (o.M.astype(float), o.N.astype(float), K, ib, o.c_bytes * rho,
+                np.ascontiguousarray(np.broadcast_to(np.sqrt(S), (D,)), dtype=float),
+                np.ascontiguousarray(np.broadcast_to(workers, (D,)), dtype=float), rho)
 
 
 def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | None, window: np.ndarray | None,
@@ -286,7 +308,7 @@ def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | 
         unit = (p["RT"], p["col"], p["F"], p["FV"])
         lv = tuple(p[x] for x in ("lmode", "XT", "XX", "BW", "P", "CA", "CC", "CB", "lkeep", "KR", "KC", "KX", "KW",
                                   "KH", "RHO"))
-        over = (p["graph"], p["lmain"], p["OV"], p["GS"], p["RAMP"], p["MAT"], p["HOST"], p["NET"])
+        over = (p["graph"], p["lmain"], p["OV"], p["GS"], p["RAMP"], p["MAT"], p["HOST"], p["NET"], p["PT"], p["pipe"])
         whole = k == d.n  # one call: the outputs themselves; else C-ordered pieces (one compiled signature)
         outs = [byT if not (want and keep_by) else byT if whole else np.empty((W, n_b, k)),
                 top if not summary or whole else np.empty((W, k), dtype=np.int8),

@@ -109,34 +109,24 @@ def test_gpu_designs_with_their_l2_and_graph_kernels(monkeypatch, name):
     _check(monkeypatch, _knobs(base, rng), _inference_mix())
 
 
-def _kernel_template(name: str) -> DesignBatch:
-    """The template, with tt-metal's operators as one graph (``op_boundaries: overlapped``): the shipped tt
-    templates run each operator as its own program, whose pipeline fill and drain only numpy's path prices
-    (:func:`test_a_runtime_of_one_program_per_operator_takes_numpys_path`), and the kernel still checks their
-    reserved cores and unpackers."""
-    hw = dse.hardware(name)
-    if hw.compute.op_boundaries == "serial":
-        hw = hw.model_copy(update={"compute": hw.compute.model_copy(update={"op_boundaries": "overlapped"})})
-    return DesignBatch.from_hardware(hw)
-
-
-def test_a_runtime_of_one_program_per_operator_takes_numpys_path(monkeypatch):
-    """tt-n150 as shipped (``op_boundaries: serial``): every GEMM pays its pipeline's fill and drain, which the
-    kernel does not compute, so a large batch takes numpy's path, and its times are numpy's."""
-    monkeypatch.setattr(fused, "FUSED_MIN", 0)
-    d = _knobs(DesignBatch.from_hardware(dse.hardware("tt-n150")), np.random.default_rng(2))
-    mix = _inference_mix(eager_training=False)
-    a = mix_arrays(mix)
-    assert not fused.applies(d, a.o) and fused.applies(_kernel_template("tt-n150"), a.o)
-    t_got, t_ref = _both(monkeypatch, lambda: mix_times(d, mix, arrays=a))
-    np.testing.assert_array_equal(t_got, t_ref)
+def test_a_runtime_of_one_program_per_operator_pays_its_pipelines_in_the_kernel(monkeypatch):
+    """tt-n150 as shipped (``op_boundaries: serial``): every GEMM and convolution pays its software pipeline's fill
+    and drain (``dse.predict.pipeline``); the kernel adds it as numpy does, designs of every knob and a lone GEMM
+    alike, and the same template run as one graph takes none of it."""
+    rng = np.random.default_rng(2)
+    d = _knobs(DesignBatch.from_hardware(dse.hardware("tt-n150")), rng)
+    _check(monkeypatch, d, _inference_mix(eager_training=False))
+    _check(monkeypatch, d, Mix.of([dse.workload("gemm:3328x2560x2560", dtype="bf16")]))
+    hw = dse.hardware("tpu7x")  # a lone GEMM on a graph compiler's chip pays it too
+    _check(monkeypatch, _knobs(DesignBatch.from_hardware(hw), rng), Mix.of([dse.workload("gemm:1024x1024x1024",
+                                                                                        dtype="bf16")]))
 
 
 @pytest.mark.parametrize("name", ["tpu-v5e", "gaudi2", "tt-n150", "trainium2", "inferentia2"])
 def test_npu_templates(monkeypatch, name):
     """Configurable array geometries, vector units that take low-fill matrix ops, reserved cores."""
     rng = np.random.default_rng(2)
-    base = _kernel_template(name)
+    base = DesignBatch.from_hardware(dse.hardware(name))
     _check(monkeypatch, _knobs(base, rng), _inference_mix(eager_training=False))
 
 
@@ -145,7 +135,7 @@ def test_block_scaled_weights(monkeypatch, name):
     """Weights in bfp8 / bfp4 beside bf16 activations: decoded for free where the matrix unit ``unpacks`` them
     (Tensix), by a dequantization kernel on the vector units elsewhere; both paths agree either way."""
     rng = np.random.default_rng(3)
-    base = _kernel_template(name)
+    base = DesignBatch.from_hardware(dse.hardware(name))
     mix = Mix.of([dse.workload("llama3-8b", phase="decode", batch=32, context=128, weight_dtype="bfp8",
                                weight_dtypes={"ffn_up": "bfp4"}, kv_dtype="bfp8"),
                   dse.workload("llama2-7b", phase="prefill", batch=1, seq=256, weight_dtype="bfp4")], [1.0, 2.0])
