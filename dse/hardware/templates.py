@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dse.errors import DseError, did_you_mean, from_validation_error
+from dse.errors import DseError, _short, did_you_mean, from_validation_error
 from dse.hardware.schema import Hardware, Node
 from dse.units import repo_root
 from dse.yamlio import is_file, load_spec, load_yaml
@@ -104,7 +104,8 @@ def _load_node_cached(name: str) -> Node:
 
 
 def load_node(name: str, *, file: str | None = None, field: str | None = "process_node") -> Node:
-    """Process-node coefficients by name (``hw_templates/nodes/<name>.yaml``)."""
-    if not node_file(name).is_file():
-        raise DseError(f"got {name!r}; accepted: one of {', '.join(list_nodes())}", file=file, field=field)
+    """Process-node coefficients by name (``hw_templates/nodes/<name>.yaml``): one of :func:`list_nodes`, checked
+    before any path is made of it (a name of 300 characters, or one with a ``/``, is no file to look for)."""
+    if name not in list_nodes():
+        raise DseError(f"got {_short(name)}; accepted: one of {', '.join(list_nodes())}", file=file, field=field)
     return _load_node_cached(name)

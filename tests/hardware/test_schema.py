@@ -66,6 +66,10 @@ def test_blocks_are_frozen() -> None:
      "chip.yaml: memory.0.kind: got 'flash'; accepted: one of sram, dram"),
     (lambda d: d["compute"].pop("cores"), "chip.yaml: compute.cores: missing; this field is required"),
     (lambda d: d.__setitem__("process_node", "1nm"), "chip.yaml: process_node: got '1nm'; accepted: one of 12nm, 16nm"),
+    # a name too long to be a file name was a traceback (OSError: File name too long), a path another node's file
+    (lambda d: d.__setitem__("process_node", "a" * 300), "chip.yaml: process_node: got 'aaaaaaaa"),
+    (lambda d: d.__setitem__("process_node", "../nodes/7nm"),
+     "chip.yaml: process_node: got '../nodes/7nm'; accepted: one of 12nm"),
     (lambda d: d["compute"]["matrix"].__setitem__("unpacks", ["int4"]),
      "chip.yaml: compute.matrix.unpacks: got 'int4'; accepted: on the matrix unit, block-scaled formats (bfp8, bfp4"),
     (lambda d: d["compute"]["vector"].__setitem__("unpacks", ["bfp8"]),
