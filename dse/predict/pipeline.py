@@ -26,7 +26,10 @@ pays.
 
 Blocks are squares of side ``b = sqrt(S / (2 (e_a + e_b + e_out)))``, ``S`` a core's share of the staging
 scratchpad (every block double-buffered), each side capped by the op's own dimension (Pallas: the largest blocks
-that fit VMEM are best). Per core ``n_out = ceil(M N / (C b_m b_n))``, ``n = n_out ceil(K / b_k)``.
+that fit VMEM are best). Per core ``n_out = ceil(M N / (C b_m b_n))``, ``n = n_out ceil(K / b_k)``. A larger
+scratchpad therefore means larger blocks and a longer first load and last store (what XLA's single-block 1024^3 and
+2048^3 GEMMs on TPU7x show); a runtime whose per-shape block sizes do not grow with it (tt-metal's program
+configs) is not modelled, so an SRAM study on a ``serial`` template sees that cost (docs/npu_validation.md).
 
 The measured bf16 GEMMs on one TPU7x TensorCore (accelerator-microbenchmarks, 256^3-4096^3, never fitted) take
 0.16, 0.51, 2.35, 5.8 and 8.7 us beyond the template's launch and roofline; this mechanism gives 0.04, 0.28, 1.96,
