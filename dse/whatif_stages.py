@@ -43,6 +43,7 @@ from dse.hardware.fields import knob_values
 from dse.hardware.schema import Hardware
 from dse.hardware.templates import load_hardware
 from dse.predict import Prediction, predict
+from dse.predict.pipeline import staging_level
 from dse.units import DTYPE_INDEX, MIB, TERA
 from dse.workloads import ops as oprows
 from dse.workloads.families import FAMILIES
@@ -255,8 +256,6 @@ def runtime_design(base: DesignBatch, hw: Hardware, state: State, before: State,
     """``base``, or the template rebuilt with the stages' ``op_boundaries`` (``state``'s; ``before``: the previous
     stage's); a stage that sets it where it changes nothing adds a note (the runtime already in force, or a design
     that stages no GEMM blocks in a scratchpad)."""
-    from dse.predict.pipeline import staging_level
-
     want = state.op_boundaries or hw.compute.op_boundaries
     if "op_boundaries" in stage:
         if staging_level(base) is None:
