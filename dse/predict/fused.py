@@ -30,7 +30,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
-from dse.predict.pipeline import pays, staging_level
+from dse.predict.pipeline import pays, staging_bytes, staging_level, workers
 from dse.predict.roofline import fill_parts, on_matrix, rate_columns, rate_table
 from dse.predict.traffic import (
     OpArrays,
@@ -265,11 +265,9 @@ def _pipeline_rows(dc: DesignBatch, o: OpArrays, D: int) -> tuple[np.ndarray, tu
     ib = np.zeros(o.n)
     ib[t] = 1.0 / np.sqrt(2.0 * o.tile_elem_bytes[t])
     rho = float(dc.write_ratio[lv + 1])
-    S = dc.capacity[:, lv] / dc.cores
-    workers = np.maximum(dc.cores - dc.base.compute.reserved_cores, 1.0)
     return pt, (o.M.astype(float), o.N.astype(float), K, ib, o.c_bytes * rho,
-                np.ascontiguousarray(np.broadcast_to(np.sqrt(S), (D,)), dtype=float),
-                np.ascontiguousarray(np.broadcast_to(workers, (D,)), dtype=float), rho)
+                np.ascontiguousarray(np.broadcast_to(np.sqrt(staging_bytes(dc, lv)), (D,)), dtype=float),
+                np.ascontiguousarray(np.broadcast_to(workers(dc), (D,)), dtype=float), rho)
 
 
 def _run(d: DesignBatch, o: OpArrays, member: np.ndarray, overlap: np.ndarray | None, window: np.ndarray | None,

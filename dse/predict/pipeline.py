@@ -25,8 +25,9 @@ model's device time is their sum) starts every operator with empty buffers and e
 pays.
 
 Blocks are squares of side ``b = sqrt(S / (2 (e_a + e_b + e_out)))``, ``S`` a core's share of the staging
-scratchpad (every block double-buffered), each side capped by the op's own dimension (Pallas: the largest blocks
-that fit VMEM are best). Per core ``n_out = ceil(M N / (C b_m b_n))``, ``n = n_out ceil(K / b_k)``. A larger
+scratchpad (or of a larger on-chip level inside it: :func:`staging_bytes`; every block double-buffered), each side
+capped by the op's own dimension (Pallas: the largest blocks that fit VMEM are best). Per core
+``n_out = ceil(M N / (C b_m b_n))``, ``n = n_out ceil(K / b_k)``. A larger
 scratchpad therefore means larger blocks and a longer first load and last store (what XLA's single-block 1024^3 and
 2048^3 GEMMs on TPU7x show); a runtime whose per-shape block sizes do not grow with it (tt-metal's program
 configs) is not modelled, so an SRAM study on a ``serial`` template sees that cost (docs/npu_validation.md).
@@ -67,6 +68,18 @@ def pays(d: DesignBatch, o: OpArrays) -> bool:
     if staging_level(d) is None or o.tiled.stop <= o.tiled.start:
         return False
     return d.base.compute.op_boundaries == "serial" or lone_op(o)
+
+
+def staging_bytes(d: DesignBatch, lv: int) -> np.ndarray:
+    """[D] bytes a core stages its blocks in: its share of the largest on-chip level up to the staging level ``lv``
+    (``capacity / cores``, a per-core level's own copy), as :func:`dse.predict.traffic.inner_capacity` lets a small
+    buffer between a core's scratchpad and the main memory pass the tiles the scratchpad keeps."""
+    return (d.capacity[:, : lv + 1] / d.cores[:, None]).max(axis=1)
+
+
+def workers(d: DesignBatch) -> np.ndarray:
+    """[D] cores that run operators (the runtime's ``reserved_cores`` left out), over which a GEMM's output splits."""
+    return np.maximum(d.cores - d.base.compute.reserved_cores, 1.0)
 
 
 def block_counts(o: OpArrays, S: np.ndarray, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -119,9 +132,7 @@ def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute:
     # the output's time there: its written bytes (0 where it stays on chip) at the level's write cost
     t_out = np.minimum(o.c_bytes[None, t] * d.write_ratio[top] / rate, t_main)
     t_in = t_main - t_out
-    workers = np.maximum(d.cores - d.base.compute.reserved_cores, 1.0)
-    S = d.capacity[:, lv] / d.cores
-    n, n_out = block_counts(o, S, workers)
+    n, n_out = block_counts(o, staging_bytes(d, lv), workers(d))
     t_c = t_compute[:, t]
     ex = pipelined(t_in, t_out, t_c, n, n_out)
     ex -= np.maximum(t_c, t_in + t_out)  # the roofline's own max(t_c, t_in + t_out)

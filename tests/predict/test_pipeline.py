@@ -119,3 +119,16 @@ def test_a_larger_scratchpad_lengthens_a_serial_runtimes_fill_and_drain_as_the_d
     g = DesignBatch.stack([DesignBatch.from_hardware(graph)] * 3).with_knobs(sram_bytes=sizes)
     t = mix_times(g, resnet)[:, 0]
     assert (np.diff(t) <= 1e-12).all()
+
+
+def test_a_small_staging_buffer_leaves_the_blocks_to_the_scratchpads_inside_it() -> None:
+    """A 64 KiB shared buffer between npu-7nm's 0.5 MiB per-core scratchpads and its HBM: the blocks are the per-core
+    scratchpads' (as the traffic model's inner capacity says), not the buffer's 2.7 KiB share per core."""
+    from dse.predict.pipeline import staging_bytes
+
+    hw = dse.hardware("npu-7nm")
+    small = hw.model_copy(update={"memory": [hw.memory[0], hw.memory[1].model_copy(update={"capacity_mib": 1 / 16}),
+                                             hw.memory[2]]})
+    d = DesignBatch.from_hardware(small)
+    assert staging_level(d) == 1
+    assert staging_bytes(d, 1)[0] == pytest.approx(hw.memory[0].capacity_bytes / hw.compute.cores)
