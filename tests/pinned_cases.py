@@ -54,6 +54,11 @@ CASES: dict[str, Callable[[], list[tuple[str, str, float | str]]]] = {
         microbatches=64, interleave=3, recompute="full"),
     "llama2-7b serving b16 in512 out128 bf16 @ h100-sxm": _predict("llama2-7b", "h100-sxm", phase="serving", batch=16,
                                                                     input_len=512, output_len=128, dtype="bf16"),
+    "gemm 1024^3 bf16 @ tpu7x (a lone GEMM's pipeline fill and drain)": _predict("gemm:1024x1024x1024", "tpu7x",
+                                                                                 dtype="bf16"),
+    "resnet50 forward b16 bf16 @ tt-n150 (a program per operator)": _predict("resnet50", "tt-n150", phase="forward",
+                                                                            batch=16, dtype="bf16",
+                                                                            fuse_elementwise=True),
     "npu-7nm area": _area("npu-7nm"),
     "h100-sxm area": _area("h100-sxm"),
 }
