@@ -30,7 +30,7 @@ import numpy as np
 
 from dse.hardware.designs import DesignBatch
 from dse.predict.network import network_times
-from dse.predict.pipeline import pays, staging_bytes, staging_level, workers
+from dse.predict.pipeline import paying, pays, staging_bytes, staging_level, workers
 from dse.predict.roofline import fill_parts, on_matrix, rate_columns, rate_table
 from dse.predict.traffic import (
     OpArrays,
@@ -260,7 +260,7 @@ def _pipeline_rows(dc: DesignBatch, o: OpArrays, D: int) -> tuple[np.ndarray, tu
         return pt, (zeros, zeros, zeros, zeros, zeros, np.zeros(D), np.zeros(D), 1.0)
     lv = staging_level(dc)
     t = o.tiled
-    pt[t] = True
+    pt[t] = paying(dc, o)
     K = np.maximum(o.K, 1.0)
     ib = np.zeros(o.n)
     ib[t] = 1.0 / np.sqrt(2.0 * o.tile_elem_bytes[t])

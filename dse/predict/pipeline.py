@@ -19,7 +19,8 @@ Between operators a graph compiler hides all of it (``compute.op_boundaries: ove
 the next operator's first loads while this one computes and keeps or drains its outputs behind the next one's work
 (XLA's memory-space assignment prefetches operands into VMEM ahead of their use, Jouppi et al., "TPU v4", ISCA 2023
 Sec. 3; the Neuron and SynapseAI graph compilers schedule one instruction stream for the graph), so only a lone
-operator, a kernel benchmark run once, pays it. A runtime that runs every operator as its own program
+operator, a kernel benchmark run once, pays it, and so does every operator an eager framework dispatches on its
+own (``execution: eager``). A runtime that runs every operator as its own program
 (``serial``: tt-metal, whose op-by-op device profile times each op's kernels from their start to their end, and a
 model's device time is their sum) starts every operator with empty buffers and ends it with its last store: each
 pays.
@@ -62,12 +63,22 @@ def lone_op(o: OpArrays) -> bool:
     return o.n == 1 and float(o.count[0]) <= 1.0
 
 
+def paying(d: DesignBatch, o: OpArrays) -> np.ndarray:
+    """[T] bool: the tiled ops (``o.tiled``) that pay a pipeline fill and drain on ``d``'s template (one with a
+    staging scratchpad): all of them where every operator is its own program (``op_boundaries: serial``) or the
+    step is one lone operator, else those an eager framework dispatches one at a time (``execution: eager``: no
+    compiled graph overlaps an operator with its neighbours)."""
+    t = o.tiled
+    if staging_level(d) is None or t.stop <= t.start:
+        return np.zeros(max(t.stop - t.start, 0), dtype=bool)
+    if d.base.compute.op_boundaries == "serial" or lone_op(o):
+        return np.ones(t.stop - t.start, dtype=bool)
+    return o.eager[t].astype(bool)
+
+
 def pays(d: DesignBatch, o: OpArrays) -> bool:
-    """Whether any op of ``o`` pays a pipeline fill and drain on ``d``'s template: a staging scratchpad, GEMMs or
-    convolutions, and every operator its own program (``op_boundaries: serial``) or one lone operator."""
-    if staging_level(d) is None or o.tiled.stop <= o.tiled.start:
-        return False
-    return d.base.compute.op_boundaries == "serial" or lone_op(o)
+    """Whether any op of ``o`` pays a pipeline fill and drain on ``d``'s template (:func:`paying`)."""
+    return bool(paying(d, o).any())
 
 
 def staging_bytes(d: DesignBatch, lv: int) -> np.ndarray:
@@ -137,7 +148,7 @@ def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute:
     ex = pipelined(t_in, t_out, t_c, n, n_out)
     ex -= np.maximum(t_c, t_in + t_out)  # the roofline's own max(t_c, t_in + t_out)
     np.maximum(ex, 0.0, out=ex)
-    ex *= matrix[:, t] & (o.flops[None, t] > 0)
+    ex *= matrix[:, t] & ((o.flops[t] > 0) & ~o.fused[t] & paying(d, o))[None, :]
     exposed = np.zeros((ex.shape[0], o.n))
     exposed[:, t] = ex
     return exposed

@@ -132,3 +132,19 @@ def test_a_small_staging_buffer_leaves_the_blocks_to_the_scratchpads_inside_it()
     d = DesignBatch.from_hardware(small)
     assert staging_level(d) == 1
     assert staging_bytes(d, 1)[0] == pytest.approx(hw.memory[0].capacity_bytes / hw.compute.cores)
+
+
+def test_an_eager_frameworks_gemms_pay_it_on_a_graph_compilers_chip() -> None:
+    """execution: eager dispatches each operator on its own, so no compiled graph overlaps a GEMM with its
+    neighbours: on npu-7nm (overlapped) an eager training step's GEMMs pay their fill and drain, the same step
+    compiled pays none."""
+    from dse.predict.pipeline import paying, pays
+
+    d = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    eager = OpArrays.from_table(dse.workload("gpt2", phase="training", batch=2, seq=256, execution="eager").ops)
+    graph = OpArrays.from_table(dse.workload("gpt2", phase="training", batch=2, seq=256).ops)
+    assert paying(d, eager).all() and not pays(d, graph)
+    matrix = np.ones((1, eager.n), dtype=bool)
+    t_c = np.take(evaluate(d, eager).t_compute, eager.perm, axis=1)  # the table's order -> the sorted one
+    ex = pipeline_exposed(d, eager, matrix, t_c)
+    assert ex is not None and (ex[0, eager.tiled] > 0).any() and (ex[0, eager.attn.start:] == 0).all()
