@@ -233,9 +233,10 @@ class Compute(Strict):
         "overlapped", description="What a scratchpad NPU's runtime does between two operators "
         "(dse.predict.pipeline): overlapped (a graph compiler loads the next operator's first blocks while this one "
         "computes and drains its last outputs behind the next one: XLA, Neuron, SynapseAI graph mode; only a lone "
-        "operator, a kernel benchmark, and an eager framework's operators pay its software pipeline's fill and drain) or serial (every operator is its "
-        "own program that starts with empty buffers and ends with its last store, as tt-metal runs them: every GEMM "
-        "and convolution pays its first block's load or compute and its last block's store)")
+        "operator, a kernel benchmark, and an eager framework's operators pay its software pipeline's fill and "
+        "drain) or serial (every operator is its own program that starts with empty buffers and ends with its last "
+        "store, as tt-metal runs them: every GEMM and convolution pays its first block's load or compute and its last "
+        "block's store)")
     graph_kernel_us: float | None = Field(
         None, ge=0, le=MAX_OVERHEAD_US,
         description="Fixed device time of one kernel of a captured graph (CUDA graph) whose bytes stay on chip (us): "
