@@ -1276,7 +1276,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     p = predict(wl, hw, system=args.system)
     cols = ["name", "kind", "ran_on", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization",
             "region"]
-    if (p.ops["bound_via"] != "").any():  # a level held below its bandwidth by the on-chip network or d2d links
+    if (p.ops["bound_via"] != "").any():  # a level held down by the on-chip network or d2d links; a GEMM's pipeline
         cols.insert(cols.index("bound") + 1, "bound_via")
     if args.format == "json":
         from dse.validate.bands import band_for

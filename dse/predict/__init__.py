@@ -220,6 +220,8 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     sent = o.to_table_order(sent_per_op(o, d.system)[None, :])[0] if d.system is not None else np.zeros(n)
     col["net_sent_bytes"] = sent  # bytes this chip injects into the network per instance
     col["t_overhead_s"] = r.t_overhead[0]
+    pipe = r.t_pipeline[0] if r.t_pipeline is not None else np.zeros(n)
+    col["t_pipeline_s"] = pipe  # the part of t_overhead that is a scratchpad pipeline's fill and drain
     with np.errstate(divide="ignore", invalid="ignore"):
         col["ai"] = np.where(compulsory > 0, flops / compulsory, np.inf)
     bound = names[r.bound[0]]
@@ -228,7 +230,9 @@ def _single_table(wl: Workload, d: DesignBatch, o: OpArrays, r: BatchResult, tot
     code = r.bound[0]
     level = (code >= 1) & (code <= len(levels))
     limit = np.array(LEVEL_LIMITS)[d.level_limit[0][np.clip(code - 1, 0, len(levels) - 1)]]
-    col["bound_via"] = np.where(level, limit, "")
+    # an overhead-bound op whose fixed cost is mostly its GEMM pipeline's fill and drain (dse.predict.pipeline)
+    col["bound_via"] = np.where(level, limit, np.where((bound == "overhead") & (pipe > 0.5 * r.t_overhead[0]),
+                                                       "pipeline", ""))
     with np.errstate(divide="ignore", invalid="ignore"):  # an op decoded for free (unpacks) takes no time
         col["achieved_flops"] = np.where(t > 0, flops / t, 0.0)
     # Attainable roof for this op: min(raw peak, min over levels of raw BW * AI at that level).

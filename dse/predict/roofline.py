@@ -70,6 +70,7 @@ class BatchResult:
     t_network: np.ndarray | None = None  # [D, O] collective time (0 for other ops)
     clock: np.ndarray | None = None  # [D, O] clock fraction under the power cap (1 without one)
     on_matrix: np.ndarray | None = None  # [D, O] bool: the op ran on the MAC arrays (else the vector units)
+    t_pipeline: np.ndarray | None = None  # [D, O] the scratchpad pipeline's exposed fill and drain, in t_overhead
 
 
 #: fill under which a compute-bound op is called array-bound (more than half the MAC array idles)
@@ -381,7 +382,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
         t_net[:, o.coll_idx] = network_times(d, o)
     main = main_level(d, o)
     t_main = None if main is None else t_mem[:, o.tiled, main]
-    t_over = np.broadcast_to(fixed_times(d, o, matrix, t_compute, t_main, tr), t_compute.shape)
+    t_pipe = pipeline_exposed(d, o, matrix, t_compute, t_main)
+    t_pipe = np.zeros_like(t_compute) if t_pipe is None else np.broadcast_to(t_pipe, t_compute.shape)
+    t_over = overhead_times(d, o, matrix, tr) + t_pipe  # fixed_times, its two parts kept
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -399,7 +402,8 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     back = o.to_table_order
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
                        traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net),
-                       clock=back(clock), on_matrix=back(np.broadcast_to(matrix, time.shape)))
+                       clock=back(clock), on_matrix=back(np.broadcast_to(matrix, time.shape)),
+                       t_pipeline=back(t_pipe))
 
 
 def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -148,3 +148,16 @@ def test_an_eager_frameworks_gemms_pay_it_on_a_graph_compilers_chip() -> None:
     t_c = np.take(evaluate(d, eager).t_compute, eager.perm, axis=1)  # the table's order -> the sorted one
     ex = pipeline_exposed(d, eager, matrix, t_c)
     assert ex is not None and (ex[0, eager.tiled] > 0).any() and (ex[0, eager.attn.start:] == 0).all()
+
+
+def test_the_table_shows_the_pipelines_part_of_the_fixed_cost() -> None:
+    """dse predict's table: t_pipeline_s is the part of t_overhead_s that is the fill and drain (launch + it), and a
+    lone 1024^3 GEMM on TPU7x, overhead-bound, says bound_via pipeline; a large one, compute-bound, says nothing."""
+    small = dse.predict(dse.workload("gemm:1024x1024x1024", dtype="bf16"), TPU7X).ops.iloc[0]
+    launch = TPU7X.compute.launch_overhead_us * 1e-6
+    assert small["t_overhead_s"] == pytest.approx(launch + small["t_pipeline_s"], rel=1e-12)
+    assert small["bound"] == "overhead" and small["bound_via"] == "pipeline"
+    large = dse.predict(dse.workload("gemm:4096x4096x4096", dtype="bf16"), TPU7X).ops.iloc[0]
+    assert large["t_pipeline_s"] > 0 and large["bound"] == "compute" and large["bound_via"] == ""
+    gpu = dse.predict(dse.workload("gemm:1024x1024x1024", dtype="bf16"), "h100-sxm").ops.iloc[0]
+    assert gpu["t_pipeline_s"] == 0 and gpu["bound_via"] == ""
