@@ -129,10 +129,11 @@ def pipelined(t_in: np.ndarray, t_out: np.ndarray, t_c: np.ndarray, n: np.ndarra
 def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute: np.ndarray,
                      t_main: np.ndarray | None = None) -> np.ndarray | None:
     """[D or 1, O] seconds of pipeline fill and drain each op leaves exposed (module docstring), or None where no op
-    pays one (:func:`pays`). Only GEMMs and convolutions on the MAC arrays (``matrix`` [D or 1, O]) pay it;
+    pays one (:func:`paying`). Only GEMMs and convolutions on the MAC arrays (``matrix`` [D or 1, O]) pay it;
     ``t_compute`` [D, O] is their compute time, ``t_main`` [D or 1, T] the main memory's time of the tiled ops
     (traffic / rate, ``dse.predict.traffic.tiled_time``) where the caller has it."""
-    if not pays(d, o):
+    who = paying(d, o)
+    if not who.any():
         return None
     lv = staging_level(d)
     t = o.tiled
@@ -148,7 +149,7 @@ def pipeline_exposed(d: DesignBatch, o: OpArrays, matrix: np.ndarray, t_compute:
     ex = pipelined(t_in, t_out, t_c, n, n_out)
     ex -= np.maximum(t_c, t_in + t_out)  # the roofline's own max(t_c, t_in + t_out)
     np.maximum(ex, 0.0, out=ex)
-    ex *= matrix[:, t] & ((o.flops[t] > 0) & ~o.fused[t] & paying(d, o))[None, :]
+    ex *= matrix[:, t] & ((o.flops[t] > 0) & ~o.fused[t] & who)[None, :]
     exposed = np.zeros((ex.shape[0], o.n))
     exposed[:, t] = ex
     return exposed

@@ -31,7 +31,7 @@ import numpy as np
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch, array_modes_at, dtype_efficiency_ratio, stream_rows_at
 from dse.predict.network import network_times
-from dse.predict.pipeline import pays, pipeline_exposed, staging_level
+from dse.predict.pipeline import pays, pipeline_exposed, staging_level, workers
 from dse.predict.power_cap import apply_cap
 from dse.predict.tiles import (
     attention_fill,
@@ -255,10 +255,9 @@ def worker_fraction(d: DesignBatch) -> np.ndarray | float:
     ``compute.reserved_cores`` (a runtime's dispatch cores, a fixed count whatever the design's core count).
     tt-metal runs a Wormhole n150's operators on an 8x8 worker grid of its 72 Tensix and a Blackhole p150's on 13x10
     of 140 (tt-metal tech_reports/GEMM_FLOPS: 'full grid size (8x8 in Wormhole and 13x10 in Blackhole)')."""
-    r = d.base.compute.reserved_cores
-    if not r:
+    if not d.base.compute.reserved_cores:
         return 1.0
-    return (np.maximum(d.cores - r, 1.0) / d.cores)[:, None]
+    return (workers(d) / d.cores)[:, None]
 
 
 def _unit_columns(o: OpArrays, d: DesignBatch, matrix: np.ndarray) -> np.ndarray:
@@ -427,10 +426,12 @@ def main_level(d: DesignBatch, o: OpArrays) -> int | None:
     return staging_level(d) + 1 if pays(d, o) else None
 
 
-def _memory_max(d: DesignBatch, o: OpArrays, keep: int | None = None) -> tuple[np.ndarray, ...]:
+def _memory_max(d: DesignBatch, o: OpArrays, keep: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """([D or 1, O] the largest memory term ``traffic_l / (BW_l * eta_l)`` over the levels, [D or 1, O] int8 the
-    bound code ``l + 1`` of the level that sets it, the first (innermost) on ties, as argmax picks), folded level by
-    level: leading levels the same on every design merge into one [1, O] row first, no [D, O, L] array is kept."""
+    bound code ``l + 1`` of the level that sets it, the first (innermost) on ties, as argmax picks, and level
+    ``keep``'s time of the tiled ops [D or 1, T] (None without ``keep``)), folded level by level: leading levels the
+    same on every design merge into one [1, O] row first, no [D, O, L] array is kept."""
     bw = d.delivered_bandwidth * d.bw_eff
     other = code = kept = None  # arrays of our own (each division makes a fresh one): written in place once full
     for lv, tr in per_level(d, o):

@@ -616,7 +616,7 @@ def write_weighted(tr: np.ndarray, o: OpArrays, ratio: float) -> np.ndarray:
 
 
 def max_memory_time(d: DesignBatch, o: OpArrays, out: np.ndarray | None = None, keep: int | None = None
-                    ) -> np.ndarray:
+                    ) -> np.ndarray | tuple[np.ndarray, np.ndarray | None]:
     """Max over levels of traffic / (BW * eta), no [D, O, L] temporary; ``out`` [D, O] <- max(out, that).
 
     Without ``out`` a level whose traffic and bandwidth are the same on every design is computed once
