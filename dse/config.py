@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from dse.errors import DseError, from_validation_error
 from dse.hardware.dram_parts import searchable_names
 from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, is_part_field, zero_ok
+from dse.limits import MAX_CHIPS
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
@@ -90,7 +91,7 @@ class WorkloadEntry(Strict):
     plan: Plan | None = Field(
         None, description="Parallelism plan: chips, tp, pp, dp, ep, sp, microbatches, zero, recompute, overlap (needs "
         "a system with enough chips); or auto: every design at its own fastest plan over `chips` chips that fits")
-    chips: int | None = Field(None, gt=0, le=1 << 20, description="With plan: auto, the chips the workload is split over")
+    chips: int | None = Field(None, gt=0, le=MAX_CHIPS, description="With plan: auto, the chips the workload is split over")
     auto_plan: bool = Field(False, description="Set by plan: auto (the plan searched per design)")
 
     @field_validator("weight_dtypes", mode="before")

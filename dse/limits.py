@@ -59,6 +59,10 @@ MAX_ELEMS = 2**50
 #: parameters of one model given as an operator table: 2^50 (1.1 quadrillion), 500x the largest public model
 MAX_PARAMS = 2**50
 
+#: chips one workload is split over (a plan's chips and each of its degrees): 9,216 (a TPU7x pod), about 100,000
+#: (the largest GPU training clusters of 2024-25); 2^20 is 10x
+MAX_CHIPS = 2**20
+
 # -- hardware dimensions ---------------------------------------------------------------------------------------
 #: cores of one chip (and private copies of a level): 900,000 (Cerebras WSE-3), 304 CUs (MI300X), 148 SMs (B200)
 MAX_CORES = 2**20

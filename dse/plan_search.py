@@ -28,6 +28,7 @@ import pandas as pd
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.system import System, load_system
+from dse.limits import MAX_CHIPS
 from dse.predict import Prediction, candidate_mixes, mix_times, predict
 from dse.predict.network import placed
 from dse.workloads.library import Workload, workload
@@ -88,8 +89,9 @@ def best_plan(wl: Workload | str, system: str | System, chips: int, **fixed: Any
         wl = workload(wl)
     if wl.plan is not None and not wl.plan.trivial:
         raise DseError(f"{wl.label()} already has a plan; accepted: a single-chip workload", field="workload")
-    if not isinstance(chips, int) or chips <= 0:
-        raise DseError(f"got {chips!r}; accepted: a positive whole number of chips", field="chips")
+    if isinstance(chips, bool) or not isinstance(chips, int) or not 0 < chips <= MAX_CHIPS:
+        raise DseError(f"got {chips!r}; accepted: a whole number of chips from 1 to {MAX_CHIPS} (dse.limits.MAX_CHIPS)",
+                       field="chips")
     sysm, chip = _resolve(system, chips)
     per_node = sysm.network[0].size if sysm.network else chips
     keys = candidates(wl, chips, per_node, **fixed)

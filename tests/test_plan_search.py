@@ -6,6 +6,8 @@ import itertools
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dse
 from dse.cli import main
@@ -265,3 +267,23 @@ def test_the_table_shows_an_error_column_only_when_a_shown_row_has_one(capsys):
                  "512", "--recompute", "none", "--zero", "1", "--top", "2", "--quiet"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert "error" not in header.split() and header == header.rstrip()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=1, max_value=5000))
+def test_divisors_are_every_divisor_ascending(n):
+    """The sqrt(n) trial division returns what testing every k <= n does."""
+    assert divisors(n) == [k for k in range(1, n + 1) if n % k == 0]
+
+
+@pytest.mark.parametrize("chips", [2**62, 2**20 + 1, 0, True])
+def test_a_chip_count_past_the_limit_is_one_line_at_once(chips, capsys):
+    """The fuzz corpus's ``dse plan ... --chips 4611686018427387904`` ran past its 30 s (the divisors of 2^62 by
+    trial up to n); a count beyond dse.limits.MAX_CHIPS (2^20) is refused before any search, and so is a plan's."""
+    with pytest.raises(DseError, match=r"accepted: a whole number of chips from 1 to 1048576"):
+        best_plan("llama2-7b", "dgx-h100", chips)
+    if chips is not True and chips > 0:
+        assert main(["plan", "llama2-7b", "dgx-h100", "--chips", str(chips)]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: chips: got ")
+        with pytest.raises(DseError, match=r"plan.chips: got .*accepted: a number <= 1048576"):
+            dse.predict("llama2-7b", "h100-sxm", chips=chips, dp=chips)

@@ -40,6 +40,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from dse.errors import DseError
+from dse.limits import MAX_CHIPS
 from dse.strict import Strict
 from dse.units import DTYPE_BYTES
 from dse.workloads import ops
@@ -77,11 +78,11 @@ class Overlap(Strict):
 class Plan(Strict):
     """How one workload is split over chips. Degrees multiply to ``chips``."""
 
-    chips: int | None = Field(None, gt=0, description="Default: tp * pp * dp")
-    tp: int = Field(1, gt=0, description="Tensor parallel degree")
-    pp: int = Field(1, gt=0, description="Pipeline parallel degree (stages)")
-    dp: int = Field(1, gt=0, description="Data parallel degree (replicas)")
-    ep: int = Field(1, gt=0, description="Expert parallel degree (MoE; divides dp * tp)")
+    chips: int | None = Field(None, gt=0, le=MAX_CHIPS, description="Default: tp * pp * dp")
+    tp: int = Field(1, gt=0, le=MAX_CHIPS, description="Tensor parallel degree")
+    pp: int = Field(1, gt=0, le=MAX_CHIPS, description="Pipeline parallel degree (stages)")
+    dp: int = Field(1, gt=0, le=MAX_CHIPS, description="Data parallel degree (replicas)")
+    ep: int = Field(1, gt=0, le=MAX_CHIPS, description="Expert parallel degree (MoE; divides dp * tp)")
     sp: bool = Field(False, description="Sequence parallelism with TP (norms/dropout split over tp)")
     microbatches: int | None = Field(None, gt=0, description="Micro-batches per step (default: pp)")
     interleave: int = Field(1, gt=0, description="Virtual pipeline stages per rank (Megatron's interleaved 1F1B; "
@@ -93,7 +94,7 @@ class Plan(Strict):
     bucket_mb: float = Field(25.0, gt=0, description="Data-parallel gradient bucket, MB (PyTorch DDP bucket_cap_mb "
                              "default 25): the last bucket's all-reduce starts after the backward pass, exposed")
     zero: Literal[0, 1, 2, 3] = Field(0, description="ZeRO stage: 1 shards optimizer state, 2 + gradients, 3 + weights")
-    tp_per_chip: int = Field(1, gt=0, description="Tensor-parallel ranks on one chip, each on its own core "
+    tp_per_chip: int = Field(1, gt=0, le=MAX_CHIPS, description="Tensor-parallel ranks on one chip, each on its own core "
                              "(transformers-neuronx and NxD count NeuronCores: TP 24 on the 12 Inferentia2 chips of "
                              "an inf2.48xlarge is tp 12 x tp_per_chip 2): the shards are cut over tp x tp_per_chip "
                              "ranks, each chip holds tp_per_chip of them; the all-reduce is charged over the tp chips")
@@ -106,7 +107,8 @@ class Plan(Strict):
         "save the weight matmuls' outputs, recompute the attention core and every elementwise op), selective "
         "(Megatron's: recompute the attention core), full (recompute each layer from its input)")
     overlap: Overlap = Field(default_factory=Overlap)
-    fsdp: int | None = Field(None, gt=0, description="Fully sharded data parallel degree (PyTorch FSDP FULL_SHARD, "
+    fsdp: int | None = Field(None, gt=0, le=MAX_CHIPS,
+                             description="Fully sharded data parallel degree (PyTorch FSDP FULL_SHARD, "
                              "MaxText's fsdp axis): data parallelism over fsdp chips with parameters, gradients and "
                              "optimizer state sharded, i.e. dp = fsdp with ZeRO-3 (Zhao et al., VLDB 2023); with dp a "
                              "multiple of fsdp, hybrid sharding (PyTorch HYBRID_SHARD): sharded within each group of "

@@ -29,8 +29,10 @@ SEARCHED = ("tp", "pp", "dp", "fsdp", "ep", "sp", "microbatches", "zero", "recom
 
 
 def divisors(n: int) -> list[int]:
-    """The positive divisors of ``n``, ascending."""
-    return [k for k in range(1, n + 1) if n % k == 0]
+    """The positive divisors of ``n``, ascending: each ``k <= sqrt(n)`` that divides it and its cofactor ``n // k``
+    (``sqrt(n)`` trials, not ``n``)."""
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
 
 
 def model_experts(wl: Workload) -> int:
