@@ -586,14 +586,41 @@ def _key_value(col: str, v: Any) -> Any:
     return v
 
 
+def _key_converter(col: str) -> Any:
+    """:func:`_key_value` of one column as a one-argument function, specialised once per column (a missing value is
+    ``None`` or NaN, ``v != v``)."""
+    if col in _STR_DEFAULTS:
+        d = _STR_DEFAULTS[col]
+        return lambda v: d if v is None or v != v else str(v)
+    cast: Any = (int if col in _INT_COLS else float if col in _FLOAT_COLS else bool if col in _BOOL_COLS
+                 else str if col == "coll" else None)
+    miss = "" if col == "coll" else _FLOAT_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None))
+    if miss is not None and cast is not None:
+        miss = cast(miss)
+    if cast is None:
+        return lambda v: miss if v is None or v != v else v
+    return lambda v: miss if v is None or v != v else cast(v)
+
+
+#: the columns that identify an operator (all but name and count), each with its default and key converter
+_KEY_SPEC: tuple[tuple[str, Any, Any], ...] = ()
+
+
+def _key_spec() -> tuple[tuple[str, Any, Any], ...]:
+    global _KEY_SPEC
+    if not _KEY_SPEC:
+        _KEY_SPEC = tuple((c, _default(c), _key_converter(c)) for c in COLUMNS if c not in ("name", "count"))
+    return _KEY_SPEC
+
+
 def _compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Merge identical operators (every column but name and count equal, in the table's types): the first
     row of each group, its count the group's sum, its name the first plus how many other names it stands
     for; groups in order of first appearance. (The same rows pandas' groupby gave, in a Python pass.)"""
-    keys = [c for c in COLUMNS if c not in ("name", "count")]
+    spec = _key_spec()
     groups: dict[tuple, list] = {}
     for r in rows:
-        k = tuple(_key_value(c, r.get(c, _default(c))) for c in keys)
+        k = tuple([conv(r.get(c, d)) for c, d, conv in spec])
         g = groups.get(k)
         if g is None:
             groups[k] = [r, int(r.get("count", 0)), [r.get("name")]]
@@ -624,34 +651,53 @@ def check_int_columns(rows: list[dict[str, Any]]) -> None:
                                  "(an int64 column of the operator table): a smaller batch, sequence or model")
 
 
+#: string columns whose missing value is "" (the rest keep what pandas infers)
+_FILLED_STR = ("gemm_kernel", "held", "coll")
+#: float columns whose missing value is a number (the other float columns keep NaN)
+_FILLED_FLOAT = {"held_bytes": 0.0, "full_ratio": 1.0}
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _column(col: str, vals: list[Any]) -> Any:
+    """One column of the operator table from its row values (``None`` where a row lacks it), typed: the string
+    columns of :data:`_FILLED_STR` with ``""`` for a missing value, the float columns float64 (missing: NaN, or the
+    :data:`_FILLED_FLOAT` value), the integer columns int64 (missing: 0; ``group`` and ``stride`` must be set), the
+    flags bool (a missing flag reads as set, as pandas' ``astype(bool)`` reads NaN), the rest as pandas infers."""
+    if col in _FILLED_STR:
+        return pd.array(["" if _missing(v) else str(v) for v in vals], dtype=str)
+    if col in _FLOAT_COLS:
+        fill = _FILLED_FLOAT.get(col, np.nan)
+        return np.array([fill if _missing(v) else v for v in vals], dtype=np.float64)
+    if col in ("group", "stride"):
+        if any(_missing(v) for v in vals):
+            raise ValueError(f"operator table: {col}: got a row without it; accepted: every row sets it or none")
+        return np.array(vals, dtype=np.int64)
+    if col in _INT_COLS:
+        return np.array([0 if _missing(v) else v for v in vals], dtype=np.int64)
+    if col in _BOOL_COLS:
+        return np.array([True if _missing(v) else bool(v) for v in vals], dtype=bool)
+    if not vals:  # an empty table: the column's dtype from its default, as a column no row sets
+        return np.array([], dtype=np.asarray([_default(col)]).dtype)
+    return [np.nan if v is None else v for v in vals]
+
+
 def table(rows: list[dict[str, Any]], *, compact: bool = True) -> pd.DataFrame:
     """Build the operator table; with ``compact`` identical operators merge into one row (counts add). An integer
-    column beyond int64 is a ``ValueError`` naming the row (:func:`check_int_columns`)."""
+    column beyond int64 is a ``ValueError`` naming the row (:func:`check_int_columns`). A column no row sets takes
+    its :func:`_default`; each column is built once, typed (:func:`_column`), not converted in place."""
     rows = _compact(rows) if compact and rows else rows
     check_int_columns(rows)
-    df = pd.DataFrame(rows)
+    present = {k for r in rows for k in r}
+    data = {}
     for col in COLUMNS:
-        if col not in df.columns:
-            df[col] = _default(col)
-    df = df[COLUMNS]
-    df["gemm_kernel"] = df["gemm_kernel"].fillna("").astype(str)
-    df["held"] = df["held"].fillna("").astype(str)
-    df["held_bytes"] = df["held_bytes"].fillna(0.0).astype("float64")
-    df["full_ratio"] = df["full_ratio"].fillna(1.0).astype("float64")
-    df["overlap"] = df["overlap"].astype("float64")
-    df["coll"] = df["coll"].fillna("").astype(str)
-    for col in ("net_bytes", "scale"):
-        df[col] = df[col].astype("float64")
-    for col in ("group", "stride"):
-        df[col] = df[col].astype("int64")
-    for col in INT_COLUMNS:  # the shape and count columns: 0 where a row has none (group and stride above)
-        if col not in ("group", "stride"):
-            df[col] = df[col].fillna(0).astype("int64")
-    for col in ("flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
-        df[col] = df[col].astype("float64")
-    df["fused"] = df["fused"].astype(bool)
-    df["eager"] = df["eager"].astype(bool)
-    return df.reset_index(drop=True)
+        if col in present:
+            data[col] = _column(col, [r.get(col) for r in rows])
+        else:
+            data[col] = _column(col, [_default(col)] * len(rows))
+    return pd.DataFrame(data, columns=COLUMNS)
 
 
 def check_positive(name: str, **values: float) -> None:
@@ -668,15 +714,20 @@ def with_residency(table: pd.DataFrame, memory: dict[str, float], policy: str = 
     rows read once each, count applied). A workload without a KV cache (an encoder, a training step) reads K and V
     as activations of the step: its attention rows hold nothing."""
     check_choice("residency", policy, RESIDENCY)
-    out = table.copy()
     kv = float(memory.get("kv_cache", 0.0))
+    held = table["held"].to_numpy()
+    held_bytes = table["held_bytes"].to_numpy(dtype=np.float64)
+    cols: dict[str, Any] = {}
     if kv <= 0:
-        out.loc[out["held"] == "kv_cache", ["held", "held_bytes"]] = ["", 0.0]
-    w = out["held"] == "weights"
+        cache = held == "kv_cache"
+        if cache.any():
+            cols["held"] = pd.array(np.where(cache, "", held), dtype=table["held"].dtype)
+            cols["held_bytes"] = np.where(cache, 0.0, held_bytes)
     weights = memory.get("weights")
     if weights is None:
-        weights = float((out.loc[w, "held_bytes"] * out.loc[w, "count"]).sum())
-    out["residency"] = policy
-    out["footprint_weights"] = float(weights)
-    out["footprint_kv"] = kv
-    return out
+        w = held == "weights"
+        weights = float((held_bytes[w] * table["count"].to_numpy()[w]).sum())
+    n = len(table)
+    cols.update(residency=pd.array([policy] * n, dtype=str), footprint_weights=np.full(n, float(weights)),
+                footprint_kv=np.full(n, kv))
+    return table.assign(**cols)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -261,3 +263,57 @@ def test_an_encoder_without_a_kv_cache_reads_k_and_v_as_activations() -> None:
     dec = dse.workload("gpt2", phase="decode", batch=1)
     att = dec.ops[dec.ops["kind"] == "attention"]
     assert (att["held"] == "kv_cache").all() and dec.ops["footprint_kv"].iloc[0] == dec.memory["kv_cache"]
+
+
+def _table_by_pandas(rows: list[dict]) -> Any:
+    """The operator table as pandas builds it from the row dicts and converts column by column (dse before the typed
+    build of :func:`ops.table`): the oracle of the test below."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    for col in ops.COLUMNS:
+        if col not in df.columns:
+            df[col] = ops._default(col)
+    df = df[ops.COLUMNS]
+    for col in ("gemm_kernel", "held", "coll"):
+        df[col] = df[col].fillna("").astype(str)
+    df["held_bytes"] = df["held_bytes"].fillna(0.0).astype("float64")
+    df["full_ratio"] = df["full_ratio"].fillna(1.0).astype("float64")
+    for col in ("overlap", "net_bytes", "scale", "flops", "bytes_read", "bytes_written", "a_bytes", "b_bytes", "c_bytes"):
+        df[col] = df[col].astype("float64")
+    for col in ops.INT_COLUMNS:
+        df[col] = (df[col] if col in ("group", "stride") else df[col].fillna(0)).astype("int64")
+    for col in ("fused", "eager"):
+        df[col] = df[col].astype(bool)
+    return df.reset_index(drop=True)
+
+
+def test_the_typed_table_is_what_pandas_conversions_give() -> None:
+    """ops.table builds each column once with its type (the plan search builds a table per candidate plan: 1,608 for
+    LLaMA-2-70B on 32 chips); it equals pandas' build-then-convert on the rows of models of every family, rows
+    that leave columns unset included, and on no rows."""
+    import pandas as pd
+
+    from dse.workloads import library
+
+    captured = []
+    real = ops.table
+
+    def spy(rows, **kw):
+        captured.append([dict(r) for r in rows])
+        return real(rows, **kw)
+
+    ops.table = spy
+    try:
+        for name, kw in (("llama2-7b", {"phase": "decode", "kv_block": 128}), ("resnet50", {}),
+                         ("bert-base", {"phase": "training"}), ("mixtral-8x7b", {"phase": "decode"}),
+                         ("dlrm-v2-dcn", {}), ("mamba-1.4b", {})):
+            library._expand(name, **kw)
+        library._expand("llama2-7b", plan={"tp": 4, "zero": 1, "dp": 2}, phase="training", batch=4)
+    finally:
+        ops.table = real
+    captured.append([{"name": "g", "kind": "gemm", "M": 2, "N": 2, "K": 2}, {"name": "c", "kind": "copy", "flops": 1.0}])
+    captured.append([])
+    assert len(captured) > 8
+    for rows in captured:
+        pd.testing.assert_frame_equal(ops.table([dict(r) for r in rows], compact=False), _table_by_pandas(rows))
