@@ -567,28 +567,9 @@ def _default(col: str) -> Any:
     return _STR_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else 0))
 
 
-def _key_value(col: str, v: Any) -> Any:
-    """A row's value as the table's column type holds it (what the grouping compares; NaN groups as None)."""
-    if col in _STR_DEFAULTS:
-        return _STR_DEFAULTS[col] if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        v = _FLOAT_DEFAULTS.get(col, NET_DEFAULTS.get(col, False if col in _BOOL_COLS else None)) if col != "coll" else ""
-        if v is None:
-            return None
-    if col in _INT_COLS:
-        return int(v)
-    if col in _FLOAT_COLS:
-        return float(v)
-    if col in _BOOL_COLS:
-        return bool(v)
-    if col == "coll":
-        return str(v)
-    return v
-
-
 def _key_converter(col: str) -> Any:
-    """:func:`_key_value` of one column as a one-argument function, specialised once per column (a missing value is
-    ``None`` or NaN, ``v != v``)."""
+    """A row's value of ``col`` as the table's column type holds it (what the merge compares; a missing value,
+    ``None`` or NaN (``v != v``), is the column's default), as a one-argument function built once per column."""
     if col in _STR_DEFAULTS:
         d = _STR_DEFAULTS[col]
         return lambda v: d if v is None or v != v else str(v)

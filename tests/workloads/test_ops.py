@@ -317,3 +317,38 @@ def test_the_typed_table_is_what_pandas_conversions_give() -> None:
     assert len(captured) > 8
     for rows in captured:
         pd.testing.assert_frame_equal(ops.table([dict(r) for r in rows], compact=False), _table_by_pandas(rows))
+
+
+def _key_value_reference(col: str, v: Any) -> Any:
+    """What the merge compared before its converters were specialised per column: a row's value as the table's
+    column type holds it, a missing value (None or NaN) the column's default."""
+    import math
+
+    if col in ops._STR_DEFAULTS:
+        return ops._STR_DEFAULTS[col] if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        v = ("" if col == "coll" else
+             ops._FLOAT_DEFAULTS.get(col, ops.NET_DEFAULTS.get(col, False if col in ops._BOOL_COLS else None)))
+        if v is None:
+            return None
+    for cols, cast in ((ops._INT_COLS, int), (ops._FLOAT_COLS, float), (ops._BOOL_COLS, bool), (("coll",), str)):
+        if col in cols:
+            return cast(v)
+    return v
+
+
+@settings(max_examples=60, deadline=None)
+@given(v=st.one_of(st.none(), st.just(float("nan")), st.integers(-5, 5), st.floats(-1e3, 1e3), st.booleans(),
+                   st.sampled_from(["", "x", "bf16", "all_reduce"])))
+def test_the_merge_key_converters_are_the_reference_per_column(v) -> None:
+    import math
+
+    for col, _, conv in ops._key_spec():
+        try:
+            want = _key_value_reference(col, v)
+        except (TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)):
+                conv(v)
+            continue
+        got = conv(v)
+        assert type(got) is type(want) and (got == want or (math.isnan(got) and math.isnan(want))), (col, v)
