@@ -925,7 +925,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
     """docs/npu_validation.md, 'Gaudi 2's scale-up collectives': dse is 26.0 % slow on hccl_demo's 8-card 32 MiB
     all-reduce (NW bandwidth 98 % of the 21 x 12.5 GB/s scale-up ports); with the hls-gaudi2 level's efficiency
     refitted to 0.984 the row comes to +3.0 %, the Gaudi 2 multi-chip rows go 8.9 / 53.1 -> 13.3 / 55.9 % and Gaudi 2
-    overall 7.0 -> 8.3 %."""
+    overall 6.9 -> 7.9 %."""
     import importlib
 
     from dse.validate.families import out_of_sample
@@ -943,7 +943,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
 
     shipped = run_suite(gaudi2)
     assert shipped.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(26.0, abs=0.05)
-    assert stats(shipped, "multi-chip") == (8.9, 53.1) and stats(shipped)[0] == 7.0
+    assert stats(shipped, "multi-chip") == (8.9, 53.1) and stats(shipped)[0] == 6.9
     shipped_system = systems.load_system("hls-gaudi2")
     up = shipped_system.network[0]  # 21 scale-up ports of 12.5 GB/s at the assumed 0.8: the row's 258.2 GB/s is 98 %
     assert (up.links_per_chip, up.link_bandwidth_gbps, up.efficiency) == (21, 12.5, 0.8)
@@ -952,7 +952,7 @@ def test_gaudi2_hccl_row_and_the_refit_it_does_not_get_as_the_doc_says(monkeypat
     named = systems._load_named
     monkeypatch.setattr(systems, "_load_named", lambda name: refit if name == "hls-gaudi2" else named(name))
     refitted = run_suite(gaudi2)
-    assert stats(refitted, "multi-chip") == (13.3, 55.9) and stats(refitted)[0] == 8.3
+    assert stats(refitted, "multi-chip") == (13.3, 55.9) and stats(refitted)[0] == 7.9
     assert refitted.set_index("id").loc["hccl-gaudi2-allreduce-8c-32mib", "time_error_pct"] == pytest.approx(3.0, abs=0.05)
 
 
@@ -1012,7 +1012,7 @@ def test_gaudi2_first_token_rows_pay_the_lazy_prefill_host_time_as_the_doc_says(
     row = "intel118-gaudi2-llama2-70b-tp8-lat-b1-in128"
     assert round(err0[row], 1) == -64.5 and round(err[row], 1) == -19.8
     thr = df[df["scenario"].str.contains("serving_engine=optimum-habana") & ~df["id"].isin(lat["id"])]
-    assert len(thr) == 67 and thr["id"].str.startswith(("intel118-gaudi", "gauditut120-", "gauditut119-")).all()
+    assert len(thr) == 72 and thr["id"].str.startswith(("intel118-gaudi", "gauditut120-", "gauditut119-")).all()
     moved = run_suite(thr)["time_error_pct"].to_numpy() - run_suite(_without_engine(thr))["time_error_pct"].to_numpy()
     assert (abs(moved) < 1.0).all()
 
