@@ -287,3 +287,28 @@ def test_a_chip_count_past_the_limit_is_one_line_at_once(chips, capsys):
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: chips: got ")
         with pytest.raises(DseError, match=r"plan.chips: got .*accepted: a number <= 1048576"):
             dse.predict("llama2-7b", "h100-sxm", chips=chips, dp=chips)
+
+
+def test_placing_a_search_asks_each_group_once_and_gives_each_candidate_its_own_answer() -> None:
+    """dse.predict.network.placed keeps each (collective, ranks, stride) group's answer for the whole search (the
+    1608 plans of LLaMA-2-70B on 32 H100 share a few dozen groups: 2.3 -> 0.15 s); every candidate still gets what
+    placement_error gives it alone, on a torus where some groups cannot be placed."""
+    from dse.plan_search import _resolve
+    from dse.predict import network
+    from dse.workloads.plans import expand
+
+    wl = dse.workload("llama2-7b", phase="training", batch=32, seq=512)
+    sysm, _ = _resolve("tpu-v5e-pod", 32)
+    wls, _, errors = expand(wl, candidates(wl, 32, per_node=sysm.network[0].size, recompute="none", zero=1))
+    kept, errs = network.placed(wls, errors, sysm)
+    alone = iter([network.placement_error(w, sysm) for w in wls])
+    assert errs == [e if e else next(alone) for e in errors]
+    assert any("whole dimensions of the torus" in e for e in errs) and len(kept) == sum(e == "" for e in errs)
+    calls = []
+    real = network.variant_coefficients
+    try:
+        network.variant_coefficients = lambda *a, **k: calls.append(a[:4]) or real(*a, **k)
+        network.placed(wls, errors, sysm)
+    finally:
+        network.variant_coefficients = real
+    assert len(calls) == len(set(calls))  # each group asked once

@@ -270,22 +270,30 @@ def best_variant(coll: str, S: float, n: int, stride: int, levels: Sequence[Netw
 
 
 # ---------------------------------------------------------------------------------- placement
-def placement_error(wl: Any, sysm: Any) -> str:
+def placement_error(wl: Any, sysm: Any, seen: dict[tuple[str, int, int], str] | None = None) -> str:
     """Why a planned workload's collectives cannot be laid on the system ("" when they can): each collective row's
     group (its ranks and their stride, ``dse.workloads.parallel.Plan.stride``) must tile the network levels
     (``dse.predict.network.group_split``) and, on a torus, fill whole torus dimensions, any of them
     (``dse.predict.network.torus_group_dims``; a group that would split a dimension is not modelled). The same
-    coefficients the predictor takes, so a candidate that passes here predicts."""
+    coefficients the predictor takes, so a candidate that passes here predicts. ``seen`` keeps each group's answer
+    on this system across the candidates of one search (thousands of plans share a few dozen groups)."""
     ops = wl.ops
     if wl.plan is None or not sysm.network or "coll" not in ops:
         return ""
-    rows = ops[ops["coll"].astype(bool)]
-    for coll, n, stride in {(str(c), int(n), int(s)) for c, n, s in zip(rows["coll"], rows["group"], rows["stride"],
-                                                                        strict=True)}:
-        try:
-            variant_coefficients(coll, 1.0, n, stride, sysm.network)
-        except ValueError as exc:
-            return str(exc)
+    seen = {} if seen is None else seen
+    coll = ops["coll"].to_numpy(dtype=object)
+    on = coll != ""
+    groups = zip(coll[on].tolist(), ops["group"].to_numpy()[on].tolist(), ops["stride"].to_numpy()[on].tolist(),
+                 strict=True)
+    for key in {(str(c), int(n), int(s)) for c, n, s in groups}:
+        if key not in seen:
+            try:
+                variant_coefficients(key[0], 1.0, key[1], key[2], sysm.network)
+                seen[key] = ""
+            except ValueError as exc:
+                seen[key] = str(exc)
+        if seen[key]:
+            return seen[key]
     return ""
 
 
@@ -293,12 +301,12 @@ def placed(wls: list[Any], errors: list[str], sysm: Any) -> tuple[list[Any], lis
     """The built candidates whose groups the system can place, and the error list with a reason for the others
     (a candidate that cannot be placed is a row of the table, not the end of the search; ``dse.plan_search`` and a
     study's ``plan: auto``)."""
-    out, errs, it = [], list(errors), iter(wls)
+    out, errs, it, seen = [], list(errors), iter(wls), {}
     for i, err in enumerate(errors):
         if err:
             continue
         w = next(it)
-        why = placement_error(w, sysm)
+        why = placement_error(w, sysm, seen)
         if why:
             errs[i] = why
         else:
