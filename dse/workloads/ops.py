@@ -639,7 +639,8 @@ _FILLED_FLOAT = {"held_bytes": 0.0, "full_ratio": 1.0}
 
 
 def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
+    """Whether a row's value is unset: ``None`` or a NaN (a Python or numpy float)."""
+    return v is None or (isinstance(v, float | np.floating) and v != v)
 
 
 def _column(col: str, vals: list[Any]) -> Any:
