@@ -100,8 +100,9 @@ LIMITS = {
 }
 
 
-#: how a constraint's reason names its resource (default: the key's first word, ``area``, ``cost``, ``power``)
-RESOURCE_WORD = {"largest_die_mm2": "area", "power_density_w_per_mm2": "power density"}
+#: how a constraint's reason names its resource (default: the key's first word, ``area``, ``cost``, ``power``); the
+#: reticle limits each die, so its reason names the largest die, not the package's area
+RESOURCE_WORD = {"largest_die_mm2": "largest die", "power_density_w_per_mm2": "power density"}
 
 
 def word(resource: str) -> str:

@@ -36,6 +36,7 @@ def test_constraints_name_every_broken_limit() -> None:
     assert reason[0] == ""
     assert "area budget 750" in reason[1] and "reticle" not in reason[1]
     assert "reticle limit 858" in reason[2] and "cost budget 50" in reason[2]
+    assert reason[2].startswith("largest die 900 mm2 > reticle limit 858 mm2")  # the reticle limits each die
     assert sc.constraint[0] <= 0 < sc.constraint[1]
 
 
