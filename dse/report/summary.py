@@ -218,7 +218,20 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
     return "\n".join(lines) + "\n"
 
 
-def terminal_summary(result, wl_df: pd.DataFrame) -> str:
+def infeasible_line(trials: pd.DataFrame | None) -> str:
+    """``infeasible: N of M trials broke a limit (package 11, reticle 3)``, or "" when every complete trial was
+    feasible: a best design at or near the base then reads as what it is, the best of few feasible trials."""
+    if trials is None or "feasible" not in trials or "state" not in trials:
+        return ""
+    done = trials[trials["state"] == "COMPLETE"]
+    bad = int((~done["feasible"].astype(bool)).sum())
+    if not bad:
+        return ""
+    kinds = ", ".join(f"{k} {v}" for k, v in infeasible_counts(trials).items())
+    return f"infeasible: {bad} of {len(done)} trials broke a limit ({kinds})"
+
+
+def terminal_summary(result, wl_df: pd.DataFrame, trials: pd.DataFrame | None = None) -> str:
     ctx = result.ctx
     base_ridge = float(ctx.base.ridge[0])
     ridge = float(result.best.ridge[0])
@@ -241,6 +254,7 @@ def terminal_summary(result, wl_df: pd.DataFrame) -> str:
             break
         out.append(f"  {r['workload']:<45s} {r['base_ms']:9.3f} ms -> {r['best_ms']:9.3f} ms  x{r['speedup_x']:.3f}")
     out += [f"  warning: {w}" for w in bound_warnings(ctx.cfg.search.space, result.best_params)]
+    out += [f"  {line}" for line in [infeasible_line(trials)] if line]
     out.append(f"  results: {result.folder}")
     return "\n".join(out)
 

@@ -195,4 +195,5 @@ def write_results(result: StudyResult, plots_on: bool = True) -> str:
     doc = study_document(result, plots_on)
     render(doc, result.folder)
     wl_df = next(t.frame for t in doc.tables if t.file == "workloads.csv")
-    return terminal_summary(result, wl_df)
+    trials = next((t.frame for t in doc.tables if t.file == "trials.csv"), None)
+    return terminal_summary(result, wl_df, trials)

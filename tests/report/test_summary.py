@@ -10,7 +10,7 @@ import dse
 import dse.cost.power
 from dse.cli import main
 from dse.config import Param, Range, Space
-from dse.report.summary import bound_warnings, choice_lines
+from dse.report.summary import bound_warnings, choice_lines, infeasible_line
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -39,6 +39,17 @@ def test_choice_lines_give_each_choices_best_feasible_objective_best_first() -> 
     assert choice_lines(space, None, "score") == []
 
 
+def test_the_console_says_how_many_trials_broke_which_limit() -> None:
+    """A study whose best is the base (score 1.0000x) over a space mostly past the package's 8 HBM stacks read as
+    if the search had found nothing better: the console now says how many trials broke which limit."""
+    trials = pd.DataFrame({"state": ["COMPLETE"] * 4 + ["FAIL"], "feasible": [True, False, False, False, False],
+                           "infeasible_reason": ["", "package: 12 DRAM stacks > 8 the die's long edges and package hold",
+                                                 "largest die 971.5 mm2 > reticle limit 858 mm2; package: 9 DRAM stacks",
+                                                 "area 800 mm2 > area budget 750 mm2", ""]})
+    assert infeasible_line(trials) == "infeasible: 3 of 4 trials broke a limit (package 2, reticle 1, area 1)"
+    assert infeasible_line(trials.iloc[:1]) == "" and infeasible_line(None) == ""
+
+
 def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) -> None:
     data = copy.deepcopy(SMALL_STUDY)
     # a grid over compute and SRAM with the base bandwidth: more compute always helps, so the best sits on 300
@@ -49,6 +60,7 @@ def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) 
     assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "warning: best peak_tflops" in out and "upper bound 300" in out
+    assert "infeasible:" not in out  # every trial within its limits: no line
     md = (tmp_path / "tiny" / "summary.md").read_text()
     assert "**Bound:** best peak_tflops" in md
     assert "is a **scratchpad** at 0.619 mm²/MiB (7nm)" in md
