@@ -192,6 +192,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         csv, written = False, ("sweep.parquet",)
         best_rows = {m: pd.Series(summary["mixes"][m]["best"]) for m in ctxs if summary["mixes"][m]["best"]}
         counts = {m: summary["mixes"][m]["binding"] for m in ctxs}
+        feasible = {m: int(summary["mixes"][m]["feasible"]) for m in ctxs}
     else:
         res = run_sweep(ctxs, axes, chunk=args.chunk)
         dt = time.perf_counter() - t0
@@ -199,6 +200,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         csv, written = True, ()
         best_rows = {m: best_row(res, mix=m) for m in res.mixes}
         counts = {m: res.grid.loc[res.grid["mix"] == m, "binding"].value_counts().to_dict() for m in res.mixes}
+        feasible = {m: int(res.grid.loc[res.grid["mix"] == m, "feasible"].sum()) for m in res.mixes}
     missing = [m for m in ctxs if m not in best_rows]
     if missing:
         raise DseError(f"no feasible design in the grid of mix {missing[0]!r}; accepted: larger budgets or other ranges")
@@ -214,7 +216,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                      f"{b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
                      "ridge "
                      f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
-                     f"({b['binding_time_share']:.0%} of time)")
+                     f"({b['binding_time_share']:.0%} of time); {feasible[m]:,} of {n // len(ctxs):,} designs "
+                     "within the limits")
     render(sweep_document(cfg.name, lines[0], {m: best_rows[m] for m in ctxs}, counts, res, csv=csv,
                           plots=plots, written=written,
                           config_text=Path(args.config).read_text(encoding="utf-8")), folder)

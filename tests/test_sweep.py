@@ -32,6 +32,7 @@ def test_sweep_writes_grid_and_heatmaps(tmp_path: Path, capsys) -> None:
     assert (bad.loc[over, "infeasible_reason"].str.contains("area")).all()
     out = capsys.readouterr().out
     assert "best feasible" in out
+    assert f"; {len(ok)} of {len(grid)} designs within the limits" in out  # the 36 points x 2 SRAMs
     # its timing reads as a time at any size (a small grid said '0.00 s'), and one mix is not 'mix(es)'
     assert re.search(r"designs x \d+ workloads \(1 mix\) in [\d.]+ m?s", out), out
     # a grid row's score equals scoring that design directly
@@ -90,6 +91,9 @@ def test_sweep_per_mix_writes_one_grid_with_a_mix_column_and_faceted_heatmaps(tm
     assert set(grid["binding"]) <= {"compute", "array", "local", "global", "hbm", "overhead"}
     out = capsys.readouterr().out
     assert "vision: best feasible" in out and "llm: best feasible" in out
+    for m in ("vision", "llm"):  # each mix's own count of designs within the limits, of its 50
+        k = int(grid.loc[grid["mix"] == m, "feasible"].astype(str).eq("True").sum())
+        assert f"{m}: best feasible" in out and f"; {k} of 50 designs within the limits" in out
     for k in (0, 1):
         assert (folder / f"sweep_sram{k}.png").is_file() and (folder / f"sweep_sram{k}.svg").is_file()
     c, d = load_study(cfg)
