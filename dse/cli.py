@@ -122,6 +122,15 @@ def _sweep_headline(name: str, designs: int, workloads: int, mixes: int, seconds
     return f"sweep {name}: {designs:,} designs x {workloads} workloads ({mixes} mix{'es' * (mixes != 1)}) in {took}"
 
 
+def _sweep_mix_line(mix: str, b: pd.Series, feasible: int, designs: int) -> str:
+    """A sweep's console line for one mix: its best feasible design as built and how many designs are within the
+    limits."""
+    return (f"  {mix}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
+            f"({b['dram_stacks']:.0f} stacks), {b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, "
+            f"area {b['area_mm2']:.0f} mm2, ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
+            f"({b['binding_time_share']:.0%} of time); {feasible:,} of {designs:,} designs within the limits")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
@@ -209,15 +218,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     scored = (f"; {summary['blocks'] - kept} of its {summary['blocks']} blocks scored now, {kept} kept from before"
               if kept else "")
     lines = [_sweep_headline(cfg.name, n, n_wl, len(ctxs), dt) + scored]
-    for m in ctxs:
-        b = best_rows[m]
-        lines.append(f"  {m}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} "
-                     f"TB/s ({b['dram_stacks']:.0f} stacks), "
-                     f"{b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, area {b['area_mm2']:.0f} mm2, "
-                     "ridge "
-                     f"{b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
-                     f"({b['binding_time_share']:.0%} of time); {feasible[m]:,} of {n // len(ctxs):,} designs "
-                     "within the limits")
+    lines += [_sweep_mix_line(m, best_rows[m], feasible[m], n // len(ctxs)) for m in ctxs]
     render(sweep_document(cfg.name, lines[0], {m: best_rows[m] for m in ctxs}, counts, res, csv=csv,
                           plots=plots, written=written,
                           config_text=Path(args.config).read_text(encoding="utf-8")), folder)
