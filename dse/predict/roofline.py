@@ -381,9 +381,9 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
         t_net[:, o.coll_idx] = network_times(d, o)
     main = main_level(d, o)
     t_main = None if main is None else t_mem[:, o.tiled, main]
-    t_pipe = pipeline_exposed(d, o, matrix, t_compute, t_main)
-    t_pipe = np.zeros_like(t_compute) if t_pipe is None else np.broadcast_to(t_pipe, t_compute.shape)
-    t_over = overhead_times(d, o, matrix, tr) + t_pipe  # fixed_times, its two parts kept
+    over = overhead_times(d, o, matrix, tr)
+    t_pipe = pipeline_exposed(d, o, matrix, t_compute, t_main)  # None where no op pays one: nothing to add or keep
+    t_over = np.broadcast_to(over if t_pipe is None else over + t_pipe, t_compute.shape)  # fixed_times, parts kept
     clock = apply_cap(d, o, matrix, t_compute, np.maximum(t_mem.max(axis=2), t_net), t_over,
                       ((lv, tr[:, :, lv]) for lv in range(tr.shape[2])))
     t_compute = t_compute / clock
@@ -402,7 +402,7 @@ def evaluate(d: DesignBatch, o: OpArrays) -> BatchResult:
     return BatchResult(time=back(time), t_compute=back(t_compute), t_memory=back(t_mem), t_overhead=back(t_over),
                        traffic=back(tr), bound=back(bound), peak=back(peak), fill=back(fill), t_network=back(t_net),
                        clock=back(clock), on_matrix=back(np.broadcast_to(matrix, time.shape)),
-                       t_pipeline=back(t_pipe))
+                       t_pipeline=None if t_pipe is None else back(np.broadcast_to(t_pipe, time.shape)))
 
 
 def _lean_terms(d: DesignBatch, o: OpArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

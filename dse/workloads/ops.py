@@ -632,10 +632,10 @@ def check_int_columns(rows: list[dict[str, Any]]) -> None:
                                  "(an int64 column of the operator table): a smaller batch, sequence or model")
 
 
-#: string columns whose missing value is "" (the rest keep what pandas infers)
-_FILLED_STR = ("gemm_kernel", "held", "coll")
-#: float columns whose missing value is a number (the other float columns keep NaN)
-_FILLED_FLOAT = {"held_bytes": 0.0, "full_ratio": 1.0}
+#: the string columns (their missing value is their default, ""; the other object columns keep what pandas infers)
+_STR_COLS = (*_STR_DEFAULTS, "coll")
+#: the float columns whose missing value is their default (the other float columns keep NaN)
+_FILLED_FLOAT = ("held_bytes", "full_ratio")
 
 
 def _missing(v: Any) -> bool:
@@ -645,13 +645,15 @@ def _missing(v: Any) -> bool:
 
 def _column(col: str, vals: list[Any]) -> Any:
     """One column of the operator table from its row values (``None`` where a row lacks it), typed: the string
-    columns of :data:`_FILLED_STR` with ``""`` for a missing value, the float columns float64 (missing: NaN, or the
-    :data:`_FILLED_FLOAT` value), the integer columns int64 (missing: 0; ``group`` and ``stride`` must be set), the
-    flags bool (a missing flag reads as set, as pandas' ``astype(bool)`` reads NaN), the rest as pandas infers."""
-    if col in _FILLED_STR:
-        return pd.array(["" if _missing(v) else str(v) for v in vals], dtype=str)
+    columns (:data:`_STR_COLS`) with their default ``""`` for a missing value, the float columns float64 (missing:
+    NaN, or for :data:`_FILLED_FLOAT` the default), the integer columns int64 (missing: 0; ``group`` and ``stride``
+    must be set), the flags bool (a missing flag reads as set, as pandas' ``astype(bool)`` reads NaN), the rest as
+    pandas infers."""
+    if col in _STR_COLS:
+        fill = _default(col)
+        return pd.array([fill if _missing(v) else str(v) for v in vals], dtype=str)
     if col in _FLOAT_COLS:
-        fill = _FILLED_FLOAT.get(col, np.nan)
+        fill = _default(col) if col in _FILLED_FLOAT else np.nan
         return np.array([fill if _missing(v) else v for v in vals], dtype=np.float64)
     if col in ("group", "stride"):
         if any(_missing(v) for v in vals):
