@@ -102,12 +102,19 @@ def dtype_efficiency_ratio(unit: ComputeUnit) -> np.ndarray:
     return out
 
 
+def written_fraction(x: float) -> float:
+    """An efficiency as a written template keeps it: 4 decimals, or 4 significant digits where 4 decimals would
+    round a positive fraction to 0 (a template's own 6.77e-07 stays a valid, positive efficiency)."""
+    r = round(float(x), 4)
+    return r if r > 0 or x <= 0 else float(f"{float(x):.4g}")
+
+
 def rescale_dtype_efficiency(matrix: dict, base: ComputeUnit) -> None:
     """In a matrix unit's data (``model_dump``) whose ``efficiency`` was rewritten, keep each
     ``dtype_efficiency`` at its ratio to ``efficiency`` (as the predictor reads it), at most 1."""
     if base.dtype_efficiency:
         k = float(matrix["efficiency"]) / base.efficiency
-        matrix["dtype_efficiency"] = {dt: round(min(1.0, v * k), 4) for dt, v in base.dtype_efficiency.items()}
+        matrix["dtype_efficiency"] = {dt: written_fraction(min(1.0, v * k)) for dt, v in base.dtype_efficiency.items()}
 
 
 #: SRAM granularity of a searched on-chip level: one macro of 1 Mbit (128 KiB). Design assumption (low confidence):

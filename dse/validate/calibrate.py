@@ -33,7 +33,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from dse.errors import DseError
-from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency
+from dse.hardware.designs import DesignBatch, rescale_dtype_efficiency, written_fraction
 from dse.hardware.schema import Hardware
 from dse.hardware.templates import list_templates, load_hardware
 from dse.predict.tiles import freeze_rates
@@ -512,14 +512,14 @@ def template_with(hw: Hardware, names: list[str], values: np.ndarray, note: str 
     the roofline) and :func:`calibrated_template` writes. ``note`` is appended to every changed block's source."""
     data = hw.model_dump(mode="python", exclude_none=True)
     v = dict(zip(names, values, strict=True))
-    data["compute"]["matrix"]["efficiency"] = round(float(v["matrix_eff"]), 4)
+    data["compute"]["matrix"]["efficiency"] = written_fraction(v["matrix_eff"])
     rescale_dtype_efficiency(data["compute"]["matrix"], hw.compute.matrix)
-    data["compute"]["vector"]["efficiency"] = round(float(v["vector_eff"]), 4)
+    data["compute"]["vector"]["efficiency"] = written_fraction(v["vector_eff"])
     data["compute"]["launch_overhead_us"] = round(float(v["overhead_us"]), 3)
     if "sync_overhead_us" in v:  # one timing harness: its host-sync time is the template's
         data["compute"]["sync_overhead_us"] = round(float(v["sync_overhead_us"]), 3)
     for level in data["memory"]:
-        level["efficiency"] = round(float(v[f"{level['name']}_eff"]), 4)
+        level["efficiency"] = written_fraction(v[f"{level['name']}_eff"])
     if note:
         for part in (data["compute"], data["compute"]["matrix"], data["compute"]["vector"], *data["memory"]):
             part["source"] += note

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dse
-from dse.hardware.designs import DesignBatch
+from dse.hardware.designs import DesignBatch, written_fraction
 from dse.validate.calibrate import (
     ChipFit,
     apply,
@@ -22,6 +22,7 @@ from dse.validate.calibrate import (
     pooled_initial,
     pooled_names,
     sync_names,
+    template_with,
 )
 from dse.validate.calibrate import _Rows as Rows
 from dse.validate.suite import RowCase, harness_sync_us, predict_case
@@ -420,3 +421,16 @@ def test_a_fitted_value_on_its_bound_is_warned_about() -> None:
     assert [line.split()[0] for line in lines] == ["hbm_eff", "vmem_eff", "overhead_us"]
     assert "upper bound 1 (100 % of the peak)" in lines[0] and "lower bound 0.02" in lines[1]
     assert bound_warnings(["matrix_eff", "overhead_us"], np.array([0.8, 4.7])) == []
+
+
+def test_a_tiny_efficiency_is_written_as_a_positive_fraction() -> None:
+    """The fuzz corpus (seed 10400) gave ``dse calibrate`` a template whose matrix efficiency is 6.77e-07: rounded
+    to 4 decimals it became 0.0, which no template accepts (a traceback). Four significant digits keep it."""
+    assert written_fraction(0.67891) == 0.6789
+    assert written_fraction(6.77e-07) == 6.77e-07
+    assert written_fraction(1.234567e-05) == 1.235e-05
+    hw = dse.hardware("gaudi3")
+    names = parameter_names(hw)
+    x = initial(hw)
+    x[names.index("matrix_eff")] = 6.77e-07
+    assert template_with(hw, names, x).compute.matrix.efficiency == 6.77e-07
