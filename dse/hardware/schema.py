@@ -364,17 +364,19 @@ class MemoryLevel(Strict):
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
         "scratchpad (software-managed SRAM macros; the node's macro density)")
     resident_fraction: float | None = Field(
-        None, gt=0, le=1, description="SRAM shared by all cores (instances 1) only: the fraction of its capacity that "
-        "holds tensors between operators and across steps (dse.predict.traffic residency). Default: 1 for a "
-        "scratchpad (the compiler places every tensor), DEFAULT_CACHE_RESIDENT for a cache")
+        None, gt=0, le=1, description="On-chip SRAM that keeps tensors (keeps step or steps): the fraction of its "
+        "capacity that holds tensors between operators and across steps (dse.predict.traffic residency). Default: 1 "
+        "for a scratchpad (the compiler places every tensor), DEFAULT_CACHE_RESIDENT for a cache")
     keeps: Literal["tiles", "step", "steps"] | None = Field(
-        None, description="SRAM shared by all cores only: what the level keeps (dse.predict.traffic residency): tiles "
+        None, description="On-chip SRAM: what the level keeps (dse.predict.traffic residency): tiles "
         "(an operator's tiles only: every tensor between operators lives in main memory, as a JAX/XLA program's "
         "arrays live in a TPU's HBM and its VMEM holds a kernel's blocks), step (also the activations between the "
         "operators of one step, placed by the graph compiler), steps (also, from one step to the next, the weights "
         "and KV cache that fit and a one-kernel step's inputs and outputs, as whole-model-on-chip machines run: Groq "
         "TSP, Graphcore IPU). Default: steps for a cache (its lines outlive a kernel or a launch), step for a "
-        "scratchpad")
+        "scratchpad shared by all cores, tiles for a level with a copy per core; a per-core scratchpad that says step "
+        "or steps keeps tensors across its cores' copies together (distributed on-chip memory: tt-metal's sharded L1 "
+        "tensors, IBM NorthPole), a per-core cache only tiles")
     source: str = Field(min_length=3)
 
     @field_validator("kind")
@@ -395,7 +397,24 @@ class MemoryLevel(Strict):
         self._whole_stacks()
         self._buyable_stacks()
         self._known_generation()
+        self._keeps_where_kept()
         return self
+
+    def _keeps_where_kept(self) -> None:
+        """``keeps`` and ``resident_fraction`` name on-chip SRAM that can hold a tensor between operators: not a main
+        memory (everything is kept there), and of a level with a copy per core only a scratchpad, whose tensors the
+        compiler places across the copies; a per-core cache (a GPU's L1) keeps nothing the next kernel can count on."""
+        for name in ("keeps", "resident_fraction"):
+            value = getattr(self, name)
+            if value is None or (name == "keeps" and value == "tiles"):
+                continue
+            if self.off_chip:
+                raise ValueError(f"@{name}@got {value!r} on {self.name!r}, an off-chip level; accepted: only on-chip "
+                                 "SRAM keeps tensors between operators (main memory holds every tensor anyway)")
+            if self.instances > 1 and self.organization != "scratchpad":
+                raise ValueError(f"@{name}@got {value!r} on {self.name!r}, a cache with {self.instances} per-core "
+                                 "copies; accepted: tiles, or organization scratchpad (a compiler places tensors "
+                                 "across per-core scratchpads; a per-core cache keeps nothing across kernels)")
 
     def _known_generation(self) -> None:
         """A level's ``generation`` is a registered DRAM part of the level's own kind (``dse.hardware.dram_parts``)."""
@@ -481,11 +500,13 @@ class MemoryLevel(Strict):
 
     @property
     def resident_share(self) -> float:
-        """Fraction of the level that keeps tensors between operators and across steps: 0 off chip and for a level
-        with a private copy per core (a tensor's producer and consumer split it over the cores differently, and a
-        GPU's L1 is not kept across kernels); else ``resident_fraction``, by default 1 for a scratchpad and
-        :data:`DEFAULT_CACHE_RESIDENT` for a cache."""
-        if self.off_chip or self.instances > 1 or self.kept == "tiles":
+        """Fraction of the level that keeps tensors between operators and across steps: 0 off chip and where the
+        level keeps only tiles, the default for a level with a private copy per core (a tensor's producer and
+        consumer may split it over the cores differently, and a GPU's L1 is not kept across kernels); else
+        ``resident_fraction``, by default 1 for a scratchpad and :data:`DEFAULT_CACHE_RESIDENT` for a cache. A per-core
+        scratchpad that says ``keeps: step`` or ``steps`` keeps tensors in all its copies together (distributed
+        on-chip memory), the whole capacity counted once."""
+        if self.off_chip or self.kept == "tiles":
             return 0.0
         if self.resident_fraction is not None:
             return self.resident_fraction
@@ -493,9 +514,12 @@ class MemoryLevel(Strict):
 
     @property
     def kept(self) -> str:
-        """What the level keeps between operators (``keeps``; default steps for a cache, step for a scratchpad)."""
+        """What the level keeps between operators (``keeps``; default tiles for a level with a copy per core, else
+        steps for a cache and step for a scratchpad)."""
         if self.keeps is not None:
             return self.keeps
+        if self.instances > 1:
+            return "tiles"
         return "steps" if self.organization == "cache" else "step"
 
     @property

@@ -20,8 +20,10 @@ Models (``docs/design.md``):
   an op fused into its producer never reaches off-chip levels.
 
 **Residency** (:func:`residency_keep`). Bytes are charged at the level they come from. Level ``l`` is spared the
-bytes of a tensor that stays in a shared on-chip level inside it (``DesignBatch.resident_share``: a scratchpad or a
-shared cache, not a per-core level), of capacity ``R_l`` = the largest ``capacity x resident_share`` among them:
+bytes of a tensor that stays in an on-chip level inside it that keeps tensors (``DesignBatch.resident_share``: a
+scratchpad or a shared cache; a per-core level only where it is a scratchpad that says ``keeps: step`` or ``steps``,
+its copies together holding the tensor, each core reading back the slice it wrote, as the network's local traffic
+has it), of capacity ``R_l`` = the largest ``capacity x resident_share`` among them:
 
 * an op's activations (every byte that is not ``held``) stay when they fit together, ``live <= R_l``: its
   producer wrote its input there and its consumer reads its output there (the compiler keeps a tensor in the
@@ -374,7 +376,8 @@ class Resident(NamedTuple):
 
 def resident_capacity(d: DesignBatch) -> Resident:
     """The resident storage inside each level: ``R_l = max over levels k < l of capacity_k x resident_share_k``
-    (``DesignBatch.resident_share``: 0 off chip and for per-core levels), 0 where no shared on-chip level lies inside
+    (``DesignBatch.resident_share``: 0 off chip and for levels that keep only tiles, the per-core default), 0 where
+    no on-chip level that keeps tensors lies inside
     (registers do not keep tensors), with that level's kind, whole capacity and whether it keeps tensors across
     steps."""
     L = d.capacity.shape[1]

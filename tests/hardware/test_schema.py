@@ -266,3 +266,26 @@ def test_private_copies_sit_one_per_core_or_per_group_of_whole_cores() -> None:
         lv["instances"] = d["compute"]["cores"] - 1 if d["compute"]["cores"] > 2 else 3
     msg = _error(mutate)
     assert ".instances: got" in msg and "accepted: a divisor of the cores" in msg
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda d: d["memory"][2].__setitem__("keeps", "step"),
+     "chip.yaml: memory.2.keeps: got 'step' on 'hbm', an off-chip level; accepted: only on-chip SRAM keeps tensors"),
+    (lambda d: d["memory"][2].__setitem__("resident_fraction", 0.5),
+     "chip.yaml: memory.2.resident_fraction: got 0.5 on 'hbm', an off-chip level; accepted: only on-chip SRAM"),
+    (lambda d: d["memory"][0].update(keeps="steps", organization="cache"),
+     "chip.yaml: memory.0.keeps: got 'steps' on 'local', a cache with 24 per-core copies; accepted: tiles, or "
+     "organization scratchpad"),
+])
+def test_keeps_names_only_storage_that_can_keep_a_tensor(mutate, expected: str) -> None:
+    """``keeps`` and ``resident_fraction`` were silently ignored on a main memory and on a per-core level; a per-core
+    scratchpad may now keep tensors across its copies, and the rest says why it cannot in one line."""
+    assert _error(mutate).startswith(expected)
+
+
+def test_a_per_core_level_keeps_tiles_unless_a_scratchpad_says_more() -> None:
+    local = NPU.memory[0]  # npu-7nm's 24 per-core scratchpads, no keeps: tiles, nothing kept between operators
+    assert local.instances == 24 and local.kept == "tiles" and local.resident_share == 0.0
+    kept = local.model_copy(update={"keeps": "step"})
+    assert kept.kept == "step" and kept.resident_share == 1.0 and not kept.keeps_across_steps
+    assert local.model_copy(update={"keeps": "steps", "resident_fraction": 0.5}).resident_share == 0.5

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -418,7 +420,6 @@ def test_the_residency_doc_shows_the_sram_knee_the_predictor_gives() -> None:
     """docs/residency.md's GPT-2 knee table: step time (0.1 us), weights on chip (whole %) and binding shares (whole
     %) for each global SRAM size, as ``dse.predict`` gives them on npu-7nm copies."""
     import re
-    from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "residency.md").read_text()
     row = re.compile(r"^\| (\d+) \| ([\d.]+) \| (\d+) % \| (.+) \|$")
@@ -485,3 +486,75 @@ def test_a_level_smaller_than_one_inside_it_leaves_the_outer_reuse_to_the_inner_
     scratchpad's 512 KiB, not the buffer's 1 KiB."""
     S = inner_capacity(DesignBatch.from_hardware(_npu_with_global(1 / 1024)))
     assert S[0].tolist() == [64 * 1024, 512 * 1024, 512 * 1024]
+
+
+def _local_keeps(keeps: str | None, local_mib: float = 12.0, global_sram: bool = False) -> dse.Hardware:
+    """npu-7nm with its 24 per-core scratchpads saying ``keeps`` (None: the default, tiles) and, unless
+    ``global_sram``, no global SRAM: a distributed-SRAM NPU (Tenstorrent's Tensix L1, IBM NorthPole)."""
+    data = NPU.model_dump(mode="python", exclude_none=True)
+    for m in data["memory"]:
+        if m["name"] == "local":
+            m["capacity_mib"] = local_mib
+            if keeps is not None:
+                m["keeps"] = keeps
+    if not global_sram:
+        data["memory"] = [m for m in data["memory"] if m["name"] != "global"]
+    return dse.hardware(data)
+
+
+def test_a_per_core_scratchpad_that_keeps_step_holds_activations_in_all_its_copies() -> None:
+    """Before, a per-core level kept nothing between operators whatever it said, so SRAM on a chip without a shared
+    level was worth only its area. ``keeps: step`` on a per-core scratchpad keeps an op's activations where they fit
+    in the copies together (12 MiB over 24 cores), sparing main memory; the level's own tile traffic is unchanged."""
+    tiles, step = (DesignBatch.from_hardware(_local_keeps(k)) for k in (None, "step"))
+    R0 = resident_capacity(tiles).R
+    R1, cache, full, steps = resident_capacity(step).storage
+    assert R0[0].tolist() == [0.0, 0.0]  # levels: local (24 copies), hbm
+    assert R1[0].tolist() == [0.0, 12 * MIB] and not cache.any() and not steps.any()
+    # two GEMMs in a row, 2 MiB activations each way and 2 MiB of weights: the tensor between them stays
+    t = ops.table([ops.gemm("g1", 1024, 1024, 1024, dtype="bf16"), ops.gemm("g2", 1024, 1024, 1024, dtype="bf16")])
+    o = OpArrays.from_table(ops.with_residency(t, {"weights": float(t["held_bytes"].sum())}, "auto"))
+    t0, t1 = traffic(tiles, o), traffic(step, o)
+    assert (t1[0, :, 1] < t0[0, :, 1]).all()  # HBM: only the weights (re-read per row block) and nothing else
+    assert (t0[0, :, 0] == t1[0, :, 0]).all()  # the scratchpads' own tile traffic is the same
+    # keeps: steps also pins the weights that fit beside the activations across steps: nothing crosses HBM
+    assert (traffic(DesignBatch.from_hardware(_local_keeps("steps")), o)[0, :, 1] == 0.0).all()
+    # activations larger than the copies together go to HBM as before
+    small = DesignBatch.from_hardware(_local_keeps("step", local_mib=3.0))
+    assert (traffic(small, o)[0, :, 1] == traffic(DesignBatch.from_hardware(_local_keeps(None, 3.0)), o)[0, :, 1]).all()
+
+
+def test_a_distributed_scratchpad_makes_an_edge_cnn_faster_never_slower() -> None:
+    """MobileNet-v2 at batch 1 on npu-7nm's cores without HBM bandwidth to spare: the step with the per-core
+    scratchpads keeping activations is faster, and keeping also across steps is never slower than within one."""
+    w = dse.workload("mobilenet-v2", batch=1)
+    t = {k: dse.predict(w, _local_keeps(k)).time_s for k in (None, "step", "steps")}
+    assert t["step"] < 0.9 * t[None] and t["steps"] <= t["step"]
+
+
+EDGE_NPU = {  # docs/residency.md's edge NPU: 16 cores of 32x32 int8 arrays at 1 GHz, 4 MiB of per-core SRAM, LPDDR
+    "name": "edge-npu", "process_node": "4nm", "reference_dtype": "int8", "source": "docs/residency.md example",
+    "compute": {"cores": 16, "clock_ghz": 1.0, "register_kib_per_core": 16, "source": "example",
+                "matrix": {"kind": "matrix", "peak_tflops": {"int8": 32.768, "bf16": 8.192}, "array_rows": 32,
+                           "array_cols": 32, "style": "systolic", "source": "example"},
+                "vector": {"kind": "vector", "peak_tflops": {"fp32": 1.0, "bf16": 2.0}, "source": "example"}},
+    "memory": [{"name": "local", "kind": "sram", "capacity_mib": 4, "instances": 16, "organization": "scratchpad",
+                "bandwidth_tbps": 4, "source": "example"},
+               {"name": "dram", "kind": "ddr", "capacity_gb": 16, "bandwidth_gbps": 68, "source": "example"}],
+}
+
+
+def test_the_distributed_sram_figures_of_the_residency_doc() -> None:
+    """docs/residency.md quotes MobileNet-v2 at batch 1 (int8) on the edge NPU without and with ``keeps: step``, and
+    ResNet-50 at batch 16 on an n150 whose L1 would keep activations, as this code computes them."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "residency.md").read_text()
+    kept = copy.deepcopy(EDGE_NPU)
+    kept["memory"][0]["keeps"] = "step"
+    w = dse.workload("mobilenet-v2", batch=1, dtype="int8")
+    before, after = (dse.predict(w, dse.hardware(h)).time_s * 1e3 for h in (EDGE_NPU, kept))
+    assert f"took {before:.3f} ms bound by DRAM, and takes {after:.3f} ms with `keeps: step`" in doc
+    n150 = dse.hardware("tt-n150").model_dump(mode="python", exclude_none=True)
+    n150["memory"][0]["keeps"] = "step"
+    r50 = dse.workload("resnet50", batch=16, dtype="fp8", fuse_elementwise=True)
+    rate = 16 / dse.predict(r50, dse.hardware(n150)).time_s
+    assert f"at {round(rate, -1):,.0f} img/s where 4,700 are measured" in doc
