@@ -534,6 +534,9 @@ def shoreline(d: DesignBatch, ar: AreaBreakdown) -> Shoreline:
 
 #: share of a die above which ``dse area`` says what its default-sized on-chip network costs
 NOC_SHARE_WARN = 0.2
+#: share of a die above which ``dse area`` says that the node's default fixed block (A100's control and I/O) is
+#: most of it: a small die's host interface and control are a few mm2, not a data-centre GPU's
+FIXED_SHARE_WARN = 0.3
 
 
 def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
@@ -556,6 +559,7 @@ def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
     why = shoreline(d, ar).reasons()[0]
     if why:
         out.append(f"{label}: {why} (a study scores it infeasible)")
+    out += fixed_warning(d, ar, label)
     noc, g = d.base.compute.noc, d.noc()
     share = float(ar.parts["noc"][0] / ar.total[0])
     if not noc.link_bytes and share > NOC_SHARE_WARN:  # links sized for the level: say what they cost
@@ -571,6 +575,21 @@ def build_warnings(hw: Hardware, label: str | None = None) -> list[str]:
                        f"{demand / 1e12:.3g} TB/s its shared level delivers: operators reading that level are bound "
                        "by the network (dse area lists it; link_bytes: auto sizes the links for the traffic)")
     return out
+
+
+def fixed_warning(d: DesignBatch, ar: AreaBreakdown, label: str) -> list[str]:
+    """A line when the node's default fixed block (no ``package.fixed_mm2``) is more than :data:`FIXED_SHARE_WARN`
+    of the template's die: the default is A100's 40 mm2 of control and I/O (LLMCompass), which an edge NPU does
+    not carry, so its area and cost would be mostly a GPU's I/O."""
+    pkg = d.base.package
+    if pkg is not None and pkg.fixed_mm2 is not None:
+        return []
+    fixed, total = float(ar.parts["fixed"][0]), float(ar.total[0])
+    if total <= 0 or fixed / total <= FIXED_SHARE_WARN:
+        return []
+    return [f"{label}: {fixed / total:.0%} of its {total:.1f} mm2 is the {ar.node.name} node's default fixed block "
+            f"({fixed:g} mm2: {ar.node.fixed_mm2.source}), a data-centre GPU's control and I/O; a die with less says "
+            "its own package.fixed_mm2 (with its source)"]
 
 
 def check_package(d: DesignBatch, ar: AreaBreakdown, file: str | None = None) -> None:

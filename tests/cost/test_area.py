@@ -568,3 +568,20 @@ def test_a_package_s_own_fixed_block_replaces_the_node_s_and_nothing_else(templa
     for c in COMPONENTS:
         if c != "fixed":
             assert after.parts[c][0] == pytest.approx(before.parts[c][0])
+
+
+def test_a_small_die_that_is_mostly_the_default_fixed_block_is_warned_about() -> None:
+    """A 16-core edge NPU written without ``package.fixed_mm2`` came out 80 % A100's 40 mm2 of control and I/O and
+    nothing said so; now dse area does, and the template's own figure silences it. No shipped template warns."""
+    from dse.cost.area import FIXED_SHARE_WARN, build_warnings
+    from tests.hardware.edge_npu import EDGE_NPU
+
+    (w,) = [w for w in build_warnings(dse.hardware(EDGE_NPU)) if "fixed block" in w]
+    a = dse.area(dse.hardware(EDGE_NPU))
+    assert a.breakdown["fixed"] / a.total_mm2 > FIXED_SHARE_WARN
+    assert w.startswith(f"edge-npu: {a.breakdown['fixed'] / a.total_mm2:.0%} of its {a.total_mm2:.1f} mm2 is the 4nm")
+    assert "package.fixed_mm2" in w
+    own = {**EDGE_NPU, "package": {"fixed_mm2": 3.0, "source": "example: a host interface and a control core"}}
+    assert not [w for w in build_warnings(dse.hardware(own)) if "fixed block" in w]
+    assert dse.area(dse.hardware(own)).total_mm2 == pytest.approx(a.total_mm2 - 37.0, rel=0.05)
+    assert not any("fixed block" in w for name in dse.list_hardware() for w in build_warnings(dse.hardware(name)))

@@ -16,6 +16,7 @@ from dse.hardware.designs import DesignBatch
 from dse.predict.roofline import evaluate, evaluate_times
 from dse.predict.traffic import OpArrays, inner_capacity, level_traffic, max_memory_time, traffic, write_weighted
 from dse.workloads import ops
+from tests.hardware.edge_npu import EDGE_NPU
 
 NPU = dse.hardware("npu-7nm")  # levels: local 12 MiB x 24 instances, global 32 MiB, hbm; 64 KiB registers
 MIB = 2**20
@@ -531,17 +532,6 @@ def test_a_distributed_scratchpad_makes_an_edge_cnn_faster_never_slower() -> Non
     t = {k: dse.predict(w, _local_keeps(k)).time_s for k in (None, "step", "steps")}
     assert t["step"] < 0.9 * t[None] and t["steps"] <= t["step"]
 
-
-EDGE_NPU = {  # docs/residency.md's edge NPU: 16 cores of 32x32 int8 arrays at 1 GHz, 4 MiB of per-core SRAM, LPDDR
-    "name": "edge-npu", "process_node": "4nm", "reference_dtype": "int8", "source": "docs/residency.md example",
-    "compute": {"cores": 16, "clock_ghz": 1.0, "register_kib_per_core": 16, "source": "example",
-                "matrix": {"kind": "matrix", "peak_tflops": {"int8": 32.768, "bf16": 8.192}, "array_rows": 32,
-                           "array_cols": 32, "style": "systolic", "source": "example"},
-                "vector": {"kind": "vector", "peak_tflops": {"fp32": 1.0, "bf16": 2.0}, "source": "example"}},
-    "memory": [{"name": "local", "kind": "sram", "capacity_mib": 4, "instances": 16, "organization": "scratchpad",
-                "bandwidth_tbps": 4, "source": "example"},
-               {"name": "dram", "kind": "ddr", "capacity_gb": 16, "bandwidth_gbps": 68, "source": "example"}],
-}
 
 
 def test_the_distributed_sram_figures_of_the_residency_doc() -> None:
