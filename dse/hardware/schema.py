@@ -415,6 +415,10 @@ class MemoryLevel(Strict):
                 raise ValueError(f"@{name}@got {value!r} on {self.name!r}, a cache with {self.instances} per-core "
                                  "copies; accepted: tiles, or organization scratchpad (a compiler places tensors "
                                  "across per-core scratchpads; a per-core cache keeps nothing across kernels)")
+        if self.resident_fraction is not None and self.kept == "tiles":
+            why = "keeps: tiles" if self.keeps else f"a level with {self.instances} per-core copies keeps tiles by default"
+            raise ValueError(f"@resident_fraction@got {self.resident_fraction:g} on {self.name!r}, which keeps no "
+                             f"tensor between operators ({why}); accepted: with keeps: step or steps")
 
     def _known_generation(self) -> None:
         """A level's ``generation`` is a registered DRAM part of the level's own kind (``dse.hardware.dram_parts``)."""

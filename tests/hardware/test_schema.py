@@ -273,6 +273,12 @@ def test_private_copies_sit_one_per_core_or_per_group_of_whole_cores() -> None:
      "chip.yaml: memory.2.keeps: got 'step' on 'hbm', an off-chip level; accepted: only on-chip SRAM keeps tensors"),
     (lambda d: d["memory"][2].__setitem__("resident_fraction", 0.5),
      "chip.yaml: memory.2.resident_fraction: got 0.5 on 'hbm', an off-chip level; accepted: only on-chip SRAM"),
+    (lambda d: d["memory"][0].__setitem__("resident_fraction", 0.5),
+     "chip.yaml: memory.0.resident_fraction: got 0.5 on 'local', which keeps no tensor between operators (a level "
+     "with 24 per-core copies keeps tiles by default); accepted: with keeps: step or steps"),
+    (lambda d: d["memory"][1].update(resident_fraction=0.5, keeps="tiles"),
+     "chip.yaml: memory.1.resident_fraction: got 0.5 on 'global', which keeps no tensor between operators (keeps: "
+     "tiles); accepted: with keeps: step or steps"),
     (lambda d: d["memory"][0].update(keeps="steps", organization="cache"),
      "chip.yaml: memory.0.keeps: got 'steps' on 'local', a cache with 24 per-core copies; accepted: tiles, or "
      "organization scratchpad"),
