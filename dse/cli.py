@@ -125,8 +125,9 @@ def _sweep_headline(name: str, designs: int, workloads: int, mixes: int, seconds
 def _sweep_mix_line(mix: str, b: pd.Series, feasible: int, designs: int) -> str:
     """A sweep's console line for one mix: its best feasible design as built and how many designs are within the
     limits."""
-    return (f"  {mix}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s "
-            f"({b['dram_stacks']:.0f} stacks), {b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, "
+    stacks = f" ({b['dram_stacks']:.0f} stacks)" if b["dram_stacks"] > 0 else ""  # main memory not bought in stacks
+    return (f"  {mix}: best feasible {b['peak_tflops_built']:.0f} TFLOP/s, {b['dram_bandwidth_tbps_built']:.2f} TB/s"
+            f"{stacks}, {b['sram_mib_built']:.0f} MiB (as built), score {b['score']:.3f}x, "
             f"area {b['area_mm2']:.0f} mm2, ridge {b['ridge_flop_per_byte']:.1f} FLOP/byte, binding {b['binding']} "
             f"({b['binding_time_share']:.0%} of time); {feasible:,} of {designs:,} designs within the limits")
 

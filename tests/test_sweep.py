@@ -307,3 +307,15 @@ def test_sweep_heatmaps_draw_the_power_budget(tmp_path: Path) -> None:
                  "--quiet"]) == 0
     svg = (tmp_path / "b" / "tiny-sweep" / "sweep_sram0.svg").read_text()
     assert 'id="budget-power_w' in svg and f"power budget {round(budget, 1):.0f} W" in svg
+
+
+def test_the_mix_line_names_stacks_only_where_the_main_memory_is_bought_in_them() -> None:
+    """An edge NPU's LPDDR (kind ddr without a channel figure) is bought in no stacks: its line read '(0 stacks)'."""
+    from dse.cli import _sweep_mix_line
+
+    best = pd.Series({"peak_tflops_built": 63.0, "dram_bandwidth_tbps_built": 0.2, "dram_stacks": 0.0,
+                      "sram_mib_built": 4.0, "score": 2.6, "area_mm2": 59.0, "ridge_flop_per_byte": 317.4,
+                      "binding": "dram", "binding_time_share": 0.68})
+    line = _sweep_mix_line("edge", best, 576, 576)
+    assert "0.20 TB/s, 4 MiB (as built)" in line and "stacks" not in line
+    assert "0.20 TB/s (4 stacks), 4 MiB" in _sweep_mix_line("hbm", best.replace(0.0, 4.0), 1, 2)
