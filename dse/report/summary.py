@@ -392,7 +392,7 @@ def spare_core_lines(best) -> list[str]:
 
 def shoreline_lines(result) -> list[str]:
     """Die edge and package of the best design: edge needed vs perimeter, stacks vs what fits."""
-    from dse.cost.area import shoreline
+    from dse.cost.area import ddr_channels, shoreline
     from dse.study import has_dram
 
     best = result.best
@@ -402,7 +402,7 @@ def shoreline_lines(result) -> list[str]:
         return [f"- Die edge: no DRAM level (main memory: SRAM `{best.offchip_name}`); SerDes and host I/O need {edge}"]
     if best.base.offchip_level.spec.area == "ddr_phy":
         return [f"- Die edge: SerDes and host I/O need {edge}; main memory `{best.offchip_name}` is "
-                f"{float(best.dram_stacks[0]):.0f} board-DRAM channels (their PHYs' edge is not counted)"]
+                f"{float(ddr_channels(best)[0]):.0f} board-DRAM channels as priced (their PHYs' edge is not counted)"]
     return [f"- Die edge: HBM PHYs, SerDes and host I/O need {edge}; {float(sh.stacks[0]):.0f} HBM stacks of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
 

@@ -165,3 +165,27 @@ def test_the_summary_prices_the_best_die_with_spare_cores() -> None:
     assert f"0: {c0.yield_[0] * 100:.0f} % / {c0.parts['die'][0]:.0f} USD" in line
     assert f"1: {c1.yield_[0] * 100:.0f} % / {c1.parts['die'][0]:.0f} USD" in line
     assert "1 spare core would cut the cost per good die by 13.7 %" in line, line
+
+
+def test_a_board_dram_study_counts_the_channels_its_area_prices(tmp_path: Path) -> None:
+    """An edge NPU's LPDDR (kind ddr, no channel figure: its bandwidth is one channel) read '0 board-DRAM channels'
+    in summary.md: the line counted HBM stacks. It now counts the channels dse.cost.area prices."""
+    import yaml
+
+    from tests.hardware.edge_npu import EDGE_NPU
+
+    (tmp_path / "edge.yaml").write_text(yaml.safe_dump(EDGE_NPU, sort_keys=False))
+    data = copy.deepcopy(SMALL_STUDY)
+    data["base"] = "edge.yaml"
+    data["workloads"] = [{"name": "mobilenet-v2", "batch": 1, "dtype": "int8"}]
+    data["search"].update({"sampler": "grid", "grid_points": 2, "n_trials": 4, "area_budget_mm2": 200})
+    data["search"]["space"] = {"dram_bandwidth_tbps": {"low": 0.05, "high": 0.2}, "peak_tflops": {"low": 16,
+                                                                                                  "high": 64}}
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "tiny" / "summary.md").read_text()
+    trials = pd.read_csv(tmp_path / "tiny" / "trials.csv")
+    best = trials[trials["rank"] == 1].iloc[0]
+    (line,) = [x for x in md.splitlines() if "board-DRAM channels" in x]
+    n = int(line.split("main memory `dram` is ")[1].split()[0])
+    assert n == int(np.ceil(best["dram_bandwidth_tbps_built"] / 0.068 - 1e-9)) >= 1, line  # channels of 68 GB/s
