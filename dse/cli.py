@@ -1517,7 +1517,7 @@ def _add_whatif_args(wi: argparse.ArgumentParser) -> None:
     wi.add_argument("--no-plots", action="store_true", help="draw no figure (whatif.csv and the report only)")
     wi.add_argument("--stages", help="with --workload: e.g. fuse_elementwise,flash_attention,weight_dtype=int8,"
                     "sram_mib=128,winograd,window=1024:4 (tokens:every n-th layer global; window=none),"
-                    "dram_part=hbm3,op_boundaries=overlapped")
+                    "dram_part=hbm3,op_boundaries=overlapped,keeps=step")
     wi.add_argument("--out", help="parent folder (default: output.dir of the what-if file or config, else results)")
     wi.add_argument("--quiet", action="store_true", help="no progress lines")
 

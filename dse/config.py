@@ -431,11 +431,13 @@ TRANSFORMS: dict[str, str | None] = {
     "fuse_elementwise": None, "flash_attention": None, "winograd": None,
     "dtype": "a dtype", "weight_dtype": "a dtype", "kv_dtype": "a dtype", "sram_mib": "MiB > 0",
     "dram_part": "a DRAM part", "window": "an attention window", "op_boundaries": "a runtime",
+    "keeps": "a residency",
 }
 TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names); dtype, weight_dtype, kv_dtype "
                        f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); dram_part "
                        f"({'|'.join(searchable_names())}); window ({{tokens: N, global_every: N, kind: sliding|chunked}} "
-                       "or none); op_boundaries (overlapped|serial); a stage may also set label")
+                       "or none); op_boundaries (overlapped|serial); keeps (tiles|step|steps: what the outermost "
+                       "on-chip SRAM keeps between operators); a stage may also set label")
 
 
 def _stage(item: Any) -> dict[str, Any]:
@@ -463,6 +465,10 @@ def _stage(item: Any) -> dict[str, Any]:
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
         if kind == "a DRAM part" and value not in searchable_names():
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(searchable_names())}")
+        if kind == "a residency" and value not in ("tiles", "step", "steps"):
+            raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: tiles (an operator's tiles only), step "
+                             "(also the activations between one step's operators) or steps (also the weights and KV "
+                             "cache that fit, across steps)")
         if kind == "a runtime" and value not in ("overlapped", "serial"):
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: overlapped (one compiled graph) or "
                              "serial (a program per operator)")

@@ -15,6 +15,9 @@ transforms on top of the previous ones:
 * ``op_boundaries``: the runtime between two operators (``overlapped``: one compiled graph, which hides a GEMM's
   software-pipeline fill and drain behind its neighbours; ``serial``: a program per operator, each paying its own;
   ``dse.predict.pipeline``), on a design whose GEMMs stage their blocks in a scratchpad;
+* ``keeps``: what the outermost on-chip SRAM (the level ``sram_mib`` sizes) keeps between operators (``tiles``,
+  ``step``, ``steps``; ``dse.predict.traffic`` residency): a compiler that keeps activations in a chip's per-core
+  scratchpads, or a runtime that keeps the weights across steps; not on a per-core cache;
 * ``window``: the model's attention window replaced (``{tokens, global_every, kind}``, or ``none``: every layer
   global), the model itself changed (``dse.workloads.library.variant``): local layers read and cache at most a
   window of keys.
@@ -169,12 +172,13 @@ class State:
     dram_part: str | None = None
     arch: dict[str, Any] = field(default_factory=dict)  # arch fields replaced (window)
     op_boundaries: str | None = None  # the design's compute.op_boundaries replaced
+    keeps: str | None = None  # what the design's outermost on-chip SRAM keeps, replaced
 
 
 def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
     """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
     new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part, dict(state.arch),
-                state.op_boundaries)
+                state.op_boundaries, state.keeps)
     for key, value in stage.items():
         if key == "label":
             continue
@@ -195,6 +199,9 @@ def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
             continue
         if key == "op_boundaries":
             new.op_boundaries = str(value)
+            continue
+        if key == "keeps":
+            new.keeps = str(value)
             continue
         if key == "winograd":
             new.winograd = True  # whether any conv qualifies is known once the workload is built
@@ -253,9 +260,9 @@ class WhatIfResult:
 
 def runtime_design(base: DesignBatch, hw: Hardware, state: State, before: State, stage: dict[str, Any],
                    notes: list[str]) -> DesignBatch:
-    """``base``, or the template rebuilt with the stages' ``op_boundaries`` (``state``'s; ``before``: the previous
-    stage's); a stage that sets it where it changes nothing adds a note (the runtime already in force, or a design
-    that stages no GEMM blocks in a scratchpad)."""
+    """``base``, or the template rebuilt with the stages' ``op_boundaries`` and ``keeps`` (``state``'s; ``before``:
+    the previous stage's); a stage that sets one where it changes nothing adds a note (the runtime or residency
+    already in force, a design that stages no GEMM blocks in a scratchpad, a per-core cache)."""
     want = state.op_boundaries or hw.compute.op_boundaries
     if "op_boundaries" in stage:
         if staging_level(base) is None:
@@ -263,10 +270,33 @@ def runtime_design(base: DesignBatch, hw: Hardware, state: State, before: State,
                          "(a cache, a GPU's tiles or no DRAM)")
         elif want == (before.op_boundaries or hw.compute.op_boundaries):
             notes.append("op_boundaries already in force")
-    if want == hw.compute.op_boundaries:
+    memory = kept_memory(base, hw, state, before, stage, notes)
+    if want == hw.compute.op_boundaries and memory is None:
         return base
-    return DesignBatch.from_hardware(hw.model_copy(update={"compute": hw.compute.model_copy(
-        update={"op_boundaries": want})}))
+    update: dict[str, Any] = {"compute": hw.compute.model_copy(update={"op_boundaries": want})}
+    if memory is not None:
+        update["memory"] = memory
+    return DesignBatch.from_hardware(hw.model_copy(update=update))
+
+
+def kept_memory(base: DesignBatch, hw: Hardware, state: State, before: State, stage: dict[str, Any],
+                notes: list[str]) -> list | None:
+    """The template's memory levels with the outermost on-chip SRAM keeping ``state.keeps`` (None: as the template
+    has it). A per-core cache keeps only tiles (``MemoryLevel``'s rule): the stage adds a note and ``state.keeps``
+    goes back to the previous stage's, as a transform that does not apply leaves the state."""
+    j = base.sram_level
+    level = hw.memory[j]
+    if "keeps" in stage:
+        if level.instances > 1 and level.organization == "cache" and state.keeps != "tiles":
+            notes.append(f"keeps does not apply: {hw.name}'s {level.name} is a cache with a copy per core, which "
+                         "keeps only tiles")
+            state.keeps = before.keeps
+        elif state.keeps == (before.keeps or level.kept):
+            notes.append(f"keeps already in force ({level.name} keeps {before.keeps or level.kept})")
+    if state.keeps is None or state.keeps == level.kept:
+        return None
+    changed = level.model_copy(update={"keeps": state.keeps})
+    return [changed if i == j else m for i, m in enumerate(hw.memory)]
 
 
 def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:

@@ -118,6 +118,8 @@ def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
     ({"dram_part": "gddr7"}, "whatif.stages.1: dram_part gddr7: got gddr7 for a level of kind dram; accepted: hbm2"),
     ({"op_boundaries": "fused"}, "whatif.stages.1: got {'op_boundaries': 'fused'} (op_boundaries 'fused'); accepted: "
                                  "op_boundaries: overlapped (one compiled graph) or serial (a program per operator)"),
+    ({"keeps": "all"}, "whatif.stages.1: got {'keeps': 'all'} (keeps 'all'); accepted: keeps: tiles (an operator's "
+                       "tiles only), step"),
     ({"window": {"tokens": 0}}, "whatif.stages.1: got {'window': {'tokens': 0}} (window {'tokens': 0}); accepted: "
                                 "window: none or {tokens: N > 0"),
     ({"window": {"tokens": 64, "global_every": 99}}, "whatif.stages.1: got 99 with 12 layers; accepted: 0 (every layer "
@@ -301,3 +303,26 @@ def test_an_op_boundaries_stage_runs_the_model_as_one_graph_and_equals_predict_o
                  str(tmp_path / "gpu")]) == 0
     note = pd.read_csv(tmp_path / "gpu" / "resnet50-whatif" / "whatif.csv")["note"].iloc[1]
     assert note.startswith("op_boundaries does not apply: h100-sxm's GEMMs stage no blocks in a scratchpad")
+
+
+def test_a_keeps_stage_keeps_activations_in_per_core_scratchpads_and_equals_predict_on_that_template(
+        tmp_path: Path) -> None:
+    """keeps=step on tt-n150 (its 72 Tensix L1s keep only tiles as shipped, docs/residency.md): the stage's time is
+    dse.predict's on the template whose l1 says keeps: step, faster; a second such stage says it is in force, and on
+    Gaudi 3, whose SRAM is a cache with a copy per die quarter, the stage says why nothing moved."""
+    assert main(["whatif", "resnet50", "tt-n150", "--batch", "16", "--stages",
+                 "fuse_elementwise,keeps=step,keeps=step", "--no-plots", "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "resnet50-whatif" / "whatif.csv")
+    hw = dse.hardware("tt-n150")
+    kept = hw.model_copy(update={"memory": [hw.memory[0].model_copy(update={"keeps": "step"}), *hw.memory[1:]]})
+    wl = dse.workload("resnet50", batch=16, fuse_elementwise=True)
+    assert t["time_ms"].iloc[2] == pytest.approx(dse.predict(wl, kept).time_s * 1e3, rel=1e-9)
+    assert t["time_ms"].iloc[2] < 0.9 * t["time_ms"].iloc[1]
+    assert (round(t["time_ms"].iloc[1], 2), round(t["time_ms"].iloc[2], 2)) == (5.45, 2.61)  # docs/user_guide.md
+    assert t["note"].fillna("").tolist()[3] == "keeps already in force (l1 keeps step)"
+    assert t["time_ms"].iloc[3] == t["time_ms"].iloc[2]
+    assert main(["whatif", "llama3-8b", "gaudi3", "--stages", "keeps=steps", "--no-plots", "--out",
+                 str(tmp_path / "g3")]) == 0
+    g3 = pd.read_csv(tmp_path / "g3" / "llama3-8b-whatif" / "whatif.csv")
+    assert g3["note"].iloc[1].startswith("keeps does not apply: gaudi3's sram is a cache with a copy per core")
+    assert g3["time_ms"].iloc[1] == g3["time_ms"].iloc[0]
