@@ -548,3 +548,30 @@ def test_the_distributed_sram_figures_of_the_residency_doc() -> None:
     r50 = dse.workload("resnet50", batch=16, dtype="fp8", fuse_elementwise=True)
     rate = 16 / dse.predict(r50, dse.hardware(n150)).time_s
     assert f"at {round(rate, -1):,.0f} img/s where 4,700 are measured" in doc
+
+
+def test_the_distributed_sram_knee_table_of_the_residency_doc() -> None:
+    """docs/residency.md's ResNet-50 (batch 1, int8, elementwise fused) on the edge NPU at each per-core SRAM total:
+    the SRAM's area and the step under keeps tiles, step and steps, as dse computes them; more SRAM or a level that
+    keeps more never makes the step slower."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "residency.md").read_text()
+    row = re.compile(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$")
+    shown = {int(m[1]): m.groups()[1:] for m in map(row.match, doc.splitlines()) if m}
+    assert sorted(shown) == [1, 2, 4, 8, 16, 32, 64]
+    w = dse.workload("resnet50", batch=1, dtype="int8", fuse_elementwise=True)
+    last = None
+    for mib, cells in shown.items():
+        times = []
+        for keeps in (None, "step", "steps"):
+            h = copy.deepcopy(EDGE_NPU)
+            h["memory"][0]["capacity_mib"] = mib
+            if keeps:
+                h["memory"][0]["keeps"] = keeps
+            times.append(dse.predict(w, dse.hardware(h)).time_s * 1e3)
+        sram = dse.area(dse.hardware(h)).breakdown["sram"]
+        assert cells == (f"{sram:.1f}", *(f"{t:.3f}" for t in times)), mib
+        assert times[0] >= times[1] >= times[2]
+        assert last is None or all(a <= b for a, b in zip(times, last, strict=True))
+        last = times
