@@ -664,7 +664,13 @@ def test_a_template_file_is_named_by_its_path_in_predict_and_yaml_takes_no_json(
     assert capsys.readouterr().err.strip() == ("error: --format: got json with --yaml; accepted: --yaml alone (each "
                                                "template's YAML file) or --format json without it")
     assert main(["hardware", "mi300x", "npu-7nm", "--format", "json"]) == 0
-    assert [d["dies"] for d in json.loads(capsys.readouterr().out)] == [{"xcd": 8, "iod": 4}, {"die": 1}]
+    rows = json.loads(capsys.readouterr().out)
+    assert [d["dies"] for d in rows] == [{"xcd": 8, "iod": 4}, {"die": 1}]
+    # the on-chip SRAM column: npu-7nm's 12 MiB of per-core scratchpads and its 32 MiB global level
+    assert rows[1]["sram_mib"] == 44.0
+    assert main(["hardware", "npu-7nm", "groq-tsp"]) == 0
+    header, npu, groq = capsys.readouterr().out.splitlines()[:3]
+    assert "ridge FLOP/B  SRAM MiB  area mm2" in header and " 44.0 " in npu and " 220.0 " in groq
 
 
 @pytest.mark.parametrize(("change", "line"), [
