@@ -16,7 +16,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from dse.errors import DseError, from_validation_error
 from dse.hardware.dram_parts import searchable_names
 from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, is_part_field, zero_ok
-from dse.limits import MAX_CHIPS
+from dse.limits import KNOB_MAX, MAX_CHIPS
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
 from dse.strict import Strict
@@ -215,6 +215,10 @@ class Space(Strict):
         fields = [p.field for p in self.params]
         if len(set(fields)) != len(fields):
             raise ValueError(f"a field is searched twice: {fields}")
+        for name, r in self.knobs().items():  # a design past the field's own bound could never be built or written
+            if r.high > KNOB_MAX[name]:
+                raise ValueError(f"@{name}.high@got {r.high:g}; accepted: at most {KNOB_MAX[name]:g} "
+                                 f"{KNOB[name].unit} (dse.limits, docs/limits.md)")
         return self
 
     def knobs(self) -> dict[str, Range]:

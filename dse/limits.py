@@ -112,3 +112,7 @@ MAX_DIE_AREA_MM2 = 1e5
 MAX_PACKAGE_USD = 1e5
 #: power, W: 1,000 (B200 TDP), 23,000 (a Cerebras CS-3 system); 1e5 W is 4x a CS-3
 MAX_POWER_W = 1e5
+
+#: the largest value each shorthand search knob's range may reach (``search.space.<knob>.high``): the bound of the
+#: template field it sizes (a level's bandwidth and capacity, a unit's peak)
+KNOB_MAX = {"peak_tflops": MAX_PEAK_TFLOPS, "dram_bandwidth_tbps": MAX_BANDWIDTH_TBPS, "sram_mib": MAX_CAPACITY_MIB}

@@ -764,3 +764,14 @@ def test_area_on_another_dram_part(capsys) -> None:
     assert hbm4["unit_cost_usd"] > base["unit_cost_usd"]
     assert main(["area", "--dram-part", "hbm4"]) == 2
     assert "error: --dram-part: got --dram-part hbm4 without a template" in capsys.readouterr().err
+
+
+def test_a_study_whose_every_trial_breaks_a_limit_names_its_config(tmp_path: Path, capsys) -> None:
+    """dse run's 'no feasible design found' line named no file where dse batch's did (fuzz seed 11600)."""
+    data = copy.deepcopy(SMALL_STUDY)
+    data["search"]["area_budget_mm2"] = 45.0  # no design of npu-7nm of 64 TFLOP/s or more is 45 mm2
+    cfg = write_config(tmp_path, data)
+    assert main(["run", str(cfg), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {cfg}: no feasible design found"), err
+    assert (tmp_path / "tiny" / "study.db").is_file()  # the trials it ran are kept

@@ -215,3 +215,28 @@ def test_every_library_model_and_template_lies_within_the_limits() -> None:
         d = load_description(name)
         FAMILIES[d.family].arch.model_validate(d.arch)
     assert [load_hardware(n).name for n in list_templates()] == list_templates()
+
+
+@pytest.mark.parametrize("knob", ["peak_tflops", "dram_bandwidth_tbps", "sram_mib"])
+def test_a_search_knob_reaches_at_most_the_bound_of_the_field_it_sizes(tmp_path: Path, capsys, knob: str) -> None:
+    """The fuzz corpus (seed 11600) ran a study with peak_tflops.high 1e308: its trials ran and writing their
+    table raised a traceback. Each knob's range is now bounded by dse.limits.KNOB_MAX, one line naming it; a
+    params range past its field's bound, whose check overflowed numpy on the way, says so in one line too."""
+    import yaml
+
+    from dse.cli import main
+    from dse.limits import KNOB_MAX
+    from tests.conftest import SMALL_STUDY
+
+    data = {**SMALL_STUDY, "search": {**SMALL_STUDY["search"],
+                                      "space": {knob: {"low": 1, "high": KNOB_MAX[knob] * 10}}}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", str(tmp_path / "s.yaml"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 's.yaml'}: search.space.{knob}.high: got "
+                                               f"{KNOB_MAX[knob] * 10:g}; accepted: at most {KNOB_MAX[knob]:g} ")
+    data["search"]["space"] = {"params": [{"field": "compute.clock_ghz", "low": 1, "high": 1e300}]}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", str(tmp_path / "p.yaml"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 'p.yaml'}: search.space.params.0.high: got 1e+300")
