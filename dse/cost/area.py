@@ -478,13 +478,19 @@ class Shoreline:
         cols = (self.stacks[idx].tolist(), self.max_stacks[idx].tolist(), self.edge_need_mm[idx].tolist(),
                 self.perimeter_mm[idx].tolist(), stacked[idx].tolist())  # Python floats: the same text, faster
         for i, st, mx, need, per, over in zip(idx.tolist(), *cols, strict=True):
-            why = [f"package: {st:.0f} DRAM stacks > {mx:.0f} the die's long edges and package hold"] if st > mx else []
+            why = [f"package: {_count(st)} DRAM stacks > {mx:.0f} the die's long edges and package hold"] if st > mx else []
             if over > 0:
-                why.append(f"package: the stacked dies overhang the dies under them by {over:.0f} mm2")
+                why.append(f"package: the stacked dies overhang the dies under them by {_count(over)} mm2")
             if need > per:
-                why.append(f"shoreline: PHYs need {need:.1f} mm of die edge > {per:.1f} mm perimeter")
+                why.append(f"shoreline: PHYs need {_count(need, 1)} mm of die edge > {_count(per, 1)} mm perimeter")
             out[i] = "; ".join(why)
         return out
+
+
+def _count(x: float, decimals: int = 0) -> str:
+    """A count or length for a reason line: fixed-point up to 1e7, else 4 significant digits (a design built past
+    every limit printed a stack count of 220 digits)."""
+    return f"{x:.{decimals}f}" if abs(x) < 1e7 else f"{x:.4g}"
 
 
 def die_edge_need_mm(d: DesignBatch, ar: AreaBreakdown, die: DieArea) -> np.ndarray:

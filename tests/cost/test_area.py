@@ -585,3 +585,14 @@ def test_a_small_die_that_is_mostly_the_default_fixed_block_is_warned_about() ->
     assert not [w for w in build_warnings(dse.hardware(own)) if "fixed block" in w]
     assert dse.area(dse.hardware(own)).total_mm2 == pytest.approx(a.total_mm2 - 37.0, rel=0.05)
     assert not any("fixed block" in w for name in dse.list_hardware() for w in build_warnings(dse.hardware(name)))
+
+
+def test_a_reason_past_every_limit_prints_a_short_number() -> None:
+    """A design built far past every limit (fuzz seed 11600) printed its DRAM stack count and edge lengths in full,
+    hundreds of digits; beyond 1e7 they read with 4 significant digits, below as before."""
+    base = DesignBatch.from_hardware(dse.hardware("npu-7nm"))
+    d = base.with_knobs(peak_flops=base.peak_flops * 1e6, dram_bandwidth=base.dram_bandwidth * 1e12)
+    (why,) = shoreline(d, area(d)).reasons()
+    stacks = float(shoreline(d, area(d)).stacks[0])
+    assert stacks > 1e7 and f"package: {stacks:.4g} DRAM stacks > " in why
+    assert all(len(tok) < 12 for tok in why.replace(";", " ").split()), why
