@@ -9,6 +9,7 @@ the ``*_si`` helpers convert to SI base units (byte, byte/s, FLOP/s, second).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -362,7 +363,8 @@ class MemoryLevel(Strict):
         "typical of that node)")
     organization: Literal["cache", "scratchpad"] = Field(
         "cache", description="SRAM only: cache (tags, crossbar, periphery; priced at the node's cache density) or "
-        "scratchpad (software-managed SRAM macros; the node's macro density)")
+        "scratchpad (software-managed SRAM macros; the node's macro density). Default: scratchpad on a chip of "
+        "systolic MAC arrays (compute.matrix.style systolic), cache otherwise")
     resident_fraction: float | None = Field(
         None, gt=0, le=1, description="On-chip SRAM that keeps tensors (keeps step or steps): the fraction of its "
         "capacity that holds tensors between operators and across steps (dse.predict.traffic residency). Default: 1 "
@@ -670,6 +672,17 @@ class Published(Strict):
     source: str = Field(min_length=3)
 
 
+def default_organization(data: Mapping[str, Any]) -> str | None:
+    """The organization of an SRAM level that does not say its own, from a template's raw data: ``scratchpad`` on a
+    chip of systolic MAC arrays, whose compiler places every tensor in software-managed SRAM (TPU VMEM and CMEM,
+    Gaudi 2's SRAM, Trainium's SBUF, Tenstorrent's Tensix L1, the Groq TSP: every shipped systolic template but one
+    says so), else None (the field's own default, ``cache``, a GPU's L1 and L2)."""
+    compute = data.get("compute")
+    matrix = compute.get("matrix") if isinstance(compute, Mapping) else None
+    style = matrix.get("style") if isinstance(matrix, Mapping) else None
+    return "scratchpad" if style == "systolic" else None
+
+
 class Hardware(Strict):
     """A chip: compute, an ordered memory hierarchy (inner to outer), and its process node."""
 
@@ -694,14 +707,17 @@ class Hardware(Strict):
     @model_validator(mode="before")
     @classmethod
     def _infer_kinds(cls, data: Any) -> Any:
-        """A memory level given without ``kind`` takes :func:`dse.hardware.memory_kinds.infer_kind`."""
+        """A memory level given without ``kind`` takes :func:`dse.hardware.memory_kinds.infer_kind`; an SRAM level
+        without ``organization`` on a chip of systolic MAC arrays is a scratchpad (:func:`default_organization`)."""
         if not isinstance(data, dict) or not isinstance(data.get("memory"), list):
             return data
         levels = data["memory"]
-        if not any(isinstance(m, dict) and "kind" not in m for m in levels):
-            return data
         filled = [{**m, "kind": infer_kind(str(m.get("name", "")), i, len(levels))}
                   if isinstance(m, dict) and "kind" not in m else m for i, m in enumerate(levels)]
+        org = default_organization(data)
+        if org is not None:
+            filled = [{**m, "organization": org} if isinstance(m, dict) and m.get("kind") == "sram"
+                      and "organization" not in m else m for m in filled]
         return {**data, "memory": filled}
 
     @model_validator(mode="after")

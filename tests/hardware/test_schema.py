@@ -295,3 +295,22 @@ def test_a_per_core_level_keeps_tiles_unless_a_scratchpad_says_more() -> None:
     kept = local.model_copy(update={"keeps": "step"})
     assert kept.kept == "step" and kept.resident_share == 1.0 and not kept.keeps_across_steps
     assert local.model_copy(update={"keeps": "steps", "resident_fraction": 0.5}).resident_share == 0.5
+
+
+def test_an_npu_sram_level_without_an_organization_is_a_scratchpad() -> None:
+    """A user's systolic-array template that did not say ``organization`` got a GPU's cache: priced at cache
+    density, kept across steps like an L2, and no GEMM software pipeline. On a chip of systolic arrays it is now a
+    scratchpad (every shipped systolic template but Gaudi 3, whose SRAM is a hardware-managed cache, says so); a
+    GPU-style (simt) chip keeps the cache; a level that says its own keeps it."""
+    data = copy.deepcopy(BASE)
+    for m in data["memory"]:
+        m.pop("organization", None)
+    npu = hardware_from_mapping(data, file="chip.yaml")
+    assert [m.organization for m in npu.memory if m.kind == "sram"] == ["scratchpad", "scratchpad"]
+    data["compute"]["matrix"]["style"] = "simt"
+    assert [m.organization for m in hardware_from_mapping(data, file="chip.yaml").memory
+            if m.kind == "sram"] == ["cache", "cache"]
+    data = copy.deepcopy(BASE)
+    data["memory"][1]["organization"] = "cache"
+    assert hardware_from_mapping(data, file="chip.yaml").memory[1].organization == "cache"
+    assert dse.hardware("gaudi3").memory[0].organization == "cache"
