@@ -1317,7 +1317,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 200):
         shown = p.ops[cols].rename(columns=PREDICT_UNITS)  # every column with its unit
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    for line in _mode_notes(p):
+    for line in _mode_notes(p) + _residency_notes(p):
         print(line)
     wl = p.workload
     chip = _template_label(args.hardware, p.hardware)  # a template read from a file: its path, as dse hardware says
@@ -1375,6 +1375,30 @@ def _mode_notes(p) -> list[str]:  # noqa: ANN001 - a Prediction
                        f"{mode} mode ({modes[mode]:g} TFLOP/s)" if mode else
                        f"note: {p.hardware.name}'s matrix unit has no {dt} mode")
     return out
+
+
+def _residency_notes(p) -> list[str]:  # noqa: ANN001 - a Prediction
+    """A ``note:`` line where main memory binds most of the time on a chip whose SRAM keeps no tensor between
+    operators only because it is per core (a scratchpad with a copy per core keeps tiles unless it says ``keeps``):
+    which field would keep the activations on chip (docs/residency.md, distributed SRAM)."""
+    hw = p.hardware
+    if any(m.resident_share > 0 for m in hw.memory):
+        return []
+    spread = [m for m in hw.memory if not m.off_chip and m.instances > 1 and m.organization == "scratchpad"
+              and m.keeps is None]
+    main = hw.offchip_level
+    share = float(p.time_by_bound().get(main.name, 0.0))
+    if not spread or not main.off_chip or share < 0.5:
+        return []
+    ops, level = p.ops, spread[-1]
+    moved = ops[f"traffic_{main.name}_bytes"] * ops["count"]
+    held = ops[["held_bytes"]].join(moved.rename("m")).min(axis=1) * ops["count"]  # weights and KV cache bytes
+    if float(moved.sum()) <= 0 or float((moved - held).sum() / moved.sum()) < 0.25:  # mostly weights: no help
+        return []
+    return [f"note: {share:.0%} of the time is bound by {main.name}, and no on-chip level keeps a tensor between "
+            f"operators: {level.name}'s {level.instances} per-core copies keep only tiles unless the template says "
+            f"keeps: step (activations) or steps (also weights) on it (docs/residency.md; dse whatif --stages "
+            "keeps=step)"]
 
 
 def overlap_flag(text: str) -> dict[str, float]:

@@ -775,3 +775,26 @@ def test_a_study_whose_every_trial_breaks_a_limit_names_its_config(tmp_path: Pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {cfg}: no feasible design found"), err
     assert (tmp_path / "tiny" / "study.db").is_file()  # the trials it ran are kept
+
+
+def test_predict_says_which_field_would_keep_activations_on_a_per_core_sram_chip(tmp_path: Path, capsys) -> None:
+    """An edge NPU whose only SRAM is per core is bound by its DRAM through activations a compiler could keep on
+    chip: dse predict names the field (keeps) and the what-if stage; a decode step bound by its weights, and a GPU,
+    get no such line."""
+    import yaml
+
+    from tests.hardware.edge_npu import EDGE_NPU
+
+    path = tmp_path / "edge.yaml"
+    path.write_text(yaml.safe_dump(EDGE_NPU, sort_keys=False))
+    assert main(["predict", "mobilenet-v2", str(path), "--batch", "1", "--dtype", "int8"]) == 0
+    notes = [x for x in capsys.readouterr().out.splitlines() if x.startswith("note:")]
+    assert len(notes) == 1 and "no on-chip level keeps a tensor between operators: local's 16 per-core copies" in notes[0]
+    assert "keeps=step" in notes[0]
+    kept = {**EDGE_NPU, "memory": [{**EDGE_NPU["memory"][0], "keeps": "step"}, EDGE_NPU["memory"][1]]}
+    path.write_text(yaml.safe_dump(kept, sort_keys=False))
+    assert main(["predict", "mobilenet-v2", str(path), "--batch", "1", "--dtype", "int8"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    for argv in (["llama2-7b", "tt-n150", "--phase", "decode"], ["llama2-7b", "a100-80gb", "--phase", "decode"]):
+        assert main(["predict", *argv]) == 0
+        assert "keeps a tensor" not in capsys.readouterr().out
