@@ -1391,8 +1391,9 @@ def _residency_notes(p) -> list[str]:  # noqa: ANN001 - a Prediction
     if not spread or not main.off_chip or share < 0.5:
         return []
     ops, level = p.ops, spread[-1]
-    moved = ops[f"traffic_{main.name}_bytes"] * ops["count"]
-    held = ops[["held_bytes"]].join(moved.rename("m")).min(axis=1) * ops["count"]  # weights and KV cache bytes
+    traffic = ops[f"traffic_{main.name}_bytes"]
+    moved = traffic * ops["count"]
+    held = ops["held_bytes"].clip(upper=traffic) * ops["count"]  # of them weights and KV cache bytes
     if float(moved.sum()) <= 0 or float((moved - held).sum() / moved.sum()) < 0.25:  # mostly weights: no help
         return []
     return [f"note: {share:.0%} of the time is bound by {main.name}, and no on-chip level keeps a tensor between "
