@@ -1305,6 +1305,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                "memory_gb_by_part": {k: float(v) / 1e9 for k, v in p.memory.items()},
                "capacity_gb_per_chip": p.capacity_bytes / 1e9, "infeasible_reason": p.infeasible_reason or None,
                "time_share_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},  # fractions of time_s
+               "notes": [line.removeprefix("note: ") for line in _mode_notes(p) + _residency_notes(p)],
                **_energy_fields(p)}
         if p.system is not None:  # a multi-chip run: the system, the chips and the step's network and bubble time
             doc |= {"system": p.system.name, "chips": wl.chips, "network_s": p.network_s, "bubble_s": p.bubble_s}

@@ -781,6 +781,8 @@ def test_predict_says_which_field_would_keep_activations_on_a_per_core_sram_chip
     """An edge NPU whose only SRAM is per core is bound by its DRAM through activations a compiler could keep on
     chip: dse predict names the field (keeps) and the what-if stage; a decode step bound by its weights, and a GPU,
     get no such line."""
+    import json
+
     import yaml
 
     from tests.hardware.edge_npu import EDGE_NPU
@@ -791,6 +793,8 @@ def test_predict_says_which_field_would_keep_activations_on_a_per_core_sram_chip
     notes = [x for x in capsys.readouterr().out.splitlines() if x.startswith("note:")]
     assert len(notes) == 1 and "no on-chip level keeps a tensor between operators: local's 16 per-core copies" in notes[0]
     assert "keeps=step" in notes[0]
+    assert main(["predict", "mobilenet-v2", str(path), "--batch", "1", "--dtype", "int8", "--format", "json"]) == 0
+    assert ["note: " + n for n in json.loads(capsys.readouterr().out)["notes"]] == notes  # the same line in JSON
     kept = {**EDGE_NPU, "memory": [{**EDGE_NPU["memory"][0], "keeps": "step"}, EDGE_NPU["memory"][1]]}
     path.write_text(yaml.safe_dump(kept, sort_keys=False))
     assert main(["predict", "mobilenet-v2", str(path), "--batch", "1", "--dtype", "int8"]) == 0
