@@ -52,7 +52,8 @@ WORKLOADS = ["workloads/resnet50.yaml", "workloads/llama2-7b.yaml", "workloads/m
              "workloads/lstm-lm-medium.yaml", "workloads/unet.yaml", "workloads/whisper-tiny.yaml"]
 WHATIF = {"name": "llama-prefill", "hardware": "npu-7nm",
           "workload": {"name": "llama2-7b", "phase": "prefill", "seq": 128},
-          "stages": ["fuse_elementwise", "flash_attention", {"weight_dtype": "int8"}, {"sram_mib": 128}]}
+          "stages": ["fuse_elementwise", "flash_attention", {"weight_dtype": "int8"}, {"sram_mib": 128},
+                     {"keeps": "step"}]}
 WHATIF_OP = {"name": "conv-winograd", "hardware": "npu-7nm",
              "operator": {"kind": "conv", "n": 1, "c_in": 64, "c_out": 64, "h": 56, "w": 56, "k": 3},
              "stages": ["winograd"]}
@@ -331,7 +332,8 @@ def make_case(rng: random.Random) -> Case:
 RATIOS = ["1:inf,1:1", "1:0,1:1", "1:-2,1:1", "1:nan,1:2", "a:b", "1:2", "", ",,,", "1:1e-300,1:1", "1:1e300,1:1",
           "0:0,1:1", "1:2:3,1:1", "1:2," * 40]
 STAGES = ["fuse_elementwise,nope", "sram_mib=-1", "sram_mib=inf", "weight_dtype=int3", "dtype=", "=", ",",
-          "sram_mib=1e30", "winograd,winograd", "kv_dtype=nan", "flash_attention"]
+          "sram_mib=1e30", "winograd,winograd", "kv_dtype=nan", "flash_attention", "keeps=all", "keeps=",
+          "keeps=steps,keeps=tiles"]
 
 
 def _flag_case(command: str, rng: random.Random) -> Case:
