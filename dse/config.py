@@ -441,7 +441,16 @@ TRANSFORMS_ACCEPTED = ("fuse_elementwise, flash_attention, winograd (bare names)
                        f"({'|'.join(get_args(Dtype))}); sram_mib (MiB > 0); dram_part "
                        f"({'|'.join(searchable_names())}); window ({{tokens: N, global_every: N, kind: sliding|chunked}} "
                        "or none); op_boundaries (overlapped|serial); keeps (tiles|step|steps: what the outermost "
-                       "on-chip SRAM keeps between operators); a stage may also set label")
+                       "on-chip SRAM keeps between operators, or {LEVEL: tiles|step|steps}); a stage may also set "
+                       "label")
+
+
+def _residency_value(value: Any) -> bool:
+    """Whether a what-if ``keeps`` value is one: ``tiles``, ``step`` or ``steps``, or a one-entry mapping of a level
+    name to one of them."""
+    if isinstance(value, dict):
+        return len(value) == 1 and all(isinstance(k, str) and v in ("tiles", "step", "steps") for k, v in value.items())
+    return value in ("tiles", "step", "steps")
 
 
 def _stage(item: Any) -> dict[str, Any]:
@@ -469,10 +478,11 @@ def _stage(item: Any) -> dict[str, Any]:
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: a number of MiB > 0")
         if kind == "a DRAM part" and value not in searchable_names():
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: {', '.join(searchable_names())}")
-        if kind == "a residency" and value not in ("tiles", "step", "steps"):
+        if kind == "a residency" and not _residency_value(value):
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: tiles (an operator's tiles only), step "
                              "(also the activations between one step's operators) or steps (also the weights and KV "
-                             "cache that fit, across steps)")
+                             "cache that fit, across steps), for the outermost on-chip SRAM, or {LEVEL: one of them} "
+                             "for a named on-chip level")
         if kind == "a runtime" and value not in ("overlapped", "serial"):
             raise ValueError(f"got {item!r} ({key} {value!r}); accepted: {key}: overlapped (one compiled graph) or "
                              "serial (a program per operator)")

@@ -15,9 +15,10 @@ transforms on top of the previous ones:
 * ``op_boundaries``: the runtime between two operators (``overlapped``: one compiled graph, which hides a GEMM's
   software-pipeline fill and drain behind its neighbours; ``serial``: a program per operator, each paying its own;
   ``dse.predict.pipeline``), on a design whose GEMMs stage their blocks in a scratchpad;
-* ``keeps``: what the outermost on-chip SRAM (the level ``sram_mib`` sizes) keeps between operators (``tiles``,
-  ``step``, ``steps``; ``dse.predict.traffic`` residency): a compiler that keeps activations in a chip's per-core
-  scratchpads, or a runtime that keeps the weights across steps; not on a per-core cache;
+* ``keeps``: what the outermost on-chip SRAM (the level ``sram_mib`` sizes), or a named on-chip level
+  (``{local: step}``), keeps between operators (``tiles``, ``step``, ``steps``; ``dse.predict.traffic`` residency): a
+  compiler that keeps activations in a chip's per-core scratchpads, or a runtime that keeps the weights across
+  steps; not on a per-core cache;
 * ``window``: the model's attention window replaced (``{tokens, global_every, kind}``, or ``none``: every layer
   global), the model itself changed (``dse.workloads.library.variant``): local layers read and cache at most a
   window of keys.
@@ -172,13 +173,13 @@ class State:
     dram_part: str | None = None
     arch: dict[str, Any] = field(default_factory=dict)  # arch fields replaced (window)
     op_boundaries: str | None = None  # the design's compute.op_boundaries replaced
-    keeps: str | None = None  # what the design's outermost on-chip SRAM keeps, replaced
+    keeps: dict[str, str] = field(default_factory=dict)  # what the design's on-chip levels keep, replaced, by name
 
 
 def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
     """``state`` with ``stage``'s transforms; a transform that does not apply leaves it and adds a note."""
     new = State(dict(state.scenario), state.sram_mib, state.winograd, [], state.dram_part, dict(state.arch),
-                state.op_boundaries, state.keeps)
+                state.op_boundaries, dict(state.keeps))
     for key, value in stage.items():
         if key == "label":
             continue
@@ -201,7 +202,8 @@ def apply_stage(subject: Subject, state: State, stage: dict[str, Any]) -> State:
             new.op_boundaries = str(value)
             continue
         if key == "keeps":
-            new.keeps = str(value)
+            level, kept = next(iter(value.items())) if isinstance(value, dict) else ("", str(value))
+            new.keeps[level] = kept  # "": the outermost on-chip SRAM, named once the design is known
             continue
         if key == "winograd":
             new.winograd = True  # whether any conv qualifies is known once the workload is built
@@ -281,22 +283,34 @@ def runtime_design(base: DesignBatch, hw: Hardware, state: State, before: State,
 
 def kept_memory(base: DesignBatch, hw: Hardware, state: State, before: State, stage: dict[str, Any],
                 notes: list[str]) -> list | None:
-    """The template's memory levels with the outermost on-chip SRAM keeping ``state.keeps`` (None: as the template
-    has it). A per-core cache keeps only tiles (``MemoryLevel``'s rule): the stage adds a note and ``state.keeps``
-    goes back to the previous stage's, as a transform that does not apply leaves the state."""
-    j = base.sram_level
-    level = hw.memory[j]
+    """The template's memory levels with each level named in ``state.keeps`` keeping what it says (None: as the
+    template has them). A level that is not on-chip SRAM is a one-line error; a per-core cache keeps only tiles
+    (``MemoryLevel``'s rule): the stage adds a note and that level goes back to the previous stage's, as a transform
+    that does not apply leaves the state."""
+    names = [m.name for m in hw.memory]
+    if "" in state.keeps:
+        state.keeps[names[base.sram_level]] = state.keeps.pop("")
     if "keeps" in stage:
-        if level.instances > 1 and level.organization == "cache" and state.keeps != "tiles":
+        value = stage["keeps"]
+        name = next(iter(value)) if isinstance(value, dict) else names[base.sram_level]
+        if name not in names or hw.memory[names.index(name)].off_chip:
+            on_chip = ", ".join(m.name for m in hw.memory if not m.off_chip)
+            raise DseError(f"{stage['label']}: got level {name!r}; accepted: an on-chip level of {hw.name} "
+                           f"({on_chip})")
+        level = hw.memory[names.index(name)]
+        want = state.keeps[name]
+        if level.instances > 1 and level.organization == "cache" and want != "tiles":
             notes.append(f"keeps does not apply: {hw.name}'s {level.name} is a cache with a copy per core, which "
                          "keeps only tiles")
-            state.keeps = before.keeps
-        elif state.keeps == (before.keeps or level.kept):
-            notes.append(f"keeps already in force ({level.name} keeps {before.keeps or level.kept})")
-    if state.keeps is None or state.keeps == level.kept:
+            state.keeps.pop(name)
+            if name in before.keeps:
+                state.keeps[name] = before.keeps[name]
+        elif want == before.keeps.get(name, level.kept):
+            notes.append(f"keeps already in force ({level.name} keeps {want})")
+    changed = {n: k for n, k in state.keeps.items() if k != hw.memory[names.index(n)].kept}
+    if not changed:
         return None
-    changed = level.model_copy(update={"keeps": state.keeps})
-    return [changed if i == j else m for i, m in enumerate(hw.memory)]
+    return [m.model_copy(update={"keeps": changed[m.name]}) if m.name in changed else m for m in hw.memory]
 
 
 def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
@@ -322,7 +336,10 @@ def run_whatif(spec: WhatIf, hw: Hardware) -> WhatIfResult:
             wl, n = winograd(wl)
             if "winograd" in stage and n == 0:
                 notes.append(f"winograd does not apply: {subject.label} has no 3x3 stride-1 convolution")
-        d = runtime_design(base, hw, state, before, stage, notes)
+        try:
+            d = runtime_design(base, hw, state, before, stage, notes)
+        except DseError as exc:  # a keeps stage naming no on-chip level of the design
+            raise DseError(exc.message, field=f"whatif.stages.{k - 1}") from None
         if state.sram_mib is not None:
             d = d.with_knobs(sram_bytes=np.array([state.sram_mib * MIB]))
         if state.dram_part is not None:

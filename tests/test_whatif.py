@@ -120,6 +120,12 @@ def test_whatif_section_of_a_study_config_uses_the_base(tmp_path: Path) -> None:
                                  "op_boundaries: overlapped (one compiled graph) or serial (a program per operator)"),
     ({"keeps": "all"}, "whatif.stages.1: got {'keeps': 'all'} (keeps 'all'); accepted: keeps: tiles (an operator's "
                        "tiles only), step"),
+    ({"keeps": {"local": "all"}}, "whatif.stages.1: got {'keeps': {'local': 'all'}} (keeps {'local': 'all'}); "
+                                  "accepted: keeps: tiles"),
+    ({"keeps": {"hbm": "step"}}, "whatif.stages.1: keeps {'hbm': 'step'}: got level 'hbm'; accepted: an on-chip level "
+                                 "of npu-7nm (local, global)"),
+    ({"keeps": {"l9": "step"}}, "whatif.stages.1: keeps {'l9': 'step'}: got level 'l9'; accepted: an on-chip level of "
+                                "npu-7nm"),
     ({"window": {"tokens": 0}}, "whatif.stages.1: got {'window': {'tokens': 0}} (window {'tokens': 0}); accepted: "
                                 "window: none or {tokens: N > 0"),
     ({"window": {"tokens": 64, "global_every": 99}}, "whatif.stages.1: got 99 with 12 layers; accepted: 0 (every layer "
@@ -321,6 +327,13 @@ def test_a_keeps_stage_keeps_activations_in_per_core_scratchpads_and_equals_pred
     assert (round(t["time_ms"].iloc[1], 2), round(t["time_ms"].iloc[2], 2)) == (5.45, 2.61)  # docs/user_guide.md
     assert t["note"].fillna("").tolist()[3] == "keeps already in force (l1 keeps step)"
     assert t["time_ms"].iloc[3] == t["time_ms"].iloc[2]
+    import yaml
+
+    named = tmp_path / "named.yaml"  # the same stage naming the level: {l1: step}
+    named.write_text(yaml.safe_dump({"name": "named", "hardware": "tt-n150", "workload": {
+        "name": "resnet50", "batch": 16, "fuse_elementwise": True}, "stages": [{"keeps": {"l1": "step"}}]}))
+    assert main(["whatif", str(named), "--no-plots", "--out", str(tmp_path)]) == 0
+    assert pd.read_csv(tmp_path / "named-whatif" / "whatif.csv")["time_ms"].iloc[1] == t["time_ms"].iloc[2]
     assert main(["whatif", "llama3-8b", "gaudi3", "--stages", "keeps=steps", "--no-plots", "--out",
                  str(tmp_path / "g3")]) == 0
     g3 = pd.read_csv(tmp_path / "g3" / "llama3-8b-whatif" / "whatif.csv")
