@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dse.errors import DseError, InfeasibleError
+from dse.errors import DseError
 
 if TYPE_CHECKING:  # pandas loads lazily, inside the commands that use it
     import pandas as pd
@@ -72,11 +72,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             write_results(r, plots_on=plots)
         print(write_mix_report(run.top, list(run.results.values()), list(run.results), cfg.name, run.infeasible))
         return 0
-    try:
-        result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
-                           n_trials=args.trials, progress=_progress(args), workers=args.workers)
-    except InfeasibleError as exc:  # a search whose every trial broke a limit: the line names the config, as batch's
-        raise InfeasibleError(exc.message, file=exc.file or str(args.config), field=exc.field) from None
+    result = run_study(args.config, resume=args.resume, storage=args.storage, out=args.out,
+                       n_trials=args.trials, progress=_progress(args), workers=args.workers)
     plots = cfg.output.plots and not args.no_plots  # the config's output.plots, or --no-plots
     status(args, f"search done; writing {result.folder}: tables" + (", figures" if plots else "") + " and report")
     print(write_results(result, plots_on=plots))

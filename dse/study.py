@@ -907,7 +907,10 @@ def run_study(
     if bad:
         raise DseError(f"{len(bad)} worker process(es) failed (exit codes {bad}); completed trials are in the "
                        "storage: continue with --resume", field="--workers")
-    best_trial = optimize.best_feasible(study)
+    try:
+        best_trial = optimize.best_feasible(study)
+    except InfeasibleError as exc:  # every trial broke a limit: the line names the config, as a capacity error does
+        raise InfeasibleError(exc.message, file=exc.file or config_label(config), field=exc.field) from None
     best = designs_from_params(ctx.base, [best_trial.params], cfg.search.space)
     scored, times = score_designs(ctx, best)
     complete = optimize.complete_count(study)

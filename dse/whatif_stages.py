@@ -299,7 +299,7 @@ def kept_memory(base: DesignBatch, hw: Hardware, state: State, before: State, st
                            f"({on_chip})")
         level = hw.memory[names.index(name)]
         want = state.keeps[name]
-        if level.instances > 1 and level.organization == "cache" and want != "tiles":
+        if level.tiles_only and want != "tiles":
             notes.append(f"keeps does not apply: {hw.name}'s {level.name} is a cache with a copy per core, which "
                          "keeps only tiles")
             state.keeps.pop(name)

@@ -413,7 +413,7 @@ class MemoryLevel(Strict):
             if self.off_chip:
                 raise ValueError(f"@{name}@got {value!r} on {self.name!r}, an off-chip level; accepted: only on-chip "
                                  "SRAM keeps tensors between operators (main memory holds every tensor anyway)")
-            if self.instances > 1 and self.organization != "scratchpad":
+            if self.tiles_only:
                 raise ValueError(f"@{name}@got {value!r} on {self.name!r}, a cache with {self.instances} per-core "
                                  "copies; accepted: tiles, or organization scratchpad (a compiler places tensors "
                                  "across per-core scratchpads; a per-core cache keeps nothing across kernels)")
@@ -503,6 +503,12 @@ class MemoryLevel(Strict):
     @property
     def off_chip(self) -> bool:
         return self.spec.off_chip
+
+    @property
+    def tiles_only(self) -> bool:
+        """Whether the level can keep nothing but an operator's tiles: a cache with a copy per core (a GPU's L1),
+        whose lines no later kernel can count on; a per-core scratchpad keeps what the compiler places in it."""
+        return self.instances > 1 and self.organization != "scratchpad"
 
     @property
     def resident_share(self) -> float:
