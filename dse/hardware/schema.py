@@ -717,10 +717,12 @@ class Hardware(Strict):
         without ``organization`` on a chip of systolic MAC arrays is a scratchpad (:func:`default_organization`)."""
         if not isinstance(data, dict) or not isinstance(data.get("memory"), list):
             return data
-        levels = data["memory"]
+        levels, org = data["memory"], default_organization(data)
+        if all(not isinstance(m, dict) or ("kind" in m and (org is None or m["kind"] != "sram" or "organization" in m))
+               for m in levels):
+            return data  # every level says what it would be given (a dumped template): nothing to fill
         filled = [{**m, "kind": infer_kind(str(m.get("name", "")), i, len(levels))}
                   if isinstance(m, dict) and "kind" not in m else m for i, m in enumerate(levels)]
-        org = default_organization(data)
         if org is not None:
             filled = [{**m, "organization": org} if isinstance(m, dict) and m.get("kind") == "sram"
                       and "organization" not in m else m for m in filled]
