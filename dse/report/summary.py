@@ -15,6 +15,11 @@ from dse.search.space import base_knobs
 from dse.units import TERA, watts
 
 
+def _count_of(n: float, noun: str) -> str:
+    """``n`` whole ``noun``s in words: '1 board-DRAM channel', '6 board-DRAM channels'."""
+    return f"{n:.0f} {noun}{'' if round(n) == 1 else 's'}"
+
+
 def ratio_label(base_ridge: float, ridge: float) -> str:
     """Compute:bandwidth ratio normalised to the base: '1:2' = twice the bandwidth per FLOP of the base."""
     return f"1:{base_ridge / ridge:.2f}"
@@ -150,12 +155,11 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
     lines = [
         f"# Study `{cfg.name}`",
         "",
-        cfg.description.strip(),
-        "",
-        (f"- System: `{ctx.base.system.name}`, {ctx.base.system.chips} chips, network levels "
-         + ", ".join(f"{lv.name} ({lv.topology}, {lv.size})" for lv in ctx.base.system.network)
-         + "; per-workload plans in the workload labels (tp/pp/dp/ep; a `plan: auto` workload's at each design, "
-           "below)" if ctx.base.system is not None else ""),
+        *([cfg.description.strip(), ""] if cfg.description.strip() else []),
+        *([f"- System: `{ctx.base.system.name}`, {ctx.base.system.chips} chips, network levels "
+           + ", ".join(f"{lv.name} ({lv.topology}, {lv.size})" for lv in ctx.base.system.network)
+           + "; per-workload plans in the workload labels (tp/pp/dp/ep; a `plan: auto` workload's at each design, "
+             "below)"] if ctx.base.system is not None else []),
         f"- Base design: `{ctx.base_hw.name}` ({ctx.base_hw.process_node});"
         f" objective(s): `{', '.join(cfg.search.objective_names)}`;"
         f" budgets: {budget}",
@@ -209,7 +213,6 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "anywhere: a new study beside this folder); `metadata.json`: the sha256 of every input; `study.db`: the optuna "
         "study (resume with `--resume`)",
         *[f"- `{f}`" for f in figures],
-        "",
         "",
         f"## Coefficients used (node `{ctx.base_hw.process_node}`, `hw_templates/nodes/{ctx.base_hw.process_node}.yaml`)",
         "",
@@ -402,7 +405,9 @@ def shoreline_lines(result) -> list[str]:
         return [f"- Die edge: no DRAM level (main memory: SRAM `{best.offchip_name}`); SerDes and host I/O need {edge}"]
     if best.base.offchip_level.spec.area == "ddr_phy":
         return [f"- Die edge: SerDes and host I/O need {edge}; main memory `{best.offchip_name}` is "
-                f"{float(ddr_channels(best)[0]):.0f} board-DRAM channels as priced (their PHYs' edge is not counted)"]
-    return [f"- Die edge: HBM PHYs, SerDes and host I/O need {edge}; {float(sh.stacks[0]):.0f} HBM stacks of at most "
+                f"{_count_of(float(ddr_channels(best)[0]), 'board-DRAM channel')} as priced (their PHYs' edge is not "
+                "counted)"]
+    stacks = _count_of(float(sh.stacks[0]), "HBM stack")
+    return [f"- Die edge: HBM PHYs, SerDes and host I/O need {edge}; {stacks} of at most "
             f"{float(sh.max_stacks[0]):.0f} that the long edges and the package hold"]
 

@@ -10,7 +10,7 @@ import dse
 import dse.cost.power
 from dse.cli import main
 from dse.config import Param, Range, Space
-from dse.report.summary import bound_warnings, choice_lines, infeasible_line
+from dse.report.summary import _count_of, bound_warnings, choice_lines, infeasible_line
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -37,6 +37,11 @@ def test_choice_lines_give_each_choices_best_feasible_objective_best_first() -> 
     assert line.startswith("- `memory.hbm.generation`, best feasible `score` per choice")
     assert "hbm3 1.5 (2 of 2), hbm4 1.4 (1 of 2), hbm2e none feasible (0 of 1)" in line  # the FAIL trial not counted
     assert choice_lines(space, None, "score") == []
+
+
+def test_counts_are_singular_for_one() -> None:
+    assert _count_of(1.0, "board-DRAM channel") == "1 board-DRAM channel"
+    assert _count_of(6.0, "HBM stack") == "6 HBM stacks" and _count_of(0.0, "HBM stack") == "0 HBM stacks"
 
 
 def test_the_console_says_how_many_trials_broke_which_limit() -> None:
@@ -66,6 +71,7 @@ def test_study_on_a_bound_says_so_and_explains_its_sram(tmp_path: Path, capsys) 
     assert "is a **scratchpad** at 0.619 mm²/MiB (7nm)" in md
     assert "With it halved" in md and "With it doubled" in md and "put into whole cores" in md
     assert "HBM stacks of at most 6" in md or "HBM stacks of at most" in md
+    assert "\n\n\n" not in md  # a config without a description, a study without a system: no empty lines for them
     assert "| nan |" not in md and "| area: d2d (mm²) | 0 | 0 | 0 |" in md  # a part neither design has: 0 %, not nan
 
 
