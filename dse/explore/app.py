@@ -231,8 +231,35 @@ class Explorer:
                                             "time_ms": "time (ms)", "speedup_x": "speedup (x)",
                                             "binding": "binding ceiling"})
         out["workloads"] = wl
+        out["residency"] = residency_rows(view)
         out["compare"] = compare_frame(self.candidates, view) if self.candidates is not None else None
         return out
+
+
+def residency_rows(view: Any) -> tuple[str, Any]:
+    """What stays on chip on the current design: (the resident level's line, per workload the share of its operators'
+    activations, of its weights and of its KV cache that stay, in %, blank where it has none, and what stays next from
+    what SRAM size; ``dse.report.residency.residency_table``, as a study's summary.md says of its best design)."""
+    df = view.residency.copy()
+    for col in df.columns[1:4]:
+        df[col] = [_pct(x) for x in df[col]]
+    return f"What stays on chip; {view.residency_level}", df
+
+
+def _pct(x: float) -> str:
+    """A share in % for the on-chip table: whole percent, '< 1' for a sliver, blank for none of that kind (nan)."""
+    if x != x:
+        return ""
+    return "< 1" if 0 < x < 0.5 else f"{x:.0f}"
+
+
+def residency_box(rows: tuple[str, Any]) -> list:
+    """The page's residency box (:func:`residency_rows`): the line, and the table where a level keeps tensors."""
+    from dash import html
+
+    line, df = rows
+    return [html.Div(line, style={"fontSize": "13px", "margin": "6px 0"}),
+            *([frame_table(df, "residency-table")] if len(df) else [])]
 
 
 def graph(name: str, fig: dict | None, testid: str | None = None, height: str = "420px") -> Any:
@@ -271,6 +298,7 @@ def page(ex: Explorer, first: dict[str, Any]) -> Any:
                                                                                         "verticalAlign": "top"}),
                       html.Div(frame_table(first["workloads"], "workloads"), id="workloads-box",
                                style={"display": "inline-block", "marginLeft": "20px", "verticalAlign": "top"})]),
+            html.Div(residency_box(first["residency"]), id="residency-box", **{"data-testid": "residency"}),
             html.Div([html.Label("roofline at level: "),
                       dcc.Dropdown(id="level", options=levels, value=ex.ctx.base.offchip_name, clearable=False,
                                    style={"width": "200px", "display": "inline-block"})]),
@@ -326,7 +354,7 @@ def build_app(ex: Explorer) -> Any:
         return new_sliders, [values[i["n"]] for i in input_ids], values
 
     outputs = [Output("mix-score", "children"), Output("status", "children"), Output("built-box", "children"),
-               Output("workloads-box", "children"), Output("fig-roofline", "figure"),
+               Output("workloads-box", "children"), Output("residency-box", "children"), Output("fig-roofline", "figure"),
                Output("fig-speedups", "figure"), Output("fig-ceilings", "figure"), Output("fig-area", "figure"),
                Output("fig-cost", "figure"), Output("fig-power", "figure"), Output("fig-histogram", "figure"),
                Output("compare-box", "children"), Output("error", "children")]
@@ -340,8 +368,8 @@ def build_app(ex: Explorer) -> Any:
         except DseError as exc:
             return (*([no_update] * (len(outputs) - 1)), f"error: {exc.lines()[0]}")
         res = [out["score"], out["status"], table(out["built"], "built"), frame_table(out["workloads"], "workloads"),
-               out["roofline"], out["speedups"], out["ceilings"], out["area"], out["cost"], out["power"],
-               out["histogram"],
+               residency_box(out["residency"]), out["roofline"], out["speedups"], out["ceilings"], out["area"],
+               out["cost"], out["power"], out["histogram"],
                frame_table(out["compare"], "compare") if out["compare"] is not None else "no candidates"]
         if first["heatmap"] is not None:
             res.append(out["heatmap"])

@@ -4,7 +4,7 @@ No web framework here (``dse.explore.app`` draws what this returns), so everythi
 without a browser. One update (:func:`evaluate`) builds the design from the knobs by the study's one rule
 (:func:`dse.search.space.designs_from_params`: whole cores, whole DRAM stacks, whole SRAM macros), scores it
 against the base (:func:`dse.study.score_designs`) and predicts every workload once
-(:func:`dse.study.evaluate_design`).
+(:func:`dse.study.evaluate_design`), which gives what stays on chip too (:func:`dse.report.residency.residency_table`).
 
 The ratio knob ``ratio_x`` is the compute:bandwidth ratio 1:x relative to the base, as ``dse compare --ratios``
 spells it: DRAM bandwidth target ``B = P x x / R_base`` (``P`` the peak, ``R_base`` the base ridge in FLOP/byte;
@@ -24,6 +24,7 @@ import pandas as pd
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import KNOB, built_values
+from dse.report.residency import residency_table
 from dse.study import Context, evaluate_design, heatmap_grid, score_designs
 from dse.units import TERA
 
@@ -172,6 +173,9 @@ class View:
     ops: pd.DataFrame  # per operator of every workload: the roofline's dots
     roofs: dict[str, Any]  # peak_tflops, vector_tflops, level -> TB/s, overhead
     ridges: dict[str, float] = field(default_factory=dict)  # current and base ridge (FLOP/byte)
+    # what stays on chip (dse.report.residency.residency_table): a line naming the resident level, one row per workload
+    residency_level: str = ""
+    residency: pd.DataFrame | None = None
 
 
 def design_of(ctx: Context, values: Mapping[str, float]) -> DesignBatch:
@@ -250,9 +254,10 @@ def evaluate(ctx: Context, specs: list[KnobSpec], values: Mapping[str, Any]) -> 
              "levels": {lv: float(d.bandwidth[0, j]) / TERA for j, lv in enumerate(d.level_names)},
              "main": d.offchip_name, "launch_us": float(np.median(ops["overhead_s"] / ops["count"])) * 1e6,
              "median_op_flops": float(ops.loc[ops["flops"] > 0, "flops"].div(ops["count"]).median())}
+    level_line, on_chip = residency_table(d, ev.predictions, labels)
     return View(v, d, float(sc.score[0]), bool(sc.feasible[0]), sc.reason[0], built, summary, wl,
                 ceilings, breakdown, ops, roofs,
-                {"current": ridge, "base": base_ridge(ctx)})
+                {"current": ridge, "base": base_ridge(ctx)}, level_line, on_chip)
 
 
 def at_own_plans(ctx: Context, d: DesignBatch) -> Context:

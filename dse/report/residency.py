@@ -181,6 +181,11 @@ def _held_text(name: str, share: float, size: float) -> str:
     return f"{pct} of the {name} ({size / 1e6:.0f} MB)"
 
 
+def _mib_text(mib: float) -> str:
+    """``280``, ``1,536.125``: MiB to 3 decimals without trailing zeros."""
+    return f"{mib:,.3f}".rstrip("0").rstrip(".")
+
+
 def residency_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     """E.g. ``activations of 97 % of operators; 13 % of the weights (247 MB); KV cache: none (38 MB). Weights fit
     from 280 MiB of global SRAM.``"""
@@ -198,8 +203,39 @@ def residency_text(r: WorkloadResidency, level: ResidentLevel) -> str:
         return text + (" Every tensor stays on chip." if level.steps else "")
     what = "Every operator's activations fit" if r.next_kind == "activations" else \
         f"{r.next_kind[0].upper()}{r.next_kind[1:]} fit{'s' if r.next_kind == 'KV cache' else ''}"
-    mib = f"{r.next_mib:,.3f}".rstrip("0").rstrip(".")
-    return text + f" {what} from {mib} MiB of {level.name} {'cache' if level.cache else 'SRAM'}."
+    return text + f" {what} from {_mib_text(r.next_mib)} MiB of {level.name} {'cache' if level.cache else 'SRAM'}."
+
+
+def next_text(r: WorkloadResidency, level: ResidentLevel) -> str:
+    """What the resident level keeps next and from what size: ``weights fit from 280 MiB``, ``every tensor stays``
+    (:func:`next_to_fit`); ``no SRAM size keeps the weights`` where the level keeps no tensor across steps."""
+    if r.policy == "none":
+        return "nothing stays (residency: none)"
+    if r.next_kind is None:
+        return "every tensor stays" if level.steps else "every activation stays"
+    return f"{r.next_kind} fit{'s' if r.next_kind == 'KV cache' else ''} from {_mib_text(r.next_mib)} MiB"
+
+
+def residency_table(d: DesignBatch, predictions: list, labels: list[str], i: int = 0) -> tuple[str, pd.DataFrame]:
+    """(a line naming the resident level of design ``i``, one row per workload: the share of its operators whose
+    activations stay, of its weights and of its KV cache that stay, in %, blank where it has none, and what stays next
+    from what size, :func:`next_text`) for the explorer; the rows are empty where no on-chip level keeps tensors."""
+    cols = ["workload", "activations on chip (%)", "weights on chip (%)", "KV cache on chip (%)", "next"]
+    level = resident_level(d, i)
+    if level is None:
+        what = (f"no DRAM level: every tensor stays in {d.offchip_name}" if not d.offchip.any()
+                else "no shared on-chip level keeps tensors between operators")
+        return what, pd.DataFrame(columns=cols)
+    rows = []
+    for lab, p in zip(labels, predictions, strict=True):
+        r = workload_residency(p.ops, level)
+        if r is None:
+            continue
+        rows.append({"workload": lab, cols[1]: 100 * r.activations,
+                     cols[2]: 100 * r.weights if r.weights_bytes > 0 else math.nan,
+                     cols[3]: 100 * r.kv if r.kv_bytes > 0 else math.nan, "next": next_text(r, level)})
+    steps = "kept across steps" if level.steps else "kept within a step (keeps: step)"
+    return f"resident level: {level.label()}, {steps}", pd.DataFrame(rows, columns=cols)
 
 
 def residency_lines(result) -> list[str]:  # noqa: ANN001 - a dse.study.StudyResult

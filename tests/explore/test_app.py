@@ -149,11 +149,13 @@ def test_page_in_a_real_browser(server, browser):
     drv.get(server["url"])
     wait_until(lambda: score(drv), 30, "the mix score")
     for testid in ("knob-peak_tflops", "knob-dram_bandwidth_tbps", "knob-sram_mib", "knob-ratio_x", "mix-score",
-                   "roofline", "heatmap", "breakdown", "built", "workloads", "compare"):
+                   "roofline", "heatmap", "breakdown", "built", "workloads", "residency", "compare"):
         # the score is a text element and can arrive before a graph is drawn (a loaded 2-core CI machine)
         wait_until(lambda t=testid: by_testid(drv, t).is_displayed(), 30, testid)
     assert score(drv) == "1.0000"  # the base design
     assert "cores" in by_testid(drv, "built").text and "DRAM stacks" in by_testid(drv, "built").text
+    on_chip = by_testid(drv, "residency").text  # what stays in the SRAM, per workload
+    assert "resident level: global SRAM 32 MiB" in on_chip and "weights fit from" in on_chip
 
     # moving the peak-compute knob changes the score within 5 s, to the value the predictor gives
     t0 = time.monotonic()

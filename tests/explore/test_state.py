@@ -61,6 +61,18 @@ def test_more_compute_changes_the_score(ctx, specs):
     assert high > low
 
 
+def test_the_view_says_what_stays_on_chip_and_more_sram_keeps_more_of_the_weights(ctx, specs):
+    """The on-chip table follows the SRAM knob: SMALL_STUDY's llama2-7b decode keeps under 1 % of its 13 GB of weights
+    in 16 MiB, and names the size that keeps them; resnet50 b8 keeps a larger share of its weights at 64 MiB."""
+    small = state.evaluate(ctx, specs, {"sram_mib": 16.0})
+    large = state.evaluate(ctx, specs, {"sram_mib": 64.0})
+    assert small.residency_level.startswith("resident level: global SRAM 16 MiB")
+    assert list(small.residency["workload"]) == list(small.workloads["workload"])
+    w = "weights on chip (%)"
+    assert large.residency.loc[0, w] > small.residency.loc[0, w]  # resnet50
+    assert 0 < small.residency.loc[1, w] < 1 and "weights fit from 12," in small.residency.loc[1, "next"]
+
+
 def test_ratio_round_trip(ctx):
     bw = state.bandwidth_at_ratio(400.0, 2.0, ctx)
     assert state.ratio_of({"peak_tflops": 400.0, "dram_bandwidth_tbps": bw}, ctx) == pytest.approx(2.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from dse.hardware.designs import SRAM_MACRO_BYTES, DesignBatch
 from dse.report.residency import (
     held_share,
     macro_mib,
+    residency_table,
     residency_text,
     resident_level,
     room_capacity,
@@ -115,3 +117,26 @@ def test_summary_says_what_is_resident_on_the_best_design(tmp_path: Path) -> Non
     assert re.match(r"- Resident on chip on the best design \(global SRAM [\d.]+ MiB\): activations of \d+ % of "
                     r"operators; \d+ % of the weights \(247 MB\); KV cache: none \(38 MB\)\. Weights fit from "
                     r"235\.875 MiB of global SRAM\.$", line), line
+
+
+def test_the_explorers_table_gives_each_workloads_shares_and_the_size_that_keeps_the_next_tensor() -> None:
+    """dse explore's on-chip table: the shares summary.md words, in %, blank where a workload has none of a kind."""
+    d = npu(32)
+    wls = [dse.workload(**GPT2), dse.workload("resnet50", batch=1)]
+    preds = [dse.predict(w, d) for w in wls]
+    line, df = residency_table(d, preds, ["gpt2", "resnet50"])
+    assert line == "resident level: global SRAM 32 MiB, kept across steps"
+    lv = resident_level(d)
+    assert list(df["workload"]) == ["gpt2", "resnet50"]
+    for (_, row), p in zip(df.iterrows(), preds, strict=True):
+        r = workload_residency(p.ops, lv)
+        assert row["activations on chip (%)"] == pytest.approx(100 * r.activations)
+        assert row["weights on chip (%)"] == pytest.approx(100 * r.weights)
+        assert fits_from(row["next"], "weights") == fits_from(residency_text(r, lv), "Weights")
+    assert df.loc[0, "KV cache on chip (%)"] == pytest.approx(0.0) and math.isnan(df.loc[1, "KV cache on chip (%)"])
+    big = npu(300)
+    _, all_in = residency_table(big, [dse.predict(dse.workload(**GPT2), big)], ["gpt2"])
+    assert all_in.loc[0, "next"] == "every tensor stays" and all_in.loc[0, "weights on chip (%)"] == 100
+    tsp = DesignBatch.from_hardware(dse.hardware("groq-tsp"))  # no DRAM: nothing to keep apart from main memory
+    line, empty = residency_table(tsp, [dse.predict(dse.workload("resnet50", batch=1), tsp)], ["resnet50"])
+    assert line.startswith("no DRAM level: every tensor stays in") and empty.empty
