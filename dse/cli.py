@@ -1303,6 +1303,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                "capacity_gb_per_chip": p.capacity_bytes / 1e9, "infeasible_reason": p.infeasible_reason or None,
                "time_share_by_bound": {k: float(v) for k, v in p.time_by_bound().items()},  # fractions of time_s
                "notes": [line.removeprefix("note: ") for line in _mode_notes(p) + _residency_notes(p)],
+               "on_chip": _on_chip(p),
                **_energy_fields(p)}
         if p.system is not None:  # a multi-chip run: the system, the chips and the step's network and bubble time
             doc |= {"system": p.system.name, "chips": wl.chips, "network_s": p.network_s, "bubble_s": p.bubble_s}
@@ -1354,7 +1355,34 @@ def cmd_predict(args: argparse.Namespace) -> int:
     mem = ", ".join(f"{k} {fmt(v)}" for k, v in p.memory.items() if v) or "nothing held"
     print(f"memory per chip: {fmt(wl.memory_bytes)} GB ({mem}) of {gb(p.capacity_bytes)} GB: "
           + ("fits" if p.fits else f"DOES NOT FIT ({p.infeasible_reason})"))
+    on_chip = _on_chip(p)
+    if on_chip is not None:
+        print(f"on chip: {on_chip['text']}")
     return 0
+
+
+def _on_chip(p) -> dict | None:  # noqa: ANN001 - a Prediction
+    """What stays in on-chip SRAM between operators (``dse.report.residency``, as a study's summary.md words it for
+    its best design): the resident level, the shares that stay and the size that keeps the next tensor; None where
+    the table has no residency columns."""
+    from dse.hardware.designs import DesignBatch
+    from dse.report.residency import residency_text, resident_level, workload_residency
+
+    d = DesignBatch.from_hardware(p.hardware)
+    level = resident_level(d)
+    if level is None:
+        text = (f"every tensor (no DRAM level: main memory is {d.offchip_name})" if not d.offchip.any() else
+                "nothing between operators (no shared on-chip level keeps tensors)")
+        return {"level": None, "text": text}
+    r = workload_residency(p.ops, level)
+    if r is None:
+        return None
+    pct = {k: (100 * v if size > 0 else None) for k, v, size in (("activations_pct", r.activations, 1.0),
+                                                                  ("weights_pct", r.weights, r.weights_bytes),
+                                                                  ("kv_cache_pct", r.kv, r.kv_bytes))}
+    return {"level": level.label(), **pct, "next_kind": r.next_kind,
+            "next_mib": None if r.next_kind is None else r.next_mib,
+            "text": f"{level.label()}: {residency_text(r, level)}"}
 
 
 def _mode_notes(p) -> list[str]:  # noqa: ANN001 - a Prediction

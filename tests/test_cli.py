@@ -349,6 +349,28 @@ def test_predict_residency_flag_keeps_tensors_on_chip_or_not(capsys) -> None:
     assert times["none"] > times["auto"] * 1.05
 
 
+def test_predict_says_what_stays_on_chip_and_the_sram_that_keeps_the_next_tensor(capsys) -> None:
+    """An 'on chip:' line (and ``on_chip`` in JSON) words what summary.md says of a study's best design: GPT-2's
+    decode on npu-7nm keeps every activation and part of its weights in the 32 MiB global SRAM, and names the size
+    that keeps them all; an all-SRAM chip keeps everything; tt-n150's per-core L1 keeps no tensor between operators."""
+    import json
+
+    args = ["predict", "gpt2", "npu-7nm", "--phase", "decode"]
+    assert main(args) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("on chip: global SRAM 32 MiB: activations of 100 % of operators; ") and \
+        "of the weights (" in line and "Weights fit from " in line, line
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["on_chip"]
+    assert doc["level"] == "global SRAM 32 MiB" and doc["activations_pct"] == 100 and 0 < doc["weights_pct"] < 100
+    assert doc["next_kind"] == "weights" and f"Weights fit from {doc['next_mib']:,.3f}".rstrip("0").rstrip(".") in line
+    assert main(["predict", "resnet50", "groq-tsp"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("on chip: every tensor (no DRAM level")
+    assert main(["predict", "resnet50", "tt-n150"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "on chip: nothing between operators (no shared on-chip level keeps tensors)"
+
+
 def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
     """Issue 31: a TPU runs on its shipped pod, sliced to the chips (v5e: 8 chips = a 2x4 slice); a chip with no
     shipped system is said to run on one switch over its own links."""

@@ -41,7 +41,8 @@ class ResidentLevel:
         """E.g. ``global SRAM 32 MiB`` or ``L2 cache 50 MiB, 70 % resident``."""
         kind = "cache" if self.cache else "SRAM"
         extra = f", {self.share * 100:.0f} % resident" if self.share < 1 else ""
-        return f"{self.name} {kind} {self.capacity / MIB:g} MiB{extra}"
+        name = self.name if self.name.lower().endswith(kind.lower()) else f"{self.name} {kind}"  # not 'sram SRAM'
+        return f"{name} {self.capacity / MIB:g} MiB{extra}"
 
 
 def resident_level(d: DesignBatch, i: int = 0) -> ResidentLevel | None:
