@@ -493,6 +493,8 @@ def check_length_fields(sc: Scenario, given: dict[str, Any], name: str, family: 
         if key in given and sc.phase not in phases:
             instead = [k for k in LENGTH_PHASES if sc.phase in length_phases(k, family)]
             hint = f"; phase {sc.phase} reads {' and '.join(instead)}" if instead else ""
+            if "phase" not in given:  # the model's default phase, not one the caller chose: say which to give
+                hint += f" (phase {sc.phase} is {name}'s default: give phase {' or '.join(sorted(phases))})"
             raise DseError(f"got {given[key]!r} for phase {sc.phase}; accepted: only in phase "
                            f"{' or '.join(sorted(phases))}{hint}", field=f"workload {name}: {key}")
 

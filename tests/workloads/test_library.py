@@ -214,6 +214,17 @@ def test_a_length_field_the_phase_does_not_read_is_one_line_naming_it(scenario: 
     assert "\n" not in str(err.value)
 
 
+def test_a_length_field_beside_the_models_default_phase_says_which_phase_to_give() -> None:
+    """``dse predict llama2-7b h100-sxm --seq 2048`` ran into decode, the decoder's default, with a message that did not
+    say the phase was a default; it now names the phases to give."""
+    with pytest.raises(DseError) as err:
+        dse.workload("llama2-7b", seq=2048)
+    assert "(phase decode is llama2-7b's default: give phase forward or prefill or training)" in str(err.value)
+    with pytest.raises(DseError) as err:
+        dse.workload("llama2-7b", phase="decode", seq=2048)
+    assert "default" not in str(err.value)  # a phase the caller chose is not called a default
+
+
 def test_the_phase_that_reads_a_length_field_takes_it() -> None:
     assert dse.workload("llama2-7b", phase="decode", context=4096).scenario["context"] == 4096
     assert dse.workload("llama2-7b", phase="prefill", seq=4096).scenario["seq"] == 4096
