@@ -1371,8 +1371,12 @@ def _on_chip(p) -> dict | None:  # noqa: ANN001 - a Prediction
     d = DesignBatch.from_hardware(p.hardware)
     level = resident_level(d)
     if level is None:
+        tiles = [f"{m.name}'s {m.instances} copies" if m.instances > 1 else m.name
+                 for m in p.hardware.memory if not m.off_chip and m.kind == "sram"]
+        one = len(tiles) == 1 and "copies" not in tiles[0]
+        why = f"{' and '.join(tiles)} keep{'s' if one else ''} only tiles" if tiles else "no on-chip SRAM level"
         text = (f"every tensor (no DRAM level: main memory is {d.offchip_name})" if not d.offchip.any() else
-                "nothing between operators (no shared on-chip level keeps tensors)")
+                f"nothing between operators ({why})")
         return {"level": None, "text": text}
     r = workload_residency(p.ops, level)
     if r is None:

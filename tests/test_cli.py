@@ -352,7 +352,8 @@ def test_predict_residency_flag_keeps_tensors_on_chip_or_not(capsys) -> None:
 def test_predict_says_what_stays_on_chip_and_the_sram_that_keeps_the_next_tensor(capsys) -> None:
     """An 'on chip:' line (and ``on_chip`` in JSON) words what summary.md says of a study's best design: GPT-2's
     decode on npu-7nm keeps every activation and part of its weights in the 32 MiB global SRAM, and names the size
-    that keeps them all; an all-SRAM chip keeps everything; tt-n150's per-core L1 keeps no tensor between operators."""
+    that keeps them all; an all-SRAM chip keeps everything; tt-n150's per-core L1 keeps no tensor between operators,
+    and the line says why."""
     import json
 
     args = ["predict", "gpt2", "npu-7nm", "--phase", "decode"]
@@ -368,7 +369,7 @@ def test_predict_says_what_stays_on_chip_and_the_sram_that_keeps_the_next_tensor
     assert capsys.readouterr().out.splitlines()[-1].startswith("on chip: every tensor (no DRAM level")
     assert main(["predict", "resnet50", "tt-n150"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == \
-        "on chip: nothing between operators (no shared on-chip level keeps tensors)"
+        "on chip: nothing between operators (l1's 72 copies keep only tiles)"
 
 
 def test_predict_without_a_system_says_which_one_it_assumed(capsys) -> None:
