@@ -1366,18 +1366,12 @@ def _on_chip(p) -> dict | None:  # noqa: ANN001 - a Prediction
     its best design): the resident level, the shares that stay and the size that keeps the next tensor; None where
     the table has no residency columns."""
     from dse.hardware.designs import DesignBatch
-    from dse.report.residency import residency_text, resident_level, workload_residency
+    from dse.report.residency import nothing_resident_text, residency_text, resident_level, workload_residency
 
     d = DesignBatch.from_hardware(p.hardware)
     level = resident_level(d)
     if level is None:
-        tiles = [f"{m.name}'s {m.instances} copies" if m.instances > 1 else m.name
-                 for m in p.hardware.memory if not m.off_chip and m.kind == "sram"]
-        one = len(tiles) == 1 and "copies" not in tiles[0]
-        why = f"{' and '.join(tiles)} keep{'s' if one else ''} only tiles" if tiles else "no on-chip SRAM level"
-        text = (f"every tensor (no DRAM level: main memory is {d.offchip_name})" if not d.offchip.any() else
-                f"nothing between operators ({why})")
-        return {"level": None, "text": text}
+        return {"level": None, "text": nothing_resident_text(d)}
     r = workload_residency(p.ops, level)
     if r is None:
         return None

@@ -217,6 +217,19 @@ def next_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     return f"{r.next_kind} fit{'s' if r.next_kind == 'KV cache' else ''} from {_mib_text(r.next_mib)} MiB"
 
 
+def nothing_resident_text(d: DesignBatch) -> str:
+    """Why no tensor stays on chip between operators where :func:`resident_level` is None: a chip without DRAM keeps
+    every tensor in its main memory; else the on-chip SRAM levels keep only tiles (per-core copies, or ``keeps:
+    tiles``), named."""
+    if not d.offchip.any():
+        return f"every tensor (no DRAM level: main memory is {d.offchip_name})"
+    tiles = [f"{m.name}'s {m.instances} copies" if m.instances > 1 else m.name
+             for m in d.base.memory if not m.off_chip and m.kind == "sram"]
+    one = len(tiles) == 1 and "copies" not in tiles[0]
+    why = f"{' and '.join(tiles)} keep{'s' if one else ''} only tiles" if tiles else "no on-chip SRAM level"
+    return f"nothing between operators ({why})"
+
+
 def residency_table(d: DesignBatch, predictions: list, labels: list[str], i: int = 0) -> tuple[str, pd.DataFrame]:
     """(a line naming the resident level of design ``i``, one row per workload: the share of its operators whose
     activations stay, of its weights and of its KV cache that stay, in %, blank where it has none, and what stays next
@@ -224,9 +237,7 @@ def residency_table(d: DesignBatch, predictions: list, labels: list[str], i: int
     cols = ["workload", "activations on chip (%)", "weights on chip (%)", "KV cache on chip (%)", "next"]
     level = resident_level(d, i)
     if level is None:
-        what = (f"no DRAM level: every tensor stays in {d.offchip_name}" if not d.offchip.any()
-                else "no shared on-chip level keeps tensors between operators")
-        return what, pd.DataFrame(columns=cols)
+        return nothing_resident_text(d), pd.DataFrame(columns=cols)
     rows = []
     for lab, p in zip(labels, predictions, strict=True):
         r = workload_residency(p.ops, level)

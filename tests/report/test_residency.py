@@ -139,4 +139,4 @@ def test_the_explorers_table_gives_each_workloads_shares_and_the_size_that_keeps
     assert all_in.loc[0, "next"] == "every tensor stays" and all_in.loc[0, "weights on chip (%)"] == 100
     tsp = DesignBatch.from_hardware(dse.hardware("groq-tsp"))  # no DRAM: nothing to keep apart from main memory
     line, empty = residency_table(tsp, [dse.predict(dse.workload("resnet50", batch=1), tsp)], ["resnet50"])
-    assert line.startswith("no DRAM level: every tensor stays in") and empty.empty
+    assert line.startswith("every tensor (no DRAM level") and empty.empty
