@@ -261,8 +261,7 @@ def residency_lines(result) -> list[str]:  # noqa: ANN001 - a dse.study.StudyRes
         if not best.offchip.any():
             return [f"- Resident on chip on the best design: every tensor (no DRAM level: the main memory is SRAM "
                     f"`{best.offchip_name}`, {float(best.offchip_capacity[0]) / MIB:g} MiB)"]
-        return ["- Resident on chip on the best design: nothing (no shared on-chip level keeps tensors between "
-                "operators)"]
+        return [f"- Resident on chip on the best design: {nothing_resident_text(best)}"]
     rows = [(lab, workload_residency(p.ops, level)) for lab, p in zip(result.ctx.mix.labels, preds, strict=True)]
     rows = [(lab, r) for lab, r in rows if r is not None]
     if not rows:
