@@ -60,20 +60,31 @@ def resident_level(d: DesignBatch, i: int = 0) -> ResidentLevel | None:
 
 def live_bytes(ops: pd.DataFrame) -> np.ndarray:
     """[O] activation bytes of each row, ``max(bytes_read + bytes_written - held_bytes, 0)`` (held rows only)."""
-    held = ops["held"].fillna("").astype(str).to_numpy() if "held" in ops else np.full(len(ops), "")
+    if "held" in ops:
+        col = ops["held"].to_numpy()
+        held = (col.astype(str) != "") & ~pd.isna(col)
+    else:
+        held = np.zeros(len(ops), dtype=bool)
     hb = ops["held_bytes"].to_numpy(dtype=float) if "held_bytes" in ops else np.zeros(len(ops))
-    total = (ops["bytes_read"] + ops["bytes_written"]).to_numpy(dtype=float)
-    return np.maximum(total - np.where(held != "", hb, 0.0), 0.0)
+    total = ops["bytes_read"].to_numpy(dtype=float) + ops["bytes_written"].to_numpy(dtype=float)
+    return np.maximum(total - np.where(held, hb, 0.0), 0.0)
+
+
+def _held_rows(ops: pd.DataFrame, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """([O] bool: the rows that hold a ``kind`` tensor, [O] their ``held_bytes x count``), numpy throughout (the
+    explorer words every workload on each knob move)."""
+    rows = ops["held"].to_numpy().astype(str) == kind
+    return rows, ops["held_bytes"].to_numpy(dtype=float) * ops["count"].to_numpy(dtype=float)
 
 
 def held_share(ops: pd.DataFrame, kind: str) -> float:
     """Share of the ``kind`` tensor's bytes that stay on chip: ``sum(held_on_chip x held_bytes x count) /
     sum(held_bytes x count)`` over its rows; nan without such rows."""
-    rows = ops["held"].astype(str) == kind
-    w = (ops.loc[rows, "held_bytes"] * ops.loc[rows, "count"]).to_numpy(dtype=float)
+    rows, w = _held_rows(ops, kind)
+    w = w[rows]
     if not rows.any() or w.sum() <= 0:
         return float("nan")
-    return float((ops.loc[rows, "held_on_chip"].to_numpy(dtype=float) * w).sum() / w.sum())
+    return float((ops["held_on_chip"].to_numpy(dtype=float)[rows] * w).sum() / w.sum())
 
 
 def activation_share(ops: pd.DataFrame) -> float:
@@ -81,7 +92,7 @@ def activation_share(ops: pd.DataFrame) -> float:
     that move activations (``live > 0``, collectives left out); nan without such rows."""
     rows = live_bytes(ops) > 0
     if "coll" in ops:
-        rows &= (ops["coll"].astype(str) == "").to_numpy()
+        rows &= ops["coll"].to_numpy().astype(str) == ""
     n = ops["count"].to_numpy(dtype=float)[rows]
     if n.sum() <= 0:
         return float("nan")
@@ -127,9 +138,9 @@ class WorkloadResidency:
 def _footprint(ops: pd.DataFrame, column: str, kind: str) -> float:
     """Bytes of a held kind on one chip: the ``footprint_*`` column, else its rows' held bytes once each."""
     if column in ops and len(ops):
-        return float(ops[column].iloc[0])
-    rows = ops["held"].astype(str) == kind
-    return float((ops.loc[rows, "held_bytes"] * ops.loc[rows, "count"]).sum())
+        return float(ops[column].to_numpy()[0])
+    rows, w = _held_rows(ops, kind)
+    return float(w[rows].sum())
 
 
 def next_to_fit(ops: pd.DataFrame, level: ResidentLevel, shares: tuple[float, float, float], policy: str
@@ -163,7 +174,7 @@ def workload_residency(ops: pd.DataFrame, level: ResidentLevel) -> WorkloadResid
     (``act_on_chip``, ``held_on_chip``)."""
     if "act_on_chip" not in ops or "held_on_chip" not in ops or "held" not in ops:
         return None
-    policy = str(ops["residency"].iloc[0]) if "residency" in ops and len(ops) else "auto"
+    policy = str(ops["residency"].to_numpy()[0]) if "residency" in ops and len(ops) else "auto"
     shares = (activation_share(ops), held_share(ops, "weights"), held_share(ops, "kv_cache"))
     kind, mib = next_to_fit(ops, level, shares, policy)
     return WorkloadResidency(shares[0], shares[1], _footprint(ops, "footprint_weights", "weights"), shares[2],
