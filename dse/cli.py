@@ -1375,9 +1375,9 @@ def _on_chip(p) -> dict | None:  # noqa: ANN001 - a Prediction
     r = workload_residency(p.ops, level)
     if r is None:
         return None
-    pct = {k: (100 * v if size > 0 else None) for k, v, size in (("activations_pct", r.activations, 1.0),
-                                                                  ("weights_pct", r.weights, r.weights_bytes),
-                                                                  ("kv_cache_pct", r.kv, r.kv_bytes))}
+    pct = {k: (100 * v if size > 0 and v == v else None)  # None (JSON null) where the workload has none, not NaN
+           for k, v, size in (("activations_pct", r.activations, 1.0), ("weights_pct", r.weights, r.weights_bytes),
+                              ("kv_cache_pct", r.kv, r.kv_bytes))}
     return {"level": level.label(), **pct, "next_kind": r.next_kind,
             "next_mib": None if r.next_kind is None else r.next_mib,
             "text": f"{level.label()}: {residency_text(r, level)}"}

@@ -39,10 +39,14 @@ class ResidentLevel:
 
     def label(self) -> str:
         """E.g. ``global SRAM 32 MiB`` or ``L2 cache 50 MiB, 70 % resident``."""
-        kind = "cache" if self.cache else "SRAM"
         extra = f", {self.share * 100:.0f} % resident" if self.share < 1 else ""
-        name = self.name if self.name.lower().endswith(kind.lower()) else f"{self.name} {kind}"  # not 'sram SRAM'
-        return f"{name} {self.capacity / MIB:g} MiB{extra}"
+        return f"{self.named} {self.capacity / MIB:g} MiB{extra}"
+
+    @property
+    def named(self) -> str:
+        """The level's name and kind, ``global SRAM``, ``L2 cache``; a name that says its kind once (``sram``)."""
+        kind = "cache" if self.cache else "SRAM"
+        return self.name if self.name.lower().endswith(kind.lower()) else f"{self.name} {kind}"
 
 
 def resident_level(d: DesignBatch, i: int = 0) -> ResidentLevel | None:
@@ -215,12 +219,13 @@ def residency_text(r: WorkloadResidency, level: ResidentLevel) -> str:
         return text + (" Every tensor stays on chip." if level.steps else "")
     what = "Every operator's activations fit" if r.next_kind == "activations" else \
         f"{r.next_kind[0].upper()}{r.next_kind[1:]} fit{'s' if r.next_kind == 'KV cache' else ''}"
-    return text + f" {what} from {_mib_text(r.next_mib)} MiB of {level.name} {'cache' if level.cache else 'SRAM'}."
+    return text + f" {what} from {_mib_text(r.next_mib)} MiB of {level.named}."
 
 
 def next_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     """What the resident level keeps next and from what size: ``weights fit from 280 MiB``, ``every tensor stays``
-    (:func:`next_to_fit`); ``no SRAM size keeps the weights`` where the level keeps no tensor across steps."""
+    (:func:`next_to_fit`); ``every activation stays`` where the level keeps no tensor across steps (no size of it
+    keeps the weights) and every operator's activations fit."""
     if r.policy == "none":
         return "nothing stays (residency: none)"
     if r.next_kind is None:

@@ -140,3 +140,11 @@ def test_the_explorers_table_gives_each_workloads_shares_and_the_size_that_keeps
     tsp = DesignBatch.from_hardware(dse.hardware("groq-tsp"))  # no DRAM: nothing to keep apart from main memory
     line, empty = residency_table(tsp, [dse.predict(dse.workload("resnet50", batch=1), tsp)], ["resnet50"])
     assert line.startswith("every tensor (no DRAM level") and empty.empty
+
+
+def test_a_level_named_for_its_kind_is_not_named_twice() -> None:
+    """Gaudi 2's SRAM level is called ``sram``: 'sram 48 MiB' and '... of sram.', not 'sram SRAM'."""
+    d = DesignBatch.from_hardware(dse.hardware("gaudi2"))
+    lv = resident_level(d)
+    assert lv.label() == "sram 48 MiB" and lv.named == "sram"
+    assert resident_level(npu(32)).named == "global SRAM"
