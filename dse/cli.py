@@ -604,6 +604,15 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         """MiB of on-chip SRAM: every on-chip level's capacity, all its copies (registers are not a level)."""
         return sum(m.capacity_bytes for m in hw.memory if not m.off_chip) / 2**20
 
+    def keeps(hw) -> str:
+        """What its on-chip memory keeps between operators (docs/residency.md): ``steps`` (the weights and KV cache
+        that fit too, from step to step), ``step`` (activations within a step), ``tiles`` (nothing between
+        operators: per-core copies or ``keeps: tiles``), ``all`` on a chip without DRAM (every tensor)."""
+        if not hw.offchip_level.off_chip:
+            return "all"
+        kept = {m.kept for m in hw.memory if not m.off_chip and m.resident_share > 0}
+        return "steps" if "steps" in kept else "step" if kept else "tiles"
+
     names = args.templates or list_templates()
     hws = [load_hardware(n) for n in names]  # every name checked before any output
     labels = [_template_label(n, hw) for n, hw in zip(names, hws, strict=True)]
@@ -616,7 +625,7 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         _print_json([{"template": lb, "node": hw.process_node, "dtype": hw.reference_dtype,
                       "peak_tflops": hw.peak_flops / 1e12,
                       "dram_bandwidth_tbps": hw.dram.bandwidth_bps / 1e12, "ridge_flop_per_byte": hw.ridge_flop_per_byte,
-                      "sram_mib": sram_mib(hw), "area_mm2": area(hw).total_mm2,
+                      "sram_mib": sram_mib(hw), "sram_keeps": keeps(hw), "area_mm2": area(hw).total_mm2,
                       "dies": {g.name: int(g.count) for g in hw.die_groups} or {"die": 1},
                       "dram_part": hw.offchip_level.generation, "dram_stacks": hw.offchip_level.stacks
                       if hw.offchip_level.off_chip else 0}
@@ -626,17 +635,19 @@ def cmd_hardware(args: argparse.Namespace) -> int:
     # the peak (and the ridge from it) is each template's reference dtype: bf16 on most, int8 on the Groq TSP, fp8
     # on Blackhole, fp16 on Wormhole and V100, so the column says which
     print(f"{'template':<{w}} {'node':<6} {'dtype':<5} {'peak TFLOP/s':>12} {'DRAM TB/s':>10} {'ridge FLOP/B':>13} "
-          f"{'SRAM MiB':>9} {'area mm2':>9}  {'DRAM':<11} dies")
+          f"{'SRAM MiB':>9} {'keeps':<5} {'area mm2':>9}  {'DRAM':<11} dies")
     sram_only = False
     for lb, hw in zip(labels, hws, strict=True):
         mark = " " if any(m.off_chip for m in hw.memory) else "*"  # an all-SRAM chip: its outermost on-chip level
         sram_only |= mark == "*"
         print(f"{lb:<{w}} {hw.process_node:<6} {hw.reference_dtype:<5} {hw.peak_flops / 1e12:>12.1f} "
               f"{hw.dram.bandwidth_bps / 1e12:>9.3f}"
-              f"{mark} {hw.ridge_flop_per_byte:>13.1f} {sram_mib(hw):>9.1f} {area(hw).total_mm2:>9.1f}  {memory(hw):<11} "
-              f"{dies(hw)}")
+              f"{mark} {hw.ridge_flop_per_byte:>13.1f} {sram_mib(hw):>9.1f} {keeps(hw):<5} {area(hw).total_mm2:>9.1f}  "
+              f"{memory(hw):<11} {dies(hw)}")
     if sram_only:
         print("* no DRAM: the bandwidth of its outermost on-chip level")
+    print("keeps: what on-chip memory keeps between operators: steps (weights and KV cache that fit too), step "
+          "(activations), tiles (nothing), all (no DRAM); docs/residency.md")
     _build_warnings(hws, labels)
     return 0
 

@@ -691,9 +691,13 @@ def test_a_template_file_is_named_by_its_path_in_predict_and_yaml_takes_no_json(
     assert [d["dies"] for d in rows] == [{"xcd": 8, "iod": 4}, {"die": 1}]
     # the on-chip SRAM column: npu-7nm's 12 MiB of per-core scratchpads and its 32 MiB global level
     assert rows[1]["sram_mib"] == 44.0
-    assert main(["hardware", "npu-7nm", "groq-tsp"]) == 0
-    header, npu, groq = capsys.readouterr().out.splitlines()[:3]
-    assert "ridge FLOP/B  SRAM MiB  area mm2" in header and " 44.0 " in npu and " 220.0 " in groq
+    # and what it keeps between operators: npu-7nm's global SRAM keeps tensors across steps; a TPU's VMEM keeps tiles
+    assert main(["hardware", "npu-7nm", "groq-tsp", "tpu-v6e", "gaudi2"]) == 0
+    header, npu, groq, tpu, gaudi = capsys.readouterr().out.splitlines()[:5]
+    assert "ridge FLOP/B  SRAM MiB keeps  area mm2" in header and " 44.0 steps " in npu and " 220.0 all " in groq
+    assert " 128.0 tiles " in tpu and " 48.0 step " in gaudi
+    assert main(["hardware", "tpu-v6e", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["sram_keeps"] == "tiles"
 
 
 @pytest.mark.parametrize(("change", "line"), [
