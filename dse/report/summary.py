@@ -190,6 +190,7 @@ def summary_markdown(result, design_df: pd.DataFrame, wl_df: pd.DataFrame, figur
         "## SRAM, die edge and search bounds",
         "",
         *sram_choice_lines(result),
+        *(f"- **Residency:** {w}" for w in tiles_only_warnings(cfg.search.space, result.best)),
         *residency_lines(result),
         *shoreline_lines(result),
         *spare_core_lines(result.best),
@@ -257,9 +258,34 @@ def terminal_summary(result, wl_df: pd.DataFrame, trials: pd.DataFrame | None = 
             break
         out.append(f"  {r['workload']:<45s} {r['base_ms']:9.3f} ms -> {r['best_ms']:9.3f} ms  x{r['speedup_x']:.3f}")
     out += [f"  warning: {w}" for w in bound_warnings(ctx.cfg.search.space, result.best_params)]
+    out += [f"  warning: {w}" for w in tiles_only_warnings(ctx.cfg.search.space, result.best)]
     out += [f"  {line}" for line in [infeasible_line(trials)] if line]
     out.append(f"  results: {result.folder}")
     return "\n".join(out)
+
+
+def tiles_only_warnings(space, best) -> list[str]:
+    """One line per searched on-chip SRAM level (``sram_mib``, or a ``memory.<level>.capacity_mib`` parameter) that
+    keeps only tiles (``MemoryLevel.resident_share`` 0: ``keeps: tiles``, or per-core copies that do not say
+    ``keeps``): its size moves tile reuse alone and no tensor stays in it, so a flat score over its range is the
+    template's residency choice, not the SRAM's worth (docs/residency.md); names the field that changes it."""
+    names = [best.level_names[best.sram_level]] if "sram_mib" in space.knobs() else []
+    names += [p.field.split(".")[1] for p in space.params
+              if p.field.startswith("memory.") and p.field.endswith(".capacity_mib")]
+    out = []
+    for name in dict.fromkeys(names):
+        m = next((m for m in best.base.memory if m.name == name), None)
+        if m is None or m.off_chip or m.resident_share > 0:
+            continue
+        if m.instances > 1 and m.organization == "cache":
+            out.append(f"searched SRAM level {name} is a per-core cache ({m.instances} copies): it keeps only tiles, "
+                       "so its size moves tile reuse alone and no tensor stays in it between operators")
+            continue
+        who = f"its {m.instances} per-core copies keep" if m.instances > 1 else "it keeps"
+        out.append(f"searched SRAM level {name}: {who} only tiles, so its size moves tile reuse alone and no tensor "
+                   f"stays in it between operators; keeps: step (activations) or steps (also weights) on it lets a "
+                   "larger one keep tensors (docs/residency.md; dse whatif --stages keeps=step)")
+    return out
 
 
 #: a value within this fraction of its range (in log space for log ranges) counts as "on the bound"

@@ -10,7 +10,7 @@ import dse
 import dse.cost.power
 from dse.cli import main
 from dse.config import Param, Range, Space
-from dse.report.summary import _count_of, bound_warnings, choice_lines, infeasible_line
+from dse.report.summary import _count_of, bound_warnings, choice_lines, infeasible_line, tiles_only_warnings
 from tests.conftest import SMALL_STUDY, write_config
 
 
@@ -37,6 +37,28 @@ def test_choice_lines_give_each_choices_best_feasible_objective_best_first() -> 
     assert line.startswith("- `memory.hbm.generation`, best feasible `score` per choice")
     assert "hbm3 1.5 (2 of 2), hbm4 1.4 (1 of 2), hbm2e none feasible (0 of 1)" in line  # the FAIL trial not counted
     assert choice_lines(space, None, "score") == []
+
+
+def test_a_searched_sram_level_that_keeps_only_tiles_is_named() -> None:
+    """A study that sizes TPU v6e's VMEM (keeps: tiles, the template's sourced choice) saw a flat score and nothing
+    said why: the line names the level and the field that lets a larger one keep tensors. npu-7nm's global SRAM keeps
+    tensors (no line); tt-n150's per-core L1 keeps tiles unless it says keeps; Gaudi 3's per-DCORE cache only tiles."""
+    from dse.hardware.designs import DesignBatch
+
+    def lines(name: str, space: Space) -> list[str]:
+        return tiles_only_warnings(space, DesignBatch.from_hardware(dse.hardware(name)))
+
+    sram = Space(sram_mib=Range(low=8, high=256))
+    (tpu,) = lines("tpu-v6e", sram)
+    assert tpu.startswith("searched SRAM level vmem: it keeps only tiles") and "keeps: step" in tpu
+    assert lines("npu-7nm", sram) == []
+    assert lines("npu-7nm", Space(params=[Param(field="memory.local.capacity_mib", low=4, high=32)]))[0].startswith(
+        "searched SRAM level local: its 24 per-core copies keep only tiles")
+    (tt,) = lines("tt-n150", Space(params=[Param(field="memory.l1.capacity_mib", low=54, high=216)]))
+    assert "its 72 per-core copies keep only tiles" in tt
+    (g3,) = lines("gaudi3", sram)
+    assert "per-core cache (4 copies)" in g3 and "keeps: step" not in g3  # keeps step on a per-core cache is refused
+    assert lines("tpu-v6e", Space(peak_tflops=Range(low=400, high=1200))) == []  # SRAM not searched
 
 
 def test_counts_are_singular_for_one() -> None:
