@@ -202,6 +202,17 @@ def _mib_text(mib: float) -> str:
     return f"{mib:,.3f}".rstrip("0").rstrip(".")
 
 
+def _policy_keeps_off(r: WorkloadResidency) -> str:
+    """What the scenario's ``residency`` policy keeps off chip whatever the SRAM (``weights``: the activations;
+    ``activations``: the weights and KV cache the workload has), '' where it keeps nothing off."""
+    off = []
+    if r.policy not in KEEPS_ACTIVATIONS and not math.isnan(r.activations):
+        off.append("activations")
+    if r.policy not in KEEPS_HELD:
+        off += [name for name, size in (("weights", r.weights_bytes), ("KV cache", r.kv_bytes)) if size > 0]
+    return " and ".join(off)
+
+
 def residency_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     """E.g. ``activations of 97 % of operators; 13 % of the weights (247 MB); KV cache: none (38 MB). Weights fit
     from 280 MiB of global SRAM.``"""
@@ -216,6 +227,10 @@ def residency_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     if not level.steps and r.policy in KEEPS_HELD and r.weights_bytes + r.kv_bytes > 0:
         text += f" {level.name} keeps no tensor across steps (keeps: step), so no SRAM size keeps the weights."
     if r.next_kind is None:
+        kept_off = _policy_keeps_off(r)
+        if kept_off:
+            return text + f" The {kept_off} stay{'s' if kept_off == 'KV cache' else ''} off chip by the scenario's " \
+                f"residency: {r.policy}."
         return text + (" Every tensor stays on chip." if level.steps else "")
     what = "Every operator's activations fit" if r.next_kind == "activations" else \
         f"{r.next_kind[0].upper()}{r.next_kind[1:]} fit{'s' if r.next_kind == 'KV cache' else ''}"
@@ -229,6 +244,9 @@ def next_text(r: WorkloadResidency, level: ResidentLevel) -> str:
     if r.policy == "none":
         return "nothing stays (residency: none)"
     if r.next_kind is None:
+        kept_off = _policy_keeps_off(r)
+        if kept_off:
+            return f"{kept_off} off chip (residency: {r.policy})"
         return "every tensor stays" if level.steps else "every activation stays"
     return f"{r.next_kind} fit{'s' if r.next_kind == 'KV cache' else ''} from {_mib_text(r.next_mib)} MiB"
 

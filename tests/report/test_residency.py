@@ -148,3 +148,19 @@ def test_a_level_named_for_its_kind_is_not_named_twice() -> None:
     lv = resident_level(d)
     assert lv.label() == "sram 48 MiB" and lv.named == "sram"
     assert resident_level(npu(32)).named == "global SRAM"
+
+
+def test_a_residency_policy_that_keeps_a_kind_off_chip_is_not_called_every_tensor() -> None:
+    """``--residency activations`` printed 'weights: none ...; Every tensor stays on chip.': what the scenario's policy
+    keeps off chip is said instead, in the text and in the explorer's next column."""
+    d = npu(300)
+    lv = resident_level(d)
+    for policy, off in (("activations", "The weights and KV cache stay off chip by the scenario's residency: "
+                                        "activations."),
+                        ("weights", "The activations stay off chip by the scenario's residency: weights.")):
+        ops = dse.predict(dse.workload(**GPT2, residency=policy), d).ops
+        r = workload_residency(ops, lv)
+        assert r.next_kind is None and residency_text(r, lv).endswith(off)
+        assert "Every tensor" not in residency_text(r, lv)
+    _, df = residency_table(d, [dse.predict(dse.workload(**GPT2, residency="activations"), d)], ["gpt2"])
+    assert df.loc[0, "next"] == "weights and KV cache off chip (residency: activations)"
