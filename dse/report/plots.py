@@ -727,7 +727,9 @@ def rooflines(designs: list, names: list[str], ops: pd.DataFrame, path: Path, ti
 def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title: str) -> Path:
     """What-if stages on the design's roofline: matrix peak at each dtype the stages use, the DRAM roof,
     one point per stage at (AI at DRAM, achieved TFLOP/s) and an arrow from each stage to the next
-    (``gid`` ``whatif-arrow-K`` in the SVG)."""
+    (``gid`` ``whatif-arrow-K`` in the SVG). A stage with no DRAM traffic (every tensor on chip: AI infinite) is
+    drawn at the plot's right edge as a right-pointing marker, its label saying so (an infinite coordinate made the
+    arrow to it raise inside matplotlib)."""
     from dse.units import DTYPE_INDEX
 
     fig, ax = plt.subplots(figsize=(8.5, 5.5))
@@ -741,15 +743,18 @@ def whatif_roofline(table: pd.DataFrame, design: DesignBatch, path: Path, title:
     lo = max(float(finite.min()) / 4, 1e-3) if finite.size else 1e-2
     hi = max(float(finite.max()) if finite.size else 1.0, top / bw) * 4
     xs = np.geomspace(lo, hi, 200)
+    on_chip = ~np.isfinite(ai)
+    ai = np.where(on_chip, hi, ai)  # no DRAM traffic: at the right edge
     for k, (dt, p) in enumerate(peaks.items()):
         ax.plot(xs, np.minimum(xs * bw, p) / TERA, color=("k", "0.45")[min(k, 1)], lw=2 - 0.5 * min(k, 1),
                 ls=("-", "--", "-.", ":")[k % 4],
                 label=f"roof at {dt}: {p / TERA:.0f} TFLOP/s, {design.offchip_name} {bw / TERA:.2f} TB/s")
     pal = palette("viridis", len(table))
     for k in range(len(table)):
-        ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4,
+        ax.scatter(ai[k], y[k], s=70, color=pal[k], edgecolor="k", zorder=4, marker=">" if on_chip[k] else "o",
                    label=f"{k}: {table['transform'].iloc[k]} ({table['time_ms'].iloc[k]:.3g} ms, "
-                         f"{table['binding'].iloc[k]}-bound)")
+                         f"{table['binding'].iloc[k]}-bound" + ("; no DRAM traffic, drawn at the right edge)"
+                                                                  if on_chip[k] else ")"))
     for members in _nearby_groups(np.log10(np.asarray(ai, float)), np.log10(np.asarray(y, float)), 0.03):
         k = members[0]  # stages that land on (nearly) the same point share one label, "1, 2"
         ax.annotate(", ".join(str(m) for m in members), (ai[k], y[k]), xytext=(9, -14), textcoords="offset points",

@@ -157,6 +157,17 @@ def test_sweep_speedup_and_whatif_label_units(figures, tmp_path: Path) -> None:
         assert _missing_units(fig) == []
 
 
+def test_a_whatif_stage_with_no_dram_traffic_is_drawn_at_the_right_edge(tmp_path: Path) -> None:
+    """A what-if stage that keeps every tensor on chip (a huge sram_mib stage: DRAM bytes 0, AI infinite) raised
+    StopIteration inside matplotlib drawing the arrow to it (fuzz corpus, seed 18000); it is now a marker at the
+    plot's right edge, the file is written and every arrow is finite."""
+    wi = pd.DataFrame({"ai_flop_per_byte": [10.0, np.inf, 40.0], "achieved_tflops": [15.0, 200.0, 60.0],
+                       "dtype": ["bf16"] * 3, "transform": ["baseline", "sram_mib 1e8", "keeps step"],
+                       "time_ms": [2.0, 0.2, 0.5], "binding": ["hbm", "compute", "hbm"]})
+    path = plots.whatif_roofline(wi, DESIGN, tmp_path / "wi.png", "whatif")
+    assert path.is_file() and path.stat().st_size > 1000
+
+
 def test_a_sweep_with_one_bandwidth_value_still_draws_its_cells(figures, tmp_path: Path) -> None:
     """A sweep that does not search the bandwidth (one value) drew four empty panels (shading='nearest' on a single
     value); the cells now have log-midpoint edges (``plots.log_edges``), and the axis names the chip's own main
