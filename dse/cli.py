@@ -604,14 +604,17 @@ def cmd_hardware(args: argparse.Namespace) -> int:
         """MiB of on-chip SRAM: every on-chip level's capacity, all its copies (registers are not a level)."""
         return sum(m.capacity_bytes for m in hw.memory if not m.off_chip) / 2**20
 
+    from dse.hardware.designs import DesignBatch
+    from dse.report.residency import resident_level
+
     def keeps(hw) -> str:
         """What its on-chip memory keeps between operators (docs/residency.md): ``steps`` (the weights and KV cache
         that fit too, from step to step), ``step`` (activations within a step), ``tiles`` (nothing between
         operators: per-core copies or ``keeps: tiles``), ``all`` on a chip without DRAM (every tensor)."""
         if not hw.offchip_level.off_chip:
             return "all"
-        kept = {m.kept for m in hw.memory if not m.off_chip and m.resident_share > 0}
-        return "steps" if "steps" in kept else "step" if kept else "tiles"
+        level = resident_level(DesignBatch.from_hardware(hw))  # the storage the predictor keeps tensors in
+        return "tiles" if level is None else "steps" if level.steps else "step"
 
     names = args.templates or list_templates()
     hws = [load_hardware(n) for n in names]  # every name checked before any output

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from dse.errors import DseError, from_validation_error
 from dse.hardware.dram_parts import searchable_names
 from dse.hardware.fields import KNOB, KNOBS, domain_text, in_domain, is_part_field, zero_ok
+from dse.hardware.schema import Keeps
 from dse.limits import KNOB_MAX, MAX_CHIPS
 from dse.score import OBJECTIVES, SCORE_OBJECTIVES
 from dse.search.samplers import SAMPLERS
@@ -449,8 +450,8 @@ def _residency_value(value: Any) -> bool:
     """Whether a what-if ``keeps`` value is one: ``tiles``, ``step`` or ``steps``, or a one-entry mapping of a level
     name to one of them."""
     if isinstance(value, dict):
-        return len(value) == 1 and all(isinstance(k, str) and v in ("tiles", "step", "steps") for k, v in value.items())
-    return value in ("tiles", "step", "steps")
+        return len(value) == 1 and all(isinstance(k, str) and v in get_args(Keeps) for k, v in value.items())
+    return value in get_args(Keeps)
 
 
 def _stage(item: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dse.errors import DseError
 from dse.explore import figures
 from dse.explore.state import RATIO, KnobSpec, View, bandwidth_at_ratio, evaluate, heatmap, knob_specs, ratio_of
 from dse.hardware.fields import KNOB_TABLE
+from dse.report.residency import pct_text
 
 #: steps of a knob's slider over its range (log10 of the value for log knobs)
 SLIDER_STEPS = 200
@@ -248,9 +249,7 @@ def residency_rows(view: Any) -> tuple[str, Any]:
 
 def _pct(x: float) -> str:
     """A share in % for the on-chip table: whole percent, '< 1' for a sliver, blank for none of that kind (nan)."""
-    if x != x:
-        return ""
-    return "< 1" if 0 < x < 0.5 else f"{x:.0f}"
+    return "" if x != x else pct_text(x)
 
 
 def residency_box(rows: tuple[str, Any]) -> list:

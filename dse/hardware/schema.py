@@ -321,6 +321,10 @@ DEFAULT_CACHE_RESIDENT = 0.7
 STACK_SLACK = 0.005
 
 
+#: what an on-chip level keeps between operators (``MemoryLevel.keeps``; the what-if ``keeps`` stage reads it too)
+Keeps = Literal["tiles", "step", "steps"]
+
+
 class MemoryLevel(Strict):
     """One level of the memory hierarchy, listed from the compute outward."""
 
@@ -369,7 +373,7 @@ class MemoryLevel(Strict):
         None, gt=0, le=1, description="On-chip SRAM that keeps tensors (keeps step or steps): the fraction of its "
         "capacity that holds tensors between operators and across steps (dse.predict.traffic residency). Default: 1 "
         "for a scratchpad (the compiler places every tensor), DEFAULT_CACHE_RESIDENT for a cache")
-    keeps: Literal["tiles", "step", "steps"] | None = Field(
+    keeps: Keeps | None = Field(
         None, description="On-chip SRAM: what the level keeps (dse.predict.traffic residency): tiles "
         "(an operator's tiles only: every tensor between operators lives in main memory, as a JAX/XLA program's "
         "arrays live in a TPU's HBM and its VMEM holds a kernel's blocks), step (also the activations between the "

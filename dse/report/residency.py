@@ -185,6 +185,12 @@ def workload_residency(ops: pd.DataFrame, level: ResidentLevel) -> WorkloadResid
                              _footprint(ops, "footprint_kv", "kv_cache"), policy, kind, mib)
 
 
+def pct_text(pct: float) -> str:
+    """A share in % as a whole number, ``< 1`` for a positive sliver that would print as 0."""
+    text = f"{pct:.0f}"
+    return "< 1" if pct > 0 and text == "0" else text
+
+
 def _held_text(name: str, share: float, size: float) -> str:
     """``13 % of the weights (247 MB)``, ``all the weights (247 MB)``, ``weights: none (247 MB)``, ``no weights``."""
     if size <= 0 or math.isnan(share):
@@ -193,8 +199,7 @@ def _held_text(name: str, share: float, size: float) -> str:
         return f"all the {name} ({size / 1e6:.0f} MB)"
     if share <= 0:
         return f"{name}: none ({size / 1e6:.0f} MB)"
-    pct = f"{share * 100:.0f} %" if share >= 0.005 else "< 1 %"
-    return f"{pct} of the {name} ({size / 1e6:.0f} MB)"
+    return f"{pct_text(share * 100)} % of the {name} ({size / 1e6:.0f} MB)"
 
 
 def _mib_text(mib: float) -> str:

@@ -277,7 +277,7 @@ def tiles_only_warnings(space, best) -> list[str]:
         m = next((m for m in best.base.memory if m.name == name), None)
         if m is None or m.off_chip or m.resident_share > 0:
             continue
-        if m.instances > 1 and m.organization == "cache":
+        if m.tiles_only:
             out.append(f"searched SRAM level {name} is a per-core cache ({m.instances} copies): it keeps only tiles, "
                        "so its size moves tile reuse alone and no tensor stays in it between operators")
             continue
