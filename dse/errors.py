@@ -56,12 +56,16 @@ class DseMultiError(DseError):
 
 
 def did_you_mean(name: str, names: Sequence[str], n: int = 3) -> str:
-    """``" (did you mean 'a' or 'b'?)"`` for the ``names`` closest to a mistyped ``name`` (difflib's ratio >= 0.6), or
-    ``""`` when none is close; appended to an unknown-name error so a typo is one glance, not a search of a long
-    list (``h100`` -> ``h100-sxm``)."""
+    """``" (did you mean 'a' or 'b'?)"`` for the ``names`` closest to a mistyped ``name`` (difflib's ratio >= 0.6, then
+    the names that hold ``name`` as a whole word between ``-``, ``_`` or ``.``: ``node`` -> ``process_node``, ``rows``
+    -> ``array_rows``), or ``""`` when none is close; appended to an unknown-name error so a typo is one glance, not
+    a search of a long list (``h100`` -> ``h100-sxm``)."""
     import difflib
+    import re
 
     close = difflib.get_close_matches(name, list(names), n=n)
+    words = [c for c in names if c not in close and name.lower() in re.split(r"[-_.]", c.lower())]
+    close = (close + sorted(words))[:n]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
@@ -126,6 +130,14 @@ PLAIN = {  # pydantic's wording for a wrong type, said as what is accepted
 }
 
 
+def _key_hint(err: dict[str, Any], model: type[BaseModel] | None) -> str:
+    """The keys an unknown key most likely meant (:func:`did_you_mean` over its block's keys), or ``""``."""
+    owner = _model_at(model, tuple(err["loc"])) if model else None
+    if owner is None or not err["loc"]:
+        return ""
+    return did_you_mean(str(err["loc"][-1]), [f.alias or n for n, f in owner.model_fields.items()])
+
+
 def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     kind = err["type"]
     ctx = err.get("ctx", {}) or {}
@@ -177,16 +189,17 @@ def from_validation_error(
 
     err = min(errors, key=rank)
     loc = _dotted(err, prefix)
-    others = []  # the other bad fields, named (a count alone left the user to find them)
+    others: list[str] = []  # the other bad fields, named (a count alone left the user to find them)
     for e in errors:
         at = _dotted(e, prefix)
-        if e is not err and at and at != loc and at not in others:
-            others.append(at)
+        named_at = f"{at} missing" if e["type"] == "missing" else at  # a field left out says so
+        if e is not err and at and at != loc and named_at not in others:
+            others.append(named_at)
     n = len(errors) - 1
     named = f": {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}" if others else ""
     more = f" (and {n} more bad field{'s' * (n != 1)}{named})" if n else ""
     if err["type"] == "extra_forbidden":
-        msg = f"unknown key; accepted: {_accepted(err, model)}{more}"
+        msg = f"unknown key{_key_hint(err, model)}; accepted: {_accepted(err, model)}{more}"
     elif err["type"] == "missing":
         msg = f"missing; {_accepted(err, model)}{more}"
     elif err["type"] in ("value_error", "assertion_error") and err["msg"].removeprefix("Value error, ").startswith("@"):

@@ -168,8 +168,8 @@ def test_compare_section_end_to_end(tmp_path: Path, capsys) -> None:
     ({"name": "x", "ratio": "fast"}, "compare.candidates.1.ratio: got 'fast'; accepted: a ratio like 1:1"),
     ({"name": "x", "peak_tflops": 100, "hold": "area"}, "apply to ratio candidates only"),
     ({"name": "x", "ratio": "1:1", "area_of": "nope"}, "accepted: the name of an earlier candidate (1:2)"),
-    ({"name": "x", "bandwidth": 3}, "compare.candidates.1.bandwidth: unknown key; accepted: one of area_of, "
-                                    "dram_bandwidth_tbps, fields"),
+    ({"name": "x", "bandwidth": 3}, "compare.candidates.1.bandwidth: unknown key (did you mean "
+                                    "'dram_bandwidth_tbps'?); accepted: one of area_of, dram_bandwidth_tbps, fields"),
 ])
 def test_bad_candidates_are_one_line_errors(tmp_path: Path, capsys, candidate: dict, expect: str) -> None:
     section = {"candidates": [{"name": "1:2", "ratio": "1:2"}, candidate]}

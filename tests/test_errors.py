@@ -74,8 +74,9 @@ def test_a_misspelled_key_is_reported_before_the_field_it_leaves_missing() -> No
     data = copy.deepcopy(BASE)
     data["compute"]["clock_gHz"] = data["compute"].pop("clock_ghz")
     e = _convert(data)
-    assert e.field == "compute.clock_gHz" and e.message.startswith("unknown key; accepted: one of ")
-    assert e.message.endswith("(and 1 more bad field: compute.clock_ghz)")
+    assert e.field == "compute.clock_gHz"
+    assert e.message.startswith("unknown key (did you mean 'clock_ghz' or 'energy_clock_ghz'?); accepted: one of ")
+    assert e.message.endswith("(and 1 more bad field: compute.clock_ghz missing)")
 
 
 def test_the_preferred_field_is_reported_before_others_it_pushed_past_their_limits() -> None:
@@ -134,6 +135,23 @@ def test_an_unknown_name_suggests_the_closest_ones_before_the_list() -> None:
         assert "(did you mean " in text and hint in text and text.index("did you mean") < text.index("accepted:")
         assert "\n" not in text
 
+def test_an_unknown_key_suggests_the_key_that_holds_it_and_names_the_fields_left_out() -> None:
+    """A template written from scratch with ``node:`` and ``rows:`` met a list of 12-17 keys to search and a count of
+    'more bad fields' that did not say they were missing."""
+    from dse.errors import did_you_mean
+
+    assert did_you_mean("node", ["name", "process_node", "reference_dtype"]) == " (did you mean 'process_node'?)"
+    assert did_you_mean("cols", ["array_cols", "array_rows"]) == " (did you mean 'array_cols'?)"
+    data = copy.deepcopy(BASE)
+    data["node"] = data.pop("process_node")
+    data["compute"]["matrix"]["rows"] = data["compute"]["matrix"].pop("array_rows")
+    e = _convert(data)
+    assert e.message.startswith("unknown key (did you mean ")
+    assert "process_node missing" in e.message and "(and 2 more bad fields" in e.message
+    hint = e.message.split(";")[0]
+    assert ("'process_node'" in hint) if e.field == "node" else ("'array_rows'" in hint)
+
+
 
 def test_an_empty_yaml_and_a_plan_a_model_cannot_take_say_so_plainly(tmp_path, capsys) -> None:
     """An empty YAML said 'got NoneType'; a tp that does not divide the heads named the model twice
@@ -186,11 +204,13 @@ def test_model_file_errors_name_the_file_and_the_field(tmp_path, capsys) -> None
     path = _model_file(tmp_path, cnn, {"phase": "forward", "dtype": "bf16"})
     assert main(["predict", str(path), "h100-sxm"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: {path}: arch.layers.0.conv.strid: unknown key; accepted: one of act, bn, groups, "
+    assert err.startswith(f"error: {path}: arch.layers.0.conv.strid: unknown key (did you mean 'stride'?); accepted: "
+                          "one of act, bn, groups, "
                           "k, op, out, pad, stride")  # then '(and 1 more bad field)': the pool's
     cnn["layers"][0].pop("strid")
     assert main(["predict", str(_model_file(tmp_path, cnn, {"dtype": "bf16"}, "pool")), "h100-sxm"]) == 2
-    assert "avgpool.global_: unknown key; accepted: one of global, k, op, pad, stride" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "avgpool.global_: unknown key (did you mean 'global'?); accepted: one of global, k, op, pad, stride" in err
     cnn["layers"][1] = {"op": "avgpool", "global": True}
     bad = _model_file(tmp_path, cnn, {"dtype": "bf17"}, "dflt")
     assert main(["predict", str(bad), "h100-sxm"]) == 2

@@ -85,7 +85,8 @@ def test_a_bad_template_field_is_one_line_naming_file_field_value_and_accepted(m
 
 def test_an_unknown_key_lists_the_keys_of_its_block() -> None:
     msg = _error(lambda d: d["compute"].__setitem__("clock_mhz", 1400))
-    assert msg == ("chip.yaml: compute.clock_mhz: unknown key; accepted: one of causal_attention, clock_ghz, cores, "
+    assert msg == ("chip.yaml: compute.clock_mhz: unknown key (did you mean 'clock_ghz' or 'energy_clock_ghz'?); "
+                   "accepted: one of causal_attention, clock_ghz, cores, "
                    "dispatch, eager_overhead_us, energy_clock_ghz, graph_kernel_us, launch_overhead_us, matrix, noc, "
                    "op_boundaries, register_kib_per_core, reserved_cores, source, spare_cores, spare_granule_cores, "
                    "sync_overhead_us, vector")
