@@ -354,7 +354,10 @@ class MemoryLevel(Strict):
         "writes / (write bandwidth x efficiency) (dse.predict.traffic.write_weighted); a design that resizes the "
         "level keeps the ratio. Default: the bandwidth (a written byte costs what a read one does)")
     stack_bandwidth_gbps: float | None = Field(
-        None, gt=0, le=MAX_LINK_GBPS, description="DRAM only: bandwidth of one stack/channel (GB/s); sets PHY count for area"
+        None, gt=0, le=MAX_LINK_GBPS, description="DRAM only: bandwidth of one stack/channel (GB/s); sets the PHY "
+        "count for area, and the bandwidth must be a whole number of them. Default: the rated stack of the level's "
+        "`generation` (HBM3 819.2, GDDR6 64 per x32 device); an HBM main memory naming neither is refused (it would "
+        "buy no PHY); board DRAM without a part (LPDDR, DDR) is then one channel of the level's bandwidth"
     )
     stack_capacity_gb: float | None = Field(
         None, gt=0, le=MAX_STACK_CAPACITY_GB,
@@ -400,11 +403,32 @@ class MemoryLevel(Strict):
                 field = given[1][0] if given else group[0]
                 got = " and ".join(f"{f}={v:g}" for f, v in given) or "none of them"
                 raise ValueError(f"@{field}@got {got}; accepted: exactly one of {', '.join(group)}")
+        self._stack_from_part()
         self._whole_stacks()
         self._buyable_stacks()
         self._known_generation()
         self._keeps_where_kept()
         return self
+
+    def _stack_from_part(self) -> None:
+        """A level bought in stacks (HBM) or channels (GDDR) that names its part but not ``stack_bandwidth_gbps`` buys
+        the part's rated stack (:class:`dse.hardware.dram_parts.StackPart`: HBM3 819.2 GB/s, GDDR6 64 GB/s per x32
+        device). Board DRAM without a part (LPDDR, DDR) keeps its documented rule: the template's bandwidth is one
+        channel; a main memory of HBM naming neither is refused (``Hardware._main_memory_in_stacks``)."""
+        if self.stack_bandwidth_gbps is not None or self.spec.area not in ("dram_phy", "ddr_phy"):
+            return
+        known = GENERATION.get(self.generation) if self.generation else None  # an unknown one: _known_generation
+        part = known.stack if known is not None and known.kind == self.kind else None
+        if part is not None:
+            self.__dict__["stack_bandwidth_gbps"] = part.stack_gbps  # frozen model: the one derived default
+
+    def _stack_missing(self, at: str) -> str:
+        """The refusal of an HBM level with neither a stack bandwidth nor a part, ``@at@...``."""
+        rated = ", ".join(f"{g} {GENERATION[g].stack.stack_gbps:g}" for g in generation_names(self.kind)
+                          if GENERATION[g].stack is not None)
+        return (f"@{at}@missing on {self.name!r}, the main memory (kind {self.kind}: bought in stacks, each a PHY and "
+                f"controller on the die); accepted: GB/s of one stack, or a generation whose rated stack it takes "
+                f"({rated} GB/s)")
 
     def _keeps_where_kept(self) -> None:
         """``keeps`` and ``resident_fraction`` name on-chip SRAM that can hold a tensor between operators: not a main
@@ -486,8 +510,9 @@ class MemoryLevel(Strict):
         if abs(n - whole) <= STACK_SLACK * whole:
             return
         up = max(1, math.ceil(n))
-        raise ValueError(f"@{field}@got {bw:g} GB/s = {n:.3g} stacks of {self.stack_bandwidth_gbps:g} GB/s; accepted: "
-                         f"a whole number of stacks ({up} x {self.stack_bandwidth_gbps:g} = "
+        rated = "" if "stack_bandwidth_gbps" in self.model_fields_set else f" ({self.generation}'s rated stack)"
+        raise ValueError(f"@{field}@got {bw:g} GB/s = {n:.3g} stacks of {self.stack_bandwidth_gbps:g} GB/s{rated}; "
+                         f"accepted: a whole number of stacks ({up} x {self.stack_bandwidth_gbps:g} = "
                          f"{up * self.stack_bandwidth_gbps:g} GB/s), or stack_bandwidth_gbps {bw / up:g} for {up} "
                          f"stacks at a lower pin rate")
 
@@ -749,6 +774,10 @@ class Hardware(Strict):
                 modes = ", ".join(self.compute.matrix.peak_tflops)
                 raise ValueError(f"@reference_dtype@got {self.reference_dtype!r}; accepted: a mode of the matrix unit "
                                  f"({modes}) or a dtype that falls back to one")
+        main = self.offchip_level
+        if main.off_chip and main.spec.area == "dram_phy" and main.stack_bandwidth_gbps is None:
+            # without stacks the die would buy no PHY, controller or shoreline for it: its bandwidth free in area
+            raise ValueError(main._stack_missing(f"memory.{self.offchip_index}.stack_bandwidth_gbps"))
         m, c = self.compute.matrix, self.compute
         for i, lv in enumerate(self.memory):  # private copies sit one per core or one per group of whole cores
             if not lv.off_chip and lv.instances > 1 and c.cores % lv.instances:

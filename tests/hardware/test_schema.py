@@ -315,3 +315,39 @@ def test_an_npu_sram_level_without_an_organization_is_a_scratchpad() -> None:
     data["memory"][1]["organization"] = "cache"
     assert hardware_from_mapping(data, file="chip.yaml").memory[1].organization == "cache"
     assert dse.hardware("gaudi3").memory[0].organization == "cache"
+
+
+def test_a_main_memory_naming_its_part_buys_the_parts_rated_stacks_and_one_naming_neither_is_refused() -> None:
+    """A template written from scratch with `generation: hbm3` and no `stack_bandwidth_gbps` bought no HBM stack:
+    `dse area` priced its 3.2 TB/s with 0 mm2 of PHY and controller. The part's rated stack is now the default, so the
+    bandwidth must be whole stacks of it, and HBM naming neither is refused on the one level the die's PHYs drive."""
+    from dse.cost.area import area
+    from dse.hardware.designs import DesignBatch
+
+    def hbm(**kw) -> dict:
+        data = copy.deepcopy(BASE)
+        main_level = data["memory"][-1]
+        main_level.pop("stack_bandwidth_gbps")
+        main_level.update(kw)
+        return data
+
+    derived = hardware_from_mapping(hbm(generation="hbm3", bandwidth_gbps=3276.8, capacity_gb=96), file="c.yaml")
+    assert derived.dram.stack_bandwidth_gbps == 819.2 and derived.dram.stacks == 4
+    explicit = hardware_from_mapping(hbm(generation="hbm3", bandwidth_gbps=3276.8, capacity_gb=96,
+                                         stack_bandwidth_gbps=819.2), file="c.yaml")
+    a, b = area(DesignBatch.from_hardware(derived)), area(DesignBatch.from_hardware(explicit))
+    assert a.parts["dram_phy"][0] == b.parts["dram_phy"][0] > 0 and a.total_mm2 == b.total_mm2
+    with pytest.raises(DseError) as ei:
+        hardware_from_mapping(hbm(generation="hbm3", bandwidth_gbps=3200.0, capacity_gb=96), file="c.yaml")
+    assert str(ei.value).startswith("c.yaml: memory.2.bandwidth_gbps: got 3200 GB/s = 3.91 stacks of 819.2 GB/s (hbm3's "
+                                    "rated stack); accepted: a whole number of stacks (4 x 819.2 = 3276.8 GB/s)")
+    with pytest.raises(DseError) as ei:
+        hardware_from_mapping(hbm(generation=None), file="c.yaml")
+    msg = str(ei.value)
+    assert msg.startswith("c.yaml: memory.2.stack_bandwidth_gbps: missing on 'hbm', the main memory") and "\n" not in msg
+    assert "hbm3 819.2" in msg
+    gddr = dse.hardware("tt-n150").model_dump(mode="python", exclude_none=True)
+    gddr["memory"][-1].pop("stack_bandwidth_gbps")
+    gddr["memory"][-1].pop("stack_capacity_gb", None)
+    gddr["memory"][-1]["bandwidth_gbps"] = 384.0  # 6 GDDR6 channels at the part's rated 64 GB/s
+    assert hardware_from_mapping(gddr, file="c.yaml").dram.stacks == 6
