@@ -167,7 +167,7 @@ def host_template(m: HostMeasurement, name: str = "host") -> Hardware:
              "bandwidth_gbps": m.bandwidth["l2"] / 1e9, "efficiency": 1.0, "source": "L2 per core (/sys); " + src},
             {"name": "l3", "kind": "sram", "capacity_mib": c.l3 / 2**20,
              "bandwidth_gbps": m.bandwidth["l3"] / 1e9, "efficiency": 1.0, "source": "L3 shared (/sys); " + src},
-            {"name": "dram", "kind": "dram", "capacity_gib": m.dram / 2**30,
+            {"name": "dram", "kind": "ddr", "capacity_gib": m.dram / 2**30,
              "bandwidth_gbps": m.bandwidth["dram"] / 1e9, "efficiency": 1.0, "source": "/proc/meminfo; " + src},
         ],
     }

@@ -57,9 +57,12 @@ def test_searched_dram_bandwidth_buys_whole_stacks() -> None:
                                    {"dram_bandwidth_tbps": 0.01}])
     # ceil(1000 / 409.6) = 3 stacks; exactly 4 stacks stays 4; at least one stack
     assert d.dram_bandwidth.tolist() == pytest.approx([3 * 409.6e9, 4 * 409.6e9, 409.6e9])
-    # a template without a per-stack figure is left alone
+    # a template without a per-channel figure is left alone (board DRAM naming no part, LPDDR or DDR: HBM must name
+    # its stack or its part)
     data = NPU.model_dump(mode="python", exclude_none=True)
-    data["memory"][2].pop("stack_bandwidth_gbps")
+    data["memory"][2]["kind"] = "ddr"
+    for field in ("stack_bandwidth_gbps", "generation"):
+        data["memory"][2].pop(field)
     v = DesignBatch.from_hardware(dse.hardware(data)).with_knobs(dram_bandwidth=np.array([1.234e12]))
     assert v.dram_bandwidth[0] == 1.234e12
     # capacity follows the stacks bought: 16 GB per HBM2e stack (64 GB over the template's 4)
