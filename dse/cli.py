@@ -1296,6 +1296,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         plan["overlap"] = overlap_flag(args.overlap)
     # the plan applied once, when the workload is built
     wl = workload(args.workload, plan=plan_for(args.chips, **plan) if args.chips is not None or plan else None, **scen)
+    if len(args.hardware) > 1:
+        return _predict_several(args, wl)
+    args.hardware = args.hardware[0]
     hw = args.hardware if args.dram_part is None else with_dram_part(args.hardware, args.dram_part)
     p = predict(wl, hw, system=args.system)
     cols = ["name", "kind", "ran_on", "count", "flops", "ai", "time_s", "total_time_s", "bound", "utilization",
@@ -1372,6 +1375,54 @@ def cmd_predict(args: argparse.Namespace) -> int:
     on_chip = _on_chip(p)
     if on_chip is not None:
         print(f"on chip: {on_chip['text']}")
+    return 0
+
+
+def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a Workload
+    """``dse predict MODEL CHIP CHIP ...``: one workload on several chips, one row each (time, speedup over the first
+    chip, achieved rate, the ceiling that binds most of the time, energy and power, memory, error band), the chip
+    comparison an architect makes first; each row is the prediction ``dse predict MODEL CHIP`` prints alone."""
+    import pandas as pd
+
+    from dse.api import predict
+    from dse.validate.bands import band_for
+
+    rows = []
+    for arg in args.hardware:
+        p = predict(wl, arg if args.dram_part is None else with_dram_part(arg, args.dram_part), system=args.system)
+        share = p.time_by_bound()
+        band = band_for(p.workload, p.hardware)
+        rows.append({"hardware": _template_label(arg, p.hardware), "time_s": p.time_s,
+                     "achieved_tflops": p.achieved_flops / 1e12, "binding": str(share.idxmax()),
+                     "binding_share_pct": 100 * float(share.max()), **_energy_fields(p),
+                     "memory_gb_per_chip": p.workload.memory_bytes / 1e9, "capacity_gb_per_chip": p.capacity_bytes / 1e9,
+                     "fits": p.fits, "band": band.span() if band.rows and p.fits else "none",
+                     "band_rows": band.rows, "band_borrowed": band.rows > 0 and (band.borrowed or "borrowed" in band.family),
+                     "unit": _time_unit(p).split(" (")[0], "system": p.system.name if p.system is not None else None,
+                     "tokens_per_s": float(p.serving["tokens_per_s"]) if p.serving else None})
+    df = pd.DataFrame(rows)
+    df.insert(2, "speedup_vs_first", df["time_s"].iloc[0] / df["time_s"])
+    if args.format == "json":
+        _print_json({"workload": wl.label(), "chips": _records(df)})
+        return 0
+    shown = pd.DataFrame({
+        "chip": df["hardware"], f"time_ms per {df['unit'].iloc[0]}": df["time_s"] * 1e3,
+        "speedup (x)": df["speedup_vs_first"], "TFLOP/s per chip": df["achieved_tflops"],
+        "binds most (% of time)": [f"{b} {s:.0f} %" for b, s in zip(df["binding"], df["binding_share_pct"], strict=True)],
+        "energy (J per chip)": df["energy_j_per_chip"], "power (W)": df["average_power_w"],
+        "memory (GB of GB)": [f"{m:.3g} of {c:.3g}" + ("" if f else " DOES NOT FIT")
+                              for m, c, f in zip(df["memory_gb_per_chip"], df["capacity_gb_per_chip"], df["fits"],
+                                                 strict=True)],
+        "error band": [b if not n else f"{b} ({n} rows{', borrowed' if br else ''})" if b != "none" else b
+                       for b, n, br in zip(df["band"], df["band_rows"], df["band_borrowed"], strict=True)]})
+    if df["tokens_per_s"].notna().any():  # a serving pass: what it gives a user
+        shown.insert(3, "output tokens/s", df["tokens_per_s"])
+    if df["system"].notna().any():  # a multi-chip run: the system each chip's network came from
+        shown.insert(1, "system", df["system"].fillna("-"))
+    with pd.option_context("display.width", 250, "display.max_columns", 20):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"{wl.label()}: speedup = {df['hardware'].iloc[0]}'s time / the chip's (each row is `dse predict` of one "
+          "chip; how well such ratios hold on published pairs: `dse validate`, its cross-chip speedups)")
     return 0
 
 
@@ -1668,7 +1719,8 @@ def _add_predict_args(pp: argparse.ArgumentParser) -> None:
     """The arguments of the ``predict`` subcommand: scenario, serving, parallelism plan and output flags."""
     pp.add_argument("workload", help="a library model (dse workloads list), a description YAML, or one operator: "
                     "gemm:MxNxK, attention:BxHxSQxSKxD, copy:BYTES, all_reduce:BYTES, ...")
-    pp.add_argument("hardware", help="a chip template (dse hardware lists them) or its YAML path")
+    pp.add_argument("hardware", nargs="+", help="a chip template (dse hardware lists them) or its YAML path; "
+                    "several: one row each, with its speedup over the first")
     _add_scenario_args(pp)
     pp.add_argument("--chips", type=int, help="chips the workload is split over (default 1; alone: tensor parallel)")
     pp.add_argument("--system", help="system template (default: the chip's shipped system, e.g. dgx-a100)")

@@ -830,3 +830,34 @@ def test_predict_says_which_field_would_keep_activations_on_a_per_core_sram_chip
     for argv in (["llama2-7b", "tt-n150", "--phase", "decode"], ["llama2-7b", "a100-80gb", "--phase", "decode"]):
         assert main(["predict", *argv]) == 0
         assert "keeps a tensor" not in capsys.readouterr().out
+
+
+def test_predict_on_several_chips_is_one_row_each_with_its_speedup_over_the_first(capsys) -> None:
+    """The first question about a chip is how it compares: `dse predict MODEL A B` gives one row per chip, each the
+    prediction `dse predict MODEL A` makes alone, with time, speedup over the first, energy, memory and error band."""
+    import json
+
+    import dse
+
+    args = ["predict", "llama2-7b", "h100-sxm", "gaudi3", "tpu-v6e", "--batch", "8"]
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    chips = {c["hardware"]: c for c in doc["chips"]}
+    assert list(chips) == ["h100-sxm", "gaudi3", "tpu-v6e"] and doc["workload"] == "llama2-7b[decode b8 ctx1024 bf16]"
+    wl = dse.workload("llama2-7b", batch=8)
+    alone = {c: dse.predict(wl, c).time_s for c in chips}
+    for c, row in chips.items():
+        assert row["time_s"] == alone[c]
+        assert row["speedup_vs_first"] == pytest.approx(alone["h100-sxm"] / alone[c], rel=1e-12)
+        assert row["fits"] and row["binding"] == "hbm" and 0 < row["binding_share_pct"] <= 100
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["chip", "time_ms", "per"] and [ln.split()[0] for ln in out[1:4]] == list(chips)
+    assert out[1].split()[2] == "1"  # the first chip's own speedup (after chip and time)
+    # a chip that cannot hold the model says so in its row; a bad name is one line, exit 2
+    assert main(["predict", "llama2-70b", "h200", "tpu-v5e", "--batch", "1"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert "DOES NOT FIT" in rows[2] and "DOES NOT FIT" not in rows[1] and rows[2].rstrip().endswith("none")
+    assert main(["predict", "llama2-7b", "h100-sxm", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "unknown hardware template 'nope'" in err and err.count("\n") == 1
