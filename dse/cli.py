@@ -241,6 +241,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     status(args, f"loading {args.config} and predicting the base design")
     cfg, ctx = load_context(args.config, one_mix="compare")
+    if args.chips is not None:
+        return _compare_chips(args, cfg, ctx)
     status(args, "building and predicting the candidates")
     ratios = None
     if args.ratios is not None:
@@ -1588,6 +1590,50 @@ def _add_workloads_args(wp: argparse.ArgumentParser) -> None:
     wp.add_argument("--out", default="results/ai", help="output folder (ai)")
 
 
+def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 - a StudyConfig and its Context
+    """``dse compare CONFIG --chips A,B``: the config's mix on whole chips beside its base design
+    (:func:`dse.comparison.chip_table`), printed with workloads as rows and written to ``chips.csv``."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dse.comparison import chip_table
+    from dse.hardware.templates import load_hardware
+    from dse.report.write import write_csv
+    from dse.study import results_folder
+
+    names = [n.strip() for n in args.chips.split(",") if n.strip()]
+    if not names:
+        raise DseError(f"got {args.chips!r}; accepted: chip templates or YAML paths, comma-separated (dse hardware "
+                       "lists them), e.g. h100-sxm,gaudi3", field="--chips")
+    status(args, f"predicting the mix on {', '.join(names)}")
+    chips = [(_template_label(n, hw), hw) for n, hw in ((n, load_hardware(n)) for n in names)]
+    df = chip_table(ctx, chips, Path(args.config).parent)
+    folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-chips", False)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_csv(folder / "chips.csv", df)
+    labels = ctx.mix.labels
+    rows = {f"{lb} (ms per step)": [f"{t * 1e3:.4g}" + ("" if ok else " (does not fit)") for t, ok in
+                                    zip(df[f"time_s.{lb}"], df[f"fits.{lb}"], strict=True)] for lb in labels}
+    rows |= {f"mix score (x vs {ctx.base_hw.name})": [f"{v:.4g}" for v in df["score"]],
+             "area (mm², all dies)": [f"{v:.4g}" for v in df["area_mm2"]],
+             "unit cost (USD)": [f"{v:.4g}" for v in df["cost_usd"]],
+             "peak average power over the mix (W)": [f"{v:.4g}" for v in df["power_w"]],
+             "binds most (% of weighted time)": [f"{b} {v:.0f} %" for b, v in
+                                                 zip(df["binding"], df["binding_share_pct"], strict=True)],
+             "within the study's limits": ["yes" if ok else "no" for ok in df["feasible"]]}
+    if (df["system"] != "-").any():  # a multi-chip mix: the network each chip ran on
+        rows["system (its network)"] = df["system"].tolist()
+    table = pd.DataFrame(rows, index=df["chip"]).T
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 60):
+        print(table.to_string())
+    for chip, ok, why in zip(df["chip"], df["feasible"], df["reason"], strict=True):
+        if not ok:
+            print(f"{chip}: outside the study's limits: {why}")
+    print(f"results: {folder}")
+    return 0
+
+
 def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
     """The arguments of the ``compare`` subcommand: ratios, hold, robustness samples."""
     cpp.add_argument("config")
@@ -1602,6 +1648,9 @@ def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
     cpp.add_argument("--no-plots", action="store_true", help="draw no figures (default: the config's output.plots)")
     cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
                      "config's compare.samples, else 256; 0: none)")
+    cpp.add_argument("--chips", help="instead of ratio candidates: whole chips (templates or YAML paths, comma-"
+                     "separated), each as built, on the config's mix beside its base design: mix score, area, cost, "
+                     "power, binding ceiling and per-workload times (chips.csv)")
 
 
 def _whatif_positionals(args: argparse.Namespace) -> None:

@@ -35,10 +35,10 @@ from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import is_part_field, knob_values, part_codes
-from dse.predict import mix_times
+from dse.predict import bound_names, mix_times, mix_times_bounds
 from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params, knob_range
-from dse.study import Context, has_dram, score_designs
+from dse.study import Context, attach_system, has_dram, score_designs
 from dse.workloads.intensity import family_of
 
 
@@ -693,3 +693,34 @@ def compare_config(cfg, ctx: Context, config: str, ratios: list[str] | None = No
     except DseError as exc:
         raise DseError(exc.message, file=exc.file or str(config), field=exc.field) from None
     return cmp, f"candidates of the config's compare section (ratio candidates at fixed {hold} unless they say)"
+
+
+def chip_table(ctx: Context, chips: list[tuple[str, typing.Any]], cfg_dir: typing.Any = None) -> pd.DataFrame:
+    """The study's mix on whole chips as built (templates: ``(label, Hardware)``), the base design first: one row
+    per chip with its mix score against the base (the study's score: weighted geometric-mean speedup, so the base
+    scores 1), area, unit cost and peak average power as a study prices them, whether it meets the study's
+    limits (and why not), the ceiling under which the mix spends the most of its weighted time and that share,
+    and each workload's step time (``time_s.<label>``) and fit (``fits.<label>``). A multi-chip mix runs each
+    chip on the config's system where it names one (another chip in that system's network: a what-if), else on
+    the chip's shipped system (``dse.study.attach_system``)."""
+    from pathlib import Path
+
+    rows = []
+    labels = ctx.mix.labels
+    w = np.asarray(ctx.mix.weights, dtype=float)
+    for i, (name, hw) in enumerate([("base: " + ctx.base_hw.name, ctx.base_hw), *chips]):
+        d = ctx.base if i == 0 else attach_system(ctx.cfg, Path(cfg_dir or "."), DesignBatch.from_hardware(hw),
+                                                   ctx.mix)
+        times, by = mix_times_bounds(d, ctx.mix, arrays=ctx.arrays)
+        sc, _ = score_designs(ctx, d, times)
+        share = (by[0] / times[0][:, None] * w[:, None]).sum(axis=0) / w.sum()  # [B] weighted time share per ceiling
+        b = int(np.argmax(share))
+        need, cap = ctx.mix.memory_bytes, float(d.offchip_capacity[0])
+        rows.append({"chip": name, "system": d.system.name if d.system is not None else "-",
+                     "score": float(sc.score[0]), "area_mm2": float(sc.area_mm2[0]),
+                     "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
+                     "feasible": bool(sc.feasible[0]), "reason": sc.reason[0],
+                     "binding": bound_names(d.level_names)[b], "binding_share_pct": 100 * float(share[b]),
+                     **{f"time_s.{lb}": float(t) for lb, t in zip(labels, times[0], strict=True)},
+                     **{f"fits.{lb}": bool(n <= cap) for lb, n in zip(labels, need, strict=True)}})
+    return pd.DataFrame(rows)

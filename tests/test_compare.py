@@ -452,3 +452,33 @@ def test_a_bad_part_in_a_candidate_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(cfg), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "fields.memory.hbm.generation = 'hbm9'; accepted: a DRAM part (hbm2, hbm2e" in err and err.count("\n") == 1
+
+
+def test_whole_chips_beside_the_base_on_the_config_mix(tmp_path: Path, capsys) -> None:
+    """`dse compare CONFIG --chips A,B`: an architect's first comparison, the mix on incumbent chips as built. Each
+    chip's times are `dse.predict`'s, its score the study's (weighted geometric-mean speedup over the base), and the
+    base passed as a chip reproduces the base column."""
+    from dse.comparison import chip_table
+    from dse.score import mix_score
+
+    cfg = write_config(tmp_path, SMALL_STUDY)
+    study, cfg_dir = load_study(cfg)
+    ctx = prepare(study, cfg_dir)
+    df = chip_table(ctx, [("npu-7nm", dse.hardware("npu-7nm")), ("h100-sxm", dse.hardware("h100-sxm"))], cfg_dir)
+    assert df["chip"].tolist() == ["base: npu-7nm", "npu-7nm", "h100-sxm"]
+    labels = ctx.mix.labels
+    times = df[[f"time_s.{lb}" for lb in labels]].to_numpy()
+    assert times[1].tolist() == times[0].tolist() == ctx.base_times.tolist() and df["score"][0] == df["score"][1] == 1
+    h100 = [dse.predict(w, "h100-sxm").time_s for w in ctx.mix.workloads]
+    assert times[2] == pytest.approx(h100, rel=1e-9)
+    assert df["score"][2] == pytest.approx(mix_score(times[2:], ctx.base_times, ctx.mix.weights)[0], rel=1e-12)
+    assert df["area_mm2"][2] == pytest.approx(dse.area("h100-sxm").total_mm2, rel=1e-9)
+    assert not df["feasible"][2] and "area budget 750 mm2" in df["reason"][2]  # 814 mm2 of die
+    assert df["binding"][2] in ("hbm", "compute", "l2", "array", "overhead") and 0 < df["binding_share_pct"][2] <= 100
+    assert main(["compare", str(cfg), "--chips", "h100-sxm,gaudi3", "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "mix score (x vs npu-7nm)" in out and "h100-sxm: outside the study's limits: area 814 mm2" in out
+    written = pd.read_csv(tmp_path / "r" / "tiny-chips" / "chips.csv")
+    assert written["chip"].tolist() == ["base: npu-7nm", "h100-sxm", "gaudi3"]
+    assert main(["compare", str(cfg), "--chips", "h100-sxm,nope"]) == 2
+    assert "unknown hardware template 'nope'" in capsys.readouterr().err
