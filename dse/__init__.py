@@ -16,8 +16,8 @@ from dse._version import __version__
 #: public name -> module that defines it
 _API = {
     **dict.fromkeys(("AreaBreakdown", "DesignBatch", "Hardware", "Prediction", "Workload", "area", "best_batch",
-                     "compare", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads", "predict",
-                     "predict_many", "sweep", "whatif", "workload"), "dse.api"),
+                     "compare", "compare_chips", "elementwise", "gemm", "hardware", "list_hardware", "list_workloads",
+                     "predict", "predict_many", "sweep", "whatif", "workload"), "dse.api"),
     "Study": "dse.batch", "StudyRun": "dse.batch", "DseError": "dse.errors", "best_plan": "dse.api",
 }
 __all__ = ["__version__", *sorted(_API)]
@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
         best_batch,
         best_plan,
         compare,
+        compare_chips,
         elementwise,
         gemm,
         hardware,

@@ -236,6 +236,22 @@ def compare(config: str | Path | Mapping[str, Any] | Any, ratios: list[str] | No
     return compare_config(cfg, ctx, config_label(config), ratios, hold, field="ratios", samples=samples)[0]
 
 
+def compare_chips(config: str | Path | Mapping[str, Any] | Any, chips: list[str | Path | Hardware]):
+    """``dse compare CONFIG --chips ...`` as data: the config's mix on whole chips (template names, YAML paths or
+    Hardware) beside its base design, one row per chip, the base first (``dse.comparison.chip_table``: ``score``
+    against the base, ``area_mm2``, ``cost_usd``, ``power_w``, ``feasible`` and ``reason`` under the study's limits,
+    ``binding`` and ``binding_share_pct``, ``system``, and per workload ``time_s.<label>`` and ``fits.<label>``)."""
+    from dse.comparison import chip_table
+    from dse.study import load_context
+
+    _, ctx = load_context(config, one_mix="compare")
+    hws = [c if isinstance(c, Hardware) else load_hardware(c) for c in chips]
+    labels = [str(c) if isinstance(c, Path | str) and str(c).endswith((".yaml", ".yml")) else h.name
+              for c, h in zip(chips, hws, strict=True)]
+    where = Path(config).parent if isinstance(config, str | Path) else Path(".")
+    return chip_table(ctx, list(zip(labels, hws, strict=True)), where)
+
+
 def sweep(config: str | Path | Mapping[str, Any] | Any, points: int = 12, sram_points: int = 1):
     """``dse sweep`` as data: one row per design (and per mix) of the full grid over the config's search
     space: knobs, score, area, cost, power, ridge, HBM stacks, binding ceiling, feasibility."""
