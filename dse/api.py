@@ -237,7 +237,7 @@ def compare(config: str | Path | Mapping[str, Any] | Any, ratios: list[str] | No
 
 
 def compare_chips(config: str | Path | Mapping[str, Any] | Any, chips: list[str | Path | Hardware]):
-    """``dse compare CONFIG --chips ...`` as data: the config's mix on whole chips (template names, YAML paths or
+    """``dse compare CONFIG --hardware ...`` as data: the config's mix on whole chips (template names, YAML paths or
     Hardware) beside its base design, one row per chip, the base first (``dse.comparison.chip_table``: ``score``
     against the base, ``area_mm2``, ``cost_usd``, ``power_w``, ``feasible`` and ``reason`` under the study's limits,
     ``binding`` and ``binding_share_pct``, ``system``, and per workload ``time_s.<label>`` and ``fits.<label>``)."""

@@ -241,7 +241,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     status(args, f"loading {args.config} and predicting the base design")
     cfg, ctx = load_context(args.config, one_mix="compare")
-    if args.chips is not None:
+    if args.hardware is not None:
         return _compare_chips(args, cfg, ctx)
     status(args, "building and predicting the candidates")
     ratios = None
@@ -1591,7 +1591,7 @@ def _add_workloads_args(wp: argparse.ArgumentParser) -> None:
 
 
 def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 - a StudyConfig and its Context
-    """``dse compare CONFIG --chips A,B``: the config's mix on whole chips beside its base design
+    """``dse compare CONFIG --hardware A,B``: the config's mix on whole chips beside its base design
     (:func:`dse.comparison.chip_table`), printed with workloads as rows and written to ``chips.csv``."""
     from pathlib import Path
 
@@ -1602,10 +1602,14 @@ def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 -
     from dse.report.write import write_csv
     from dse.study import results_folder
 
-    names = [n.strip() for n in args.chips.split(",") if n.strip()]
+    names = [n.strip() for n in args.hardware.split(",") if n.strip()]
     if not names:
-        raise DseError(f"got {args.chips!r}; accepted: chip templates or YAML paths, comma-separated (dse hardware "
-                       "lists them), e.g. h100-sxm,gaudi3", field="--chips")
+        raise DseError(f"got {args.hardware!r}; accepted: chip templates or YAML paths, comma-separated (dse hardware "
+                       "lists them), e.g. h100-sxm,gaudi3", field="--hardware")
+    for flag in ("ratios", "hold", "samples"):  # they shape ratio candidates, which whole chips are not
+        if getattr(args, flag) is not None:
+            raise DseError(f"got --{flag} with --hardware; accepted: one of them (--hardware compares whole chips as "
+                           "built; --ratios, --hold and --samples shape ratio candidates of the base)", field=f"--{flag}")
     status(args, f"predicting the mix on {', '.join(names)}")
     chips = [(_template_label(n, hw), hw) for n, hw in ((n, load_hardware(n)) for n in names)]
     df = chip_table(ctx, chips, Path(args.config).parent)
@@ -1613,8 +1617,10 @@ def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 -
     folder.mkdir(parents=True, exist_ok=True)
     write_csv(folder / "chips.csv", df)
     labels = ctx.mix.labels
-    rows = {f"{lb} (ms per step)": [f"{t * 1e3:.4g}" + ("" if ok else " (does not fit)") for t, ok in
-                                    zip(df[f"time_s.{lb}"], df[f"fits.{lb}"], strict=True)] for lb in labels}
+    per = ["pass" if w.scenario.get("phase") == "serving" else "step" for w in ctx.mix.workloads]
+    rows = {f"{lb} (ms per {u})": [f"{t * 1e3:.4g}" + ("" if ok else " (does not fit)") for t, ok in
+                                   zip(df[f"time_s.{lb}"], df[f"fits.{lb}"], strict=True)]
+            for lb, u in zip(labels, per, strict=True)}
     rows |= {f"mix score (x vs {ctx.base_hw.name})": [f"{v:.4g}" for v in df["score"]],
              "area (mm², all dies)": [f"{v:.4g}" for v in df["area_mm2"]],
              "unit cost (USD)": [f"{v:.4g}" for v in df["cost_usd"]],
@@ -1648,7 +1654,7 @@ def _add_compare_args(cpp: argparse.ArgumentParser) -> None:
     cpp.add_argument("--no-plots", action="store_true", help="draw no figures (default: the config's output.plots)")
     cpp.add_argument("--samples", type=int, help="Monte Carlo samples of the robustness analysis (default: the "
                      "config's compare.samples, else 256; 0: none)")
-    cpp.add_argument("--chips", help="instead of ratio candidates: whole chips (templates or YAML paths, comma-"
+    cpp.add_argument("--hardware", help="instead of ratio candidates: whole chips (templates or YAML paths, comma-"
                      "separated), each as built, on the config's mix beside its base design: mix score, area, cost, "
                      "power, binding ceiling and per-workload times (chips.csv)")
 

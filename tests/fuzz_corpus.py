@@ -296,6 +296,8 @@ def make_case(rng: random.Random) -> Case:
             raw, label = mutated_yaml((ROOT / src).read_bytes(), rng)
             wl = rng.choice(["resnet50", "llama2-7b"])
             argv = ["predict", wl, "hw.yaml", *(["--phase", "decode", "--context", "512"] if wl != "resnet50" else [])]
+            if rng.random() < 0.3:  # several chips, the mutated one among them: one row each
+                argv.insert(rng.choice([2, 3]), "h100-sxm")
             return Case(command, argv, {"hw.yaml": raw}, f"{src}: {label}")
         if r < 0.8:
             src = rng.choice(WORKLOADS)
@@ -331,6 +333,9 @@ def make_case(rng: random.Random) -> Case:
 
 RATIOS = ["1:inf,1:1", "1:0,1:1", "1:-2,1:1", "1:nan,1:2", "a:b", "1:2", "", ",,,", "1:1e-300,1:1", "1:1e300,1:1",
           "0:0,1:1", "1:2:3,1:1", "1:2," * 40]
+#: --hardware lists of dse compare: empty, unknown, a system or a study config where a chip goes, a path up and out
+CHIP_LISTS = ["", ",", "nope", "h100-sxm,nope", "h100-sxm,,gaudi3", "../x.yaml", "h100-sxm", "dgx-h100", "in.yaml",
+              "tt-n150,groq-tsp", "/", "h100-sxm," * 30]
 STAGES = ["fuse_elementwise,nope", "sram_mib=-1", "sram_mib=inf", "weight_dtype=int3", "dtype=", "=", ",",
           "sram_mib=1e30", "winograd,winograd", "kv_dtype=nan", "flash_attention", "keeps=all", "keeps=",
           "keeps=steps,keeps=tiles"]
@@ -348,7 +353,7 @@ def _flag_case(command: str, rng: random.Random) -> Case:
         argv = ["sweep", "in.yaml", "--out", "out", "--quiet", *(["--points", "3"] if flag != "--points" else []),
                 flag, value]
     elif command == "compare":
-        flag, value = "--ratios", rng.choice(RATIOS)
+        flag, value = ("--ratios", rng.choice(RATIOS)) if rng.random() < 0.6 else ("--hardware", rng.choice(CHIP_LISTS))
         argv = ["compare", "in.yaml", "--out", "out", "--quiet", flag, value]
     else:
         flag, value = rng.choice([("--stages", rng.choice(STAGES)), ("--batch", rng.choice(BAD_ARGS)),

@@ -28,7 +28,7 @@ def test_compare_sweep_and_whatif_return_the_commands_tables_and_write_nothing(t
     chips = dse.compare_chips(cfg, ["gaudi3", dse.hardware("tpu-v6e")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["study.yaml"]  # nothing written
     assert chips["chip"].tolist() == ["base: npu-7nm", "gaudi3", "tpu-v6e"]
-    assert main(["compare", str(cfg), "--chips", "gaudi3,tpu-v6e", "--out", str(tmp_path / "o")]) == 0
+    assert main(["compare", str(cfg), "--hardware", "gaudi3,tpu-v6e", "--out", str(tmp_path / "o")]) == 0
     back = pd.read_csv(next((tmp_path / "o").glob("*-chips")) / "chips.csv")
     assert back["score"].to_numpy() == pytest.approx(chips["score"].to_numpy(), rel=1e-12)
     assert list(cmp.designs_table["candidate"]) == ["1:2", "1:1"] and len(grid) == 9 and len(stages) == 2

@@ -455,7 +455,7 @@ def test_a_bad_part_in_a_candidate_is_one_line(tmp_path: Path, capsys) -> None:
 
 
 def test_whole_chips_beside_the_base_on_the_config_mix(tmp_path: Path, capsys) -> None:
-    """`dse compare CONFIG --chips A,B`: an architect's first comparison, the mix on incumbent chips as built. Each
+    """`dse compare CONFIG --hardware A,B`: an architect's first comparison, the mix on incumbent chips as built. Each
     chip's times are `dse.predict`'s, its score the study's (weighted geometric-mean speedup over the base), and the
     base passed as a chip reproduces the base column."""
     from dse.comparison import chip_table
@@ -475,10 +475,12 @@ def test_whole_chips_beside_the_base_on_the_config_mix(tmp_path: Path, capsys) -
     assert df["area_mm2"][2] == pytest.approx(dse.area("h100-sxm").total_mm2, rel=1e-9)
     assert not df["feasible"][2] and "area budget 750 mm2" in df["reason"][2]  # 814 mm2 of die
     assert df["binding"][2] in ("hbm", "compute", "l2", "array", "overhead") and 0 < df["binding_share_pct"][2] <= 100
-    assert main(["compare", str(cfg), "--chips", "h100-sxm,gaudi3", "--out", str(tmp_path / "r")]) == 0
+    assert main(["compare", str(cfg), "--hardware", "h100-sxm,gaudi3", "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "mix score (x vs npu-7nm)" in out and "h100-sxm: outside the study's limits: area 814 mm2" in out
     written = pd.read_csv(tmp_path / "r" / "tiny-chips" / "chips.csv")
     assert written["chip"].tolist() == ["base: npu-7nm", "h100-sxm", "gaudi3"]
-    assert main(["compare", str(cfg), "--chips", "h100-sxm,nope"]) == 2
+    assert main(["compare", str(cfg), "--hardware", "h100-sxm,nope"]) == 2
     assert "unknown hardware template 'nope'" in capsys.readouterr().err
+    assert main(["compare", str(cfg), "--hardware", "h100-sxm", "--ratios", "1:2,1:1"]) == 2  # not silently dropped
+    assert capsys.readouterr().err.startswith("error: --ratios: got --ratios with --hardware; accepted: one of them")
