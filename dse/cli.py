@@ -1611,7 +1611,13 @@ def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 -
             raise DseError(f"got --{flag} with --hardware; accepted: one of them (--hardware compares whole chips as "
                            "built; --ratios, --hold and --samples shape ratio candidates of the base)", field=f"--{flag}")
     status(args, f"predicting the mix on {', '.join(names)}")
-    chips = [(_template_label(n, hw), hw) for n, hw in ((n, load_hardware(n)) for n in names)]
+    chips = []
+    for n in names:
+        try:
+            hw = load_hardware(n)
+        except DseError as exc:  # a name, not a file: the flag that gave it
+            raise DseError(exc.message, file=exc.file, field=exc.field or (None if exc.file else "--hardware")) from None
+        chips.append((_template_label(n, hw), hw))
     df = chip_table(ctx, chips, Path(args.config).parent)
     folder = results_folder(Path(args.out or cfg.output.root(Path(args.config).parent)), f"{cfg.name}-chips", False)
     folder.mkdir(parents=True, exist_ok=True)
