@@ -414,7 +414,7 @@ class MemoryLevel(Strict):
         """A level bought in stacks (HBM) or channels (GDDR) that names its part but not ``stack_bandwidth_gbps`` buys
         the part's rated stack (:class:`dse.hardware.dram_parts.StackPart`: HBM3 819.2 GB/s, GDDR6 64 GB/s per x32
         device). Board DRAM without a part (LPDDR, DDR) keeps its documented rule: the template's bandwidth is one
-        channel; a main memory of HBM naming neither is refused (``Hardware._main_memory_in_stacks``)."""
+        channel; a main memory of HBM naming neither is refused (``Hardware._hierarchy``)."""
         if self.stack_bandwidth_gbps is not None or self.spec.area not in ("dram_phy", "ddr_phy"):
             return
         known = GENERATION.get(self.generation) if self.generation else None  # an unknown one: _known_generation
