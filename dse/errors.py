@@ -55,17 +55,26 @@ class DseMultiError(DseError):
         return [str(e) for e in self.errors]
 
 
-def did_you_mean(name: str, names: Sequence[str], n: int = 3) -> str:
-    """``" (did you mean 'a' or 'b'?)"`` for the ``names`` closest to a mistyped ``name`` (difflib's ratio >= 0.6, then
-    the names that hold ``name`` as a whole word between ``-``, ``_`` or ``.``: ``node`` -> ``process_node``, ``rows``
-    -> ``array_rows``), or ``""`` when none is close; appended to an unknown-name error so a typo is one glance, not
-    a search of a long list (``h100`` -> ``h100-sxm``)."""
+def close_names(name: str, names: Sequence[str], n: int = 3, first: Sequence[str] = ()) -> list[str]:
+    """The ``names`` a mistyped ``name`` most likely meant: difflib's closest (ratio >= 0.6), then those that share a
+    whole word with it between ``-``, ``_`` or ``.`` (``node`` -> ``process_node``, ``rows`` -> ``array_rows``,
+    ``ffn_hidden`` -> ``ffn``); any of them in ``first`` (the fields the same file leaves missing) leads."""
     import difflib
     import re
 
+    def words(text: str) -> set[str]:
+        return set(re.split(r"[-_.]", text.lower()))
+
     close = difflib.get_close_matches(name, list(names), n=n)
-    words = [c for c in names if c not in close and name.lower() in re.split(r"[-_.]", c.lower())]
-    close = (close + sorted(words))[:n]
+    mine = words(name)
+    close += sorted(c for c in names if c not in close and (name.lower() in words(c) or c.lower() in mine))
+    return sorted(close, key=lambda c: c not in first)[:n]  # stable: the missing ones first, else as ranked
+
+
+def did_you_mean(name: str, names: Sequence[str], n: int = 3, first: Sequence[str] = ()) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for :func:`close_names`, or ``""`` when none is close; appended to an
+    unknown-name error so a typo is one glance, not a search of a long list (``h100`` -> ``h100-sxm``)."""
+    close = close_names(name, names, n, first)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
@@ -130,12 +139,15 @@ PLAIN = {  # pydantic's wording for a wrong type, said as what is accepted
 }
 
 
-def _key_hint(err: dict[str, Any], model: type[BaseModel] | None) -> str:
-    """The keys an unknown key most likely meant (:func:`did_you_mean` over its block's keys), or ``""``."""
+def _key_hint(err: dict[str, Any], model: type[BaseModel] | None, errors: list[dict[str, Any]]) -> str:
+    """The keys an unknown key most likely meant (:func:`did_you_mean` over its block's keys, a key of that block
+    the file leaves missing first: ``ffn_hidden`` -> ``ffn``, not ``hidden``), or ``""``."""
     owner = _model_at(model, tuple(err["loc"])) if model else None
     if owner is None or not err["loc"]:
         return ""
-    return did_you_mean(str(err["loc"][-1]), [f.alias or n for n, f in owner.model_fields.items()])
+    block = tuple(err["loc"][:-1])
+    missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == block]
+    return did_you_mean(str(err["loc"][-1]), [f.alias or n for n, f in owner.model_fields.items()], first=missing)
 
 
 def _accepted(err: dict[str, Any], model: type[BaseModel] | None) -> str:
@@ -199,7 +211,7 @@ def from_validation_error(
     named = f": {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}" if others else ""
     more = f" (and {n} more bad field{'s' * (n != 1)}{named})" if n else ""
     if err["type"] == "extra_forbidden":
-        msg = f"unknown key{_key_hint(err, model)}; accepted: {_accepted(err, model)}{more}"
+        msg = f"unknown key{_key_hint(err, model, errors)}; accepted: {_accepted(err, model)}{more}"
     elif err["type"] == "missing":
         msg = f"missing; {_accepted(err, model)}{more}"
     elif err["type"] in ("value_error", "assertion_error") and err["msg"].removeprefix("Value error, ").startswith("@"):

@@ -142,6 +142,8 @@ def test_an_unknown_key_suggests_the_key_that_holds_it_and_names_the_fields_left
 
     assert did_you_mean("node", ["name", "process_node", "reference_dtype"]) == " (did you mean 'process_node'?)"
     assert did_you_mean("cols", ["array_cols", "array_rows"]) == " (did you mean 'array_cols'?)"
+    # a key made of a real one and another word: the real one too, and a key the file leaves missing leads
+    assert did_you_mean("ffn_hidden", ["ffn", "hidden", "heads"], first=["ffn"]) == " (did you mean 'ffn' or 'hidden'?)"
     data = copy.deepcopy(BASE)
     data["node"] = data.pop("process_node")
     data["compute"]["matrix"]["rows"] = data["compute"]["matrix"].pop("array_rows")
