@@ -89,8 +89,21 @@ def test_missing_column_is_one_line(tmp_path: Path, capsys) -> None:
     assert "missing column" in err and "m.csv" in err and err.count("\n") == 1
 
 
-def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys) -> None:
+def test_shipped_suite_runs_and_reports(tmp_path: Path, capsys, monkeypatch, shipped_results: pd.DataFrame) -> None:
+    """``dse validate`` end to end on the shipped file; the prediction of every row is the session's
+    ``run_suite(load_measurements())`` (the command asks for exactly that: the whole file, no template swapped, every
+    family), so the suite's slowest step runs once per session, not twice."""
+    import dse.validate.suite as suite
+
+    asked = []
+
+    def shipped(df, templates=None, families=None, prepared=None):  # noqa: ANN001, ANN202
+        asked.append((len(df), templates, families))
+        return shipped_results.copy()
+
+    monkeypatch.setattr(suite, "run_suite", shipped)
     assert main(["validate", "--out", str(tmp_path)]) == 0
+    assert asked == [(len(suite.load_measurements()), {}, None)]
     out = capsys.readouterr().out
     assert "median |time error|" in out and "error by family" in out
     res = pd.read_csv(tmp_path / "validation.csv")
