@@ -1387,11 +1387,12 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
     import pandas as pd
 
     from dse.api import predict
-    from dse.validate.bands import band_for
+    from dse.validate.bands import band_for, is_shipped
 
-    rows = []
+    rows, keys = [], []
     for arg in args.hardware:
         p = predict(wl, arg if args.dram_part is None else with_dram_part(arg, args.dram_part), system=args.system)
+        keys.append(p.hardware.name if is_shipped(p.hardware) else f"{arg} (not a shipped template)")
         share = p.time_by_bound()
         band = band_for(p.workload, p.hardware)
         rows.append({"hardware": _template_label(arg, p.hardware), "time_s": p.time_s,
@@ -1404,12 +1405,19 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
                      "tokens_per_s": float(p.serving["tokens_per_s"]) if p.serving else None})
     df = pd.DataFrame(rows)
     df.insert(2, "speedup_vs_first", df["time_s"].iloc[0] / df["time_s"])
+    spans = _speedup_spans(df, keys)
+    df.insert(3, "speedup_measured_lo", [s[0] for s in spans])
+    df.insert(4, "speedup_measured_hi", [s[1] for s in spans])
+    df.insert(5, "speedup_band", [s[2] for s in spans])
     if args.format == "json":
         _print_json({"workload": wl.label(), "chips": _records(df)})
         return 0
     shown = pd.DataFrame({
         "chip": df["hardware"], f"time_ms per {df['unit'].iloc[0]}": df["time_s"] * 1e3,
-        "speedup (x)": df["speedup_vs_first"], "TFLOP/s per chip": df["achieved_tflops"],
+        "speedup (x)": df["speedup_vs_first"],
+        "measured speedup would be (x)": [f"{lo:.3g}..{hi:.3g}" if lo == lo else "-" for lo, hi in
+                                          zip(df["speedup_measured_lo"], df["speedup_measured_hi"], strict=True)],
+        "TFLOP/s per chip": df["achieved_tflops"],
         "binds most (% of time)": [f"{b} {s:.0f} %" for b, s in zip(df["binding"], df["binding_share_pct"], strict=True)],
         "energy (J per chip)": df["energy_j_per_chip"], "power (W)": df["average_power_w"],
         "memory (GB of GB)": [f"{m:.3g} of {c:.3g}" + ("" if f else " DOES NOT FIT")
@@ -1424,8 +1432,28 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"{wl.label()}: speedup = {df['hardware'].iloc[0]}'s time / the chip's (each row is `dse predict` of one "
-          "chip; how well such ratios hold on published pairs: `dse validate`, its cross-chip speedups)")
+          "chip); the measured speedup would be in the range (p10..p90; min..max of fewer than 10) of the speedup "
+          "errors on published pairs of the two chips (dse validate's cross-chip speedups), else of every pair:")
+    for chip, band in zip(df["hardware"].iloc[1:], df["speedup_band"].iloc[1:], strict=True):
+        print(f"  {chip}: {band}")
     return 0
+
+
+def _speedup_spans(df, keys: list[str]) -> list[tuple[float, float, str]]:  # noqa: ANN001 - a DataFrame
+    """Per chip of ``dse predict MODEL A B ...``: the interval its measured speedup over the first chip is expected
+    in, ``s / (1 + p90) .. s / (1 + p10)`` of :func:`dse.validate.bands.speedup_band` (the first chip: NaN), and the
+    band's words."""
+    from dse.validate.bands import speedup_band
+
+    out = [(float("nan"), float("nan"), "")]
+    for key, s in zip(keys[1:], df["speedup_vs_first"].iloc[1:], strict=True):
+        band = speedup_band(keys[0], key)
+        if band is None:
+            out.append((float("nan"), float("nan"), "no published pairs to say"))
+            continue
+        lo, hi = s / (1 + band.p90_pct / 100), s / (1 + band.p10_pct / 100)
+        out.append((lo, hi, f"{band.span()} ({band.family}{'' if band.borrowed else f', {band.rows} pairs'})"))
+    return out
 
 
 def _on_chip(p) -> dict | None:  # noqa: ANN001 - a Prediction
@@ -1628,6 +1656,8 @@ def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 -
                                    zip(df[f"time_s.{lb}"], df[f"fits.{lb}"], strict=True)]
             for lb, u in zip(labels, per, strict=True)}
     rows |= {f"mix score (x vs {ctx.base_hw.name})": [f"{v:.4g}" for v in df["score"]],
+             "measured mix score would be (x)": [f"{lo:.3g}..{hi:.3g}" if lo == lo else "-" for lo, hi in
+                                                 zip(df["score_measured_lo"], df["score_measured_hi"], strict=True)],
              "area (mm², all dies)": [f"{v:.4g}" for v in df["area_mm2"]],
              "unit cost (USD)": [f"{v:.4g}" for v in df["cost_usd"]],
              "peak average power over the mix (W)": [f"{v:.4g}" for v in df["power_w"]],
@@ -1642,6 +1672,10 @@ def _compare_chips(args: argparse.Namespace, cfg, ctx) -> int:  # noqa: ANN001 -
     for chip, ok, why in zip(df["chip"], df["feasible"], df["reason"], strict=True):
         if not ok:
             print(f"{chip}: outside the study's limits: {why}")
+    print("how sure: each mix score over the range (p10..p90; min..max of fewer than 10) of the speedup errors on "
+          "published pairs of the two chips (dse validate's cross-chip speedups), else of every pair:")
+    for chip, band in zip(df["chip"].iloc[1:], df["score_band"].iloc[1:], strict=True):
+        print(f"  {chip}: {band}")
     print(f"results: {folder}")
     return 0
 

@@ -846,8 +846,15 @@ def test_predict_on_several_chips_is_one_row_each_with_its_speedup_over_the_firs
     assert list(chips) == ["h100-sxm", "gaudi3", "tpu-v6e"] and doc["workload"] == "llama2-7b[decode b8 ctx1024 bf16]"
     wl = dse.workload("llama2-7b", batch=8)
     alone = {c: dse.predict(wl, c).time_s for c in chips}
+    from dse.validate.bands import speedup_band
+
     for c, row in chips.items():
         assert row["time_s"] == alone[c]
+        if c != "h100-sxm":  # the measured speedup's range: s / (1 + p90) .. s / (1 + p10) of the pair's band
+            band = speedup_band("h100-sxm", c)
+            s = row["speedup_vs_first"]
+            assert (row["speedup_measured_lo"], row["speedup_measured_hi"]) == pytest.approx(
+                (s / (1 + band.p90_pct / 100), s / (1 + band.p10_pct / 100)), rel=1e-12)
         assert row["speedup_vs_first"] == pytest.approx(alone["h100-sxm"] / alone[c], rel=1e-12)
         assert row["fits"] and row["binding"] == "hbm" and 0 < row["binding_share_pct"] <= 100
     assert main(args) == 0

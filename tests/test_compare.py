@@ -473,6 +473,12 @@ def test_whole_chips_beside_the_base_on_the_config_mix(tmp_path: Path, capsys) -
     assert times[2] == pytest.approx(h100, rel=1e-9)
     assert df["score"][2] == pytest.approx(mix_score(times[2:], ctx.base_times, ctx.mix.weights)[0], rel=1e-12)
     assert df["area_mm2"][2] == pytest.approx(dse.area("h100-sxm").total_mm2, rel=1e-9)
+    from dse.validate.bands import speedup_band
+
+    band = speedup_band("npu-7nm", "h100-sxm")  # how sure: the score over the published speedups' band
+    assert (df["score_measured_lo"][2], df["score_measured_hi"][2]) == pytest.approx(
+        (df["score"][2] / (1 + band.p90_pct / 100), df["score"][2] / (1 + band.p10_pct / 100)), rel=1e-12)
+    assert np.isnan(df["score_measured_lo"][0]) and band.family in df["score_band"][2]
     assert not df["feasible"][2] and "area budget 750 mm2" in df["reason"][2]  # 814 mm2 of die
     assert df["binding"][2] in ("hbm", "compute", "l2", "array", "overhead") and 0 < df["binding_share_pct"][2] <= 100
     assert main(["compare", str(cfg), "--hardware", "h100-sxm,gaudi3", "--out", str(tmp_path / "r")]) == 0

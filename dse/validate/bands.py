@@ -36,7 +36,7 @@ KEEP_CACHED = 8  #: cached band files kept in the cache folder
 MIN_ROWS = 2  #: a family with fewer out-of-sample rows borrows the band of all families
 PERCENTILE_ROWS = 10  #: from this many out-of-sample rows a band is their p10..p90, below it their min..max
 __all__ = ["FAMILIES", "MIN_ROWS", "Band", "band_for", "bands_from", "family_of", "family_table", "out_of_sample",
-           "shipped_bands"]
+           "shipped_bands", "speedup_band", "speedup_bands"]
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,51 @@ def bands_from(results: pd.DataFrame) -> dict[str, Band]:
             out[fam] = Band(fam, lo, hi, n)
         else:
             out[fam] = Band(fam, everyone.p10_pct, everyone.p90_pct, everyone.rows, borrowed=True)
-    return out | chip_bands(results)
+    return out | chip_bands(results) | speedup_bands(results)
+
+
+def _spread(err: np.ndarray) -> tuple[float, float]:
+    """p10..p90 of ``err`` from :data:`PERCENTILE_ROWS` values, min..max below (as :func:`band_bounds`)."""
+    if err.size >= PERCENTILE_ROWS:
+        return float(np.percentile(err, 10)), float(np.percentile(err, 90))
+    return float(err.min()), float(err.max())
+
+
+def speedup_bands(results: pd.DataFrame) -> dict[str, Band]:
+    """Bands of the cross-chip speedup errors (``dse.validate.ratios``: predicted / measured speedup - 1 of every pair
+    of out-of-sample rows that differ only in the chip, percent): ``speedup`` over all pairs, ``speedup:A|B`` per
+    chip pair with :data:`MIN_ROWS` pairs or more (``A`` < ``B`` by name: the speedup of ``B`` over ``A``)."""
+    from dse.validate.ratios import chip_pairs
+
+    pairs = chip_pairs(results)
+    err = pairs["ratio_error_pct"].to_numpy(dtype=float)
+    if not err.size:
+        return {}
+    out = {"speedup": Band("cross-chip speedups", *_spread(err), int(err.size))}
+    for (a, b), g in pairs.groupby(["chip_a", "chip_b"], sort=True):
+        e = g["ratio_error_pct"].to_numpy(dtype=float)
+        if e.size >= MIN_ROWS:
+            out[f"speedup:{a}|{b}"] = Band(f"{a}/{b} speedups", *_spread(e), int(e.size))
+    return out
+
+
+def speedup_band(first: str, other: str) -> Band | None:
+    """The band of the speedup of chip ``other`` over chip ``first`` (percent errors of the predicted speedup): the
+    pair's own published pairs where :func:`speedup_bands` has them (turned around when ``other`` sorts first: the
+    error of ``1 / s`` is ``1 / (1 + e) - 1``), else every pair's, labelled borrowed; None without any pair."""
+    bands = shipped_bands()
+    a, b = sorted((first, other))
+    own = bands.get(f"speedup:{a}|{b}")
+    if own is not None:
+        if (a, b) == (first, other):
+            return own
+        lo, hi = (100 * (1 / (1 + v / 100) - 1) for v in (own.p90_pct, own.p10_pct))
+        return Band(f"{first}/{other} speedups", lo, hi, own.rows)
+    every = bands.get("speedup")
+    if every is None:
+        return None
+    return Band(f"no published pairs of {first} and {other}; all {every.rows} pairs", every.p10_pct, every.p90_pct,
+                every.rows, borrowed=True)
 
 
 def _inputs_digest() -> str:

@@ -113,7 +113,9 @@ def test_shipped_bands_cache_gives_identical_bands(tmp_path, monkeypatch, shippe
         b.shipped_bands.cache_clear()
     assert first == fresh and second == fresh  # every float round-trips exactly
     assert set(FAMILIES) | {"all", "style:npu", "style:gpu", "gaudi2/all", "tpu-v5e/gemm"} <= set(second)
-    assert all("/" in k or k.startswith("style:") for k in set(second) - set(FAMILIES) - {"all"})  # chips' own bands
+    # the chips' own bands, and the cross-chip speedups' (all pairs, and per chip pair)
+    assert all("/" in k or k.startswith(("style:", "speedup")) for k in set(second) - set(FAMILIES) - {"all"})
+    assert "speedup" in second and "speedup:gaudi2|gaudi3" in second
 
 
 def test_shipped_bands_cache_key_follows_the_measurements(tmp_path, monkeypatch) -> None:
@@ -229,3 +231,23 @@ def test_a_chip_with_too_few_rows_of_the_family_says_how_many_not_none() -> None
 
     label = band_for(dse.workload("mobilenet-v2", batch=64), "h100-sxm").label()
     assert "only 1 cnn row for this chip (h100-sxm)" in label and "no cnn rows" not in label
+
+
+def test_speedup_bands_are_the_published_pairs_ratio_errors_and_turn_around_with_the_pair(shipped_results) -> None:
+    """A comparison's band: p10..p90 (min..max under 10) of the predicted / measured speedup - 1 of the published
+    pairs of the same two chips (``dse validate``'s cross-chip table), else of every pair, labelled borrowed."""
+    from dse.validate.bands import speedup_band, speedup_bands
+    from dse.validate.ratios import chip_pairs
+
+    pairs = chip_pairs(shipped_results.copy())
+    bands = speedup_bands(shipped_results.copy())
+    assert bands["speedup"].rows == len(pairs) > 0
+    g = pairs[(pairs["chip_a"] == "gaudi2") & (pairs["chip_b"] == "gaudi3")]["ratio_error_pct"]
+    own = bands["speedup:gaudi2|gaudi3"]
+    assert own.rows == len(g) and (own.p10_pct, own.p90_pct) == pytest.approx((g.min(), g.max()))  # 8 pairs: min..max
+    assert speedup_band("gaudi2", "gaudi3") == own
+    back = speedup_band("gaudi3", "gaudi2")  # gaudi2 over gaudi3: the error of 1/s is 1/(1+e) - 1
+    assert back.p10_pct == pytest.approx(100 * (1 / (1 + own.p90_pct / 100) - 1))
+    assert back.p90_pct == pytest.approx(100 * (1 / (1 + own.p10_pct / 100) - 1))
+    other = speedup_band("gaudi2", "my-npu")
+    assert other.borrowed and other.rows == len(pairs) and "no published pairs of gaudi2 and my-npu" in other.family
