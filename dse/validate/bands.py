@@ -200,7 +200,10 @@ def speedup_bands(results: pd.DataFrame) -> dict[str, Band]:
 def speedup_band(first: str, other: str) -> Band | None:
     """The band of the speedup of chip ``other`` over chip ``first`` (percent errors of the predicted speedup): the
     pair's own published pairs where :func:`speedup_bands` has them (turned around when ``other`` sorts first: the
-    error of ``1 / s`` is ``1 / (1 + e) - 1``), else every pair's, labelled borrowed; None without any pair."""
+    error of ``1 / s`` is ``1 / (1 + e) - 1``), else every pair's, labelled borrowed; None without any pair; a chip
+    against itself: 0 .. 0."""
+    if first == other:  # the same chip: the speedup is 1 whatever the model's error
+        return Band(f"{first} against itself", 0.0, 0.0, 0)
     bands = shipped_bands()
     a, b = sorted((first, other))
     own = bands.get(f"speedup:{a}|{b}")

@@ -249,5 +249,6 @@ def test_speedup_bands_are_the_published_pairs_ratio_errors_and_turn_around_with
     back = speedup_band("gaudi3", "gaudi2")  # gaudi2 over gaudi3: the error of 1/s is 1/(1+e) - 1
     assert back.p10_pct == pytest.approx(100 * (1 / (1 + own.p90_pct / 100) - 1))
     assert back.p90_pct == pytest.approx(100 * (1 / (1 + own.p10_pct / 100) - 1))
+    assert (speedup_band("gaudi2", "gaudi2").p10_pct, speedup_band("gaudi2", "gaudi2").p90_pct) == (0.0, 0.0)
     other = speedup_band("gaudi2", "my-npu")
     assert other.borrowed and other.rows == len(pairs) and "no published pairs of gaudi2 and my-npu" in other.family
