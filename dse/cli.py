@@ -1387,12 +1387,12 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
     import pandas as pd
 
     from dse.api import predict
-    from dse.validate.bands import band_for, is_shipped
+    from dse.validate.bands import band_for
 
-    rows, keys = [], []
+    rows, hws = [], []
     for arg in args.hardware:
         p = predict(wl, arg if args.dram_part is None else with_dram_part(arg, args.dram_part), system=args.system)
-        keys.append(p.hardware.name if is_shipped(p.hardware) else f"{arg} (not a shipped template)")
+        hws.append(p.hardware)
         share = p.time_by_bound()
         band = band_for(p.workload, p.hardware)
         rows.append({"hardware": _template_label(arg, p.hardware), "time_s": p.time_s,
@@ -1400,12 +1400,12 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
                      "binding_share_pct": 100 * float(share.max()), **_energy_fields(p),
                      "memory_gb_per_chip": p.workload.memory_bytes / 1e9, "capacity_gb_per_chip": p.capacity_bytes / 1e9,
                      "fits": p.fits, "band": band.span() if band.rows and p.fits else "none",
-                     "band_rows": band.rows, "band_borrowed": band.rows > 0 and (band.borrowed or "borrowed" in band.family),
+                     "band_rows": band.rows, "band_borrowed": band.rows > 0 and band.borrowed,
                      "unit": _time_unit(p).split(" (")[0], "system": p.system.name if p.system is not None else None,
                      "tokens_per_s": float(p.serving["tokens_per_s"]) if p.serving else None})
     df = pd.DataFrame(rows)
     df.insert(2, "speedup_vs_first", df["time_s"].iloc[0] / df["time_s"])
-    spans = _speedup_spans(df, keys)
+    spans = _speedup_spans(df, hws)
     df.insert(3, "speedup_measured_lo", [s[0] for s in spans])
     df.insert(4, "speedup_measured_hi", [s[1] for s in spans])
     df.insert(5, "speedup_band", [s[2] for s in spans])
@@ -1439,20 +1439,18 @@ def _predict_several(args: argparse.Namespace, wl) -> int:  # noqa: ANN001 - a W
     return 0
 
 
-def _speedup_spans(df, keys: list[str]) -> list[tuple[float, float, str]]:  # noqa: ANN001 - a DataFrame
+def _speedup_spans(df, hws: list) -> list[tuple[float, float, str]]:  # noqa: ANN001 - a DataFrame, Hardware
     """Per chip of ``dse predict MODEL A B ...``: the interval its measured speedup over the first chip is expected
-    in, ``s / (1 + p90) .. s / (1 + p10)`` of :func:`dse.validate.bands.speedup_band` (the first chip: NaN), and the
-    band's words."""
+    in (``Band.interval`` of :func:`dse.validate.bands.speedup_band`; the first chip: NaN), and the band's words."""
     from dse.validate.bands import speedup_band
 
     out = [(float("nan"), float("nan"), "")]
-    for key, s in zip(keys[1:], df["speedup_vs_first"].iloc[1:], strict=True):
-        band = speedup_band(keys[0], key)
+    for hw, s in zip(hws[1:], df["speedup_vs_first"].iloc[1:], strict=True):
+        band = speedup_band(hws[0], hw)
         if band is None:
             out.append((float("nan"), float("nan"), "no published pairs to say"))
             continue
-        lo, hi = s / (1 + band.p90_pct / 100), s / (1 + band.p10_pct / 100)
-        out.append((lo, hi, f"{band.span()} ({band.family}{'' if band.borrowed else f', {band.rows} pairs'})"))
+        out.append((*band.interval(s), f"{band.span()} ({band.family}{'' if band.borrowed else f', {band.rows} pairs'})"))
     return out
 
 

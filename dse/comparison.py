@@ -35,7 +35,7 @@ from dse.document import Document, Figure, Table
 from dse.errors import DseError
 from dse.hardware.designs import DesignBatch
 from dse.hardware.fields import is_part_field, knob_values, part_codes
-from dse.predict import bound_names, mix_times, mix_times_bounds
+from dse.predict import bound_names, mix_bindings, mix_times
 from dse.search.optimize import tie_key
 from dse.search.space import base_knobs, designs_from_params, knob_range
 from dse.study import Context, attach_system, has_dram, score_designs
@@ -702,36 +702,32 @@ def chip_table(ctx: Context, chips: list[tuple[str, typing.Any]], cfg_dir: typin
     limits (and why not), the ceiling under which the mix spends the most of its weighted time and that share,
     and each workload's step time (``time_s.<label>``) and fit (``fits.<label>``). How sure: ``score_measured_lo``
     .. ``score_measured_hi``, the score over the band of the published speedups between the two chips
-    (:func:`dse.validate.bands.speedup_band`: every pair's where the two have none; a mix score averages speedups,
-    each as sure as one pair), and ``score_band`` in words. A multi-chip mix runs each
+    (:func:`dse.validate.bands.speedup_band`, ``Band.interval``: every pair's where the two have none; a mix score
+    averages speedups, each as sure as one pair), and ``score_band`` in words. A multi-chip mix runs each
     chip on the config's system where it names one (another chip in that system's network: a what-if), else on
     the chip's shipped system (``dse.study.attach_system``)."""
     from pathlib import Path
 
-    from dse.validate.bands import is_shipped, speedup_band
+    from dse.validate.bands import speedup_band
 
     rows = []
     labels = ctx.mix.labels
-    base_key = ctx.base_hw.name if is_shipped(ctx.base_hw) else "the base design"
-    w = np.asarray(ctx.mix.weights, dtype=float)
     for i, (name, hw) in enumerate([("base: " + ctx.base_hw.name, ctx.base_hw), *chips]):
         d = ctx.base if i == 0 else attach_system(ctx.cfg, Path(cfg_dir or "."), DesignBatch.from_hardware(hw),
                                                    ctx.mix)
-        times, by = mix_times_bounds(d, ctx.mix, arrays=ctx.arrays)
+        times, _, binding, share = mix_bindings(d, ctx.mix, ctx.mix.weights, ctx.arrays)
         sc, _ = score_designs(ctx, d, times)
-        share = (by[0] / times[0][:, None] * w[:, None]).sum(axis=0) / w.sum()  # [B] weighted time share per ceiling
-        b = int(np.argmax(share))
         need, cap = ctx.mix.memory_bytes, float(d.offchip_capacity[0])
         score = float(sc.score[0])
-        band = None if i == 0 else speedup_band(base_key, hw.name if is_shipped(hw) else name)
-        span = (score / (1 + band.p90_pct / 100), score / (1 + band.p10_pct / 100)) if band else (np.nan, np.nan)
+        band = None if i == 0 else speedup_band(ctx.base_hw, hw)
+        span = band.interval(score) if band else (np.nan, np.nan)
         rows.append({"chip": name, "system": d.system.name if d.system is not None else "-",
                      "score": score, "score_measured_lo": span[0], "score_measured_hi": span[1],
                      "score_band": f"{band.span()} ({band.family})" if band else "",
                      "area_mm2": float(sc.area_mm2[0]),
                      "cost_usd": float(sc.cost_usd[0]), "power_w": float(sc.power_w[0]),
                      "feasible": bool(sc.feasible[0]), "reason": sc.reason[0],
-                     "binding": bound_names(d.level_names)[b], "binding_share_pct": 100 * float(share[b]),
+                     "binding": bound_names(d.level_names)[int(binding[0])], "binding_share_pct": 100 * float(share[0]),
                      **{f"time_s.{lb}": float(t) for lb, t in zip(labels, times[0], strict=True)},
                      **{f"fits.{lb}": bool(n <= cap) for lb, n in zip(labels, need, strict=True)}})
     return pd.DataFrame(rows)

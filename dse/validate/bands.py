@@ -85,9 +85,7 @@ def band_bounds(oos: pd.DataFrame, sel: pd.DataFrame) -> tuple[float, float, int
     e = oos.loc[oos.index.intersection(sel.index), "time_error_pct"].to_numpy(dtype=float)
     if not e.size:
         return float("nan"), float("nan"), 0
-    if e.size >= PERCENTILE_ROWS:
-        return float(np.percentile(e, 10)), float(np.percentile(e, 90)), int(e.size)
-    return float(e.min()), float(e.max()), int(e.size)
+    return *_spread(e), int(e.size)
 
 
 def _families_in(results: pd.DataFrame) -> list[str]:
@@ -173,7 +171,8 @@ def bands_from(results: pd.DataFrame) -> dict[str, Band]:
 
 
 def _spread(err: np.ndarray) -> tuple[float, float]:
-    """p10..p90 of ``err`` from :data:`PERCENTILE_ROWS` values, min..max below (as :func:`band_bounds`)."""
+    """p10..p90 of ``err`` from :data:`PERCENTILE_ROWS` values, min..max below (a band that holds every value it
+    was built from)."""
     if err.size >= PERCENTILE_ROWS:
         return float(np.percentile(err, 10)), float(np.percentile(err, 90))
     return float(err.min()), float(err.max())
@@ -197,11 +196,13 @@ def speedup_bands(results: pd.DataFrame) -> dict[str, Band]:
     return out
 
 
-def speedup_band(first: str, other: str) -> Band | None:
-    """The band of the speedup of chip ``other`` over chip ``first`` (percent errors of the predicted speedup): the
-    pair's own published pairs where :func:`speedup_bands` has them (turned around when ``other`` sorts first: the
-    error of ``1 / s`` is ``1 / (1 + e) - 1``), else every pair's, labelled borrowed; None without any pair; a chip
-    against itself: 0 .. 0."""
+def speedup_band(first: str | Hardware, other: str | Hardware) -> Band | None:
+    """The band of the speedup of chip ``other`` over chip ``first`` (percent errors of the predicted speedup; a chip
+    by name, or a template, which names a measured chip only when :func:`is_shipped`): the pair's own published pairs
+    where :func:`speedup_bands` has them (turned around when ``other`` sorts first: the error of ``1 / s`` is
+    ``1 / (1 + e) - 1``), else every pair's, labelled borrowed; None without any pair; a chip against itself: 0 .. 0.
+    ``Band.interval(s)`` is then the range the measured speedup ``s`` would be in."""
+    first, other = (_measured_name(c) for c in (first, other))
     if first == other:  # the same chip: the speedup is 1 whatever the model's error
         return Band(f"{first} against itself", 0.0, 0.0, 0)
     bands = shipped_bands()
@@ -217,6 +218,14 @@ def speedup_band(first: str, other: str) -> Band | None:
         return None
     return Band(f"no published pairs of {first} and {other}; all {every.rows} pairs", every.p10_pct, every.p90_pct,
                 every.rows, borrowed=True)
+
+
+def _measured_name(chip: str | Hardware) -> str:
+    """The name a chip's validation rows carry: a template's name where it is the shipped one, else its name marked
+    as never measured (a user's copy keeping a shipped name pairs with no published row)."""
+    if not isinstance(chip, Hardware):
+        return chip
+    return chip.name if is_shipped(chip) else f"{chip.name} (not a shipped template)"
 
 
 def _inputs_digest() -> str:
